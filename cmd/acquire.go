@@ -1,0 +1,143 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+// acquireOptions configure `lockctl acquire`.
+type acquireOptions struct {
+	f *Factory
+
+	lockFlags
+	Target   string
+	TTL      time.Duration
+	Timeout  time.Duration
+	Policy   lock.Policy
+	Progress string
+	Output   string
+}
+
+func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command {
+	o := &acquireOptions{f: f, TTL: lock.DefaultTTL, Policy: lock.PolicyNewest, Progress: "auto"}
+	c := &cobra.Command{
+		Use:   "acquire NAMESPACE",
+		Short: "Take the deploy lock of a namespace, waiting for it if needed",
+		Long: heredoc.Doc(`
+			Take the deploy lock of NAMESPACE. If another build holds it, wait in
+			the queue until it is released, its pod ends or its expiry passes,
+			showing who holds it and for how long.
+
+			Among builds of the same owner/repo/branch only the newest waits: an
+			older build gives up with exit status 3 ("superseded") when a newer
+			one waits or holds the lock. With --policy fifo nobody is superseded.
+
+			When lockctl runs in a pod, the lock lives as long as that pod.
+			Otherwise it expires after --ttl unless released first.
+
+			On success the fencing token is printed on stdout: it grows with
+			every new holder, so a deploy step can refuse to act on a lock it
+			no longer holds. Acquiring a lock you already hold (same identity
+			and session) is a no-op.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			# In a pipeline: lock, deploy, release even when the deploy fails
+			lockctl acquire staging --timeout 30m && ./deploy.sh; lockctl release staging
+
+			# Identity from flags instead of the CI environment
+			lockctl acquire staging --owner acme --repo web --branch main --build 42
+
+			# Keep the token for the deploy step
+			LOCKCTL_FENCING_TOKEN=$(lockctl acquire staging)
+		`),
+		Args: exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Target = args[0]
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runAcquire(c.Context(), o)
+		},
+	}
+	fs := c.Flags()
+	o.addIdentityFlags(fs)
+	o.addLockNamespaceFlag(fs)
+	fs.DurationVar(&o.TTL, "ttl", o.TTL, "how long the lock lasts when the holder runs outside a pod")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting after this long (exit 4); 0 waits forever")
+	fs.Var(policyFlag{&o.Policy}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
+	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display while waiting: auto, tty or plain")
+	addOutputFlag(fs, &o.Output, "json", "yaml")
+	return c
+}
+
+func (o *acquireOptions) validate() error {
+	if err := validateTarget(o.Target); err != nil {
+		return err
+	}
+	if o.TTL <= 0 {
+		return flagErrorf("--ttl must be positive, got %s", o.TTL)
+	}
+	if o.Timeout < 0 {
+		return flagErrorf("--timeout must not be negative, got %s", o.Timeout)
+	}
+	switch o.Progress {
+	case "auto", "tty", "plain":
+	default:
+		return flagErrorf("--progress must be auto, tty or plain, got %q", o.Progress)
+	}
+	return nil
+}
+
+func runAcquire(ctx context.Context, o *acquireOptions) error {
+	locks, err := newLockClient(o.f, &o.lockFlags)
+	if err != nil {
+		return err
+	}
+	id, err := o.identity(o.f)
+	if err != nil {
+		return err
+	}
+	progress := newWaitProgress(o.f.IOStreams.ErrOut, o.f.Clock, o.liveProgress())
+	req := lock.Request{
+		Target: o.Target, Identity: id, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
+		OnProgress: progress.update,
+	}
+	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
+	defer cancel()
+	held, err := locks.Acquire(ctx, req)
+	progress.finish()
+	if err != nil {
+		return fmt.Errorf("acquire lock %q: %w", o.Target, err)
+	}
+	fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q acquired by %s after %s (%s)\n",
+		o.Target, id, humanDuration(held.Waited), locks.Describe(o.Target))
+	if o.Output != "" {
+		l, err := locks.Get(ctx, o.Target)
+		if err != nil {
+			return err
+		}
+		return printObject(o.f.IOStreams.Out, o.Output, l)
+	}
+	fmt.Fprintln(o.f.IOStreams.Out, held.Token)
+	return nil
+}
+
+func (o *acquireOptions) liveProgress() bool {
+	switch o.Progress {
+	case "tty":
+		return true
+	case "plain":
+		return false
+	}
+	return o.f.IsTerminal()
+}

@@ -1,0 +1,90 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+// explain turns err into one line a person can act on, and a hint saying
+// what to do. API and network errors lose their wrapping; lockctl's own
+// errors keep their message.
+func explain(err error) (msg, hint string) {
+	var (
+		superseded *lock.SupersededError
+		timeout    *lock.TimeoutError
+		notHolder  *lock.NotHolderError
+		invalid    *lock.InvalidError
+		notALock   *lock.NotALockError
+		flagErr    *FlagError
+		status     apierrors.APIStatus
+		urlErr     *url.Error
+	)
+	switch {
+	case errors.As(err, &flagErr):
+		return err.Error(), ""
+	case errors.As(err, &superseded):
+		return err.Error(), "nothing to do: the newer build deploys instead of this one"
+	case errors.As(err, &timeout):
+		return err.Error(), fmt.Sprintf("wait longer with --timeout, or see the queue with `lockctl status %s`", timeout.Target)
+	case errors.As(err, &notHolder):
+		return err.Error(), fmt.Sprintf("release it with the holder's identity (--owner %s --repo %s --branch %s --build %s), or break it with --force",
+			notHolder.Holder.Owner, notHolder.Holder.Repo, notHolder.Holder.Branch, notHolder.Holder.Build)
+	case errors.As(err, &invalid):
+		return err.Error(), fmt.Sprintf("inspect it with `kubectl get configmap -n %s %s -o yaml`; remove it with `lockctl release --force`", invalid.Namespace, invalid.Name)
+	case errors.As(err, &notALock):
+		return err.Error(), "lockctl leaves it alone: rename or delete that configmap, or keep locks elsewhere with --lock-namespace"
+	case errors.As(err, &status) && apierrors.IsForbidden(err):
+		return "permission denied: " + status.Status().Message,
+			"ask for that verb on that resource in a Role bound to you (docs/rbac.md lists what lockctl needs)"
+	case errors.As(err, &status) && apierrors.IsUnauthorized(err):
+		return "the API server rejected the credentials: " + status.Status().Message,
+			"log in again, or check the user of the current context in your kubeconfig"
+	case errors.As(err, &urlErr) && isNetError(urlErr.Err):
+		return fmt.Sprintf("cannot reach the API server at %s: %s", hostOf(urlErr.URL), rootCause(urlErr.Err)),
+			"check that the cluster runs and that --context/--kubeconfig point at it"
+	case clientcmd.IsEmptyConfig(err):
+		return "no kubeconfig found", "set KUBECONFIG or --kubeconfig, or run lockctl inside a pod"
+	case clientcmd.IsContextNotFound(err) || strings.Contains(err.Error(), "context was not found"):
+		return err.Error(), "list contexts with `kubectl config get-contexts`"
+	}
+	return err.Error(), ""
+}
+
+func isNetError(err error) bool {
+	var netErr net.Error
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	return errors.As(err, &netErr) || errors.As(err, &opErr) || errors.As(err, &dnsErr)
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// rootCause returns the innermost error's message.
+func rootCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// kubeconfigError keeps kubeconfig problems recognisable by explain.
+func kubeconfigError(err error) error {
+	return fmt.Errorf("load kubeconfig: %w", err)
+}

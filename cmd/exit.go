@@ -1,0 +1,104 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+// Exit codes of lockctl. They are part of its interface: scripts rely on
+// them, so they never change meaning.
+const (
+	// CodeOK: done (lock acquired or released, job succeeded, pass finished).
+	CodeOK = 0
+	// CodeError: an error (API, permissions, invalid stored object).
+	CodeError = 1
+	// CodeUsage: bad flags or a bad job or config file.
+	CodeUsage = 2
+	// CodeSuperseded: a newer build of the same repository/branch is waiting
+	// or holds the lock.
+	CodeSuperseded = 3
+	// CodeTimeout: timed out waiting.
+	CodeTimeout = 4
+	// CodeJobFailed: the job ran and failed.
+	CodeJobFailed = 5
+)
+
+// exitCodeHelp is the exit-status table printed in --help and the README.
+const exitCodeHelp = `Exit status:
+  0  done (lock acquired or released, job succeeded, pass finished)
+  1  error (API, permissions, invalid stored object)
+  2  usage (bad flags, bad job or config file)
+  3  superseded: a newer build of the same repository/branch waits or holds the lock
+  4  timed out waiting
+  5  the job ran and failed (run; with -- CMD, the command's own status instead)`
+
+// FlagError is a usage error: Main points at --help after it.
+type FlagError struct {
+	Err error
+	// Command is the path of the command that refused its flags.
+	Command string
+}
+
+func (e *FlagError) Error() string { return e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
+// flagErrorf returns a *FlagError with a formatted message.
+func flagErrorf(format string, args ...any) error {
+	return &FlagError{Err: fmt.Errorf(format, args...)}
+}
+
+// UsageError is bad input that is not a flag: a job or config file. It exits
+// 2 like a FlagError but prints no usage.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// ExitError picks the exit code; Err, when set, is printed first.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// SilentError ends the command with CodeJobFailed after the command has
+// already said why.
+var SilentError = errors.New("silent error")
+
+// errTimedOut is what a command returns when its own --timeout passed.
+var errTimedOut = errors.New("timed out")
+
+// exitCode maps an error to lockctl's exit code. It is the only place that
+// does.
+func exitCode(err error) int {
+	var (
+		flagErr  *FlagError
+		usageErr *UsageError
+		exitErr  *ExitError
+	)
+	switch {
+	case err == nil:
+		return CodeOK
+	case errors.As(err, &exitErr):
+		return exitErr.Code
+	case errors.As(err, &flagErr), errors.As(err, &usageErr):
+		return CodeUsage
+	case errors.Is(err, SilentError):
+		return CodeJobFailed
+	case errors.Is(err, lock.ErrSuperseded):
+		return CodeSuperseded
+	case errors.Is(err, lock.ErrTimeout), errors.Is(err, errTimedOut), errors.Is(err, context.DeadlineExceeded):
+		return CodeTimeout
+	}
+	return CodeError
+}

@@ -1,0 +1,166 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+)
+
+// inClusterNamespaceFile holds the namespace of the pod lockctl runs in.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// Factory holds lockctl's dependencies. Clients are built lazily, so --help
+// and flag parsing never read a kubeconfig; tests replace any field.
+type Factory struct {
+	IOStreams genericiooptions.IOStreams
+	// ConfigFlags are the kubectl flags: --kubeconfig, --context, -n.
+	ConfigFlags *genericclioptions.ConfigFlags
+
+	// Clientset returns the client of the current context.
+	Clientset func() (kubernetes.Interface, error)
+	// ClientsetFor returns the client of a named kubeconfig context; ""
+	// means the current one.
+	ClientsetFor func(context string) (kubernetes.Interface, error)
+	// Namespace returns -n, else the current context's namespace.
+	Namespace func() (string, error)
+	// InPod returns the namespace and name of the pod lockctl runs in, and
+	// false outside a pod.
+	InPod func() (namespace, name string, ok bool)
+
+	// Clock is the time source; clock.RealClock outside tests.
+	Clock clock.WithTicker
+	// Getenv reads the environment (CI identity, LOCKCTL_* flags).
+	Getenv func(string) string
+	// Log is the logger, writing to IOStreams.ErrOut.
+	Log *logrus.Entry
+	// Verbosity is -v, set once flags are parsed.
+	Verbosity int
+	// IsTerminal reports whether ErrOut is a terminal, for live progress.
+	IsTerminal func() bool
+}
+
+// NewFactory returns the real dependencies on the process's streams.
+func NewFactory(streams genericiooptions.IOStreams) *Factory {
+	f := &Factory{
+		IOStreams:   streams,
+		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		Clock:       clock.RealClock{},
+		Getenv:      os.Getenv,
+	}
+	trimConfigFlags(f.ConfigFlags)
+	// jx-logging reads JX_LOG_FORMAT (text, json) and JX_LOG_LEVEL.
+	jxlog.SetOutput(streams.ErrOut)
+	f.Log = jxlog.Logger()
+
+	var (
+		once    sync.Once
+		restCfg *rest.Config
+		cfgErr  error
+		cs      kubernetes.Interface
+	)
+	restConfig := func() (*rest.Config, error) {
+		once.Do(func() {
+			restCfg, cfgErr = f.ConfigFlags.ToRESTConfig()
+			if cfgErr == nil {
+				tuneRESTConfig(restCfg)
+				cs, cfgErr = kubernetes.NewForConfig(restCfg)
+			}
+		})
+		return restCfg, cfgErr
+	}
+	f.Clientset = func() (kubernetes.Interface, error) {
+		if _, err := restConfig(); err != nil {
+			return nil, kubeconfigError(err)
+		}
+		return cs, nil
+	}
+	f.ClientsetFor = func(name string) (kubernetes.Interface, error) {
+		if name == "" {
+			return f.Clientset()
+		}
+		loader := f.ConfigFlags.ToRawKubeConfigLoader()
+		raw, err := loader.RawConfig()
+		if err != nil {
+			return nil, kubeconfigError(err)
+		}
+		if _, ok := raw.Contexts[name]; !ok {
+			return nil, fmt.Errorf("context %q not found in kubeconfig: list contexts with `kubectl config get-contexts`", name)
+		}
+		cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+		if err != nil {
+			return nil, kubeconfigError(err)
+		}
+		tuneRESTConfig(cfg)
+		return kubernetes.NewForConfig(cfg)
+	}
+	f.Namespace = func() (string, error) {
+		ns, _, err := f.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return "", kubeconfigError(err)
+		}
+		return ns, nil
+	}
+	f.InPod = func() (string, string, bool) {
+		data, err := os.ReadFile(inClusterNamespaceFile)
+		if err != nil {
+			return "", "", false
+		}
+		name := f.Getenv("POD_NAME")
+		if name == "" {
+			name, _ = os.Hostname()
+		}
+		return strings.TrimSpace(string(data)), name, name != ""
+	}
+	f.IsTerminal = func() bool {
+		file, ok := streams.ErrOut.(*os.File)
+		return ok && term.IsTerminal(int(file.Fd()))
+	}
+	return f
+}
+
+// tuneRESTConfig raises client-go's default client-side rate limit (5 QPS),
+// which would throttle a reconcile loop long before the API server does.
+func tuneRESTConfig(cfg *rest.Config) {
+	if cfg.QPS == 0 {
+		cfg.QPS = 50
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = 100
+	}
+	cfg.UserAgent = "lockctl/" + version
+}
+
+// trimConfigFlags drops the kubectl flags lockctl has no use for, so they
+// do not clutter --help.
+func trimConfigFlags(c *genericclioptions.ConfigFlags) {
+	c.CacheDir = nil
+	c.CertFile = nil
+	c.KeyFile = nil
+	c.CAFile = nil
+	c.BearerToken = nil
+	c.Impersonate = nil
+	c.ImpersonateUID = nil
+	c.ImpersonateGroup = nil
+	c.ImpersonateUserExtra = nil
+	c.ProxyURL = nil
+	c.APIServer = nil
+	c.Username = nil
+	c.Password = nil
+	c.ClusterName = nil
+	c.AuthInfoName = nil
+	c.Insecure = nil
+	c.TLSServerName = nil
+	c.DisableCompression = nil
+	c.Timeout = nil
+}

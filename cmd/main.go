@@ -1,0 +1,88 @@
+// Package cmd is lockctl's command line: cobra wiring, flags and printing.
+// The work itself lives in the lock, scheduler and podwatch packages.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// Main runs lockctl with the process's arguments and streams and returns
+// its exit code. SIGINT and SIGTERM cancel the command's context once; a
+// second signal ends the process at once.
+func Main() int {
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got os.Signal
+	go func() {
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		got = s
+		// The next signal gets the default action: the process ends now.
+		signal.Stop(sigs)
+		cancel()
+	}()
+
+	f := NewFactory(streams)
+	err := Run(ctx, f, os.Args[1:])
+	signal.Stop(sigs)
+	if err != nil && got != nil && errors.Is(err, context.Canceled) {
+		if sig, ok := got.(syscall.Signal); ok {
+			return 128 + int(sig)
+		}
+	}
+	if err == nil {
+		return CodeOK
+	}
+	printError(f.IOStreams.ErrOut, err, f.Verbosity)
+	return exitCode(err)
+}
+
+// Run executes lockctl with args and the dependencies in f.
+func Run(ctx context.Context, f *Factory, args []string) error {
+	root := newRootCmd(f)
+	root.SetArgs(args)
+	c, err := root.ExecuteContextC(ctx)
+	var flagErr *FlagError
+	if errors.As(err, &flagErr) && c != nil {
+		flagErr.Command = c.CommandPath()
+	}
+	return err
+}
+
+// printError writes err as one "error: ..." line, then a hint when one is
+// known. Silent errors and bare exit codes print nothing.
+func printError(w io.Writer, err error, verbosity int) {
+	if errors.Is(err, SilentError) {
+		return
+	}
+	var exitErr *ExitError
+	if errors.As(err, &exitErr) && exitErr.Err == nil {
+		return
+	}
+	msg, hint := explain(err)
+	fmt.Fprintf(w, "error: %s\n", msg)
+	if hint != "" {
+		fmt.Fprintf(w, "hint: %s\n", hint)
+	}
+	var flagErr *FlagError
+	if errors.As(err, &flagErr) && flagErr.Command != "" {
+		fmt.Fprintf(w, "Run '%s --help' for usage.\n", flagErr.Command)
+	}
+	if verbosity >= 1 && msg != err.Error() {
+		fmt.Fprintf(w, "detail: %s\n", err.Error())
+	}
+}

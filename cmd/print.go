@@ -1,0 +1,99 @@
+package cmd
+
+import (
+	"strings"
+
+	"encoding/json"
+	"fmt"
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+	"io"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+// printObject writes obj as JSON or YAML.
+func printObject(w io.Writer, format string, obj any) error {
+	switch format {
+	case "json":
+		data, err := json.MarshalIndent(obj, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode json: %w", err)
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	case "yaml":
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("encode yaml: %w", err)
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	return fmt.Errorf("unknown output format %q", format)
+}
+
+// listOf wraps items in a Kubernetes-style List, as kubectl prints them.
+func listOf[T any](items []T) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+}
+
+// examples indents an Example block the way kubectl prints it.
+func examples(s string) string {
+	lines := strings.Split(strings.TrimRight(heredoc.Doc(s), "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = "  " + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// exactArgs is cobra.ExactArgs reporting a usage error (exit 2).
+func exactArgs(n int) cobra.PositionalArgs {
+	return wrapArgs(cobra.ExactArgs(n))
+}
+
+// maxArgs is cobra.MaximumNArgs reporting a usage error (exit 2).
+func maxArgs(n int) cobra.PositionalArgs {
+	return wrapArgs(cobra.MaximumNArgs(n))
+}
+
+// noArgs is cobra.NoArgs reporting a usage error (exit 2).
+func noArgs() cobra.PositionalArgs { return wrapArgs(cobra.NoArgs) }
+
+func wrapArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := check(c, args); err != nil {
+			return &FlagError{Err: err}
+		}
+		return nil
+	}
+}
+
+// validateTarget checks that a lock target is a namespace name.
+func validateTarget(target string) error {
+	if errs := validation.IsDNS1123Label(target); len(errs) > 0 {
+		return flagErrorf("invalid namespace %q: %s", target, errs[0])
+	}
+	return nil
+}
+
+// newLockClient returns a lock client for the resolved lock namespace.
+func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
+	ns, err := l.lockNamespace(f)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := f.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	c := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
+	c.Clock = f.Clock
+	c.Log = f.Log
+	return c, nil
+}

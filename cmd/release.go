@@ -1,0 +1,95 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+// releaseOptions configure `lockctl release`.
+type releaseOptions struct {
+	f *Factory
+
+	lockFlags
+	Target string
+	Force  bool
+}
+
+func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command {
+	o := &releaseOptions{f: f}
+	c := &cobra.Command{
+		Use:   "release NAMESPACE",
+		Short: "Give up the deploy lock of a namespace",
+		Long: heredoc.Doc(`
+			Release the deploy lock of NAMESPACE held by this build (the same
+			owner, repo, branch and build as acquire used). The next waiter, if
+			any, holds the lock at once; otherwise the lock is deleted.
+
+			Like rm -f, releasing a lock that is not held, or already gone,
+			succeeds with a message, so pipelines can release in a finally
+			block. A build that only waits leaves the queue. A lock held by
+			someone else is refused unless --force, which breaks it and says
+			whose it was; --force also removes a lock whose record is corrupt.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			# Release in a pipeline's finally block
+			lockctl release staging
+
+			# Break a lock left by a build that will never finish
+			lockctl release staging --force
+		`),
+		Args: exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Target = args[0]
+			if err := validateTarget(o.Target); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runRelease(c.Context(), o)
+		},
+	}
+	o.addIdentityFlags(c.Flags())
+	o.addLockNamespaceFlag(c.Flags())
+	c.Flags().BoolVar(&o.Force, "force", o.Force, "release the lock whoever holds it, or delete a corrupt lock")
+	return c
+}
+
+func runRelease(ctx context.Context, o *releaseOptions) error {
+	locks, err := newLockClient(o.f, &o.lockFlags)
+	if err != nil {
+		return err
+	}
+	var id lock.Identity
+	if !o.Force || o.Build != "" {
+		if id, err = o.identity(o.f); err != nil {
+			return err
+		}
+	}
+	res, err := locks.Release(ctx, o.Target, id, lock.ReleaseOptions{Force: o.Force})
+	if err != nil {
+		return fmt.Errorf("release lock %q: %w", o.Target, err)
+	}
+	out := o.f.IOStreams.ErrOut
+	switch {
+	case res.Invalid != nil:
+		fmt.Fprintf(out, "deleted corrupt lock %q: %v\n", o.Target, res.Invalid)
+	case res.LeftQueue:
+		fmt.Fprintf(out, "lock %q was not held by %s; left the queue\n", o.Target, id)
+	case res.Previous == nil:
+		fmt.Fprintf(out, "lock %q is not held; nothing to release\n", o.Target)
+	case res.Forced:
+		fmt.Fprintf(out, "broke lock %q held by %s since %s\n", o.Target, res.Previous.Identity, res.Previous.Since.UTC().Format("2006-01-02T15:04:05Z"))
+	default:
+		fmt.Fprintf(out, "lock %q released\n", o.Target)
+	}
+	if res.HandedTo != nil {
+		fmt.Fprintf(out, "lock %q now held by %s\n", o.Target, res.HandedTo.Identity)
+	}
+	return nil
+}

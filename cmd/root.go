@@ -1,0 +1,120 @@
+package cmd
+
+import (
+	"io"
+	"strings"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// envPrefix prefixes the environment variables that set flags:
+// LOCKCTL_LOCK_NAMESPACE sets --lock-namespace.
+const envPrefix = "LOCKCTL_"
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	Verbosity int
+	Quiet     bool
+}
+
+func newRootCmd(f *Factory) *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "lockctl",
+		Short: "Deploy safely to Kubernetes: namespace locks, job pods and their reconcile loop",
+		Long: heredoc.Doc(`
+			lockctl takes a per-namespace deploy lock, submits job pods and drives
+			them to completion across the clusters named by kubeconfig contexts.
+			All state lives in the cluster, so any number of lockctl processes can
+			run at once.
+
+			Every flag can also be set from the environment: --lock-namespace from
+			LOCKCTL_LOCK_NAMESPACE, --context from LOCKCTL_CONTEXT; a flag on the
+			command line wins.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			# Hold the lock of namespace staging while a pipeline deploys to it
+			lockctl acquire staging && ./deploy.sh; lockctl release staging
+
+			# See who holds which lock and who waits
+			lockctl status
+		`),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			if err := flagsFromEnv(c.Flags(), f.Getenv); err != nil {
+				return err
+			}
+			setupLogging(f, g)
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &FlagError{Err: err}
+	})
+	root.SetIn(f.IOStreams.In)
+	root.SetOut(f.IOStreams.Out)
+	root.SetErr(f.IOStreams.ErrOut)
+
+	pf := root.PersistentFlags()
+	f.ConfigFlags.AddFlags(pf)
+	pf.IntVarP(&g.Verbosity, "verbosity", "v", g.Verbosity, "log detail: 0 status, 1 debug, 2 detail, 3+ trace")
+	pf.BoolVarP(&g.Quiet, "quiet", "q", g.Quiet, "print nothing but results and errors")
+
+	root.AddCommand(
+		newAcquireCmd(f, nil),
+		newReleaseCmd(f, nil),
+		newStatusCmd(f, nil),
+		newVersionCmd(f, nil),
+		newCompletionCmd(f),
+	)
+	for _, add := range extraCommands {
+		root.AddCommand(add(f))
+	}
+	return root
+}
+
+// extraCommands lets command files register themselves without editing
+// newRootCmd, so several can be added at once without conflicts.
+var extraCommands []func(*Factory) *cobra.Command
+
+// setupLogging maps -v and -q onto the logger and the status stream.
+func setupLogging(f *Factory, g *globalOptions) {
+	f.Verbosity = g.Verbosity
+	level := logrus.InfoLevel
+	switch {
+	case g.Quiet:
+		level = logrus.WarnLevel
+		f.IOStreams.ErrOut = io.Discard
+	case g.Verbosity == 1:
+		level = logrus.DebugLevel
+	case g.Verbosity >= 2:
+		level = logrus.TraceLevel
+	case f.Getenv("JX_LOG_LEVEL") != "":
+		return // jx-logging already applied it
+	}
+	f.Log.Logger.SetLevel(level)
+}
+
+// flagsFromEnv sets every flag not given on the command line from its
+// LOCKCTL_* environment variable.
+func flagsFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
+	var err error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if err != nil || fl.Changed {
+			return
+		}
+		name := envPrefix + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		if serr := fs.Set(fl.Name, v); serr != nil {
+			err = flagErrorf("invalid value %q in %s for --%s: %v", v, name, fl.Name, serr)
+		}
+	})
+	return err
+}

@@ -1,0 +1,287 @@
+package lock
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Outcome is what a contender learns from one decision.
+type Outcome int
+
+const (
+	// Waiting means the contender is (or will be, after the write) queued.
+	Waiting Outcome = iota
+	// Acquired means the contender holds the lock once the write succeeds.
+	Acquired
+	// Superseded means a newer build of the same branch waits or holds the
+	// lock, so the contender gives up (after the write that removes it).
+	Superseded
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Acquired:
+		return "acquired"
+	case Superseded:
+		return "superseded"
+	}
+	return "waiting"
+}
+
+// Decision is the result of Decide: the record to write, if any, and what it
+// means for the contender.
+type Decision struct {
+	// Record is the record to write; nil when nothing needs writing.
+	Record *Record
+	// Create is true when there is no lock yet and Record must be created.
+	Create  bool
+	Outcome Outcome
+	// By is the newer claim that superseded the contender.
+	By *Claim
+	// Position is the contender's 1-based place in the queue when waiting.
+	Position int
+	// HandedTo is set when the decision hands a stale holder's lock to a
+	// waiter other than the contender.
+	HandedTo *Claim
+	// StaleHolder is set when the decision removes a holder that is no
+	// longer alive.
+	StaleHolder *Claim
+	// NextCheck is when the decision must be taken again even if nothing
+	// changes: the holder's expiry or the contender's renewal. Zero means
+	// only a change to the lock or the holder's pod matters.
+	NextCheck time.Time
+}
+
+// Decide computes the next state of the lock for contender me at time now.
+// cur is the current record, nil when there is no lock. holderAlive tells
+// whether cur's holder still counts (its pod runs, or its expiry is ahead);
+// the caller judges pods, Decide judges nothing but expiries of waiters.
+// waiterTTL is how long a waiter's claim lasts between renewals.
+//
+// Decide is pure: the same inputs always give the same decision, which makes
+// every negotiation rule testable without a cluster.
+func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive bool, waiterTTL time.Duration) Decision {
+	if cur == nil {
+		rec := &Record{Target: me.target, Policy: policy, Updated: metav1.NewMicroTime(now)}
+		rec.Holder = holding(me, rec.Updated)
+		return Decision{Record: rec, Create: true, Outcome: Acquired}
+	}
+	rec := cur.deepCopy()
+	ts := later(now, rec.Updated)
+	rec.Updated = ts
+	changed := false
+
+	// Waiters whose expiry passed are gone; the contender's own entry is
+	// judged by the contender, which renews it below.
+	live := rec.Waiters[:0]
+	for _, w := range rec.Waiters {
+		if w.Session == me.Session || w.Expires.After(now) {
+			live = append(live, w)
+		} else {
+			changed = true
+		}
+	}
+	rec.Waiters = live
+
+	var d Decision
+	if rec.Holder.Session == me.Session {
+		if !rec.Holder.HandedOver && !changed {
+			return Decision{Outcome: Acquired}
+		}
+		return acquire(rec, me, ts)
+	}
+	if !holderAlive {
+		stale := rec.Holder
+		d.StaleHolder = &stale
+		next := rec.firstWaiter()
+		if next == nil || next.Session == me.Session {
+			if blocker := supersededBy(rec, me, policy, true); blocker != nil {
+				// A newer build waits: it gets the lock, not us.
+				next = blocker
+			} else {
+				dd := acquire(rec, me, ts)
+				dd.StaleHolder = d.StaleHolder
+				return dd
+			}
+		}
+		rec.handOver(*next, ts)
+		handed := rec.Holder
+		d.HandedTo = &handed
+		changed = true
+	}
+
+	if by := supersededBy(rec, me, policy, false); by != nil {
+		if rec.remove(me.Session) {
+			changed = true
+		}
+		d.Outcome, d.By = Superseded, by
+		if changed {
+			d.Record = rec
+		}
+		return d
+	}
+
+	if policy == PolicyNewest {
+		// Older builds of our branch give up their place to us.
+		slot := -1
+		kept := rec.Waiters[:0]
+		for _, w := range rec.Waiters {
+			if w.Session != me.Session && w.SameBranch(me.Identity) && buildOf(w) < buildOf(me) {
+				if slot < 0 {
+					slot = len(kept)
+				}
+				changed = true
+				continue
+			}
+			kept = append(kept, w)
+		}
+		rec.Waiters = kept
+		if rec.Position(me.Session) == 0 && slot >= 0 {
+			rec.insert(slot, waiting(me, ts, waiterTTL))
+			changed = true
+		}
+	}
+	if pos := rec.Position(me.Session); pos == 0 {
+		rec.Waiters = append(rec.Waiters, waiting(me, ts, waiterTTL))
+		changed = true
+	} else if w := &rec.Waiters[pos-1]; w.Expires.Time.Sub(now) < waiterTTL*2/3 {
+		w.Expires = microPtr(ts.Add(waiterTTL))
+		changed = true
+	}
+	d.Position = rec.Position(me.Session)
+	if changed {
+		d.Record = rec
+	}
+	mine := rec.Waiters[d.Position-1]
+	d.NextCheck = mine.Expires.Time.Add(-waiterTTL / 3)
+	if rec.Holder.Expires != nil && rec.Holder.Expires.Time.Before(d.NextCheck) {
+		d.NextCheck = rec.Holder.Expires.Time
+	}
+	return d
+}
+
+// acquire makes me the holder of rec, out of the queue.
+func acquire(rec *Record, me Claim, ts metav1.MicroTime) Decision {
+	rec.remove(me.Session)
+	rec.Holder = holding(me, ts)
+	return Decision{Record: rec, Outcome: Acquired}
+}
+
+// holding is me's claim as holder from ts: alive while its pod is, or until
+// its TTL has passed.
+func holding(me Claim, ts metav1.MicroTime) Claim {
+	c := me
+	c.Since = ts
+	c.HandedOver = false
+	c.Expires = nil
+	if c.Pod == nil {
+		c.Expires = microPtr(ts.Add(me.TTL.Duration))
+	}
+	return c
+}
+
+// waiting is me's claim as a waiter from ts.
+func waiting(me Claim, ts metav1.MicroTime, ttl time.Duration) Claim {
+	c := me
+	c.Since = ts
+	c.HandedOver = false
+	c.Expires = microPtr(ts.Add(ttl))
+	return c
+}
+
+// supersededBy returns the claim that makes me give up under policy, or nil.
+// Under PolicyNewest that is a holder of the same branch with a higher
+// build, or a waiter of the same branch with a higher build, or with the
+// same build ahead of me. With waitersOnly the holder is not considered.
+func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim {
+	if policy != PolicyNewest {
+		return nil
+	}
+	mine := buildOf(me)
+	if !waitersOnly && rec.Holder.Session != me.Session && rec.Holder.SameBranch(me.Identity) && buildOf(rec.Holder) > mine {
+		h := rec.Holder
+		return &h
+	}
+	pos := rec.Position(me.Session)
+	for i, w := range rec.Waiters {
+		if w.Session == me.Session || !w.SameBranch(me.Identity) {
+			continue
+		}
+		b := buildOf(w)
+		if b > mine || (b == mine && (pos == 0 || i < pos-1)) {
+			w := w
+			return &w
+		}
+	}
+	return nil
+}
+
+// handOver makes c the holder. Its expiry stays the short one it had as a
+// waiter until it confirms, so a lock handed to a process that died meanwhile
+// is free again soon.
+func (r *Record) handOver(c Claim, ts metav1.MicroTime) {
+	r.remove(c.Session)
+	c.Since = ts
+	c.HandedOver = true
+	if c.Expires == nil {
+		c.Expires = microPtr(ts.Time)
+	}
+	r.Holder = c
+}
+
+func (r *Record) firstWaiter() *Claim {
+	if len(r.Waiters) == 0 {
+		return nil
+	}
+	w := r.Waiters[0]
+	return &w
+}
+
+func (r *Record) remove(session string) bool {
+	for i, w := range r.Waiters {
+		if w.Session == session {
+			r.Waiters = append(r.Waiters[:i:i], r.Waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Record) insert(i int, c Claim) {
+	r.Waiters = append(r.Waiters[:i:i], append([]Claim{c}, r.Waiters[i:]...)...)
+}
+
+func (r *Record) deepCopy() *Record {
+	out := *r
+	out.Holder = r.Holder.deepCopy()
+	out.Waiters = make([]Claim, len(r.Waiters))
+	for i, w := range r.Waiters {
+		out.Waiters[i] = w.deepCopy()
+	}
+	return &out
+}
+
+func (c Claim) deepCopy() Claim {
+	if c.Pod != nil {
+		p := *c.Pod
+		c.Pod = &p
+	}
+	if c.Expires != nil {
+		e := *c.Expires
+		c.Expires = &e
+	}
+	return c
+}
+
+// buildOf returns the claim's build number; records are validated on
+// decode, so an unparsable build never reaches here except as 0.
+func buildOf(c Claim) uint64 {
+	n, _ := c.BuildNumber()
+	return n
+}
+
+func microPtr(t time.Time) *metav1.MicroTime {
+	m := metav1.NewMicroTime(t)
+	return &m
+}

@@ -1,0 +1,429 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/clock"
+)
+
+// Defaults for Client and Request fields left at their zero value.
+const (
+	// DefaultTTL is how long a holder without a pod keeps the lock.
+	DefaultTTL = time.Hour
+	// DefaultWaiterTTL is how long a waiter's place lasts between renewals;
+	// waiters renew at two thirds of it.
+	DefaultWaiterTTL = time.Minute
+	// DefaultLostPodGrace is how long a holder's pod may sit in phase Unknown
+	// or on a lost node before the lock counts as stale.
+	DefaultLostPodGrace = 5 * time.Minute
+)
+
+// Client takes, waits for and releases namespace locks kept as ConfigMaps
+// in one lock namespace.
+type Client struct {
+	cms       corev1client.ConfigMapsGetter
+	pods      corev1client.PodsGetter
+	namespace string
+
+	// Clock judges expiries and stamps records; defaults to clock.RealClock.
+	Clock clock.WithTicker
+	// Log receives what the client does, with stable keys "lock", "holder"
+	// and "err"; defaults to a logger that discards.
+	Log *logrus.Entry
+	// WaiterTTL is how long a waiter's place lasts between renewals;
+	// 0 means DefaultWaiterTTL.
+	WaiterTTL time.Duration
+	// LostPodGrace is how long a holder pod may be Unknown or on a lost node
+	// before the lock is stale; 0 means DefaultLostPodGrace.
+	LostPodGrace time.Duration
+}
+
+// New returns a Client for locks in namespace, reading and writing
+// ConfigMaps through cms and judging holder pods through pods.
+func New(cms corev1client.ConfigMapsGetter, pods corev1client.PodsGetter, namespace string) *Client {
+	discard := logrus.New()
+	discard.Out = io.Discard
+	return &Client{
+		cms:       cms,
+		pods:      pods,
+		namespace: namespace,
+		Clock:     clock.RealClock{},
+		Log:       logrus.NewEntry(discard),
+	}
+}
+
+// Namespace returns the lock namespace.
+func (c *Client) Namespace() string { return c.namespace }
+
+// Describe identifies the lock of target for logs and messages.
+func (c *Client) Describe(target string) string {
+	return c.namespace + "/" + Name(target)
+}
+
+// Request describes a contender.
+type Request struct {
+	// Target is the namespace to lock.
+	Target string
+	Identity
+	// Pod, when set, is the pod the contender runs in (namespace and name;
+	// the UID is looked up). The lock then lives as long as that pod.
+	Pod *PodRef
+	// TTL is how long the lock lasts without a pod; 0 means DefaultTTL.
+	TTL time.Duration
+	// Policy applies when this request creates the lock; an existing lock
+	// keeps the policy it was created with. "" means PolicyNewest.
+	Policy Policy
+	// Session identifies this contender; "" means a random one. Reuse it to
+	// make TryAcquire calls of one contender idempotent.
+	Session string
+	// OnProgress, when set, is called each time the contender's view of the
+	// lock changes while it waits.
+	OnProgress func(Progress)
+}
+
+// Progress is what a waiting contender knows.
+type Progress struct {
+	Target string
+	// Holder is the current holder.
+	Holder Claim
+	// HolderAlive is false when the holder is stale and about to be replaced.
+	HolderAlive bool
+	// Position is the contender's 1-based place in the queue.
+	Position int
+	// Ahead are the waiters in front of the contender.
+	Ahead []Claim
+	// Started is when the contender started waiting.
+	Started time.Time
+}
+
+// Held is a lock the caller holds.
+type Held struct {
+	Target    string
+	Namespace string
+	Name      string
+	UID       types.UID
+	Session   string
+	Holder    Claim
+	// Token grows with every new holder of any lock in the cluster: it is the
+	// resourceVersion of the write that made the caller the holder.
+	Token string
+	// Waited is how long the caller waited.
+	Waited time.Duration
+}
+
+// Acquire takes the lock for req, waiting as long as ctx allows. It returns
+// a *SupersededError when a newer build of the same branch waits or holds
+// the lock, and a *TimeoutError when ctx's deadline passes first; in both
+// cases, and when ctx is cancelled, the caller's place in the queue is given
+// up so the lock is left as it was found.
+func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
+	me, err := c.claim(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	w := newWaiter(c, req, me)
+	defer w.stop()
+	return w.run(ctx)
+}
+
+// TryAcquire takes one step towards the lock: it takes it if it is free,
+// or joins (or keeps) the queue. It never waits for the lock. The returned
+// Progress is set when the caller is queued. Call it again with the same
+// req.Session to stay queued (each call renews the place).
+func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress, error) {
+	me, err := c.claim(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := c.Clock.Now()
+	for attempt := 0; ; attempt++ {
+		cm, err := c.get(ctx, req.Target)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, err := c.step(ctx, req, me, cm, nil)
+		if errors.Is(err, errRetry) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if res.held != nil {
+			res.held.Waited = 0
+			return res.held, nil, nil
+		}
+		return nil, res.progress(req.Target, now), nil
+	}
+}
+
+// claim builds the contender's claim from req.
+func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
+	if err := req.Identity.Validate(); err != nil {
+		return Claim{}, fmt.Errorf("invalid holder identity: %w", err)
+	}
+	if req.Target == "" {
+		return Claim{}, errors.New("no target namespace given")
+	}
+	me := Claim{Identity: req.Identity, Session: req.Session, target: req.Target}
+	if me.Session == "" {
+		me.Session = newSession()
+	}
+	me.TTL = metav1.Duration{Duration: req.TTL}
+	if me.TTL.Duration <= 0 {
+		me.TTL.Duration = DefaultTTL
+	}
+	if req.Pod != nil {
+		ref := *req.Pod
+		if ref.UID == "" {
+			pod, err := c.pods.Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return Claim{}, fmt.Errorf("look up holder pod %s: %w", ref, err)
+			}
+			ref.UID = pod.UID
+		}
+		me.Pod = &ref
+	}
+	return me, nil
+}
+
+// stepResult is the outcome of one decide-and-write round.
+type stepResult struct {
+	cm       *corev1.ConfigMap // the lock after the round; nil if none
+	rec      *Record
+	decision Decision
+	started  time.Time
+	held     *Held
+}
+
+func (r *stepResult) progress(target string, started time.Time) *Progress {
+	if r.rec == nil {
+		return nil
+	}
+	p := &Progress{
+		Target:      target,
+		Holder:      r.rec.Holder,
+		HolderAlive: r.decision.StaleHolder == nil || r.decision.HandedTo != nil,
+		Position:    r.decision.Position,
+		Started:     started,
+	}
+	if p.Position > 0 {
+		p.Ahead = append([]Claim(nil), r.rec.Waiters[:p.Position-1]...)
+	}
+	return p
+}
+
+// errRetry means the lock changed under a write; read it again and decide
+// again.
+var errRetry = errors.New("lock changed, retry")
+
+// step decides on cm (nil when there is no lock) and writes the decision.
+// pod is the latest known state of the holder's pod, if any.
+func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.ConfigMap, pod *corev1.Pod) (*stepResult, error) {
+	log := c.Log.WithField("lock", c.Describe(req.Target))
+	var cur *Record
+	if cm != nil {
+		rec, err := Decode(cm)
+		if err != nil {
+			return nil, err
+		}
+		cur = rec
+	}
+	now := c.Clock.Now()
+	alive := true
+	if cur != nil {
+		var err error
+		alive, err = c.holderAlive(ctx, cur.Holder, pod, now)
+		if err != nil {
+			return nil, err
+		}
+	}
+	policy := req.Policy
+	if cur != nil {
+		policy = cur.Policy
+	} else if policy == "" {
+		policy = PolicyNewest
+	}
+	d := Decide(cur, me, policy, now, alive, c.waiterTTL())
+	res := &stepResult{cm: cm, rec: cur, decision: d}
+	if d.StaleHolder != nil {
+		log.WithField("holder", d.StaleHolder.Identity.String()).Info("holder is no longer alive")
+	}
+	if d.Record != nil {
+		written, err := c.write(ctx, req.Target, cm, d)
+		if err != nil {
+			return nil, err
+		}
+		res.cm, res.rec = written, d.Record
+	}
+	switch d.Outcome {
+	case Acquired:
+		res.held = &Held{
+			Target:    req.Target,
+			Namespace: c.namespace,
+			Name:      res.cm.Name,
+			UID:       res.cm.UID,
+			Session:   me.Session,
+			Holder:    res.rec.Holder,
+			Token:     res.cm.ResourceVersion,
+		}
+		log.WithField("holder", me.Identity.String()).Info("lock acquired")
+	case Superseded:
+		return res, &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.Session == res.rec.Holder.Session}
+	}
+	return res, nil
+}
+
+// write stores d.Record by creating or updating the lock read as cm.
+// Conflicts and races with creation or deletion return errRetry.
+func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap, d Decision) (*corev1.ConfigMap, error) {
+	api := c.cms.ConfigMaps(c.namespace)
+	var next *corev1.ConfigMap
+	if d.Create || cm == nil {
+		next = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace}}
+	} else {
+		next = cm.DeepCopy()
+	}
+	d.Record.Target = target
+	if err := encode(next, d.Record); err != nil {
+		return nil, err
+	}
+	var out *corev1.ConfigMap
+	var err error
+	if d.Create || cm == nil {
+		out, err = api.Create(ctx, next, metav1.CreateOptions{})
+	} else {
+		out, err = api.Update(ctx, next, metav1.UpdateOptions{})
+	}
+	switch {
+	case err == nil:
+		return out, nil
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err), apierrors.IsNotFound(err):
+		return nil, errRetry
+	}
+	return nil, fmt.Errorf("write lock %s: %w", c.Describe(target), err)
+}
+
+// holderAlive judges the holder: by its pod when it has one, else by its
+// expiry.
+func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time) (bool, error) {
+	if h.Pod == nil {
+		return h.Expires != nil && h.Expires.After(now), nil
+	}
+	if pod == nil || pod.Name != h.Pod.Name || pod.Namespace != h.Pod.Namespace {
+		p, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("check holder pod %s: %w", h.Pod, err)
+		}
+		pod = p
+	}
+	return PodAlive(pod, h.Pod.UID, now, c.lostPodGrace()), nil
+}
+
+// PodAlive reports whether pod still keeps a lock alive: it is the same pod
+// (uid, when given), Pending, Running or Unknown, and not lost with its node
+// or Unknown for longer than grace.
+func PodAlive(pod *corev1.Pod, uid types.UID, now time.Time, grace time.Duration) bool {
+	if pod == nil || (uid != "" && pod.UID != uid) {
+		return false
+	}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return false
+	}
+	lost := pod.Status.Phase == corev1.PodUnknown || pod.Status.Reason == "NodeLost"
+	if !lost {
+		return true
+	}
+	since := pod.CreationTimestamp.Time
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady && !cond.LastTransitionTime.IsZero() {
+			since = cond.LastTransitionTime.Time
+		}
+	}
+	if pod.DeletionTimestamp != nil && pod.DeletionTimestamp.Time.Before(since) {
+		since = pod.DeletionTimestamp.Time
+	}
+	return now.Sub(since) < grace
+}
+
+func (c *Client) get(ctx context.Context, target string) (*corev1.ConfigMap, error) {
+	cm, err := c.cms.ConfigMaps(c.namespace).Get(ctx, Name(target), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read lock %s: %w", c.Describe(target), err)
+	}
+	return cm, nil
+}
+
+// leave removes session from the queue of target's lock, if it is there,
+// so a waiter that gives up leaves the lock as it found it.
+func (c *Client) leave(ctx context.Context, target, session string) error {
+	for attempt := 0; attempt < 10; attempt++ {
+		cm, err := c.get(ctx, target)
+		if err != nil || cm == nil {
+			return err
+		}
+		rec, err := Decode(cm)
+		if err != nil {
+			return err
+		}
+		if !rec.remove(session) {
+			return nil
+		}
+		rec.Updated = later(c.Clock.Now(), rec.Updated)
+		_, err = c.write(ctx, target, cm, Decision{Record: rec})
+		if !errors.Is(err, errRetry) {
+			return err
+		}
+	}
+	return fmt.Errorf("leave the queue of lock %s: too many concurrent changes", c.Describe(target))
+}
+
+func (c *Client) waiterTTL() time.Duration {
+	if c.WaiterTTL > 0 {
+		return c.WaiterTTL
+	}
+	return DefaultWaiterTTL
+}
+
+func (c *Client) lostPodGrace() time.Duration {
+	if c.LostPodGrace > 0 {
+		return c.LostPodGrace
+	}
+	return DefaultLostPodGrace
+}
+
+func newSession() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// rvOlder reports whether resourceVersion a is older than b when both are
+// numbers (comparable resource versions); otherwise it reports false.
+func rvOlder(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return false
+	}
+	return x < y
+}

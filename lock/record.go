@@ -1,0 +1,373 @@
+package lock
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Labels and annotations that make a ConfigMap a lockctl lock. An object
+// without ManagedByLabel=ManagedByValue and KindLabel=KindValue is never read
+// as a lock and never changed or deleted.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "lockctl"
+	KindLabel      = "lockctl.dev/kind"
+	KindValue      = "lock"
+	// TargetLabel holds the target namespace, or a hash of it when the target
+	// is not a valid label value.
+	TargetLabel = "lockctl.dev/target"
+	// RecordAnnotation holds the JSON Record.
+	RecordAnnotation = "lockctl.dev/lock"
+	// PurposeAnnotation explains the object to whoever finds it with kubectl.
+	PurposeAnnotation = "lockctl.dev/purpose"
+)
+
+// Policy decides who waits and who gives up among waiters.
+type Policy string
+
+const (
+	// PolicyNewest keeps only the newest build of each owner/repo/branch
+	// queued: an older build gives up (superseded) when a newer one waits or
+	// holds the lock. It is the default.
+	PolicyNewest Policy = "newest"
+	// PolicyFIFO serves contenders in arrival order and supersedes nobody.
+	PolicyFIFO Policy = "fifo"
+)
+
+// ParsePolicy returns the policy named s; "" means PolicyNewest.
+func ParsePolicy(s string) (Policy, error) {
+	switch Policy(s) {
+	case "", PolicyNewest:
+		return PolicyNewest, nil
+	case PolicyFIFO:
+		return PolicyFIFO, nil
+	}
+	return "", fmt.Errorf("unknown policy %q: use %q or %q", s, PolicyNewest, PolicyFIFO)
+}
+
+// Identity names a build: the repository and branch it deploys, and its
+// build number, which grows with every build of that branch.
+type Identity struct {
+	Owner  string `json:"owner"`
+	Repo   string `json:"repo"`
+	Branch string `json:"branch"`
+	Build  string `json:"build"`
+}
+
+// String renders the identity as owner/repo@branch#build.
+func (id Identity) String() string {
+	return fmt.Sprintf("%s/%s@%s#%s", id.Owner, id.Repo, id.Branch, id.Build)
+}
+
+// SameBranch reports whether both identities deploy the same owner, repository
+// and branch, whatever their build.
+func (id Identity) SameBranch(o Identity) bool {
+	return id.Owner == o.Owner && id.Repo == o.Repo && id.Branch == o.Branch
+}
+
+// BuildNumber parses Build. Build numbers are non-negative integers.
+func (id Identity) BuildNumber() (uint64, error) {
+	n, err := strconv.ParseUint(id.Build, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("build %q is not a non-negative integer", id.Build)
+	}
+	return n, nil
+}
+
+// Validate checks that every field is set and that the build is a number.
+func (id Identity) Validate() error {
+	for _, f := range []struct{ name, value string }{
+		{"owner", id.Owner}, {"repo", id.Repo}, {"branch", id.Branch}, {"build", id.Build},
+	} {
+		if strings.TrimSpace(f.value) == "" {
+			return fmt.Errorf("%s is empty", f.name)
+		}
+	}
+	_, err := id.BuildNumber()
+	return err
+}
+
+// PodRef points at the pod a claim lives in.
+type PodRef struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid,omitempty"`
+}
+
+// String renders the pod as namespace/name.
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+
+// Claim is one process's stake in the lock, as holder or as waiter.
+type Claim struct {
+	Identity `json:",inline"`
+	// Session tells apart two processes with the same identity.
+	Session string `json:"session"`
+	// Pod, when set, is the pod the claimant runs in; a holder's claim is
+	// alive while that pod is.
+	Pod *PodRef `json:"pod,omitempty"`
+	// Since is when the claim joined the queue, or when it took the lock.
+	Since metav1.MicroTime `json:"since"`
+	// Expires, when set, is when the claim stops counting unless renewed.
+	// Waiters always have one; a holder has one unless it lives in a pod.
+	Expires *metav1.MicroTime `json:"expires,omitempty"`
+	// TTL is the expiry the claimant asks for once it holds the lock.
+	TTL metav1.Duration `json:"ttl,omitempty"`
+	// HandedOver marks a holder that got the lock from a release and has not
+	// confirmed it yet; until it does, its waiter expiry stands.
+	HandedOver bool `json:"handedOver,omitempty"`
+
+	// target is the lock's target, carried for Decide when creating.
+	target string
+}
+
+// Record is the content of the lock: the holder, the queue, and the last
+// time written, which never goes backwards.
+type Record struct {
+	Target  string           `json:"target"`
+	Policy  Policy           `json:"policy"`
+	Holder  Claim            `json:"holder"`
+	Waiters []Claim          `json:"waiters,omitempty"`
+	Updated metav1.MicroTime `json:"updated"`
+}
+
+// Position returns the 1-based place of session in the queue, 0 if absent.
+func (r *Record) Position(session string) int {
+	for i, w := range r.Waiters {
+		if w.Session == session {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// InvalidError reports a lock object whose labels or record cannot be
+// trusted. Such a lock is never changed or deleted except by a forced release.
+type InvalidError struct {
+	Namespace, Name string
+	Field           string
+	Reason          string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("lock %s/%s is invalid: %s: %s", e.Namespace, e.Name, e.Field, e.Reason)
+}
+
+// NotALockError reports an object that has the lock's name but not
+// lockctl's labels: it belongs to someone else and is left alone.
+type NotALockError struct {
+	Namespace, Name string
+}
+
+func (e *NotALockError) Error() string {
+	return fmt.Sprintf("configmap %s/%s exists but is not a lockctl lock (labels %s=%s, %s=%s missing)",
+		e.Namespace, e.Name, ManagedByLabel, ManagedByValue, KindLabel, KindValue)
+}
+
+// Name returns the ConfigMap name for the lock of target. It is always a
+// valid object name: short valid targets map to "lockctl-lock-<target>",
+// anything else to a truncated, sanitised form plus a hash of the target.
+func Name(target string) string {
+	const prefix = "lockctl-lock-"
+	name := prefix + target
+	if len(name) <= validation.DNS1123SubdomainMaxLength && len(validation.IsDNS1123Subdomain(name)) == 0 {
+		return name
+	}
+	var b strings.Builder
+	for _, r := range strings.ToLower(target) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	clean := strings.Trim(b.String(), "-")
+	if len(clean) > 40 {
+		clean = strings.Trim(clean[:40], "-")
+	}
+	if clean != "" {
+		clean += "-"
+	}
+	return prefix + clean + shortHash(target)
+}
+
+// targetLabelValue returns target when it is a valid label value, else a hash.
+func targetLabelValue(target string) string {
+	if len(validation.IsValidLabelValue(target)) == 0 {
+		return target
+	}
+	return "sha256-" + shortHash(target)
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// IsLock reports whether cm carries lockctl's lock labels.
+func IsLock(cm *corev1.ConfigMap) bool {
+	return cm.Labels[ManagedByLabel] == ManagedByValue && cm.Labels[KindLabel] == KindValue
+}
+
+// Decode reads the record of cm, checking labels and every stored field.
+// Errors are *NotALockError or *InvalidError.
+func Decode(cm *corev1.ConfigMap) (*Record, error) {
+	if !IsLock(cm) {
+		return nil, &NotALockError{Namespace: cm.Namespace, Name: cm.Name}
+	}
+	invalid := func(field, reason string) error {
+		return &InvalidError{Namespace: cm.Namespace, Name: cm.Name, Field: field, Reason: reason}
+	}
+	raw, ok := cm.Annotations[RecordAnnotation]
+	if !ok {
+		return nil, invalid("metadata.annotations["+RecordAnnotation+"]", "missing")
+	}
+	if field, reason := checkTimes(raw); field != "" {
+		return nil, invalid(field, reason)
+	}
+	var rec Record
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return nil, invalid("metadata.annotations["+RecordAnnotation+"]", "not a lock record: "+err.Error())
+	}
+	if _, err := ParsePolicy(string(rec.Policy)); err != nil {
+		return nil, invalid("policy", err.Error())
+	}
+	if rec.Target == "" {
+		return nil, invalid("target", "empty")
+	}
+	if err := validateClaim(&rec.Holder); err != nil {
+		return nil, invalid("holder."+err.field, err.reason)
+	}
+	for i := range rec.Waiters {
+		if err := validateClaim(&rec.Waiters[i]); err != nil {
+			return nil, invalid(fmt.Sprintf("waiters[%d].%s", i, err.field), err.reason)
+		}
+		if rec.Waiters[i].Expires == nil {
+			return nil, invalid(fmt.Sprintf("waiters[%d].expires", i), "missing")
+		}
+	}
+	return &rec, nil
+}
+
+type fieldErr struct{ field, reason string }
+
+func validateClaim(c *Claim) *fieldErr {
+	if c.Session == "" {
+		return &fieldErr{"session", "empty"}
+	}
+	for _, f := range []struct{ name, value string }{
+		{"owner", c.Owner}, {"repo", c.Repo}, {"branch", c.Branch},
+	} {
+		if f.value == "" {
+			return &fieldErr{f.name, "empty"}
+		}
+	}
+	if _, err := c.BuildNumber(); err != nil {
+		return &fieldErr{"build", err.Error()}
+	}
+	if c.Since.IsZero() {
+		return &fieldErr{"since", "missing"}
+	}
+	if c.Pod == nil && c.Expires == nil {
+		return &fieldErr{"expires", "missing (a claim without a pod needs an expiry)"}
+	}
+	if c.Pod != nil && (c.Pod.Name == "" || c.Pod.Namespace == "") {
+		return &fieldErr{"pod", "name and namespace are required"}
+	}
+	return nil
+}
+
+// encode writes rec into cm's annotation and sets the labels and the pod
+// owner reference that go with it.
+func encode(cm *corev1.ConfigMap, rec *Record) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode lock record: %w", err)
+	}
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[ManagedByLabel] = ManagedByValue
+	cm.Labels[KindLabel] = KindValue
+	cm.Labels[TargetLabel] = targetLabelValue(rec.Target)
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[RecordAnnotation] = string(raw)
+	cm.Annotations[PurposeAnnotation] = fmt.Sprintf(
+		"deploy lock for namespace %q, managed by lockctl: inspect with `lockctl status %s`, break with `lockctl release %s --force`",
+		rec.Target, rec.Target, rec.Target)
+	cm.OwnerReferences = ownerRefs(cm.Namespace, rec.Holder.Pod)
+	return nil
+}
+
+// ownerRefs makes the holder's pod own the lock, so deleting the pod
+// garbage-collects it. Owner references cannot cross namespaces, so a pod in
+// another namespace is only recorded in the claim.
+func ownerRefs(lockNamespace string, pod *PodRef) []metav1.OwnerReference {
+	if pod == nil || pod.UID == "" || pod.Namespace != lockNamespace {
+		return nil
+	}
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
+}
+
+// later returns the later of t and floor, so recorded times never go back.
+func later(t time.Time, floor metav1.MicroTime) metav1.MicroTime {
+	if t.Before(floor.Time) {
+		return floor
+	}
+	return metav1.NewMicroTime(t)
+}
+
+// checkTimes finds the first stored time that does not parse, so a
+// corrupt lock is reported by field rather than by a JSON decoder message.
+func checkTimes(raw string) (field, reason string) {
+	var doc struct {
+		Updated any              `json:"updated"`
+		Holder  map[string]any   `json:"holder"`
+		Waiters []map[string]any `json:"waiters"`
+	}
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+		return "", "" // the strict decode reports it
+	}
+	bad := func(v any) string {
+		if v == nil {
+			return ""
+		}
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Sprintf("%v is not a time", v)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+			return fmt.Sprintf("%q is not an RFC 3339 time", s)
+		}
+		return ""
+	}
+	if r := bad(doc.Updated); r != "" {
+		return "updated", r
+	}
+	claims := append([]map[string]any{doc.Holder}, doc.Waiters...)
+	for i, c := range claims {
+		prefix := "holder"
+		if i > 0 {
+			prefix = fmt.Sprintf("waiters[%d]", i-1)
+		}
+		for _, k := range []string{"since", "expires"} {
+			if r := bad(c[k]); r != "" {
+				return prefix + "." + k, r
+			}
+		}
+	}
+	return "", ""
+}

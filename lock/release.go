@@ -1,0 +1,143 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Released says what Release did.
+type Released struct {
+	// Previous is the holder the lock was taken from; nil when the lock was
+	// not held (or not there).
+	Previous *Claim
+	// HandedTo is the waiter that holds the lock now; nil when the lock was
+	// deleted because nobody waited.
+	HandedTo *Claim
+	// Forced is true when the lock was someone else's, or invalid, and
+	// --force broke it.
+	Forced bool
+	// LeftQueue is true when the caller did not hold the lock but waited
+	// for it, and gave up its place instead.
+	LeftQueue bool
+	// Invalid is set when a forced release deleted an invalid lock.
+	Invalid error
+}
+
+// ReleaseOptions tunes Release.
+type ReleaseOptions struct {
+	// Force releases the lock whoever holds it, and deletes an invalid lock.
+	Force bool
+}
+
+// Release gives up target's lock held by id. When others wait, the first
+// live waiter becomes the holder with the same write; otherwise the lock is
+// deleted with UID and resourceVersion preconditions. Releasing a lock that
+// is not there succeeds with an empty Released. A lock held by another
+// identity is refused with a *NotHolderError unless o.Force; a caller that
+// only waits leaves the queue.
+func (c *Client) Release(ctx context.Context, target string, id Identity, o ReleaseOptions) (*Released, error) {
+	for attempt := 0; attempt < 20; attempt++ {
+		cm, err := c.get(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		if cm == nil {
+			return &Released{}, nil
+		}
+		res, err := c.releaseOnce(ctx, target, id, o, cm)
+		if errors.Is(err, errRetry) {
+			continue
+		}
+		return res, err
+	}
+	return nil, fmt.Errorf("release lock %s: too many concurrent changes, try again", c.Describe(target))
+}
+
+func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o ReleaseOptions, cm *corev1.ConfigMap) (*Released, error) {
+	log := c.Log.WithField("lock", c.Describe(target))
+	rec, err := Decode(cm)
+	var invalid *InvalidError
+	switch {
+	case errors.As(err, &invalid) && o.Force:
+		if err := c.delete(ctx, cm); err != nil {
+			return nil, err
+		}
+		log.WithField("err", invalid).Warn("deleted invalid lock")
+		return &Released{Forced: true, Invalid: invalid}, nil
+	case err != nil:
+		return nil, err
+	}
+	holder := rec.Holder
+	res := &Released{Previous: &holder}
+	now := c.Clock.Now()
+	if holder.Identity != id {
+		if !o.Force {
+			if i := rec.positionOf(id); i > 0 {
+				rec.Waiters = append(rec.Waiters[:i-1:i-1], rec.Waiters[i:]...)
+				rec.Updated = later(now, rec.Updated)
+				if _, err := c.write(ctx, target, cm, Decision{Record: rec}); err != nil {
+					return nil, err
+				}
+				return &Released{LeftQueue: true}, nil
+			}
+			return nil, &NotHolderError{Target: target, Holder: holder}
+		}
+		res.Forced = true
+	}
+	ts := later(now, rec.Updated)
+	rec.Updated = ts
+	var next *Claim
+	for len(rec.Waiters) > 0 && next == nil {
+		if w := rec.Waiters[0]; w.Expires.After(now) {
+			next = &w
+		} else {
+			rec.Waiters = rec.Waiters[1:]
+		}
+	}
+	if next == nil {
+		if err := c.delete(ctx, cm); err != nil {
+			return nil, err
+		}
+		log.WithField("holder", holder.Identity.String()).Info("lock released")
+		return res, nil
+	}
+	rec.handOver(*next, ts)
+	if _, err := c.write(ctx, target, cm, Decision{Record: rec}); err != nil {
+		return nil, err
+	}
+	handed := rec.Holder
+	res.HandedTo = &handed
+	log.WithField("holder", handed.Identity.String()).Info("lock handed over")
+	return res, nil
+}
+
+// delete removes cm only if it is still the version just read.
+func (c *Client) delete(ctx context.Context, cm *corev1.ConfigMap) error {
+	uid, rv := cm.UID, cm.ResourceVersion
+	err := c.cms.ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
+	})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return errRetry
+	}
+	return fmt.Errorf("delete lock %s/%s: %w", cm.Namespace, cm.Name, err)
+}
+
+// positionOf returns the 1-based place of the first waiter with identity
+// id, 0 if none.
+func (r *Record) positionOf(id Identity) int {
+	for i, w := range r.Waiters {
+		if w.Identity == id {
+			return i + 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,148 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// APIVersion and Kind of the Lock objects printed by `lockctl status -o`.
+const (
+	APIVersion = "lockctl.dev/v1alpha1"
+	KindLock   = "Lock"
+)
+
+// Lock is a lock as people see it: a Kubernetes-style object whose spec is
+// what the lock protects and whose status is who holds it and who waits.
+type Lock struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              LockSpec   `json:"spec"`
+	Status            LockStatus `json:"status"`
+}
+
+// LockSpec names the protected namespace and the waiting policy.
+type LockSpec struct {
+	Target string `json:"target"`
+	Policy Policy `json:"policy,omitempty"`
+}
+
+// LockStatus is the holder, the queue and the holder's liveness.
+type LockStatus struct {
+	Holder  *Claim  `json:"holder,omitempty"`
+	Waiters []Claim `json:"waiters,omitempty"`
+	// Alive tells whether the holder still counts: its pod runs or its
+	// expiry is ahead.
+	Alive bool `json:"alive"`
+	// Liveness explains Alive: "pod ci/build-1 Running" or "expires in 42m".
+	Liveness string `json:"liveness,omitempty"`
+	// Invalid is set when the stored record cannot be read.
+	Invalid string `json:"invalid,omitempty"`
+}
+
+// Get returns target's lock, or nil when there is none.
+func (c *Client) Get(ctx context.Context, target string) (*Lock, error) {
+	cm, err := c.get(ctx, target)
+	if err != nil || cm == nil {
+		return nil, err
+	}
+	if !IsLock(cm) {
+		return nil, &NotALockError{Namespace: cm.Namespace, Name: cm.Name}
+	}
+	l := c.view(ctx, cm)
+	return &l, nil
+}
+
+// List returns every lock in the lock namespace, by name.
+func (c *Client) List(ctx context.Context) ([]Lock, error) {
+	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
+	list, err := c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list locks in namespace %q: %w", c.namespace, err)
+	}
+	out := make([]Lock, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, c.view(ctx, &list.Items[i]))
+	}
+	return out, nil
+}
+
+func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
+	l := Lock{
+		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID,
+			ResourceVersion: cm.ResourceVersion, CreationTimestamp: cm.CreationTimestamp,
+		},
+	}
+	rec, err := Decode(cm)
+	if err != nil {
+		l.Status.Invalid = err.Error()
+		l.Spec.Target = cm.Labels[TargetLabel]
+		return l
+	}
+	l.Spec = LockSpec{Target: rec.Target, Policy: rec.Policy}
+	h := rec.Holder
+	l.Status.Holder, l.Status.Waiters = &h, rec.Waiters
+	now := c.Clock.Now()
+	if h.Pod == nil {
+		l.Status.Alive = h.Expires.After(now)
+		if l.Status.Alive {
+			l.Status.Liveness = "expires in " + h.Expires.Sub(now).Round(time.Second).String()
+		} else {
+			l.Status.Liveness = "expired " + now.Sub(h.Expires.Time).Round(time.Second).String() + " ago"
+		}
+		return l
+	}
+	pod, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		l.Status.Alive = PodAlive(pod, h.Pod.UID, now, c.lostPodGrace())
+		l.Status.Liveness = fmt.Sprintf("pod %s %s", h.Pod, pod.Status.Phase)
+	case errors.Is(err, context.Canceled):
+		l.Status.Liveness = "pod " + h.Pod.String() + " unknown"
+	default:
+		l.Status.Liveness = "pod " + h.Pod.String() + " gone"
+	}
+	return l
+}
+
+// ErrLost means a holder found the lock no longer its own.
+var ErrLost = errors.New("lock lost")
+
+// Renew pushes the expiry of a held lock ttl past now, for holders that stay
+// alive without a pod (a terminal running a command). It returns an error
+// matching ErrLost when the caller no longer holds the lock.
+func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
+	for attempt := 0; attempt < 10; attempt++ {
+		cm, err := c.get(ctx, h.Target)
+		if err != nil {
+			return err
+		}
+		if cm == nil {
+			return fmt.Errorf("renew lock %s: %w: it was deleted", c.Describe(h.Target), ErrLost)
+		}
+		rec, err := Decode(cm)
+		if err != nil {
+			return err
+		}
+		if rec.Holder.Session != h.Session {
+			return fmt.Errorf("renew lock %s: %w: now held by %s", c.Describe(h.Target), ErrLost, rec.Holder.Identity)
+		}
+		ts := later(c.Clock.Now(), rec.Updated)
+		rec.Updated = ts
+		if rec.Holder.Pod == nil {
+			rec.Holder.Expires = microPtr(ts.Add(ttl))
+		}
+		_, err = c.write(ctx, h.Target, cm, Decision{Record: rec})
+		if !errors.Is(err, errRetry) {
+			return err
+		}
+	}
+	return fmt.Errorf("renew lock %s: too many concurrent changes", c.Describe(h.Target))
+}
