@@ -1,0 +1,443 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+const lockNS = "locks"
+
+// lockObject builds the ConfigMap of rec as the API server would return it.
+func lockObject(t *testing.T, rec *Record) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: Name(rec.Target), Namespace: lockNS, UID: "uid-1", ResourceVersion: "10",
+	}}
+	require.NoError(t, encode(cm, rec))
+	return cm
+}
+
+func pod(name string, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci", UID: "pod-uid"},
+		Status:     corev1.PodStatus{Phase: phase},
+	}
+}
+
+func request(build string) Request {
+	return Request{
+		Target:   "staging",
+		Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
+		Session:  "me",
+	}
+}
+
+// newTestClient returns a client on a fake clientset holding objs, where any
+// call not answered by a reactor of the test fails it.
+func newTestClient(t *testing.T, now time.Time, reactors func(*fake.Clientset), objs ...runtime.Object) (*Client, *fake.Clientset) {
+	t.Helper()
+	cs := fake.NewClientset(objs...)
+	if reactors != nil {
+		reactors(cs)
+	}
+	c := New(cs.CoreV1(), cs.CoreV1(), lockNS)
+	c.Clock = testingclock.NewFakeClock(now)
+	return c, cs
+}
+
+// onlyVerbs fails the test on any action whose verb is not allowed.
+func onlyVerbs(t *testing.T, verbs ...string) func(*fake.Clientset) {
+	return func(cs *fake.Clientset) {
+		cs.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			for _, v := range verbs {
+				if a.GetVerb() == v {
+					return false, nil, nil
+				}
+			}
+			t.Errorf("unexpected call %s %s", a.GetVerb(), a.GetResource().Resource)
+			return true, nil, errors.New("unexpected call")
+		})
+	}
+}
+
+func verbs(cs *fake.Clientset) []string {
+	var out []string
+	for _, a := range cs.Actions() {
+		out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	return out
+}
+
+func TestTryAcquire(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(time.Minute)
+	holderInPod := held(claim("h", "api", "main", "7"), t0)
+	holderInPod.Pod = &PodRef{Namespace: "ci", Name: "build-7", UID: "pod-uid"}
+	holderInPod.Expires = nil
+	expired := held(claim("h", "api", "main", "7"), t0.Add(-2*time.Hour))
+
+	tests := []struct {
+		name      string
+		objs      []runtime.Object
+		reactors  func(*testing.T) func(*fake.Clientset)
+		wantHeld  bool
+		wantPos   int
+		wantErr   error
+		wantCalls []string
+	}{
+		{
+			name:      "free lock is created",
+			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get", "create") },
+			wantHeld:  true,
+			wantCalls: []string{"get configmaps", "create configmaps"},
+		},
+		{
+			name:      "held lock: join the queue",
+			objs:      []runtime.Object{lockObject(t, record(held(claim("h", "api", "main", "7"), t0)))},
+			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get", "update") },
+			wantPos:   1,
+			wantCalls: []string{"get configmaps", "update configmaps"},
+		},
+		{
+			name:      "expired lock is taken over",
+			objs:      []runtime.Object{lockObject(t, record(expired))},
+			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get", "update") },
+			wantHeld:  true,
+			wantCalls: []string{"get configmaps", "update configmaps"},
+		},
+		{
+			name:      "holder pod running: wait",
+			objs:      []runtime.Object{lockObject(t, record(holderInPod)), pod("build-7", corev1.PodRunning)},
+			wantPos:   1,
+			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
+		},
+		{
+			name:      "holder pod gone: take over",
+			objs:      []runtime.Object{lockObject(t, record(holderInPod))},
+			wantHeld:  true,
+			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
+		},
+		{
+			name:      "holder pod finished: take over",
+			objs:      []runtime.Object{lockObject(t, record(holderInPod)), pod("build-7", corev1.PodSucceeded)},
+			wantHeld:  true,
+			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
+		},
+		{
+			name: "holder pod replaced by another with the same name: take over",
+			objs: []runtime.Object{lockObject(t, record(holderInPod)), func() *corev1.Pod {
+				p := pod("build-7", corev1.PodRunning)
+				p.UID = "other"
+				return p
+			}()},
+			wantHeld:  true,
+			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
+		},
+		{
+			name: "lost race: conflict, read again, then queue",
+			objs: []runtime.Object{lockObject(t, record(held(claim("h", "api", "main", "7"), t0)))},
+			reactors: func(t *testing.T) func(*fake.Clientset) {
+				return func(cs *fake.Clientset) {
+					first := true
+					cs.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+						if first {
+							first = false
+							return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("changed"))
+						}
+						return false, nil, nil
+					})
+				}
+			},
+			wantPos:   1,
+			wantCalls: []string{"get configmaps", "update configmaps", "get configmaps", "update configmaps"},
+		},
+		{
+			name: "corrupt lock is reported, never written",
+			objs: []runtime.Object{func() *corev1.ConfigMap {
+				cm := lockObject(t, record(held(claim("h", "api", "main", "7"), t0)))
+				cm.Annotations[RecordAnnotation] = strings.Replace(cm.Annotations[RecordAnnotation], `"build":"7"`, `"build":"seven"`, 1)
+				return cm
+			}()},
+			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get") },
+			wantErr:   &InvalidError{},
+			wantCalls: []string{"get configmaps"},
+		},
+		{
+			name: "object without lockctl labels is left alone",
+			objs: []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name: Name("staging"), Namespace: lockNS, Labels: map[string]string{"app": "mine"},
+			}}},
+			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get") },
+			wantErr:   &NotALockError{},
+			wantCalls: []string{"get configmaps"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var reactors func(*fake.Clientset)
+			if tt.reactors != nil {
+				reactors = tt.reactors(t)
+			}
+			c, cs := newTestClient(t, now, reactors, tt.objs...)
+			h, p, err := c.TryAcquire(context.Background(), request("42"))
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				assert.IsType(t, tt.wantErr, err, "error type")
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, tt.wantHeld, h != nil, "held")
+				if !tt.wantHeld {
+					require.NotNil(t, p)
+					assert.Equal(t, tt.wantPos, p.Position, "queue position")
+				}
+			}
+			assert.Equal(t, tt.wantCalls, verbs(cs), "API calls")
+		})
+	}
+}
+
+func TestTryAcquireSuperseded(t *testing.T) {
+	t.Parallel()
+	cur := record(held(claim("h", "api", "main", "7"), t0), queued(claim("w", "web", "main", "50"), t0.Add(time.Minute)))
+	c, cs := newTestClient(t, t0.Add(time.Minute), nil, lockObject(t, cur))
+	_, _, err := c.TryAcquire(context.Background(), request("42"))
+	var sup *SupersededError
+	require.ErrorAs(t, err, &sup)
+	assert.ErrorIs(t, err, ErrSuperseded)
+	assert.Equal(t, "50", sup.By.Build, "superseded by the newer build")
+	assert.False(t, sup.Holding, "the newer build waits")
+	assert.Equal(t, []string{"get configmaps"}, verbs(cs), "nothing written")
+}
+
+func TestRelease(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(time.Minute)
+	mine := held(claim("h", "web", "main", "42"), t0)
+	theirs := held(claim("h", "api", "main", "7"), t0)
+	id := Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
+
+	tests := []struct {
+		name       string
+		objs       []runtime.Object
+		force      bool
+		wantErr    error
+		wantDelete bool
+		wantHanded string
+		wantLeft   bool
+		wantCalls  []string
+	}{
+		{
+			name:      "not held: success, nothing written",
+			wantCalls: []string{"get configmaps"},
+		},
+		{
+			name:       "held by me, nobody waits: deleted with preconditions",
+			objs:       []runtime.Object{lockObject(t, record(mine))},
+			wantDelete: true,
+			wantCalls:  []string{"get configmaps", "delete configmaps"},
+		},
+		{
+			name:       "held by me, someone waits: handed over in one write",
+			objs:       []runtime.Object{lockObject(t, record(mine, queued(claim("w", "api", "main", "1"), now)))},
+			wantHanded: "w",
+			wantCalls:  []string{"get configmaps", "update configmaps"},
+		},
+		{
+			name: "held by me, first waiter expired: handed to the next live one",
+			objs: []runtime.Object{lockObject(t, record(mine,
+				queued(claim("dead", "db", "main", "1"), t0.Add(-time.Hour)), queued(claim("w", "api", "main", "1"), now)))},
+			wantHanded: "w",
+			wantCalls:  []string{"get configmaps", "update configmaps"},
+		},
+		{
+			name:      "held by someone else: refused",
+			objs:      []runtime.Object{lockObject(t, record(theirs))},
+			wantErr:   &NotHolderError{},
+			wantCalls: []string{"get configmaps"},
+		},
+		{
+			name:      "held by someone else, I wait: I leave the queue",
+			objs:      []runtime.Object{lockObject(t, record(theirs, queued(claim("me", "web", "main", "42"), now)))},
+			wantLeft:  true,
+			wantCalls: []string{"get configmaps", "update configmaps"},
+		},
+		{
+			name:       "held by someone else with --force: broken",
+			objs:       []runtime.Object{lockObject(t, record(theirs))},
+			force:      true,
+			wantDelete: true,
+			wantCalls:  []string{"get configmaps", "delete configmaps"},
+		},
+		{
+			name: "corrupt lock: refused without --force",
+			objs: []runtime.Object{func() *corev1.ConfigMap {
+				cm := lockObject(t, record(mine))
+				cm.Annotations[RecordAnnotation] = "{"
+				return cm
+			}()},
+			wantErr:   &InvalidError{},
+			wantCalls: []string{"get configmaps"},
+		},
+		{
+			name: "corrupt lock with --force: deleted",
+			objs: []runtime.Object{func() *corev1.ConfigMap {
+				cm := lockObject(t, record(mine))
+				cm.Annotations[RecordAnnotation] = "{"
+				return cm
+			}()},
+			force:      true,
+			wantDelete: true,
+			wantCalls:  []string{"get configmaps", "delete configmaps"},
+		},
+		{
+			name:      "not a lock, even with --force: refused",
+			objs:      []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name("staging"), Namespace: lockNS}}},
+			force:     true,
+			wantErr:   &NotALockError{},
+			wantCalls: []string{"get configmaps"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, cs := newTestClient(t, now, nil, tt.objs...)
+			res, err := c.Release(context.Background(), "staging", id, ReleaseOptions{Force: tt.force})
+			assert.Equal(t, tt.wantCalls, verbs(cs), "API calls")
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				assert.IsType(t, tt.wantErr, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantLeft, res.LeftQueue, "left queue")
+			if tt.wantHanded != "" {
+				require.NotNil(t, res.HandedTo)
+				assert.Equal(t, tt.wantHanded, res.HandedTo.Session)
+				cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(context.Background(), Name("staging"), metav1.GetOptions{})
+				require.NoError(t, err)
+				rec, err := Decode(cm)
+				require.NoError(t, err)
+				assert.True(t, rec.Holder.HandedOver, "the new holder must confirm")
+			}
+			for _, a := range cs.Actions() {
+				if d, ok := a.(k8stesting.DeleteAction); ok {
+					pre := d.GetDeleteOptions().Preconditions
+					require.NotNil(t, pre, "delete has preconditions")
+					assert.NotNil(t, pre.UID, "UID precondition")
+					assert.NotNil(t, pre.ResourceVersion, "resourceVersion precondition")
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeInvalid(t *testing.T) {
+	t.Parallel()
+	good := record(held(claim("h", "web", "main", "42"), t0))
+	tests := []struct {
+		name      string
+		mutate    func(map[string]any)
+		wantField string
+	}{
+		{"non-numeric build", func(m map[string]any) { m["holder"].(map[string]any)["build"] = "abc" }, "holder.build"},
+		{"unparsable since", func(m map[string]any) { m["holder"].(map[string]any)["since"] = "yesterday" }, "holder.since"},
+		{"unparsable expires", func(m map[string]any) { m["holder"].(map[string]any)["expires"] = "soon" }, "holder.expires"},
+		{"unparsable updated", func(m map[string]any) { m["updated"] = 12 }, "updated"},
+		{"unknown policy", func(m map[string]any) { m["policy"] = "lifo" }, "policy"},
+		{"missing session", func(m map[string]any) { delete(m["holder"].(map[string]any), "session") }, "holder.session"},
+		{"no expiry and no pod", func(m map[string]any) { delete(m["holder"].(map[string]any), "expires") }, "holder.expires"},
+		{"unknown field", func(m map[string]any) { m["extra"] = true }, "metadata.annotations[lockctl.dev/lock]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cm := lockObject(t, good)
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(cm.Annotations[RecordAnnotation]), &m))
+			tt.mutate(m)
+			raw, err := json.Marshal(m)
+			require.NoError(t, err)
+			cm.Annotations[RecordAnnotation] = string(raw)
+			_, err = Decode(cm)
+			var inv *InvalidError
+			require.ErrorAs(t, err, &inv)
+			assert.Equal(t, tt.wantField, inv.Field, "field named")
+			assert.Contains(t, err.Error(), cm.Name, "lock named")
+		})
+	}
+}
+
+func TestName(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, target, want string }{
+		{"short namespace", "staging", "lockctl-lock-staging"},
+		{"longest namespace", strings.Repeat("a", 63), "lockctl-lock-" + strings.Repeat("a", 63)},
+		{"not a name", "Team/Prod", ""},
+		{"very long", strings.Repeat("x", 300), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := Name(tt.target)
+			if tt.want != "" {
+				assert.Equal(t, tt.want, got)
+			}
+			assert.LessOrEqual(t, len(got), 253, "valid length")
+			assert.Regexp(t, `^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`, got, "valid object name")
+			assert.Equal(t, got, Name(tt.target), "stable")
+		})
+	}
+	assert.NotEqual(t, Name(strings.Repeat("x", 300)), Name(strings.Repeat("x", 301)), "distinct targets, distinct names")
+}
+
+func TestPodAlive(t *testing.T) {
+	t.Parallel()
+	now := t0
+	lostSince := func(d time.Duration, reason string, phase corev1.PodPhase) *corev1.Pod {
+		p := pod("p", phase)
+		p.Status.Reason = reason
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-d))}}
+		return p
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		uid  string
+		want bool
+	}{
+		{"running", pod("p", corev1.PodRunning), "pod-uid", true},
+		{"pending", pod("p", corev1.PodPending), "", true},
+		{"succeeded", pod("p", corev1.PodSucceeded), "", false},
+		{"failed", pod("p", corev1.PodFailed), "", false},
+		{"gone", nil, "", false},
+		{"other pod, same name", pod("p", corev1.PodRunning), "old-uid", false},
+		{"unknown, recently", lostSince(time.Minute, "", corev1.PodUnknown), "", true},
+		{"unknown past the grace", lostSince(10*time.Minute, "", corev1.PodUnknown), "", false},
+		{"node lost past the grace", lostSince(10*time.Minute, "NodeLost", corev1.PodRunning), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, PodAlive(tt.pod, typesUID(tt.uid), now, DefaultLostPodGrace))
+		})
+	}
+}
+
+func typesUID(s string) types.UID { return types.UID(s) }
