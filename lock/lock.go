@@ -259,7 +259,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	d := Decide(cur, me, policy, now, alive, c.waiterTTL())
 	res := &stepResult{cm: cm, rec: cur, decision: d}
 	if d.StaleHolder != nil {
-		log.WithField("holder", d.StaleHolder.Identity.String()).Info("holder is no longer alive")
+		log.WithField("holder", d.StaleHolder.Identity.String()).Debug("holder is no longer alive")
 	}
 	if d.Record != nil {
 		written, err := c.write(ctx, req.Target, cm, d)
@@ -279,7 +279,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 			Holder:    res.rec.Holder,
 			Token:     res.cm.ResourceVersion,
 		}
-		log.WithField("holder", me.Identity.String()).Info("lock acquired")
+		log.WithField("holder", me.Identity.String()).Debug("lock acquired")
 	case Superseded:
 		return res, &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.Session == res.rec.Holder.Session}
 	}

@@ -103,7 +103,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 		if err := c.delete(ctx, cm); err != nil {
 			return nil, err
 		}
-		log.WithField("holder", holder.Identity.String()).Info("lock released")
+		log.WithField("holder", holder.Identity.String()).Debug("lock released")
 		return res, nil
 	}
 	rec.handOver(*next, ts)
@@ -112,7 +112,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 	}
 	handed := rec.Holder
 	res.HandedTo = &handed
-	log.WithField("holder", handed.Identity.String()).Info("lock handed over")
+	log.WithField("holder", handed.Identity.String()).Debug("lock handed over")
 	return res, nil
 }
 

@@ -1,0 +1,153 @@
+package cmd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+func TestNewAcquireCmd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    acquireOptions
+		wantErr string
+	}{
+		{
+			name: "defaults",
+			args: []string{"staging"},
+			want: acquireOptions{Target: "staging", TTL: time.Hour, Policy: lock.PolicyNewest, Progress: "auto"},
+		},
+		{
+			name: "every flag",
+			args: []string{"staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42", "--pod", "ci/p",
+				"--lock-namespace", "locks", "--ttl", "5m", "--timeout", "30s", "--policy", "fifo", "--progress", "plain", "-o", "yaml"},
+			want: acquireOptions{
+				lockFlags: lockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"},
+				Target:    "staging", TTL: 5 * time.Minute, Timeout: 30 * time.Second, Policy: lock.PolicyFIFO, Progress: "plain", Output: "yaml",
+			},
+		},
+		{
+			name: "flags from LOCKCTL_ environment, command line wins",
+			args: []string{"staging", "--ttl", "2m"},
+			env:  map[string]string{"LOCKCTL_LOCK_NAMESPACE": "locks", "LOCKCTL_TTL": "9m", "LOCKCTL_TIMEOUT": "1m"},
+			want: acquireOptions{lockFlags: lockFlags{LockNamespace: "locks"}, Target: "staging", TTL: 2 * time.Minute, Timeout: time.Minute, Policy: lock.PolicyNewest, Progress: "auto"},
+		},
+		{name: "no namespace", args: []string{}, wantErr: "accepts 1 arg(s), received 0"},
+		{name: "invalid namespace", args: []string{"Not_A_Namespace"}, wantErr: `invalid namespace "Not_A_Namespace"`},
+		{name: "bad policy", args: []string{"staging", "--policy", "lifo"}, wantErr: `invalid argument "lifo" for "--policy" flag: unknown policy "lifo": use "newest" or "fifo"`},
+		{name: "bad ttl", args: []string{"staging", "--ttl", "0s"}, wantErr: "--ttl must be positive, got 0s"},
+		{name: "bad progress", args: []string{"staging", "--progress", "fancy"}, wantErr: `--progress must be auto, tty or plain, got "fancy"`},
+		{name: "bad output", args: []string{"staging", "-o", "wide"}, wantErr: `invalid argument "wide" for "-o, --output" flag: must be one of json, yaml`},
+		{name: "bad env value", args: []string{"staging"}, env: map[string]string{"LOCKCTL_TTL": "soon"}, wantErr: `invalid value "soon" in LOCKCTL_TTL for --ttl`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			for k, v := range tt.env {
+				te.env[k] = v
+			}
+			var got *acquireOptions
+			root := newRootCmd(te.f)
+			root.RemoveCommand(findCmd(root, "acquire"))
+			root.AddCommand(newAcquireCmd(te.f, func(o *acquireOptions) error { got = o; return nil }))
+			root.SetArgs(append([]string{"acquire"}, tt.args...))
+			err := root.Execute()
+			if tt.wantErr != "" {
+				require.Error(t, err, "args %v", tt.args)
+				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
+				assert.Equal(t, CodeUsage, exitCode(err), "usage errors exit 2")
+				return
+			}
+			require.NoError(t, err, "args %v", tt.args)
+			got.f = nil
+			assert.Equal(t, tt.want, *got, "args %v", tt.args)
+		})
+	}
+}
+
+func TestRunAcquire(t *testing.T) {
+	t.Parallel()
+	heldBy41 := func() *corev1.ConfigMap {
+		return lockConfigMap(t, "staging", lock.Claim{
+			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "43"},
+			Session:  "s43", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
+			Expires: ptrMicro(testNow.Add(time.Hour)),
+		})
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		env        map[string]string
+		objs       []*corev1.ConfigMap
+		wantOut    string
+		wantErrOut string
+		wantCode   int
+	}{
+		{
+			name:       "free lock, identity from flags",
+			args:       []string{"acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42"},
+			wantOut:    "1\n",
+			wantErrOut: "lock \"staging\" acquired by acme/web@main#42 after 0s (default/lockctl-lock-staging)\n",
+		},
+		{
+			name:       "identity from the Prow / Jenkins X environment",
+			args:       []string{"acquire", "staging"},
+			env:        map[string]string{"REPO_OWNER": "acme", "REPO_NAME": "web", "BRANCH_NAME": "main", "BUILD_NUMBER": "7"},
+			wantOut:    "1\n",
+			wantErrOut: "lock \"staging\" acquired by acme/web@main#7 after 0s (default/lockctl-lock-staging)\n",
+		},
+		{
+			name:       "identity from GitHub Actions",
+			args:       []string{"acquire", "staging", "--lock-namespace", "ci"},
+			env:        map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/web", "GITHUB_REF_NAME": "main", "GITHUB_RUN_NUMBER": "9"},
+			wantOut:    "1\n",
+			wantErrOut: "lock \"staging\" acquired by acme/web@main#9 after 0s (ci/lockctl-lock-staging)\n",
+		},
+		{
+			name:       "identity from GitLab CI",
+			args:       []string{"acquire", "staging"},
+			env:        map[string]string{"GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web", "CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "11"},
+			wantOut:    "1\n",
+			wantErrOut: "lock \"staging\" acquired by acme/web@main#11 after 0s (default/lockctl-lock-staging)\n",
+		},
+		{
+			name:       "newer build of the branch holds the lock: superseded",
+			args:       []string{"acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42"},
+			objs:       []*corev1.ConfigMap{heldBy41()},
+			wantErrOut: "",
+			wantCode:   CodeSuperseded,
+		},
+		{
+			name:     "non-numeric build",
+			args:     []string{"acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "abc"},
+			wantCode: CodeUsage,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			for _, o := range tt.objs {
+				_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(), o, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			for k, v := range tt.env {
+				te.env[k] = v
+			}
+			err := te.run(tt.args...)
+			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
+			assert.Equal(t, tt.wantOut, te.out.String(), "stdout")
+			assert.Equal(t, tt.wantErrOut, te.errOut.String(), "stderr")
+		})
+	}
+}

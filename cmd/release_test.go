@@ -1,0 +1,121 @@
+package cmd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+func TestNewReleaseCmd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		want    releaseOptions
+		wantErr string
+	}{
+		{name: "defaults", args: []string{"staging"}, want: releaseOptions{Target: "staging"}},
+		{name: "force", args: []string{"staging", "--force", "--build", "3"}, want: releaseOptions{Target: "staging", Force: true, lockFlags: lockFlags{Build: "3"}}},
+		{name: "two namespaces", args: []string{"a", "b"}, wantErr: "accepts 1 arg(s), received 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			var got *releaseOptions
+			root := newRootCmd(te.f)
+			root.RemoveCommand(findCmd(root, "release"))
+			root.AddCommand(newReleaseCmd(te.f, func(o *releaseOptions) error { got = o; return nil }))
+			root.SetArgs(append([]string{"release"}, tt.args...))
+			err := root.Execute()
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
+				assert.Equal(t, CodeUsage, exitCode(err))
+				return
+			}
+			require.NoError(t, err)
+			got.f = nil
+			assert.Equal(t, tt.want, *got, "args %v", tt.args)
+		})
+	}
+}
+
+func heldLock(t *testing.T, build string, waiters ...lock.Claim) *corev1.ConfigMap {
+	return lockConfigMap(t, "staging", lock.Claim{
+		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
+		Session:  "s" + build, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
+		Expires: ptrMicro(testNow.Add(time.Hour)),
+	}, waiters...)
+}
+
+func TestRunRelease(t *testing.T) {
+	t.Parallel()
+	id := []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42"}
+	waiter := lock.Claim{
+		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
+		Session:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)),
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		objs       []*corev1.ConfigMap
+		wantErrOut string
+		wantCode   int
+		wantLock   bool
+	}{
+		{
+			name:       "not held",
+			args:       append([]string{"release", "staging"}, id...),
+			wantErrOut: "lock \"staging\" is not held; nothing to release\n",
+		},
+		{
+			name:       "held by me",
+			args:       append([]string{"release", "staging"}, id...),
+			objs:       []*corev1.ConfigMap{heldLock(t, "42")},
+			wantErrOut: "lock \"staging\" released\n",
+		},
+		{
+			name:       "held by me, handed to the next waiter",
+			args:       append([]string{"release", "staging"}, id...),
+			objs:       []*corev1.ConfigMap{heldLock(t, "42", waiter)},
+			wantErrOut: "lock \"staging\" released\nlock \"staging\" now held by acme/api@main#5\n",
+			wantLock:   true,
+		},
+		{
+			name:     "held by another build: refused, lock kept",
+			args:     append([]string{"release", "staging"}, id...),
+			objs:     []*corev1.ConfigMap{heldLock(t, "41")},
+			wantCode: CodeError,
+			wantLock: true,
+		},
+		{
+			name:       "held by another build, forced",
+			args:       []string{"release", "staging", "--force"},
+			objs:       []*corev1.ConfigMap{heldLock(t, "41")},
+			wantErrOut: "broke lock \"staging\" held by acme/web@main#41 since 2026-12-02T09:59:00Z\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			for _, o := range tt.objs {
+				_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(), o, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			err := te.run(tt.args...)
+			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
+			assert.Equal(t, tt.wantErrOut, te.errOut.String(), "stderr")
+			assert.Empty(t, te.out.String(), "stdout")
+			_, getErr := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+			assert.Equal(t, tt.wantLock, getErr == nil, "lock still there")
+		})
+	}
+}

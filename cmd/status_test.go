@@ -1,0 +1,90 @@
+package cmd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+func TestNewStatusCmd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		want    statusOptions
+		wantErr string
+	}{
+		{name: "all locks", args: nil, want: statusOptions{}},
+		{name: "one lock as json", args: []string{"staging", "-o", "json"}, want: statusOptions{Target: "staging", Output: "json"}},
+		{name: "two namespaces", args: []string{"a", "b"}, wantErr: "accepts at most 1 arg(s), received 2"},
+		{name: "bad output", args: []string{"-o", "table"}, wantErr: "must be one of json, yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			var got *statusOptions
+			root := newRootCmd(te.f)
+			root.RemoveCommand(findCmd(root, "status"))
+			root.AddCommand(newStatusCmd(te.f, func(o *statusOptions) error { got = o; return nil }))
+			root.SetArgs(append([]string{"status"}, tt.args...))
+			err := root.Execute()
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
+				return
+			}
+			require.NoError(t, err)
+			got.f = nil
+			assert.Equal(t, tt.want, *got, "args %v", tt.args)
+		})
+	}
+}
+
+func TestRunStatus(t *testing.T) {
+	t.Parallel()
+	waiter := lock.Claim{
+		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
+		Session:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)),
+	}
+	corrupt := heldLock(t, "1")
+	corrupt.Name = lock.Name("broken")
+	corrupt.Labels[lock.TargetLabel] = "broken"
+	corrupt.Annotations[lock.RecordAnnotation] = `{"target":"broken"`
+	tests := []struct {
+		name       string
+		args       []string
+		objs       []*corev1.ConfigMap
+		golden     string
+		wantErrOut string
+	}{
+		{name: "no locks", args: []string{"status"}, wantErrOut: "no locks in namespace \"default\"\n"},
+		{name: "free lock", args: []string{"status", "staging"}, wantErrOut: "lock \"staging\" is free (default/lockctl-lock-staging)\n"},
+		{name: "table", args: []string{"status"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter), corrupt}, golden: "status/table.golden"},
+		{name: "yaml", args: []string{"status", "staging", "-o", "yaml"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter)}, golden: "status/lock.yaml.golden"},
+		{name: "json list", args: []string{"status", "-o", "json"}, objs: []*corev1.ConfigMap{heldLock(t, "42")}, golden: "status/list.json.golden"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			for _, o := range tt.objs {
+				_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(), o, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			require.NoError(t, te.run(tt.args...))
+			assert.Equal(t, tt.wantErrOut, te.errOut.String(), "stderr")
+			if tt.golden != "" {
+				golden(t, tt.golden, te.out.String())
+			} else {
+				assert.Empty(t, te.out.String(), "stdout")
+			}
+		})
+	}
+}
