@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -15,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 )
@@ -417,13 +417,10 @@ func newSession() string {
 	return hex.EncodeToString(b)
 }
 
-// rvOlder reports whether resourceVersion a is older than b when both are
-// numbers (comparable resource versions); otherwise it reports false.
+// rvOlder reports whether resourceVersion a is older than b. Resource
+// versions of one resource are comparable (KEP-5504, stable since
+// Kubernetes 1.35); anything unparsable counts as not older.
 func rvOlder(a, b string) bool {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	if errA != nil || errB != nil {
-		return false
-	}
-	return x < y
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c < 0
 }

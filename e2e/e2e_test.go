@@ -1,0 +1,127 @@
+// Package e2e runs the lockctl binary as users and pipelines do, as
+// separate processes against a real control plane.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+)
+
+// lockctlBin is the binary under test, built once by TestMain.
+var lockctlBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lockctl-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	lockctlBin = filepath.Join(dir, "lockctl")
+	if err := buildLockctl(lockctlBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testenv.Main(m)
+	os.RemoveAll(dir)
+}
+
+func buildLockctl(out string) error {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build lockctl: %v\n%s", err, b)
+	}
+	return nil
+}
+
+// cli runs lockctl against one control plane and namespace.
+type cli struct {
+	kubeconfig string
+	namespace  string
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	env := testenv.Get(t)
+	return &cli{kubeconfig: env.Kubeconfig, namespace: env.Namespace(t)}
+}
+
+// outcome is what one lockctl process did.
+type outcome struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+// command builds a lockctl process with the test cluster's kubeconfig and
+// lock namespace, and a clean CI environment.
+func (c *cli) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, lockctlBin, args...)
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.TempDir(),
+		"KUBECONFIG=" + c.kubeconfig,
+		"LOCKCTL_LOCK_NAMESPACE=" + c.namespace,
+		"LOCKCTL_NAMESPACE=" + c.namespace,
+	}
+	return cmd
+}
+
+func (c *cli) run(t *testing.T, args ...string) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	return c.runCmd(t, c.command(ctx, args...))
+}
+
+func (c *cli) runCmd(t *testing.T, cmd *exec.Cmd) outcome {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	o := outcome{stdout: stdout.String(), stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		o.code = exitErr.ExitCode()
+	case err != nil:
+		t.Fatalf("run lockctl %v: %v", cmd.Args[1:], err)
+	}
+	return o
+}
+
+// id returns the identity flags of acme/<repo>@main#<build>.
+func id(repo string, build int) []string {
+	return []string{"--owner", "acme", "--repo", repo, "--branch", "main", "--build", fmt.Sprint(build)}
+}
+
+// writeUnreachableKubeconfig writes a kubeconfig pointing at a port where
+// nothing listens.
+func writeUnreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: x, context: {cluster: c, user: u, namespace: default}}]
+current-context: x
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestIntegrationCLILockLifecycle(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+
+	o := c.run(t, append([]string{"acquire", "staging"}, id("web", 1)...)...)
+	require.Equal(t, 0, o.code, "acquire: %s", o.stderr)
+	assert.Regexp(t, `^\d+\n$`, o.stdout, "prints the fencing token")
+	assert.Contains(t, o.stderr, `lock "staging" acquired by acme/web@main#1`)
+
+	o = c.run(t, "status")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "TARGET")
+	assert.Contains(t, o.stdout, "acme/web@main#1")
+
+	o = c.run(t, "status", "staging", "-o", "json")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, `"kind": "Lock"`)
+
+	o = c.run(t, append([]string{"release", "staging"}, id("web", 2)...)...)
+	assert.Equal(t, 1, o.code, "another build cannot release it")
+	assert.Contains(t, o.stderr, "error: lock on \"staging\" is held by acme/web@main#1")
+	assert.Contains(t, o.stderr, "hint: ")
+
+	o = c.run(t, append([]string{"release", "staging"}, id("web", 1)...)...)
+	require.Equal(t, 0, o.code, o.stderr)
+	o = c.run(t, append([]string{"release", "staging"}, id("web", 1)...)...)
+	assert.Equal(t, 0, o.code, "releasing twice is fine")
+	assert.Contains(t, o.stderr, "not held")
+
+	o = c.run(t, "status", "staging")
+	assert.Equal(t, 0, o.code)
+	assert.Contains(t, o.stderr, "is free")
+}
+
+func TestIntegrationCLIExitCodes(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	require.Equal(t, 0, c.run(t, append([]string{"acquire", "prod"}, id("web", 50)...)...).code)
+
+	o := c.run(t, append([]string{"acquire", "prod"}, id("web", 49)...)...)
+	assert.Equal(t, 3, o.code, "superseded by the newer holder: %s", o.stderr)
+	assert.Contains(t, o.stderr, "superseded")
+
+	o = c.run(t, append([]string{"acquire", "prod", "--timeout", "1s"}, id("api", 1)...)...)
+	assert.Equal(t, 4, o.code, "timed out: %s", o.stderr)
+	assert.Contains(t, o.stderr, "timed out")
+	assert.Contains(t, o.stderr, "waiting for lock \"prod\": held by acme/web@main#50", "plain progress line")
+
+	o = c.run(t, "acquire", "prod", "--build", "x", "--owner", "a", "--repo", "b", "--branch", "c")
+	assert.Equal(t, 2, o.code, "bad identity is a usage error")
+
+	o = c.run(t, "status", "--context", "no-such-context")
+	assert.Equal(t, 1, o.code)
+	assert.Contains(t, o.stderr, "no-such-context")
+
+	unreachable := c.command(t.Context(), "status", "--kubeconfig", writeUnreachableKubeconfig(t))
+	o = c.runCmd(t, unreachable)
+	assert.Equal(t, 1, o.code)
+	assert.Contains(t, o.stderr, "error: cannot reach the API server at https://127.0.0.1:1")
+	assert.Contains(t, o.stderr, "hint: check that the cluster runs")
+}
+
+// TestIntegrationCLIMutualExclusion runs 20 contenders as separate
+// processes over 3 rounds. Each records the interval between its acquire
+// exiting and its release starting, which lies inside its real hold; no two
+// intervals may overlap.
+func TestIntegrationCLIMutualExclusion(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	const contenders, rounds = 20, 3
+	type hold struct {
+		who        string
+		start, end time.Time
+	}
+	var (
+		mu    sync.Mutex
+		holds []hold
+		wg    sync.WaitGroup
+	)
+	for i := range contenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				flags := id(fmt.Sprintf("repo-%02d", i), r+1)
+				o := c.run(t, append([]string{"acquire", "shared", "--policy", "fifo", "-q"}, flags...)...)
+				if o.code != 0 {
+					t.Errorf("contender %d round %d: acquire exited %d: %s", i, r, o.code, o.stderr)
+					return
+				}
+				start := time.Now()
+				time.Sleep(20 * time.Millisecond) // the "deploy"
+				end := time.Now()
+				if o := c.run(t, append([]string{"release", "shared", "-q"}, flags...)...); o.code != 0 {
+					t.Errorf("contender %d round %d: release exited %d: %s", i, r, o.code, o.stderr)
+					return
+				}
+				mu.Lock()
+				holds = append(holds, hold{fmt.Sprintf("%d/%d", i, r), start, end})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, holds, contenders*rounds, "every contender held the lock every round")
+	sort.Slice(holds, func(a, b int) bool { return holds[a].start.Before(holds[b].start) })
+	for i := 1; i < len(holds); i++ {
+		assert.False(t, holds[i].start.Before(holds[i-1].end),
+			"holds overlap: %s [%s, %s] and %s starting %s", holds[i-1].who,
+			holds[i-1].start.Format(time.StampMicro), holds[i-1].end.Format(time.StampMicro),
+			holds[i].who, holds[i].start.Format(time.StampMicro))
+	}
+}
+
+// TestIntegrationCLIWaitingProgress checks what a person waiting sees in a
+// CI log (no terminal): plain timestamped lines naming the holder.
+func TestIntegrationCLIWaitingProgress(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	require.Equal(t, 0, c.run(t, append([]string{"acquire", "qa"}, id("web", 1)...)...).code)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	waiter := c.command(ctx, append([]string{"acquire", "qa"}, id("api", 7)...)...)
+	stderr, err := waiter.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, waiter.Start())
+	lines := make(chan string, 16)
+	go func() {
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+	}()
+	first := <-lines
+	assert.Regexp(t, `^\d\d:\d\d:\d\d waiting for lock "qa": held by acme/web@main#1 for \d+s; queue position 1; waited \d+s$`, first)
+
+	require.Equal(t, 0, c.run(t, append([]string{"release", "qa"}, id("web", 1)...)...).code)
+	var rest []string
+	for l := range lines {
+		rest = append(rest, l)
+	}
+	require.NoError(t, waiter.Wait())
+	assert.Contains(t, strings.Join(rest, "\n"), `lock "qa" acquired by acme/api@main#7`)
+	_, _ = io.Copy(io.Discard, stderr)
+}
