@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/lockctl/lockctl/internal/testenv"
@@ -148,8 +149,8 @@ func TestIntegrationHolderPodEnds(t *testing.T) {
 			done, queued := acquireAsync(t.Context(), l, lock.Request{Target: target, Identity: identity("api", "1")})
 			awaitQueued(t, queued, "waiter")
 			if end == "finishes" {
-				pod.Annotations[testenv.AnnotationExitCode] = "0"
-				_, err = env.Client.CoreV1().Pods(ns).Update(t.Context(), pod, metav1.UpdateOptions{})
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"0"}}}`, testenv.AnnotationExitCode)
+				_, err = env.Client.CoreV1().Pods(ns).Patch(t.Context(), pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			} else {
 				err = env.Client.CoreV1().Pods(ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{})
 			}

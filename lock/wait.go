@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -65,17 +68,44 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 		return nil, err
 	}
 	w.cm = cm
-	var last *Progress
+	var (
+		last    *Progress
+		holder  Claim
+		refresh bool          // w.cm must be read again before deciding
+		delay   time.Duration // the pause after a transient API error
+	)
 	for {
-		res, err := c.step(ctx, w.req, w.me, w.cm, w.pod)
-		if errors.Is(err, errRetry) {
-			if w.cm, err = c.get(ctx, w.req.Target); err != nil {
+		if refresh {
+			cm, err := c.get(ctx, w.req.Target)
+			if err != nil && w.mayRetry(ctx, err) {
+				if delay, err = w.pause(ctx, delay, err); err != nil {
+					return nil, w.giveUp(w.waitError(ctx, err, holder))
+				}
+				continue
+			}
+			if err != nil {
 				return nil, w.giveUp(err)
 			}
+			w.cm, refresh = cm, false
+		}
+		res, err := c.step(ctx, w.req, w.me, w.cm, w.pod)
+		if errors.Is(err, errRetry) {
+			refresh = true
+			continue
+		}
+		if err != nil && w.mayRetry(ctx, err) {
+			if delay, err = w.pause(ctx, delay, err); err != nil {
+				return nil, w.giveUp(w.waitError(ctx, err, holder))
+			}
+			refresh = true
 			continue
 		}
 		if err != nil {
 			return nil, w.giveUp(err)
+		}
+		delay = 0
+		if res.rec != nil {
+			holder = res.rec.Holder
 		}
 		if res.held != nil {
 			res.held.Waited = c.Clock.Since(w.started)
@@ -94,6 +124,49 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			}
 			return nil, w.giveUp(w.waitError(ctx, err, holder))
 		}
+	}
+}
+
+// Pauses after transient API errors while waiting: the first, and the
+// longest they grow to by doubling.
+const (
+	firstRetryDelay = 250 * time.Millisecond
+	maxRetryDelay   = 5 * time.Second
+)
+
+// mayRetry reports whether err, met while waiting in the queue, is one to
+// wait out rather than give up for: the API server unreachable, restarting,
+// overloaded or failing (5xx, 429). A contender that has not joined the
+// queue yet fails at once, so a wrong kubeconfig is reported at once.
+func (w *waiter) mayRetry(ctx context.Context, err error) bool {
+	if !w.joined || ctx.Err() != nil {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code >= 500 || code == 429
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || utilnet.IsConnectionRefused(err) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+}
+
+// pause waits after a transient error, doubling the previous delay up to
+// maxRetryDelay, and returns the delay used; it returns ctx's error if ctx
+// ends first. The waiter keeps its place meanwhile: the next step renews it
+// or, if it expired, joins the queue again.
+func (w *waiter) pause(ctx context.Context, prev time.Duration, cause error) (time.Duration, error) {
+	d := min(max(2*prev, firstRetryDelay), maxRetryDelay)
+	w.c.Log.WithField("lock", w.c.Describe(w.req.Target)).WithField("err", cause).
+		Warnf("API call failed while waiting; trying again in %s", d)
+	t := w.c.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return d, ctx.Err()
+	case <-t.C():
+		return d, nil
 	}
 }
 
