@@ -35,7 +35,7 @@ func TestIntegrationCLILockLifecycle(t *testing.T) {
 
 	o = c.run(t, append([]string{"release", "staging"}, id("web", 2)...)...)
 	assert.Equal(t, 1, o.code, "another build cannot release it")
-	assert.Contains(t, o.stderr, "error: lock on \"staging\" is held by acme/web@main#1")
+	assert.Contains(t, o.stderr, "error: release lock \"staging\": lock on \"staging\" is held by acme/web@main#1")
 	assert.Contains(t, o.stderr, "hint: ")
 
 	o = c.run(t, append([]string{"release", "staging"}, id("web", 1)...)...)
