@@ -180,7 +180,11 @@ func humanDuration(d time.Duration) string {
 	case d < time.Minute:
 		return d.Round(time.Second).String()
 	case d < time.Hour:
-		return strings.TrimSuffix(d.Round(time.Second).String(), "0s")
+		s := d.Round(time.Second).String()
+		if strings.HasSuffix(s, "m0s") {
+			s = strings.TrimSuffix(s, "0s")
+		}
+		return s
 	case d < 48*time.Hour:
 		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
 	}

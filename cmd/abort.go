@@ -1,0 +1,75 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/lockctl/lockctl/job"
+)
+
+// abortOptions configure `lockctl abort`.
+type abortOptions struct {
+	f *Factory
+
+	Name   string
+	Reason string
+}
+
+func newAbortCmd(f *Factory, runF func(*abortOptions) error) *cobra.Command {
+	o := &abortOptions{f: f}
+	c := &cobra.Command{
+		Use:   "abort JOB",
+		Short: "Abort a job: its pod is deleted and the job completes as aborted",
+		Long: heredoc.Doc(`
+			Mark JOB aborted. The reconcile loop then deletes its pod, gives back
+			its namespace lock and completes it; a job that was still waiting
+			never starts.
+
+			Like rm -f, aborting is idempotent: aborting an aborted job, or one
+			that has already finished, changes nothing, says so on stderr and
+			exits 0.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			lockctl abort deploy-web-42 --reason "bad commit"
+		`),
+		Args: exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if runF != nil {
+				return runF(o)
+			}
+			return runAbort(c.Context(), o)
+		},
+	}
+	c.Flags().StringVar(&o.Reason, "reason", o.Reason, "why, recorded as the job's description (default: aborted by USER)")
+	return c
+}
+
+func runAbort(ctx context.Context, o *abortOptions) error {
+	store, err := jobStore(o.f)
+	if err != nil {
+		return err
+	}
+	reason := o.Reason
+	if reason == "" {
+		reason = "aborted by " + localUser(o.f.Getenv)
+	}
+	j, err := store.Abort(ctx, o.Name, reason)
+	if errors.Is(err, job.ErrTerminal) {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q already finished: %s\n", o.Name, j.Status.State)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(o.f.IOStreams.Out, "job %q aborted: %s\n", j.Name, j.Status.Description)
+	return err
+}
+
+func init() {
+	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newAbortCmd(f, nil) })
+}

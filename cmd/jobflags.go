@@ -1,0 +1,128 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/scheduler"
+)
+
+// jobStore returns the store of the job records in the -n namespace of the
+// current context.
+func jobStore(f *Factory) (*job.Store, error) {
+	ns, err := f.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := f.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	return job.NewStore(cs.CoreV1(), ns, job.WithClock(f.Clock)), nil
+}
+
+// clusterFlags are the flags naming the build clusters: --config and
+// --build-cluster, shared by reconcile and logs.
+type clusterFlags struct {
+	ConfigFile    string
+	BuildClusters []string
+	PodNamespace  string
+}
+
+func (cf *clusterFlags) addClusterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&cf.ConfigFile, "config", cf.ConfigFile, "reconcile loop configuration file (YAML); flags override it")
+	fs.StringArrayVar(&cf.BuildClusters, "build-cluster", cf.BuildClusters,
+		"build cluster as ALIAS=CONTEXT (repeatable); without any, alias \"default\" is the current context")
+	fs.StringVar(&cf.PodNamespace, "pod-namespace", cf.PodNamespace, "namespace of job pods in the build clusters (default: the job namespace)")
+}
+
+// validateClusters checks the --build-cluster values.
+func (cf *clusterFlags) validateClusters() error {
+	_, err := parseClusterPairs(cf.BuildClusters)
+	return err
+}
+
+func parseClusterPairs(pairs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range pairs {
+		alias, ctx, ok := strings.Cut(p, "=")
+		if !ok || alias == "" || ctx == "" {
+			return nil, flagErrorf("invalid --build-cluster %q: want ALIAS=CONTEXT", p)
+		}
+		out[alias] = ctx
+	}
+	return out, nil
+}
+
+// loadConfig reads --config; no file gives the empty configuration. A bad
+// file is a usage error naming the key.
+func (cf *clusterFlags) loadConfig() (*scheduler.Config, error) {
+	if cf.ConfigFile == "" {
+		return &scheduler.Config{}, nil
+	}
+	data, err := os.ReadFile(cf.ConfigFile)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("read config: %w", err)}
+	}
+	c, err := scheduler.ParseConfig(data, cf.ConfigFile)
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	return c, nil
+}
+
+// clusterContexts merges the config's build clusters with --build-cluster
+// (flags win); with neither, alias "default" is the current context ("").
+func (cf *clusterFlags) clusterContexts(c *scheduler.Config) (map[string]string, error) {
+	flags, err := parseClusterPairs(cf.BuildClusters)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for alias, ctx := range c.BuildClusters {
+		out[alias] = ctx
+	}
+	for alias, ctx := range flags {
+		out[alias] = ctx
+	}
+	if len(out) == 0 {
+		out[job.DefaultCluster] = ""
+	}
+	return out, nil
+}
+
+// clusterClients returns a clientset per build-cluster alias. Clusters whose
+// context is missing from the kubeconfig are an error naming them.
+func clusterClients(f *Factory, contexts map[string]string) (map[string]kubernetes.Interface, error) {
+	out := make(map[string]kubernetes.Interface, len(contexts))
+	aliases := make([]string, 0, len(contexts))
+	for a := range contexts {
+		aliases = append(aliases, a)
+	}
+	sort.Strings(aliases)
+	var errs []error
+	for _, alias := range aliases {
+		cs, err := f.ClientsetFor(contexts[alias])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("build cluster %q: %w", alias, err))
+			continue
+		}
+		out[alias] = cs
+	}
+	return out, errors.Join(errs...)
+}
+
+// usageIfInvalid turns a bad job or config file into a usage error (exit 2).
+func usageIfInvalid(err error) error {
+	if errors.Is(err, job.ErrInvalid) || errors.Is(err, scheduler.ErrConfig) {
+		return &UsageError{Err: err}
+	}
+	return err
+}

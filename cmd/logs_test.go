@@ -1,0 +1,74 @@
+package cmd
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestNewLogsCmd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		want    logsOptions
+		wantErr string
+	}{
+		{name: "job", args: []string{"a"}, want: logsOptions{Name: "a"}},
+		{name: "follow one container", args: []string{"a", "-f", "-c", "main"}, want: logsOptions{Name: "a", Follow: true, Container: "main"}},
+		{name: "build cluster", args: []string{"a", "--build-cluster", "gpu=ctx"},
+			want: logsOptions{Name: "a", clusterFlags: clusterFlags{BuildClusters: []string{"gpu=ctx"}}}},
+		{name: "bad build cluster", args: []string{"a", "--build-cluster", "gpu"}, wantErr: `invalid --build-cluster "gpu": want ALIAS=CONTEXT`},
+		{name: "no job", args: nil, wantErr: "accepts 1 arg(s), received 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseArgs(t, []string{"logs"}, tt.args, newLogsCmd)
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *logsOptions) { o.f = nil })
+		})
+	}
+}
+
+func TestRunLogs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		args     []string
+		init     bool
+		wantOut  string
+		wantErr  string
+		wantCode int
+	}{
+		{name: "one container", args: []string{"logs", "deploy-web-2"}, wantOut: "fake logs\n"},
+		{name: "containers prefixed", args: []string{"logs", "deploy-web-2"}, init: true, wantOut: "[clone] fake logs\n[main] fake logs\n"},
+		{name: "one of several", args: []string{"logs", "deploy-web-2", "-c", "main"}, init: true, wantOut: "fake logs\n"},
+		{name: "not started", args: []string{"logs", "deploy-web-1"}, wantErr: `job "deploy-web-1" has no pod yet (triggered): wait for it with -f`, wantCode: CodeError},
+		{name: "unknown cluster", args: []string{"logs", "deploy-web-2", "--build-cluster", "gpu=x"},
+			wantErr: `job "deploy-web-2" runs in build cluster "default": name its context with --build-cluster default=CONTEXT`, wantCode: CodeUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			storeJobs(t, te, "deploy-web-1", "deploy-web-2")
+			createJobPod(t, te, "deploy-web-2", func(pod *corev1.Pod) {
+				if tt.init {
+					pod.Spec.InitContainers = []corev1.Container{{Name: "clone", Image: "git"}}
+				}
+			})
+
+			err := te.run(tt.args...)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Equal(t, tt.wantErr, err.Error())
+				assert.Equal(t, tt.wantCode, exitCode(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantOut, te.out.String())
+		})
+	}
+}

@@ -1,0 +1,139 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/job"
+)
+
+// TestMain shares one control plane among the cmd package's integration
+// tests; under -short none starts.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// lockctlIn runs lockctl against the control plane in namespace ns and
+// returns its stdout, stderr and exit code.
+func lockctlIn(t *testing.T, env *testenv.Env, ns string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	f := NewFactory(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	err := Run(t.Context(), f, append(args, "--kubeconfig", env.Kubeconfig, "-n", ns))
+	if err != nil {
+		printError(&errOut, err, 0)
+	}
+	return out.String(), errOut.String(), exitCode(err)
+}
+
+// jobFile writes a job document whose pod kwok runs, with extra metadata
+// annotations, and returns its path.
+func jobFile(t *testing.T, name string, annotations map[string]string, podExtra string) string {
+	t.Helper()
+	var ann strings.Builder
+	for k, v := range annotations {
+		fmt.Fprintf(&ann, "\n    %s: %q", k, v)
+	}
+	doc := fmt.Sprintf(`apiVersion: lockctl.dev/v1alpha1
+kind: Job
+metadata:
+  name: %s
+  annotations: {}%s
+spec:
+  job: deploy-web
+  type: postsubmit
+  refs: {org: acme, repo: web, baseRef: main}
+  podSpec:
+    tolerations: [{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoSchedule}]
+    containers: [{name: main, image: alpine%s}]
+`, name, ann.String(), podExtra)
+	doc = strings.Replace(doc, "annotations: {}\n", "annotations:\n", 1)
+	if len(annotations) == 0 {
+		doc = strings.Replace(doc, "  annotations:\n", "", 1)
+	}
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	require.NoError(t, os.WriteFile(path, []byte(doc), 0o644))
+	return path
+}
+
+func TestIntegrationSubmitReconcileGet(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	store := job.NewStore(env.Client.CoreV1(), ns)
+	state := func(name string) job.State {
+		j, err := store.Get(t.Context(), name)
+		require.NoError(t, err)
+		return j.Status.State
+	}
+
+	out, errOut, code := lockctlIn(t, env, ns, "submit", "-f", jobFile(t, "ok", map[string]string{testenv.AnnotationExitCode: "0"}, ""))
+	require.Equal(t, CodeOK, code, errOut)
+	assert.Equal(t, "ok\n", out)
+	_, errOut, code = lockctlIn(t, env, ns, "submit", "-f", jobFile(t, "long", nil, ""))
+	require.Equal(t, CodeOK, code, errOut)
+	_, errOut, code = lockctlIn(t, env, ns, "submit", "-f", jobFile(t, "bad", nil, ", volumeMounts: [{name: nope, mountPath: /x}]"))
+	require.Equal(t, CodeOK, code, errOut)
+
+	out, errOut, code = lockctlIn(t, env, ns, "reconcile", "--once", "--dry-run")
+	require.Equal(t, CodeOK, code, errOut)
+	assert.Equal(t, "would start ok\nwould start long\nwould start bad\n", out)
+	assert.Equal(t, job.Triggered, state("ok"), "a dry run changes nothing")
+
+	_, errOut, code = lockctlIn(t, env, ns, "reconcile", "--once")
+	require.Equal(t, CodeOK, code, errOut)
+	assert.Equal(t, job.Pending, state("ok"))
+	assert.Equal(t, job.Pending, state("long"))
+	assert.Equal(t, job.Error, state("bad"), "the API server refused the pod")
+
+	require.Eventually(t, func() bool {
+		_, _, code := lockctlIn(t, env, ns, "reconcile", "--once")
+		return code == CodeOK && state("ok") == job.Success
+	}, time.Minute, 200*time.Millisecond, "a later pass records the success")
+
+	out, errOut, code = lockctlIn(t, env, ns, "abort", "long", "--reason", "not needed")
+	require.Equal(t, CodeOK, code, errOut)
+	assert.Equal(t, "job \"long\" aborted: not needed\n", out)
+	_, errOut, code = lockctlIn(t, env, ns, "reconcile", "--once")
+	require.Equal(t, CodeOK, code, errOut)
+	assert.Equal(t, job.Aborted, state("long"))
+
+	out, errOut, code = lockctlIn(t, env, ns, "get", "jobs")
+	require.Equal(t, CodeOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4, out)
+	assert.Regexp(t, `^ok\s+deploy-web\s+postsubmit\s+success\s+\S+\s+ok\s+\d+\s+job succeeded$`, lines[1])
+	assert.Regexp(t, `^long\s+deploy-web\s+postsubmit\s+aborted\s+.*not needed$`, lines[2])
+	assert.Regexp(t, `^bad\s+deploy-web\s+postsubmit\s+error\s+.*pod can not be created`, lines[3])
+
+	out, errOut, code = lockctlIn(t, env, ns, "get", "clusters")
+	require.Equal(t, CodeOK, code, errOut)
+	assert.Regexp(t, `default\s+reachable`, out)
+}
+
+func TestIntegrationReconcileUsageErrors(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("queueCapacities: {deploys: many}\n"), 0o644))
+	_, errOut, code := lockctlIn(t, env, ns, "reconcile", "--once", "--config", bad)
+	assert.Equal(t, CodeUsage, code)
+	assert.Equal(t, "error: config "+bad+": queueCapacities.deploys: must be int, not string\n", errOut)
+
+	_, errOut, code = lockctlIn(t, env, ns, "submit", "-f", "../testdata/invalid-unknown-field.yaml")
+	assert.Equal(t, CodeUsage, code)
+	assert.Contains(t, errOut, "spec.maxConcurency: Forbidden: unknown field")
+	jobs, err := job.NewStore(env.Client.CoreV1(), ns).List(context.WithoutCancel(t.Context()), job.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, jobs, "nothing written")
+}

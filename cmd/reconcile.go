@@ -1,0 +1,234 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/scheduler"
+)
+
+// reconcileOptions configure `lockctl reconcile`.
+type reconcileOptions struct {
+	f *Factory
+
+	clusterFlags
+	lockFlags
+	Once               bool
+	DryRun             bool
+	MaxConcurrency     int
+	UnscheduledTimeout time.Duration
+	PendingTimeout     time.Duration
+	RunningTimeout     time.Duration
+	RevivalLimit       int
+	Workers            int
+	JobURLTemplate     string
+	MetricsAddr        string
+	Job                string
+
+	// changed reports whether a flag was given, so it overrides --config.
+	changed func(name string) bool
+}
+
+func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Command {
+	o := &reconcileOptions{
+		f:                  f,
+		UnscheduledTimeout: scheduler.DefaultUnscheduledTimeout,
+		PendingTimeout:     scheduler.DefaultPendingTimeout,
+		RunningTimeout:     scheduler.DefaultRunningTimeout,
+		RevivalLimit:       scheduler.DefaultRevivalLimit,
+		Workers:            scheduler.DefaultWorkers,
+	}
+	c := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Run the loop that starts job pods and drives jobs to a final state",
+		Long: heredoc.Doc(`
+			Drive every job of the job namespace (-n, in --context) through its
+			life: supersede older runs of a presubmit, start pods in creation
+			order as the limits allow, follow them in their build clusters,
+			enforce the unscheduled, pending and running timeouts, recreate
+			evicted and lost pods, and record the final state.
+
+			The loop watches job records and pods and runs until SIGINT or
+			SIGTERM, then finishes the step in flight and exits 0. With --once
+			it looks at every unfinished job once and exits (for cron); with
+			--dry-run as well it prints what it would do and changes nothing.
+
+			Any number of reconcilers may run at once, in any number of
+			processes: a job never gets two pods, a limit is never exceeded, a
+			job never moves backwards (docs/2026-12-02-concurrent-reconcilers.md).
+			They should share one --config.
+
+			Settings come from --config (YAML: maxConcurrency, queueCapacities,
+			timeouts, revivalLimit, podNamespace, buildClusters, jobURLTemplate,
+			workers); flags override it. A bad config file exits 2, naming the
+			key.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			# The loop, with a global limit and metrics
+			lockctl reconcile -n ci --max-concurrency 10 --metrics-addr :9090
+
+			# Every minute from cron, jobs in two build clusters
+			lockctl reconcile --once --config lockctl.yaml --build-cluster gpu=gpu-context
+
+			# What would the next pass do?
+			lockctl reconcile --once --dry-run
+		`),
+		Args: noArgs(),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.changed = c.Flags().Changed
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runReconcile(c.Context(), o)
+		},
+	}
+	o.addFlags(c.Flags())
+	return c
+}
+
+func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Once, "once", o.Once, "look at every unfinished job once, then exit")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "with --once: print what would be done, change nothing")
+	fs.IntVar(&o.MaxConcurrency, "max-concurrency", o.MaxConcurrency, "global maximum of running jobs; 0 means no limit")
+	fs.DurationVar(&o.UnscheduledTimeout, "unscheduled-timeout", o.UnscheduledTimeout, "error a job whose pod is not scheduled within this")
+	fs.DurationVar(&o.PendingTimeout, "pending-timeout", o.PendingTimeout, "error a job whose scheduled pod does not start within this")
+	fs.DurationVar(&o.RunningTimeout, "running-timeout", o.RunningTimeout, "abort a job whose pod runs longer than this")
+	fs.IntVar(&o.RevivalLimit, "revival-limit", o.RevivalLimit, "how often a lost or evicted pod is recreated before the job errors")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "jobs reconciled at once")
+	fs.StringVar(&o.JobURLTemplate, "job-url-template", o.JobURLTemplate, "Go template for a job's status.url, e.g. https://ci.example/{{.Spec.Job}}/{{.Status.BuildID}}")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "serve Prometheus metrics on this address, e.g. :9090")
+	fs.StringVar(&o.Job, "job", o.Job, "reconcile only the job record of this name")
+	o.addClusterFlags(fs)
+	o.addLockNamespaceFlag(fs)
+}
+
+func (o *reconcileOptions) validate() error {
+	if o.DryRun && !o.Once {
+		return flagErrorf("--dry-run needs --once")
+	}
+	if o.MaxConcurrency < 0 {
+		return flagErrorf("--max-concurrency must be 0 (no limit) or more")
+	}
+	if o.Workers < 1 {
+		return flagErrorf("--workers must be at least 1")
+	}
+	return o.validateClusters()
+}
+
+// options merges --config with the flags given, which win.
+func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, error) {
+	opts, err := cfg.Options()
+	if err != nil {
+		return opts, &UsageError{Err: err}
+	}
+	set := func(name string, apply func()) {
+		if o.changed(name) {
+			apply()
+		}
+	}
+	set("max-concurrency", func() { opts.MaxConcurrency = o.MaxConcurrency })
+	set("unscheduled-timeout", func() { opts.UnscheduledTimeout = o.UnscheduledTimeout })
+	set("pending-timeout", func() { opts.PendingTimeout = o.PendingTimeout })
+	set("running-timeout", func() { opts.RunningTimeout = o.RunningTimeout })
+	set("revival-limit", func() { opts.RevivalLimit = o.RevivalLimit })
+	set("workers", func() { opts.Workers = o.Workers })
+	set("job-url-template", func() { opts.JobURLTemplate = o.JobURLTemplate })
+	set("pod-namespace", func() { opts.PodNamespace = o.PodNamespace })
+	opts.DryRun, opts.OnlyJob = o.DryRun, o.Job
+	opts.Clock, opts.Log = o.f.Clock, o.f.Log
+	return opts, nil
+}
+
+func runReconcile(ctx context.Context, o *reconcileOptions) error {
+	cfg, err := o.loadConfig()
+	if err != nil {
+		return err
+	}
+	opts, err := o.options(cfg)
+	if err != nil {
+		return err
+	}
+	contexts, err := o.clusterContexts(cfg)
+	if err != nil {
+		return err
+	}
+	ns, err := o.f.Namespace()
+	if err != nil {
+		return err
+	}
+	jobs, err := o.f.Clientset()
+	if err != nil {
+		return err
+	}
+	clusters, err := clusterClients(o.f, contexts)
+	if err != nil {
+		return err
+	}
+	if opts.Locker, err = newPodLocker(o.f, &o.lockFlags); err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if opts.Metrics, err = scheduler.NewMetrics(reg); err != nil {
+		return err
+	}
+	c, err := scheduler.NewController(jobs, ns, clusters, opts)
+	if err != nil {
+		return usageIfInvalid(err)
+	}
+	if o.MetricsAddr != "" {
+		stop, err := serveMetrics(ctx, o.f, o.MetricsAddr, reg)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if !o.Once {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "reconciling jobs in namespace %q until interrupted\n", ns)
+		return c.Run(ctx)
+	}
+	err = c.RunOnce(ctx)
+	for _, line := range c.Reconciler().Plan() {
+		fmt.Fprintln(o.f.IOStreams.Out, line)
+	}
+	return err
+}
+
+// serveMetrics serves reg on addr until stop is called.
+func serveMetrics(ctx context.Context, f *Factory, addr string, reg *prometheus.Registry) (stop func(), err error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			f.Log.WithError(err).Error("metrics server stopped")
+		}
+	}()
+	return func() {
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}, nil
+}
+
+func init() {
+	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newReconcileCmd(f, nil) })
+}

@@ -1,0 +1,134 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/scheduler"
+)
+
+func TestNewReconcileCmd(t *testing.T) {
+	t.Parallel()
+	defaults := func(mod func(o *reconcileOptions)) reconcileOptions {
+		o := reconcileOptions{
+			UnscheduledTimeout: 5 * time.Minute, PendingTimeout: 10 * time.Minute, RunningTimeout: 48 * time.Hour,
+			RevivalLimit: 3, Workers: 16,
+		}
+		if mod != nil {
+			mod(&o)
+		}
+		return o
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		want    reconcileOptions
+		wantErr string
+	}{
+		{name: "loop", want: defaults(nil)},
+		{name: "cron pass", args: []string{"--once", "--dry-run"}, want: defaults(func(o *reconcileOptions) { o.Once, o.DryRun = true, true })},
+		{
+			name: "limits and clusters",
+			args: []string{"--max-concurrency", "5", "--pending-timeout", "1m", "--build-cluster", "gpu=gpu-ctx", "--build-cluster", "default=kind", "--metrics-addr", ":9090"},
+			want: defaults(func(o *reconcileOptions) {
+				o.MaxConcurrency, o.PendingTimeout, o.MetricsAddr = 5, time.Minute, ":9090"
+				o.BuildClusters = []string{"gpu=gpu-ctx", "default=kind"}
+			}),
+		},
+		{name: "dry run alone", args: []string{"--dry-run"}, wantErr: "--dry-run needs --once"},
+		{name: "negative limit", args: []string{"--max-concurrency", "-1"}, wantErr: "--max-concurrency must be 0 (no limit) or more"},
+		{name: "bad cluster", args: []string{"--build-cluster", "=ctx"}, wantErr: `invalid --build-cluster "=ctx": want ALIAS=CONTEXT`},
+		{name: "positional", args: []string{"x"}, wantErr: `unknown command "x" for "lockctl reconcile"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseArgs(t, []string{"reconcile"}, tt.args, newReconcileCmd)
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *reconcileOptions) { o.f, o.changed = nil, nil })
+		})
+	}
+}
+
+func TestReconcileFlagsOverrideConfig(t *testing.T) {
+	t.Parallel()
+	cfg, err := scheduler.ParseConfig([]byte("maxConcurrency: 3\ntimeouts: {pending: 2m, running: 1h}\nworkers: 2\n"), "c.yaml")
+	require.NoError(t, err)
+	te := newTestEnv(t)
+	o := &reconcileOptions{f: te.f, MaxConcurrency: 9, PendingTimeout: time.Minute, Workers: 4,
+		changed: func(name string) bool { return name == "max-concurrency" || name == "pending-timeout" }}
+	opts, err := o.options(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 9, opts.MaxConcurrency, "flag wins")
+	assert.Equal(t, time.Minute, opts.PendingTimeout, "flag wins")
+	assert.Equal(t, time.Hour, opts.RunningTimeout, "config kept")
+	assert.Equal(t, 2, opts.Workers, "config kept when the flag is not given")
+}
+
+func TestRunReconcile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	badConfig := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(badConfig, []byte("timeouts: {pending: soon}\n"), 0o644))
+	goodConfig := filepath.Join(dir, "good.yaml")
+	require.NoError(t, os.WriteFile(goodConfig, []byte("maxConcurrency: 2\n"), 0o644))
+	tests := []struct {
+		name      string
+		args      []string
+		wantOut   string
+		wantErr   string
+		wantCode  int
+		wantState job.State
+	}{
+		{
+			name:      "dry run prints the plan and changes nothing",
+			args:      []string{"reconcile", "--once", "--dry-run", "--config", goodConfig},
+			wantOut:   "would start deploy-web-1\nwould keep deploy-web-3 waiting: global limit of 2 running jobs reached\n",
+			wantState: job.Triggered,
+		},
+		{
+			name:      "one pass starts the job",
+			args:      []string{"reconcile", "--once"},
+			wantState: job.Pending,
+		},
+		{
+			name:     "bad config names the key",
+			args:     []string{"reconcile", "--once", "--config", badConfig},
+			wantErr:  "config " + badConfig + `: timeouts.pending: "soon" is not a duration such as 10m or 48h`,
+			wantCode: CodeUsage,
+		},
+		{
+			name:     "missing config",
+			args:     []string{"reconcile", "--once", "--config", filepath.Join(dir, "nope.yaml")},
+			wantErr:  "read config: open " + filepath.Join(dir, "nope.yaml") + ": no such file or directory",
+			wantCode: CodeUsage,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			storeJobs(t, te, "deploy-web-1", "deploy-web-2", "deploy-web-3")
+			createJobPod(t, te, "deploy-web-2", func(pod *corev1.Pod) { pod.Status.Phase = corev1.PodRunning })
+
+			err := te.run(tt.args...)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Equal(t, tt.wantErr, err.Error())
+				assert.Equal(t, tt.wantCode, exitCode(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantOut, te.out.String())
+			got, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), "deploy-web-1")
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantState, got.Status.State)
+		})
+	}
+}

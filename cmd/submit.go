@@ -1,0 +1,115 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/lockctl/lockctl/job"
+)
+
+// submitOptions configure `lockctl submit`.
+type submitOptions struct {
+	f *Factory
+
+	Filename string
+	Output   string
+}
+
+func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
+	o := &submitOptions{f: f}
+	c := &cobra.Command{
+		Use:   "submit -f FILE",
+		Short: "Store a job in the cluster for the reconcile loop to run",
+		Long: heredoc.Doc(`
+			Validate the job in FILE (YAML or JSON, "-" for stdin) and store it
+			in the job namespace as triggered. lockctl reconcile then creates
+			its pod when the concurrency limits allow and drives it to a final
+			state.
+
+			A bad job file is refused before anything is written, with every
+			field at fault and why (exit status 2). Submitting a job whose name
+			exists already fails; use metadata.generateName for a new name on
+			every submit. The job's name is printed on stdout.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			# Submit, then follow the job's logs
+			JOB=$(lockctl submit -f deploy.yaml) && lockctl logs "$JOB" -f
+
+			# From stdin
+			generate-job | lockctl submit -f -
+		`),
+		Args: noArgs(),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runSubmit(c.Context(), o)
+		},
+	}
+	c.Flags().StringVarP(&o.Filename, "filename", "f", o.Filename, `job file, YAML or JSON; "-" reads stdin`)
+	addOutputFlag(c.Flags(), &o.Output, "json", "yaml")
+	return c
+}
+
+func (o *submitOptions) validate() error {
+	if o.Filename == "" {
+		return flagErrorf("required flag -f/--filename not set")
+	}
+	return nil
+}
+
+func runSubmit(ctx context.Context, o *submitOptions) error {
+	data, source, err := readJobFile(o.f, o.Filename)
+	if err != nil {
+		return err
+	}
+	j, err := job.Parse(data, source)
+	if err != nil {
+		return usageIfInvalid(err)
+	}
+	store, err := jobStore(o.f)
+	if err != nil {
+		return err
+	}
+	if j.Namespace != "" && j.Namespace != store.Namespace() {
+		return &UsageError{Err: fmt.Errorf("the job's namespace %q does not match the namespace %q: pass -n %s", j.Namespace, store.Namespace(), j.Namespace)}
+	}
+	created, err := store.Create(ctx, j)
+	if err != nil {
+		return usageIfInvalid(err)
+	}
+	fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q triggered in namespace %q\n", created.Name, created.Namespace)
+	if o.Output != "" {
+		return printObject(o.f.IOStreams.Out, o.Output, created)
+	}
+	_, err = fmt.Fprintln(o.f.IOStreams.Out, created.Name)
+	return err
+}
+
+// readJobFile reads a job file, "-" meaning stdin.
+func readJobFile(f *Factory, name string) ([]byte, string, error) {
+	if name == "-" {
+		data, err := io.ReadAll(f.IOStreams.In)
+		if err != nil {
+			return nil, "", fmt.Errorf("read stdin: %w", err)
+		}
+		return data, "<stdin>", nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, "", &UsageError{Err: fmt.Errorf("read job file: %w", err)}
+	}
+	return data, name, nil
+}
+
+func init() {
+	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newSubmitCmd(f, nil) })
+}

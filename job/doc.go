@@ -1,0 +1,13 @@
+// Package job implements lockctl's durable job records: the Kubernetes-style
+// Job type (apiVersion lockctl.dev/v1alpha1, kind Job), strict parsing and
+// validation of job files, the ConfigMap-backed Store that keeps a job's spec
+// and status in the cluster, per-job-name build IDs, and the Pod built for a
+// job.
+//
+// A job record is one ConfigMap in the job namespace, so a namespace-scoped
+// Role (configmaps: get, list, watch, create, update) is all lockctl needs;
+// docs/2026-12-02-job-records-in-configmaps.md records why. Status changes are
+// compare-and-swap updates on the ConfigMap's resourceVersion: a lost race is
+// returned as ErrConflict, never overwritten, and a terminal job is never
+// changed again (ErrTerminal).
+package job

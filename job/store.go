@@ -1,0 +1,314 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/clock"
+)
+
+// Store keeps job records as ConfigMaps in one namespace.
+type Store struct {
+	cms       corev1client.ConfigMapInterface
+	namespace string
+	clock     clock.PassiveClock
+
+	mu       sync.Mutex
+	counters map[string]*counter
+}
+
+// StoreOption configures a Store.
+type StoreOption func(*Store)
+
+// WithClock sets the clock that stamps start, pending and completion times;
+// the default is clock.RealClock{}.
+func WithClock(c clock.PassiveClock) StoreOption {
+	return func(s *Store) { s.clock = c }
+}
+
+// NewStore returns a Store for the job records in namespace.
+func NewStore(cms corev1client.ConfigMapsGetter, namespace string, opts ...StoreOption) *Store {
+	s := &Store{
+		cms:       cms.ConfigMaps(namespace),
+		namespace: namespace,
+		clock:     clock.RealClock{},
+		counters:  map[string]*counter{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Namespace returns the namespace of the store's job records.
+func (s *Store) Namespace() string { return s.namespace }
+
+// Create validates the job and stores it as triggered. The job's namespace is
+// the store's. It returns ErrExists if a record of that name exists and a
+// *ValidationError if the job is invalid; nothing is written then.
+func (s *Store) Create(ctx context.Context, j *Job) (*Job, error) {
+	j = j.DeepCopy()
+	j.Namespace = s.namespace
+	Default(j)
+	if err := Validate(j); err != nil {
+		return nil, err
+	}
+	now := metav1.NewMicroTime(s.clock.Now())
+	j.Status = JobStatus{State: Triggered, Description: "job triggered", StartTime: &now}
+	cm, err := ToConfigMap(j)
+	if err != nil {
+		return nil, err
+	}
+	cm.ResourceVersion = ""
+	out, err := s.cms.Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create job %q: %w", j.Name, ErrExists)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create job %q: %w", displayName(j), err)
+	}
+	return FromConfigMap(out)
+}
+
+// Get returns the job record called name, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, name string) (*Job, error) {
+	cm, err := s.cms.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get job %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job %q: %w", name, err)
+	}
+	if !IsJobConfigMap(cm) {
+		return nil, fmt.Errorf("get job %q: configmap is not a lockctl job: %w", name, ErrNotFound)
+	}
+	return FromConfigMap(cm)
+}
+
+// ListOptions select job records.
+type ListOptions struct {
+	// JobName keeps only jobs whose spec.job is JobName; empty keeps all.
+	JobName string
+	// ActiveOnly keeps only jobs that are not terminal.
+	ActiveOnly bool
+}
+
+// List returns the selected job records in start order (see SortByStart).
+// Records that can not be decoded are left out and reported in an error
+// matching ErrCorrupt, returned together with the good records.
+func (s *Store) List(ctx context.Context, opts ListOptions) ([]*Job, error) {
+	sel := Selector
+	if opts.ActiveOnly {
+		sel = ActiveSelector
+	}
+	if opts.JobName != "" {
+		sel += "," + LabelJob + "=" + opts.JobName
+	}
+	list, err := s.cms.List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list jobs in namespace %q: %w", s.namespace, err)
+	}
+	jobs := make([]*Job, 0, len(list.Items))
+	var errs []error
+	for i := range list.Items {
+		j, err := FromConfigMap(&list.Items[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	SortByStart(jobs)
+	return jobs, errors.Join(errs...)
+}
+
+// UpdateStatus replaces the status of j, the job as last read, with st. The
+// write is a compare-and-swap on j's resourceVersion: if the record changed
+// since, it returns ErrConflict and writes nothing. A terminal job returns
+// ErrTerminal, a move the job's life forbids a *TransitionError. Pending and
+// completion times are stamped when st leaves them empty. A status equal to
+// the current one is not written.
+func (s *Store) UpdateStatus(ctx context.Context, j *Job, st JobStatus) (*Job, error) {
+	if j.IsTerminal() {
+		return nil, fmt.Errorf("update job %q: %w", j.Name, ErrTerminal)
+	}
+	if !allowed(j.Status.State, st.State) {
+		return nil, &TransitionError{Name: j.Name, From: j.Status.State, To: st.State}
+	}
+	now := metav1.NewTime(s.clock.Now())
+	if st.State == Pending && st.PendingTime == nil {
+		st.PendingTime = &now
+	}
+	if (st.State == Success || st.State == Failure || st.State == Error) && st.CompletionTime == nil {
+		st.CompletionTime = &now
+	}
+	if apiequality.Semantic.DeepEqual(j.Status, st) {
+		return j, nil
+	}
+	next := j.DeepCopy()
+	next.Status = st
+	cm, err := ToConfigMap(next)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.cms.Update(ctx, cm, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsConflict(err):
+		return nil, fmt.Errorf("update job %q: %w", j.Name, ErrConflict)
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("update job %q: %w", j.Name, ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("update job %q: %w", j.Name, err)
+	}
+	return FromConfigMap(out)
+}
+
+// abortAttempts bounds how often Abort re-reads a job that keeps changing.
+const abortAttempts = 10
+
+// Abort marks the job aborted with reason as its description; a reconciler
+// then deletes its pod and completes it. Aborting an aborted job changes
+// nothing; aborting a terminal job returns it with an error matching
+// ErrTerminal.
+func (s *Store) Abort(ctx context.Context, name, reason string) (*Job, error) {
+	for range abortAttempts {
+		j, err := s.Get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if j.IsTerminal() {
+			return j, fmt.Errorf("abort job %q: already %s: %w", name, j.Status.State, ErrTerminal)
+		}
+		if j.Status.State == Aborted {
+			return j, nil
+		}
+		st := *j.Status.DeepCopy()
+		st.State, st.Description = Aborted, reason
+		out, err := s.UpdateStatus(ctx, j, st)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		return out, err
+	}
+	return nil, fmt.Errorf("abort job %q: %w", name, ErrConflict)
+}
+
+// allowed reports whether a non-terminal job may move from one state to
+// another. Jobs only move forward: triggered → pending → final, and aborted
+// only to its completion.
+func allowed(from, to State) bool {
+	switch from {
+	case "", Triggered:
+		return to == Triggered || to == Pending || to == Aborted || to == Error
+	case Pending:
+		return to != Triggered
+	case Aborted:
+		return to == Aborted
+	}
+	return false
+}
+
+// SortByStart orders jobs by start time, then name: the order in which they
+// are admitted.
+func SortByStart(jobs []*Job) {
+	sort.SliceStable(jobs, func(a, b int) bool { return Older(jobs[a], jobs[b]) })
+}
+
+// Older reports whether a was submitted before b (ties broken by name).
+func Older(a, b *Job) bool {
+	ta, tb := startOf(a), startOf(b)
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return a.Name < b.Name
+}
+
+func startOf(j *Job) metav1.MicroTime {
+	if j.Status.StartTime != nil {
+		return *j.Status.StartTime
+	}
+	return metav1.NewMicroTime(j.CreationTimestamp.Time)
+}
+
+// IsJobConfigMap reports whether cm is labelled as a lockctl job record.
+func IsJobConfigMap(cm *corev1.ConfigMap) bool {
+	return cm.Labels[LabelManagedBy] == ManagedByValue && cm.Labels[LabelKind] == KindJob
+}
+
+// ToConfigMap encodes a job record as its ConfigMap: spec and status as JSON
+// data, and labels for cheap selection.
+func ToConfigMap(j *Job) (*corev1.ConfigMap, error) {
+	spec, err := json.Marshal(&j.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode job %q spec: %w", j.Name, err)
+	}
+	status, err := json.Marshal(&j.Status)
+	if err != nil {
+		return nil, fmt.Errorf("encode job %q status: %w", j.Name, err)
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: *j.ObjectMeta.DeepCopy(),
+		Data:       map[string]string{dataSpec: string(spec), dataStatus: string(status)},
+	}
+	cm.Labels = recordLabels(j)
+	return cm, nil
+}
+
+func recordLabels(j *Job) map[string]string {
+	l := make(map[string]string, len(j.Labels)+6)
+	for k, v := range j.Labels {
+		l[k] = v
+	}
+	l[LabelManagedBy] = ManagedByValue
+	l[LabelKind] = KindJob
+	l[LabelJob] = j.Spec.Job
+	l[LabelType] = string(j.Spec.Type)
+	l[LabelState] = string(j.Status.State)
+	delete(l, LabelComplete)
+	if j.IsTerminal() {
+		l[LabelComplete] = "true"
+	}
+	delete(l, LabelQueue)
+	if j.Spec.Queue != "" {
+		l[LabelQueue] = j.Spec.Queue
+	}
+	return l
+}
+
+// FromConfigMap decodes a job record. It returns an error matching
+// ErrCorrupt if the ConfigMap does not hold a job.
+func FromConfigMap(cm *corev1.ConfigMap) (*Job, error) {
+	j := &Job{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
+	cm.ObjectMeta.DeepCopyInto(&j.ObjectMeta)
+	j.ManagedFields = nil
+	for _, k := range []string{LabelManagedBy, LabelKind, LabelJob, LabelType, LabelState, LabelComplete, LabelQueue} {
+		delete(j.Labels, k)
+	}
+	if len(j.Labels) == 0 {
+		j.Labels = nil
+	}
+	if err := json.Unmarshal([]byte(cm.Data[dataSpec]), &j.Spec); err != nil {
+		return nil, fmt.Errorf("decode job %q spec: %v: %w", cm.Name, err, ErrCorrupt)
+	}
+	if err := json.Unmarshal([]byte(cm.Data[dataStatus]), &j.Status); err != nil {
+		return nil, fmt.Errorf("decode job %q status: %v: %w", cm.Name, err, ErrCorrupt)
+	}
+	return j, nil
+}
+
+func displayName(j *Job) string {
+	if j.Name != "" {
+		return j.Name
+	}
+	return j.GenerateName + "*"
+}

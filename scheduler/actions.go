@@ -1,0 +1,183 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockctl/lockctl/job"
+)
+
+var metav1CreateOptions = metav1.CreateOptions{}
+
+// transition writes a new status with a compare-and-swap and logs the move.
+// On a conflict it re-reads the job so the next attempt decides on a current
+// view. In a dry run it only records the plan.
+func (r *Reconciler) transition(ctx context.Context, j *job.Job, st job.JobStatus) (*job.Job, error) {
+	if r.opts.DryRun {
+		r.planTransition(j, st)
+		out := j.DeepCopy()
+		out.Status = st
+		r.simulated.Store(out.Name, out)
+		return out, nil
+	}
+	out, err := r.store.UpdateStatus(ctx, j, st)
+	if errors.Is(err, job.ErrConflict) {
+		if fresh, gerr := r.store.Get(ctx, j.Name); gerr == nil {
+			r.written.Store(j.Name, fresh)
+		}
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.written.Store(out.Name, out.DeepCopy())
+	if j.Status.State != st.State {
+		r.log(j).WithField("from", j.Status.State).WithField("to", st.State).
+			WithField("reason", st.Description).Info("job state changed")
+		r.opts.Metrics.transition(j.Status.State, st.State)
+	}
+	return out, nil
+}
+
+func (r *Reconciler) planTransition(j *job.Job, st job.JobStatus) {
+	verb := map[job.State]string{
+		job.Pending: "start",
+		job.Success: "succeed",
+		job.Failure: "fail",
+		job.Error:   "error",
+		job.Aborted: "abort",
+	}[st.State]
+	switch {
+	case j.Status.State == st.State || verb == "":
+		r.planf("would update %s: %s", j.Name, st.Description)
+	case st.State == job.Pending:
+		r.planf("would start %s", j.Name)
+	default:
+		r.planf("would %s %s: %s", verb, j.Name, st.Description)
+	}
+}
+
+// finish moves the job to a final state, then lets its pod go: it gives back
+// the namespace lock, deletes the pod if asked (timeouts, aborts) and removes
+// lockctl's finalizer. The status is written first, so a lost race leaves the
+// pod alone.
+func (r *Reconciler) finish(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, state job.State, desc string, deletePod bool) error {
+	st := *j.Status.DeepCopy()
+	st.State, st.Description = state, desc
+	if state == job.Aborted {
+		now := metav1.NewTime(r.clock.Now())
+		st.CompletionTime = &now
+	}
+	done, err := r.transition(ctx, j, st)
+	if err != nil || r.opts.DryRun {
+		return err
+	}
+	if pod != nil && cl != nil {
+		if err := r.releaseLock(ctx, done, pod); err != nil {
+			return err
+		}
+		if err := r.retirePod(ctx, cl, pod, deletePod); err != nil {
+			return err
+		}
+	}
+	if r.onTerminal != nil {
+		r.onTerminal(done)
+	}
+	return nil
+}
+
+// retirePod deletes the pod if asked, with its UID as precondition so a pod
+// created again under the same name is never hit, and removes lockctl's
+// finalizer so the pod can go.
+func (r *Reconciler) retirePod(ctx context.Context, cl *buildCluster, pod *corev1.Pod, del bool) error {
+	pods := cl.pods.Pods(pod.Namespace)
+	if del && pod.DeletionTimestamp == nil {
+		opts := metav1.DeleteOptions{}
+		if pod.UID != "" {
+			opts.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))
+		}
+		err := pods.Delete(ctx, pod.Name, opts)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete pod %q in cluster %q: %w", pod.Name, cl.alias, err)
+		}
+	}
+	r.created.Delete(cl.alias + "/" + pod.Name)
+	return removeFinalizer(ctx, cl, pod)
+}
+
+// removeFinalizer takes lockctl's finalizer off the pod with a JSON patch
+// that tests the pod's UID and the finalizer's position first.
+func removeFinalizer(ctx context.Context, cl *buildCluster, pod *corev1.Pod) error {
+	i := finalizerIndex(pod)
+	if i < 0 {
+		return nil
+	}
+	path := fmt.Sprintf("/metadata/finalizers/%d", i)
+	patch, err := json.Marshal(append(uidTest(pod),
+		map[string]any{"op": "test", "path": path, "value": job.Finalizer},
+		map[string]any{"op": "remove", "path": path},
+	))
+	if err != nil {
+		return fmt.Errorf("encode finalizer patch: %w", err)
+	}
+	_, err = cl.pods.Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer of pod %q in cluster %q: %w", pod.Name, cl.alias, err)
+	}
+	return nil
+}
+
+// uidTest is a JSON patch operation that fails unless the patched pod is
+// the one read, not a pod created again under its name.
+func uidTest(pod *corev1.Pod) []map[string]any {
+	if pod.UID == "" {
+		return nil
+	}
+	return []map[string]any{{"op": "test", "path": "/metadata/uid", "value": pod.UID}}
+}
+
+func finalizerIndex(pod *corev1.Pod) int {
+	for i, f := range pod.Finalizers {
+		if f == job.Finalizer {
+			return i
+		}
+	}
+	return -1
+}
+
+func hasFinalizer(pod *corev1.Pod) bool { return finalizerIndex(pod) >= 0 }
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// isRequestError reports whether the API server refused a request as wrong
+// (a 4xx status), so that repeating it can not help. Timeouts, conflicts and
+// throttling are not such errors.
+func isRequestError(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	switch code {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		return false
+	}
+	return code >= 400 && code < 500
+}
+
+// apiMessage returns the API server's own message for a refused request.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,229 @@
+package scheduler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// ErrConfig matches every *ConfigError.
+var ErrConfig = errors.New("invalid configuration")
+
+// ConfigError is a configuration file that can not be used, naming the key
+// at fault.
+type ConfigError struct {
+	// Source names the file.
+	Source string
+	// Key is the path of the bad key, such as "timeouts.pending"; empty for
+	// a file that does not parse.
+	Key string
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("config %s: %s", e.Source, e.Msg)
+	}
+	return fmt.Sprintf("config %s: %s: %s", e.Source, e.Key, e.Msg)
+}
+
+// Is makes a ConfigError match ErrConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+
+// Config is the reconcile loop's configuration file (lockctl reconcile
+// --config). Flags override its values.
+type Config struct {
+	// MaxConcurrency is the global maximum of running jobs; 0 means none.
+	MaxConcurrency int `json:"maxConcurrency,omitempty"`
+	// QueueCapacities maps a job queue to its capacity (0: nothing runs,
+	// negative: no limit).
+	QueueCapacities map[string]int `json:"queueCapacities,omitempty"`
+	// Timeouts are Go durations ("5m", "48h"); empty keeps the default.
+	Timeouts ConfigTimeouts `json:"timeouts,omitempty"`
+	// RevivalLimit is how often a lost pod is recreated; 0 keeps the default.
+	RevivalLimit int `json:"revivalLimit,omitempty"`
+	// PodNamespace is the namespace of job pods in the build clusters.
+	PodNamespace string `json:"podNamespace,omitempty"`
+	// BuildClusters maps a build-cluster alias to a kubeconfig context.
+	BuildClusters map[string]string `json:"buildClusters,omitempty"`
+	// JobURLTemplate is a Go template for status.url, executed with the job.
+	JobURLTemplate string `json:"jobURLTemplate,omitempty"`
+	// Workers is how many jobs are reconciled at once; 0 keeps the default.
+	Workers int `json:"workers,omitempty"`
+}
+
+// ConfigTimeouts are the pod timeouts of a Config.
+type ConfigTimeouts struct {
+	Unscheduled string `json:"unscheduled,omitempty"`
+	Pending     string `json:"pending,omitempty"`
+	Running     string `json:"running,omitempty"`
+}
+
+// ParseConfig decodes and checks a configuration file strictly: an unknown
+// key, a value of the wrong type or an invalid value returns a *ConfigError
+// naming the key.
+func ParseConfig(data []byte, source string) (*Config, error) {
+	raw, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, &ConfigError{Source: source, Msg: strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")}
+	}
+	c := &Config{}
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return c, nil
+	}
+	strict, err := kjson.UnmarshalStrict(raw, c)
+	if err != nil {
+		return nil, decodeConfigError(source, raw, err)
+	}
+	if len(strict) > 0 {
+		var fe kjson.FieldError
+		if errors.As(strict[0], &fe) {
+			return nil, &ConfigError{Source: source, Key: fe.FieldPath(), Msg: "unknown key"}
+		}
+		return nil, &ConfigError{Source: source, Msg: strict[0].Error()}
+	}
+	if _, err := c.Options(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			ce.Source = source
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func decodeConfigError(source string, raw []byte, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		key := withMapKey(raw, te.Field, te.Value)
+		return &ConfigError{Source: source, Key: key, Msg: fmt.Sprintf("must be %s, not %s", te.Type.Kind(), te.Value)}
+	}
+	return &ConfigError{Source: source, Msg: strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+// withMapKey completes the path of a bad value inside a map, which the
+// decoder reports as the map's own path, with the first key whose value has
+// the offending JSON type ("string", "number", "bool", "array", "object").
+func withMapKey(raw []byte, path, jsonType string) string {
+	var node any
+	if json.Unmarshal(raw, &node) != nil {
+		return path
+	}
+	for _, part := range strings.Split(path, ".") {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return path
+		}
+		node = m[part]
+	}
+	m, ok := node.(map[string]any)
+	if !ok {
+		return path
+	}
+	for _, k := range sortedKeys(m) {
+		if jsonTypeOf(m[k]) == jsonType {
+			return path + "." + k
+		}
+	}
+	return path
+}
+
+func jsonTypeOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return ""
+}
+
+// Options returns the Options the configuration describes, or a
+// *ConfigError naming an invalid key.
+func (c *Config) Options() (Options, error) {
+	o := Options{
+		MaxConcurrency:  c.MaxConcurrency,
+		QueueCapacities: c.QueueCapacities,
+		RevivalLimit:    c.RevivalLimit,
+		PodNamespace:    c.PodNamespace,
+		JobURLTemplate:  c.JobURLTemplate,
+		Workers:         c.Workers,
+	}
+	var err error
+	for _, d := range []struct {
+		key string
+		val string
+		dst *time.Duration
+	}{
+		{"timeouts.unscheduled", c.Timeouts.Unscheduled, &o.UnscheduledTimeout},
+		{"timeouts.pending", c.Timeouts.Pending, &o.PendingTimeout},
+		{"timeouts.running", c.Timeouts.Running, &o.RunningTimeout},
+	} {
+		if d.val == "" {
+			continue
+		}
+		if *d.dst, err = time.ParseDuration(d.val); err != nil {
+			return o, &ConfigError{Key: d.key, Msg: fmt.Sprintf("%q is not a duration such as 10m or 48h", d.val)}
+		}
+	}
+	return o, c.check()
+}
+
+func (c *Config) check() error {
+	if c.MaxConcurrency < 0 {
+		return &ConfigError{Key: "maxConcurrency", Msg: "must be 0 (no limit) or more"}
+	}
+	if c.Workers < 0 {
+		return &ConfigError{Key: "workers", Msg: "must be 0 (default) or more"}
+	}
+	for _, q := range sortedKeys(c.QueueCapacities) {
+		if msgs := validation.IsValidLabelValue(q); len(msgs) > 0 || q == "" {
+			return &ConfigError{Key: "queueCapacities." + q, Msg: "not a valid queue name"}
+		}
+	}
+	for _, alias := range sortedKeys(c.BuildClusters) {
+		if msgs := validation.IsValidLabelValue(alias); len(msgs) > 0 || alias == "" {
+			return &ConfigError{Key: "buildClusters." + alias, Msg: "not a valid cluster alias"}
+		}
+		if c.BuildClusters[alias] == "" {
+			return &ConfigError{Key: "buildClusters." + alias, Msg: "needs a kubeconfig context"}
+		}
+	}
+	if c.PodNamespace != "" {
+		if msgs := validation.IsDNS1123Label(c.PodNamespace); len(msgs) > 0 {
+			return &ConfigError{Key: "podNamespace", Msg: msgs[0]}
+		}
+	}
+	if c.JobURLTemplate != "" {
+		if _, err := template.New("url").Option("missingkey=error").Parse(c.JobURLTemplate); err != nil {
+			return &ConfigError{Key: "jobURLTemplate", Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

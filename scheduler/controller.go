@@ -1,0 +1,471 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/lockctl/lockctl/job"
+)
+
+// Timing of the Controller.
+const (
+	// resyncPeriod re-delivers every cached object, a safety net for missed
+	// events.
+	resyncPeriod = 10 * time.Minute
+	// clusterCheckInterval is how often build-cluster reachability is
+	// checked.
+	clusterCheckInterval = time.Minute
+	// stepTimeout bounds one reconcile step.
+	stepTimeout = time.Minute
+	// onceAttempts is how often RunOnce tries a job whose write lost a race.
+	onceAttempts = 3
+)
+
+// admissionKey is the work-queue key of an admission pass; it can not clash
+// with a job name, which is a DNS label.
+const admissionKey = "#admission"
+
+var errStepTimeout = errors.New("reconcile step took longer than " + stepTimeout.String())
+
+// Controller runs a Reconciler from informers on the job records, the
+// admission ledger and the job pods of every build cluster, through a
+// rate-limited work queue served by Options.Workers goroutines.
+type Controller struct {
+	r         *Reconciler
+	opts      Options
+	namespace string
+	queue     workqueue.TypedRateLimitingInterface[string]
+
+	factories []informers.SharedInformerFactory
+	jobInf    cache.SharedIndexInformer
+	ledgerInf cache.SharedIndexInformer
+	podInfs   map[string]cache.SharedIndexInformer
+
+	decoded sync.Map // job name → decodedJob
+}
+
+type decodedJob struct {
+	rv  string
+	job *job.Job
+}
+
+// NewController returns a Controller for the job records in namespace of the
+// jobs cluster, whose pods run in the given build clusters (alias →
+// clientset).
+func NewController(jobs kubernetes.Interface, namespace string, clusters map[string]kubernetes.Interface, opts Options) (*Controller, error) {
+	pods := make(map[string]corev1client.PodsGetter, len(clusters))
+	for alias, cs := range clusters {
+		pods[alias] = cs.CoreV1()
+	}
+	r, err := NewReconciler(jobs.CoreV1(), namespace, pods, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		r:         r,
+		opts:      r.opts,
+		namespace: namespace,
+		podInfs:   map[string]cache.SharedIndexInformer{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: r.clock}),
+	}
+	jobFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = job.Selector }))
+	ledgerFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + LedgerName }))
+	c.jobInf = jobFactory.Core().V1().ConfigMaps().Informer()
+	c.ledgerInf = ledgerFactory.Core().V1().ConfigMaps().Informer()
+	c.factories = append(c.factories, jobFactory, ledgerFactory)
+	podSelector := job.LabelManagedBy + "=" + job.ManagedByValue + "," + job.LabelRecordNamespace + "=" + namespace
+	for alias, cs := range clusters {
+		f := informers.NewSharedInformerFactoryWithOptions(cs, resyncPeriod, informers.WithNamespace(r.clusters[alias].namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSelector }))
+		c.podInfs[alias] = f.Core().V1().Pods().Informer()
+		c.factories = append(c.factories, f)
+	}
+	r.read = &cacheReader{c: c}
+	r.trackCreated = true
+	r.onAdmit = func(names []string) {
+		for _, n := range names {
+			c.enqueue(n)
+		}
+	}
+	r.onTerminal = c.finished
+	if err := c.addHandlers(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Reconciler returns the controller's reconciler.
+func (c *Controller) Reconciler() *Reconciler { return c.r }
+
+// finished wakes what a finished job may have been holding up: the jobs
+// waiting for admission, and those waiting for the same namespace lock.
+func (c *Controller) finished(j *job.Job) {
+	c.queue.Add(admissionKey)
+	if j.Spec.Lock == nil {
+		return
+	}
+	for _, o := range c.activeJobs() {
+		if o.Spec.Lock != nil && o.Spec.Lock.Namespace == j.Spec.Lock.Namespace {
+			c.enqueue(o.Name)
+		}
+	}
+}
+
+func (c *Controller) enqueue(name string) {
+	if name != "" && (c.opts.OnlyJob == "" || c.opts.OnlyJob == name) {
+		c.queue.Add(name)
+	}
+}
+
+func (c *Controller) addHandlers() error {
+	_, err := c.jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.enqueue(nameOf(obj)) },
+		UpdateFunc: func(old, cur any) {
+			c.enqueue(nameOf(cur))
+			if completed(cur) && !completed(old) {
+				c.queue.Add(admissionKey)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			c.enqueue(nameOf(obj))
+			c.queue.Add(admissionKey)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch job records: %w", err)
+	}
+	_, err = c.ledgerInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.queue.Add(admissionKey) },
+		UpdateFunc: func(any, any) { c.queue.Add(admissionKey) },
+	})
+	if err != nil {
+		return fmt.Errorf("watch admission ledger: %w", err)
+	}
+	for alias, inf := range c.podInfs {
+		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { c.enqueuePod(alias, obj) },
+			UpdateFunc: func(old, cur any) {
+				c.enqueuePod(alias, cur)
+				if podDone(cur) && !podDone(old) {
+					c.queue.Add(admissionKey)
+				}
+			},
+			DeleteFunc: func(obj any) {
+				c.enqueuePod(alias, obj)
+				c.queue.Add(admissionKey)
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("watch pods of cluster %q: %w", alias, err)
+		}
+	}
+	return nil
+}
+
+// enqueuePod queues the job of a pod that changed; the pod cache has now
+// seen it, so the reconciler stops remembering it as just created.
+func (c *Controller) enqueuePod(alias string, obj any) {
+	pod, ok := unwrap(obj).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	c.r.created.Delete(alias + "/" + pod.Name)
+	if pod.Labels[job.LabelRecordNamespace] == c.namespace {
+		c.enqueue(pod.Labels[job.LabelRecord])
+	}
+}
+
+func unwrap(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+func nameOf(obj any) string {
+	if o, ok := unwrap(obj).(metav1.Object); ok {
+		return o.GetName()
+	}
+	return ""
+}
+
+func completed(obj any) bool {
+	o, ok := unwrap(obj).(metav1.Object)
+	return ok && o.GetLabels()[job.LabelComplete] == "true"
+}
+
+func podDone(obj any) bool {
+	pod, ok := unwrap(obj).(*corev1.Pod)
+	return ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
+}
+
+// start runs the informers until ctx ends and waits for their first list.
+func (c *Controller) start(ctx context.Context) error {
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+	}
+	synced := []cache.InformerSynced{c.jobInf.HasSynced, c.ledgerInf.HasSynced}
+	for _, inf := range c.podInfs {
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("sync caches: %w", context.Cause(ctx))
+	}
+	c.opts.Metrics.setJobSource(c.allJobs)
+	return nil
+}
+
+// Run reconciles jobs as their records and pods change until ctx is
+// cancelled, then finishes the steps in flight and returns nil.
+func (c *Controller) Run(ctx context.Context) error {
+	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopInformers()
+	if err := c.start(informerCtx); err != nil {
+		return err
+	}
+	c.queue.Add(admissionKey)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.checkClusters(ctx) })
+	// NOTE: steps run on a context that outlives ctx, so a signal lets the
+	// step in flight finish instead of failing its API calls half-way.
+	steps := context.WithoutCancel(ctx)
+	for range c.opts.Workers {
+		wg.Go(func() { c.work(ctx, steps) })
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) work(ctx, steps context.Context) {
+	for {
+		key, shutdown := c.queue.Get()
+		if shutdown {
+			return
+		}
+		if ctx.Err() != nil {
+			c.queue.Done(key)
+			return
+		}
+		res, err := c.step(steps, key)
+		switch {
+		case err != nil:
+			c.logStepError(key, err)
+			c.queue.AddRateLimited(key)
+		case res.RequeueAfter > 0:
+			c.queue.Forget(key)
+			c.queue.AddAfter(key, res.RequeueAfter)
+		default:
+			c.queue.Forget(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+func (c *Controller) step(base context.Context, key string) (Result, error) {
+	ctx, cancel := context.WithTimeoutCause(base, stepTimeout, errStepTimeout)
+	defer cancel()
+	if key == admissionKey {
+		_, _, err := c.r.Admit(ctx)
+		return Result{}, err
+	}
+	return c.r.Reconcile(ctx, key)
+}
+
+func (c *Controller) logStepError(key string, err error) {
+	log := c.opts.Log.WithField("job", key).WithError(err)
+	if errors.Is(err, job.ErrConflict) {
+		log.Debug("lost a race, trying again")
+		return
+	}
+	log.Warn("reconcile failed, trying again")
+}
+
+func (c *Controller) checkClusters(ctx context.Context) {
+	ticker := c.r.clock.NewTicker(clusterCheckInterval)
+	defer ticker.Stop()
+	for {
+		if _, err := c.r.CheckClusters(ctx); err != nil && ctx.Err() == nil {
+			c.opts.Log.WithError(err).Warn("check build clusters")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+// RunOnce looks at every job that is not terminal once, oldest first, and
+// returns when all have been looked at: the cron pass. Requeue times are
+// ignored; a job whose write lost a race is tried again at once, up to three
+// times. In a dry run nothing is written and Reconciler().Plan() tells what
+// would have been done.
+func (c *Controller) RunOnce(ctx context.Context) error {
+	informerCtx, stopInformers := context.WithCancel(ctx)
+	defer stopInformers()
+	if err := c.start(informerCtx); err != nil {
+		return err
+	}
+	if _, err := c.r.CheckClusters(ctx); err != nil {
+		c.opts.Log.WithError(err).Warn("check build clusters")
+	}
+	var names []string
+	for _, j := range c.activeJobs() {
+		if c.opts.OnlyJob == "" || c.opts.OnlyJob == j.Name {
+			names = append(names, j.Name)
+		}
+	}
+	workers := c.opts.Workers
+	if c.opts.DryRun {
+		workers = 1 // the plan reads in job order
+	}
+	return c.each(ctx, names, workers)
+}
+
+// each reconciles names with the given number of workers, in order.
+func (c *Controller) each(ctx context.Context, names []string, workers int) error {
+	todo := make(chan string)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for name := range todo {
+				if err := c.once(ctx, name); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("job %q: %w", name, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, n := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		todo <- n
+	}
+	close(todo)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (c *Controller) once(ctx context.Context, name string) error {
+	var err error
+	for range onceAttempts {
+		if _, err = c.step(context.WithoutCancel(ctx), name); !errors.Is(err, job.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+// allJobs returns every job in the cache.
+func (c *Controller) allJobs() []*job.Job {
+	var out []*job.Job
+	for _, obj := range c.jobInf.GetIndexer().List() {
+		if j := c.decode(obj); j != nil {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func (c *Controller) activeJobs() []*job.Job {
+	var out []*job.Job
+	for _, j := range c.allJobs() {
+		if !j.IsTerminal() {
+			out = append(out, j)
+		}
+	}
+	job.SortByStart(out)
+	return out
+}
+
+// decode returns the job of a cached ConfigMap, decoding each version once.
+// The result is shared: callers must not change it.
+func (c *Controller) decode(obj any) *job.Job {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok || !job.IsJobConfigMap(cm) {
+		return nil
+	}
+	if d, ok := c.decoded.Load(cm.Name); ok && d.(decodedJob).rv == cm.ResourceVersion {
+		return d.(decodedJob).job
+	}
+	j, err := job.FromConfigMap(cm)
+	if err != nil {
+		c.opts.Log.WithError(err).WithField("job", cm.Name).Warn("skipping job record")
+		return nil
+	}
+	c.decoded.Store(cm.Name, decodedJob{rv: cm.ResourceVersion, job: j})
+	return j
+}
+
+// cacheReader reads from the controller's informers.
+type cacheReader struct{ c *Controller }
+
+var _ reader = (*cacheReader)(nil)
+
+func (cr *cacheReader) job(_ context.Context, name string) (*job.Job, error) {
+	obj, ok, err := cr.c.jobInf.GetIndexer().GetByKey(cr.c.namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		cr.c.decoded.Delete(name)
+		return nil, fmt.Errorf("job %q: %w", name, job.ErrNotFound)
+	}
+	j := cr.c.decode(obj)
+	if j == nil {
+		return nil, fmt.Errorf("job %q: %w", name, job.ErrCorrupt)
+	}
+	return j, nil
+}
+
+func (cr *cacheReader) jobs(context.Context) ([]*job.Job, error) {
+	jobs := cr.c.allJobs()
+	sort.SliceStable(jobs, func(a, b int) bool { return job.Older(jobs[a], jobs[b]) })
+	return jobs, nil
+}
+
+func (cr *cacheReader) pod(ctx context.Context, cl *buildCluster, name string, fresh bool) (*corev1.Pod, error) {
+	if fresh {
+		return getPod(ctx, cl, name)
+	}
+	obj, ok, err := cr.c.podInfs[cl.alias].GetIndexer().GetByKey(cl.namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return obj.(*corev1.Pod), nil
+}
+
+func (cr *cacheReader) ledger(ctx context.Context, fresh bool) (*corev1.ConfigMap, error) {
+	if fresh {
+		return (&apiReader{cms: cr.c.r.cms}).ledger(ctx, true)
+	}
+	obj, ok, err := cr.c.ledgerInf.GetIndexer().GetByKey(cr.c.namespace + "/" + LedgerName)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return obj.(*corev1.ConfigMap), nil
+}

@@ -1,0 +1,159 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/lockctl/lockctl/job"
+)
+
+// controller builds a Controller over the harness's fake clientsets.
+func (h *harness) controller(opts Options) *Controller {
+	h.t.Helper()
+	opts.Clock = h.clock
+	if opts.PodNamespace == "" {
+		opts.PodNamespace = podNS
+	}
+	c, err := NewController(h.jobs, jobNS, map[string]kubernetes.Interface{job.DefaultCluster: h.build}, opts)
+	require.NoError(h.t, err)
+	return c
+}
+
+func TestRunOnceDryRunPrintsPlanAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	h.submit("old-pr", presubmit(7))
+	h.submit("stuck")
+	h.submit("first")
+	h.submit("second")
+	h.submit("new-pr", presubmit(7))
+	h.submit("nowhere", func(j *job.Job) { j.Spec.Cluster = "gpu" })
+	h.clock.SetTime(epoch)
+	h.pending("stuck", corev1.PodPending, func(p *corev1.Pod) {
+		st := metav1.NewTime(epoch.Add(-time.Hour))
+		p.Status.StartTime = &st
+	})
+	h.clock.Step(time.Minute)
+	h.jobs.ClearActions()
+	h.build.ClearActions()
+
+	c := h.controller(Options{DryRun: true, MaxConcurrency: 2})
+	require.NoError(t, c.RunOnce(t.Context()))
+
+	assert.Equal(t, []string{
+		"would abort old-pr: superseded by a newer run (new-pr)",
+		"would error stuck: pod pending timeout",
+		"would start first",
+		"would start second",
+		"would keep new-pr waiting: global limit of 2 running jobs reached",
+		`would error nowhere: unknown build cluster "gpu"`,
+	}, c.Reconciler().Plan())
+	assert.Empty(t, writes(h.jobs.Actions()), "dry run writes no job")
+	assert.Empty(t, writes(h.build.Actions()), "dry run writes no pod")
+}
+
+func TestRunOnceDrivesEveryJob(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	for _, n := range []string{"a", "b", "c"} {
+		h.submit(n)
+	}
+	h.submit("done")
+	h.pending("done", corev1.PodSucceeded)
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+
+	c := h.controller(Options{Metrics: m, Workers: 2})
+	require.NoError(t, c.RunOnce(t.Context()))
+
+	for _, n := range []string{"a", "b", "c"} {
+		assert.Equal(t, job.Pending, h.get(n).Status.State, n)
+		assert.NotNil(t, h.pod(n), n)
+	}
+	assert.Equal(t, job.Success, h.get("done").Status.State)
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.transitions.WithLabelValues("triggered", "pending")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.transitions.WithLabelValues("pending", "success")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.clusters.WithLabelValues("default", "reachable")))
+}
+
+func TestRunFollowsEventsUntilCancelled(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	c := h.controller(Options{MaxConcurrency: 1, Metrics: m})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	h.submit("a")
+	h.submit("b")
+	require.Eventually(t, func() bool { return h.get("a").Status.State == job.Pending }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, job.Triggered, h.get("b").Status.State, "b waits for a")
+
+	pod := h.pod("a")
+	pod.Status.Phase = corev1.PodSucceeded
+	_, err = h.build.CoreV1().Pods(podNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return h.get("b").Status.State == job.Pending }, 10*time.Second, 10*time.Millisecond,
+		"a's success frees its place and wakes b")
+	assert.Equal(t, job.Success, h.get("a").Status.State)
+	want := `
+# HELP lockctl_jobs Jobs known to the reconciler, by state, job name and type.
+# TYPE lockctl_jobs gauge
+lockctl_jobs{job="deploy-web",state="pending",type="periodic"} 1
+lockctl_jobs{job="deploy-web",state="success",type="periodic"} 1
+`
+	assert.Eventually(t, func() bool { return testutil.CollectAndCompare(m.jobs, strings.NewReader(want)) == nil },
+		10*time.Second, 10*time.Millisecond, "lockctl_jobs follows the cache")
+
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestRunOnceOnlyJob(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	h.submit("a")
+	h.submit("b")
+	c := h.controller(Options{OnlyJob: "b"})
+	require.NoError(t, c.RunOnce(t.Context()))
+	assert.Equal(t, job.Triggered, h.get("a").Status.State)
+	assert.Equal(t, job.Pending, h.get("b").Status.State)
+}
+
+func TestCheckClusters(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	st, err := h.r.CheckClusters(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, ClusterReachable, st["default"].State)
+
+	h.build.PrependReactor("list", "pods", apiError(403, metav1.StatusReasonForbidden))
+	h.clock.Step(time.Minute)
+	st, err = h.r.CheckClusters(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, ClusterForbidden, st["default"].State)
+	assert.Equal(t, "forbidden from the test", st["default"].Message)
+
+	recorded, err := ReadClusterStatus(t.Context(), h.jobs.CoreV1().ConfigMaps(jobNS))
+	require.NoError(t, err)
+	assert.Equal(t, ClusterForbidden, recorded["default"].State)
+	assert.WithinDuration(t, h.clock.Now(), recorded["default"].Since.Time, time.Second)
+}

@@ -1,0 +1,91 @@
+package scheduler
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockctl/lockctl/job"
+)
+
+// Metrics are the reconcile loop's Prometheus metrics.
+type Metrics struct {
+	transitions *prometheus.CounterVec
+	duration    prometheus.Histogram
+	errors      *prometheus.CounterVec
+	clusters    *prometheus.GaugeVec
+	jobs        *jobsCollector
+}
+
+// NewMetrics creates the metrics and registers them on reg:
+//
+//   - lockctl_jobs{state,job,type}: jobs known to the reconciler, by state
+//   - lockctl_job_transitions_total{from,to}: state changes written
+//   - lockctl_reconcile_duration_seconds: time to reconcile one job
+//   - lockctl_reconcile_errors_total{reason}: failed reconciles (conflict, api)
+//   - lockctl_build_cluster_status{cluster,status}: 1 for the current
+//     reachability of each build cluster
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockctl_job_transitions_total",
+			Help: "Job state changes written by this reconciler.",
+		}, []string{"from", "to"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "lockctl_reconcile_duration_seconds",
+			Help:    "Time to reconcile one job.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockctl_reconcile_errors_total",
+			Help: "Reconciles that failed and will be retried, by reason.",
+		}, []string{"reason"}),
+		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lockctl_build_cluster_status",
+			Help: "1 for the current reachability status of each build cluster.",
+		}, []string{"cluster", "status"}),
+		jobs: &jobsCollector{desc: prometheus.NewDesc("lockctl_jobs",
+			"Jobs known to the reconciler, by state, job name and type.",
+			[]string{"state", "job", "type"}, nil)},
+	}
+	for _, c := range []prometheus.Collector{m.transitions, m.duration, m.errors, m.clusters, m.jobs} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) transition(from, to job.State) {
+	if m != nil && from != to {
+		m.transitions.WithLabelValues(string(from), string(to)).Inc()
+	}
+}
+
+func (m *Metrics) observe(seconds float64, reason string) {
+	if m == nil {
+		return
+	}
+	m.duration.Observe(seconds)
+	if reason != "" {
+		m.errors.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) cluster(alias string, status ClusterState) {
+	if m == nil {
+		return
+	}
+	for _, s := range ClusterStates {
+		v := 0.0
+		if s == status {
+			v = 1
+		}
+		m.clusters.WithLabelValues(alias, string(s)).Set(v)
+	}
+}
+
+// setJobSource makes lockctl_jobs count the jobs list returns at scrape time.
+func (m *Metrics) setJobSource(list func() []*job.Job) {
+	if m != nil {
+		m.jobs.list.Store(&list)
+	}
+}

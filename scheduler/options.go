@@ -1,0 +1,108 @@
+package scheduler
+
+import (
+	"io"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Options, as in Prow's plank.
+const (
+	DefaultUnscheduledTimeout = 5 * time.Minute
+	DefaultPendingTimeout     = 10 * time.Minute
+	DefaultRunningTimeout     = 48 * time.Hour
+	DefaultRevivalLimit       = 3
+	DefaultWorkers            = 16
+)
+
+// Options configure a Reconciler and a Controller. The zero value is usable:
+// no limits, Prow's timeouts, pods in the job namespace.
+type Options struct {
+	// MaxConcurrency is the global maximum of running jobs; 0 means no
+	// global limit.
+	MaxConcurrency int
+	// QueueCapacities maps a job queue to how many of its jobs may run at
+	// once: 0 means none runs, a negative number means no limit. A job naming
+	// a queue that is not here ends in error.
+	QueueCapacities map[string]int
+	// UnscheduledTimeout ends a pod that has not been scheduled (no start
+	// time) after this long; 0 means DefaultUnscheduledTimeout, negative
+	// means never.
+	UnscheduledTimeout time.Duration
+	// PendingTimeout ends a scheduled pod whose containers have not started
+	// after this long; 0 means DefaultPendingTimeout, negative means never.
+	PendingTimeout time.Duration
+	// RunningTimeout aborts a pod running longer than this; 0 means
+	// DefaultRunningTimeout, negative means never.
+	RunningTimeout time.Duration
+	// RevivalLimit is how often a job's pod is recreated after it went
+	// missing, was evicted or lost its node before the job ends in error; 0
+	// means DefaultRevivalLimit, negative means no limit.
+	RevivalLimit int
+	// PodNamespace is the namespace of job pods in every build cluster;
+	// empty means the job namespace.
+	PodNamespace string
+	// JobURLTemplate is a text/template executed with the *job.Job to give
+	// status.url; empty means no URL.
+	JobURLTemplate string
+	// DryRun makes the reconciler write nothing and record what it would do
+	// (see Plan).
+	DryRun bool
+	// Workers is how many jobs the Controller reconciles at once; 0 means
+	// DefaultWorkers.
+	Workers int
+	// OnlyJob makes the Controller reconcile only the job record of that
+	// name (lockctl run); empty means every job.
+	OnlyJob string
+	// Locker takes the namespace locks of jobs with spec.lock; nil means such
+	// jobs end in error.
+	Locker NamespaceLocker
+	// Clock is the time source; nil means clock.RealClock{}.
+	Clock clock.WithTicker
+	// Log receives the reconciler's logs; nil means they are discarded.
+	Log *logrus.Entry
+	// Metrics receives the reconciler's metrics; nil means none are kept.
+	Metrics *Metrics
+}
+
+// withDefaults returns o with every zero value replaced by its default.
+func (o Options) withDefaults() Options {
+	o.UnscheduledTimeout = orDefault(o.UnscheduledTimeout, DefaultUnscheduledTimeout)
+	o.PendingTimeout = orDefault(o.PendingTimeout, DefaultPendingTimeout)
+	o.RunningTimeout = orDefault(o.RunningTimeout, DefaultRunningTimeout)
+	if o.RevivalLimit == 0 {
+		o.RevivalLimit = DefaultRevivalLimit
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Log == nil {
+		o.Log = discardLogger()
+	}
+	return o
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func discardLogger() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}
+
+// Result says when to look at a job again.
+type Result struct {
+	// RequeueAfter is when the next timeout of the job falls due; 0 means
+	// only when the job or its pod changes.
+	RequeueAfter time.Duration
+}

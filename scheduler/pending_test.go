@@ -1,0 +1,254 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/job"
+)
+
+func TestPendingRows(t *testing.T) {
+	t.Parallel()
+	started := func(ago time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			st := metav1.NewTime(epoch.Add(-ago))
+			p.Status.StartTime = &st
+		}
+	}
+	created := func(ago time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(epoch.Add(-ago)) }
+	}
+	deleting := func(p *corev1.Pod) {
+		now := metav1.NewTime(epoch)
+		p.DeletionTimestamp = &now
+	}
+	reason := func(r string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Status.Reason = r } }
+	statuses := func(init []corev1.ContainerStatus, main ...corev1.ContainerStatus) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.InitContainerStatuses = init
+			p.Status.ContainerStatuses = main
+		}
+	}
+	tests := []struct {
+		name        string
+		job         func(*job.Job)
+		phase       corev1.PodPhase
+		pod         []func(*corev1.Pod)
+		wantState   job.State
+		wantDesc    string
+		wantRequeue time.Duration
+		// wantPod: "kept" (finalizer kept), "released" (finalizer removed,
+		// not deleted), "deleted".
+		wantPod string
+	}{
+		{
+			name: "evicted with error-on-eviction is an error", job: func(j *job.Job) { j.Spec.ErrorOnEviction = true },
+			phase: corev1.PodFailed, pod: []func(*corev1.Pod){reason(ReasonEvicted)},
+			wantState: job.Error, wantDesc: "pod was evicted", wantPod: "released",
+		},
+		{
+			name:  "evicted pod is deleted to be recreated",
+			phase: corev1.PodFailed, pod: []func(*corev1.Pod){reason(ReasonEvicted)},
+			wantState: job.Pending, wantPod: "deleted",
+		},
+		{
+			name:  "node lost: deleted to be recreated",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){reason(ReasonNodeLost), deleting},
+			wantState: job.Pending, wantPod: "released",
+		},
+		{
+			name:      "phase Unknown: deleted to be recreated",
+			phase:     corev1.PodUnknown,
+			wantState: job.Pending, wantPod: "deleted",
+		},
+		{
+			name:  "succeeded with every container exit 0",
+			phase: corev1.PodSucceeded, pod: []func(*corev1.Pod){statuses([]corev1.ContainerStatus{terminated("clone", 0, "")}, terminated("main", 0, "Completed"))},
+			wantState: job.Success, wantDesc: "job succeeded", wantPod: "released",
+		},
+		{
+			name:  "succeeded but an init container failed",
+			phase: corev1.PodSucceeded, pod: []func(*corev1.Pod){statuses([]corev1.ContainerStatus{terminated("clone", 2, "Error")}, terminated("main", 0, ""))},
+			wantState: job.Error, wantDesc: `pod succeeded but container "clone" did not finish with exit code 0`, wantPod: "released",
+		},
+		{
+			name:  "succeeded but a container never terminated",
+			phase: corev1.PodSucceeded, pod: []func(*corev1.Pod){statuses(nil, corev1.ContainerStatus{Name: "side"})},
+			wantState: job.Error, wantDesc: `pod succeeded but container "side" did not finish with exit code 0`, wantPod: "released",
+		},
+		{
+			name:  "failed",
+			phase: corev1.PodFailed, pod: []func(*corev1.Pod){statuses(nil, terminated("main", 3, "Error"))},
+			wantState: job.Failure, wantDesc: `job failed: container "main" exited with code 3`, wantPod: "released",
+		},
+		{
+			name:  "a container OOMKilled is an error",
+			phase: corev1.PodFailed, pod: []func(*corev1.Pod){statuses(nil, terminated("main", 137, ReasonOOMKilled))},
+			wantState: job.Error, wantDesc: `container "main" was OOMKilled`, wantPod: "deleted",
+		},
+		{
+			name:  "a container OOMKilled while a sidecar runs is an error",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){started(time.Minute), statuses(nil, terminated("main", 137, ReasonOOMKilled), corev1.ContainerStatus{Name: "side"})},
+			wantState: job.Error, wantDesc: `container "main" was OOMKilled`, wantPod: "deleted",
+		},
+		{
+			name:  "unscheduled: look again exactly when the timeout falls due",
+			phase: corev1.PodPending, pod: []func(*corev1.Pod){created(2 * time.Minute)},
+			wantState: job.Pending, wantRequeue: 3 * time.Minute, wantPod: "kept",
+		},
+		{
+			name:  "unscheduled too long: scheduling timeout",
+			phase: corev1.PodPending, pod: []func(*corev1.Pod){created(5 * time.Minute)},
+			wantState: job.Error, wantDesc: "pod scheduling timeout", wantPod: "deleted",
+		},
+		{
+			name:  "pending with a start time: look again when the pending timeout falls due",
+			phase: corev1.PodPending, pod: []func(*corev1.Pod){created(time.Hour), started(4 * time.Minute)},
+			wantState: job.Pending, wantRequeue: 6 * time.Minute, wantPod: "kept",
+		},
+		{
+			name:  "pending too long: pending timeout",
+			phase: corev1.PodPending, pod: []func(*corev1.Pod){created(time.Hour), started(10 * time.Minute)},
+			wantState: job.Error, wantDesc: "pod pending timeout", wantPod: "deleted",
+		},
+		{
+			name:  "running: look again when the running timeout falls due",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){started(47 * time.Hour)},
+			wantState: job.Pending, wantRequeue: time.Hour, wantPod: "kept",
+		},
+		{
+			name:  "running too long: aborted",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){started(48 * time.Hour)},
+			wantState: job.Aborted, wantDesc: "pod running timeout", wantPod: "deleted",
+		},
+		{
+			name:  "pod deleted by someone else: error",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){started(time.Minute), deleting},
+			wantState: job.Error, wantDesc: "pod deleted unexpectedly", wantPod: "released",
+		},
+		{
+			name:  "pending pod deleted by someone else: error",
+			phase: corev1.PodPending, pod: []func(*corev1.Pod){deleting},
+			wantState: job.Error, wantDesc: "pod deleted unexpectedly", wantPod: "released",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, Options{})
+			var mods []func(*job.Job)
+			if tt.job != nil {
+				mods = append(mods, tt.job)
+			}
+			h.submit("a", mods...)
+			h.clock.SetTime(epoch)
+			h.pending("a", tt.phase, tt.pod...)
+			h.build.ClearActions()
+
+			res := h.mustReconcile("a")
+
+			j := h.assertState("a", tt.wantState, tt.wantDesc)
+			assert.Equal(t, tt.wantRequeue, res.RequeueAfter, "requeue")
+			if j.Status.State == job.Aborted {
+				assert.True(t, j.IsTerminal(), "an aborted job is complete")
+			}
+			pod := h.pod("a")
+			switch tt.wantPod {
+			case "kept":
+				require.NotNil(t, pod)
+				assert.Empty(t, h.podActions(), "pod untouched")
+			case "released":
+				require.NotNil(t, pod, "pod not deleted")
+				assert.NotContains(t, h.podActions(), "delete")
+				assert.Empty(t, pod.Finalizers, "lockctl's finalizer removed")
+			case "deleted":
+				assert.Contains(t, h.podActions(), "delete")
+				assert.Nil(t, pod)
+			}
+		})
+	}
+}
+
+func TestRevivalRecreatesUntilLimit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{RevivalLimit: 2})
+	h.submit("a")
+	h.mustReconcile("a")
+	for i := 1; i <= 2; i++ {
+		pod := h.pod("a")
+		pod.Status.Phase = corev1.PodUnknown
+		_, err := h.build.CoreV1().Pods(podNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		h.mustReconcile("a")
+		require.Nil(t, h.pod("a"), "pass %d deletes the lost pod", i)
+		h.mustReconcile("a")
+		j := h.assertState("a", job.Pending, "")
+		assert.Equal(t, i, j.Status.Revivals)
+		require.NotNil(t, h.pod("a"), "pass %d recreates it", i)
+	}
+	require.NoError(t, h.build.CoreV1().Pods(podNS).Delete(t.Context(), "a", metav1.DeleteOptions{}))
+	h.mustReconcile("a")
+	h.assertState("a", job.Error, "pod lost 2 times: revival limit reached")
+	assert.Nil(t, h.pod("a"))
+}
+
+func TestEvictedPodRecreatedOnNextPass(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	h.submit("a")
+	h.mustReconcile("a")
+	pod := h.pod("a")
+	pod.Status.Phase, pod.Status.Reason = corev1.PodFailed, ReasonEvicted
+	_, err := h.build.CoreV1().Pods(podNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	h.mustReconcile("a")
+	assert.Nil(t, h.pod("a"), "evicted pod deleted")
+	h.mustReconcile("a")
+
+	pod = h.pod("a")
+	require.NotNil(t, pod, "and created again")
+	assert.Empty(t, pod.Status.Reason)
+	assert.Equal(t, "1", job.BuildIDOf(pod), "same run, same build id")
+	assert.Equal(t, 1, h.get("a").Status.Revivals)
+}
+
+func TestAbortedJobDeletesPodAndCompletes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	h.submit("a")
+	h.mustReconcile("a")
+	_, err := h.store.Abort(t.Context(), "a", "aborted by alice")
+	require.NoError(t, err)
+
+	h.mustReconcile("a")
+
+	j := h.assertState("a", job.Aborted, "aborted by alice")
+	assert.True(t, j.IsTerminal())
+	assert.Nil(t, h.pod("a"))
+
+	h.submit("b")
+	_, err = h.store.Abort(t.Context(), "b", "")
+	require.NoError(t, err)
+	h.mustReconcile("b")
+	assert.True(t, h.assertState("b", job.Aborted, "aborted").IsTerminal(), "a triggered job completes without a pod")
+}
+
+func TestTerminalJobCleansUpLeftoverPod(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	h.submit("a")
+	h.pending("a", corev1.PodRunning)
+	h.setState("a", job.JobStatus{State: job.Failure, PodName: "a"})
+	h.build.ClearActions()
+
+	h.mustReconcile("a")
+
+	assert.Equal(t, []string{"delete", "patch"}, h.podActions(), "a pod of a finished job does not keep running")
+	assert.Nil(t, h.pod("a"))
+}
