@@ -31,7 +31,7 @@ unit: ## run the unit tests only (no control plane)
 integration: tools ## run the integration tests only
 	go test -count=1 -timeout 40m -run 'TestIntegration' ./...
 
-demo: build localcluster tools ## start a local control plane and show two contenders taking turns on a lock
+demo: build localcluster tools ## start a local control plane and show builds taking turns on a lock, then lockctl run
 	hack/demo.sh
 
 up: build localcluster tools ## start the local control plane in the background (kubeconfig in _output/local)

@@ -19,8 +19,8 @@ import (
 // second signal ends the process at once.
 func Main() int {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -33,7 +33,7 @@ func Main() int {
 		got = s
 		// The next signal gets the default action: the process ends now.
 		signal.Stop(sigs)
-		cancel()
+		cancel(&interruptedError{sig: s})
 	}()
 
 	f := NewFactory(streams)
@@ -47,8 +47,25 @@ func Main() int {
 	if err == nil {
 		return CodeOK
 	}
-	printError(f.IOStreams.ErrOut, err, f.Verbosity)
+	// NOTE: the process's stderr, not f's: -q discards status, never errors.
+	printError(streams.ErrOut, err, f.Verbosity)
 	return exitCode(err)
+}
+
+// interruptedError is the cause of the context Main cancels on the first
+// SIGINT or SIGTERM, so a command that passes the signal on (run -- CMD)
+// knows which one it was.
+type interruptedError struct{ sig os.Signal }
+
+func (e *interruptedError) Error() string { return "interrupted by " + e.sig.String() }
+
+// interruptSignal returns the signal that cancelled ctx, if one did.
+func interruptSignal(ctx context.Context) (os.Signal, bool) {
+	var ie *interruptedError
+	if errors.As(context.Cause(ctx), &ie) {
+		return ie.sig, true
+	}
+	return nil, false
 }
 
 // Run executes lockctl with args and the dependencies in f.

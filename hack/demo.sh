@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: start the local control plane (if it is not running) and show two
-# builds taking turns on the deploy lock of namespace "staging", then a
-# superseded build. Leaves the control plane running for `make down`.
+# builds taking turns on the deploy lock of namespace "staging", a superseded
+# build, then lockctl run with a local command, with a job, and interrupted.
+# Leaves the control plane running for `make down`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,10 +55,48 @@ lockctl release staging "${api[@]}" --build 7
 wait "$newer"
 lockctl release staging "${web[@]}" --build 43
 
+say "lockctl run --lock staging ${web[*]} --build 44 -- sh -c 'echo deploying; sleep 2; echo deployed'"
+lockctl run --lock staging "${web[@]}" --build 44 -- sh -c 'echo deploying; sleep 2; echo deployed'
+
+# The local control plane's node is kwok's: it runs no containers, and these
+# annotations tell it how the pod ends (see internal/testenv).
+job=_output/local/demo-job.yaml
+cat > "$job" <<'EOF'
+apiVersion: lockctl.dev/v1alpha1
+kind: Job
+metadata:
+  generateName: deploy-web-
+  annotations: {lockctl.dev/test-exit-code: "0", lockctl.dev/test-duration: 3s}
+spec:
+  job: deploy-web
+  type: postsubmit
+  refs: {org: acme, repo: web, baseRef: main}
+  podSpec:
+    containers: [{name: main, image: alpine, command: [sh, -c, ./deploy.sh]}]
+EOF
+say "lockctl run --lock staging ${web[*]} --build 45 -f $job   # submit, drive and follow a job"
+lockctl run --lock staging "${web[@]}" --build 45 -f "$job"
+
+sed -e '/annotations:/d' "$job" > "${job%.yaml}-forever.yaml"
+say "lockctl run --lock staging ${web[*]} --build 46 -f ${job%.yaml}-forever.yaml   # Ctrl-C after 3s"
+# NOTE: bin/lockctl itself, not the function, so that $! is lockctl's pid.
+bin/lockctl run --lock staging "${web[@]}" --build 46 -f "${job%.yaml}-forever.yaml" &
+runner=$!
+sleep 3
+kill -INT "$runner"
+set +e
+wait "$runner"
+echo "lockctl run exited with status $? (130 = interrupted)"
+set -e
+
+say "lockctl get jobs"
+lockctl get jobs
+
 cat <<EOT
 
 The local control plane keeps running. Try lockctl yourself:
   export KUBECONFIG=$KUBECONFIG
   bin/lockctl status --lock-namespace default
-Stop it with: make down
+  bin/lockctl run --lock staging -- ./your-deploy.sh
+(README.md, "Try it", has more.) Stop it with: make down
 EOT

@@ -39,10 +39,15 @@ type waiter struct {
 	pod     *corev1.Pod
 	started time.Time
 	joined  bool
+
+	// denied receives the first Forbidden or Unauthorized answer to the
+	// watches' list or watch calls, which their informers would otherwise
+	// retry forever while the caller waits in vain.
+	denied chan error
 }
 
 func newWaiter(c *Client, req Request, me Claim) *waiter {
-	return &waiter{c: c, req: req, me: me}
+	return &waiter{c: c, req: req, me: me, denied: make(chan error, 1)}
 }
 
 func (w *waiter) stop() {
@@ -57,7 +62,7 @@ func (w *waiter) stop() {
 func (w *waiter) run(ctx context.Context) (*Held, error) {
 	c := w.c
 	w.started = c.Clock.Now()
-	w.lockEvents = watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	w.lockEvents = w.watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return c.cms.ConfigMaps(c.namespace).List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return c.cms.ConfigMaps(c.namespace).Watch(ctx, o)
@@ -139,9 +144,12 @@ const (
 // overloaded or failing (5xx, 429). A contender that has not joined the
 // queue yet fails at once, so a wrong kubeconfig is reported at once.
 func (w *waiter) mayRetry(ctx context.Context, err error) bool {
-	if !w.joined || ctx.Err() != nil {
-		return false
-	}
+	return w.joined && ctx.Err() == nil && transient(err)
+}
+
+// transient reports whether err is an API failure that may pass: the API
+// server unreachable, restarting, overloaded or failing (5xx, 429).
+func transient(err error) bool {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		code := status.Status().Code
@@ -150,6 +158,17 @@ func (w *waiter) mayRetry(ctx context.Context, err error) bool {
 	var netErr net.Error
 	return errors.As(err, &netErr) || utilnet.IsConnectionRefused(err) ||
 		utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+}
+
+// ambiguous reports whether a request that failed with err may still have
+// been applied: its answer was lost (timeout, connection reset, EOF) or the
+// server failed after accepting it (5xx). A refused connection or a 429 was
+// never applied.
+func ambiguous(err error) bool {
+	if utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err) {
+		return false
+	}
+	return transient(err)
 }
 
 // pause waits after a transient error, doubling the previous delay up to
@@ -186,6 +205,8 @@ func (w *waiter) next(ctx context.Context, at time.Time) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case err := <-w.denied:
+		return err
 	case <-timer:
 	case ev, ok := <-w.lockEvents.ResultChan():
 		if !ok {
@@ -258,7 +279,7 @@ func (w *waiter) followHolderPod(ref *PodRef) {
 	r := *ref
 	w.podRef = &r
 	pods := w.c.pods.Pods(r.Namespace)
-	w.podEvents = watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	w.podEvents = w.watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return pods.List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return pods.Watch(ctx, o)
@@ -268,7 +289,8 @@ func (w *waiter) followHolderPod(ref *PodRef) {
 // giveUp leaves the queue, with a fresh short context since ctx may be
 // over, and returns err.
 func (w *waiter) giveUp(err error) error {
-	if !w.joined {
+	// A first write whose answer was lost may have queued us all the same.
+	if !w.joined && !ambiguous(err) {
 		return err
 	}
 	var sup *SupersededError
@@ -292,21 +314,34 @@ func (w *waiter) waitError(ctx context.Context, err error, holder Claim) error {
 }
 
 // watchOne watches the single object called name through an informer, which
-// lists again and re-establishes its watch by itself.
-func watchOne(list cache.ListWithContextFunc, wat cache.WatchFuncWithContext, name string, obj runtime.Object) watch.Interface {
+// lists again and re-establishes its watch by itself. A list or watch the
+// API server refuses for lack of permission is reported on w.denied.
+func (w *waiter) watchOne(list cache.ListWithContextFunc, wat cache.WatchFuncWithContext, name string, obj runtime.Object) watch.Interface {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	deny := func(err error) {
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			select {
+			case w.denied <- err:
+			default:
+			}
+		}
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
-			return list(ctx, o)
+			out, err := list(ctx, o)
+			deny(err)
+			return out, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
-			return wat(ctx, o)
+			out, err := wat(ctx, o)
+			deny(err)
+			return out, err
 		},
 	}
-	_, _, w, _ := watchtools.NewIndexerInformerWatcher(lw, obj)
-	return w
+	_, _, events, _ := watchtools.NewIndexerInformerWatcher(lw, obj)
+	return events
 }
 
 func sameProgress(a, b *Progress) bool {

@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"net/http"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// Verbs a Counter tells apart. "list" and "get" are both GETs without
+// watch=true, so they are counted together as "get".
+const (
+	VerbGet    = "get"
+	VerbWatch  = "watch"
+	VerbCreate = "create"
+	VerbUpdate = "update"
+	VerbPatch  = "patch"
+	VerbDelete = "delete"
+	VerbOther  = "other"
+)
+
+// Counter counts the API requests of every client built from a
+// configuration it wrapped, by verb, and the responses that were a
+// Conflict (409). The zero value is ready to use and safe for concurrent
+// use.
+type Counter struct {
+	mu        sync.Mutex
+	byVerb    map[string]int
+	conflicts int
+}
+
+var _ http.RoundTripper = (*countingTransport)(nil)
+
+// Wrap returns a copy of cfg whose transport counts into c. A watch counts
+// once, when it is opened.
+func (c *Counter) Wrap(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &countingTransport{next: rt, c: c}
+	})
+	return out
+}
+
+// Counts returns what has been counted so far.
+func (c *Counter) Counts() Counts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := Counts{ByVerb: make(map[string]int, len(c.byVerb)), Conflicts: c.conflicts}
+	for v, n := range c.byVerb {
+		out.ByVerb[v] = n
+	}
+	return out
+}
+
+func (c *Counter) add(verb string, conflict bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byVerb == nil {
+		c.byVerb = map[string]int{}
+	}
+	c.byVerb[verb]++
+	if conflict {
+		c.conflicts++
+	}
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	c    *Counter
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	t.c.add(VerbOf(req), err == nil && resp.StatusCode == http.StatusConflict)
+	return resp, err
+}
+
+// VerbOf classifies an API request by its method and query.
+func VerbOf(req *http.Request) string {
+	switch req.Method {
+	case http.MethodGet:
+		if req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1" {
+			return VerbWatch
+		}
+		return VerbGet
+	case http.MethodPost:
+		return VerbCreate
+	case http.MethodPut:
+		return VerbUpdate
+	case http.MethodPatch:
+		return VerbPatch
+	case http.MethodDelete:
+		return VerbDelete
+	}
+	return VerbOther
+}
+
+// Counts is a snapshot of a Counter.
+type Counts struct {
+	// ByVerb counts requests by verb (VerbGet, VerbWatch, ...).
+	ByVerb map[string]int
+	// Conflicts counts responses with status 409.
+	Conflicts int
+}
+
+// Total is the number of requests of every verb.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c.ByVerb {
+		n += v
+	}
+	return n
+}
+
+// Writes is the number of create, update, patch and delete requests.
+func (c Counts) Writes() int {
+	return c.ByVerb[VerbCreate] + c.ByVerb[VerbUpdate] + c.ByVerb[VerbPatch] + c.ByVerb[VerbDelete]
+}
+
+// Sub returns c minus an earlier snapshot.
+func (c Counts) Sub(earlier Counts) Counts {
+	out := Counts{ByVerb: map[string]int{}, Conflicts: c.Conflicts - earlier.Conflicts}
+	for v, n := range c.ByVerb {
+		if d := n - earlier.ByVerb[v]; d != 0 {
+			out.ByVerb[v] = d
+		}
+	}
+	return out
+}

@@ -1,0 +1,450 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// leSettings is one configuration of client-go's leader election.
+type leSettings struct {
+	name                string
+	lease, renew, retry time.Duration
+}
+
+var (
+	// leCommon is what most controllers use (controller-runtime's and
+	// client-go's example defaults).
+	leCommon = leSettings{name: "common", lease: 15 * time.Second, renew: 10 * time.Second, retry: 2 * time.Second}
+	// leFast is an aggressive setting, ten times faster.
+	leFast = leSettings{name: "fast", lease: 2 * time.Second, renew: time.Second, retry: 200 * time.Millisecond}
+)
+
+// BenchmarkHandover measures how long a lock takes to change hands: from
+// just before the holder releases (or its pod is told to finish) to the
+// next waiter holding it, for lockctl and, in the same run, for client-go's
+// tools/leaderelection on a Lease (holder cancels with ReleaseOnCancel,
+// until the next candidate's OnStartedLeading).
+//
+// LOCKCTL_BENCH_HANDOVERS sets the number of hand-overs per mechanism
+// (default 200). Leader election hand-overs run on 10 independent Leases at
+// once to bound the wall time; their latency is set by the retry timer, not
+// by load.
+func BenchmarkHandover(b *testing.B) {
+	env := testenv.Get(b)
+	n := envInt("LOCKCTL_BENCH_HANDOVERS", 200)
+	chains := envInt("LOCKCTL_BENCH_LE_CHAINS", 10)
+	results := map[string]Sample{}
+	var mu sync.Mutex
+	record := func(name string, s Sample) {
+		mu.Lock()
+		defer mu.Unlock()
+		results[name] = append(results[name], s...)
+	}
+
+	b.Run("lockctl-release", func(b *testing.B) {
+		var all, releases Sample
+		for range b.N {
+			h, r := lockReleaseHandovers(b, env, n)
+			all, releases = append(all, h...), append(releases, r...)
+		}
+		record("lockctl-release", all)
+		report(b, "", all)
+		b.ReportMetric(MS(releases.Percentile(50)), "release-call-p50-ms")
+		b.ReportMetric(float64(len(all)), "handovers")
+		b.ReportMetric(0, "ns/op")
+		b.Logf("lockctl, release -> next waiter holds: %s (Release call itself: %s)", all, releases)
+	})
+	b.Run("lockctl-pod-finished", func(b *testing.B) {
+		var all, kwok, after Sample
+		for range b.N {
+			h, k, a := lockPodHandovers(b, env, n)
+			all, kwok, after = append(all, h...), append(kwok, k...), append(after, a...)
+		}
+		record("lockctl-pod-finished", all)
+		record("lockctl-after-pod-phase", after)
+		report(b, "", all)
+		report(b, "kwok-", kwok)
+		report(b, "after-phase-", after)
+		b.ReportMetric(float64(len(all)), "handovers")
+		b.ReportMetric(0, "ns/op")
+		b.Logf("lockctl, pod told to finish -> next waiter holds: %s", all)
+		b.Logf("  of which kwok, annotation -> pod Succeeded seen by a watch: %s", kwok)
+		b.Logf("  of which lockctl, pod Succeeded seen -> next waiter holds: %s", after)
+	})
+	for _, s := range []leSettings{leFast, leCommon} {
+		b.Run("leaderelection-"+s.name, func(b *testing.B) {
+			var all Sample
+			for range b.N {
+				all = append(all, leaderElectionHandovers(b, env, s, n, chains)...)
+			}
+			record("leaderelection-"+s.name, all)
+			report(b, "", all)
+			b.ReportMetric(float64(len(all)), "handovers")
+			b.ReportMetric(0, "ns/op")
+			b.Logf("leaderelection %s (lease %s, renew %s, retry %s), cancel -> next OnStartedLeading: %s",
+				s.name, s.lease, s.renew, s.retry, all)
+		})
+	}
+	b.Run("summary", func(b *testing.B) {
+		mu.Lock()
+		defer mu.Unlock()
+		b.Logf("hand-over latency on %s, %d hand-overs each", serverVersion(b, env.Client), n)
+		b.Logf("%-32s %10s %10s %10s", "mechanism", "p50", "p99", "max")
+		for _, name := range []string{"lockctl-release", "lockctl-pod-finished", "lockctl-after-pod-phase", "leaderelection-fast", "leaderelection-common"} {
+			s, ok := results[name]
+			if !ok {
+				continue
+			}
+			b.Logf("%-32s %10s %10s %10s", name, FormatMS(s.Percentile(50)), FormatMS(s.Percentile(99)), FormatMS(s.Max()))
+		}
+		lk, ok := results["lockctl-release"]
+		if !ok || lk.Percentile(99) == 0 {
+			b.Skip("run lockctl-release to compare")
+		}
+		for _, le := range []string{"fast", "common"} {
+			s, ok := results["leaderelection-"+le]
+			if !ok {
+				continue
+			}
+			p50 := float64(s.Percentile(50)) / float64(lk.Percentile(50))
+			p99 := float64(s.Percentile(99)) / float64(lk.Percentile(99))
+			b.ReportMetric(p50, "le-"+le+"/lockctl-p50-ratio")
+			b.ReportMetric(p99, "le-"+le+"/lockctl-p99-ratio")
+			b.Logf("leaderelection-%s / lockctl-release: %.1fx at p50, %.1fx at p99", le, p50, p99)
+		}
+		b.ReportMetric(0, "ns/op")
+	})
+}
+
+// acquisition is what a waiting Acquire returned, and when.
+type acquisition struct {
+	at   time.Time
+	held *lock.Held
+	err  error
+}
+
+// acquireQueued starts Acquire for req and returns once the contender is
+// queued, with the channel its result arrives on.
+func acquireQueued(ctx context.Context, b testing.TB, l *lock.Client, req lock.Request) <-chan acquisition {
+	b.Helper()
+	queued := make(chan struct{})
+	var once sync.Once
+	req.OnProgress = func(lock.Progress) { once.Do(func() { close(queued) }) }
+	done := make(chan acquisition, 1)
+	go func() {
+		h, err := l.Acquire(ctx, req)
+		done <- acquisition{at: time.Now(), held: h, err: err}
+	}()
+	select {
+	case <-queued:
+		return done
+	case r := <-done:
+		b.Fatalf("%s did not wait: held=%v err=%v", req.Identity, r.held != nil, r.err)
+	case <-ctx.Done():
+		b.Fatalf("%s not queued: %v", req.Identity, context.Cause(ctx))
+	}
+	return nil
+}
+
+// lockReleaseHandovers hands one lock n times between two contenders, each
+// with its own client, and returns the hand-over latencies (just before
+// Release until the waiter's Acquire returns) and the duration of the
+// Release calls.
+func lockReleaseHandovers(b *testing.B, env *testenv.Env, n int) (handovers, releases Sample) {
+	ctx := within(b, 10*time.Minute)
+	ns := env.Namespace(b)
+	clients := []*lock.Client{newLockClient(b, env.RESTConfig, ns), newLockClient(b, env.RESTConfig, ns)}
+	repos := []string{"web", "api"}
+	const target = "staging"
+
+	holder := identity(repos[0], 1)
+	_, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: holder, Policy: lock.PolicyFIFO})
+	require.NoError(b, err)
+	for i := range n {
+		cur := clients[i%2]
+		next := identity(repos[(i+1)%2], i+2)
+		done := acquireQueued(ctx, b, clients[(i+1)%2], lock.Request{Target: target, Identity: next})
+		start := time.Now()
+		res, err := cur.Release(ctx, target, holder, lock.ReleaseOptions{})
+		releases = append(releases, time.Since(start))
+		require.NoError(b, err, "release %s", holder)
+		require.NotNil(b, res.HandedTo, "handed to the waiter")
+		r := <-done
+		require.NoError(b, r.err, "acquire %s", next)
+		handovers = append(handovers, r.at.Sub(start))
+		holder = next
+	}
+	_, err = clients[n%2].Release(ctx, target, holder, lock.ReleaseOptions{})
+	require.NoError(b, err)
+	return handovers, releases
+}
+
+// lockPodHandovers hands one lock n times from a holder living in a kwok pod
+// to a waiter, by annotating the holder's pod to finish. It returns the
+// hand-over latencies (just before the annotation until the waiter holds),
+// kwok's share (until a watch in this process sees the pod Succeeded) and
+// lockctl's share (from then until the waiter holds).
+func lockPodHandovers(b *testing.B, env *testenv.Env, n int) (handovers, kwok, after Sample) {
+	ctx := within(b, 15*time.Minute)
+	ns := env.Namespace(b)
+	pods := runningPods(ctx, b, env.Client, ns, n+1)
+	succeeded := watchSucceeded(ctx, b, env.Client, ns)
+	clients := []*lock.Client{newLockClient(b, env.RESTConfig, ns), newLockClient(b, env.RESTConfig, ns)}
+	repos := []string{"web", "api"}
+	const target = "staging"
+	podRef := func(i int) *lock.PodRef { return &lock.PodRef{Namespace: ns, Name: pods[i].Name, UID: pods[i].UID} }
+
+	_, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: identity(repos[0], 1), Pod: podRef(0), Policy: lock.PolicyFIFO})
+	require.NoError(b, err)
+	for i := range n {
+		next := identity(repos[(i+1)%2], i+2)
+		done := acquireQueued(ctx, b, clients[(i+1)%2], lock.Request{Target: target, Identity: next, Pod: podRef(i + 1)})
+		start := time.Now()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"0"}}}`, testenv.AnnotationExitCode)
+		_, err := env.Client.CoreV1().Pods(ns).Patch(ctx, pods[i].Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		require.NoError(b, err, "finish pod %s", pods[i].Name)
+		r := <-done
+		require.NoError(b, r.err, "acquire %s", next)
+		handovers = append(handovers, r.at.Sub(start))
+		if at, ok := succeeded.at(pods[i].Name); ok {
+			kwok = append(kwok, at.Sub(start))
+			after = append(after, r.at.Sub(at))
+		}
+	}
+	return handovers, kwok, after
+}
+
+// runningPods creates n pods on the fake node and waits until all run.
+func runningPods(ctx context.Context, b *testing.B, c kubernetes.Interface, ns string, n int) []*corev1.Pod {
+	b.Helper()
+	pods := make([]*corev1.Pod, n)
+	for i := range n {
+		p, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("holder-%04d", i)},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(b, err)
+		pods[i] = p
+	}
+	for {
+		list, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		require.NoError(b, err)
+		running := 0
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if running == n {
+			return pods
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatalf("%d of %d pods running: %v", running, n, context.Cause(ctx))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// phaseTimes records when a watch first saw each pod Succeeded.
+type phaseTimes struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+func (p *phaseTimes) at(name string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.seen[name]
+	return t, ok
+}
+
+func watchSucceeded(ctx context.Context, b *testing.B, c kubernetes.Interface, ns string) *phaseTimes {
+	b.Helper()
+	w, err := c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	require.NoError(b, err)
+	pt := &phaseTimes{seen: map[string]time.Time{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Deleted || pod.Status.Phase != corev1.PodSucceeded {
+				continue
+			}
+			pt.mu.Lock()
+			if _, dup := pt.seen[pod.Name]; !dup {
+				pt.seen[pod.Name] = time.Now()
+			}
+			pt.mu.Unlock()
+		}
+	}()
+	return pt
+}
+
+// leaderElectionHandovers runs n leader-election hand-overs with settings s,
+// spread over `chains` Leases at once, and returns their latencies.
+func leaderElectionHandovers(b *testing.B, env *testenv.Env, s leSettings, n, chains int) Sample {
+	ctx := within(b, 30*time.Minute)
+	ns := env.Namespace(b)
+	cs := newClientset(b, env.RESTConfig)
+	chains = min(chains, n)
+	var (
+		mu  sync.Mutex
+		all Sample
+		wg  sync.WaitGroup
+	)
+	errs := make(chan error, chains)
+	for k := range chains {
+		count := n / chains
+		if k < n%chains {
+			count++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := leaderChain(ctx, cs, ns, fmt.Sprintf("bench-%s-%d", s.name, k), s, count)
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			all = append(all, got...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return all
+}
+
+// candidate is one LeaderElector run.
+type candidate struct {
+	cancel context.CancelFunc
+	tried  chan struct{}  // closed after its first read of the Lease
+	led    chan time.Time // receives when OnStartedLeading runs
+	done   chan struct{}  // closed when Run returned
+}
+
+var _ resourcelock.Interface = (*triedLock)(nil)
+
+// triedLock signals its first Get, which is the candidate's first attempt.
+type triedLock struct {
+	resourcelock.Interface
+	once  sync.Once
+	tried chan struct{}
+}
+
+func (l *triedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.Interface.Get(ctx)
+	l.once.Do(func() { close(l.tried) })
+	return rec, raw, err
+}
+
+func startCandidate(ctx context.Context, cs kubernetes.Interface, ns, lease, id string, s leSettings) (*candidate, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &candidate{cancel: cancel, tried: make(chan struct{}), led: make(chan time.Time, 1), done: make(chan struct{})}
+	rl := &triedLock{
+		Interface: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: lease},
+			Client:     cs.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+		},
+		tried: c.tried,
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            rl,
+		LeaseDuration:   s.lease,
+		RenewDeadline:   s.renew,
+		RetryPeriod:     s.retry,
+		ReleaseOnCancel: true,
+		Name:            lease,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) { c.led <- time.Now() },
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() {
+		defer close(c.done)
+		le.Run(ctx)
+	}()
+	return c, nil
+}
+
+// leaderChain hands one Lease n times between successive candidates. Each
+// hand-over starts a new candidate, lets it try once and then wait a random
+// part of its longest retry interval (so the release falls at a random point
+// of its retry cycle, as for a candidate that has waited a long time), then
+// cancels the leader and times until the candidate leads.
+func leaderChain(ctx context.Context, cs kubernetes.Interface, ns, lease string, s leSettings, n int) (Sample, error) {
+	wait := func(what string, ch <-chan struct{}) error {
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("lease %s: %s: %w", lease, what, context.Cause(ctx))
+		}
+	}
+	cur, err := startCandidate(ctx, cs, ns, lease, lease+"-0", s)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { cur.cancel(); <-cur.done }()
+	select {
+	case <-cur.led:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("lease %s: first leader: %w", lease, context.Cause(ctx))
+	}
+	maxRetry := time.Duration(float64(s.retry) * (1 + leaderelection.JitterFactor))
+	var out Sample
+	for i := range n {
+		next, err := startCandidate(ctx, cs, ns, lease, fmt.Sprintf("%s-%d", lease, i+1), s)
+		if err != nil {
+			return nil, err
+		}
+		if err := wait("candidate's first try", next.tried); err != nil {
+			next.cancel()
+			return nil, err
+		}
+		time.Sleep(rand.N(maxRetry))
+		start := time.Now()
+		cur.cancel()
+		select {
+		case at := <-next.led:
+			out = append(out, at.Sub(start))
+		case <-next.done:
+			return nil, errors.New("candidate stopped without leading")
+		case <-ctx.Done():
+			next.cancel()
+			return nil, fmt.Errorf("lease %s: hand-over %d: %w", lease, i, context.Cause(ctx))
+		}
+		if err := wait("old leader to stop", cur.done); err != nil {
+			return nil, err
+		}
+		cur = next
+	}
+	return out, nil
+}

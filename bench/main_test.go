@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// TestMain starts the shared control plane only when benchmarks run, so
+// `go test ./...` spends nothing on this package beyond its unit tests.
+func TestMain(m *testing.M) {
+	if os.Getenv(reconcilerHelperEnv) != "" {
+		runReconcilerHelper() // a child process of BenchmarkReconcileCost; never returns
+	}
+	flag.Parse()
+	// client-go's leader election logs every attempt through klog.
+	klog.SetLogger(logr.Discard())
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		m.Run()
+		return
+	}
+	testenv.Main(m)
+}
+
+// envInt reads a positive integer knob of the benchmarks, such as
+// LOCKCTL_BENCH_HANDOVERS, falling back to def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// newClientset builds a clientset of its own (own rate limiter and
+// connections) from cfg, as a separate lockctl process would have.
+func newClientset(b testing.TB, cfg *rest.Config) kubernetes.Interface {
+	b.Helper()
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	require.NoError(b, err)
+	return cs
+}
+
+// newLockClient returns a lock client with a clientset of its own.
+func newLockClient(b testing.TB, cfg *rest.Config, ns string) *lock.Client {
+	b.Helper()
+	cs := newClientset(b, cfg)
+	return lock.New(cs.CoreV1(), cs.CoreV1(), ns)
+}
+
+func identity(repo string, build int) lock.Identity {
+	return lock.Identity{Owner: "bench", Repo: repo, Branch: "main", Build: strconv.Itoa(build)}
+}
+
+// within returns a context that ends after d, for one experiment.
+func within(b testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeoutCause(context.Background(), d, fmt.Errorf("%s: experiment took longer than %s", b.Name(), d))
+	b.Cleanup(cancel)
+	return ctx
+}
+
+// report prints a latency sample and reports it as <prefix>p50-ms,
+// <prefix>p99-ms and <prefix>max-ms.
+func report(b *testing.B, prefix string, s Sample) {
+	b.Helper()
+	b.ReportMetric(MS(s.Percentile(50)), prefix+"p50-ms")
+	b.ReportMetric(MS(s.Percentile(99)), prefix+"p99-ms")
+	b.ReportMetric(MS(s.Max()), prefix+"max-ms")
+}
+
+// serverVersion names the API server the figures come from.
+func serverVersion(b testing.TB, cs kubernetes.Interface) string {
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return "unknown"
+	}
+	return v.GitVersion
+}

@@ -1,0 +1,369 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/scheduler"
+)
+
+// lockctlQPS and lockctlBurst are the client settings of the lockctl
+// binary (cmd.tuneRESTConfig); the ceiling uses the same.
+const (
+	lockctlQPS   = 50
+	lockctlBurst = 100
+)
+
+// envInts reads a comma-separated list of sizes, such as
+// LOCKCTL_BENCH_JOBS=1000,5000, falling back to def.
+func envInts(name string, def []int) []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv(name), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return def
+	}
+	return out
+}
+
+// withClientSettings returns a copy of cfg with the given rate limits.
+func withClientSettings(cfg *rest.Config, qps float32, burst int) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.QPS, out.Burst = qps, burst
+	return out
+}
+
+// BenchmarkReconcile measures the reconcile loop on N triggered jobs
+// without limits (LOCKCTL_BENCH_JOBS, default 1000,5000): the time until
+// every job is pending and until every job is terminal, with kwok finishing
+// each pod as soon as it runs. In the same run it measures the API server's
+// ceiling for that work with the same client settings (QPS 50, burst 100,
+// DefaultWorkers goroutines): create the same pods bare and write each
+// record twice (pending, then terminal once its pod succeeded). It reports
+// lockctl/ceiling as a throughput ratio (1 = as fast as the ceiling), and
+// the API requests per job.
+func BenchmarkReconcile(b *testing.B) {
+	env := testenv.Get(b)
+	for _, n := range envInts("LOCKCTL_BENCH_JOBS", []int{1000, 5000}) {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			var lk, ceil reconcileRun
+			for range b.N {
+				lk = runReconciler(b, env, n)
+				ceil = runCeiling(b, env, n)
+			}
+			pendingRatio := ceil.pending.Seconds() / lk.pending.Seconds()
+			terminalRatio := ceil.terminal.Seconds() / lk.terminal.Seconds()
+			b.ReportMetric(lk.pending.Seconds(), "pending-s")
+			b.ReportMetric(lk.terminal.Seconds(), "terminal-s")
+			b.ReportMetric(ceil.pending.Seconds(), "ceiling-pending-s")
+			b.ReportMetric(ceil.terminal.Seconds(), "ceiling-terminal-s")
+			b.ReportMetric(pendingRatio, "pending-ratio")
+			b.ReportMetric(terminalRatio, "terminal-ratio")
+			b.ReportMetric(float64(lk.counts.Total())/float64(n), "req/job")
+			b.ReportMetric(float64(lk.counts.Writes())/float64(n), "writes/job")
+			b.ReportMetric(float64(ceil.counts.Total())/float64(n), "ceiling-req/job")
+			b.ReportMetric(0, "ns/op")
+			b.Logf("%d triggered jobs, no limits, client QPS %d burst %d", n, lockctlQPS, lockctlBurst)
+			b.Logf("%-10s %12s %12s %10s  %s", "", "all pending", "all terminal", "req/job", "requests")
+			b.Logf("%-10s %12s %12s %10.2f  %s", "lockctl", lk.pending.Round(time.Millisecond), lk.terminal.Round(time.Millisecond),
+				float64(lk.counts.Total())/float64(n), verbs(lk.counts))
+			b.Logf("%-10s %12s %12s %10.2f  %s", "ceiling", ceil.pending.Round(time.Millisecond), ceil.terminal.Round(time.Millisecond),
+				float64(ceil.counts.Total())/float64(n), verbs(ceil.counts))
+			b.Logf("lockctl/ceiling throughput: %.2f to pending, %.2f to terminal", pendingRatio, terminalRatio)
+		})
+	}
+}
+
+// reconcileRun is the outcome of one reconcile experiment.
+type reconcileRun struct {
+	pending, terminal time.Duration
+	counts            Counts
+}
+
+// setupClient is a fast client for preparing experiments and playing
+// kwok's user; its requests are not counted.
+func setupClient(b testing.TB, env *testenv.Env) kubernetes.Interface {
+	return newClientset(b, withClientSettings(env.RESTConfig, 1000, 2000))
+}
+
+// submitJobs stores n triggered jobs in ns, eight at a time, and returns
+// their records.
+func submitJobs(ctx context.Context, b testing.TB, cs kubernetes.Interface, ns string, n int) []*job.Job {
+	b.Helper()
+	store := job.NewStore(cs.CoreV1(), ns)
+	jobs := make([]*job.Job, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				j, err := store.Create(ctx, &job.Job{
+					TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%05d", i)},
+					Spec: job.JobSpec{
+						Job:     fmt.Sprintf("bench-%d", i%10),
+						Type:    job.Periodic,
+						PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}},
+					},
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				jobs[i] = j
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return jobs
+}
+
+// finishPods plays the pods' workload: each pod seen Running in ns is
+// annotated to succeed at once. onDone, when set, is called once per pod
+// seen Succeeded. It runs until ctx ends.
+func finishPods(ctx context.Context, cs kubernetes.Interface, ns string, onDone func(*corev1.Pod)) {
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 30*time.Second, informers.WithNamespace(ns))
+	inf := f.Core().V1().Pods().Informer()
+	todo := make(chan string, 1<<16)
+	var annotated, done sync.Map
+	handle := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		switch pod.Status.Phase {
+		case corev1.PodRunning:
+			if _, seen := annotated.LoadOrStore(pod.Name, true); !seen {
+				todo <- pod.Name
+			}
+		case corev1.PodSucceeded:
+			if _, seen := done.LoadOrStore(pod.Name, true); !seen && onDone != nil {
+				onDone(pod)
+			}
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, obj any) { handle(obj) },
+	})
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"0"}}}`, testenv.AnnotationExitCode))
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case name := <-todo:
+					if _, err := cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && ctx.Err() == nil {
+						annotated.Delete(name) // try again on the pod's next update or resync
+					}
+				}
+			}
+		}()
+	}
+	f.Start(ctx.Done())
+}
+
+// runReconciler submits n jobs and runs a scheduler.Controller on them
+// with lockctl's client settings until every job is terminal.
+func runReconciler(b *testing.B, env *testenv.Env, n int) reconcileRun {
+	ctx := within(b, 45*time.Minute)
+	ns := env.Namespace(b)
+	setup := setupClient(b, env)
+	submitJobs(ctx, b, setup, ns, n)
+
+	var (
+		pendingN, terminalN atomic.Int32
+		states              sync.Map // name → job.State
+		allPending          = make(chan time.Time, 1)
+		allTerminal         = make(chan time.Time, 1)
+	)
+	f := informers.NewSharedInformerFactoryWithOptions(setup, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = job.Selector }))
+	observe := func(obj any) {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok {
+			return
+		}
+		j, err := job.FromConfigMap(cm)
+		if err != nil {
+			return
+		}
+		prev, _ := states.Swap(j.Name, j.Status.State)
+		was, _ := prev.(job.State)
+		if (was == "" || was == job.Triggered) && j.Status.State != job.Triggered && j.Status.State != "" {
+			if int(pendingN.Add(1)) == n {
+				allPending <- time.Now()
+			}
+		}
+		if !(&job.JobStatus{State: was}).IsTerminal() && j.IsTerminal() {
+			if int(terminalN.Add(1)) == n {
+				allTerminal <- time.Now()
+			}
+		}
+	}
+	_, _ = f.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	})
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	finishPods(ctx, setup, ns, nil)
+
+	var counter Counter
+	cs := newClientset(b, counter.Wrap(withClientSettings(env.RESTConfig, lockctlQPS, lockctlBurst)))
+	c, err := scheduler.NewController(cs, ns, map[string]kubernetes.Interface{job.DefaultCluster: cs}, scheduler.Options{PodNamespace: ns})
+	require.NoError(b, err)
+	runCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	start := time.Now()
+	go func() { stopped <- c.Run(runCtx) }()
+	defer func() { stop(); <-stopped }()
+
+	var out reconcileRun
+	for _, w := range []struct {
+		ch  <-chan time.Time
+		dst *time.Duration
+		cnt *atomic.Int32
+	}{{allPending, &out.pending, &pendingN}, {allTerminal, &out.terminal, &terminalN}} {
+		select {
+		case at := <-w.ch:
+			*w.dst = at.Sub(start)
+		case <-ctx.Done():
+			b.Fatalf("%d of %d jobs reached the state: %v", w.cnt.Load(), n, context.Cause(ctx))
+		}
+	}
+	out.counts = counter.Counts()
+	return out
+}
+
+// runCeiling does what the reconciler does for n jobs as directly as the
+// API allows, with the same client settings and as many workers: create
+// each job's pod bare and write its record pending, then write the record
+// terminal once the pod succeeded.
+func runCeiling(b *testing.B, env *testenv.Env, n int) reconcileRun {
+	ctx := within(b, 45*time.Minute)
+	ns := env.Namespace(b)
+	setup := setupClient(b, env)
+	jobs := submitJobs(ctx, b, setup, ns, n)
+	records := make(map[string]*corev1.ConfigMap, n)
+	for _, j := range jobs {
+		cm, err := job.ToConfigMap(j)
+		require.NoError(b, err)
+		records[j.Name] = cm
+	}
+	var mu sync.Mutex
+	finished := make(chan string, n)
+	finishPods(ctx, setup, ns, func(p *corev1.Pod) { finished <- p.Name })
+
+	var counter Counter
+	cs := newClientset(b, counter.Wrap(withClientSettings(env.RESTConfig, lockctlQPS, lockctlBurst)))
+	write := func(name, state string) error {
+		mu.Lock()
+		cm := records[name].DeepCopy()
+		mu.Unlock()
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		cm.Annotations["bench.lockctl.dev/state"] = state
+		out, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("write record %s %s: %w", name, state, err)
+		}
+		mu.Lock()
+		records[name] = out
+		mu.Unlock()
+		return nil
+	}
+	todo := make(chan *job.Job)
+	var pendingN, terminalN atomic.Int32
+	allPending := make(chan time.Time, 1)
+	allTerminal := make(chan time.Time, 1)
+	errs := make(chan error, 2*scheduler.DefaultWorkers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range scheduler.DefaultWorkers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case j := <-todo:
+					pod := job.NewPod(j, ns, "1")
+					pod.Finalizers = nil
+					if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+						errs <- err
+						return
+					}
+					if err := write(j.Name, "pending"); err != nil {
+						errs <- err
+						return
+					}
+					if int(pendingN.Add(1)) == n {
+						allPending <- time.Now()
+					}
+				case name := <-finished:
+					if err := write(name, "success"); err != nil {
+						errs <- err
+						return
+					}
+					if int(terminalN.Add(1)) == n {
+						allTerminal <- time.Now()
+						return
+					}
+				}
+			}
+		})
+	}
+	go func() {
+		for _, j := range jobs {
+			select {
+			case todo <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var out reconcileRun
+	for _, w := range []struct {
+		ch  <-chan time.Time
+		dst *time.Duration
+		cnt *atomic.Int32
+	}{{allPending, &out.pending, &pendingN}, {allTerminal, &out.terminal, &terminalN}} {
+		select {
+		case at := <-w.ch:
+			*w.dst = at.Sub(start)
+		case err := <-errs:
+			b.Fatal(err)
+		case <-ctx.Done():
+			b.Fatalf("ceiling: %d of %d: %v", w.cnt.Load(), n, context.Cause(ctx))
+		}
+	}
+	out.counts = counter.Counts()
+	return out
+}

@@ -1,0 +1,76 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestWaiterMayRetry(t *testing.T) {
+	t.Parallel()
+	cms := schema.GroupResource{Resource: "configmaps"}
+	refused := &url.Error{Op: "Put", URL: "https://127.0.0.1:6443/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	tests := []struct {
+		name   string
+		err    error
+		joined bool
+		want   bool
+	}{
+		{name: "connection refused while queued", err: fmt.Errorf("write lock x: %w", refused), joined: true, want: true},
+		{name: "connection refused before joining", err: refused, joined: false, want: false},
+		{name: "unexpected EOF", err: &url.Error{Op: "Get", URL: "u", Err: io.ErrUnexpectedEOF}, joined: true, want: true},
+		{name: "503", err: apierrors.NewServiceUnavailable("restarting"), joined: true, want: true},
+		{name: "500", err: apierrors.NewInternalError(errors.New("etcd")), joined: true, want: true},
+		{name: "504", err: apierrors.NewTimeoutError("slow", 1), joined: true, want: true},
+		{name: "429", err: apierrors.NewTooManyRequests("busy", 1), joined: true, want: true},
+		{name: "forbidden", err: apierrors.NewForbidden(cms, "lockctl-lock-x", errors.New("rbac")), joined: true, want: false},
+		{name: "invalid", err: apierrors.NewBadRequest("no"), joined: true, want: false},
+		{name: "invalid lock", err: &InvalidError{Field: "holder", Reason: "x"}, joined: true, want: false},
+		{name: "superseded", err: &SupersededError{}, joined: true, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := &waiter{joined: tt.joined}
+			assert.Equal(t, tt.want, w.mayRetry(context.Background(), tt.err), "%v", tt.err)
+		})
+	}
+
+	t.Run("not once the context ended", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		w := &waiter{joined: true}
+		assert.False(t, w.mayRetry(ctx, apierrors.NewServiceUnavailable("x")))
+	})
+}
+
+func TestAmbiguous(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "connection refused: never sent", err: &url.Error{Op: "Put", URL: "u", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, want: false},
+		{name: "429: refused before applying", err: apierrors.NewTooManyRequests("busy", 1), want: false},
+		{name: "EOF: answer lost", err: &url.Error{Op: "Put", URL: "u", Err: io.ErrUnexpectedEOF}, want: true},
+		{name: "500", err: apierrors.NewInternalError(errors.New("etcd")), want: true},
+		{name: "conflict: not applied", err: apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("rv")), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, ambiguous(tt.err), "%v", tt.err)
+		})
+	}
+}

@@ -1,0 +1,11 @@
+// Package reliability proves that lockctl keeps its promises under faults,
+// against the real control plane of internal/testenv: holders that crash,
+// an API server that restarts, API errors injected at the client, hostile
+// input, and a ServiceAccount bound only to the documented minimal Role
+// (docs/rbac.md).
+//
+// The tests are TestIntegration* so they run in `make test` and CI, each
+// bounded to about a minute on 2 cores. Heavier variants (more rounds, more
+// contenders, higher fault rates) run with LOCKCTL_RELIABILITY_HEAVY=1;
+// docs/reliability.md lists what each test checks and its last results.
+package reliability

@@ -1,0 +1,156 @@
+package reliability
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// heavyEnv turns on the heavier variants of the tests.
+const heavyEnv = "LOCKCTL_RELIABILITY_HEAVY"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		runHelper() // a child process started by a test; never returns
+	}
+	testenv.Main(m)
+	if lockctlDir != "" {
+		os.RemoveAll(lockctlDir)
+	}
+}
+
+// heavy reports whether the heavier variants run.
+func heavy() bool { return os.Getenv(heavyEnv) == "1" }
+
+// rounds returns light, or heavyRounds under LOCKCTL_RELIABILITY_HEAVY=1.
+func rounds(light, heavyRounds int) int {
+	if heavy() {
+		return heavyRounds
+	}
+	return light
+}
+
+var (
+	lockctlOnce sync.Once
+	lockctlDir  string
+	lockctlBin  string
+	lockctlErr  error
+)
+
+// lockctl builds the lockctl binary once per test binary and returns its
+// path.
+func lockctl(t testing.TB) string {
+	t.Helper()
+	lockctlOnce.Do(func() {
+		lockctlDir, lockctlErr = os.MkdirTemp("", "lockctl-reliability-")
+		if lockctlErr != nil {
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		lockctlBin = filepath.Join(lockctlDir, "lockctl")
+		cmd := exec.Command("go", "build", "-o", lockctlBin, ".")
+		cmd.Dir = filepath.Dir(filepath.Dir(file))
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			lockctlErr = fmt.Errorf("build lockctl: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, lockctlErr)
+	return lockctlBin
+}
+
+// outcome is what one lockctl process did.
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+// runLockctl runs the lockctl binary with args, a clean environment plus
+// env, and returns its exit code and output.
+func runLockctl(t testing.TB, env []string, args ...string) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, lockctl(t), args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	o := outcome{stdout: stdout.String(), stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		o.code = exitErr.ExitCode()
+	case err != nil:
+		t.Fatalf("run lockctl %v: %v", args, err)
+	}
+	return o
+}
+
+func identity(repo string, build int) lock.Identity {
+	return lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: fmt.Sprint(build)}
+}
+
+// lockClient returns a lock client with a clientset of its own built from
+// cfg.
+func lockClient(t testing.TB, cfg *rest.Config, ns string) *lock.Client {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	require.NoError(t, err)
+	return lock.New(cs.CoreV1(), cs.CoreV1(), ns)
+}
+
+// acquisition is what an Acquire returned, and when.
+type acquisition struct {
+	at   time.Time
+	held *lock.Held
+	err  error
+}
+
+// acquireQueued starts Acquire and returns once the contender waits in the
+// queue (or already got the lock), with the channel its result arrives on.
+func acquireQueued(ctx context.Context, t testing.TB, l *lock.Client, req lock.Request) <-chan acquisition {
+	t.Helper()
+	queued := make(chan struct{})
+	var once sync.Once
+	req.OnProgress = func(lock.Progress) { once.Do(func() { close(queued) }) }
+	done := make(chan acquisition, 1)
+	go func() {
+		h, err := l.Acquire(ctx, req)
+		once.Do(func() { close(queued) })
+		done <- acquisition{at: time.Now(), held: h, err: err}
+	}()
+	select {
+	case <-queued:
+	case <-ctx.Done():
+		t.Fatalf("%s not queued: %v", req.Identity, context.Cause(ctx))
+	}
+	return done
+}
+
+// await returns the result of an acquisition or fails after d.
+func await(t testing.TB, done <-chan acquisition, d time.Duration, what string) acquisition {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(d):
+		t.Fatalf("%s: no result after %s", what, d)
+	}
+	return acquisition{}
+}

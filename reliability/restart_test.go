@@ -1,0 +1,186 @@
+package reliability
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/scheduler"
+)
+
+// TestIntegrationAPIServerRestartMidWait restarts kube-apiserver while a
+// waiter waits. It is not parallel: every test of the package loses the API
+// server meanwhile.
+//
+//   - released after the restart: the waiter's watch comes back by itself
+//     and it takes the lock when the holder releases.
+//   - expired during the outage: the holder's TTL and the waiter's own
+//     renewal fall due while the API server is down; the waiter keeps its
+//     place and takes the lock once the server is back.
+//
+// In both, exactly one holder remains and the queue is empty.
+func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	tests := []struct {
+		name    string
+		holdTTL time.Duration
+		down    time.Duration
+		release bool
+	}{
+		{name: "released after the restart", holdTTL: time.Hour, down: time.Second, release: true},
+		{name: "expired during the outage", holdTTL: 3 * time.Second, down: 6 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := targetName(tt.name)
+			holder := lockClient(t, env.RESTConfig, ns)
+			waiter := lockClient(t, env.RESTConfig, ns)
+			// Short enough that the waiter's renewal falls in the outage.
+			waiter.WaiterTTL = 3 * time.Second
+			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			defer cancel()
+			_, err := holder.Acquire(ctx, lock.Request{Target: target, Identity: identity("holder", 1), TTL: tt.holdTTL})
+			require.NoError(t, err)
+			done := acquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
+
+			require.NoError(t, env.RestartAPIServer(ctx, tt.down), "restart kube-apiserver")
+			if tt.release {
+				_, err := holder.Release(ctx, target, identity("holder", 1), lock.ReleaseOptions{})
+				require.NoError(t, err, "release after the restart")
+			}
+			r := await(t, done, time.Minute, "waiter")
+			require.NoError(t, r.err, "the waiter resumes by itself and takes the lock")
+
+			got, err := waiter.Get(ctx, target)
+			require.NoError(t, err)
+			require.NotNil(t, got)
+			assert.Equal(t, "waiter", got.Status.Holder.Repo, "one holder: the waiter")
+			assert.Empty(t, got.Status.Waiters, "nobody else queued")
+			_, err = waiter.Release(ctx, target, identity("waiter", 1), lock.ReleaseOptions{})
+			require.NoError(t, err)
+		})
+	}
+}
+
+// targetName turns a test case name into a lock target: lower-case
+// letters, digits and dashes.
+func targetName(name string) string {
+	out := make([]byte, 0, len(name))
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
+			out = append(out, c)
+		} else {
+			out = append(out, '-')
+		}
+	}
+	return string(out)
+}
+
+// TestIntegrationAPIServerRestartMidReconcile restarts kube-apiserver while
+// an in-process reconcile loop drives a batch of jobs. Not parallel, like
+// TestIntegrationAPIServerRestartMidWait. The loop resumes by itself: every
+// job ends in success with one pod of one build.
+func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	const jobs = 16
+	submitJobs(t, env.Client, ns, jobs)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	podWorkload(ctx, t, env.Client, ns, 300*time.Millisecond)
+
+	var logs bytes.Buffer
+	logger := logrus.New()
+	logger.SetOutput(&syncWriter{w: &logs})
+	logger.SetLevel(logrus.DebugLevel)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("reconcile loop log (last 60 lines):\n%s", lastLines(logs.String(), 60))
+		}
+	})
+	c, err := scheduler.NewController(env.Client, ns, map[string]kubernetes.Interface{job.DefaultCluster: env.Client},
+		scheduler.Options{PodNamespace: ns, MaxConcurrency: helperMaxConcurrency, Log: logrus.NewEntry(logger)})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.Run(runCtx) }()
+	defer func() { stop(); <-stopped }()
+
+	store := job.NewStore(env.Client.CoreV1(), ns)
+	terminal := func() int {
+		all, err := store.List(ctx, job.ListOptions{})
+		if err != nil {
+			return -1
+		}
+		n := 0
+		for _, j := range all {
+			if j.IsTerminal() {
+				n++
+			}
+		}
+		return n
+	}
+	// Restart once the loop is under way, with jobs in every state.
+	for terminal() < jobs/4 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the loop made no progress before the restart: %v", context.Cause(ctx))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	before, restartAt := terminal(), time.Now()
+	require.NoError(t, env.RestartAPIServer(ctx, 2*time.Second), "restart kube-apiserver")
+	t.Logf("restarted the API server in %s with %d of %d jobs terminal", time.Since(restartAt).Round(time.Millisecond), before, jobs)
+	defer func() {
+		if !t.Failed() {
+			t.Logf("all jobs terminal %s after the restart began", time.Since(restartAt).Round(time.Millisecond))
+		}
+	}()
+	for n := terminal(); n != jobs; n = terminal() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d jobs terminal after the restart: %v", n, jobs, context.Cause(ctx))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	all, err := store.List(t.Context(), job.ListOptions{})
+	require.NoError(t, err)
+	for _, j := range all {
+		assert.Equal(t, job.Success, j.Status.State, "job %s: %s", j.Name, j.Status.Description)
+	}
+}
+
+// syncWriter serialises writes of concurrent loggers.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
