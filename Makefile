@@ -11,7 +11,7 @@ BIN      := bin/lockctl
 # Integration tests must run, not skip, wherever make test runs.
 export LOCKCTL_REQUIRE_INTEGRATION := 1
 
-.PHONY: help build localcluster tools test unit integration demo up down bench lint golden clean
+.PHONY: fuzz help build localcluster tools test unit integration demo up down bench lint golden clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -44,7 +44,12 @@ localcluster:
 	CGO_ENABLED=0 go build -o bin/localcluster ./hack/localcluster
 
 bench: tools ## run the benchmarks against the local control plane, printing figures
-	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+	go test -run '^$$' -bench . -benchtime 1x -timeout 120m ./...
+
+FUZZTIME ?= 30s
+fuzz: ## fuzz the lock-record decoder and the job-file parser, FUZZTIME each
+	go test ./lock -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	go test ./job -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 lint: ## gofmt, go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
