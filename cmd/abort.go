@@ -58,7 +58,7 @@ func runAbort(ctx context.Context, o *abortOptions) error {
 	if reason == "" {
 		reason = "aborted by " + localUser(o.f.Getenv)
 	}
-	j, err := store.Abort(ctx, o.Name, reason)
+	j, err := store.Abort(ctx, o.Name, job.ReasonAbortRequested, reason)
 	if errors.Is(err, job.ErrTerminal) {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q already finished: %s\n", o.Name, j.Status.State)
 		return nil

@@ -181,6 +181,9 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if opts.Locker, err = newPodLocker(o.f, &o.lockFlags); err != nil {
 		return err
 	}
+	// NOTE: the locks of lockctl run sessions live beside the job records,
+	// so the job cluster's client reads them.
+	opts.Sessions = newRunSessions(o.f, jobs)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Metrics, err = scheduler.NewMetrics(reg); err != nil {

@@ -72,9 +72,9 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 
 			The lock expires --ttl after run stops renewing it (every third of
 			--ttl), so a killed terminal frees it within that. The job's pod is
-			tied to this run's hold on the lock: a pod left behind by a run that
-			died is deleted by the next lockctl run that takes a lock
-			(docs/2026-12-02-run-session.md).
+			tied to this run's hold on the lock: once the hold of a run that died
+			has expired, its pod is deleted by a running lockctl reconcile, or
+			else by the next lockctl run (docs/2026-12-02-run-session.md).
 
 			Ctrl-C (or SIGTERM) once aborts the job, which deletes its pod, or
 			passes the signal to the command and waits for it; then the lock is

@@ -427,7 +427,7 @@ func TestRunRunJobInterrupted(t *testing.T) {
 	_, gerr = te.cs.CoreV1().Pods("default").Get(t.Context(), "deploy-web-42", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(gerr), "pod deleted, got %v", gerr)
 	assert.Contains(t, errOut.String(), `interrupted: aborting job "deploy-web-42" (its pod is deleted) and releasing lock "staging"; `+
-		`interrupt again to exit at once, leaving lock "staging" to expire within 30s and pod "deploy-web-42" to be deleted by the next lockctl run`)
+		`interrupt again to exit at once, leaving lock "staging" to expire within 30s and pod "deploy-web-42" to be deleted after that by lockctl reconcile or the next lockctl run`)
 	assert.Contains(t, errOut.String(), `job "deploy-web-42" aborted, pod "deploy-web-42" deleted`)
 	assertNoLock(t, te)
 }
@@ -459,35 +459,38 @@ func TestRunRunSweepsOrphans(t *testing.T) {
 	got, err := store.Get(t.Context(), "orphan")
 	require.NoError(t, err)
 	assert.Equal(t, job.Aborted, got.Status.State)
-	assert.Equal(t, reasonSessionEnded, got.Status.Description)
+	assert.Equal(t, job.ReasonSessionEnded, got.Status.Reason)
+	assert.Equal(t, `the lockctl run that started it ended without cleaning up: it no longer holds lock "staging"`, got.Status.Description)
 	_, err = te.cs.CoreV1().Pods("default").Get(t.Context(), "orphan", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "orphan's pod deleted, got %v", err)
 	got, err = store.Get(t.Context(), alive.Name)
 	require.NoError(t, err)
 	assert.Equal(t, job.Triggered, got.Status.State, "a job not started by run is left alone")
-	assert.Contains(t, te.errOut.String(), `10:00:00 job "orphan" was left behind by a lockctl run that ended (lock "staging" expired): aborted, pod "orphan" deleted`)
+	assert.Contains(t, te.errOut.String(), `10:00:00 job "orphan" was left behind by a lockctl run that ended (it no longer holds lock "staging"): aborted, pod "orphan" deleted`)
 }
 
 func TestJobOutcome(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name, desc string
-		state      job.State
-		want       string
-		wantCode   int
+		name, reason, desc string
+		state              job.State
+		want               string
+		wantCode           int
 	}{
 		{name: "success", state: job.Success, desc: "job succeeded", want: `job "j" (build 7) succeeded after 1m5s`, wantCode: CodeOK},
 		{name: "failure", state: job.Failure, desc: `job failed: container "main" exited with code 3`, want: `job "j" (build 7) failed after 1m5s: container "main" exited with code 3`, wantCode: CodeJobFailed},
 		{name: "error", state: job.Error, desc: `container "main" was OOMKilled`, want: `job "j" (build 7) ended in error after 1m5s: container "main" was OOMKilled`, wantCode: CodeJobFailed},
-		{name: "scheduling timeout", state: job.Error, desc: "pod scheduling timeout", want: `job "j" (build 7) timed out after 1m5s: pod scheduling timeout`, wantCode: CodeTimeout},
-		{name: "running timeout", state: job.Aborted, desc: "pod running timeout", want: `job "j" (build 7) was aborted after 1m5s: pod running timeout`, wantCode: CodeTimeout},
-		{name: "superseded", state: job.Aborted, desc: "superseded by a newer run (j2)", want: `job "j" (build 7) was aborted after 1m5s: superseded by a newer run (j2)`, wantCode: CodeSuperseded},
-		{name: "aborted by someone", state: job.Aborted, desc: "aborted by bob", want: `job "j" (build 7) was aborted after 1m5s: aborted by bob`, wantCode: CodeError},
+		{name: "scheduling timeout", state: job.Error, reason: job.ReasonTimeout, desc: "pod scheduling timeout", want: `job "j" (build 7) timed out after 1m5s: pod scheduling timeout`, wantCode: CodeTimeout},
+		{name: "running timeout", state: job.Aborted, reason: job.ReasonTimeout, desc: "pod running timeout", want: `job "j" (build 7) was aborted after 1m5s: pod running timeout`, wantCode: CodeTimeout},
+		{name: "superseded", state: job.Aborted, reason: job.ReasonSuperseded, desc: "superseded by a newer run (j2)", want: `job "j" (build 7) was aborted after 1m5s: superseded by a newer run (j2)`, wantCode: CodeSuperseded},
+		{name: "aborted by someone", state: job.Aborted, reason: job.ReasonAbortRequested, desc: "aborted by bob", want: `job "j" (build 7) was aborted after 1m5s: aborted by bob`, wantCode: CodeError},
+		{name: "session ended", state: job.Aborted, reason: job.ReasonSessionEnded, desc: "the lockctl run that started it ended", want: `job "j" (build 7) was aborted after 1m5s: the lockctl run that started it ended`, wantCode: CodeError},
+		{name: "words alone decide nothing", state: job.Error, desc: "superseded by a timeout", want: `job "j" (build 7) ended in error after 1m5s: superseded by a timeout`, wantCode: CodeJobFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			j := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}, Status: job.JobStatus{State: tt.state, Description: tt.desc, BuildID: "7"}}
+			j := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}, Status: job.JobStatus{State: tt.state, Reason: tt.reason, Description: tt.desc, BuildID: "7"}}
 			got, _, err := jobOutcome(j, 65*time.Second)
 			assert.Equal(t, tt.want, got, "summary of %s", tt.name)
 			assert.Equal(t, tt.wantCode, exitCode(err), "exit code of %s", tt.name)

@@ -119,7 +119,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
-		_, aerr := abortJob(cctx, store, cleaner, created.Name, "aborted: lockctl run could not start its reconcile loop")
+		_, aerr := abortJob(cctx, store, cleaner, created.Name, job.ReasonAbortRequested, "aborted: lockctl run could not start its reconcile loop")
 		return errors.Join(usageIfInvalid(err), aerr, l.release(cctx))
 	}
 	jr := &jobRun{o: o, d: d, l: l, store: store, cleaner: cleaner, name: created.Name, started: o.f.Clock.Now()}
@@ -294,7 +294,7 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, jobs kub
 	select {
 	case <-ctx.Done():
 		jr.d.printf(styleWarn, "interrupted: aborting job %q (its pod is deleted) and releasing lock %q; interrupt again to exit at once, "+
-			"leaving lock %q to expire within %s and pod %q to be deleted by the next lockctl run",
+			"leaving lock %q to expire within %s and pod %q to be deleted after that by lockctl reconcile or the next lockctl run",
 			jr.name, jr.o.Target, jr.o.Target, humanDuration(jr.o.TTL), jr.name)
 		stop(0)
 		cctx, cancel := cleanupContext(ctx)
@@ -329,8 +329,8 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, jobs kub
 }
 
 // abort aborts the job, deleting its pod, and says what happened.
-func (jr *jobRun) abort(ctx context.Context, reason string) error {
-	j, err := abortJob(ctx, jr.store, jr.cleaner, jr.name, reason)
+func (jr *jobRun) abort(ctx context.Context, why string) error {
+	j, err := abortJob(ctx, jr.store, jr.cleaner, jr.name, job.ReasonAbortRequested, why)
 	switch {
 	case err != nil:
 		jr.d.printf(styleBad, "cannot abort job %q: %v", jr.name, err)
@@ -479,9 +479,7 @@ func jobOutcome(j *job.Job, took time.Duration) (string, lineStyle, error) {
 	desc := j.Status.Description
 	why := detail(desc)
 	after := " after " + humanDuration(took)
-	// NOTE: the scheduler's descriptions (scheduler/judge.go,
-	// reconciler.go) are how a timeout or a superseded run is told apart.
-	timedOut := strings.HasSuffix(desc, "timeout")
+	timedOut := j.Status.Reason == job.ReasonTimeout
 	switch j.Status.State {
 	case job.Success:
 		return what + " succeeded" + after + why, styleGood, nil
@@ -495,7 +493,7 @@ func jobOutcome(j *job.Job, took time.Duration) (string, lineStyle, error) {
 	case job.Aborted:
 		line := what + " was aborted" + after + why
 		switch {
-		case strings.HasPrefix(desc, "superseded"):
+		case j.Status.Reason == job.ReasonSuperseded:
 			return line, styleBad, &ExitError{Code: CodeSuperseded}
 		case timedOut:
 			return line, styleBad, &ExitError{Code: CodeTimeout}

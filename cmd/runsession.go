@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -39,44 +42,77 @@ func runSessionOf(j *job.Job) (runSession, bool) {
 	return runSession{LockNamespace: parts[0], Target: parts[1], Session: parts[2]}, true
 }
 
-// runSessions judges run sessions by reading their locks.
-//
-// TODO(lead): the reconcile loop does not ask this yet; a scheduler hook
-// (Options.Sessions, called for jobs not yet terminal) would let a running
-// `lockctl reconcile` remove orphaned pods without waiting for the next run.
+// runSessions judges run sessions by reading their locks. It is the
+// scheduler's Sessions for lockctl reconcile, and what lockctl run sweeps
+// with; it is safe for concurrent use.
 type runSessions struct {
-	cs      kubernetes.Interface
-	f       *Factory
+	cs    kubernetes.Interface
+	clock clock.WithTicker
+
+	mu      sync.Mutex
 	clients map[string]*lock.Client
 }
 
+var _ scheduler.Sessions = (*runSessions)(nil)
+
 func newRunSessions(f *Factory, cs kubernetes.Interface) *runSessions {
-	return &runSessions{cs: cs, f: f, clients: map[string]*lock.Client{}}
+	return &runSessions{cs: cs, clock: f.Clock, clients: map[string]*lock.Client{}}
 }
 
-// alive reports whether the run that submitted j still holds its lock.
-// Jobs not submitted by run are always alive.
-func (s *runSessions) alive(ctx context.Context, j *job.Job) (bool, error) {
+// sessionSlack is how long after a session's expiry it is checked again,
+// so that the check finds it expired rather than just about to.
+const sessionSlack = time.Second
+
+// Check implements scheduler.Sessions: the run that submitted j lives while
+// it holds the lock it named and that hold has not expired. Jobs not
+// submitted by run always live.
+func (s *runSessions) Check(ctx context.Context, j *job.Job) (string, time.Duration, error) {
 	rs, ok := runSessionOf(j)
 	if !ok {
-		return true, nil
+		return "", 0, nil
 	}
-	c := s.clients[rs.LockNamespace]
-	if c == nil {
-		c = lock.New(s.cs.CoreV1(), s.cs.CoreV1(), rs.LockNamespace)
-		c.Clock, c.Log = s.f.Clock, s.f.Log
-		s.clients[rs.LockNamespace] = c
+	l, err := s.client(rs.LockNamespace).Get(ctx, rs.Target)
+	var notALock *lock.NotALockError
+	switch {
+	case errors.As(err, &notALock):
+		return fmt.Sprintf("%s: lock %q was replaced by an object lockctl did not write", sessionEnded, rs.Target), 0, nil
+	case err != nil:
+		return "", 0, err
+	case l == nil:
+		return fmt.Sprintf("%s: lock %q is gone", sessionEnded, rs.Target), 0, nil
+	case l.Status.Invalid != "":
+		// NOTE: a damaged record is for a person to look at; until then the
+		// session is given the benefit of the doubt.
+		return "", sessionRecheck, nil
+	case l.Status.Holder == nil || l.Status.Holder.Session != rs.Session:
+		return fmt.Sprintf("%s: it no longer holds lock %q", sessionEnded, rs.Target), 0, nil
+	case !l.Status.Alive:
+		return fmt.Sprintf("%s: its hold on lock %q expired", sessionEnded, rs.Target), 0, nil
 	}
-	l, err := c.Get(ctx, rs.Target)
-	if err != nil {
-		return false, err
+	if exp := l.Status.Holder.Expires; exp != nil {
+		return "", exp.Sub(s.clock.Now()) + sessionSlack, nil
 	}
-	return l != nil && l.Status.Holder != nil && l.Status.Holder.Session == rs.Session && l.Status.Alive, nil
+	return "", sessionRecheck, nil
 }
 
-// reasonSessionEnded is the description of a job aborted because the run
-// that submitted it is gone.
-const reasonSessionEnded = "aborted: the lockctl run that started it ended without cleaning up (its lock expired)"
+// sessionRecheck is how often a live session without an expiry is checked.
+const sessionRecheck = 30 * time.Second
+
+// sessionEnded starts the description of a job aborted because the run that
+// submitted it is gone.
+const sessionEnded = "the lockctl run that started it ended without cleaning up"
+
+func (s *runSessions) client(namespace string) *lock.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clients[namespace]
+	if c == nil {
+		c = lock.New(s.cs.CoreV1(), s.cs.CoreV1(), namespace)
+		c.Clock = s.clock
+		s.clients[namespace] = c
+	}
+	return c
+}
 
 // sweepOrphans aborts the jobs of the job namespace whose run ended without
 // cleaning up, which deletes their pods, and says so. me, the caller's own
@@ -93,32 +129,31 @@ func (e *jobEnv) sweepOrphans(ctx context.Context, d *runDisplay, f *Factory, me
 	}
 	sessions := newRunSessions(f, e.jobs)
 	for _, j := range jobs {
-		rs, ok := runSessionOf(j)
-		if !ok || rs == me {
+		if rs, ok := runSessionOf(j); !ok || rs == me {
 			continue
 		}
-		alive, err := sessions.alive(ctx, j)
+		ended, _, err := sessions.Check(ctx, j)
 		if err != nil {
 			d.printf(styleWarn, "cannot tell whether job %q was left behind: %v", j.Name, err)
 			continue
 		}
-		if alive {
+		if ended == "" {
 			continue
 		}
-		if _, err := abortJob(ctx, store, e.cleaner, j.Name, reasonSessionEnded); err != nil {
+		if _, err := abortJob(ctx, store, e.cleaner, j.Name, job.ReasonSessionEnded, ended); err != nil {
 			d.printf(styleWarn, "cannot abort job %q left behind by an earlier run: %v", j.Name, err)
 			continue
 		}
-		d.printf(styleWarn, "job %q was left behind by a lockctl run that ended (lock %q expired): aborted, pod %q deleted",
-			j.Name, rs.Target, job.PodName(j))
+		d.printf(styleWarn, "job %q was left behind by a lockctl run that ended (%s): aborted, pod %q deleted",
+			j.Name, strings.TrimPrefix(ended, sessionEnded+": "), job.PodName(j))
 	}
 }
 
 // abortJob aborts a job and reconciles it at once, which deletes its pod
 // and completes it, so no loop needs to run. A job that has finished
 // already is returned as it is.
-func abortJob(ctx context.Context, store *job.Store, r *scheduler.Reconciler, name, reason string) (*job.Job, error) {
-	j, err := store.Abort(ctx, name, reason)
+func abortJob(ctx context.Context, store *job.Store, r *scheduler.Reconciler, name, reason, description string) (*job.Job, error) {
+	j, err := store.Abort(ctx, name, reason, description)
 	if errors.Is(err, job.ErrTerminal) {
 		return j, nil
 	}

@@ -190,7 +190,8 @@ func TestIntegrationRunJobInterrupted(t *testing.T) {
 }
 
 // TestIntegrationRunKilled kills run with SIGKILL: the lock frees itself
-// within the TTL, and a job's pod left behind is deleted by the next run.
+// within the TTL, and a job's pod left behind is deleted by a running
+// reconcile loop once the run's hold expires, or else by the next run.
 func TestIntegrationRunKilled(t *testing.T) {
 	t.Parallel()
 	const ttl = 4 * time.Second
@@ -220,10 +221,36 @@ func TestIntegrationRunKilled(t *testing.T) {
 		o := c.run(t, append(append([]string{"run", "--lock", "dev"}, id("api", 1)...), "--", "true")...)
 		require.Equal(t, 0, o.code, o.stderr)
 		assert.Less(t, time.Since(killed), ttl+5*time.Second, "the lock was free within the TTL")
-		assert.Contains(t, o.stderr, `job "deploy-orphan" was left behind by a lockctl run that ended (lock "dev" expired): aborted, pod "deploy-orphan" deleted`)
-		assert.Equal(t, job.Aborted, getJob(t, c, "deploy-orphan").Status.State)
+		assert.Contains(t, o.stderr, `job "deploy-orphan" was left behind by a lockctl run that ended (it no longer holds lock "dev"): aborted, pod "deploy-orphan" deleted`)
+		j := getJob(t, c, "deploy-orphan")
+		assert.Equal(t, job.Aborted, j.Status.State)
+		assert.Equal(t, job.ReasonSessionEnded, j.Status.Reason)
 		_, err := testenv.Get(t).Client.CoreV1().Pods(c.namespace).Get(t.Context(), "deploy-orphan", metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "orphaned pod deleted, got %v", err)
+	})
+	t.Run("job with a reconcile loop running", func(t *testing.T) {
+		t.Parallel()
+		c := newCLI(t)
+		loop := startRun(t, c, "reconcile")
+		loop.waitFor(t, "reconciling jobs")
+		p := startRun(t, c, append([]string{"run", "--lock", "dev", "--ttl", ttl.String(), "-f", writeJob(t, "deploy-orphan", "")}, id("web", 1)...)...)
+		p.waitFor(t, `container "main" is running`)
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+		killed := time.Now()
+		p.wait(t)
+
+		pods := testenv.Get(t).Client.CoreV1().Pods(c.namespace)
+		require.Eventually(t, func() bool {
+			_, err := pods.Get(t.Context(), "deploy-orphan", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, time.Minute, 50*time.Millisecond, "the loop deletes the orphaned pod")
+		// NOTE: the hold expires at most ttl after the kill; the loop looks
+		// a second after the expiry it last read.
+		assert.Less(t, time.Since(killed), ttl+5*time.Second, "the pod went within the TTL")
+		j := getJob(t, c, "deploy-orphan")
+		assert.Equal(t, job.Aborted, j.Status.State)
+		assert.Equal(t, job.ReasonSessionEnded, j.Status.Reason)
+		assert.Equal(t, `the lockctl run that started it ended without cleaning up: its hold on lock "dev" expired`, j.Status.Description)
 	})
 }
 

@@ -175,11 +175,12 @@ func (s *Store) UpdateStatus(ctx context.Context, j *Job, st JobStatus) (*Job, e
 // abortAttempts bounds how often Abort re-reads a job that keeps changing.
 const abortAttempts = 10
 
-// Abort marks the job aborted with reason as its description; a reconciler
+// Abort marks the job aborted with a reason (one of the Reason constants) and
+// a description for people; a reconciler
 // then deletes its pod and completes it. Aborting an aborted job changes
 // nothing; aborting a terminal job returns it with an error matching
 // ErrTerminal.
-func (s *Store) Abort(ctx context.Context, name, reason string) (*Job, error) {
+func (s *Store) Abort(ctx context.Context, name, reason, description string) (*Job, error) {
 	for range abortAttempts {
 		j, err := s.Get(ctx, name)
 		if err != nil {
@@ -192,7 +193,7 @@ func (s *Store) Abort(ctx context.Context, name, reason string) (*Job, error) {
 			return j, nil
 		}
 		st := *j.Status.DeepCopy()
-		st.State, st.Description = Aborted, reason
+		st.State, st.Reason, st.Description = Aborted, reason, description
 		out, err := s.UpdateStatus(ctx, j, st)
 		if errors.Is(err, ErrConflict) {
 			continue

@@ -263,22 +263,22 @@ func TestStoreAbort(t *testing.T) {
 	require.NoError(t, err)
 
 	cs.PrependReactor("update", "configmaps", conflicts(1))
-	got, err := s.Abort(ctx, "j", "aborted by alice")
+	got, err := s.Abort(ctx, "j", ReasonAbortRequested, "aborted by alice")
 	require.NoError(t, err, "a lost race is retried")
 	assert.Equal(t, Aborted, got.Status.State)
 	assert.Equal(t, "aborted by alice", got.Status.Description)
 	assert.False(t, got.IsTerminal(), "the reconciler completes an aborted job")
 
-	again, err := s.Abort(ctx, "j", "again")
+	again, err := s.Abort(ctx, "j", ReasonAbortRequested, "again")
 	require.NoError(t, err, "aborting twice is fine")
 	assert.Equal(t, "aborted by alice", again.Status.Description)
 
 	_, err = s.UpdateStatus(ctx, again, JobStatus{State: Aborted, CompletionTime: &metav1.Time{Time: epoch}, Description: "done"})
 	require.NoError(t, err)
-	_, err = s.Abort(ctx, "j", "late")
+	_, err = s.Abort(ctx, "j", ReasonAbortRequested, "late")
 	assert.ErrorIs(t, err, ErrTerminal)
 
-	_, err = s.Abort(ctx, "missing", "x")
+	_, err = s.Abort(ctx, "missing", ReasonAbortRequested, "x")
 	assert.ErrorIs(t, err, ErrNotFound)
 }
 

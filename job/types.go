@@ -104,10 +104,30 @@ type LockSpec struct {
 	Namespace string `json:"namespace"`
 }
 
+// Reasons a job ended, in status.reason, for programs to act on (lockctl
+// run picks its exit status by them). They never change once released.
+const (
+	// ReasonTimeout: the pod was not scheduled, did not start or did not
+	// finish in time.
+	ReasonTimeout = "Timeout"
+	// ReasonSuperseded: a newer run of the same pull request took over, or a
+	// newer build of the same branch waits for or holds the job's lock.
+	ReasonSuperseded = "Superseded"
+	// ReasonSessionEnded: the lockctl run that submitted the job ended
+	// without cleaning up, and its hold on the lock expired.
+	ReasonSessionEnded = "SessionEnded"
+	// ReasonAbortRequested: someone asked for the job to be aborted (lockctl
+	// abort, or an interrupted lockctl run).
+	ReasonAbortRequested = "AbortRequested"
+)
+
 // JobStatus is what has happened to a job. It is only changed through
 // Store.UpdateStatus.
 type JobStatus struct {
-	State       State  `json:"state,omitempty"`
+	State State `json:"state,omitempty"`
+	// Reason is a stable word for why the job ended, where its state alone
+	// does not tell (see the Reason constants); Description is for people.
+	Reason      string `json:"reason,omitempty"`
 	Description string `json:"description,omitempty"`
 	// StartTime is when the job was submitted, to the microsecond: jobs start
 	// in this order.

@@ -70,9 +70,18 @@ func (r *Reconciler) planTransition(j *job.Job, st job.JobStatus) {
 // lockctl's finalizer. The status is written first, so a lost race leaves the
 // pod alone.
 func (r *Reconciler) finish(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, state job.State, desc string, deletePod bool) error {
+	return r.end(ctx, cl, j, pod, verdict{state: state, desc: desc, deletePod: deletePod})
+}
+
+// end is finish for a verdict, which may also give the job's status.reason;
+// a verdict without one keeps the reason the job has (an abort request's).
+func (r *Reconciler) end(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, v verdict) error {
 	st := *j.Status.DeepCopy()
-	st.State, st.Description = state, desc
-	if state == job.Aborted {
+	st.State, st.Description = v.state, v.desc
+	if v.reason != "" {
+		st.Reason = v.reason
+	}
+	if st.State == job.Aborted {
 		now := metav1.NewTime(r.clock.Now())
 		st.CompletionTime = &now
 	}
@@ -84,7 +93,7 @@ func (r *Reconciler) finish(ctx context.Context, cl *buildCluster, j *job.Job, p
 		if err := r.releaseLock(ctx, done, pod); err != nil {
 			return err
 		}
-		if err := r.retirePod(ctx, cl, pod, deletePod); err != nil {
+		if err := r.retirePod(ctx, cl, pod, v.deletePod); err != nil {
 			return err
 		}
 	}

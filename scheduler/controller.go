@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -82,16 +83,17 @@ func NewController(jobs kubernetes.Interface, namespace string, clusters map[str
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: r.clock}),
 	}
-	jobFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace),
+	strip := informers.WithTransform(stripManagedFields)
+	jobFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace), strip,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = job.Selector }))
-	ledgerFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace),
+	ledgerFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace), strip,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + LedgerName }))
 	c.jobInf = jobFactory.Core().V1().ConfigMaps().Informer()
 	c.ledgerInf = ledgerFactory.Core().V1().ConfigMaps().Informer()
 	c.factories = append(c.factories, jobFactory, ledgerFactory)
 	podSelector := job.LabelManagedBy + "=" + job.ManagedByValue + "," + job.LabelRecordNamespace + "=" + namespace
 	for alias, cs := range clusters {
-		f := informers.NewSharedInformerFactoryWithOptions(cs, resyncPeriod, informers.WithNamespace(r.clusters[alias].namespace),
+		f := informers.NewSharedInformerFactoryWithOptions(cs, resyncPeriod, informers.WithNamespace(r.clusters[alias].namespace), strip,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSelector }))
 		c.podInfs[alias] = f.Core().V1().Pods().Informer()
 		c.factories = append(c.factories, f)
@@ -468,4 +470,16 @@ func (cr *cacheReader) ledger(ctx context.Context, fresh bool) (*corev1.ConfigMa
 		return nil, err
 	}
 	return obj.(*corev1.ConfigMap), nil
+}
+
+// stripManagedFields drops metadata.managedFields from objects before the
+// informers cache them: the reconciler never reads them, and they are a
+// large share of every cached job record and pod. Writes are made from
+// these objects by compare-and-swap updates and patches, for which a nil
+// managedFields leaves the server's record of field owners as it was.
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

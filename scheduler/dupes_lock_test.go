@@ -41,6 +41,7 @@ func TestDuplicatePresubmitsAbortedFirst(t *testing.T) {
 			h.mustReconcile(tt.first)
 
 			old := h.assertState("old", job.Aborted, "superseded by a newer run (new)")
+			assert.Equal(t, job.ReasonSuperseded, old.Status.Reason)
 			assert.True(t, old.IsTerminal())
 			assert.Nil(t, h.pod("old"), "the superseded run's pod is removed")
 			assert.Equal(t, job.Triggered, h.get("other-pr").Status.State, "another pull request is no duplicate")
@@ -116,6 +117,7 @@ func TestLockedJobSuperseded(t *testing.T) {
 	h.mustReconcile("a")
 
 	j := h.assertState("a", job.Aborted, `superseded: a newer build waits for or holds the lock of namespace "staging"`)
+	assert.Equal(t, job.ReasonSuperseded, j.Status.Reason)
 	assert.True(t, j.IsTerminal())
 	assert.Nil(t, h.pod("a"), "the waiting pod is deleted")
 }

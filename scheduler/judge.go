@@ -25,7 +25,9 @@ const (
 type verdict struct {
 	// state is the final state to move to; empty means the job goes on.
 	state job.State
-	desc  string
+	// reason is the job's status.reason, where the state does not tell.
+	reason string
+	desc   string
 	// deletePod asks for the pod to be deleted after the move.
 	deletePod bool
 	// revive asks for the pod to be deleted and created again.
@@ -97,7 +99,7 @@ func (r *Reconciler) deadline(since time.Time, timeout time.Duration, state job.
 	}
 	left := since.Add(timeout).Sub(r.clock.Now())
 	if left <= 0 {
-		return verdict{state: state, desc: desc, deletePod: true}
+		return verdict{state: state, reason: job.ReasonTimeout, desc: desc, deletePod: true}
 	}
 	return verdict{requeue: left}
 }

@@ -67,7 +67,7 @@ func (r *Reconciler) syncLock(ctx context.Context, cl *buildCluster, j *job.Job,
 	held, err := r.opts.Locker.TryAcquire(ctx, target, pod)
 	if errors.Is(err, ErrLockSuperseded) {
 		desc := fmt.Sprintf("superseded: a newer build waits for or holds the lock of namespace %q", target)
-		return Result{}, r.finish(ctx, cl, j, pod, job.Aborted, desc, true)
+		return Result{}, r.end(ctx, cl, j, pod, verdict{state: job.Aborted, reason: job.ReasonSuperseded, desc: desc, deletePod: true})
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("take lock of namespace %q for job %q: %w", target, j.Name, err)

@@ -56,6 +56,10 @@ type Options struct {
 	// OnlyJob makes the Controller reconcile only the job record of that
 	// name (lockctl run); empty means every job.
 	OnlyJob string
+	// Sessions, when set, is asked whether the session that submitted a job
+	// lives (lockctl run); jobs of ended sessions are aborted. Nil means
+	// every job's session lives.
+	Sessions Sessions
 	// Locker takes the namespace locks of jobs with spec.lock; nil means such
 	// jobs end in error.
 	Locker NamespaceLocker

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -154,6 +155,11 @@ func TestPendingRows(t *testing.T) {
 
 			j := h.assertState("a", tt.wantState, tt.wantDesc)
 			assert.Equal(t, tt.wantRequeue, res.RequeueAfter, "requeue")
+			if strings.HasSuffix(tt.wantDesc, "timeout") {
+				assert.Equal(t, job.ReasonTimeout, j.Status.Reason, "a timeout says so in status.reason")
+			} else {
+				assert.Empty(t, j.Status.Reason)
+			}
 			if j.Status.State == job.Aborted {
 				assert.True(t, j.IsTerminal(), "an aborted job is complete")
 			}
@@ -223,7 +229,7 @@ func TestAbortedJobDeletesPodAndCompletes(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.submit("a")
 	h.mustReconcile("a")
-	_, err := h.store.Abort(t.Context(), "a", "aborted by alice")
+	_, err := h.store.Abort(t.Context(), "a", job.ReasonAbortRequested, "aborted by alice")
 	require.NoError(t, err)
 
 	h.mustReconcile("a")
@@ -233,7 +239,7 @@ func TestAbortedJobDeletesPodAndCompletes(t *testing.T) {
 	assert.Nil(t, h.pod("a"))
 
 	h.submit("b")
-	_, err = h.store.Abort(t.Context(), "b", "")
+	_, err = h.store.Abort(t.Context(), "b", job.ReasonAbortRequested, "")
 	require.NoError(t, err)
 	h.mustReconcile("b")
 	assert.True(t, h.assertState("b", job.Aborted, "aborted").IsTerminal(), "a triggered job completes without a pod")

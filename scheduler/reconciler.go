@@ -114,16 +114,26 @@ func (r *Reconciler) reconcile(ctx context.Context, name string) (Result, error)
 	if j.IsTerminal() {
 		return Result{}, r.cleanup(ctx, j)
 	}
+	cl := r.clusters[j.ClusterAlias()]
+	ended, recheck := r.sessionEnded(ctx, j)
+	if ended != "" {
+		return Result{}, r.abort(ctx, cl, j, verdict{reason: job.ReasonSessionEnded, desc: ended})
+	}
+	res, err := r.sync(ctx, cl, j)
+	return res.sooner(recheck), err
+}
+
+// sync moves a job that is not terminal on by one step.
+func (r *Reconciler) sync(ctx context.Context, cl *buildCluster, j *job.Job) (Result, error) {
 	if j.Spec.Type == job.Presubmit {
 		superseded, err := r.supersede(ctx, j)
 		if err != nil || superseded {
 			return Result{}, err
 		}
 	}
-	cl := r.clusters[j.ClusterAlias()]
 	switch j.Status.State {
 	case job.Aborted:
-		return Result{}, r.syncAborted(ctx, cl, j)
+		return Result{}, r.abort(ctx, cl, j, verdict{desc: j.Status.Description})
 	case job.Pending:
 		return r.syncPending(ctx, cl, j)
 	default:
@@ -304,7 +314,7 @@ func (r *Reconciler) syncPending(ctx context.Context, cl *buildCluster, j *job.J
 	case v.revive:
 		return Result{}, r.revive(ctx, cl, j, pod, v.desc)
 	case v.state != "":
-		return Result{}, r.finish(ctx, cl, j, pod, v.state, v.desc, v.deletePod)
+		return Result{}, r.end(ctx, cl, j, pod, v)
 	}
 	return Result{RequeueAfter: v.requeue}, nil
 }
@@ -341,7 +351,9 @@ func (r *Reconciler) revive(ctx context.Context, cl *buildCluster, j *job.Job, p
 	return r.retirePod(ctx, cl, pod, true)
 }
 
-func (r *Reconciler) syncAborted(ctx context.Context, cl *buildCluster, j *job.Job) error {
+// abort ends a job as aborted, deleting its pod: a job someone asked to
+// abort, or one whose session ended.
+func (r *Reconciler) abort(ctx context.Context, cl *buildCluster, j *job.Job, v verdict) error {
 	var pod *corev1.Pod
 	if cl != nil {
 		p, err := r.currentPod(ctx, cl, job.PodName(j))
@@ -352,11 +364,11 @@ func (r *Reconciler) syncAborted(ctx context.Context, cl *buildCluster, j *job.J
 			pod = p
 		}
 	}
-	desc := j.Status.Description
-	if desc == "" {
-		desc = "aborted"
+	v.state, v.deletePod = job.Aborted, true
+	if v.desc == "" {
+		v.desc = "aborted"
 	}
-	return r.finish(ctx, cl, j, pod, job.Aborted, desc, true)
+	return r.end(ctx, cl, j, pod, v)
 }
 
 // cleanup finishes the work on a terminal job whose pod still carries
@@ -427,7 +439,8 @@ func (r *Reconciler) abortSuperseded(ctx context.Context, old, newer *job.Job) e
 			pod = p
 		}
 	}
-	return r.finish(ctx, cl, old, pod, job.Aborted, fmt.Sprintf("superseded by a newer run (%s)", newer.Name), true)
+	desc := fmt.Sprintf("superseded by a newer run (%s)", newer.Name)
+	return r.end(ctx, cl, old, pod, verdict{state: job.Aborted, reason: job.ReasonSuperseded, desc: desc, deletePod: true})
 }
 
 func (r *Reconciler) jobURL(j *job.Job, st job.JobStatus) string {

@@ -1,0 +1,116 @@
+package cmd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// TestRunSessionsCheck judges a run's job by the run's hold on its lock.
+func TestRunSessionsCheck(t *testing.T) {
+	t.Parallel()
+	const ended = "the lockctl run that started it ended without cleaning up: "
+	tests := []struct {
+		name        string
+		session     string // annotation value; "" means none
+		setup       func(t *testing.T, te *testEnv)
+		advance     time.Duration
+		wantEnded   string
+		wantRecheck time.Duration
+	}{
+		{
+			name:    "not started by run",
+			session: "",
+		},
+		{
+			name:        "holder with time left: look again just after it would expire",
+			session:     "default/staging/s1",
+			setup:       hold("s1", 30*time.Second),
+			advance:     10 * time.Second,
+			wantRecheck: 21 * time.Second,
+		},
+		{
+			name:      "holder whose hold expired",
+			session:   "default/staging/s1",
+			setup:     hold("s1", 30*time.Second),
+			advance:   31 * time.Second,
+			wantEnded: ended + `its hold on lock "staging" expired`,
+		},
+		{
+			name:      "another session holds the lock",
+			session:   "default/staging/s1",
+			setup:     hold("s2", 30*time.Second),
+			wantEnded: ended + `it no longer holds lock "staging"`,
+		},
+		{
+			name:      "no lock",
+			session:   "default/staging/s1",
+			wantEnded: ended + `lock "staging" is gone`,
+		},
+		{
+			name:    "the lock's name taken by an object lockctl did not write",
+			session: "default/staging/s1",
+			setup: func(t *testing.T, te *testEnv) {
+				_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(),
+					&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: lock.Name("staging"), Namespace: "default"}}, metav1.CreateOptions{})
+				require.NoError(t, err)
+			},
+			wantEnded: ended + `lock "staging" was replaced by an object lockctl did not write`,
+		},
+		{
+			name:    "a damaged record is given the benefit of the doubt",
+			session: "default/staging/s1",
+			setup: func(t *testing.T, te *testEnv) {
+				hold("s1", 30*time.Second)(t, te)
+				cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+				require.NoError(t, err)
+				cm.Annotations[lock.RecordAnnotation] = "{not json"
+				_, err = te.cs.CoreV1().ConfigMaps("default").Update(t.Context(), cm, metav1.UpdateOptions{})
+				require.NoError(t, err)
+			},
+			wantRecheck: sessionRecheck,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			if tt.setup != nil {
+				tt.setup(t, te)
+			}
+			te.clock.Step(tt.advance)
+			j := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}}
+			if tt.session != "" {
+				j.Annotations = map[string]string{annotationRunSession: tt.session}
+			}
+
+			gotEnded, gotRecheck, err := newRunSessions(te.f, te.cs).Check(t.Context(), j)
+
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantEnded, gotEnded)
+			assert.Equal(t, tt.wantRecheck, gotRecheck)
+		})
+	}
+}
+
+// hold makes session the holder of lock "staging" in namespace default for
+// ttl, as lockctl run does.
+func hold(session string, ttl time.Duration) func(*testing.T, *testEnv) {
+	return func(t *testing.T, te *testEnv) {
+		t.Helper()
+		c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default")
+		c.Clock = te.clock
+		_, _, err := c.TryAcquire(t.Context(), lock.Request{
+			Target: "staging", Session: session, TTL: ttl,
+			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
+		})
+		require.NoError(t, err)
+	}
+}
