@@ -99,11 +99,11 @@ func (o *acquireOptions) validate() error {
 }
 
 func runAcquire(ctx context.Context, o *acquireOptions) error {
-	locks, err := newLockClient(o.f, &o.lockFlags)
+	id, err := o.identity(o.f)
 	if err != nil {
 		return err
 	}
-	id, err := o.identity(o.f)
+	locks, err := newLockClient(o.f, &o.lockFlags)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"os/user"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/lockctl/lockctl/lock"
 )
@@ -48,21 +50,27 @@ func (l *lockFlags) lockNamespace(f *Factory) (string, error) {
 
 // identity resolves the holder identity: flags win over the CI
 // environment, which wins over the local defaults (user, "local", host,
-// the current Unix time as build number).
+// the current Unix time as build number). A field lock.Identity.Validate
+// refuses is a *FlagError naming the flag or environment variable it came
+// from.
 func (l *lockFlags) identity(f *Factory) (lock.Identity, error) {
-	id := identityFromEnv(f.Getenv)
+	id, src := identityFromEnv(f.Getenv)
 	for _, o := range []struct {
-		flag string
-		dst  *string
+		name, flag string
+		dst        *string
 	}{
-		{l.Owner, &id.Owner}, {l.Repo, &id.Repo}, {l.Branch, &id.Branch}, {l.Build, &id.Build},
+		{"owner", l.Owner, &id.Owner}, {"repo", l.Repo, &id.Repo}, {"branch", l.Branch, &id.Branch}, {"build", l.Build, &id.Build},
 	} {
 		if o.flag != "" {
 			*o.dst = o.flag
+			src[o.name] = "--" + o.name
 		}
 	}
 	if id.Owner == "" {
-		id.Owner = localUser(f.Getenv)
+		id.Owner, src["owner"] = localUser(f.Getenv), ""
+		if f.Getenv("USER") != "" {
+			src["owner"] = "$USER"
+		}
 	}
 	if id.Repo == "" {
 		id.Repo = "local"
@@ -74,9 +82,52 @@ func (l *lockFlags) identity(f *Factory) (lock.Identity, error) {
 		id.Build = strconv.FormatInt(f.Clock.Now().Unix(), 10)
 	}
 	if err := id.Validate(); err != nil {
-		return id, flagErrorf("invalid identity: %v (set --owner, --repo, --branch and a numeric --build)", err)
+		var ie *lock.IdentityError
+		if !errors.As(err, &ie) {
+			return id, flagErrorf("invalid identity: %v", err)
+		}
+		return id, identityError(ie, src[ie.Field])
 	}
-	return id, nil
+	return id, l.validatePod()
+}
+
+// validatePod checks --pod, NAME or NAMESPACE/NAME, as the API server
+// would check the names.
+func (l *lockFlags) validatePod() error {
+	if l.Pod == "" {
+		return nil
+	}
+	ns, name, ok := strings.Cut(l.Pod, "/")
+	if !ok {
+		ns, name = "", l.Pod
+	}
+	if ns != "" || ok {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return flagErrorf("invalid --pod %q: namespace: %s", l.Pod, errs[0])
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return flagErrorf("invalid --pod %q: name: %s", l.Pod, errs[0])
+	}
+	return nil
+}
+
+// identityError says which identity field is wrong, where it came from and
+// what to do: source is the flag ("--owner"), the environment variable
+// ("$REPO_OWNER") or "" for a default.
+func identityError(ie *lock.IdentityError, source string) error {
+	flag := "--" + ie.Field
+	want := fmt.Sprintf("printable text of at most %d bytes", lock.MaxIdentityFieldLen)
+	if ie.Field == "build" {
+		want = "a non-negative integer that grows with every build of the branch"
+	}
+	switch source {
+	case flag:
+		return flagErrorf("invalid identity: %s: set %s to %s", ie.Describe(flag), flag, want)
+	case "":
+		return flagErrorf("invalid identity: %s: set %s to %s", ie.Describe(ie.Field), flag, want)
+	}
+	return flagErrorf("invalid identity: %s (from %s): fix the variable, or override it with %s set to %s", ie.Describe(ie.Field), source, flag, want)
 }
 
 // pod resolves --pod, defaulting to the pod lockctl runs in.
@@ -98,32 +149,41 @@ func (l *lockFlags) pod(f *Factory) *lock.PodRef {
 	return &lock.PodRef{Namespace: ns, Name: l.Pod}
 }
 
-// identityFromEnv reads the identity a CI system exposes. Prow and Jenkins
+// identityFromEnv reads the identity a CI system exposes, and names the
+// environment variable each field came from ("$REPO_OWNER"). Prow and Jenkins
 // X set REPO_OWNER, REPO_NAME, BRANCH_NAME and BUILD_NUMBER (Tekton tasks
 // follow the same convention when their pipeline passes those
 // parameters as environment); GitHub Actions and GitLab CI have their own.
-func identityFromEnv(getenv func(string) string) lock.Identity {
-	switch {
-	case getenv("REPO_OWNER") != "" || getenv("REPO_NAME") != "":
-		build := getenv("BUILD_NUMBER")
-		if build == "" {
-			build = getenv("BUILD_ID")
-		}
-		branch := getenv("BRANCH_NAME")
-		if branch == "" {
-			branch = getenv("PULL_BASE_REF")
-		}
-		return lock.Identity{Owner: getenv("REPO_OWNER"), Repo: getenv("REPO_NAME"), Branch: branch, Build: build}
-	case getenv("GITHUB_ACTIONS") == "true":
-		owner, repo, _ := strings.Cut(getenv("GITHUB_REPOSITORY"), "/")
-		return lock.Identity{Owner: owner, Repo: repo, Branch: getenv("GITHUB_REF_NAME"), Build: getenv("GITHUB_RUN_NUMBER")}
-	case getenv("GITLAB_CI") == "true":
-		return lock.Identity{
-			Owner: getenv("CI_PROJECT_NAMESPACE"), Repo: getenv("CI_PROJECT_NAME"),
-			Branch: getenv("CI_COMMIT_REF_NAME"), Build: getenv("CI_PIPELINE_IID"),
+func identityFromEnv(getenv func(string) string) (lock.Identity, map[string]string) {
+	var id lock.Identity
+	src := map[string]string{}
+	// set sets *dst from the first of vars that is set.
+	set := func(field string, dst *string, vars ...string) {
+		for _, v := range vars {
+			if val := getenv(v); val != "" {
+				*dst, src[field] = val, "$"+v
+				return
+			}
 		}
 	}
-	return lock.Identity{}
+	switch {
+	case getenv("REPO_OWNER") != "" || getenv("REPO_NAME") != "":
+		set("owner", &id.Owner, "REPO_OWNER")
+		set("repo", &id.Repo, "REPO_NAME")
+		set("branch", &id.Branch, "BRANCH_NAME", "PULL_BASE_REF")
+		set("build", &id.Build, "BUILD_NUMBER", "BUILD_ID")
+	case getenv("GITHUB_ACTIONS") == "true":
+		id.Owner, id.Repo, _ = strings.Cut(getenv("GITHUB_REPOSITORY"), "/")
+		src["owner"], src["repo"] = "$GITHUB_REPOSITORY", "$GITHUB_REPOSITORY"
+		set("branch", &id.Branch, "GITHUB_REF_NAME")
+		set("build", &id.Build, "GITHUB_RUN_NUMBER")
+	case getenv("GITLAB_CI") == "true":
+		set("owner", &id.Owner, "CI_PROJECT_NAMESPACE")
+		set("repo", &id.Repo, "CI_PROJECT_NAME")
+		set("branch", &id.Branch, "CI_COMMIT_REF_NAME")
+		set("build", &id.Build, "CI_PIPELINE_IID")
+	}
+	return id, src
 }
 
 func localUser(getenv func(string) string) string {

@@ -61,15 +61,16 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 }
 
 func runRelease(ctx context.Context, o *releaseOptions) error {
-	locks, err := newLockClient(o.f, &o.lockFlags)
-	if err != nil {
-		return err
-	}
 	var id lock.Identity
 	if !o.Force || o.Build != "" {
+		var err error
 		if id, err = o.identity(o.f); err != nil {
 			return err
 		}
+	}
+	locks, err := newLockClient(o.f, &o.lockFlags)
+	if err != nil {
+		return err
 	}
 	res, err := locks.Release(ctx, o.Target, id, lock.ReleaseOptions{Force: o.Force})
 	if err != nil {

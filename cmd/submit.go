@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,10 +32,12 @@ func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
 			its pod when the concurrency limits allow and drives it to a final
 			state.
 
-			A bad job file is refused before anything is written, with every
-			field at fault and why (exit status 2). Submitting a job whose name
-			exists already fails; use metadata.generateName for a new name on
-			every submit. The job's name is printed on stdout.
+			FILE holds one job, in at most 1 MiB: what a job record (a
+			ConfigMap) can hold. A bad job file is refused before anything is
+			written, with every field at fault and why (exit status 2); so are
+			a larger file and a second job after "---". Submitting a job whose
+			name exists already fails; use metadata.generateName for a new name
+			on every submit. The job's name is printed on stdout.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# Submit, then follow the job's logs
@@ -94,20 +97,50 @@ func runSubmit(ctx context.Context, o *submitOptions) error {
 	return err
 }
 
-// readJobFile reads a job file, "-" meaning stdin.
+// readJobFile reads a job file, "-" meaning stdin. It reads no more than
+// job.MaxFileSize+1 bytes: a larger file is a usage error naming its size
+// (a *job.TooLargeError), refused before it is read into memory.
 func readJobFile(f *Factory, name string) ([]byte, string, error) {
+	var tooLarge *job.TooLargeError
 	if name == "-" {
-		data, err := io.ReadAll(f.IOStreams.In)
-		if err != nil {
+		data, err := readLimited(f.IOStreams.In, "<stdin>")
+		switch {
+		case errors.As(err, &tooLarge):
+			return nil, "", &UsageError{Err: err}
+		case err != nil:
 			return nil, "", fmt.Errorf("read stdin: %w", err)
 		}
 		return data, "<stdin>", nil
 	}
-	data, err := os.ReadFile(name)
+	file, err := os.Open(name)
 	if err != nil {
 		return nil, "", &UsageError{Err: fmt.Errorf("read job file: %w", err)}
 	}
+	defer file.Close()
+	if st, err := file.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > job.MaxFileSize {
+		return nil, "", &UsageError{Err: &job.TooLargeError{Source: name, Size: st.Size()}}
+	}
+	data, err := readLimited(file, name)
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, "", &UsageError{Err: err}
+	case err != nil:
+		return nil, "", &UsageError{Err: fmt.Errorf("read job file: %w", err)}
+	}
 	return data, name, nil
+}
+
+// readLimited reads r to its end, or returns a *job.TooLargeError once it
+// has read more than job.MaxFileSize bytes.
+func readLimited(r io.Reader, source string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, job.MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > job.MaxFileSize {
+		return nil, &job.TooLargeError{Source: source}
+	}
+	return data, nil
 }
 
 func init() {

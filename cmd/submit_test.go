@@ -1,6 +1,9 @@
 package cmd
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,6 +38,9 @@ func TestNewSubmitCmd(t *testing.T) {
 
 func TestRunSubmit(t *testing.T) {
 	t.Parallel()
+	oneJob := "apiVersion: lockctl.dev/v1alpha1\nkind: Job\nmetadata: {name: one}\nspec: {job: x, type: periodic, podSpec: {containers: [{name: a, image: b}]}}\n"
+	bigFile := filepath.Join(t.TempDir(), "big.yaml")
+	require.NoError(t, os.WriteFile(bigFile, []byte(oneJob+"#"+strings.Repeat("x", 3<<20)+"\n"), 0o600))
 	tests := []struct {
 		name       string
 		args       []string
@@ -76,6 +82,35 @@ func TestRunSubmit(t *testing.T) {
 			wantErr:  "read job file: open nope.yaml: no such file or directory",
 		},
 		{
+			name:     "file larger than a job record",
+			args:     []string{"-f", bigFile},
+			wantCode: CodeUsage,
+			wantErr: "parse " + bigFile + ": job file is 3.0 MiB (3145872 bytes), larger than 1 MiB (1048576 bytes), the most a job record (a ConfigMap) can hold: " +
+				"keep large scripts in the container image or in a ConfigMap the pod mounts",
+		},
+		{
+			name:     "stdin larger than a job record",
+			args:     []string{"-f", "-"},
+			stdin:    oneJob + "#" + strings.Repeat("x", 3<<20) + "\n",
+			wantCode: CodeUsage,
+			wantErr: "parse <stdin>: job file is larger than 1 MiB (1048576 bytes), the most a job record (a ConfigMap) can hold: " +
+				"keep large scripts in the container image or in a ConfigMap the pod mounts",
+		},
+		{
+			name:     "two documents",
+			args:     []string{"-f", "-"},
+			stdin:    oneJob + "---\n" + oneJob,
+			wantCode: CodeUsage,
+			wantErr:  "parse <stdin>: job file holds 2 documents; one job per file: put each job in a file of its own",
+		},
+		{
+			name:       "empty documents around the job",
+			args:       []string{"-f", "-"},
+			stdin:      "---\n" + oneJob + "---\n",
+			wantOut:    "one\n",
+			wantErrOut: "job \"one\" triggered in namespace \"default\"\n",
+		},
+		{
 			name:     "other namespace",
 			args:     []string{"-f", "-"},
 			stdin:    "apiVersion: lockctl.dev/v1alpha1\nkind: Job\nmetadata: {name: a, namespace: prod}\nspec: {job: x, type: periodic, podSpec: {containers: [{name: a, image: b}]}}\n",
@@ -104,6 +139,66 @@ func TestRunSubmit(t *testing.T) {
 			stored, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), strings.TrimSpace(tt.wantOut))
 			require.NoError(t, err)
 			assert.Equal(t, job.Triggered, stored.Status.State)
+		})
+	}
+}
+
+// endlessReader yields x forever and counts what it gave.
+type endlessReader struct{ n int64 }
+
+func (r *endlessReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	r.n += int64(len(p))
+	return len(p), nil
+}
+
+func TestReadJobFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exact := filepath.Join(dir, "exact.yaml")
+	require.NoError(t, os.WriteFile(exact, []byte(strings.Repeat("x", job.MaxFileSize)), 0o600))
+	over := filepath.Join(dir, "over.yaml")
+	require.NoError(t, os.WriteFile(over, []byte(strings.Repeat("x", job.MaxFileSize+1)), 0o600))
+	tests := []struct {
+		name     string
+		file     string
+		stdin    io.Reader
+		wantLen  int
+		wantErr  string
+		wantCode int
+	}{
+		{name: "file at the limit", file: exact, wantLen: job.MaxFileSize},
+		{name: "stdin at the limit", file: "-", stdin: strings.NewReader(strings.Repeat("x", job.MaxFileSize)), wantLen: job.MaxFileSize},
+		{
+			name: "file over the limit", file: over, wantCode: CodeUsage,
+			wantErr: "parse " + over + ": job file is 1.0 MiB (1048577 bytes), larger than 1 MiB (1048576 bytes)",
+		},
+		{
+			name: "endless stdin", file: "-", stdin: &endlessReader{}, wantCode: CodeUsage,
+			wantErr: "parse <stdin>: job file is larger than 1 MiB (1048576 bytes)",
+		},
+		{name: "a directory", file: dir, wantCode: CodeUsage, wantErr: "read job file: read " + dir + ": is a directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			te.f.IOStreams.In = tt.stdin
+			data, _, err := readJobFile(te.f, tt.file)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Len(t, data, tt.wantLen)
+				return
+			}
+			require.Error(t, err)
+			assert.Nil(t, data)
+			assert.True(t, strings.HasPrefix(err.Error(), tt.wantErr), "error %q\nwant prefix %q", err.Error(), tt.wantErr)
+			assert.Equal(t, tt.wantCode, exitCode(err), "exit code")
+			if r, ok := tt.stdin.(*endlessReader); ok {
+				assert.LessOrEqual(t, r.n, int64(job.MaxFileSize+64<<10), "stops reading past the limit")
+			}
 		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 // Kubernetes API errors behind them never cross the package boundary.
 var (
 	// ErrInvalid matches every error about a bad job document: a
-	// *SyntaxError or a *ValidationError.
+	// *SyntaxError, a *ValidationError or a *TooLargeError.
 	ErrInvalid = errors.New("invalid job")
 	// ErrNotFound means the job record does not exist.
 	ErrNotFound = errors.New("job not found")
@@ -52,6 +52,44 @@ func (e *SyntaxError) Error() string {
 
 // Is makes a SyntaxError match ErrInvalid.
 func (e *SyntaxError) Is(target error) bool { return target == ErrInvalid }
+
+// TooLargeError is a job file larger than MaxFileSize.
+type TooLargeError struct {
+	// Source names the document, a file name or "-" for stdin.
+	Source string
+	// Size is the size of the file in bytes; 0 when unknown, as for a
+	// stream read only up to the limit.
+	Size int64
+}
+
+// Error implements error.
+func (e *TooLargeError) Error() string {
+	size := "larger than " + byteSize(MaxFileSize)
+	if e.Size > 0 {
+		size = byteSize(e.Size) + ", larger than " + byteSize(MaxFileSize)
+	}
+	return fmt.Sprintf("parse %s: job file is %s, the most a job record (a ConfigMap) can hold: "+
+		"keep large scripts in the container image or in a ConfigMap the pod mounts", e.Source, size)
+}
+
+// Is makes a TooLargeError match ErrInvalid.
+func (e *TooLargeError) Is(target error) bool { return target == ErrInvalid }
+
+// byteSize renders n bytes for people: "1 MiB (1048576 bytes)".
+func byteSize(n int64) string {
+	const kib, mib = 1 << 10, 1 << 20
+	switch {
+	case n >= mib && n%mib == 0:
+		return fmt.Sprintf("%d MiB (%d bytes)", n/mib, n)
+	case n >= mib:
+		return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/mib, n)
+	case n >= kib && n%kib == 0:
+		return fmt.Sprintf("%d KiB (%d bytes)", n/kib, n)
+	case n >= kib:
+		return fmt.Sprintf("%.1f KiB (%d bytes)", float64(n)/kib, n)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // ValidationError lists every field of a job document that is wrong.
 type ValidationError struct {

@@ -5,23 +5,36 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
+// MaxFileSize is the largest job file Parse accepts, in bytes: 1 MiB, the
+// most a ConfigMap, which stores the job record, can hold. Callers reading
+// a job file need not read more than MaxFileSize+1 bytes to know it is too
+// large.
+const MaxFileSize = 1 << 20
+
 // Parse decodes a job document, YAML or JSON, strictly and validates it.
 // Source names the document in errors ("job.yaml", "-" for stdin).
 //
-// A document that is not well-formed returns a *SyntaxError with the line;
-// unknown or duplicate fields, values of the wrong type and invalid values
-// return one *ValidationError listing every field at fault. Both match
-// ErrInvalid. The returned job has its defaults applied.
+// Data larger than MaxFileSize returns a *TooLargeError; a document that is
+// not well-formed, or a YAML stream with more than one non-empty document,
+// returns a *SyntaxError with the line where known; unknown or duplicate
+// fields, values of the wrong type and invalid values return one
+// *ValidationError listing every field at fault. All match ErrInvalid. The
+// returned job has its defaults applied.
 func Parse(data []byte, source string) (*Job, error) {
+	if len(data) > MaxFileSize {
+		return nil, &TooLargeError{Source: source, Size: int64(len(data))}
+	}
 	raw, err := toJSON(data, source)
 	if err != nil {
 		return nil, err
@@ -72,13 +85,55 @@ func toJSON(data []byte, source string) ([]byte, error) {
 	if err != nil {
 		return nil, yamlSyntaxError(source, err)
 	}
-	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	// NOTE: the conversion above reads the first document only; count them
+	// all, so a second job in the file is refused rather than dropped.
+	docs, err := countDocuments(data)
+	if err != nil {
+		return nil, yamlSyntaxError(source, err)
+	}
+	empty := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+	switch {
+	case empty && docs == 0:
 		return nil, &SyntaxError{Source: source, Msg: "empty document"}
+	case empty:
+		return nil, &SyntaxError{Source: source, Msg: "the first document is empty: put the job first, with no empty document before it"}
+	case docs > 1:
+		return nil, &SyntaxError{Source: source, Msg: fmt.Sprintf("job file holds %d documents; one job per file: put each job in a file of its own", docs)}
 	}
 	if raw[0] != '{' {
 		return nil, &SyntaxError{Source: source, Line: 1, Msg: "a job document must be a mapping"}
 	}
 	return raw, nil
+}
+
+// countDocuments returns how many documents of the YAML stream in data are
+// not empty. Comments, blank lines and the "---" of an empty document do
+// not count. Aliases are not expanded.
+func countDocuments(data []byte) (int, error) {
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	n := 0
+	for {
+		var p docProbe
+		err := dec.Decode(&p)
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if p.set {
+			n++
+		}
+	}
+}
+
+// docProbe records whether a YAML document holds a value, without decoding
+// it: the decoder does not call UnmarshalYAML for a null document.
+type docProbe struct{ set bool }
+
+func (p *docProbe) UnmarshalYAML(func(any) error) error {
+	p.set = true
+	return nil
 }
 
 func jsonSyntaxError(data []byte, source string, err error) error {

@@ -42,6 +42,8 @@ func FuzzParse(f *testing.F) {
 		"spec: {maxConcurrency: 1e400}\n",
 		"metadata: {name: \"a\\u0000b\"}\n",
 		strings.Repeat("[", 200) + strings.Repeat("]", 200),
+		"---\nkind: Job\n---\n",
+		"kind: Job\n---\nkind: Job\n",
 	} {
 		f.Add([]byte(seed))
 	}

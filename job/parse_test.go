@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -201,6 +202,134 @@ func TestParseDocuments(t *testing.T) {
 			require.Error(t, err, tt.doc)
 			assert.Equal(t, tt.want, err.Error(), tt.doc)
 			assert.ErrorIs(t, err, ErrInvalid)
+		})
+	}
+}
+
+// validDoc is a minimal valid job document.
+const validDoc = "apiVersion: lockctl.dev/v1alpha1\nkind: Job\nmetadata: {name: a}\n" +
+	"spec: {job: a, type: periodic, podSpec: {containers: [{name: m, image: i}]}}\n"
+
+// padTo pads doc with a trailing comment to exactly size bytes.
+func padTo(doc string, size int) string {
+	return doc + "#" + strings.Repeat("x", size-len(doc)-2) + "\n"
+}
+
+func TestParseLimits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		doc     string
+		wantErr string // empty: the job parses
+		tooBig  bool   // a *TooLargeError
+	}{
+		{name: "exactly the size limit", doc: padTo(validDoc, MaxFileSize)},
+		{
+			name:    "one byte over the size limit",
+			doc:     padTo(validDoc, MaxFileSize+1),
+			wantErr: "parse x: job file is 1.0 MiB (1048577 bytes), larger than 1 MiB (1048576 bytes), the most a job record (a ConfigMap) can hold: keep large scripts in the container image or in a ConfigMap the pod mounts",
+			tooBig:  true,
+		},
+		{
+			name:    "far over the size limit",
+			doc:     strings.Replace(validDoc, "image: i", "image: i, command: ["+strings.Repeat("x", 3<<20)+"]", 1),
+			wantErr: "parse x: job file is 3.0 MiB (3145881 bytes), larger than 1 MiB (1048576 bytes), the most a job record (a ConfigMap) can hold: keep large scripts in the container image or in a ConfigMap the pod mounts",
+			tooBig:  true,
+		},
+		{
+			name: "spec whose JSON outgrows the record",
+			doc:  strings.Replace(validDoc, "image: i", `image: i, command: ["`+strings.Repeat("<", 200<<10)+`"]`, 1),
+			wantErr: "invalid job x:\n  spec: Too long: stored as JSON it is 1.2 MiB (1228931 bytes), more than the 960 KiB (983040 bytes) " +
+				"a job record (a ConfigMap) keeps for it: keep large scripts in the container image or in a ConfigMap the pod mounts",
+		},
+		{
+			name:    "annotations larger than the API server allows",
+			doc:     strings.Replace(validDoc, "{name: a}", "{name: a, annotations: {a: "+strings.Repeat("x", 256<<10)+"}}", 1),
+			wantErr: "invalid job x:\n  metadata.annotations: Too long: may not be more than 262144 bytes",
+		},
+		{name: "leading document marker", doc: "---\n" + validDoc},
+		{name: "trailing document marker", doc: validDoc + "---\n"},
+		{name: "trailing empty documents", doc: validDoc + "---\n# nothing here\n---\n...\n"},
+		{name: "trailing null document", doc: validDoc + "---\nnull\n"},
+		{name: "comment before the document marker", doc: "# job\n---\n" + validDoc},
+		{
+			name:    "second document",
+			doc:     validDoc + "---\n" + validDoc,
+			wantErr: "parse x: job file holds 2 documents; one job per file: put each job in a file of its own",
+		},
+		{
+			name:    "three documents with empty ones between",
+			doc:     validDoc + "---\n---\n" + validDoc + "---\n" + validDoc + "---\n",
+			wantErr: "parse x: job file holds 3 documents; one job per file: put each job in a file of its own",
+		},
+		{
+			name:    "second document a scalar",
+			doc:     validDoc + "--- |\n  echo hi\n",
+			wantErr: "parse x: job file holds 2 documents; one job per file: put each job in a file of its own",
+		},
+		{
+			name:    "json documents in a yaml stream",
+			doc:     "{\"a\": 1}\n---\n{\"b\": 2}\n",
+			wantErr: "parse x: job file holds 2 documents; one job per file: put each job in a file of its own",
+		},
+		{
+			name:    "empty first document",
+			doc:     "---\n---\n" + validDoc,
+			wantErr: "parse x: the first document is empty: put the job first, with no empty document before it",
+		},
+		{
+			name:    "syntax error in the second document",
+			doc:     validDoc + "---\n{{{\n",
+			wantErr: "parse x: line 6: did not find expected node content",
+		},
+		{
+			name:    "alias bomb in the second document is not expanded",
+			doc:     validDoc + "---\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n",
+			wantErr: "parse x: job file holds 2 documents; one job per file: put each job in a file of its own",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			j, err := Parse([]byte(tt.doc), "x")
+			if tt.wantErr == "" {
+				require.NoError(t, err, tt.name)
+				assert.Equal(t, "a", j.Name)
+				return
+			}
+			require.Error(t, err, tt.name)
+			assert.Nil(t, j)
+			assert.Equal(t, tt.wantErr, err.Error(), tt.name)
+			assert.ErrorIs(t, err, ErrInvalid, "a job-file error (exit 2)")
+			var tl *TooLargeError
+			assert.Equal(t, tt.tooBig, errors.As(err, &tl), "*TooLargeError for %s", tt.name)
+		})
+	}
+}
+
+func TestTooLargeError(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  *TooLargeError
+		want string
+	}{
+		{
+			name: "size known",
+			err:  &TooLargeError{Source: "job.yaml", Size: 5 << 20},
+			want: "parse job.yaml: job file is 5 MiB (5242880 bytes), larger than 1 MiB (1048576 bytes), the most a job record (a ConfigMap) can hold: keep large scripts in the container image or in a ConfigMap the pod mounts",
+		},
+		{
+			name: "stream read up to the limit",
+			err:  &TooLargeError{Source: "<stdin>"},
+			want: "parse <stdin>: job file is larger than 1 MiB (1048576 bytes), the most a job record (a ConfigMap) can hold: keep large scripts in the container image or in a ConfigMap the pod mounts",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, tt.err.Error())
+			assert.ErrorIs(t, tt.err, ErrInvalid)
 		})
 	}
 }

@@ -1,6 +1,8 @@
 package job
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +16,14 @@ import (
 
 // maxJobNameLen keeps spec.job usable as a label value.
 const maxJobNameLen = validation.LabelValueMaxLength
+
+// statusReserve is the room a job record keeps for its status (description,
+// times, pod name, URL) next to the spec, in bytes.
+const statusReserve = 64 << 10
+
+// maxSpecSize bounds the spec as its record stores it (JSON), so that every
+// job Validate accepts fits a ConfigMap with its status.
+const maxSpecSize = MaxFileSize - statusReserve
 
 // Default fills in the defaults of a parsed job: the build-cluster alias.
 func Default(j *Job) {
@@ -31,6 +41,7 @@ func Validate(j *Job) error {
 	errs = append(errs, validateType(j)...)
 	errs = append(errs, validateMeta(&j.ObjectMeta, field.NewPath("metadata"))...)
 	errs = append(errs, validateSpec(&j.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validateSpecSize(&j.Spec, field.NewPath("spec"))...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -73,12 +84,29 @@ func validateMeta(m *metav1.ObjectMeta, path *field.Path) field.ErrorList {
 		errs = append(errs, dnsLabel(path.Child("namespace"), m.Namespace, false)...)
 	}
 	errs = append(errs, metavalidation.ValidateLabels(m.Labels, path.Child("labels"))...)
+	errs = append(errs, apivalidation.ValidateAnnotations(m.Annotations, path.Child("annotations"))...)
 	for k := range m.Labels {
 		if strings.HasPrefix(k, reservedLabelPrefix) || k == LabelManagedBy {
 			errs = append(errs, field.Forbidden(path.Child("labels").Key(k), "reserved for lockctl"))
 		}
 	}
 	return errs
+}
+
+// validateSpecSize refuses a spec whose JSON would not fit the job record.
+// JSON can be larger than the YAML it came from (it escapes <, > and &).
+func validateSpecSize(s *JobSpec, path *field.Path) field.ErrorList {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return field.ErrorList{field.InternalError(path, err)}
+	}
+	if len(raw) <= maxSpecSize {
+		return nil
+	}
+	fe := field.TooLong(path, nil, maxSpecSize)
+	fe.Detail = fmt.Sprintf("stored as JSON it is %s, more than the %s a job record (a ConfigMap) keeps for it: "+
+		"keep large scripts in the container image or in a ConfigMap the pod mounts", byteSize(int64(len(raw))), byteSize(maxSpecSize))
+	return field.ErrorList{fe}
 }
 
 func dnsLabel(path *field.Path, name string, prefix bool) field.ErrorList {

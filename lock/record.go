@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,17 +86,65 @@ func (id Identity) BuildNumber() (uint64, error) {
 	return n, nil
 }
 
-// Validate checks that every field is set and that the build is a number.
+// MaxIdentityFieldLen is the longest owner, repo, branch or build an
+// Identity may hold, in bytes. Every claim in the lock record carries an
+// identity, and the record is one annotation, which the API server caps at
+// 256 KiB: at this length hundreds of waiters still fit.
+const MaxIdentityFieldLen = 253
+
+// IdentityError reports an Identity field that Validate refuses.
+type IdentityError struct {
+	// Field is "owner", "repo", "branch" or "build".
+	Field string
+	// Value is the refused value where the message shows it (quoted); it
+	// is empty when the value is empty or too long to show.
+	Value string
+	// Reason says what is wrong, such as "contains control characters".
+	Reason string
+}
+
+// Error implements error: `owner "a\x1b" contains control characters`.
+func (e *IdentityError) Error() string { return e.Describe(e.Field) }
+
+// Describe renders the error naming the field name instead, such as the
+// flag or environment variable the value came from.
+func (e *IdentityError) Describe(name string) string {
+	if e.Value == "" {
+		return name + " " + e.Reason
+	}
+	return fmt.Sprintf("%s %q %s", name, e.Value, e.Reason)
+}
+
+// Validate checks that every field is set, is printable text (valid UTF-8
+// without control characters, which would reach terminals through status
+// and logs) of at most MaxIdentityFieldLen bytes, and that the build is a
+// number. The error is an *IdentityError.
 func (id Identity) Validate() error {
 	for _, f := range []struct{ name, value string }{
 		{"owner", id.Owner}, {"repo", id.Repo}, {"branch", id.Branch}, {"build", id.Build},
 	} {
-		if strings.TrimSpace(f.value) == "" {
-			return fmt.Errorf("%s is empty", f.name)
+		if err := validateIdentityField(f.name, f.value); err != nil {
+			return err
 		}
 	}
-	_, err := id.BuildNumber()
-	return err
+	if _, err := id.BuildNumber(); err != nil {
+		return &IdentityError{Field: "build", Value: id.Build, Reason: "is not a non-negative integer"}
+	}
+	return nil
+}
+
+func validateIdentityField(name, value string) *IdentityError {
+	switch {
+	case strings.TrimSpace(value) == "":
+		return &IdentityError{Field: name, Reason: "is empty"}
+	case len(value) > MaxIdentityFieldLen:
+		return &IdentityError{Field: name, Reason: fmt.Sprintf("is %d bytes long, more than the %d allowed", len(value), MaxIdentityFieldLen)}
+	case !utf8.ValidString(value):
+		return &IdentityError{Field: name, Value: value, Reason: "is not valid UTF-8"}
+	case strings.IndexFunc(value, unicode.IsControl) >= 0:
+		return &IdentityError{Field: name, Value: value, Reason: "contains control characters"}
+	}
+	return nil
 }
 
 // PodRef points at the pod a claim lives in.

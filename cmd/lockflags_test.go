@@ -1,0 +1,162 @@
+package cmd
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+func TestLockFlagsIdentity(t *testing.T) {
+	t.Parallel()
+	flags := lockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}
+	with := func(f func(*lockFlags)) lockFlags {
+		l := flags
+		f(&l)
+		return l
+	}
+	tests := []struct {
+		name    string
+		flags   lockFlags
+		env     map[string]string
+		want    lock.Identity
+		wantErr string
+	}{
+		{name: "flags", flags: flags, want: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
+		{
+			name:  "prow environment, flags win",
+			env:   map[string]string{"REPO_OWNER": "org", "REPO_NAME": "api", "PULL_BASE_REF": "release", "BUILD_ID": "12"},
+			flags: lockFlags{Build: "13"},
+			want:  lock.Identity{Owner: "org", Repo: "api", Branch: "release", Build: "13"},
+		},
+		{
+			name: "local defaults",
+			env:  map[string]string{"USER": "me"},
+			want: lock.Identity{Owner: "me", Repo: "local", Branch: "local", Build: "1796205600"},
+		},
+		{
+			name:    "terminal escape in a flag",
+			flags:   with(func(l *lockFlags) { l.Owner = "acme\x1b[2J" }),
+			wantErr: `invalid identity: --owner "acme\x1b[2J" contains control characters: set --owner to printable text of at most 253 bytes`,
+		},
+		{
+			name:    "newline in a flag",
+			flags:   with(func(l *lockFlags) { l.Branch = "main\nfake line" }),
+			wantErr: `invalid identity: --branch "main\nfake line" contains control characters: set --branch to printable text of at most 253 bytes`,
+		},
+		{
+			name:    "oversized flag",
+			flags:   with(func(l *lockFlags) { l.Repo = strings.Repeat("r", 100<<10) }),
+			wantErr: "invalid identity: --repo is 102400 bytes long, more than the 253 allowed: set --repo to printable text of at most 253 bytes",
+		},
+		{
+			name:    "invalid UTF-8 in a flag",
+			flags:   with(func(l *lockFlags) { l.Repo = "web\xff" }),
+			wantErr: `invalid identity: --repo "web\xff" is not valid UTF-8: set --repo to printable text of at most 253 bytes`,
+		},
+		{
+			name:    "build not a number",
+			flags:   with(func(l *lockFlags) { l.Build = "1e9" }),
+			wantErr: `invalid identity: --build "1e9" is not a non-negative integer: set --build to a non-negative integer that grows with every build of the branch`,
+		},
+		{
+			name:    "blank flag",
+			flags:   with(func(l *lockFlags) { l.Owner = " " }),
+			wantErr: "invalid identity: --owner is empty: set --owner to printable text of at most 253 bytes",
+		},
+		{
+			name: "control character from prow",
+			env:  map[string]string{"REPO_OWNER": "org", "REPO_NAME": "api", "BRANCH_NAME": "main\r", "BUILD_NUMBER": "3"},
+			wantErr: `invalid identity: branch "main\r" contains control characters (from $BRANCH_NAME): ` +
+				"fix the variable, or override it with --branch set to printable text of at most 253 bytes",
+		},
+		{
+			name: "oversized value from github actions",
+			env: map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/" + strings.Repeat("r", 300),
+				"GITHUB_REF_NAME": "main", "GITHUB_RUN_NUMBER": "5"},
+			wantErr: "invalid identity: repo is 300 bytes long, more than the 253 allowed (from $GITHUB_REPOSITORY): " +
+				"fix the variable, or override it with --repo set to printable text of at most 253 bytes",
+		},
+		{
+			name:    "bad build from gitlab",
+			env:     map[string]string{"GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "g", "CI_PROJECT_NAME": "p", "CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "x"},
+			wantErr: `invalid identity: build "x" is not a non-negative integer (from $CI_PIPELINE_IID): fix the variable, or override it with --build set to a non-negative integer that grows with every build of the branch`,
+		},
+		{
+			name:  "bad environment overridden by a flag",
+			env:   map[string]string{"REPO_OWNER": "org\x1b", "REPO_NAME": "api", "BRANCH_NAME": "main", "BUILD_NUMBER": "3"},
+			flags: lockFlags{Owner: "org"},
+			want:  lock.Identity{Owner: "org", Repo: "api", Branch: "main", Build: "3"},
+		},
+		{
+			name:    "control character in $USER",
+			env:     map[string]string{"USER": "me\x07"},
+			wantErr: `invalid identity: owner "me\a" contains control characters (from $USER): fix the variable, or override it with --owner set to printable text of at most 253 bytes`,
+		},
+		{name: "pod name", flags: with(func(l *lockFlags) { l.Pod = "ci/runner-1" }), want: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
+		{
+			name:    "pod with a control character",
+			flags:   with(func(l *lockFlags) { l.Pod = "runner\x1b" }),
+			wantErr: `invalid --pod "runner\x1b": name: a lowercase RFC 1123 subdomain must consist of`,
+		},
+		{
+			name:    "pod with a bad namespace",
+			flags:   with(func(l *lockFlags) { l.Pod = "/runner" }),
+			wantErr: `invalid --pod "/runner": namespace: a lowercase RFC 1123 label must consist of`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			for k, v := range tt.env {
+				te.env[k] = v
+			}
+			l := tt.flags
+			id, err := l.identity(te.f)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, id)
+				return
+			}
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), tt.wantErr), "error %q\nwant prefix %q", err.Error(), tt.wantErr)
+			assert.Equal(t, CodeUsage, exitCode(err), "exit code")
+			var flagErr *FlagError
+			assert.True(t, errors.As(err, &flagErr), "a *FlagError")
+			assert.NotContains(t, err.Error(), "\x1b", "no control characters in the message")
+			assert.Less(t, len(err.Error()), 1024, "a readable message, not the whole value")
+		})
+	}
+}
+
+func TestRunAcquireRefusesHostileIdentity(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "terminal escape in the owner", args: []string{"--owner", "acme\x1b[2J"}, wantErr: `invalid identity: --owner "acme\x1b[2J" contains control characters`},
+		{name: "newline in the branch", args: []string{"--branch", "main\nfake line"}, wantErr: `invalid identity: --branch "main\nfake line" contains control characters`},
+		{name: "oversized owner", args: []string{"--owner", strings.Repeat("o", 100<<10)}, wantErr: "invalid identity: --owner is 102400 bytes long"},
+	}
+	for _, tt := range tests {
+		for _, verb := range []string{"acquire", "release"} {
+			t.Run(verb+" "+tt.name, func(t *testing.T) {
+				t.Parallel()
+				te := newTestEnv(t)
+				args := append([]string{verb, "staging", "--repo", "web", "--build", "1"}, tt.args...)
+				err := te.run(args...)
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Equal(t, CodeUsage, exitCode(err), "exit code")
+				assert.Empty(t, te.cs.Actions(), "no API call")
+			})
+		}
+	}
+}
