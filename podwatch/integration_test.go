@@ -3,6 +3,7 @@ package podwatch
 import (
 	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +99,7 @@ func TestIntegrationFollow(t *testing.T) {
 		wantExitCodes map[string]int32
 		wantSucceeded bool
 		wantKinds     []EventKind // must appear, in this order, among the events
+		wantLogs      bool        // the container's log (kwok's) arrives whole, in order
 	}{
 		{
 			name:          "succeeds with every container at exit code 0",
@@ -115,6 +117,7 @@ func TestIntegrationFollow(t *testing.T) {
 			wantPhase:     corev1.PodFailed,
 			wantExitCodes: map[string]int32{"main": 3},
 			wantKinds:     []EventKind{EventRunning, EventTerminated, EventPhase},
+			wantLogs:      true,
 		},
 		{
 			name: "waits while the container is not started",
@@ -227,6 +230,10 @@ func TestIntegrationFollow(t *testing.T) {
 				assert.Equal(t, tc.wantSucceeded, res.Succeeded(), "Succeeded of %+v", res)
 			}
 			assertInOrder(t, rec.kinds(), tc.wantKinds)
+			if tc.wantLogs {
+				assert.Equal(t, strings.Join(testenv.DefaultContainerLog, "\n")+"\n", rec.out.String(), "logs")
+				assert.Empty(t, rec.logErrors(), "no log errors")
+			}
 			for container, n := range rec.logErrors() {
 				assert.LessOrEqual(t, n, 1, "log errors of container %q are reported once", container)
 			}

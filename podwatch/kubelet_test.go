@@ -26,6 +26,7 @@ type fakeKubelet struct {
 	cutNext   map[string]int // the next followed stream of a container ends after n lines
 	cuts      int            // streams cut short so far
 	hang      bool           // followed streams never end
+	hangAll   bool           // no stream ever ends, followed or not
 	fail      error          // every open fails with it
 }
 
@@ -118,6 +119,12 @@ func (k *fakeKubelet) setHang() {
 	k.hang = true
 }
 
+func (k *fakeKubelet) setHangAll() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.hang, k.hangAll = true, true
+}
+
 func (k *fakeKubelet) setFail(err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -204,7 +211,7 @@ func (k *fakeKubelet) serve(ctx context.Context, inst *fakeInstance, o corev1.Po
 				batch = append(batch, l)
 			}
 		}
-		ended, hang, changed := inst.ended, k.hang, k.changed
+		ended, hang, hangAll, changed := inst.ended, k.hang, k.hangAll, k.changed
 		k.mu.Unlock()
 
 		for _, l := range batch {
@@ -221,7 +228,7 @@ func (k *fakeKubelet) serve(ctx context.Context, inst *fakeInstance, o corev1.Po
 				return
 			}
 		}
-		if !o.Follow || (ended && !hang) {
+		if !hangAll && (!o.Follow || (ended && !hang)) {
 			_ = pw.Close()
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -112,7 +113,20 @@ type streamer struct {
 	instance string
 	complete bool
 	reported bool
+
+	// active is when this stream last read a line (unix nanoseconds).
+	active atomic.Int64
 }
+
+// settleTimeout is how long a followed stream may stay idle once the pod has
+// finished before it is closed and read once more without following. A
+// kubelet ends the stream itself within about a second of the container's
+// end; some (kwok) never do. The second read starts where the first one
+// stopped, so closing early loses nothing.
+const settleTimeout = time.Second
+
+// errSettled stops a followed stream that outlived its pod.
+var errSettled = errors.New("log stream outlived the pod")
 
 func (s *streamer) run(ctx context.Context) {
 	defer close(s.done)
@@ -289,6 +303,12 @@ func (s *streamer) report(ctx context.Context, err error) {
 // short by the end of a followed stream is left for the next read, which
 // starts at its second. It returns how many lines were written.
 func (s *streamer) read(ctx context.Context, previous, follow bool) (int, error) {
+	if follow {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go s.closeWhenSettled(ctx, cancel)
+	}
 	opts := &corev1.PodLogOptions{Container: s.ref.name, Follow: follow, Previous: previous, Timestamps: true}
 	if !s.lastTS.IsZero() {
 		since := metav1.NewTime(s.lastTS)
@@ -313,6 +333,7 @@ func (s *streamer) read(ctx context.Context, previous, follow bool) (int, error)
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			s.r.touch()
+			s.active.Store(s.r.clock.Now().UnixNano())
 			if err == nil || !follow {
 				if s.write(line, &skip) {
 					n++
@@ -323,10 +344,48 @@ func (s *streamer) read(ctx context.Context, previous, follow bool) (int, error)
 		case err == nil:
 		case errors.Is(err, io.EOF):
 			return n, nil
+		case errors.Is(context.Cause(ctx), errSettled):
+			return n, nil
 		case ctx.Err() != nil:
 			return n, ctx.Err()
 		default:
 			return n, fmt.Errorf("read log stream: %w", err)
+		}
+	}
+}
+
+// closeWhenSettled stops a followed read (cancel) once the pod has finished
+// and the stream has been idle for settleTimeout since then.
+func (s *streamer) closeWhenSettled(ctx context.Context, cancel context.CancelCauseFunc) {
+	for {
+		pod, changed := s.r.state.get()
+		if finished(pod) {
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+	finishedAt := time.Unix(0, s.r.finishedAt.Load())
+	for {
+		since := finishedAt
+		if last := time.Unix(0, s.active.Load()); last.After(since) {
+			since = last
+		}
+		idle := s.r.clock.Since(since)
+		if idle >= settleTimeout {
+			s.log.Debug("log stream still open after the pod finished; reading the rest without following")
+			cancel(errSettled)
+			return
+		}
+		t := s.r.clock.NewTimer(settleTimeout - idle)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return
 		}
 	}
 }

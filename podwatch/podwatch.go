@@ -293,6 +293,7 @@ type run struct {
 
 	streamsDone chan struct{} // nil until the streams are started
 	lastActive  atomic.Int64  // unix nanoseconds of the last log activity
+	finishedAt  atomic.Int64  // unix nanoseconds when the pod was seen finished
 
 	eventsMu     sync.Mutex
 	eventsClosed bool
@@ -372,6 +373,7 @@ func (r *run) handle(ctx context.Context, ev watch.Event) (bool, error) {
 		// NOTE: the drain timeout counts from here, so touch before the
 		// streams see the final state.
 		r.touch()
+		r.finishedAt.Store(r.clock.Now().UnixNano())
 	}
 	r.state.set(pod)
 	return finished(pod), nil

@@ -623,7 +623,9 @@ func TestFollow(t *testing.T) {
 			},
 		},
 		{
-			name: "hung log stream is abandoned after the drain timeout",
+			// NOTE: kwok's streams never end; a kubelet's may outlive the
+			// container by a second.
+			name: "followed stream that outlives the pod is closed and read to its end",
 			pod:  singleRunning,
 			setup: func(h *harness) {
 				h.kubelet.start("main", "c1")
@@ -632,8 +634,45 @@ func TestFollow(t *testing.T) {
 			},
 			drive: func(h *harness) {
 				h.kubelet.waitFor(h.t, "a followed stream", func(k *fakeKubelet) bool { return len(k.opens) > 0 })
+				h.kubelet.write("main", "done")
 				h.kubelet.end("main")
 				h.update(withStatus(corev1.PodSucceeded, terminated("main", "c1", 0, 0, "Completed")))
+				h.stepWhenWaiting(settleTimeout)
+			},
+			wantResult: Result{
+				Pod: testPod, Phase: corev1.PodSucceeded,
+				ExitCodes: map[string]int32{"main": 0}, Containers: []string{"main"},
+			},
+			wantSucceeded: true,
+			wantEvents: []string{
+				`pod "job-1" is Running`,
+				`container "main" is running`,
+				`container "main" terminated with exit code 0 (Completed)`,
+				`pod "job-1" is Succeeded`,
+			},
+			wantOut: "working\ndone\n",
+			check: func(t *testing.T, h *harness) {
+				opens := h.kubelet.recorded()
+				require.Len(t, opens, 2, "the followed stream, then one read to the end")
+				assert.True(t, opens[0].Follow)
+				assert.False(t, opens[1].Follow)
+			},
+		},
+		{
+			name: "hung log stream is abandoned after the drain timeout",
+			pod:  singleRunning,
+			setup: func(h *harness) {
+				// NOTE: no lines, so that nothing but the opens counts as
+				// log activity while the fake clock steps.
+				h.kubelet.start("main", "c1")
+				h.kubelet.setHangAll()
+			},
+			drive: func(h *harness) {
+				h.kubelet.waitFor(h.t, "a followed stream", func(k *fakeKubelet) bool { return len(k.opens) > 0 })
+				h.kubelet.end("main")
+				h.update(withStatus(corev1.PodSucceeded, terminated("main", "c1", 0, 0, "Completed")))
+				h.stepWhenWaiting(settleTimeout)
+				h.kubelet.waitFor(h.t, "a read to the end", func(k *fakeKubelet) bool { return len(k.opens) > 1 })
 				h.stepWhenWaiting(DefaultDrainTimeout)
 			},
 			wantResult: Result{
@@ -648,7 +687,6 @@ func TestFollow(t *testing.T) {
 				`pod "job-1" is Succeeded`,
 				`log streams idle for 5s after the pod finished; output may be incomplete`,
 			},
-			wantOut: "working\n",
 		},
 		{
 			name: "pod created after the follow starts",

@@ -123,8 +123,36 @@ func (r *Reconciler) retirePod(ctx context.Context, cl *buildCluster, pod *corev
 }
 
 // removeFinalizer takes lockctl's finalizer off the pod with a JSON patch
-// that tests the pod's UID and the finalizer's position first.
+// that tests the pod's UID and the finalizer's position first. When a test
+// fails (another reconciler got there first, or the finalizers moved), the
+// pod is read again and the removal retried if the finalizer is still on it.
 func removeFinalizer(ctx context.Context, cl *buildCluster, pod *corev1.Pod) error {
+	err := patchOutFinalizer(ctx, cl, pod)
+	if !isPatchTestFailure(err) {
+		return err
+	}
+	fresh, gerr := getPod(ctx, cl, pod.Name)
+	switch {
+	case gerr != nil:
+		return errors.Join(err, gerr)
+	case fresh == nil || (pod.UID != "" && fresh.UID != pod.UID):
+		return nil
+	}
+	return patchOutFinalizer(ctx, cl, fresh)
+}
+
+// isPatchTestFailure reports whether the API server refused a JSON patch
+// because one of its test operations failed: 422 without field causes.
+func isPatchTestFailure(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	st := status.Status()
+	return st.Code == http.StatusUnprocessableEntity && (st.Details == nil || len(st.Details.Causes) == 0)
+}
+
+func patchOutFinalizer(ctx context.Context, cl *buildCluster, pod *corev1.Pod) error {
 	i := finalizerIndex(pod)
 	if i < 0 {
 		return nil

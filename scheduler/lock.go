@@ -102,6 +102,10 @@ func (r *Reconciler) liftGate(ctx context.Context, cl *buildCluster, pod *corev1
 		return fmt.Errorf("encode gate patch: %w", err)
 	}
 	_, err = cl.pods.Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, data, metav1.PatchOptions{})
+	if isPatchTestFailure(err) {
+		// NOTE: the pod changed since it was read; the next pass reads it again.
+		return fmt.Errorf("lift lock gate of pod %q: %w: %v", pod.Name, job.ErrConflict, err)
+	}
 	if err != nil {
 		return fmt.Errorf("lift lock gate of pod %q: %w", pod.Name, err)
 	}

@@ -135,7 +135,7 @@ func up(dir string) error {
 
 func serve(dir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	env, err := testenv.Start(ctx, testenv.Options{})
+	env, err := testenv.Start(ctx, testenv.Options{ContainerLog: containerLog})
 	cancel()
 	if err != nil {
 		return err
@@ -196,4 +196,12 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// containerLog is what every container on the local control plane's fake
+// node prints: kwok runs no containers, so the log says so.
+var containerLog = []string{
+	"(kwok runs no containers: every container on the local control plane prints these lines)",
+	"deploying...",
+	"deployed",
 }

@@ -67,6 +67,14 @@ const (
 	callTimeout = 5 * time.Second
 )
 
+// DefaultContainerLog is the log of every container on the fake node when
+// Options.ContainerLog is nil.
+var DefaultContainerLog = []string{
+	"fake container: starting",
+	"fake container: working",
+	"fake container: done",
+}
+
 // serviceIP is the ClusterIP of the kubernetes Service: the first address of
 // serviceCIDR.
 var serviceIP = net.IPv4(10, 0, 0, 1)
@@ -79,6 +87,10 @@ type Options struct {
 	// KwokStages is the kwok Stage YAML (multi-document) that drives Nodes
 	// and Pods. Empty means DefaultKwokStages.
 	KwokStages string
+	// ContainerLog is what every container on the fake node prints, one
+	// line each; nil means DefaultContainerLog. The API server fetches it
+	// from kwok as from a kubelet (kubectl logs, lockctl logs).
+	ContainerLog []string
 	// KeepDir keeps Env.Dir (logs, etcd data, certificates) after Stop.
 	// false removes it, unless LOCKCTL_TESTENV_KEEP=1 is set.
 	KeepDir bool
@@ -144,11 +156,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	etcdPort, peerPort, apiPort, schedPort := ports[0], ports[1], ports[2], ports[3]
+	etcdPort, peerPort, apiPort, schedPort, kubeletPort := ports[0], ports[1], ports[2], ports[3], ports[4]
 	creds, err := writeCredentials(filepath.Join(dir, "pki"), serviceIP)
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
@@ -206,6 +218,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		// plugins Pods are admitted without a ServiceAccount and the fake Node
 		// is schedulable as soon as it exists.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+		// kwok serves the fake node's kubelet API (logs) on 127.0.0.1; the
+		// node's Hostname address does not resolve.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--profiling=false",
 	}, env)
 	if err != nil {
@@ -261,7 +276,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := os.MkdirAll(kwokHome, 0o755); err != nil {
 		return nil, fmt.Errorf("start kwok: %w", err)
 	}
-	if err := os.WriteFile(stagesFile, []byte(stages), 0o644); err != nil {
+	logs, err := writeContainerLog(kwokHome, opts.ContainerLog)
+	if err != nil {
+		return nil, fmt.Errorf("start kwok: %w", err)
+	}
+	if err := os.WriteFile(stagesFile, []byte(stages+"\n---\n"+logs), 0o644); err != nil {
 		return nil, fmt.Errorf("start kwok: %w", err)
 	}
 	kwok, err := startProcess(dir, "kwok", bins.kwok, []string{
@@ -269,6 +288,14 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		"--config=" + stagesFile,
 		"--manage-nodes-with-annotation-selector=" + kwokNodeKey + "=" + kwokNodeVal,
 		"--cidr=" + podCIDR,
+		// kwok plays the node's kubelet API too: the stages publish this
+		// address and port in the Node's status, where the API server finds
+		// it, and it serves TLS with the API server's own certificate.
+		"--node-ip=127.0.0.1",
+		"--node-port=" + strconv.Itoa(kubeletPort),
+		"--server-address=127.0.0.1:" + strconv.Itoa(kubeletPort),
+		"--tls-cert-file=" + creds.certFile,
+		"--tls-private-key-file=" + creds.keyFile,
 	}, append(env, "HOME="+kwokHome)) // keep ~/.kwok/kwok.yaml out
 	if err != nil {
 		return nil, err
@@ -468,4 +495,30 @@ func reapStaleDirs() {
 		}
 		_ = os.RemoveAll(d)
 	}
+}
+
+// writeContainerLog writes lines as a container log file in the CRI format
+// that kwok serves, and returns the kwok ClusterLogs document that serves it
+// for every container of every pod.
+func writeContainerLog(dir string, lines []string) (string, error) {
+	if lines == nil {
+		lines = DefaultContainerLog
+	}
+	var b strings.Builder
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, l := range lines {
+		fmt.Fprintf(&b, "%s stdout F %s\n", at.Add(time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano), l)
+	}
+	path := filepath.Join(dir, "container.log")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(`apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: every-container
+spec:
+  logs:
+  - logsFile: %q
+`, path), nil
 }

@@ -2,6 +2,7 @@ package testenv_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,16 @@ func TestIntegrationHarness(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, testenv.ContextName, raw.CurrentContext, "current context")
 		assert.Equal(t, metav1.NamespaceDefault, raw.Contexts[testenv.ContextName].Namespace, "context namespace")
+	})
+
+	t.Run("container logs come from kwok through the api server", func(t *testing.T) {
+		t.Parallel()
+		ns := env.Namespace(t)
+		pod := newPod("logs", map[string]string{testenv.AnnotationExitCode: "0", testenv.AnnotationDuration: "1s"})
+		runPod(t, env.Client, ns, pod, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		raw, err := env.Client.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(t.Context())
+		require.NoError(t, err, "logs of %s", pod.Name)
+		assert.Equal(t, strings.Join(testenv.DefaultContainerLog, "\n")+"\n", string(raw))
 	})
 
 	t.Run("exit code 0 goes Pending, Running, Succeeded", func(t *testing.T) {
