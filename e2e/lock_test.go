@@ -13,6 +13,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/lock"
 )
 
 func TestIntegrationCLILockLifecycle(t *testing.T) {
@@ -161,4 +165,26 @@ func TestIntegrationCLIWaitingProgress(t *testing.T) {
 	require.NoError(t, waiter.Wait())
 	assert.Contains(t, strings.Join(rest, "\n"), `lock "qa" acquired by acme/api@main#7`)
 	_, _ = io.Copy(io.Discard, stderr)
+}
+
+// TestIntegrationCLIStatusEscapesTamperedIdentity: a lock record whose
+// holder carries terminal escapes (written by another client, or edited by
+// hand) is shown escaped, never raw.
+func TestIntegrationCLIStatusEscapesTamperedIdentity(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	require.Equal(t, 0, c.run(t, append([]string{"acquire", "staging"}, id("web", 1)...)...).code)
+	cms := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace)
+	cm, err := cms.Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	require.NoError(t, err)
+	rec := cm.Annotations[lock.RecordAnnotation]
+	require.Contains(t, rec, `"owner":"acme"`)
+	cm.Annotations[lock.RecordAnnotation] = strings.Replace(rec, `"owner":"acme"`, `"owner":"ac\u001b[2Jme"`, 1)
+	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	o := c.run(t, "status")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.NotContains(t, o.stdout+o.stderr, "\x1b", "no raw escape reaches the terminal")
+	assert.Contains(t, o.stdout, `"ac\x1b[2Jme"/web@main#1`)
 }

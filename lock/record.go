@@ -66,9 +66,18 @@ type Identity struct {
 	Build  string `json:"build"`
 }
 
-// String renders the identity as owner/repo@branch#build.
+// String renders the identity as owner/repo@branch#build. A field that is
+// not printable text (a record written by another client, or tampered with)
+// is shown quoted with Go escapes, so it cannot drive a terminal.
 func (id Identity) String() string {
-	return fmt.Sprintf("%s/%s@%s#%s", id.Owner, id.Repo, id.Branch, id.Build)
+	return fmt.Sprintf("%s/%s@%s#%s", printable(id.Owner), printable(id.Repo), printable(id.Branch), printable(id.Build))
+}
+
+func printable(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // SameBranch reports whether both identities deploy the same owner, repository

@@ -118,3 +118,18 @@ func TestClaimRefusesInvalidIdentity(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, `invalid holder identity: owner "acme\x1b" contains control characters`, err.Error())
 }
+
+func TestIdentityStringEscapes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		id   Identity
+		want string
+	}{
+		{Identity{Owner: "acme", Repo: "web", Branch: "feature/ü", Build: "7"}, "acme/web@feature/ü#7"},
+		{Identity{Owner: "acme\x1b[2J", Repo: "web", Branch: "main\nfake", Build: "7"}, `"acme\x1b[2J"/web@"main\nfake"#7`},
+		{Identity{Owner: "a\xff", Repo: "web", Branch: "main", Build: "7"}, `"a\xff"/web@main#7`},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.id.String())
+	}
+}
