@@ -37,6 +37,7 @@ func Main() int {
 	}()
 
 	f := NewFactory(streams)
+	routeKlog(f.Log)
 	err := Run(ctx, f, os.Args[1:])
 	signal.Stop(sigs)
 	if err != nil && got != nil && errors.Is(err, context.Canceled) {

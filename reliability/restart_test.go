@@ -30,7 +30,10 @@ import (
 //     renewal fall due while the API server is down; the waiter keeps its
 //     place and takes the lock once the server is back.
 //
-// In both, exactly one holder remains and the queue is empty.
+//   - a lockctl acquire process waiting: as the first, and the outage
+//     leaves no client-go log lines on its stderr.
+//
+// In all, exactly one holder remains and the queue is empty.
 func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
@@ -39,9 +42,11 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 		holdTTL time.Duration
 		down    time.Duration
 		release bool
+		cli     bool
 	}{
 		{name: "released after the restart", holdTTL: time.Hour, down: time.Second, release: true},
 		{name: "expired during the outage", holdTTL: 3 * time.Second, down: 6 * time.Second},
+		{name: "a lockctl process waits", holdTTL: time.Hour, down: 2 * time.Second, release: true, cli: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,15 +59,34 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 			defer cancel()
 			_, err := holder.Acquire(ctx, lock.Request{Target: target, Identity: identity("holder", 1), TTL: tt.holdTTL})
 			require.NoError(t, err)
-			done := acquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
+			var done <-chan acquisition
+			cliDone := make(chan outcome, 1)
+			if tt.cli {
+				go func() {
+					cliDone <- runLockctl(t, nil, "acquire", target, "--owner", "acme", "--repo", "waiter", "--branch", "main", "--build", "1",
+						"--kubeconfig", env.Kubeconfig, "--lock-namespace", ns, "--timeout", "80s", "--progress", "plain")
+				}()
+				require.Eventually(t, func() bool {
+					l, err := holder.Get(ctx, target)
+					return err == nil && l != nil && len(l.Status.Waiters) == 1
+				}, 30*time.Second, 50*time.Millisecond, "the lockctl process queues")
+			} else {
+				done = acquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
+			}
 
 			require.NoError(t, env.RestartAPIServer(ctx, tt.down), "restart kube-apiserver")
 			if tt.release {
 				_, err := holder.Release(ctx, target, identity("holder", 1), lock.ReleaseOptions{})
 				require.NoError(t, err, "release after the restart")
 			}
-			r := await(t, done, time.Minute, "waiter")
-			require.NoError(t, r.err, "the waiter resumes by itself and takes the lock")
+			if tt.cli {
+				o := <-cliDone
+				require.Equal(t, 0, o.code, "the lockctl process takes the lock; stderr:\n%s", o.stderr)
+				assert.NotRegexp(t, `(?m)^[IWEF]\d{4} `, o.stderr, "no client-go (klog) lines")
+			} else {
+				r := await(t, done, time.Minute, "waiter")
+				require.NoError(t, r.err, "the waiter resumes by itself and takes the lock")
+			}
 
 			got, err := waiter.Get(ctx, target)
 			require.NoError(t, err)

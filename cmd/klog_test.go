@@ -1,0 +1,27 @@
+package cmd
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestKlogWriter(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	l := logrus.New()
+	l.SetOutput(&buf)
+	l.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
+
+	w := klogWriter{log: logrus.NewEntry(l)}
+	n, err := w.Write([]byte("E1202 reflector.go:200] failed to list *v1.ConfigMap: connection refused\n"))
+	assert.NoError(t, err)
+	assert.Equal(t, 73, n)
+	assert.Empty(t, buf.String(), "hidden at the default level")
+
+	l.SetLevel(logrus.DebugLevel)
+	_, _ = w.Write([]byte("E1202 reflector.go:200] failed to list\n"))
+	assert.Contains(t, buf.String(), `msg="E1202 reflector.go:200] failed to list" source=client-go`)
+}
