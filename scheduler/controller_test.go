@@ -102,6 +102,8 @@ func TestRunFollowsEventsUntilCancelled(t *testing.T) {
 	require.Eventually(t, func() bool { return h.get("a").Status.State == job.Pending }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, job.Triggered, h.get("b").Status.State, "b waits for a")
 
+	// NOTE: the job turns pending before its pod is created.
+	require.Eventually(t, func() bool { return h.pod("a") != nil }, 10*time.Second, 10*time.Millisecond, "a's pod")
 	pod := h.pod("a")
 	pod.Status.Phase = corev1.PodSucceeded
 	_, err = h.build.CoreV1().Pods(podNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
