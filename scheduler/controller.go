@@ -93,7 +93,8 @@ func NewController(jobs kubernetes.Interface, namespace string, clusters map[str
 	c.factories = append(c.factories, jobFactory, ledgerFactory)
 	podSelector := job.LabelManagedBy + "=" + job.ManagedByValue + "," + job.LabelRecordNamespace + "=" + namespace
 	for alias, cs := range clusters {
-		f := informers.NewSharedInformerFactoryWithOptions(cs, resyncPeriod, informers.WithNamespace(r.clusters[alias].namespace), strip,
+		f := informers.NewSharedInformerFactoryWithOptions(cs, resyncPeriod, informers.WithNamespace(r.clusters[alias].namespace),
+			informers.WithTransform(trimPod),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSelector }))
 		c.podInfs[alias] = f.Core().V1().Pods().Informer()
 		c.factories = append(c.factories, f)
@@ -482,4 +483,24 @@ func stripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// trimPod keeps of a pod what the reconciler reads from the cache: its
+// metadata (without managedFields), its scheduling gates and node, and its
+// status without conditions. The containers' specs, volumes and the like
+// are most of a pod and are never read from the cache; podwatch and lockctl
+// logs read pods from the API server.
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return stripManagedFields(obj)
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{
+		SchedulingGates: pod.Spec.SchedulingGates,
+		NodeName:        pod.Spec.NodeName,
+		RestartPolicy:   pod.Spec.RestartPolicy,
+	}
+	pod.Status.Conditions = nil
+	return pod, nil
 }

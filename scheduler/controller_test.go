@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/lockctl/lockctl/job"
 )
@@ -158,4 +159,42 @@ func TestCheckClusters(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ClusterForbidden, recorded["default"].State)
 	assert.WithinDuration(t, h.clock.Now(), recorded["default"].Since.Time, time.Second)
+}
+
+func TestTrimPod(t *testing.T) {
+	t.Parallel()
+	started := metav1.Now()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p", UID: "u", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+			Finalizers: []string{job.Finalizer}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
+		},
+		Spec: corev1.PodSpec{
+			Containers:      []corev1.Container{{Name: "main", Image: "alpine", Command: []string{"sh"}}},
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: job.LockGate}},
+			NodeName:        "n", RestartPolicy: corev1.RestartPolicyNever,
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, Reason: "r", StartTime: &started,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "main"}},
+		},
+	}
+	got, err := trimPod(pod)
+	require.NoError(t, err)
+	p := got.(*corev1.Pod)
+	assert.Nil(t, p.ManagedFields)
+	assert.Nil(t, p.Spec.Containers, "container specs are not cached")
+	assert.Nil(t, p.Status.Conditions)
+	assert.Equal(t, []corev1.PodSchedulingGate{{Name: job.LockGate}}, p.Spec.SchedulingGates)
+	assert.Equal(t, "n", p.Spec.NodeName)
+	assert.Equal(t, map[string]string{"a": "b"}, p.Labels)
+	assert.Equal(t, []string{job.Finalizer}, p.Finalizers)
+	assert.Equal(t, corev1.PodRunning, p.Status.Phase)
+	assert.Len(t, p.Status.ContainerStatuses, 1)
+
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: pod}
+	same, err := trimPod(tomb)
+	require.NoError(t, err)
+	assert.Equal(t, tomb, same, "anything else passes through")
 }

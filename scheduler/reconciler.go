@@ -158,8 +158,14 @@ func (r *Reconciler) latest(j *job.Job) *job.Job {
 		return s.(*job.Job)
 	}
 	if w, ok := r.written.Load(j.Name); ok {
-		if wj := w.(*job.Job); wj.UID == j.UID && newerRV(wj.ResourceVersion, j.ResourceVersion) {
+		wj := w.(*job.Job)
+		if wj.UID == j.UID && newerRV(wj.ResourceVersion, j.ResourceVersion) {
 			return wj
+		}
+		if wj.UID == j.UID {
+			// NOTE: the view has caught up; holding on would keep a copy
+			// of every job ever written.
+			r.written.CompareAndDelete(j.Name, w)
 		}
 	}
 	return j

@@ -125,7 +125,24 @@ type Env struct {
 // Start may be called several times in one process; each Env is independent.
 // On error nothing is left running, and the error quotes the log of the
 // component that failed.
-func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+//
+// Ports are picked free but only bound by the components a moment later, so
+// another process (go test runs packages in parallel) may take one first: a
+// start that fails that way is tried again with new ports, up to three times.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := start(ctx, opts)
+		if err == nil || attempt == startAttempts || !strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
+			return e, err
+		}
+		fmt.Fprintf(os.Stderr, "testenv: a port was taken before its component bound it; starting again (%d/%d)\n", attempt+1, startAttempts)
+	}
+}
+
+// startAttempts bounds the starts tried when a port is taken.
+const startAttempts = 3
+
+func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	begin := time.Now()
 	toolsDir := opts.ToolsDir
 	if toolsDir == "" {
