@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
+	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -154,6 +156,7 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 }
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
+	loopLogFormat(o.f.Log.Logger)
 	cfg, err := o.loadConfig()
 	if err != nil {
 		return err
@@ -234,4 +237,14 @@ func serveMetrics(ctx context.Context, f *Factory, addr string, reg *prometheus.
 
 func init() {
 	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newReconcileCmd(f, nil) })
+}
+
+// loopLogFormat gives a reconcile loop's log times and fields (job, pod,
+// from, to, reason): it is read later, line by line, unlike a command's
+// messages, and the CLI's plain text format leaves both out. JX_LOG_FORMAT
+// still picks json.
+func loopLogFormat(l *logrus.Logger) {
+	if _, plain := l.Formatter.(*jxlog.JenkinsXTextFormat); plain {
+		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339, DisableColors: true})
+	}
 }

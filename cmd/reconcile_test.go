@@ -1,11 +1,14 @@
 package cmd
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
+	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -131,4 +134,20 @@ func TestRunReconcile(t *testing.T) {
 			assert.Equal(t, tt.wantState, got.Status.State)
 		})
 	}
+}
+
+func TestLoopLogFormat(t *testing.T) {
+	t.Parallel()
+	l := logrus.New()
+	l.SetFormatter(jxlog.NewJenkinsXTextFormat())
+	var buf bytes.Buffer
+	l.SetOutput(&buf)
+	loopLogFormat(l)
+	l.WithField("job", "deploy-1").WithField("to", "success").Info("job state changed")
+	assert.Regexp(t, `^time="[0-9T:+-]+Z?" level=info msg="job state changed" job=deploy-1 to=success\n$`, buf.String())
+
+	json := &logrus.JSONFormatter{}
+	l.SetFormatter(json)
+	loopLogFormat(l)
+	assert.Same(t, json, l.Formatter, "JX_LOG_FORMAT=json stays")
 }
