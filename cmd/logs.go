@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/podwatch"
+	"github.com/lockctl/lockctl/scheduler"
 )
 
 // logsOptions configure `lockctl logs`.
@@ -84,8 +86,7 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 	}
 	name := job.PodName(j)
 	if o.Follow {
-		_, err := podwatch.New(pods, podNS, name, o.f.Log).Follow(ctx, podwatch.Options{Out: o.f.IOStreams.Out})
-		return err
+		return o.follow(ctx, store, pods, podNS, name)
 	}
 	if j.Status.State == job.Triggered {
 		return fmt.Errorf("job %q has no pod yet (triggered): wait for it with -f", j.Name)
@@ -175,4 +176,65 @@ func firstNonEmpty(vals ...string) string {
 
 func init() {
 	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newLogsCmd(f, nil) })
+}
+
+// follow streams the logs of the job's pod until it finishes. A pod deleted
+// or evicted while its job goes on (the reconciler creates it again under
+// the same name) is followed again once replaced; one whose job has
+// finished ends the follow.
+func (o *logsOptions) follow(ctx context.Context, store *job.Store, pods corev1client.PodsGetter, podNS, name string) error {
+	for {
+		res, err := podwatch.New(pods, podNS, name, o.f.Log).Follow(ctx, podwatch.Options{Out: o.f.IOStreams.Out})
+		var what string
+		switch {
+		case errors.Is(err, podwatch.ErrPodDeleted):
+			what = "was deleted"
+		case err == nil && res.Reason == scheduler.ReasonEvicted:
+			what = "was evicted"
+		default:
+			return err
+		}
+		replaced, err := o.awaitReplacement(ctx, store, pods.Pods(podNS), name, what)
+		if err != nil || !replaced {
+			return err
+		}
+	}
+}
+
+// replacementPoll is how often logs -f looks for the pod that replaces one
+// deleted or evicted.
+const replacementPoll = time.Second
+
+// awaitReplacement waits until the pod called name is one that the
+// reconciler created again (not deleted, not evicted), and reports true, or
+// until the job has finished, and reports false. It says which.
+func (o *logsOptions) awaitReplacement(ctx context.Context, store *job.Store, pods corev1client.PodInterface, name, what string) (bool, error) {
+	said := false
+	for {
+		j, err := store.Get(ctx, o.Name)
+		if err != nil {
+			return false, err
+		}
+		if j.IsTerminal() || j.Status.State == job.Aborted {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "pod %q %s; job %q is %s\n", name, what, j.Name, j.Status.State)
+			return false, nil
+		}
+		if !said {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "pod %q %s while job %q is %s; following the pod that replaces it\n", name, what, j.Name, j.Status.State)
+			said = true
+		}
+		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return false, err
+		case pod.DeletionTimestamp == nil && pod.Status.Reason != scheduler.ReasonEvicted:
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-o.f.Clock.After(replacementPoll):
+		}
+	}
 }
