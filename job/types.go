@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // APIVersion and Kind identify a job document and a stored job record.
@@ -139,9 +140,15 @@ type JobStatus struct {
 	PodName        string       `json:"podName,omitempty"`
 	BuildID        string       `json:"buildID,omitempty"`
 	URL            string       `json:"url,omitempty"`
-	// Revivals counts how often the pod was recreated after it went missing,
-	// was evicted or lost its node.
+	// Revivals counts the job's pods that were lost (evicted, gone with
+	// their node, taken away by Kubernetes) and replaced. Each lost pod
+	// counts once, by its UID, however many reconcilers saw it go.
 	Revivals int `json:"revivals,omitempty"`
+	// LostPodUID is the UID of the job's last pod that was lost, counted in
+	// Revivals when a reconciler decided to replace it. A reconciler that
+	// still finds that pod finishes removing it and never counts it again; a
+	// pod that is simply missing (not created yet) is created, not counted.
+	LostPodUID types.UID `json:"lostPodUID,omitempty"`
 }
 
 // IsTerminal reports whether the status can never change again: success,

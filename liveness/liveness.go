@@ -103,6 +103,14 @@ type Verdict struct {
 	// Lost is true when the pod's node is gone or no kubelet confirms its
 	// end: it no longer runs anything, but may stay in the API for ever.
 	Lost bool
+	// Disrupted is true when Kubernetes is taking the pod away through no
+	// fault of its own and not by eviction: the DisruptionTarget condition
+	// set by taint eviction, preemption, pod garbage collection or a node
+	// shutdown, or an older cluster's node controller deleting a pod of phase
+	// Unknown or reason NodeLost. The
+	// pod's end, even in phase Failed, is a loss, not its failure. It may
+	// still be Alive while it terminates.
+	Disrupted bool
 	// Reason is one of the Reason constants, or the DisruptionTarget
 	// condition's reason; empty for a healthy pod.
 	Reason string
@@ -120,25 +128,36 @@ func Judge(pod *corev1.Pod, node *corev1.Node, now time.Time, opts Options) Verd
 	if pod == nil {
 		return Verdict{Lost: true, Reason: ReasonNodeLost, Message: "pod is gone"}
 	}
+	dt := condition(pod, corev1.DisruptionTarget)
+	if dt != nil && dt.Status != corev1.ConditionTrue {
+		dt = nil
+	}
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded, corev1.PodFailed:
 		v := Verdict{Finished: true, Reason: ReasonFinished, Message: "pod is " + string(pod.Status.Phase)}
-		if pod.Status.Reason == ReasonEvicted {
+		switch {
+		case pod.Status.Reason == ReasonEvicted || (dt != nil && dt.Reason == DisruptionEvictionAPI):
 			v.Evicted, v.Reason, v.Message = true, ReasonEvicted, "pod was evicted"
+		case dt != nil:
+			v.Disrupted, v.Reason = true, dt.Reason
+			v.Message = "pod was disrupted (" + dt.Reason + ")"
 		}
 		return v
 	}
 	v := Verdict{Alive: true}
-	if dt := condition(pod, corev1.DisruptionTarget); dt != nil && dt.Status == corev1.ConditionTrue {
-		v.Reason = dt.Reason
+	if dt != nil {
+		v.Reason, v.Disrupted = dt.Reason, true
 		v.Message = "pod is being disrupted (" + dt.Reason + ")"
 		if dt.Reason == DisruptionEvictionAPI {
-			v.Evicted, v.Reason, v.Message = true, ReasonEvicted, "pod is being evicted"
+			v.Evicted, v.Disrupted, v.Reason, v.Message = true, false, ReasonEvicted, "pod is being evicted"
 		}
 	}
 	var lostAt []time.Time
 	// Older clusters.
 	if pod.Status.Phase == corev1.PodUnknown || pod.Status.Reason == ReasonNodeLost {
+		// the older node controller deletes such pods: then they are being
+		// taken away, not only unheard of.
+		v.Disrupted = v.Disrupted || (pod.DeletionTimestamp != nil && !v.Evicted)
 		since := pod.CreationTimestamp.Time
 		if c := condition(pod, corev1.PodReady); c != nil && !c.LastTransitionTime.IsZero() {
 			since = c.LastTransitionTime.Time

@@ -64,8 +64,10 @@ func TestJudge(t *testing.T) {
 		alive   bool
 		lost    bool
 		evicted bool
-		reason  string
-		recheck time.Duration // from now; 0 means none
+		// disrupted: taken away by Kubernetes, not evicted.
+		disrupted bool
+		reason    string
+		recheck   time.Duration // from now; 0 means none
 	}{
 		{name: "healthy running pod", pod: running(), alive: true},
 		{name: "healthy pod on a ready node", pod: running(), node: node(corev1.ConditionTrue, time.Hour), alive: true},
@@ -79,18 +81,24 @@ func TestJudge(t *testing.T) {
 		{name: "pod marked not ready by the node controller, within grace", pod: running(notReadyPod(time.Minute)), alive: true, recheck: 4 * time.Minute},
 		{name: "pod not ready because its container is not: not a node signal", pod: running(notReadyPod(time.Hour), func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Ready = false }), alive: true},
 		{name: "node signal wins over the pod's own condition", pod: running(notReadyPod(time.Hour)), node: node(corev1.ConditionTrue, time.Hour), alive: true},
-		{name: "taint eviction still in its grace period", pod: running(disrupted(DisruptionTaintManager), func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now.Add(20 * time.Second)} }), alive: true, reason: DisruptionTaintManager, recheck: 50 * time.Second},
-		{name: "taint eviction left terminating", pod: running(disrupted(DisruptionTaintManager), deleting(time.Minute)), lost: true, reason: DisruptionTaintManager},
+		{name: "taint eviction still in its grace period", pod: running(disrupted(DisruptionTaintManager), func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now.Add(20 * time.Second)} }), alive: true, disrupted: true, reason: DisruptionTaintManager, recheck: 50 * time.Second},
+		{name: "taint eviction left terminating", pod: running(disrupted(DisruptionTaintManager), deleting(time.Minute)), lost: true, disrupted: true, reason: DisruptionTaintManager},
 		{name: "eviction API, terminating", pod: running(disrupted(DisruptionEvictionAPI), func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now.Add(10 * time.Second)} }), alive: true, evicted: true, reason: ReasonEvicted, recheck: 40 * time.Second},
 		{name: "eviction API, never confirmed", pod: running(disrupted(DisruptionEvictionAPI), deleting(time.Minute)), lost: true, evicted: true, reason: ReasonEvicted},
 		{name: "plain delete past grace", pod: running(deleting(time.Minute)), lost: true, reason: ReasonTerminatingTooLong},
 		{name: "phase Unknown, older clusters", pod: running(func(p *corev1.Pod) { p.Status.Phase = corev1.PodUnknown }, notReadyPod(10*time.Minute)), lost: true, reason: ReasonNodeLost},
 		{name: "reason NodeLost within grace", pod: running(func(p *corev1.Pod) { p.Status.Reason = "NodeLost" }, func(p *corev1.Pod) { p.Status.Conditions[0].LastTransitionTime = ago(time.Minute) }), alive: true, recheck: 4 * time.Minute},
+		{name: "reason NodeLost, deleted by an older node controller", pod: running(func(p *corev1.Pod) { p.Status.Reason = "NodeLost" }, notReadyPod(time.Minute), func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now.Add(10 * time.Second)} }), alive: true, disrupted: true, recheck: 40 * time.Second},
+		{name: "preempted, terminating with a live kubelet", pod: running(disrupted(DisruptionPreemption), func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now.Add(20 * time.Second)} }), alive: true, disrupted: true, reason: DisruptionPreemption, recheck: 50 * time.Second},
+		{name: "preempted and stopped: finished, but disrupted", pod: running(disrupted(DisruptionPreemption), func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), disrupted: true, reason: DisruptionPreemption},
+		{name: "evicted by the API and stopped", pod: running(disrupted(DisruptionEvictionAPI), func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), evicted: true, reason: ReasonEvicted},
+		{name: "a DisruptionTarget condition that is False counts for nothing", pod: running(disrupted(DisruptionTaintManager), func(p *corev1.Pod) { p.Status.Conditions[1].Status = corev1.ConditionFalse }), alive: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			v := Judge(tt.pod, tt.node, now, Options{})
+			assert.Equal(t, tt.disrupted, v.Disrupted, "disrupted for %s: %+v", tt.name, v)
 			assert.Equal(t, tt.alive, v.Alive, "alive for %s: %+v", tt.name, v)
 			assert.Equal(t, tt.lost, v.Lost, "lost for %s: %+v", tt.name, v)
 			assert.Equal(t, tt.evicted, v.Evicted, "evicted for %s: %+v", tt.name, v)

@@ -33,7 +33,7 @@ const (
 )
 
 func runHelper() {
-	if os.Getenv(helperEnv) == "reconciler" {
+	if mode := os.Getenv(helperEnv); mode == "reconciler" || mode == "reconciler-once" {
 		runReconcilerHelper()
 	}
 	fail := func(err error) {

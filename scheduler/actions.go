@@ -105,13 +105,20 @@ func (r *Reconciler) end(ctx context.Context, cl *buildCluster, j *job.Job, pod 
 
 // retirePod deletes the pod if asked, with its UID as precondition so a pod
 // created again under the same name is never hit, and removes lockctl's
-// finalizer so the pod can go.
+// finalizer so the pod can go. A pod that is lost (liveness.Judge: its node
+// is gone, or it is terminating past its grace period and no kubelet
+// confirms it) is deleted with grace period 0, even when it is terminating
+// already: nothing else would ever remove it.
 func (r *Reconciler) retirePod(ctx context.Context, cl *buildCluster, pod *corev1.Pod, del bool) error {
 	pods := cl.pods.Pods(pod.Namespace)
-	if del && pod.DeletionTimestamp == nil {
+	force := del && r.liveness(cl, pod).Lost
+	if del && (pod.DeletionTimestamp == nil || force) {
 		opts := metav1.DeleteOptions{}
 		if pod.UID != "" {
 			opts.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))
+		}
+		if force {
+			opts.GracePeriodSeconds = new(int64)
 		}
 		err := pods.Delete(ctx, pod.Name, opts)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

@@ -487,9 +487,10 @@ func stripManagedFields(obj any) (any, error) {
 
 // trimPod keeps of a pod what the reconciler reads from the cache: its
 // metadata (without managedFields), its scheduling gates and node, and its
-// status without conditions. The containers' specs, volumes and the like
-// are most of a pod and are never read from the cache; podwatch and lockctl
-// logs read pods from the API server.
+// status with only the conditions liveness.Judge reads (Ready,
+// DisruptionTarget), without their messages. The containers' specs,
+// volumes and the like are most of a pod and are never read from the cache;
+// podwatch and lockctl logs read pods from the API server.
 func trimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -501,6 +502,13 @@ func trimPod(obj any) (any, error) {
 		NodeName:        pod.Spec.NodeName,
 		RestartPolicy:   pod.Spec.RestartPolicy,
 	}
-	pod.Status.Conditions = nil
+	var kept []corev1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady || c.Type == corev1.DisruptionTarget {
+			c.Message = ""
+			kept = append(kept, c)
+		}
+	}
+	pod.Status.Conditions = kept
 	return pod, nil
 }

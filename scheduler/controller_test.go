@@ -176,7 +176,11 @@ func TestTrimPod(t *testing.T) {
 		},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, Reason: "r", StartTime: &started,
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "NodeNotReady", Message: "long words"},
+				{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager", Message: "more words"},
+			},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "main"}},
 		},
 	}
@@ -185,7 +189,10 @@ func TestTrimPod(t *testing.T) {
 	p := got.(*corev1.Pod)
 	assert.Nil(t, p.ManagedFields)
 	assert.Nil(t, p.Spec.Containers, "container specs are not cached")
-	assert.Nil(t, p.Status.Conditions)
+	assert.Equal(t, []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "NodeNotReady"},
+		{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager"},
+	}, p.Status.Conditions, "only the conditions liveness reads, without messages")
 	assert.Equal(t, []corev1.PodSchedulingGate{{Name: job.LockGate}}, p.Spec.SchedulingGates)
 	assert.Equal(t, "n", p.Spec.NodeName)
 	assert.Equal(t, map[string]string{"a": "b"}, p.Labels)

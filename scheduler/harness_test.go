@@ -206,7 +206,7 @@ func conflictOnce() k8stesting.ReactionFunc {
 }
 
 // withResourceVersions makes the fake clientset give every created or updated
-// object a new resourceVersion and refuse an update whose resourceVersion is
+// object a new resourceVersion (and a created one a UID) and refuse an update whose resourceVersion is
 // not the stored one, as the API server does. The fake alone does neither.
 func withResourceVersions(cs *fake.Clientset) *fake.Clientset {
 	var (
@@ -216,11 +216,15 @@ func withResourceVersions(cs *fake.Clientset) *fake.Clientset {
 	react := func(action k8stesting.Action) (bool, runtime.Object, error) {
 		mu.Lock()
 		defer mu.Unlock()
+		// NOTE: switch on the verb, not the action's type: CreateAction and
+		// UpdateAction are the same interface, so a type switch never
+		// reaches its update case.
 		var obj runtime.Object
-		switch a := action.(type) {
-		case k8stesting.CreateAction:
-			obj = a.GetObject()
-		case k8stesting.UpdateAction:
+		switch action.GetVerb() {
+		case "create":
+			obj = action.(k8stesting.CreateAction).GetObject()
+		case "update":
+			a := action.(k8stesting.UpdateAction)
 			obj = a.GetObject()
 			m, err := meta.Accessor(obj)
 			if err != nil {
@@ -239,6 +243,9 @@ func withResourceVersions(cs *fake.Clientset) *fake.Clientset {
 		if m, err := meta.Accessor(obj); err == nil {
 			rv++
 			m.SetResourceVersion(strconv.FormatUint(rv, 10))
+			if action.GetVerb() == "create" && m.GetUID() == "" {
+				m.SetUID(k8stypes.UID("uid-" + strconv.FormatUint(rv, 10)))
+			}
 		}
 		return false, nil, nil
 	}

@@ -7,15 +7,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/liveness"
 )
 
 // Pod status reasons the reconciler acts on.
 const (
 	// ReasonEvicted is the status reason of a pod the kubelet evicted.
-	ReasonEvicted = "Evicted"
+	ReasonEvicted = liveness.ReasonEvicted
 	// ReasonNodeLost is the status reason of a pod whose node stopped
-	// responding and that the node controller is deleting.
-	ReasonNodeLost = "NodeLost"
+	// responding, as older clusters' node controller set it.
+	ReasonNodeLost = liveness.ReasonNodeLost
 	// ReasonOOMKilled is the termination reason of a container killed for
 	// exceeding its memory limit.
 	ReasonOOMKilled = "OOMKilled"
@@ -30,46 +31,86 @@ type verdict struct {
 	desc   string
 	// deletePod asks for the pod to be deleted after the move.
 	deletePod bool
-	// revive asks for the pod to be deleted and created again.
+	// revive asks for the pod to be let go (deleted, its finalizer
+	// removed); once it is gone it is counted as lost and created again.
 	revive bool
+	// force deletes the pod with grace period 0: it is lost, no kubelet
+	// will confirm its end.
+	force bool
+	// confirm marks a verdict that ends or replaces the pod on the strength
+	// of a clock (timeouts, a lost node): the reconciler reads the pod from
+	// the API server before acting on it, so a stale cache never decides.
+	confirm bool
 	// requeue is when to look again if nothing changes.
 	requeue time.Duration
 }
 
-// judge decides what a pending job's pod means, in this order: eviction,
-// lost node, Unknown phase, Succeeded, OOMKilled container, Failed, deleted
-// by someone else, then the unscheduled, pending and running timeouts.
-func (r *Reconciler) judge(j *job.Job, pod *corev1.Pod) verdict {
-	switch {
-	case pod.Status.Reason == ReasonEvicted:
-		if j.Spec.ErrorOnEviction {
-			return verdict{state: job.Error, desc: "pod was evicted"}
-		}
-		return verdict{revive: true, desc: "pod was evicted"}
-	case pod.DeletionTimestamp != nil && pod.Status.Reason == ReasonNodeLost:
-		return verdict{revive: true, desc: "pod's node was lost"}
-	case pod.Status.Phase == corev1.PodUnknown:
-		return verdict{revive: true, desc: "pod phase is Unknown"}
-	case pod.Status.Phase == corev1.PodSucceeded:
-		if name, ok := unfinishedContainer(pod); !ok {
-			return verdict{state: job.Error, desc: fmt.Sprintf("pod succeeded but container %q did not finish with exit code 0", name)}
-		}
+// judge decides what a pending job's pod means, in this order: succeeded,
+// evicted, lost or taken away by Kubernetes (liveness.Judge, the rule the
+// lock shares), OOMKilled container, Failed, deleted by someone else, then
+// the unscheduled, pending and running timeouts. node is the pod's node, nil
+// when it is unknown or may not be read.
+func (r *Reconciler) judge(j *job.Job, pod *corev1.Pod, node *corev1.Node) verdict {
+	lv := liveness.Judge(pod, node, r.clock.Now(), r.opts.Liveness)
+	_, finished := unfinishedContainer(pod)
+	if pod.Status.Phase == corev1.PodSucceeded && finished {
 		return verdict{state: job.Success, desc: "job succeeded"}
+	}
+	switch {
+	case lv.Evicted && j.Spec.ErrorOnEviction:
+		return verdict{state: job.Error, desc: "pod was evicted"}
+	case lv.Evicted || lv.Lost || lv.Disrupted:
+		desc := lv.Message
+		if lv.Evicted && !lv.Lost {
+			desc = "pod was evicted"
+		}
+		return verdict{revive: true, force: lv.Lost, confirm: lv.Lost, desc: desc, requeue: r.until(lv.Recheck)}
+	case pod.Status.Phase == corev1.PodSucceeded:
+		name, _ := unfinishedContainer(pod)
+		return verdict{state: job.Error, desc: fmt.Sprintf("pod succeeded but container %q did not finish with exit code 0", name)}
 	}
 	if name := oomKilled(pod); name != "" {
 		return verdict{state: job.Error, desc: fmt.Sprintf("container %q was OOMKilled", name), deletePod: true}
 	}
+	var v verdict
 	switch {
 	case pod.Status.Phase == corev1.PodFailed:
 		return verdict{state: job.Failure, desc: failureDescription(pod)}
 	case pod.DeletionTimestamp != nil:
-		return verdict{state: job.Error, desc: "pod deleted unexpectedly"}
+		return verdict{state: job.Error, desc: "pod deleted unexpectedly", confirm: true}
 	case pod.Status.Phase == corev1.PodPending:
-		return r.judgePending(pod)
+		v = r.judgePending(pod)
 	case pod.Status.Phase == corev1.PodRunning:
-		return r.judgeRunning(pod)
+		v = r.judgeRunning(pod)
 	}
-	return verdict{}
+	if v.state == "" {
+		v.requeue = Result{RequeueAfter: v.requeue}.sooner(r.until(lv.Recheck)).RequeueAfter
+	}
+	return v
+}
+
+// liveness judges pod by the shared rule, with its node when the build
+// cluster's nodes may be read.
+func (r *Reconciler) liveness(cl *buildCluster, pod *corev1.Pod) liveness.Verdict {
+	return liveness.Judge(pod, r.nodeOf(cl, pod), r.clock.Now(), r.opts.Liveness)
+}
+
+// nodeOf returns the node pod is bound to, nil when it is not bound, not
+// known, or the build cluster's nodes may not be read.
+func (r *Reconciler) nodeOf(cl *buildCluster, pod *corev1.Pod) *corev1.Node {
+	if cl == nil || cl.node == nil || pod.Spec.NodeName == "" {
+		return nil
+	}
+	return cl.node(pod.Spec.NodeName)
+}
+
+// until returns how long until t, at least a millisecond; 0 for the zero
+// time.
+func (r *Reconciler) until(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.Sub(r.clock.Now()), time.Millisecond)
 }
 
 func (r *Reconciler) judgePending(pod *corev1.Pod) verdict {
@@ -99,7 +140,7 @@ func (r *Reconciler) deadline(since time.Time, timeout time.Duration, state job.
 	}
 	left := since.Add(timeout).Sub(r.clock.Now())
 	if left <= 0 {
-		return verdict{state: state, reason: job.ReasonTimeout, desc: desc, deletePod: true}
+		return verdict{state: state, reason: job.ReasonTimeout, desc: desc, deletePod: true, confirm: true}
 	}
 	return verdict{requeue: left}
 }

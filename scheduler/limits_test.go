@@ -120,7 +120,7 @@ func TestLimitsFreedWhenJobsFinish(t *testing.T) {
 
 	pod := h.pod("a")
 	pod.Status.Phase = corev1.PodRunning
-	_, err := h.build.CoreV1().Pods(podNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
+	pod, err := h.build.CoreV1().Pods(podNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	h.setState("a", job.JobStatus{State: job.Error, PodName: "a", BuildID: "1"})
 	h.mustReconcile("b")

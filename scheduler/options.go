@@ -6,6 +6,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/liveness"
 )
 
 // Defaults of Options, as in Prow's plank.
@@ -37,9 +39,9 @@ type Options struct {
 	// RunningTimeout aborts a pod running longer than this; 0 means
 	// DefaultRunningTimeout, negative means never.
 	RunningTimeout time.Duration
-	// RevivalLimit is how often a job's pod is recreated after it went
-	// missing, was evicted or lost its node before the job ends in error; 0
-	// means DefaultRevivalLimit, negative means no limit.
+	// RevivalLimit is how many of a job's pods may be lost (evicted, gone
+	// with their node, taken away by Kubernetes) and replaced before the job
+	// ends in error; 0 means DefaultRevivalLimit, negative means no limit.
 	RevivalLimit int
 	// PodNamespace is the namespace of job pods in every build cluster;
 	// empty means the job namespace.
@@ -63,6 +65,10 @@ type Options struct {
 	// Locker takes the namespace locks of jobs with spec.lock; nil means such
 	// jobs end in error.
 	Locker NamespaceLocker
+	// Liveness tunes when a pod counts as lost (its node's grace, the
+	// margin past a terminating pod's grace period); the zero value means
+	// liveness's defaults.
+	Liveness liveness.Options
 	// Clock is the time source; nil means clock.RealClock{}.
 	Clock clock.WithTicker
 	// Log receives the reconciler's logs; nil means they are discarded.

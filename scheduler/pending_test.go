@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/job"
 )
@@ -28,6 +30,29 @@ func TestPendingRows(t *testing.T) {
 		now := metav1.NewTime(epoch)
 		p.DeletionTimestamp = &now
 	}
+	deletingAt := func(d time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			at := metav1.NewTime(epoch.Add(d))
+			p.DeletionTimestamp = &at
+		}
+	}
+	disrupted := func(reason string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(epoch),
+			})
+		}
+	}
+	// nodeNotReady is what the node lifecycle controller leaves on a pod of
+	// a dead node: Ready False while its containers still say ready.
+	nodeNotReady := func(ago time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+				Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "NodeNotReady", LastTransitionTime: metav1.NewTime(epoch.Add(-ago)),
+			})
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		}
+	}
 	reason := func(r string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Status.Reason = r } }
 	statuses := func(init []corev1.ContainerStatus, main ...corev1.ContainerStatus) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
@@ -44,8 +69,10 @@ func TestPendingRows(t *testing.T) {
 		wantDesc    string
 		wantRequeue time.Duration
 		// wantPod: "kept" (finalizer kept), "released" (finalizer removed,
-		// not deleted), "deleted".
+		// not deleted), "deleted", "forced" (deleted with grace period 0).
 		wantPod string
+		// wantRevived: the pod was counted as lost, once.
+		wantRevived bool
 	}{
 		{
 			name: "evicted with error-on-eviction is an error", job: func(j *job.Job) { j.Spec.ErrorOnEviction = true },
@@ -53,19 +80,65 @@ func TestPendingRows(t *testing.T) {
 			wantState: job.Error, wantDesc: "pod was evicted", wantPod: "released",
 		},
 		{
-			name:  "evicted pod is deleted to be recreated",
+			name:  "evicted pod is counted lost and deleted, to be created again once gone",
 			phase: corev1.PodFailed, pod: []func(*corev1.Pod){reason(ReasonEvicted)},
-			wantState: job.Pending, wantPod: "deleted",
+			wantState: job.Pending, wantDesc: "job pending: pod lost (pod was evicted), replacing it (1)", wantPod: "deleted", wantRevived: true,
 		},
 		{
-			name:  "node lost: deleted to be recreated",
+			name: "eviction API with error-on-eviction is an error", job: func(j *job.Job) { j.Spec.ErrorOnEviction = true },
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){disrupted("EvictionByEvictionAPI"), deletingAt(30 * time.Second)},
+			wantState: job.Error, wantDesc: "pod was evicted", wantPod: "released",
+		},
+		{
+			name:  "eviction API: counted lost, released while its kubelet stops it",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){disrupted("EvictionByEvictionAPI"), deletingAt(30 * time.Second)},
+			wantState: job.Pending, wantDesc: "job pending: pod lost (pod was evicted), replacing it (1)", wantPod: "released", wantRevived: true,
+			wantRequeue: time.Minute,
+		},
+		{
+			name:  "taint eviction within its grace period: counted lost, released, forced when the grace ends",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){nodeNotReady(time.Minute), disrupted("DeletionByTaintManager"), deletingAt(30 * time.Second)},
+			wantState: job.Pending, wantPod: "released", wantRevived: true, wantRequeue: time.Minute,
+		},
+		{
+			name:  "taint eviction once the node is not ready past the grace (the default toleration): force-deleted at once",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){nodeNotReady(6 * time.Minute), disrupted("DeletionByTaintManager"), deletingAt(30 * time.Second)},
+			wantState: job.Pending, wantPod: "forced", wantRevived: true,
+		},
+		{
+			name:  "taint eviction left terminating past its grace period: force-deleted",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){nodeNotReady(6 * time.Minute), disrupted("DeletionByTaintManager"), deletingAt(-time.Minute)},
+			wantState: job.Pending, wantPod: "forced", wantRevived: true,
+		},
+		{
+			name:  "node not ready within the grace, by the pod's conditions: looked at again when it ends",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){started(time.Hour), nodeNotReady(time.Minute)},
+			wantState: job.Pending, wantPod: "kept", wantRequeue: 4 * time.Minute,
+		},
+		{
+			name:  "node not ready past the grace, by the pod's conditions: force-deleted",
+			phase: corev1.PodRunning, pod: []func(*corev1.Pod){started(time.Hour), nodeNotReady(6 * time.Minute)},
+			wantState: job.Pending, wantPod: "forced", wantRevived: true,
+		},
+		{
+			name:  "preempted and stopped: lost, not failed",
+			phase: corev1.PodFailed, pod: []func(*corev1.Pod){disrupted("PreemptionByScheduler"), statuses(nil, terminated("main", 137, "Error"))},
+			wantState: job.Pending, wantPod: "deleted", wantRevived: true,
+		},
+		{
+			name:  "node lost (older clusters), terminating: released, forced when the grace ends",
 			phase: corev1.PodRunning, pod: []func(*corev1.Pod){reason(ReasonNodeLost), deleting},
-			wantState: job.Pending, wantPod: "released",
+			wantState: job.Pending, wantPod: "released", wantRevived: true, wantRequeue: 30 * time.Second,
 		},
 		{
-			name:      "phase Unknown: deleted to be recreated",
+			name:      "phase Unknown within the node grace: looked at again when it ends",
 			phase:     corev1.PodUnknown,
-			wantState: job.Pending, wantPod: "deleted",
+			wantState: job.Pending, wantPod: "kept", wantRequeue: 5 * time.Minute,
+		},
+		{
+			name:  "phase Unknown past the node grace: force-deleted",
+			phase: corev1.PodUnknown, pod: []func(*corev1.Pod){created(6 * time.Minute)},
+			wantState: job.Pending, wantPod: "forced", wantRevived: true,
 		},
 		{
 			name:  "succeeded with every container exit 0",
@@ -172,9 +245,16 @@ func TestPendingRows(t *testing.T) {
 				require.NotNil(t, pod, "pod not deleted")
 				assert.NotContains(t, h.podActions(), "delete")
 				assert.Empty(t, pod.Finalizers, "lockctl's finalizer removed")
-			case "deleted":
-				assert.Contains(t, h.podActions(), "delete")
+			case "deleted", "forced":
+				require.Contains(t, h.podActions(), "delete")
 				assert.Nil(t, pod)
+				assert.Equal(t, tt.wantPod == "forced", forced(h), "deleted with grace period 0")
+			}
+			if tt.wantRevived {
+				assert.Equal(t, 1, j.Status.Revivals, "one lost pod, one revival")
+				assert.Equal(t, k8stypes.UID("pod-uid-a"), j.Status.LostPodUID, "the lost pod recorded by UID")
+			} else {
+				assert.Zero(t, j.Status.Revivals)
 			}
 		})
 	}
@@ -185,22 +265,43 @@ func TestRevivalRecreatesUntilLimit(t *testing.T) {
 	h := newHarness(t, Options{RevivalLimit: 2})
 	h.submit("a")
 	h.mustReconcile("a")
-	for i := 1; i <= 2; i++ {
+	lose := func() {
+		t.Helper()
 		pod := h.pod("a")
-		pod.Status.Phase = corev1.PodUnknown
+		require.NotNil(t, pod)
+		pod.Status.Phase = corev1.PodFailed
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}}
 		_, err := h.build.CoreV1().Pods(podNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
 		require.NoError(t, err)
+	}
+	for i := 1; i <= 2; i++ {
+		lose()
 		h.mustReconcile("a")
 		require.Nil(t, h.pod("a"), "pass %d deletes the lost pod", i)
-		h.mustReconcile("a")
 		j := h.assertState("a", job.Pending, "")
-		assert.Equal(t, i, j.Status.Revivals)
+		assert.Equal(t, i, j.Status.Revivals, "counted when seen lost")
+		h.mustReconcile("a")
+		h.mustReconcile("a")
+		assert.Equal(t, i, h.get("a").Status.Revivals, "the missing pod is created, not counted again")
 		require.NotNil(t, h.pod("a"), "pass %d recreates it", i)
 	}
-	require.NoError(t, h.build.CoreV1().Pods(podNS).Delete(t.Context(), "a", metav1.DeleteOptions{}))
+	lose()
 	h.mustReconcile("a")
-	h.assertState("a", job.Error, "pod lost 2 times: revival limit reached")
+	h.assertState("a", job.Error, "pod lost 3 times, more than the revival limit of 2: pod was disrupted (PreemptionByScheduler)")
 	assert.Nil(t, h.pod("a"))
+}
+
+// forced reports whether the build cluster saw a pod deleted with grace
+// period 0.
+func forced(h *harness) bool {
+	for _, a := range h.build.Actions() {
+		if d, ok := a.(k8stesting.DeleteActionImpl); ok && d.Resource.Resource == "pods" {
+			if g := d.DeleteOptions.GracePeriodSeconds; g != nil && *g == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func TestEvictedPodRecreatedOnNextPass(t *testing.T) {

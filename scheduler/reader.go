@@ -19,6 +19,10 @@ type buildCluster struct {
 	alias     string
 	namespace string
 	pods      corev1client.PodsGetter
+	// node returns a node of the cluster by name, nil when it is not
+	// known; a nil func means nodes may not be read, and pods are judged
+	// by their own conditions.
+	node func(name string) *corev1.Node
 }
 
 // reader is the reconciler's view of the cluster: informer caches in the

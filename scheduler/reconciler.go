@@ -307,53 +307,107 @@ func (r *Reconciler) syncPending(ctx context.Context, cl *buildCluster, j *job.J
 		return Result{}, err
 	}
 	if pod == nil {
-		return Result{}, r.recreate(ctx, cl, j)
+		return Result{}, r.createMissing(ctx, cl, j)
 	}
 	if !job.IsPodOf(pod, j) {
 		return Result{}, r.finish(ctx, cl, j, nil, job.Error, fmt.Sprintf("pod %q was replaced by a pod not created for this job", pod.Name), false)
 	}
+	if j.Status.LostPodUID != "" && pod.UID == j.Status.LostPodUID {
+		// Counted as lost already (by this reconciler or another): finish
+		// letting it go, and create its successor once it is gone.
+		return Result{RequeueAfter: r.until(r.liveness(cl, pod).Recheck)}, r.letGo(ctx, cl, pod)
+	}
 	if j.Spec.Lock != nil && hasLockGate(pod) && pod.DeletionTimestamp == nil {
 		return r.syncLock(ctx, cl, j, pod)
 	}
-	v := r.judge(j, pod)
+	v := r.judge(j, pod, r.nodeOf(cl, pod))
+	if v.confirm && (v.revive || v.state != "") {
+		if pod, v, err = r.confirm(ctx, cl, j, pod, v); err != nil || pod == nil {
+			return Result{}, err
+		}
+	}
 	switch {
 	case v.revive:
-		return Result{}, r.revive(ctx, cl, j, pod, v.desc)
+		return Result{RequeueAfter: v.requeue}, r.revive(ctx, cl, j, pod, v)
 	case v.state != "":
 		return Result{}, r.end(ctx, cl, j, pod, v)
 	}
 	return Result{RequeueAfter: v.requeue}, nil
 }
 
-// recreate creates the pod of a pending job again, counting it as a revival.
-func (r *Reconciler) recreate(ctx context.Context, cl *buildCluster, j *job.Job) error {
+// confirm reads from the API server a pod whose cached view would end or
+// replace it on the strength of a clock, and judges it again, so that a
+// cache that fell behind (its cluster was away) never fires a timeout or
+// declares a pod lost. It returns a nil pod when the pod is gone: its
+// deletion event brings the job back.
+func (r *Reconciler) confirm(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, v verdict) (*corev1.Pod, verdict, error) {
+	if _, cached := r.read.(*cacheReader); !cached {
+		return pod, v, nil
+	}
+	fresh, err := getPod(ctx, cl, pod.Name)
+	if err != nil || fresh == nil {
+		return nil, v, err
+	}
+	if fresh.UID != pod.UID {
+		return nil, v, fmt.Errorf("pod %q was replaced while judged: %w", pod.Name, job.ErrConflict)
+	}
+	return fresh, r.judge(j, fresh, r.nodeOf(cl, fresh)), nil
+}
+
+// createMissing creates the pod of a pending job that has none: its
+// creation failed or has not happened yet (another reconciler moved the job
+// to pending a moment ago), or its lost predecessor is gone. A missing pod
+// is never counted as lost: losses are counted when they are seen, by the
+// lost pod's UID. Without a status write to prove this reconciler's view of
+// the job current, the job is read again first.
+func (r *Reconciler) createMissing(ctx context.Context, cl *buildCluster, j *job.Job) error {
+	if r.opts.DryRun {
+		r.planf("would create the pod of %s", j.Name)
+		return nil
+	}
+	fresh, err := r.store.Get(ctx, j.Name)
+	if err != nil {
+		return err
+	}
+	if fresh.ResourceVersion != j.ResourceVersion {
+		r.written.Store(j.Name, fresh)
+		return fmt.Errorf("job %q changed: %w", j.Name, job.ErrConflict)
+	}
+	return r.createPod(ctx, cl, fresh)
+}
+
+// revive counts a pod that can not finish (evicted, lost with its node,
+// taken away by Kubernetes) as lost, recording its UID, then lets it go:
+// deleted (with grace period 0 once it is lost) and its finalizer removed.
+// Once it is gone, the pod is created again. A job out of revivals ends in
+// error instead.
+func (r *Reconciler) revive(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, v verdict) error {
 	if limit := r.opts.RevivalLimit; limit >= 0 && j.Status.Revivals >= limit {
-		desc := fmt.Sprintf("pod lost %d times: revival limit reached", j.Status.Revivals)
-		return r.finish(ctx, cl, j, nil, job.Error, desc, false)
+		desc := fmt.Sprintf("pod lost %d times, more than the revival limit of %d: %s", j.Status.Revivals+1, limit, v.desc)
+		return r.end(ctx, cl, j, pod, verdict{state: job.Error, desc: desc, deletePod: true})
 	}
 	if r.opts.DryRun {
-		r.planf("would recreate the pod of %s", j.Name)
+		r.planf("would replace the pod of %s: %s", j.Name, v.desc)
 		return nil
 	}
 	st := *j.Status.DeepCopy()
 	st.Revivals++
-	st.Description = fmt.Sprintf("job pending: pod recreated (%d)", st.Revivals)
-	pj, err := r.transition(ctx, j, st)
-	if err != nil {
+	st.LostPodUID = pod.UID
+	st.Description = fmt.Sprintf("job pending: pod lost (%s), replacing it (%d)", v.desc, st.Revivals)
+	if _, err := r.transition(ctx, j, st); err != nil {
 		return err
 	}
-	r.log(j).WithField("revivals", st.Revivals).Info("pod missing, creating it again")
-	return r.createPod(ctx, cl, pj)
+	r.log(j).WithField("pod", pod.Name).WithField("uid", pod.UID).WithField("reason", v.desc).
+		WithField("revivals", st.Revivals).Info("pod lost, replacing it")
+	return r.letGo(ctx, cl, pod)
 }
 
-// revive deletes a pod that can not finish (evicted, node lost, phase
-// Unknown); the next pass finds it missing and creates it again.
-func (r *Reconciler) revive(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, why string) error {
+// letGo deletes a lost pod and removes lockctl's finalizer, so that it goes
+// and its successor can take its name.
+func (r *Reconciler) letGo(ctx context.Context, cl *buildCluster, pod *corev1.Pod) error {
 	if r.opts.DryRun {
-		r.planf("would delete the pod of %s to recreate it: %s", j.Name, why)
 		return nil
 	}
-	r.log(j).WithField("pod", pod.Name).WithField("reason", why).Info("deleting pod to recreate it")
 	return r.retirePod(ctx, cl, pod, true)
 }
 

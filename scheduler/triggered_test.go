@@ -185,18 +185,38 @@ func TestTriggeredRows(t *testing.T) {
 	}
 }
 
-func TestTriggeredPendingWithMissingPodIsRecreated(t *testing.T) {
+// A pending job whose pod is not created yet (the create failed, or another
+// reconciler has not made it yet) gets its pod; nothing was lost, so no
+// revival is counted.
+func TestPendingJobWithoutPodGetsOneUncounted(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, Options{})
+	h := newHarness(t, Options{RevivalLimit: 1})
 	h.submit("a")
 	h.build.PrependReactor("create", "pods", apiError(500, metav1.StatusReasonInternalError))
 	_, err := h.reconcile("a")
 	require.Error(t, err)
 	h.build.ReactionChain = h.build.ReactionChain[1:]
 
-	h.mustReconcile("a")
+	for range 2 {
+		h.mustReconcile("a")
+	}
 
-	j := h.assertState("a", job.Pending, "job pending: pod recreated (1)")
-	assert.Equal(t, 1, j.Status.Revivals)
+	j := h.assertState("a", job.Pending, "job pending")
+	assert.Zero(t, j.Status.Revivals, "a pod not created yet is not a lost pod")
 	assert.NotNil(t, h.pod("a"))
+}
+
+// A reconciler whose view of the job is stale does not create its pod: the
+// job may have finished meanwhile.
+func TestMissingPodNotCreatedFromStaleJob(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	h.submit("a")
+	stale := h.setState("a", job.JobStatus{State: job.Pending, BuildID: "1", PodName: "a"})
+	h.setState("a", job.JobStatus{State: job.Success, BuildID: "1", PodName: "a"})
+
+	err := h.r.createMissing(t.Context(), h.r.clusters[job.DefaultCluster], stale)
+
+	require.ErrorIs(t, err, job.ErrConflict)
+	assert.Nil(t, h.pod("a"), "no pod for a finished job")
 }
