@@ -69,7 +69,3 @@ func runAbort(ctx context.Context, o *abortOptions) error {
 	_, err = fmt.Fprintf(o.f.IOStreams.Out, "job %q aborted: %s\n", j.Name, j.Status.Description)
 	return err
 }
-
-func init() {
-	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newAbortCmd(f, nil) })
-}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/run"
 )
 
 // Exit codes of lockctl. They are part of its interface: scripts rely on
@@ -57,26 +58,21 @@ type UsageError struct{ Err error }
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
-// ExitError picks the exit code; Err, when set, is printed first.
-type ExitError struct {
-	Code int
-	Err  error
-}
+// ExitError picks the exit code; Err, when set, is printed first. It is
+// the run package's type, so that a local command's status passes through
+// lockctl run unchanged.
+type ExitError = run.ExitError
 
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit status %d", e.Code)
-	}
-	return e.Err.Error()
+// isOutcome reports whether err is how a job or a command ended (its
+// status), rather than something that went wrong.
+func isOutcome(err error) bool {
+	var exitErr *ExitError
+	return errors.As(err, &exitErr) || errors.Is(err, SilentError)
 }
-func (e *ExitError) Unwrap() error { return e.Err }
 
 // SilentError ends the command with CodeJobFailed after the command has
 // already said why.
 var SilentError = errors.New("silent error")
-
-// errTimedOut is what a command returns when its own --timeout passed.
-var errTimedOut = errors.New("timed out")
 
 // exitCode maps an error to lockctl's exit code. It is the only place that
 // does.
@@ -97,7 +93,7 @@ func exitCode(err error) int {
 		return CodeJobFailed
 	case errors.Is(err, lock.ErrSuperseded):
 		return CodeSuperseded
-	case errors.Is(err, lock.ErrTimeout), errors.Is(err, errTimedOut), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, lock.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return CodeTimeout
 	}
 	return CodeError

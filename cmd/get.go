@@ -207,7 +207,3 @@ func runGetClusters(ctx context.Context, o *getClustersOptions) error {
 	}
 	return tw.Flush()
 }
-
-func init() {
-	extraCommands = append(extraCommands, newGetCmd)
-}

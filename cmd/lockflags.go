@@ -6,7 +6,6 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -54,7 +53,7 @@ func (l *lockFlags) lockNamespace(f *Factory) (string, error) {
 // refuses is a *FlagError naming the flag or environment variable it came
 // from.
 func (l *lockFlags) identity(f *Factory) (lock.Identity, error) {
-	id, src := identityFromEnv(f.Getenv)
+	id, src := lock.IdentityFromEnv(f.Getenv)
 	for _, o := range []struct {
 		name, flag string
 		dst        *string
@@ -149,43 +148,6 @@ func (l *lockFlags) pod(f *Factory) *lock.PodRef {
 	return &lock.PodRef{Namespace: ns, Name: l.Pod}
 }
 
-// identityFromEnv reads the identity a CI system exposes, and names the
-// environment variable each field came from ("$REPO_OWNER"). Prow and Jenkins
-// X set REPO_OWNER, REPO_NAME, BRANCH_NAME and BUILD_NUMBER (Tekton tasks
-// follow the same convention when their pipeline passes those
-// parameters as environment); GitHub Actions and GitLab CI have their own.
-func identityFromEnv(getenv func(string) string) (lock.Identity, map[string]string) {
-	var id lock.Identity
-	src := map[string]string{}
-	// set sets *dst from the first of vars that is set.
-	set := func(field string, dst *string, vars ...string) {
-		for _, v := range vars {
-			if val := getenv(v); val != "" {
-				*dst, src[field] = val, "$"+v
-				return
-			}
-		}
-	}
-	switch {
-	case getenv("REPO_OWNER") != "" || getenv("REPO_NAME") != "":
-		set("owner", &id.Owner, "REPO_OWNER")
-		set("repo", &id.Repo, "REPO_NAME")
-		set("branch", &id.Branch, "BRANCH_NAME", "PULL_BASE_REF")
-		set("build", &id.Build, "BUILD_NUMBER", "BUILD_ID")
-	case getenv("GITHUB_ACTIONS") == "true":
-		id.Owner, id.Repo, _ = strings.Cut(getenv("GITHUB_REPOSITORY"), "/")
-		src["owner"], src["repo"] = "$GITHUB_REPOSITORY", "$GITHUB_REPOSITORY"
-		set("branch", &id.Branch, "GITHUB_REF_NAME")
-		set("build", &id.Build, "GITHUB_RUN_NUMBER")
-	case getenv("GITLAB_CI") == "true":
-		set("owner", &id.Owner, "CI_PROJECT_NAMESPACE")
-		set("repo", &id.Repo, "CI_PROJECT_NAME")
-		set("branch", &id.Branch, "CI_COMMIT_REF_NAME")
-		set("build", &id.Build, "CI_PIPELINE_IID")
-	}
-	return id, src
-}
-
 func localUser(getenv func(string) string) string {
 	if u := getenv("USER"); u != "" {
 		return u
@@ -196,57 +158,18 @@ func localUser(getenv func(string) string) string {
 	return "local"
 }
 
-// policyFlag is an enum flag for --policy.
-type policyFlag struct{ p *lock.Policy }
-
-func (f policyFlag) String() string { return string(*f.p) }
-func (f policyFlag) Type() string   { return "newest|fifo" }
-func (f policyFlag) Set(s string) error {
-	p, err := lock.ParsePolicy(s)
+// newLockClient returns a lock client for the resolved lock namespace.
+func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
+	ns, err := l.lockNamespace(f)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	*f.p = p
-	return nil
-}
-
-// outputFlag is an enum flag for -o.
-type outputFlag struct {
-	v       *string
-	allowed []string
-}
-
-func (f outputFlag) String() string { return *f.v }
-func (f outputFlag) Type() string   { return strings.Join(f.allowed, "|") }
-func (f outputFlag) Set(s string) error {
-	for _, a := range f.allowed {
-		if s == a {
-			*f.v = s
-			return nil
-		}
+	cs, err := f.Clientset()
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("must be one of %s", strings.Join(f.allowed, ", "))
-}
-
-func addOutputFlag(fs *pflag.FlagSet, v *string, allowed ...string) {
-	fs.VarP(outputFlag{v: v, allowed: allowed}, "output", "o", "output format: "+strings.Join(allowed, ", "))
-}
-
-// humanDuration renders d the way kubectl renders ages: 42s, 5m10s, 3h4m.
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return d.Round(time.Second).String()
-	case d < time.Hour:
-		s := d.Round(time.Second).String()
-		if strings.HasSuffix(s, "m0s") {
-			s = strings.TrimSuffix(s, "0s")
-		}
-		return s
-	case d < 48*time.Hour:
-		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
+	c := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
+	c.Clock = f.Clock
+	c.Log = f.Log
+	return c, nil
 }

@@ -174,10 +174,6 @@ func firstNonEmpty(vals ...string) string {
 	return ""
 }
 
-func init() {
-	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newLogsCmd(f, nil) })
-}
-
 // follow streams the logs of the job's pod until it finishes. A pod deleted
 // or evicted while its job goes on (the reconciler creates it again under
 // the same name) is followed again once replaced; one whose job has

@@ -60,14 +60,8 @@ type interruptedError struct{ sig os.Signal }
 
 func (e *interruptedError) Error() string { return "interrupted by " + e.sig.String() }
 
-// interruptSignal returns the signal that cancelled ctx, if one did.
-func interruptSignal(ctx context.Context) (os.Signal, bool) {
-	var ie *interruptedError
-	if errors.As(context.Cause(ctx), &ie) {
-		return ie.sig, true
-	}
-	return nil, false
-}
+// Signal returns the signal, which run passes on to a local command.
+func (e *interruptedError) Signal() os.Signal { return e.sig }
 
 // Run executes lockctl with args and the dependencies in f.
 func Run(ctx context.Context, f *Factory, args []string) error {

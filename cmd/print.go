@@ -1,18 +1,16 @@
 package cmd
 
 import (
-	"strings"
-
 	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
+	"time"
+
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
-	"io"
-
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
-
-	"github.com/lockctl/lockctl/lock"
 )
 
 // printObject writes obj as JSON or YAML.
@@ -82,18 +80,21 @@ func validateTarget(target string) error {
 	return nil
 }
 
-// newLockClient returns a lock client for the resolved lock namespace.
-func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
-	ns, err := l.lockNamespace(f)
-	if err != nil {
-		return nil, err
+// humanDuration renders d the way kubectl renders ages: 42s, 5m10s, 3h4m.
+func humanDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		s := d.Round(time.Second).String()
+		if strings.HasSuffix(s, "m0s") {
+			s = strings.TrimSuffix(s, "0s")
+		}
+		return s
+	case d < 48*time.Hour:
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
 	}
-	cs, err := f.Clientset()
-	if err != nil {
-		return nil, err
-	}
-	c := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
-	c.Clock = f.Clock
-	c.Log = f.Log
-	return c, nil
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -181,12 +182,14 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Locker, err = newPodLocker(o.f, &o.lockFlags); err != nil {
+	locks, err := newLockClient(o.f, &o.lockFlags)
+	if err != nil {
 		return err
 	}
+	opts.Locker = run.NewPodLocker(locks)
 	// NOTE: the locks of lockctl run sessions live beside the job records,
 	// so the job cluster's client reads them.
-	opts.Sessions = newRunSessions(o.f, jobs)
+	opts.Sessions = run.NewSessions(jobs.CoreV1(), jobs.CoreV1(), o.f.Clock)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Metrics, err = scheduler.NewMetrics(reg); err != nil {
@@ -233,10 +236,6 @@ func serveMetrics(ctx context.Context, f *Factory, addr string, reg *prometheus.
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}, nil
-}
-
-func init() {
-	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newReconcileCmd(f, nil) })
 }
 
 // loopLogFormat gives a reconcile loop's log times and fields (job, pod,

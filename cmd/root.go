@@ -64,22 +64,23 @@ func newRootCmd(f *Factory) *cobra.Command {
 	pf.IntVarP(&g.Verbosity, "verbosity", "v", g.Verbosity, "log detail: 0 status, 1 debug, 2 detail, 3+ trace")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", g.Quiet, "print nothing but results and errors")
 
+	// NOTE: one command a line, in the order of --help (cobra sorts it), so
+	// that adding one is a one-line change.
 	root.AddCommand(
+		newAbortCmd(f, nil),
 		newAcquireCmd(f, nil),
-		newReleaseCmd(f, nil),
-		newStatusCmd(f, nil),
-		newVersionCmd(f, nil),
 		newCompletionCmd(f),
+		newGetCmd(f),
+		newLogsCmd(f, nil),
+		newReconcileCmd(f, nil),
+		newReleaseCmd(f, nil),
+		newRunCmd(f, nil),
+		newStatusCmd(f, nil),
+		newSubmitCmd(f, nil),
+		newVersionCmd(f, nil),
 	)
-	for _, add := range extraCommands {
-		root.AddCommand(add(f))
-	}
 	return root
 }
-
-// extraCommands lets command files register themselves without editing
-// newRootCmd, so several can be added at once without conflicts.
-var extraCommands []func(*Factory) *cobra.Command
 
 // setupLogging maps -v and -q onto the logger and the status stream.
 func setupLogging(f *Factory, g *globalOptions) {

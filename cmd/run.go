@@ -5,26 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
+	"github.com/lockctl/lockctl/run"
+	"github.com/lockctl/lockctl/scheduler"
 )
 
 // defaultRunTTL is how long the lock of a `lockctl run` outlives the
 // process when it stops renewing it: a killed terminal frees the lock
 // within this.
 const defaultRunTTL = 30 * time.Second
-
-// cleanupTimeout bounds the work after an interrupt: aborting the job and
-// releasing the lock.
-const cleanupTimeout = 30 * time.Second
 
 // runOptions configure `lockctl run`.
 type runOptions struct {
@@ -185,6 +185,137 @@ func runRun(ctx context.Context, o *runOptions) error {
 	return runCommand(ctx, o)
 }
 
+// dryRunBuildID stands for the build ID in the pod --dry-run prints; the
+// real one is given when the job starts.
+const dryRunBuildID = "0"
+
+// runJob submits a job while holding the lock and drives it to its end in
+// this process, following its pod.
+func runJob(ctx context.Context, o *runOptions) error {
+	j, err := readJob(o.f, o.Filename)
+	if err != nil {
+		return err
+	}
+	if err := o.lockFromJob(j); err != nil {
+		return err
+	}
+	cfg, err := o.loadConfig()
+	if err != nil {
+		return err
+	}
+	opts, err := cfg.Options()
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	if o.PodNamespace != "" {
+		opts.PodNamespace = o.PodNamespace
+	}
+	contexts, err := o.clusterContexts(cfg)
+	if err != nil {
+		return err
+	}
+	if _, ok := contexts[j.ClusterAlias()]; !ok {
+		return &UsageError{Err: fmt.Errorf("job %q runs in build cluster %q: name its context with --build-cluster %s=CONTEXT",
+			displayJobName(j), j.ClusterAlias(), j.ClusterAlias())}
+	}
+	if o.DryRun {
+		return o.printPod(j, opts.PodNamespace)
+	}
+	if o.Target == "" {
+		return flagErrorf("required flag --lock not set: name the namespace to lock, or give the job a spec.lock")
+	}
+	jobs, err := o.newJobs(opts, contexts)
+	if err != nil {
+		return err
+	}
+	if j.Namespace != "" && j.Namespace != jobs.Namespace() {
+		return &UsageError{Err: fmt.Errorf("the job's namespace %q does not match the namespace %q: pass -n %s", j.Namespace, jobs.Namespace(), j.Namespace)}
+	}
+
+	d := o.newDisplay()
+	defer d.close()
+	obs, h, err := o.acquire(ctx, d, jobs)
+	if err != nil {
+		return err
+	}
+	final, err := jobs.Run(ctx, h, j, d.logs(o.f.IOStreams.Out), obs)
+	d.setStatus(nil)
+	if errors.Is(err, job.ErrExists) {
+		err = &UsageError{Err: fmt.Errorf("%w: give the job metadata.generateName for a new name on every run", err)}
+	}
+	if err == nil {
+		var summary string
+		var style lineStyle
+		summary, style, err = jobOutcome(final, o.f.Clock.Since(obs.started))
+		d.printf(style, "%s", summary)
+	}
+	return releaseAfter(ctx, h, usageIfInvalid(err))
+}
+
+// runCommand holds the lock while a local command runs, and exits with the
+// command's status.
+func runCommand(ctx context.Context, o *runOptions) error {
+	c, err := run.NewCommand(o.Command, run.CommandOptions{Stdin: o.f.IOStreams.In, Stdout: o.f.IOStreams.Out, Stderr: o.childErr})
+	if err != nil {
+		return err
+	}
+	d := o.newDisplay()
+	defer d.close()
+	obs, h, err := o.acquire(ctx, d, o.sweeper())
+	if err != nil {
+		return err
+	}
+	return releaseAfter(ctx, h, c.Run(ctx, h, obs))
+}
+
+// releaseAfter releases the lock once the run ended with err, and returns
+// what ends lockctl: err, or the failed release instead of the job's or
+// the command's status.
+func releaseAfter(ctx context.Context, h *run.Hold, err error) error {
+	cctx, cancel := run.CleanupContext(ctx)
+	defer cancel()
+	rerr := h.Release(cctx)
+	if rerr != nil && (err == nil || isOutcome(err)) {
+		return rerr
+	}
+	return errors.Join(err, rerr)
+}
+
+// acquire waits for the lock as acquire does, with its display, then holds
+// it until released; then it aborts the jobs among jobs (nil: none) that
+// earlier runs left behind. The observer shows the run on d.
+func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs) (*runObserver, *run.Hold, error) {
+	locks, err := newLockClient(o.f, &o.lockFlags)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := o.identity(o.f)
+	if err != nil {
+		return nil, nil, err
+	}
+	obs := &runObserver{d: d, o: o}
+	progress := newWaitProgress(o.f.IOStreams.ErrOut, o.f.Clock, o.liveProgress())
+	req := lock.Request{
+		Target: o.Target, Identity: id, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
+		OnProgress: progress.update,
+	}
+	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
+	defer cancel()
+	h, err := run.Acquire(waitCtx, locks, req, obs)
+	progress.finish()
+	if err != nil {
+		if ctx.Err() != nil {
+			d.printf(styleWarn, "interrupted while waiting for lock %q; left the queue", o.Target)
+		}
+		return nil, nil, fmt.Errorf("acquire lock %q: %w", o.Target, err)
+	}
+	d.printf(styleGood, "lock %q acquired by %s after %s (%s)", o.Target, id, humanDuration(h.Held().Waited), h.Describe())
+	if jobs != nil {
+		jobs.SweepLeftBehind(ctx, h.Session(), obs)
+	}
+	return obs, h, nil
+}
+
 // liveProgress reports whether progress is a live line (a terminal).
 func (o *runOptions) liveProgress() bool {
 	switch o.Progress {
@@ -204,11 +335,34 @@ func (o *runOptions) newDisplay() *runDisplay {
 	return newRunDisplay(o.f.IOStreams.ErrOut, o.f.Clock, live, color)
 }
 
-// sweeperEnv returns the job environment in which a run of a local command
-// looks for jobs left behind by earlier runs, or nil when there is none to
-// use (no jobs or no build cluster configured): the command runs anyway.
-func (o *runOptions) sweeperEnv() *jobEnv {
-	env, err := func() (*jobEnv, error) {
+// newJobs returns where run's jobs live: the job namespace, the build
+// clusters and the reconciler options.
+func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string) (*run.Jobs, error) {
+	ns, err := o.f.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := o.f.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	clusters, err := clusterClients(o.f, contexts)
+	if err != nil {
+		return nil, err
+	}
+	opts.Clock, opts.Log = o.f.Clock, o.libraryLog(logrus.WarnLevel)
+	jobs, err := run.NewJobs(run.JobsOptions{
+		Namespace: ns, Jobs: cs, Clusters: clusters, Scheduler: opts,
+		Logs: o.logs, FollowLog: o.libraryLog(logrus.ErrorLevel), Log: o.f.Log,
+	})
+	return jobs, usageIfInvalid(err)
+}
+
+// sweeper returns the jobs among which a run of a local command looks for
+// jobs left behind by earlier runs, or nil when there are none to use (no
+// jobs or no build cluster configured): the command runs anyway.
+func (o *runOptions) sweeper() *run.Jobs {
+	jobs, err := func() (*run.Jobs, error) {
 		cfg, err := o.loadConfig()
 		if err != nil {
 			return nil, err
@@ -224,13 +378,13 @@ func (o *runOptions) sweeperEnv() *jobEnv {
 		if err != nil {
 			return nil, err
 		}
-		return o.newJobEnv(opts, contexts)
+		return o.newJobs(opts, contexts)
 	}()
 	if err != nil {
 		o.f.Log.WithError(err).Debug("not looking for jobs left behind by earlier runs")
 		return nil
 	}
-	return env
+	return jobs
 }
 
 // libraryLog is the logger handed to the scheduler (at least at level
@@ -248,116 +402,93 @@ func (o *runOptions) libraryLog(level logrus.Level) *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-// runLock is the lock a run holds: taken with a short expiry that a
-// goroutine renews every third of it until release.
-type runLock struct {
-	o      *runOptions
-	d      *runDisplay
-	locks  *lock.Client
-	id     lock.Identity
-	held   *lock.Held
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	// lost receives the error of the renewal that found the lock taken.
-	lost chan error
-
-	mu       sync.Mutex
-	isLost   bool
-	released bool
-}
-
-// acquireLock waits for the lock as acquire does, with its display, then
-// starts renewing it.
-func (o *runOptions) acquireLock(ctx context.Context, d *runDisplay) (*runLock, error) {
-	locks, err := newLockClient(o.f, &o.lockFlags)
-	if err != nil {
-		return nil, err
-	}
-	id, err := o.identity(o.f)
-	if err != nil {
-		return nil, err
-	}
-	progress := newWaitProgress(o.f.IOStreams.ErrOut, o.f.Clock, o.liveProgress())
-	req := lock.Request{
-		Target: o.Target, Identity: id, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-		OnProgress: progress.update,
-	}
-	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
-	defer cancel()
-	held, err := locks.Acquire(waitCtx, req)
-	progress.finish()
-	if err != nil {
-		if ctx.Err() != nil {
-			d.printf(styleWarn, "interrupted while waiting for lock %q; left the queue", o.Target)
-		}
-		return nil, fmt.Errorf("acquire lock %q: %w", o.Target, err)
-	}
-	d.printf(styleGood, "lock %q acquired by %s after %s (%s)", o.Target, id, humanDuration(held.Waited), locks.Describe(o.Target))
-	renewCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	l := &runLock{o: o, d: d, locks: locks, id: id, held: held, cancel: stop, lost: make(chan error, 1)}
-	l.wg.Go(func() { l.renew(renewCtx) })
-	return l, nil
-}
-
-// session is the run session the lock stands for (annotationRunSession).
-func (l *runLock) session() runSession {
-	return runSession{LockNamespace: l.locks.Namespace(), Target: l.o.Target, Session: l.held.Session}
-}
-
-// renew pushes the lock's expiry every third of the TTL until ctx ends or
-// the lock turns out to be someone else's.
-func (l *runLock) renew(ctx context.Context) {
-	every := l.o.TTL / 3
-	t := l.o.f.Clock.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		err := l.locks.Renew(ctx, l.held, l.o.TTL)
-		switch {
-		case errors.Is(err, lock.ErrLost):
-			l.mu.Lock()
-			l.isLost = true
-			l.mu.Unlock()
-			l.lost <- err
-			return
-		case err != nil && ctx.Err() == nil:
-			l.d.printf(styleWarn, "cannot renew lock %q, trying again in %s: %v", l.o.Target, humanDuration(every), err)
-		}
-	}
-}
-
-// release stops the renewal and gives the lock up, saying who holds it
-// next. A lost lock is left alone: it is someone else's.
-func (l *runLock) release(ctx context.Context) error {
-	l.cancel()
-	l.wg.Wait()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.isLost || l.released {
+// lockFromJob makes run hold the lock a job asks for: --lock defaults to
+// spec.lock.namespace, and spec.lock leaves the submitted job, whose pod
+// must not wait for the lock run holds for it.
+func (o *runOptions) lockFromJob(j *job.Job) error {
+	if j.Spec.Lock == nil {
 		return nil
 	}
-	l.released = true
-	rel, err := l.locks.Release(ctx, l.o.Target, l.id, lock.ReleaseOptions{})
-	if err != nil {
-		return fmt.Errorf("release lock %q: %w", l.o.Target, err)
+	switch ns := j.Spec.Lock.Namespace; {
+	case o.Target == "":
+		o.Target = ns
+	case o.Target != ns:
+		return &UsageError{Err: fmt.Errorf("--lock %q and the job's spec.lock.namespace %q differ: run holds one lock, drop one of them", o.Target, ns)}
 	}
-	l.d.printf(styleNone, "lock %q released", l.o.Target)
-	if rel.HandedTo != nil {
-		l.d.printf(styleNone, "lock %q now held by %s", l.o.Target, rel.HandedTo.Identity)
-	}
+	j.Spec.Lock = nil
 	return nil
 }
 
-// cleanupContext is the context of the work after ctx ended: not
-// cancelled with it, but bounded.
-func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+// printPod prints the pod run would create for j, touching nothing.
+func (o *runOptions) printPod(j *job.Job, podNS string) error {
+	ns, err := o.f.Namespace()
+	if err != nil {
+		// NOTE: a dry run needs no cluster, so no kubeconfig either.
+		ns = metav1.NamespaceDefault
+	}
+	j.Namespace = ns
+	pod := job.NewPod(j, firstNonEmpty(podNS, ns), dryRunBuildID)
+	if pod.Name == "" {
+		pod.GenerateName = j.GenerateName
+	}
+	fmt.Fprintf(o.f.IOStreams.Out, "# The pod of job %q as lockctl run would create it. Its name (with\n"+
+		"# generateName), build ID (%s here) and job UID are given when the job is\n"+
+		"# submitted and starts; run also adds the annotation %s.\n",
+		displayJobName(j), dryRunBuildID, run.AnnotationSession)
+	return printObject(o.f.IOStreams.Out, "yaml", pod)
 }
 
-func init() {
-	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newRunCmd(f, nil) })
+func displayJobName(j *job.Job) string {
+	if j.Name != "" {
+		return j.Name
+	}
+	return j.GenerateName + "*"
+}
+
+// jobOutcome is how a finished job ends lockctl run: the summary line, its
+// style, and the error that picks the exit status.
+func jobOutcome(j *job.Job, took time.Duration) (string, lineStyle, error) {
+	what := fmt.Sprintf("job %q", j.Name)
+	if id := j.Status.BuildID; id != "" {
+		what += fmt.Sprintf(" (build %s)", id)
+	}
+	desc := j.Status.Description
+	why := detail(desc)
+	after := " after " + humanDuration(took)
+	timedOut := j.Status.Reason == job.ReasonTimeout
+	switch j.Status.State {
+	case job.Success:
+		return what + " succeeded" + after + why, styleGood, nil
+	case job.Failure:
+		return what + " failed" + after + why, styleBad, SilentError
+	case job.Error:
+		if timedOut {
+			return what + " timed out" + after + why, styleBad, &ExitError{Code: CodeTimeout}
+		}
+		return what + " ended in error" + after + why, styleBad, SilentError
+	case job.Aborted:
+		line := what + " was aborted" + after + why
+		switch {
+		case j.Status.Reason == job.ReasonSuperseded:
+			return line, styleBad, &ExitError{Code: CodeSuperseded}
+		case timedOut:
+			return line, styleBad, &ExitError{Code: CodeTimeout}
+		}
+		return line, styleBad, &ExitError{Code: CodeError}
+	}
+	return what + " ended in state " + string(j.Status.State) + after + why, styleBad, &ExitError{Code: CodeError}
+}
+
+// detail is a job's description without the "job succeeded" (or other
+// state) it may start with, as ": rest", or "" when nothing is left.
+func detail(desc string) string {
+	if rest, ok := strings.CutPrefix(desc, "job "); ok {
+		_, rest, _ = strings.Cut(rest, ":")
+		desc = rest
+	}
+	desc = strings.TrimSpace(desc)
+	if desc == "" {
+		return ""
+	}
+	return ": " + desc
 }

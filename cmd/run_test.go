@@ -24,6 +24,7 @@ import (
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
+	"github.com/lockctl/lockctl/run"
 )
 
 func TestNewRunCmd(t *testing.T) {
@@ -154,7 +155,7 @@ func TestRunRun(t *testing.T) {
 		{
 			name:     "command not found: 127, no lock taken",
 			args:     []string{"run", "--lock", "staging", "--", "no-such-command-lockctl"},
-			wantCode: codeCommandNotFound,
+			wantCode: run.CodeCommandNotFound,
 			wantErr:  `run "no-such-command-lockctl": exec: "no-such-command-lockctl": executable file not found in $PATH`,
 			noWrites: true,
 		},
@@ -392,7 +393,7 @@ func TestRunRunJob(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.state, j.Status.State)
 			assert.Nil(t, j.Spec.Lock, "run holds the lock, not the pod")
-			assert.Regexp(t, `^default/staging/[0-9a-f]+$`, j.Annotations[annotationRunSession], "tied to run's lock")
+			assert.Regexp(t, `^default/staging/[0-9a-f]+$`, j.Annotations[run.AnnotationSession], "tied to run's lock")
 			assertNoLock(t, te)
 		})
 	}
@@ -423,7 +424,7 @@ func TestRunRunJobInterrupted(t *testing.T) {
 	require.NoError(t, gerr)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, job.Aborted, j.Status.State)
-	assert.Equal(t, reasonInterrupted, j.Status.Description)
+	assert.Equal(t, run.ReasonInterrupted, j.Status.Description)
 	_, gerr = te.cs.CoreV1().Pods("default").Get(t.Context(), "deploy-web-42", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(gerr), "pod deleted, got %v", gerr)
 	assert.Contains(t, errOut.String(), `interrupted: aborting job "deploy-web-42" (its pod is deleted) and releasing lock "staging"; `+
@@ -440,7 +441,7 @@ func TestRunRunSweepsOrphans(t *testing.T) {
 	store := job.NewStore(te.cs.CoreV1(), "default")
 	orphan, err := job.Parse([]byte("{apiVersion: lockctl.dev/v1alpha1, kind: Job, metadata: {name: orphan}, spec: {job: o, type: periodic, podSpec: {containers: [{name: c, image: i}]}}}"), "orphan")
 	require.NoError(t, err)
-	orphan.Annotations = map[string]string{annotationRunSession: "default/staging/dead"}
+	orphan.Annotations = map[string]string{run.AnnotationSession: "default/staging/dead"}
 	orphan, err = store.Create(t.Context(), orphan)
 	require.NoError(t, err)
 	st := *orphan.Status.DeepCopy()
@@ -567,12 +568,6 @@ func TestHumanDuration(t *testing.T) {
 	} {
 		assert.Equal(t, want, humanDuration(d), "humanDuration(%s)", d)
 	}
-}
-
-func TestQuoteCommand(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, `./deploy.sh --env staging`, quoteCommand([]string{"./deploy.sh", "--env", "staging"}))
-	assert.Equal(t, `sh -c 'echo it'\''s; exit 7' ''`, quoteCommand([]string{"sh", "-c", "echo it's; exit 7", ""}))
 }
 
 // runWith runs lockctl with args, letting mod set what flags cannot.

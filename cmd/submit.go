@@ -70,13 +70,9 @@ func (o *submitOptions) validate() error {
 }
 
 func runSubmit(ctx context.Context, o *submitOptions) error {
-	data, source, err := readJobFile(o.f, o.Filename)
+	j, err := readJob(o.f, o.Filename)
 	if err != nil {
 		return err
-	}
-	j, err := job.Parse(data, source)
-	if err != nil {
-		return usageIfInvalid(err)
 	}
 	store, err := jobStore(o.f)
 	if err != nil {
@@ -95,6 +91,17 @@ func runSubmit(ctx context.Context, o *submitOptions) error {
 	}
 	_, err = fmt.Fprintln(o.f.IOStreams.Out, created.Name)
 	return err
+}
+
+// readJob reads and parses a job file, "-" meaning stdin. A bad file is a
+// usage error.
+func readJob(f *Factory, name string) (*job.Job, error) {
+	data, source, err := readJobFile(f, name)
+	if err != nil {
+		return nil, err
+	}
+	j, err := job.Parse(data, source)
+	return j, usageIfInvalid(err)
 }
 
 // readJobFile reads a job file, "-" meaning stdin. It reads no more than
@@ -141,8 +148,4 @@ func readLimited(r io.Reader, source string) ([]byte, error) {
 		return nil, &job.TooLargeError{Source: source}
 	}
 	return data, nil
-}
-
-func init() {
-	extraCommands = append(extraCommands, func(f *Factory) *cobra.Command { return newSubmitCmd(f, nil) })
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
 )
 
@@ -21,6 +22,9 @@ type Store struct {
 	cms       corev1client.ConfigMapInterface
 	namespace string
 	clock     clock.PassiveClock
+	// noWatchList is what cms declares about streaming lists, which the
+	// informer of Wait asks (client-go's fakes cannot serve them).
+	noWatchList bool
 
 	mu       sync.Mutex
 	counters map[string]*counter
@@ -42,6 +46,9 @@ func NewStore(cms corev1client.ConfigMapsGetter, namespace string, opts ...Store
 		namespace: namespace,
 		clock:     clock.RealClock{},
 		counters:  map[string]*counter{},
+		// NOTE: asked of the getter, which may be a clientset's wrapper
+		// (internal/kubeclient), not of the typed client it returns.
+		noWatchList: watchlist.DoesClientNotSupportWatchListSemantics(cms),
 	}
 	for _, o := range opts {
 		o(s)

@@ -1,4 +1,4 @@
-package cmd
+package run
 
 import (
 	"testing"
@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -20,7 +22,7 @@ func TestRunSessionsCheck(t *testing.T) {
 	tests := []struct {
 		name        string
 		session     string // annotation value; "" means none
-		setup       func(t *testing.T, te *testEnv)
+		setup       func(t *testing.T, te *fakeEnv)
 		advance     time.Duration
 		wantEnded   string
 		wantRecheck time.Duration
@@ -57,7 +59,7 @@ func TestRunSessionsCheck(t *testing.T) {
 		{
 			name:    "the lock's name taken by an object lockctl did not write",
 			session: "default/staging/s1",
-			setup: func(t *testing.T, te *testEnv) {
+			setup: func(t *testing.T, te *fakeEnv) {
 				_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(),
 					&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: lock.Name("staging"), Namespace: "default"}}, metav1.CreateOptions{})
 				require.NoError(t, err)
@@ -67,7 +69,7 @@ func TestRunSessionsCheck(t *testing.T) {
 		{
 			name:    "a damaged record is given the benefit of the doubt",
 			session: "default/staging/s1",
-			setup: func(t *testing.T, te *testEnv) {
+			setup: func(t *testing.T, te *fakeEnv) {
 				hold("s1", 30*time.Second)(t, te)
 				cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
 				require.NoError(t, err)
@@ -75,23 +77,23 @@ func TestRunSessionsCheck(t *testing.T) {
 				_, err = te.cs.CoreV1().ConfigMaps("default").Update(t.Context(), cm, metav1.UpdateOptions{})
 				require.NoError(t, err)
 			},
-			wantRecheck: sessionRecheck,
+			wantRecheck: SessionRecheck,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			te := newTestEnv(t)
+			te := newFakeEnv(t)
 			if tt.setup != nil {
 				tt.setup(t, te)
 			}
 			te.clock.Step(tt.advance)
 			j := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}}
 			if tt.session != "" {
-				j.Annotations = map[string]string{annotationRunSession: tt.session}
+				j.Annotations = map[string]string{AnnotationSession: tt.session}
 			}
 
-			gotEnded, gotRecheck, err := newRunSessions(te.f, te.cs).Check(t.Context(), j)
+			gotEnded, gotRecheck, err := NewSessions(te.cs.CoreV1(), te.cs.CoreV1(), te.clock).Check(t.Context(), j)
 
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantEnded, gotEnded)
@@ -102,8 +104,8 @@ func TestRunSessionsCheck(t *testing.T) {
 
 // hold makes session the holder of lock "staging" in namespace default for
 // ttl, as lockctl run does.
-func hold(session string, ttl time.Duration) func(*testing.T, *testEnv) {
-	return func(t *testing.T, te *testEnv) {
+func hold(session string, ttl time.Duration) func(*testing.T, *fakeEnv) {
+	return func(t *testing.T, te *fakeEnv) {
 		t.Helper()
 		c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default")
 		c.Clock = te.clock
@@ -113,4 +115,18 @@ func hold(session string, ttl time.Duration) func(*testing.T, *testEnv) {
 		})
 		require.NoError(t, err)
 	}
+}
+
+// testNow is the fake clock's start.
+var testNow = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+// fakeEnv is a fake cluster and clock.
+type fakeEnv struct {
+	cs    *fake.Clientset
+	clock *testingclock.FakeClock
+}
+
+func newFakeEnv(t *testing.T) *fakeEnv {
+	t.Helper()
+	return &fakeEnv{cs: fake.NewClientset(), clock: testingclock.NewFakeClock(testNow)}
 }

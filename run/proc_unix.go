@@ -1,13 +1,13 @@
 //go:build unix
 
-package cmd
+package run
 
 import (
 	"os"
 	"syscall"
 )
 
-// childProcAttr starts the command of `lockctl run -- CMD` in a process
+// childProcAttr starts the command of a local command in a process
 // group of its own when newGroup is set, and asks the kernel to stop it
 // when lockctl dies, where the platform can (Linux).
 func childProcAttr(newGroup bool) *syscall.SysProcAttr {

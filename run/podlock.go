@@ -1,4 +1,4 @@
-package cmd
+package run
 
 import (
 	"context"
@@ -13,29 +13,25 @@ import (
 	"github.com/lockctl/lockctl/scheduler"
 )
 
-// podLocker takes namespace locks for job pods through package lock. The
-// lock is owned by the pod, and its identity comes from the pod's labels.
+// PodLocker takes namespace locks for job pods that ask for one
+// (spec.lock): the lock is owned by the pod, so it lives as long as the pod
+// does, and its identity comes from the pod's labels (PodIdentity).
 //
-// NOTE: locks live in the lock namespace of the --context cluster and the
+// NOTE: locks live in the lock namespace of the client's cluster and the
 // holder pod is looked up there, so jobs with spec.lock should run in the
-// build cluster of that context.
-type podLocker struct{ c *lock.Client }
+// build cluster of that cluster.
+type PodLocker struct{ c *lock.Client }
 
-var _ scheduler.NamespaceLocker = podLocker{}
+var _ scheduler.NamespaceLocker = PodLocker{}
 
-func newPodLocker(f *Factory, l *lockFlags) (scheduler.NamespaceLocker, error) {
-	c, err := newLockClient(f, l)
-	if err != nil {
-		return nil, err
-	}
-	return podLocker{c: c}, nil
-}
+// NewPodLocker returns a PodLocker taking locks through c.
+func NewPodLocker(c *lock.Client) PodLocker { return PodLocker{c: c} }
 
 // TryAcquire implements scheduler.NamespaceLocker.
-func (p podLocker) TryAcquire(ctx context.Context, target string, pod *corev1.Pod) (bool, error) {
+func (p PodLocker) TryAcquire(ctx context.Context, target string, pod *corev1.Pod) (bool, error) {
 	held, _, err := p.c.TryAcquire(ctx, lock.Request{
 		Target:   target,
-		Identity: podIdentity(pod),
+		Identity: PodIdentity(pod),
 		Pod:      &lock.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Session:  string(pod.UID),
 	})
@@ -49,14 +45,14 @@ func (p podLocker) TryAcquire(ctx context.Context, target string, pod *corev1.Po
 }
 
 // Release implements scheduler.NamespaceLocker.
-func (p podLocker) Release(ctx context.Context, target string, pod *corev1.Pod) error {
-	_, err := p.c.Release(ctx, target, podIdentity(pod), lock.ReleaseOptions{})
+func (p PodLocker) Release(ctx context.Context, target string, pod *corev1.Pod) error {
+	_, err := p.c.Release(ctx, target, PodIdentity(pod), lock.ReleaseOptions{})
 	return err
 }
 
-// podIdentity is the lock identity of a job pod: its refs and build ID,
+// PodIdentity is the lock identity of a job pod: its refs and build ID,
 // with the job's name and type standing in for a periodic job's repository.
-func podIdentity(pod *corev1.Pod) lock.Identity {
+func PodIdentity(pod *corev1.Pod) lock.Identity {
 	l := pod.Labels
 	branch := l[job.LabelBaseRef]
 	if pull := l[job.LabelPull]; pull != "" {
@@ -68,4 +64,13 @@ func podIdentity(pod *corev1.Pod) lock.Identity {
 		Branch: firstNonEmpty(branch, strings.ToLower(l[job.LabelType])),
 		Build:  l[job.LabelBuildID],
 	}
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

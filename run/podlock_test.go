@@ -1,4 +1,4 @@
-package cmd
+package run
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -15,7 +16,7 @@ import (
 
 func TestPodLocker(t *testing.T) {
 	t.Parallel()
-	te := newTestEnv(t)
+	cs := fake.NewClientset()
 	jobPod := func(name, build string) *corev1.Pod {
 		j := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("job-" + name)},
 			Spec: job.JobSpec{Job: "deploy-web", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: "main"},
@@ -23,15 +24,14 @@ func TestPodLocker(t *testing.T) {
 		pod := job.NewPod(j, "default", build)
 		pod.UID = types.UID("pod-" + name)
 		pod.Status.Phase = corev1.PodRunning
-		created, err := te.cs.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{})
+		created, err := cs.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{})
 		require.NoError(t, err)
 		return created
 	}
 	first, second := jobPod("first", "1"), jobPod("second", "2")
-	assert.Equal(t, lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, podIdentity(first))
+	assert.Equal(t, lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, PodIdentity(first))
 
-	locker, err := newPodLocker(te.f, &lockFlags{})
-	require.NoError(t, err)
+	locker := NewPodLocker(lock.New(cs.CoreV1(), cs.CoreV1(), "default"))
 	held, err := locker.TryAcquire(t.Context(), "staging", first)
 	require.NoError(t, err)
 	assert.True(t, held, "a free lock is taken")

@@ -1,0 +1,46 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+// policyFlag is an enum flag for --policy.
+type policyFlag struct{ p *lock.Policy }
+
+func (f policyFlag) String() string { return string(*f.p) }
+func (f policyFlag) Type() string   { return "newest|fifo" }
+func (f policyFlag) Set(s string) error {
+	p, err := lock.ParsePolicy(s)
+	if err != nil {
+		return err
+	}
+	*f.p = p
+	return nil
+}
+
+// outputFlag is an enum flag for -o.
+type outputFlag struct {
+	v       *string
+	allowed []string
+}
+
+func (f outputFlag) String() string { return *f.v }
+func (f outputFlag) Type() string   { return strings.Join(f.allowed, "|") }
+func (f outputFlag) Set(s string) error {
+	for _, a := range f.allowed {
+		if s == a {
+			*f.v = s
+			return nil
+		}
+	}
+	return fmt.Errorf("must be one of %s", strings.Join(f.allowed, ", "))
+}
+
+func addOutputFlag(fs *pflag.FlagSet, v *string, allowed ...string) {
+	fs.VarP(outputFlag{v: v, allowed: allowed}, "output", "o", "output format: "+strings.Join(allowed, ", "))
+}

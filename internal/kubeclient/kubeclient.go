@@ -1,0 +1,26 @@
+// Package kubeclient adapts client-go clients for lockctl's packages.
+package kubeclient
+
+import (
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/util/watchlist"
+)
+
+// CoreV1 returns cs.CoreV1(), passing on what cs declares about streaming
+// lists. Informers (watchtools.UntilWithSync) ask the client they are given;
+// the typed client of client-go's fake clientset does not say that it
+// cannot serve them, while the clientset does.
+func CoreV1(cs kubernetes.Interface) corev1client.CoreV1Interface {
+	return coreV1{CoreV1Interface: cs.CoreV1(), cs: cs}
+}
+
+type coreV1 struct {
+	corev1client.CoreV1Interface
+	cs kubernetes.Interface
+}
+
+// IsWatchListSemanticsUnSupported passes on the clientset's answer.
+func (c coreV1) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(c.cs)
+}

@@ -1,0 +1,204 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+// Exit statuses of a command that could not be started, as shells use them.
+const (
+	CodeCommandNotFound = 127
+	CodeCannotExecute   = 126
+)
+
+// ExitError is the exit status a run ends with: a command's own, 128+n
+// when signal n ended it, or 126 or 127 when it could not be started. Err,
+// when set, says why.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns why the command could not be started, or nil.
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// CommandOptions are the streams of a local command.
+type CommandOptions struct {
+	// Stdin, Stdout and Stderr are passed to the command as they are. When
+	// Stdin is a terminal the command shares this process's group (see
+	// Command.Run).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Command is a local command run while a lock is held.
+type Command struct {
+	argv        []string
+	child       *exec.Cmd
+	interactive bool
+}
+
+// NewCommand prepares argv. A command that cannot be found is an
+// *ExitError with status 127.
+func NewCommand(argv []string, o CommandOptions) (*Command, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("no command to run")
+	}
+	child := exec.Command(argv[0], argv[1:]...)
+	if child.Err != nil {
+		return nil, &ExitError{Code: CodeCommandNotFound, Err: fmt.Errorf("run %q: %w", argv[0], child.Err)}
+	}
+	interactive := isTerminalReader(o.Stdin)
+	child.Stdin, child.Stdout, child.Stderr = o.Stdin, o.Stdout, o.Stderr
+	child.SysProcAttr = childProcAttr(!interactive)
+	return &Command{argv: argv, child: child, interactive: interactive}, nil
+}
+
+// String renders the command as a person would type it.
+func (c *Command) String() string { return QuoteCommand(c.argv) }
+
+// Run runs the command while h is held and returns how it ended: nil for
+// status 0, an *ExitError with its status otherwise. It never releases h.
+//
+// Signals: when stdin is a terminal the command shares this process's group,
+// so it keeps the terminal (it may prompt, and Ctrl-C or a hang-up reach it
+// straight from the terminal); a SIGTERM is passed on to it. Without a
+// terminal it gets a process group of its own, and both SIGINT and SIGTERM
+// are passed on to that group, so a shell script's children stop too. The
+// signal is the one in ctx's cancel cause (an error with a Signal()
+// os.Signal method), SIGTERM when there is none. On Linux the command also
+// gets SIGTERM if this process dies without cleaning up (SIGKILL), so it
+// never outlives the lock by more than it takes to stop.
+//
+// When ctx ends or h is lost, Run signals the command, waits for it and
+// returns an error wrapping ctx.Err() or lock.ErrLost.
+func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
+	obs = observerOrNop(obs)
+	cmdline := c.String()
+	if ctx.Err() != nil {
+		obs.Stopping(Stop{Command: c.argv, BeforeStart: true})
+		return fmt.Errorf("run %s: %w", cmdline, ctx.Err())
+	}
+	// NOTE: said before the start, so it comes before anything the command
+	// prints.
+	obs.Started(c.argv)
+	if err := c.child.Start(); err != nil {
+		return startError(c.argv[0], err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.child.Wait() }()
+
+	select {
+	case waitErr := <-exited:
+		obs.Exited(c.child.ProcessState, waitErr)
+		return commandExit(c.child.ProcessState, waitErr)
+	case <-ctx.Done():
+		sig := signalOf(ctx)
+		stop := Stop{Command: c.argv}
+		if !c.interactive || sig != os.Interrupt {
+			stop.Signal = sig
+		}
+		obs.Stopping(stop)
+		if stop.Signal != nil {
+			if err := signalChild(c.child.Process, sig, !c.interactive); err != nil {
+				obs.SignalFailed(err)
+			}
+		}
+		obs.Exited(c.child.ProcessState, <-exited)
+		return fmt.Errorf("run %s: %w", cmdline, ctx.Err())
+	case lost := <-h.Lost():
+		obs.Stopping(Stop{Command: c.argv, Lost: lost, Signal: syscall.SIGTERM})
+		if err := signalChild(c.child.Process, syscall.SIGTERM, !c.interactive); err != nil {
+			obs.SignalFailed(err)
+		}
+		obs.Exited(c.child.ProcessState, <-exited)
+		return fmt.Errorf("lock %q was lost while %s ran: %w", h.Target(), cmdline, lost)
+	}
+}
+
+// signalOf returns the signal that cancelled ctx, SIGTERM when none did.
+func signalOf(ctx context.Context) os.Signal {
+	var s interface{ Signal() os.Signal }
+	if errors.As(context.Cause(ctx), &s) {
+		return s.Signal()
+	}
+	return syscall.SIGTERM
+}
+
+// commandExit is the result of a command that ended: nil for status 0, its
+// exit status otherwise, 128+n when signal n ended it.
+func commandExit(ps *os.ProcessState, waitErr error) error {
+	if ps == nil {
+		return fmt.Errorf("wait for the command: %w", waitErr)
+	}
+	if code := exitStatus(ps); code != 0 {
+		return &ExitError{Code: code}
+	}
+	return nil
+}
+
+// DescribeExit says how a command ended: "exited with status 7".
+func DescribeExit(ps *os.ProcessState, waitErr error) string {
+	if ps == nil {
+		return fmt.Sprintf("could not be waited for: %v", waitErr)
+	}
+	if sig, ok := exitSignal(ps); ok {
+		return fmt.Sprintf("was ended by %s (exit status %d)", SignalName(sig), exitStatus(ps))
+	}
+	return fmt.Sprintf("exited with status %d", ps.ExitCode())
+}
+
+// startError maps a command that could not be started to the shells' exit
+// statuses: 127 not found, 126 not executable.
+func startError(name string, err error) error {
+	code := CodeCannotExecute
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		code = CodeCommandNotFound
+	}
+	return &ExitError{Code: code, Err: fmt.Errorf("run %q: %w", name, err)}
+}
+
+// SignalName is the conventional name of a signal: SIGINT, SIGTERM.
+func SignalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+// QuoteCommand renders argv as a person would type it.
+func QuoteCommand(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+			parts[i] = a
+			continue
+		}
+		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(parts, " ")
+}
+
+// isTerminalReader reports whether r is a terminal.
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,339 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/internal/kubeclient"
+	"github.com/lockctl/lockctl/internal/logutil"
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/podwatch"
+	"github.com/lockctl/lockctl/scheduler"
+)
+
+// Descriptions of the jobs a run aborts.
+const (
+	ReasonInterrupted = "aborted: lockctl run was interrupted"
+	ReasonLockLost    = "aborted: lockctl run lost its lock"
+	reasonNoLoop      = "aborted: lockctl run could not start its reconcile loop"
+)
+
+// followGrace is how long Run waits, once the job has finished, for the
+// pod's log streams to drain.
+const followGrace = podwatch.DefaultDrainTimeout + time.Second
+
+// JobsOptions say where a run's jobs live. Namespace and Jobs are required.
+type JobsOptions struct {
+	// Namespace is the namespace of the job records.
+	Namespace string
+	// Jobs is the client of the cluster of the job records.
+	Jobs kubernetes.Interface
+	// Clusters are the build clusters by alias; the jobs' pods run there.
+	Clusters map[string]kubernetes.Interface
+	// Scheduler configures the reconcile loop that drives a run's job
+	// (limits, timeouts, pod namespace, clock, log), as for lockctl
+	// reconcile. Its Clock is the run's clock; nil means clock.RealClock.
+	Scheduler scheduler.Options
+	// Logs opens the log streams of the pods; nil means through the API
+	// server.
+	Logs podwatch.LogOpener
+	// FollowLog receives what the pod followers log; nil discards it.
+	FollowLog *logrus.Entry
+	// Log receives what the run does not tell its Observer; nil discards
+	// it.
+	Log *logrus.Entry
+}
+
+// Jobs runs jobs in one job namespace beside any reconcile loop: it submits
+// a job, drives it to its end with the reconciler restricted to that job,
+// follows its pod and aborts it when the run stops. A reconciler reading
+// straight from the API server finishes single jobs at once (a stopped
+// run's, or one left behind by a run that died).
+type Jobs struct {
+	opts    JobsOptions
+	clock   clock.WithTicker
+	pods    map[string]corev1client.PodsGetter
+	cleaner *scheduler.Reconciler
+}
+
+// NewJobs returns Jobs for o. An invalid o.Scheduler is an error wrapping
+// scheduler.ErrConfig.
+func NewJobs(o JobsOptions) (*Jobs, error) {
+	if o.Scheduler.Clock == nil {
+		o.Scheduler.Clock = clock.RealClock{}
+	}
+	o.FollowLog, o.Log = logutil.OrDiscard(o.FollowLog), logutil.OrDiscard(o.Log)
+	pods := make(map[string]corev1client.PodsGetter, len(o.Clusters))
+	for alias, cs := range o.Clusters {
+		pods[alias] = kubeclient.CoreV1(cs)
+	}
+	cleaner, err := scheduler.NewReconciler(kubeclient.CoreV1(o.Jobs), o.Namespace, pods, o.Scheduler)
+	if err != nil {
+		return nil, err
+	}
+	return &Jobs{opts: o, clock: o.Scheduler.Clock, pods: pods, cleaner: cleaner}, nil
+}
+
+// Store returns the store of the job records.
+func (js *Jobs) Store() *job.Store { return js.cleaner.Store() }
+
+// Namespace returns the namespace of the job records.
+func (js *Jobs) Namespace() string { return js.opts.Namespace }
+
+// PodNamespace returns the namespace of the jobs' pods in their build
+// clusters.
+func (js *Jobs) PodNamespace() string {
+	if ns := js.opts.Scheduler.PodNamespace; ns != "" {
+		return ns
+	}
+	return js.opts.Namespace
+}
+
+// Sessions returns the check of run sessions whose locks live beside the
+// job records.
+func (js *Jobs) Sessions() *Sessions {
+	return NewSessions(js.opts.Jobs.CoreV1(), js.opts.Jobs.CoreV1(), js.clock)
+}
+
+// SweepLeftBehind aborts the jobs of the job namespace whose run ended
+// without cleaning up, which deletes their pods, and tells obs. me, the
+// caller's own session, is never swept. Failures are reported and skipped:
+// they must not stop the caller's run.
+func (js *Jobs) SweepLeftBehind(ctx context.Context, me Session, obs Observer) {
+	obs = observerOrNop(obs)
+	jobs, err := js.Store().List(ctx, job.ListOptions{ActiveOnly: true})
+	if err != nil && len(jobs) == 0 {
+		// NOTE: quiet, because a command run by someone who may not read
+		// jobs is not to be cluttered with it.
+		js.opts.Log.WithError(err).Debug("cannot look for jobs left behind by earlier runs")
+		return
+	}
+	sessions := js.Sessions()
+	for _, j := range jobs {
+		if rs, ok := SessionOf(j); !ok || rs == me {
+			continue
+		}
+		ended, _, err := sessions.Check(ctx, j)
+		if err != nil {
+			obs.LeftBehind(j, "", fmt.Errorf("cannot tell whether job %q was left behind: %w", j.Name, err))
+			continue
+		}
+		if ended == "" {
+			continue
+		}
+		if _, err := js.abort(ctx, j.Name, job.ReasonSessionEnded, ended); err != nil {
+			obs.LeftBehind(j, "", fmt.Errorf("cannot abort job %q left behind by an earlier run: %w", j.Name, err))
+			continue
+		}
+		obs.LeftBehind(j, strings.TrimPrefix(ended, SessionEnded+": "), nil)
+	}
+}
+
+// abort aborts a job and reconciles it at once, which deletes its pod and
+// completes it, so no loop needs to run. A job that has finished already is
+// returned as it is.
+func (js *Jobs) abort(ctx context.Context, name, reason, description string) (*job.Job, error) {
+	store := js.Store()
+	j, err := store.Abort(ctx, name, reason, description)
+	if errors.Is(err, job.ErrTerminal) {
+		return j, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for range 3 {
+		if _, err = js.cleaner.Reconcile(ctx, name); !errors.Is(err, job.ErrConflict) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("delete the pod of job %q: %w", name, err)
+	}
+	return store.Get(ctx, name)
+}
+
+// Run submits j, tied to h's session, and drives it to its end in this
+// process with the reconciler restricted to it, following its pod: phase
+// changes go to obs, the pod's logs to out. It returns the finished job.
+//
+// When ctx ends or h is lost first, Run aborts the job (deleting its pod)
+// and returns an error wrapping ctx.Err() or lock.ErrLost. Run never
+// releases h.
+func (js *Jobs) Run(ctx context.Context, h *Hold, j *job.Job, out io.Writer, obs Observer) (*job.Job, error) {
+	obs = observerOrNop(obs)
+	j = j.DeepCopy()
+	if j.Annotations == nil {
+		j.Annotations = map[string]string{}
+	}
+	j.Annotations[AnnotationSession] = h.Session().String()
+	created, err := js.Store().Create(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	obs.Submitted(created, js.PodNamespace())
+
+	ctlOpts := js.opts.Scheduler
+	ctlOpts.OnlyJob = created.Name
+	ctl, err := scheduler.NewController(js.opts.Jobs, js.opts.Namespace, js.opts.Clusters, ctlOpts)
+	if err != nil {
+		cctx, cancel := CleanupContext(ctx)
+		defer cancel()
+		_, aerr := js.abort(cctx, created.Name, job.ReasonAbortRequested, reasonNoLoop)
+		return nil, errors.Join(err, aerr)
+	}
+	jr := &jobRun{js: js, h: h, obs: obs, out: out, name: created.Name}
+	return jr.drive(ctx, ctl, js.pods[created.ClusterAlias()])
+}
+
+// jobRun is one job driven by Run: the job record watched to its end and
+// its pod followed.
+type jobRun struct {
+	js   *Jobs
+	h    *Hold
+	obs  Observer
+	out  io.Writer
+	name string
+
+	mu       sync.Mutex
+	seenPod  bool
+	lastDesc string
+}
+
+// finalJob is the outcome of watching the job record.
+type finalJob struct {
+	job *job.Job
+	err error
+}
+
+// drive runs the controller restricted to the job, follows its pod and
+// waits for the job to end, for the lock to be lost, or for ctx to end.
+func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods corev1client.PodsGetter) (*job.Job, error) {
+	ctlCtx, stopCtl := context.WithCancel(ctx)
+	ctlDone := make(chan error, 1)
+	go func() { ctlDone <- ctl.Run(ctlCtx) }()
+
+	followCtx, stopFollow := context.WithCancel(ctx)
+	var ended atomic.Bool
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		jr.follow(followCtx, pods, &ended)
+	}()
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	final := make(chan finalJob, 1)
+	go func() {
+		j, err := jr.js.Store().Wait(watchCtx, jr.name, jr.onJob)
+		final <- finalJob{j, err}
+	}()
+
+	// stop ends the watch, the follow (after grace, if the pod has shown up
+	// and still streams) and the controller.
+	stop := func(grace time.Duration) {
+		stopWatch()
+		ended.Store(true)
+		jr.mu.Lock()
+		seen := jr.seenPod
+		jr.mu.Unlock()
+		if seen && grace > 0 {
+			t := jr.js.clock.NewTimer(grace)
+			select {
+			case <-followed:
+			case <-t.C():
+			}
+			t.Stop()
+		}
+		stopFollow()
+		<-followed
+		stopCtl()
+		if err := <-ctlDone; err != nil {
+			jr.js.opts.Log.WithError(err).Error("reconcile loop of the job stopped")
+		}
+	}
+
+	select {
+	case <-ctx.Done():
+		jr.obs.Stopping(Stop{Job: jr.name})
+		stop(0)
+		cctx, cancel := CleanupContext(ctx)
+		defer cancel()
+		aerr := jr.abort(cctx, ReasonInterrupted)
+		return nil, errors.Join(fmt.Errorf("run job %q: %w", jr.name, ctx.Err()), aerr)
+	case lost := <-jr.h.Lost():
+		jr.obs.Stopping(Stop{Job: jr.name, Lost: lost})
+		stop(0)
+		cctx, cancel := CleanupContext(ctx)
+		defer cancel()
+		aerr := jr.abort(cctx, ReasonLockLost)
+		return nil, errors.Join(fmt.Errorf("lock %q was lost while job %q ran: %w", jr.h.Target(), jr.name, lost), aerr)
+	case res := <-final:
+		if res.err != nil {
+			stop(0)
+			return nil, res.err
+		}
+		stop(followGrace)
+		return res.job, nil
+	}
+}
+
+// abort aborts the job, deleting its pod, and tells the observer.
+func (jr *jobRun) abort(ctx context.Context, why string) error {
+	j, err := jr.js.abort(ctx, jr.name, job.ReasonAbortRequested, why)
+	jr.obs.Aborted(jr.name, j, err)
+	if err != nil {
+		return fmt.Errorf("abort job %q: %w", jr.name, err)
+	}
+	return nil
+}
+
+// follow follows the job's pod, again after it was deleted and recreated
+// (evicted, node lost), until ctx ends or the job has ended.
+func (jr *jobRun) follow(ctx context.Context, pods corev1client.PodsGetter, ended *atomic.Bool) {
+	for {
+		f := podwatch.New(pods, jr.js.PodNamespace(), jr.name, jr.js.opts.FollowLog)
+		f.Clock = jr.js.clock
+		if jr.js.opts.Logs != nil {
+			f.Logs = jr.js.opts.Logs
+		}
+		_, err := f.Follow(ctx, podwatch.Options{Out: jr.out, OnEvent: jr.onEvent})
+		if !errors.Is(err, podwatch.ErrPodDeleted) || ctx.Err() != nil || ended.Load() {
+			return
+		}
+	}
+}
+
+func (jr *jobRun) onEvent(e podwatch.Event) {
+	if e.Kind == podwatch.EventPodMissing {
+		return
+	}
+	jr.mu.Lock()
+	jr.seenPod = true
+	jr.mu.Unlock()
+	jr.obs.PodEvent(e)
+}
+
+// onJob passes on news of a job not yet finished: a new description.
+func (jr *jobRun) onJob(j *job.Job) {
+	if j.IsTerminal() {
+		return
+	}
+	jr.mu.Lock()
+	desc := j.Status.Description
+	changed := desc != jr.lastDesc
+	jr.lastDesc = desc
+	jr.mu.Unlock()
+	if changed {
+		jr.obs.JobChanged(j)
+	}
+}

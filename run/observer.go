@@ -1,0 +1,84 @@
+package run
+
+import (
+	"os"
+	"time"
+
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/podwatch"
+)
+
+// Observer is told what a run does, in the order it happens; cmd's progress
+// display is one. Calls come from several goroutines, never at once for one
+// run; they should not block.
+type Observer interface {
+	// RenewFailed: a renewal of the hold failed for a reason other than
+	// losing the lock; the next one is in retryIn.
+	RenewFailed(target string, retryIn time.Duration, err error)
+	// Released: the hold was released; rel says who holds the lock next.
+	Released(target string, rel *lock.Released)
+	// LeftBehind: a job whose run ended without cleaning up was aborted,
+	// which deleted its pod, because ended; or it could not be (err).
+	LeftBehind(j *job.Job, ended string, err error)
+	// Submitted: the job was created; its pod runs in podNamespace.
+	Submitted(j *job.Job, podNamespace string)
+	// PodEvent: the job's pod changed (podwatch.Event).
+	PodEvent(e podwatch.Event)
+	// JobChanged: the record of the job, not finished, has a new
+	// description (a pod recreated, an abort by someone else).
+	JobChanged(j *job.Job)
+	// Stopping: the run was interrupted or lost its lock, and is stopping
+	// what it runs.
+	Stopping(s Stop)
+	// Aborted: the job of a stopped run was aborted (j), had already
+	// finished (j), or could not be aborted (err).
+	Aborted(name string, j *job.Job, err error)
+	// Started: the local command is about to start.
+	Started(argv []string)
+	// SignalFailed: the local command could not be signalled.
+	SignalFailed(err error)
+	// Exited: the local command ended; ps is nil when it could not be
+	// waited for (err).
+	Exited(ps *os.ProcessState, err error)
+}
+
+// Stop says why and how a run stops what it runs.
+type Stop struct {
+	// Job is the name of the job being aborted; "" for a command.
+	Job string
+	// Command is the local command being stopped; nil for a job.
+	Command []string
+	// Lost is the error of the renewal that found the lock taken; nil when
+	// the run was interrupted (its context ended).
+	Lost error
+	// Signal is what the command is sent; nil when it is only waited for
+	// (it got the terminal's Ctrl-C itself) or has not started.
+	Signal os.Signal
+	// BeforeStart is set when the command had not started yet.
+	BeforeStart bool
+}
+
+// NopObserver ignores everything; embed it to observe a few things only.
+type NopObserver struct{}
+
+var _ Observer = NopObserver{}
+
+func (NopObserver) RenewFailed(string, time.Duration, error) {}
+func (NopObserver) Released(string, *lock.Released)          {}
+func (NopObserver) LeftBehind(*job.Job, string, error)       {}
+func (NopObserver) Submitted(*job.Job, string)               {}
+func (NopObserver) PodEvent(podwatch.Event)                  {}
+func (NopObserver) JobChanged(*job.Job)                      {}
+func (NopObserver) Stopping(Stop)                            {}
+func (NopObserver) Aborted(string, *job.Job, error)          {}
+func (NopObserver) Started([]string)                         {}
+func (NopObserver) SignalFailed(error)                       {}
+func (NopObserver) Exited(*os.ProcessState, error)           {}
+
+func observerOrNop(o Observer) Observer {
+	if o == nil {
+		return NopObserver{}
+	}
+	return o
+}
