@@ -200,7 +200,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		return usageIfInvalid(err)
 	}
 	if o.MetricsAddr != "" {
-		stop, err := serveMetrics(ctx, o.f, o.MetricsAddr, reg)
+		stop, err := serveMetrics(ctx, o.f, o.MetricsAddr, reg, readiness(c))
 		if err != nil {
 			return err
 		}
@@ -217,14 +217,29 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	return err
 }
 
-// serveMetrics serves reg on addr until stop is called.
-func serveMetrics(ctx context.Context, f *Factory, addr string, reg *prometheus.Registry) (stop func(), err error) {
+// readiness reports the loop not ready until its caches are filled.
+func readiness(c *scheduler.Controller) func() error {
+	return func() error {
+		if !c.HasSynced() {
+			return errors.New("caches of job records and pods not yet filled")
+		}
+		return nil
+	}
+}
+
+// serveMetrics serves reg on addr until stop is called: /metrics in
+// Prometheus format, /healthz (200 while the process serves) and /readyz
+// (200 when ready returns nil, else 503 with its error), for a Deployment's
+// probes.
+func serveMetrics(ctx context.Context, f *Factory, addr string, reg *prometheus.Registry, ready func() error) (stop func(), err error) {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("serve metrics: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/healthz", healthHandler(func() error { return nil }))
+	mux.Handle("/readyz", healthHandler(ready))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -236,6 +251,21 @@ func serveMetrics(ctx context.Context, f *Factory, addr string, reg *prometheus.
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}, nil
+}
+
+// healthHandler answers 200 "ok" when check returns nil, else 503 with the
+// error, as kube-apiserver's /healthz and /readyz do.
+func healthHandler(check func() error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if err := check(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: %v\n", err)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
 }
 
 // loopLogFormat gives a reconcile loop's log times and fields (job, pod,

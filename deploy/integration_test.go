@@ -1,0 +1,286 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/job"
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+}
+
+// TestIntegrationManifestsAccepted creates every variant's objects on the
+// real API server with dryRun=All, as `kubectl apply -k deploy
+// --dry-run=server` does: schema, defaulting and validation of the
+// Deployment, CronJob and RBAC objects all run, nothing is stored.
+func TestIntegrationManifestsAccepted(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			ns := env.Namespace(t)
+			objs := render(t, v, ns)
+			apply(t, env.RESTConfig, objs, true)
+		})
+	}
+}
+
+// TestIntegrationShippedServiceAccount creates deploy/ in a namespace and
+// runs the lockctl binary with a token of the ServiceAccount it ships: the
+// shipped Roles are enough to lock, run a job, submit, reconcile and read
+// logs, and grant nothing outside the namespace or beyond it.
+func TestIntegrationShippedServiceAccount(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	apply(t, env.RESTConfig, render(t, variants[0], ns), false)
+	cfg, kubeconfig := serviceAccountConfig(t, env, ns, "lockctl")
+	cli := func(args ...string) outcome {
+		t.Helper()
+		return runLockctl(t, []string{"KUBECONFIG=" + kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}, args...)
+	}
+	id := []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1"}
+
+	o := cli(append([]string{"acquire", "staging"}, id...)...)
+	require.Equal(t, 0, o.code, "acquire: %s", o.stderr)
+	o = cli("status")
+	require.Equal(t, 0, o.code, "status: %s", o.stderr)
+	assert.Contains(t, o.stdout, "acme/web@main#1")
+	o = cli(append([]string{"release", "staging"}, id...)...)
+	require.Equal(t, 0, o.code, "release: %s", o.stderr)
+
+	// run: lock, submit, drive the job in-process, follow its pod and logs.
+	o = cli(append([]string{"run", "--lock", "staging", "-f", writeJob(t, "deploy-run", "0")}, id...)...)
+	require.Equal(t, 0, o.code, "run: %s", o.stderr)
+	assert.Contains(t, o.stderr, `job "deploy-run" (build 1) succeeded`)
+
+	// submit, then cron passes of reconcile until the job is done.
+	o = cli("submit", "-f", writeJob(t, "deploy-cron", "0"))
+	require.Equal(t, 0, o.code, "submit: %s", o.stderr)
+	store := job.NewStore(env.Client.CoreV1(), ns)
+	require.Eventually(t, func() bool {
+		o := cli("reconcile", "--once")
+		require.Equal(t, 0, o.code, "reconcile --once: %s", o.stderr)
+		j, err := store.Get(t.Context(), "deploy-cron")
+		require.NoError(t, err)
+		return j.Status.State == job.Success
+	}, 2*time.Minute, time.Second, "reconcile --once passes drive the job to success")
+	o = cli("logs", "deploy-cron")
+	assert.Equal(t, 0, o.code, "logs: %s", o.stderr)
+	o = cli("get", "jobs")
+	assert.Equal(t, 0, o.code, "get jobs: %s", o.stderr)
+
+	// The Deployment's loop: ready once its caches are filled, metrics
+	// served, a clean exit on SIGTERM.
+	loop(t, kubeconfig, ns)
+
+	// Not more: nothing outside the namespace, no Secrets, no cluster scope.
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	for _, ra := range []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: "get", Resource: "secrets"},
+		{Namespace: ns, Verb: "list", Resource: "secrets"},
+		{Namespace: "default", Verb: "get", Resource: "configmaps"},
+		{Namespace: "default", Verb: "create", Resource: "pods"},
+		{Namespace: ns, Verb: "create", Resource: "pods", Subresource: "exec"},
+		{Namespace: ns, Verb: "update", Resource: "pods"},
+		{Namespace: ns, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"},
+		{Namespace: ns, Verb: "create", Resource: "rolebindings", Group: "rbac.authorization.k8s.io"},
+		{Verb: "list", Resource: "nodes"},
+		{Verb: "list", Resource: "namespaces"},
+	} {
+		review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(t.Context(), &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.False(t, review.Status.Allowed, "the shipped ServiceAccount may not %s %s/%s in %q", ra.Verb, ra.Resource, ra.Subresource, ra.Namespace)
+	}
+}
+
+// loop runs `lockctl reconcile --metrics-addr` as the Deployment does, waits
+// for /readyz and /healthz to answer 200 and /metrics to carry lockctl's
+// metrics, then stops it with SIGTERM and expects exit 0.
+func loop(t *testing.T, kubeconfig, ns string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cmd := exec.Command(lockctlBinary(t), "reconcile", "--metrics-addr", addr)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill() }()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	require.Eventually(t, func() bool { code, _ := get("/readyz"); return code == http.StatusOK },
+		time.Minute, 100*time.Millisecond, "/readyz turns 200 once the caches are filled; stderr:\n%s", &stderr)
+	code, body := get("/healthz")
+	assert.Equal(t, http.StatusOK, code, body)
+	code, body = get("/metrics")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "lockctl_reconcile_duration_seconds", "the loop's metrics are exported")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	assert.NoError(t, cmd.Wait(), "exits 0 on SIGTERM; stderr:\n%s", &stderr)
+}
+
+// apply creates objs through the dynamic client, with dryRun=All when dry.
+func apply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured, dry bool) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))
+	opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+	if dry {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		require.NoError(t, err, key(u))
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		}
+		_, err = ri.Create(t.Context(), u, opts)
+		require.NoError(t, err, "the API server accepts %s", key(u))
+	}
+}
+
+// serviceAccountConfig returns a REST config and a kubeconfig file that
+// authenticate with a token of the ServiceAccount sa in ns.
+func serviceAccountConfig(t *testing.T, env *testenv.Env, ns, sa string) (*rest.Config, string) {
+	t.Helper()
+	tok, err := env.Client.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"test": {Server: env.RESTConfig.Host, CertificateAuthorityData: env.RESTConfig.CAData}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{sa: {Token: tok.Status.Token}},
+		Contexts:       map[string]*clientcmdapi.Context{"test": {Cluster: "test", AuthInfo: sa, Namespace: ns}},
+		CurrentContext: "test",
+	}, path))
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	require.NoError(t, err)
+	return cfg, path
+}
+
+// writeJob writes a job file whose pod kwok finishes with exitCode after a
+// second.
+func writeJob(t *testing.T, name, exitCode string) string {
+	t.Helper()
+	doc := fmt.Sprintf(`apiVersion: lockctl.dev/v1alpha1
+kind: Job
+metadata:
+  name: %s
+  annotations: {%s: %q, %s: 1s}
+spec:
+  job: deploy-web
+  type: postsubmit
+  refs: {org: acme, repo: web, baseRef: main}
+  podSpec:
+    containers: [{name: main, image: alpine, command: [sh, -c, "./deploy.sh"]}]
+`, name, testenv.AnnotationExitCode, exitCode, testenv.AnnotationDuration)
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
+	return path
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+// lockctlBinary builds lockctl once per test binary.
+func lockctlBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "lockctl-deploy-"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "lockctl")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Dir = repoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("build lockctl: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, binErr)
+	return binPath
+}
+
+// outcome is what one lockctl process did.
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+// runLockctl runs the lockctl binary with a clean environment plus env.
+func runLockctl(t *testing.T, env []string, args ...string) outcome {
+	t.Helper()
+	bin := lockctlBinary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	o := outcome{stdout: stdout.String(), stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		o.code = exitErr.ExitCode()
+	case err != nil:
+		t.Fatalf("run lockctl %v: %v", args, err)
+	}
+	return o
+}
