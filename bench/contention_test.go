@@ -175,3 +175,14 @@ func verbs(c Counts) string {
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
 }
+
+// resources renders counts by verb and resource, as "update configmaps=12
+// create pods=10 ...", sorted.
+func resources(c Counts) string {
+	var parts []string
+	for v, n := range c.ByResource {
+		parts = append(parts, fmt.Sprintf("%s=%d", v, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,13 +20,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
-	"github.com/lockctl/lockctl/scheduler"
 )
 
 var (
@@ -57,108 +55,82 @@ func lockctlBinary(b testing.TB) string {
 }
 
 // BenchmarkReconcileCost measures how the reconcile loop's cost grows with
-// the number of jobs (LOCKCTL_BENCH_COST_JOBS, default 1000,5000,10000): a
-// reconciler process drives N fresh triggered jobs to their end (kwok
-// finishing each pod as it runs) and the benchmark reports its API requests
-// per job and its peak RSS (VmHWM).
+// the number of jobs (LOCKCTL_BENCH_COST_JOBS, default 1000,10000): the
+// `lockctl reconcile` binary, built as `make build` builds it and run with
+// its default settings, drives N fresh triggered jobs to their end (kwok
+// finishing each pod as it runs). The benchmark reports
+//   - its API requests per job, by verb and by resource, counted whole by a
+//     proxy in front of the API server that the binary's kubeconfig names;
+//   - its peak resident set size (VmHWM from /proc), and
+//   - its peak Go heap (go_memstats_heap_alloc_bytes and heap_inuse from
+//     its --metrics-addr endpoint, sampled every 200 ms).
 //
-// By default the process is this test binary running the same
-// scheduler.Controller as `lockctl reconcile`, with lockctl's client
-// settings, counting its own requests: one pass per size. With
-// LOCKCTL_BENCH_COST_PROCESS=lockctl it is the `lockctl reconcile` binary
-// itself, whose requests are then counted by an in-process controller on a
-// second batch of N jobs, which doubles the run time.
+// LOCKCTL_BENCH_COST_GOMEMLIMIT, when set, is passed to the binary as
+// GOMEMLIMIT.
 func BenchmarkReconcileCost(b *testing.B) {
 	env := testenv.Get(b)
-	for _, n := range envInts("LOCKCTL_BENCH_COST_JOBS", []int{1000, 5000, 10000}) {
+	for _, n := range envInts("LOCKCTL_BENCH_COST_JOBS", []int{1000, 10000}) {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			var r costRun
 			for range b.N {
 				r = reconcileProcess(b, env, n)
-				if r.counts == nil {
-					in := runReconciler(b, env, n)
-					r.counts = &in.counts
-				}
 			}
 			b.ReportMetric(float64(r.counts.Total())/float64(n), "req/job")
 			b.ReportMetric(float64(r.counts.Writes())/float64(n), "writes/job")
 			b.ReportMetric(float64(r.rss)/(1<<20), "peak-rss-MiB")
+			b.ReportMetric(float64(r.heapAlloc)/(1<<20), "peak-heap-alloc-MiB")
+			b.ReportMetric(float64(r.heapInuse)/(1<<20), "peak-heap-inuse-MiB")
 			b.ReportMetric(r.terminal.Seconds(), "terminal-s")
 			b.ReportMetric(0, "ns/op")
-			b.Logf("%d jobs, %s:", n, r.what)
-			b.Logf("  %.2f requests per job (%s)", float64(r.counts.Total())/float64(n), verbs(*r.counts))
-			b.Logf("  peak RSS %.1f MiB; all jobs terminal after %s", float64(r.rss)/(1<<20), r.terminal.Round(time.Millisecond))
+			b.Logf("%d jobs, lockctl reconcile (defaults%s):", n, r.memLimit)
+			b.Logf("  %.2f requests per job (%s)", float64(r.counts.Total())/float64(n), verbs(r.counts))
+			b.Logf("  by resource: %s", perJob(r.counts, n))
+			b.Logf("  peak RSS %.1f MiB; peak Go heap %.1f MiB allocated, %.1f MiB in use; all jobs terminal after %s",
+				float64(r.rss)/(1<<20), float64(r.heapAlloc)/(1<<20), float64(r.heapInuse)/(1<<20), r.terminal.Round(time.Millisecond))
 		})
 	}
 }
 
-// reconcilerHelperEnv makes the test binary run a scheduler.Controller on
-// the job namespace it names (pods in the same namespace, lockctl's client
-// settings) until it is interrupted, then print its request counts: what
-// `lockctl reconcile` runs, for measuring it while the command does not
-// exist yet.
-const reconcilerHelperEnv = "LOCKCTL_BENCH_RECONCILER_NAMESPACE"
-
-// requestsPrefix starts the helper's last line: the JSON of its Counts.
-const requestsPrefix = "requests "
-
-func runReconcilerHelper() {
-	ns := os.Getenv(reconcilerHelperEnv)
-	var counter Counter
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err == nil {
-		var cs kubernetes.Interface
-		if cs, err = kubernetes.NewForConfig(counter.Wrap(withClientSettings(cfg, lockctlQPS, lockctlBurst))); err == nil {
-			var c *scheduler.Controller
-			c, err = scheduler.NewController(cs, ns, map[string]kubernetes.Interface{job.DefaultCluster: cs}, scheduler.Options{PodNamespace: ns})
-			if err == nil {
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-				err = c.Run(ctx)
-				stop()
-			}
-		}
+// perJob renders counts by verb and resource divided by n jobs.
+func perJob(c Counts, n int) string {
+	var parts []string
+	for v, k := range c.ByResource {
+		parts = append(parts, fmt.Sprintf("%s %.2f", v, float64(k)/float64(n)))
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reconciler helper:", err)
-		os.Exit(1)
-	}
-	out, _ := json.Marshal(counter.Counts())
-	fmt.Println(requestsPrefix + string(out))
-	os.Exit(0)
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 // costRun is what one reconciler process cost.
 type costRun struct {
-	what     string
-	rss      int64
-	terminal time.Duration
-	counts   *Counts // nil when the process could not count
+	rss                  int64
+	heapAlloc, heapInuse int64
+	terminal             time.Duration
+	counts               Counts
+	memLimit             string
 }
 
-// reconcileProcess runs a reconciler process on n fresh jobs until all are
-// terminal and returns its peak resident set size and, for the helper, its
-// request counts.
+// reconcileProcess runs `lockctl reconcile` on n fresh jobs until all are
+// terminal and returns its peak memory and its request counts.
 func reconcileProcess(b *testing.B, env *testenv.Env, n int) costRun {
 	ctx := within(b, 45*time.Minute)
 	ns := env.Namespace(b)
 	setup := setupClient(b, env)
 	submitJobs(ctx, b, setup, ns, n)
 	finishPods(ctx, setup, ns, nil)
+	proxy := startCountingProxy(b, env)
 
-	environ := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "KUBECONFIG=" + env.Kubeconfig}
-	var cmd *exec.Cmd
-	r := costRun{what: "lockctl reconcile"}
-	bin := lockctlBinary(b)
-	useHelper := os.Getenv("LOCKCTL_BENCH_COST_PROCESS") != "lockctl"
-	if out, err := exec.Command(bin, "reconcile", "--help").CombinedOutput(); !useHelper && err == nil && bytes.Contains(out, []byte("reconcile")) {
-		cmd = exec.CommandContext(ctx, bin, "reconcile", "-n", ns)
-	} else {
-		exe, err := os.Executable()
-		require.NoError(b, err)
-		r.what = "the test binary running scheduler.Controller as lockctl reconcile does"
-		cmd = exec.CommandContext(ctx, exe)
-		environ = append(environ, reconcilerHelperEnv+"="+ns)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	metricsAddr := ln.Addr().String()
+	require.NoError(b, ln.Close())
+	environ := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(), "KUBECONFIG=" + proxy.Kubeconfig}
+	r := costRun{}
+	if v := os.Getenv("LOCKCTL_BENCH_COST_GOMEMLIMIT"); v != "" {
+		environ = append(environ, "GOMEMLIMIT="+v)
+		r.memLimit = ", GOMEMLIMIT=" + v
 	}
+	cmd := exec.CommandContext(ctx, lockctlBinary(b), "reconcile", "-n", ns, "--metrics-addr", metricsAddr)
 	cmd.Env = environ
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -168,18 +140,23 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int) costRun {
 	go func() { exited <- cmd.Wait() }()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	metrics := &http.Client{Timeout: 2 * time.Second}
 	sample := func() {
 		if hwm, err := vmHWM(cmd.Process.Pid); err == nil {
 			r.rss = max(r.rss, hwm)
+		}
+		alloc, inuse, err := goHeap(ctx, metrics, "http://"+metricsAddr+"/metrics")
+		if err == nil {
+			r.heapAlloc, r.heapInuse = max(r.heapAlloc, alloc), max(r.heapInuse, inuse)
 		}
 	}
 	for {
 		select {
 		case err := <-exited:
-			b.Fatalf("%s exited early: %v: %s", r.what, err, lastLines(stderr.String(), 5))
+			b.Fatalf("lockctl reconcile exited early: %v: %s", err, lastLines(stderr.String(), 5))
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
-			b.Fatalf("%s: %v", r.what, context.Cause(ctx))
+			b.Fatalf("lockctl reconcile: %v", context.Cause(ctx))
 		case <-tick.C:
 		}
 		sample()
@@ -189,17 +166,42 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int) costRun {
 		}
 		r.terminal = time.Since(start)
 		sample()
+		r.counts = proxy.Counts()
 		_ = cmd.Process.Signal(os.Interrupt)
 		<-exited
-		for _, line := range strings.Split(stdout.String(), "\n") {
-			if raw, ok := strings.CutPrefix(line, requestsPrefix); ok {
-				var c Counts
-				require.NoError(b, json.Unmarshal([]byte(raw), &c))
-				r.counts = &c
-			}
-		}
 		return r
 	}
+}
+
+// goHeap reads the Go heap of a process from its Prometheus metrics:
+// go_memstats_heap_alloc_bytes and go_memstats_heap_inuse_bytes.
+func goHeap(ctx context.Context, c *http.Client, url string) (alloc, inuse int64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		f, perr := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		switch {
+		case perr != nil:
+		case name == "go_memstats_heap_alloc_bytes":
+			alloc = int64(f)
+		case name == "go_memstats_heap_inuse_bytes":
+			inuse = int64(f)
+		}
+	}
+	return alloc, inuse, sc.Err()
 }
 
 // vmHWM reads the peak resident set size of a process from /proc.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 
 	"k8s.io/client-go/rest"
@@ -24,9 +25,10 @@ const (
 // Conflict (409). The zero value is ready to use and safe for concurrent
 // use.
 type Counter struct {
-	mu        sync.Mutex
-	byVerb    map[string]int
-	conflicts int
+	mu         sync.Mutex
+	byVerb     map[string]int
+	byResource map[string]int
+	conflicts  int
 }
 
 var _ http.RoundTripper = (*countingTransport)(nil)
@@ -45,20 +47,27 @@ func (c *Counter) Wrap(cfg *rest.Config) *rest.Config {
 func (c *Counter) Counts() Counts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := Counts{ByVerb: make(map[string]int, len(c.byVerb)), Conflicts: c.conflicts}
+	out := Counts{ByVerb: make(map[string]int, len(c.byVerb)), ByResource: make(map[string]int, len(c.byResource)), Conflicts: c.conflicts}
 	for v, n := range c.byVerb {
 		out.ByVerb[v] = n
+	}
+	for v, n := range c.byResource {
+		out.ByResource[v] = n
 	}
 	return out
 }
 
-func (c *Counter) add(verb string, conflict bool) {
+// Count counts one request, as the transports of Wrap do; a conflict is a
+// response with status 409.
+func (c *Counter) Count(req *http.Request, conflict bool) {
+	verb := VerbOf(req)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byVerb == nil {
-		c.byVerb = map[string]int{}
+		c.byVerb, c.byResource = map[string]int{}, map[string]int{}
 	}
 	c.byVerb[verb]++
+	c.byResource[verb+" "+ResourceOf(req)]++
 	if conflict {
 		c.conflicts++
 	}
@@ -71,8 +80,41 @@ type countingTransport struct {
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	t.c.add(VerbOf(req), err == nil && resp.StatusCode == http.StatusConflict)
+	t.c.Count(req, err == nil && resp.StatusCode == http.StatusConflict)
 	return resp, err
+}
+
+// ResourceOf names what an API request is about, by its URL: the resource
+// ("pods", "configmaps", "leases"), with lockctl's own ConfigMaps told
+// apart by name: "build-id counter", "admission ledger", "lock".
+func ResourceOf(req *http.Request) string {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	// /api/v1/namespaces/NS/RESOURCE[/NAME[/SUB]] or /apis/G/V/namespaces/NS/...
+	for i := 0; i+2 < len(parts); i++ {
+		if parts[i] != "namespaces" {
+			continue
+		}
+		res := parts[i+2]
+		name := ""
+		if i+3 < len(parts) {
+			name = parts[i+3]
+		}
+		if res == "configmaps" {
+			switch {
+			case strings.HasPrefix(name, "lockctl.build-id."):
+				return "build-id counter"
+			case name == "lockctl.admission":
+				return "admission ledger"
+			case strings.HasPrefix(name, "lockctl-lock-"):
+				return "lock"
+			}
+		}
+		return res
+	}
+	if len(parts) > 0 {
+		return parts[len(parts)-1]
+	}
+	return "other"
 }
 
 // VerbOf classifies an API request by its method and query.
@@ -99,6 +141,9 @@ func VerbOf(req *http.Request) string {
 type Counts struct {
 	// ByVerb counts requests by verb (VerbGet, VerbWatch, ...).
 	ByVerb map[string]int
+	// ByResource counts requests by verb and resource (see ResourceOf):
+	// "update build-id counter", "patch pods".
+	ByResource map[string]int
 	// Conflicts counts responses with status 409.
 	Conflicts int
 }
@@ -119,10 +164,15 @@ func (c Counts) Writes() int {
 
 // Sub returns c minus an earlier snapshot.
 func (c Counts) Sub(earlier Counts) Counts {
-	out := Counts{ByVerb: map[string]int{}, Conflicts: c.Conflicts - earlier.Conflicts}
+	out := Counts{ByVerb: map[string]int{}, ByResource: map[string]int{}, Conflicts: c.Conflicts - earlier.Conflicts}
 	for v, n := range c.ByVerb {
 		if d := n - earlier.ByVerb[v]; d != 0 {
 			out.ByVerb[v] = d
+		}
+	}
+	for v, n := range c.ByResource {
+		if d := n - earlier.ByResource[v]; d != 0 {
+			out.ByResource[v] = d
 		}
 	}
 	return out

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -26,6 +27,9 @@ import (
 type leSettings struct {
 	name                string
 	lease, renew, retry time.Duration
+	// release is ReleaseOnCancel: true makes a cancelled leader clear the
+	// Lease; client-go's default, false, leaves it to expire.
+	release bool
 }
 
 var (
@@ -36,16 +40,53 @@ var (
 	leFast = leSettings{name: "fast", lease: 2 * time.Second, renew: time.Second, retry: 200 * time.Millisecond}
 )
 
+// withRelease returns s with ReleaseOnCancel set as given, named for it.
+func (s leSettings) withRelease(release bool) leSettings {
+	s.release = release
+	if release {
+		s.name += "-release"
+	} else {
+		s.name += "-norelease"
+	}
+	return s
+}
+
+// leRun is one leader-election configuration with its sample size.
+type leRun struct {
+	s         leSettings
+	n, chains int
+}
+
+// leRuns are the leader-election configurations measured, with how many
+// hand-overs and Leases each gets: without ReleaseOnCancel a hand-over
+// waits for the Lease to expire, so those runs spread fewer hand-overs over
+// more Leases to bound the wall time.
+func leRuns(n, chains int) []leRun {
+	slow := envInt("LOCKCTL_BENCH_LE_NORELEASE_HANDOVERS", 50)
+	return []leRun{
+		{leFast.withRelease(true), n, chains},
+		{leFast.withRelease(false), slow, min(slow, 5*chains)},
+		{leCommon.withRelease(true), n, chains},
+		{leCommon.withRelease(false), slow, min(slow, 5*chains)},
+	}
+}
+
 // BenchmarkHandover measures how long a lock takes to change hands: from
 // just before the holder releases (or its pod is told to finish) to the
 // next waiter holding it, for lockctl and, in the same run, for client-go's
-// tools/leaderelection on a Lease (holder cancels with ReleaseOnCancel,
-// until the next candidate's OnStartedLeading).
+// tools/leaderelection on a Lease (holder cancels, with and without
+// ReleaseOnCancel, until the next candidate's OnStartedLeading). Every
+// contender and every elector has a clientset of its own, as separate
+// processes do. The same run measures the physical floor: one client
+// updates a ConfigMap, a second client's watch sees it; the hand-over is
+// reported as a multiple of it.
 //
 // LOCKCTL_BENCH_HANDOVERS sets the number of hand-overs per mechanism
-// (default 200). Leader election hand-overs run on 10 independent Leases at
-// once to bound the wall time; their latency is set by the retry timer, not
-// by load.
+// (default 200; LOCKCTL_BENCH_LE_NORELEASE_HANDOVERS, default 50, for leader
+// election without ReleaseOnCancel, which waits for the Lease to expire).
+// Leader election hand-overs run on LOCKCTL_BENCH_LE_CHAINS independent
+// Leases at once (default 10; five times as many without ReleaseOnCancel)
+// to bound the wall time; their latency is set by the timers, not by load.
 func BenchmarkHandover(b *testing.B) {
 	env := testenv.Get(b)
 	n := envInt("LOCKCTL_BENCH_HANDOVERS", 200)
@@ -58,6 +99,16 @@ func BenchmarkHandover(b *testing.B) {
 		results[name] = append(results[name], s...)
 	}
 
+	b.Run("floor", func(b *testing.B) {
+		var all Sample
+		for range b.N {
+			all = append(all, watchFloor(b, env, n)...)
+		}
+		record("floor", all)
+		report(b, "", all)
+		b.ReportMetric(0, "ns/op")
+		b.Logf("physical floor, one client's ConfigMap update -> a second client's watch sees it: %s", all)
+	})
 	b.Run("lockctl-release", func(b *testing.B) {
 		var all, releases Sample
 		for range b.N {
@@ -88,46 +139,58 @@ func BenchmarkHandover(b *testing.B) {
 		b.Logf("  of which kwok, annotation -> pod Succeeded seen by a watch: %s", kwok)
 		b.Logf("  of which lockctl, pod Succeeded seen -> next waiter holds: %s", after)
 	})
-	for _, s := range []leSettings{leFast, leCommon} {
-		b.Run("leaderelection-"+s.name, func(b *testing.B) {
+	runs := leRuns(n, chains)
+	for _, r := range runs {
+		b.Run("leaderelection-"+r.s.name, func(b *testing.B) {
 			var all Sample
 			for range b.N {
-				all = append(all, leaderElectionHandovers(b, env, s, n, chains)...)
+				all = append(all, leaderElectionHandovers(b, env, r.s, r.n, r.chains)...)
 			}
-			record("leaderelection-"+s.name, all)
+			record("leaderelection-"+r.s.name, all)
 			report(b, "", all)
 			b.ReportMetric(float64(len(all)), "handovers")
 			b.ReportMetric(0, "ns/op")
-			b.Logf("leaderelection %s (lease %s, renew %s, retry %s), cancel -> next OnStartedLeading: %s",
-				s.name, s.lease, s.renew, s.retry, all)
+			b.Logf("leaderelection %s (lease %s, renew %s, retry %s, ReleaseOnCancel %t, %d Leases), cancel -> next OnStartedLeading: %s",
+				r.s.name, r.s.lease, r.s.renew, r.s.retry, r.s.release, r.chains, all)
 		})
 	}
 	b.Run("summary", func(b *testing.B) {
 		mu.Lock()
 		defer mu.Unlock()
-		b.Logf("hand-over latency on %s, %d hand-overs each", serverVersion(b, env.Client), n)
-		b.Logf("%-32s %10s %10s %10s", "mechanism", "p50", "p99", "max")
-		for _, name := range []string{"lockctl-release", "lockctl-pod-finished", "lockctl-after-pod-phase", "leaderelection-fast", "leaderelection-common"} {
+		b.Logf("hand-over latency on %s", serverVersion(b, env.Client))
+		b.Logf("%-34s %6s %10s %10s %10s", "mechanism", "n", "p50", "p99", "max")
+		names := []string{"floor", "lockctl-release", "lockctl-pod-finished", "lockctl-after-pod-phase"}
+		for _, r := range runs {
+			names = append(names, "leaderelection-"+r.s.name)
+		}
+		for _, name := range names {
 			s, ok := results[name]
 			if !ok {
 				continue
 			}
-			b.Logf("%-32s %10s %10s %10s", name, FormatMS(s.Percentile(50)), FormatMS(s.Percentile(99)), FormatMS(s.Max()))
+			b.Logf("%-34s %6d %10s %10s %10s", name, len(s), FormatMS(s.Percentile(50)), FormatMS(s.Percentile(99)), FormatMS(s.Max()))
 		}
 		lk, ok := results["lockctl-release"]
 		if !ok || lk.Percentile(99) == 0 {
 			b.Skip("run lockctl-release to compare")
 		}
-		for _, le := range []string{"fast", "common"} {
-			s, ok := results["leaderelection-"+le]
+		if fl, ok := results["floor"]; ok && fl.Percentile(99) > 0 {
+			p50 := float64(lk.Percentile(50)) / float64(fl.Percentile(50))
+			p99 := float64(lk.Percentile(99)) / float64(fl.Percentile(99))
+			b.ReportMetric(p50, "lockctl/floor-p50-ratio")
+			b.ReportMetric(p99, "lockctl/floor-p99-ratio")
+			b.Logf("lockctl-release / floor: %.1fx at p50, %.1fx at p99", p50, p99)
+		}
+		for _, r := range runs {
+			s, ok := results["leaderelection-"+r.s.name]
 			if !ok {
 				continue
 			}
 			p50 := float64(s.Percentile(50)) / float64(lk.Percentile(50))
 			p99 := float64(s.Percentile(99)) / float64(lk.Percentile(99))
-			b.ReportMetric(p50, "le-"+le+"/lockctl-p50-ratio")
-			b.ReportMetric(p99, "le-"+le+"/lockctl-p99-ratio")
-			b.Logf("leaderelection-%s / lockctl-release: %.1fx at p50, %.1fx at p99", le, p50, p99)
+			b.ReportMetric(p50, "le-"+r.s.name+"/lockctl-p50-ratio")
+			b.ReportMetric(p99, "le-"+r.s.name+"/lockctl-p99-ratio")
+			b.Logf("leaderelection-%s / lockctl-release: %.1fx at p50, %.1fx at p99", r.s.name, p50, p99)
 		}
 		b.ReportMetric(0, "ns/op")
 	})
@@ -303,7 +366,6 @@ func watchSucceeded(ctx context.Context, b *testing.B, c kubernetes.Interface, n
 func leaderElectionHandovers(b *testing.B, env *testenv.Env, s leSettings, n, chains int) Sample {
 	ctx := within(b, 30*time.Minute)
 	ns := env.Namespace(b)
-	cs := newClientset(b, env.RESTConfig)
 	chains = min(chains, n)
 	var (
 		mu  sync.Mutex
@@ -319,7 +381,7 @@ func leaderElectionHandovers(b *testing.B, env *testenv.Env, s leSettings, n, ch
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := leaderChain(ctx, cs, ns, fmt.Sprintf("bench-%s-%d", s.name, k), s, count)
+			got, err := leaderChain(ctx, env.RESTConfig, ns, fmt.Sprintf("bench-%s-%d", s.name, k), s, count)
 			if err != nil {
 				errs <- err
 				return
@@ -360,7 +422,13 @@ func (l *triedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord
 	return rec, raw, err
 }
 
-func startCandidate(ctx context.Context, cs kubernetes.Interface, ns, lease, id string, s leSettings) (*candidate, error) {
+// startCandidate runs a LeaderElector with a clientset of its own (its own
+// rate limiter, as a separate process has) built from cfg.
+func startCandidate(ctx context.Context, cfg *rest.Config, ns, lease, id string, s leSettings) (*candidate, error) {
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := &candidate{cancel: cancel, tried: make(chan struct{}), led: make(chan time.Time, 1), done: make(chan struct{})}
 	rl := &triedLock{
@@ -376,7 +444,7 @@ func startCandidate(ctx context.Context, cs kubernetes.Interface, ns, lease, id 
 		LeaseDuration:   s.lease,
 		RenewDeadline:   s.renew,
 		RetryPeriod:     s.retry,
-		ReleaseOnCancel: true,
+		ReleaseOnCancel: s.release,
 		Name:            lease,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) { c.led <- time.Now() },
@@ -399,7 +467,7 @@ func startCandidate(ctx context.Context, cs kubernetes.Interface, ns, lease, id 
 // part of its longest retry interval (so the release falls at a random point
 // of its retry cycle, as for a candidate that has waited a long time), then
 // cancels the leader and times until the candidate leads.
-func leaderChain(ctx context.Context, cs kubernetes.Interface, ns, lease string, s leSettings, n int) (Sample, error) {
+func leaderChain(ctx context.Context, cfg *rest.Config, ns, lease string, s leSettings, n int) (Sample, error) {
 	wait := func(what string, ch <-chan struct{}) error {
 		select {
 		case <-ch:
@@ -408,7 +476,7 @@ func leaderChain(ctx context.Context, cs kubernetes.Interface, ns, lease string,
 			return fmt.Errorf("lease %s: %s: %w", lease, what, context.Cause(ctx))
 		}
 	}
-	cur, err := startCandidate(ctx, cs, ns, lease, lease+"-0", s)
+	cur, err := startCandidate(ctx, cfg, ns, lease, lease+"-0", s)
 	if err != nil {
 		return nil, err
 	}
@@ -421,7 +489,7 @@ func leaderChain(ctx context.Context, cs kubernetes.Interface, ns, lease string,
 	maxRetry := time.Duration(float64(s.retry) * (1 + leaderelection.JitterFactor))
 	var out Sample
 	for i := range n {
-		next, err := startCandidate(ctx, cs, ns, lease, fmt.Sprintf("%s-%d", lease, i+1), s)
+		next, err := startCandidate(ctx, cfg, ns, lease, fmt.Sprintf("%s-%d", lease, i+1), s)
 		if err != nil {
 			return nil, err
 		}
@@ -447,4 +515,46 @@ func leaderChain(ctx context.Context, cs kubernetes.Interface, ns, lease string,
 		cur = next
 	}
 	return out, nil
+}
+
+// watchFloor measures the physical floor of any hand-over n times: one
+// client updates a ConfigMap, a second client (own clientset) watching it
+// sees the change. It returns the time from just before the update until
+// the watch delivers it.
+func watchFloor(b *testing.B, env *testenv.Env, n int) Sample {
+	ctx := within(b, 10*time.Minute)
+	ns := env.Namespace(b)
+	writer, watcher := newClientset(b, env.RESTConfig), newClientset(b, env.RESTConfig)
+	cm, err := writer.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "floor"},
+		Data:       map[string]string{"n": "0"},
+	}, metav1.CreateOptions{})
+	require.NoError(b, err)
+	w, err := watcher.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=floor", ResourceVersion: cm.ResourceVersion,
+	})
+	require.NoError(b, err)
+	defer w.Stop()
+	var out Sample
+	for i := range n {
+		next := cm.DeepCopy()
+		next.Data["n"] = fmt.Sprint(i + 1)
+		start := time.Now()
+		cm, err = writer.CoreV1().ConfigMaps(ns).Update(ctx, next, metav1.UpdateOptions{})
+		require.NoError(b, err)
+		for seen := false; !seen; {
+			select {
+			case ev, ok := <-w.ResultChan():
+				require.True(b, ok, "watch closed")
+				if got, ok := ev.Object.(*corev1.ConfigMap); ok && got.ResourceVersion == cm.ResourceVersion {
+					out = append(out, time.Since(start))
+					seen = true
+				}
+			case <-ctx.Done():
+				b.Fatalf("floor: %v", context.Cause(ctx))
+			}
+		}
+		time.Sleep(rand.N(10 * time.Millisecond)) // not in lock-step with anything periodic
+	}
+	return out
 }

@@ -41,6 +41,30 @@ func TestSamplePercentile(t *testing.T) {
 	}
 }
 
+func TestResourceOf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, path, want string
+	}{
+		{name: "job record", path: "/api/v1/namespaces/ci/configmaps/job-00001", want: "configmaps"},
+		{name: "build-id counter", path: "/api/v1/namespaces/ci/configmaps/lockctl.build-id.deploy", want: "build-id counter"},
+		{name: "ledger", path: "/api/v1/namespaces/ci/configmaps/lockctl.admission", want: "admission ledger"},
+		{name: "lock", path: "/api/v1/namespaces/ci/configmaps/lockctl-lock-staging", want: "lock"},
+		{name: "pods", path: "/api/v1/namespaces/ci/pods/job-00001", want: "pods"},
+		{name: "pod list", path: "/api/v1/namespaces/ci/pods", want: "pods"},
+		{name: "lease", path: "/apis/coordination.k8s.io/v1/namespaces/ci/leases/x", want: "leases"},
+		{name: "cluster scoped", path: "/api/v1/nodes", want: "nodes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req, err := http.NewRequest(http.MethodGet, "https://example.invalid"+tt.path, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, ResourceOf(req), tt.path)
+		})
+	}
+}
+
 func seq(n int) []int {
 	out := make([]int, n)
 	for i := range out {
@@ -79,6 +103,8 @@ func TestCounterCountsByVerb(t *testing.T) {
 	assert.Equal(t, 7, got.Total(), "total")
 	assert.Equal(t, 5, got.Writes(), "writes")
 	assert.Equal(t, 2, got.Conflicts, "409s")
+	assert.Equal(t, 7, got.ByResource["get configmaps"]+got.ByResource["watch configmaps"]+got.ByResource["create configmaps"]+
+		got.ByResource["update configmaps"]+got.ByResource["delete configmaps"]+got.ByResource["patch configmaps"], "by resource: %v", got.ByResource)
 	assert.Equal(t, map[string]int{VerbUpdate: 1}, c.Counts().Sub(Counts{ByVerb: map[string]int{
 		VerbGet: 1, VerbWatch: 1, VerbCreate: 1, VerbUpdate: 1, VerbDelete: 1, VerbPatch: 1,
 	}}).ByVerb, "Sub drops verbs with no difference")

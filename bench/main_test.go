@@ -22,9 +22,6 @@ import (
 // TestMain starts the shared control plane only when benchmarks run, so
 // `go test ./...` spends nothing on this package beyond its unit tests.
 func TestMain(m *testing.M) {
-	if os.Getenv(reconcilerHelperEnv) != "" {
-		runReconcilerHelper() // a child process of BenchmarkReconcileCost; never returns
-	}
 	flag.Parse()
 	// client-go's leader election logs every attempt through klog.
 	klog.SetLogger(logr.Discard())
