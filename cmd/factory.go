@@ -48,6 +48,12 @@ type Factory struct {
 	Verbosity int
 	// IsTerminal reports whether ErrOut is a terminal, for live progress.
 	IsTerminal func() bool
+	// QPS and Burst are the client-side rate limit of the clients built
+	// from now on: 0 means the CLI's (cliQPS, cliBurst), a negative QPS no
+	// client-side limit. lockctl reconcile sets them from --kube-api-qps and
+	// --kube-api-burst before it builds a client.
+	QPS   float32
+	Burst int
 }
 
 // NewFactory returns the real dependencies on the process's streams.
@@ -73,7 +79,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		once.Do(func() {
 			restCfg, cfgErr = f.ConfigFlags.ToRESTConfig()
 			if cfgErr == nil {
-				tuneRESTConfig(restCfg)
+				f.tuneRESTConfig(restCfg)
 				cs, cfgErr = kubernetes.NewForConfig(restCfg)
 			}
 		})
@@ -101,7 +107,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		if err != nil {
 			return nil, kubeconfigError(err)
 		}
-		tuneRESTConfig(cfg)
+		f.tuneRESTConfig(cfg)
 		return kubernetes.NewForConfig(cfg)
 	}
 	f.Namespace = func() (string, error) {
@@ -129,14 +135,19 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	return f
 }
 
-// tuneRESTConfig raises client-go's default client-side rate limit (5 QPS),
-// which would throttle a reconcile loop long before the API server does.
-func tuneRESTConfig(cfg *rest.Config) {
-	if cfg.QPS == 0 {
-		cfg.QPS = 50
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = 100
+// The client-side rate limit of the CLI's commands: above client-go's
+// default (5 QPS), which a command waiting on a busy lock could hit.
+const (
+	cliQPS   = 50
+	cliBurst = 100
+)
+
+// tuneRESTConfig sets the client-side rate limit: f.QPS and f.Burst when
+// set, else the CLI's; a negative QPS turns the limiter off.
+func (f *Factory) tuneRESTConfig(cfg *rest.Config) {
+	cfg.QPS, cfg.Burst = cliQPS, cliBurst
+	if f.QPS != 0 {
+		cfg.QPS, cfg.Burst = f.QPS, f.Burst
 	}
 	cfg.UserAgent = "lockctl/" + version
 }

@@ -21,6 +21,17 @@ import (
 	"github.com/lockctl/lockctl/scheduler"
 )
 
+// Defaults of --kube-api-qps and --kube-api-burst: the client-side rate
+// limit of lockctl reconcile. The loop's concurrency is bounded by its
+// workers, and API Priority and Fairness (on by default since Kubernetes
+// 1.20, GA in 1.29) shares the server between clients, so the client-side
+// limit only guards against a runaway loop; a low one would make the client
+// itself the bottleneck (docs/2026-12-03-reconcile-client-rate-limit.md).
+const (
+	DefaultKubeAPIQPS   = 500
+	DefaultKubeAPIBurst = 1000
+)
+
 // reconcileOptions configure `lockctl reconcile`.
 type reconcileOptions struct {
 	f *Factory
@@ -38,6 +49,8 @@ type reconcileOptions struct {
 	JobURLTemplate     string
 	MetricsAddr        string
 	Job                string
+	KubeAPIQPS         float32
+	KubeAPIBurst       int
 
 	// changed reports whether a flag was given, so it overrides --config.
 	changed func(name string) bool
@@ -51,6 +64,8 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 		RunningTimeout:     scheduler.DefaultRunningTimeout,
 		RevivalLimit:       scheduler.DefaultRevivalLimit,
 		Workers:            scheduler.DefaultWorkers,
+		KubeAPIQPS:         DefaultKubeAPIQPS,
+		KubeAPIBurst:       DefaultKubeAPIBurst,
 	}
 	c := &cobra.Command{
 		Use:   "reconcile",
@@ -115,6 +130,8 @@ func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.JobURLTemplate, "job-url-template", o.JobURLTemplate, "Go template for a job's status.url, e.g. https://ci.example/{{.Spec.Job}}/{{.Status.BuildID}}")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "serve Prometheus metrics on this address, e.g. :9090")
 	fs.StringVar(&o.Job, "job", o.Job, "reconcile only the job record of this name")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "client-side limit of requests per second to each API server; negative means no limit")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests allowed at once above --kube-api-qps")
 	o.addClusterFlags(fs)
 	o.addLockNamespaceFlag(fs)
 }
@@ -128,6 +145,12 @@ func (o *reconcileOptions) validate() error {
 	}
 	if o.Workers < 1 {
 		return flagErrorf("--workers must be at least 1")
+	}
+	if o.KubeAPIQPS == 0 {
+		return flagErrorf("--kube-api-qps must not be 0: give a positive limit, or a negative number for none")
+	}
+	if o.KubeAPIQPS > 0 && o.KubeAPIBurst < 1 {
+		return flagErrorf("--kube-api-burst must be at least 1 with a positive --kube-api-qps")
 	}
 	return o.validateClusters()
 }
@@ -158,6 +181,7 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	loopLogFormat(o.f.Log.Logger)
+	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	cfg, err := o.loadConfig()
 	if err != nil {
 		return err

@@ -25,7 +25,7 @@ func TestNewReconcileCmd(t *testing.T) {
 	defaults := func(mod func(o *reconcileOptions)) reconcileOptions {
 		o := reconcileOptions{
 			UnscheduledTimeout: 5 * time.Minute, PendingTimeout: 10 * time.Minute, RunningTimeout: 48 * time.Hour,
-			RevivalLimit: 3, Workers: 16,
+			RevivalLimit: 3, Workers: 16, KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst,
 		}
 		if mod != nil {
 			mod(&o)
@@ -48,6 +48,18 @@ func TestNewReconcileCmd(t *testing.T) {
 				o.BuildClusters = []string{"gpu=gpu-ctx", "default=kind"}
 			}),
 		},
+		{
+			name: "client rate limit",
+			args: []string{"--kube-api-qps", "20", "--kube-api-burst", "30"},
+			want: defaults(func(o *reconcileOptions) { o.KubeAPIQPS, o.KubeAPIBurst = 20, 30 }),
+		},
+		{
+			name: "no client rate limit",
+			args: []string{"--kube-api-qps", "-1"},
+			want: defaults(func(o *reconcileOptions) { o.KubeAPIQPS = -1 }),
+		},
+		{name: "zero qps", args: []string{"--kube-api-qps", "0"}, wantErr: "--kube-api-qps must not be 0: give a positive limit, or a negative number for none"},
+		{name: "zero burst", args: []string{"--kube-api-burst", "0"}, wantErr: "--kube-api-burst must be at least 1 with a positive --kube-api-qps"},
 		{name: "dry run alone", args: []string{"--dry-run"}, wantErr: "--dry-run needs --once"},
 		{name: "negative limit", args: []string{"--max-concurrency", "-1"}, wantErr: "--max-concurrency must be 0 (no limit) or more"},
 		{name: "bad cluster", args: []string{"--build-cluster", "=ctx"}, wantErr: `invalid --build-cluster "=ctx": want ALIAS=CONTEXT`},
