@@ -18,15 +18,21 @@ const buildIDKey = "buildID"
 // buildIDAttempts bounds the compare-and-swap retries of NextBuildID.
 const buildIDAttempts = 50
 
+// maxBuildIDBlock bounds how many build IDs one counter update reserves.
+const maxBuildIDBlock = 1000
+
 // counter is the build-ID counter of one job name in this process: the last
 // ConfigMap written, so the next IDs cost one update instead of a read and an
-// update, and the callers waiting for IDs, so that concurrent callers share
-// one update (group commit).
+// update; the IDs reserved and not handed out yet, left of them from next;
+// and the
+// callers waiting for IDs, so that concurrent callers share one update
+// (group commit).
 type counter struct {
-	mu      sync.Mutex
-	cm      *corev1.ConfigMap
-	waiting []chan idResult
-	leading bool
+	mu         sync.Mutex
+	cm         *corev1.ConfigMap
+	next, left uint64
+	waiting    []chan idResult
+	leading    bool
 }
 
 type idResult struct {
@@ -40,10 +46,15 @@ type idResult struct {
 func BuildIDCounterName(jobName string) string { return "lockctl.build-id." + jobName }
 
 // NextBuildID returns the next build ID of a job name: "1" for the first,
-// then one more than the last, across processes and restarts. The counter
-// is a ConfigMap per job name changed by compare-and-swap, so two callers
-// never get the same ID. Callers in one process that ask at the same time
-// share one update, which hands each of them its own ID.
+// then higher ones, across processes and restarts. The counter is a
+// ConfigMap per job name changed by compare-and-swap, so two callers never
+// get the same ID. Callers in one process that ask at the same time share
+// one update, which hands each of them its own ID, and an update reserves
+// as many IDs as the store's build-ID block function (WithBuildIDBlock)
+// expects to be asked for soon: the rest are handed out later without a
+// write. Reserved IDs this process never hands out are skipped, and two
+// processes reserving blocks of one job name at once hand out their IDs
+// interleaved in time (docs/2026-12-03-build-id-blocks.md).
 func (s *Store) NextBuildID(ctx context.Context, jobName string) (string, error) {
 	c := s.counterFor(jobName)
 	ch := make(chan idResult, 1)
@@ -71,7 +82,8 @@ func (s *Store) NextBuildID(ctx context.Context, jobName string) (string, error)
 // allocateTimeout bounds one update of a build-ID counter.
 const allocateTimeout = 30 * time.Second
 
-// allocate serves the waiting callers batch by batch until none is left.
+// allocate serves the waiting callers batch by batch until none is left:
+// from the IDs reserved earlier while they last, then from a new block.
 func (s *Store) allocate(base context.Context, jobName string, c *counter) {
 	for {
 		c.mu.Lock()
@@ -83,12 +95,32 @@ func (s *Store) allocate(base context.Context, jobName string, c *counter) {
 			return
 		}
 		c.mu.Unlock()
-		ctx, cancel := context.WithTimeout(base, allocateTimeout)
-		last, err := s.reserve(ctx, jobName, c, uint64(len(batch)))
-		cancel()
-		for i, ch := range batch {
-			ch <- idResult{id: last - uint64(len(batch)-1-i), err: err}
+		for len(batch) > 0 && c.left > 0 {
+			batch[0] <- idResult{id: c.next}
+			batch, c.next, c.left = batch[1:], c.next+1, c.left-1
 		}
+		if len(batch) == 0 {
+			continue
+		}
+		n := uint64(len(batch))
+		block := n
+		if s.idBlock != nil {
+			block = max(block, uint64(min(max(s.idBlock(jobName), 0), maxBuildIDBlock)))
+		}
+		ctx, cancel := context.WithTimeout(base, allocateTimeout)
+		last, err := s.reserve(ctx, jobName, c, block)
+		cancel()
+		if err != nil {
+			for _, ch := range batch {
+				ch <- idResult{err: err}
+			}
+			continue
+		}
+		first := last - block + 1
+		for i, ch := range batch {
+			ch <- idResult{id: first + uint64(i)}
+		}
+		c.next, c.left = first+n, block-n
 	}
 }
 

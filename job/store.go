@@ -26,6 +26,8 @@ type Store struct {
 	// informer of Wait asks (client-go's fakes cannot serve them).
 	noWatchList bool
 
+	idBlock func(jobName string) int
+
 	mu       sync.Mutex
 	counters map[string]*counter
 }
@@ -37,6 +39,14 @@ type StoreOption func(*Store)
 // the default is clock.RealClock{}.
 func WithClock(c clock.PassiveClock) StoreOption {
 	return func(s *Store) { s.clock = c }
+}
+
+// WithBuildIDBlock sets how many build IDs of a job name NextBuildID
+// reserves with one counter update: block(jobName), typically the number of
+// jobs of that name waiting to start, at least the callers waiting and at
+// most 1,000. Without it each update reserves just what its callers ask for.
+func WithBuildIDBlock(block func(jobName string) int) StoreOption {
+	return func(s *Store) { s.idBlock = block }
 }
 
 // NewStore returns a Store for the job records in namespace.

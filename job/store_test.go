@@ -351,6 +351,60 @@ func TestNextBuildIDConcurrent(t *testing.T) {
 	}
 }
 
+func TestNextBuildIDBlocks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		block      int
+		calls      int
+		wantWrites int // counter creates and updates
+		wantStored string
+	}{
+		{name: "no block function", block: -1, calls: 5, wantWrites: 5, wantStored: "5"},
+		{name: "block of one", block: 1, calls: 5, wantWrites: 5, wantStored: "5"},
+		{name: "block covers all", block: 10, calls: 5, wantWrites: 1, wantStored: "10"},
+		{name: "blocks run out", block: 4, calls: 10, wantWrites: 3, wantStored: "12"},
+		{name: "block capped", block: 5000, calls: 2, wantWrites: 1, wantStored: "1000"},
+		{name: "negative block means just the callers", block: -7, calls: 3, wantWrites: 3, wantStored: "3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			cs := fake.NewClientset()
+			var opts []StoreOption
+			if tt.block != -1 {
+				opts = append(opts, WithBuildIDBlock(func(jobName string) int {
+					assert.Equal(t, "deploy-web", jobName, "block asked for the job name")
+					return tt.block
+				}))
+			}
+			s := NewStore(cs.CoreV1(), ns, opts...)
+			for i := 1; i <= tt.calls; i++ {
+				got, err := s.NextBuildID(ctx, "deploy-web")
+				require.NoError(t, err)
+				assert.Equal(t, strconv.Itoa(i), got, "call %d: ids handed out in order", i)
+			}
+			writes := 0
+			for _, a := range cs.Actions() {
+				if a.GetVerb() == "create" || a.GetVerb() == "update" {
+					writes++
+				}
+			}
+			assert.Equal(t, tt.wantWrites, writes, "counter writes for %d ids", tt.calls)
+			cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, BuildIDCounterName("deploy-web"), metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantStored, cm.Data[buildIDKey], "ids reserved")
+
+			other := NewStore(cs.CoreV1(), ns, opts...)
+			got, err := other.NextBuildID(ctx, "deploy-web")
+			require.NoError(t, err)
+			want, _ := strconv.Atoi(tt.wantStored)
+			assert.Equal(t, strconv.Itoa(want+1), got, "another process starts after the reserved block")
+		})
+	}
+}
+
 func TestNextBuildIDCorrupt(t *testing.T) {
 	t.Parallel()
 	bad := &corev1.ConfigMap{

@@ -101,6 +101,7 @@ func NewController(jobs kubernetes.Interface, namespace string, clusters map[str
 	}
 	r.read = &cacheReader{c: c}
 	r.trackCreated = true
+	r.idBlock = c.triggered
 	r.onAdmit = func(names []string) {
 		for _, n := range names {
 			c.enqueue(n)
@@ -111,6 +112,18 @@ func NewController(jobs kubernetes.Interface, namespace string, clusters map[str
 		return nil, err
 	}
 	return c, nil
+}
+
+// triggered counts the cached job records of a job name still waiting to
+// start, by their labels: how many build IDs the name will need soon.
+func (c *Controller) triggered(jobName string) int {
+	n := 0
+	for _, obj := range c.jobInf.GetIndexer().List() {
+		if o, ok := obj.(metav1.Object); ok && o.GetLabels()[job.LabelJob] == jobName && o.GetLabels()[job.LabelState] == string(job.Triggered) {
+			n++
+		}
+	}
+	return n
 }
 
 // Reconciler returns the controller's reconciler.

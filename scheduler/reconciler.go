@@ -47,6 +47,9 @@ type Reconciler struct {
 	// hooks set by the Controller.
 	onAdmit    func(names []string)
 	onTerminal func(j *job.Job)
+	// idBlock, set by the Controller, counts the jobs of a job name waiting
+	// to start: the build IDs worth reserving with one counter update.
+	idBlock func(jobName string) int
 }
 
 // NewReconciler returns a Reconciler for the job records in namespace, whose
@@ -55,13 +58,18 @@ type Reconciler struct {
 func NewReconciler(cms corev1client.ConfigMapsGetter, namespace string, clusters map[string]corev1client.PodsGetter, opts Options) (*Reconciler, error) {
 	opts = opts.withDefaults()
 	r := &Reconciler{
-		store:     job.NewStore(cms, namespace, job.WithClock(opts.Clock)),
 		cms:       cms.ConfigMaps(namespace),
 		namespace: namespace,
 		clusters:  map[string]*buildCluster{},
 		opts:      opts,
 		clock:     opts.Clock,
 	}
+	r.store = job.NewStore(cms, namespace, job.WithClock(opts.Clock), job.WithBuildIDBlock(func(jobName string) int {
+		if r.idBlock == nil {
+			return 0
+		}
+		return r.idBlock(jobName)
+	}))
 	podNS := opts.PodNamespace
 	if podNS == "" {
 		podNS = namespace
