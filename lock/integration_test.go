@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
@@ -110,6 +112,46 @@ func TestIntegrationAcquireFreeAndRelease(t *testing.T) {
 	res, err = l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{})
 	require.NoError(t, err, "releasing a free lock succeeds")
 	assert.Nil(t, res.Previous)
+}
+
+// countingTransport counts the requests of a client by method and path.
+type countingTransport struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.reqs = append(c.reqs, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery)
+	c.mu.Unlock()
+	return c.next.RoundTrip(req)
+}
+
+func TestIntegrationFreeLockTakenWithOneRequest(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	counted := &countingTransport{}
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counted.next = rt; return counted })
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	l := newClient(t, cs, ns)
+
+	mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "1")})
+	counted.mu.Lock()
+	assert.Len(t, counted.reqs, 1, "a free lock is taken with one create and nothing watched: %v", counted.reqs)
+	counted.mu.Unlock()
+
+	// A second contender finds the lock held: its create loses and it waits.
+	done, queued := acquireAsync(t.Context(), newClient(t, env.Client, ns), lock.Request{Target: "staging", Identity: identity("api", "1")})
+	awaitQueued(t, queued, "second contender")
+	_, err = l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{})
+	require.NoError(t, err)
+	r := await(t, done, "second contender")
+	require.NoError(t, r.err)
+	assert.Equal(t, identity("api", "1"), r.held.Holder.Identity, "the waiter holds it after the release")
 }
 
 func TestIntegrationWaitForRelease(t *testing.T) {

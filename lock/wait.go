@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"time"
 
@@ -62,12 +63,27 @@ func (w *waiter) stop() {
 func (w *waiter) run(ctx context.Context) (*Held, error) {
 	c := w.c
 	w.started = c.Clock.Now()
+	// A free lock is taken with one create, before anything is watched: the
+	// common case costs one request. A lost create means the lock exists.
+	res, err := c.step(ctx, w.req, w.me, nil, nil)
+	switch {
+	case err == nil && res.held != nil:
+		res.held.Waited = c.Clock.Since(w.started)
+		return res.held, nil
+	case err != nil && !errors.Is(err, errRetry):
+		return nil, w.giveUp(err)
+	}
+	lost := 1 // writes lost to other contenders before joining the queue
+	if err := w.backOff(ctx, lost, c.Clock.Since(w.started)); err != nil {
+		return nil, w.giveUp(w.waitError(ctx, err, Claim{}))
+	}
 	w.lockEvents = w.watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return c.cms.ConfigMaps(c.namespace).List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return c.cms.ConfigMaps(c.namespace).Watch(ctx, o)
 	}, Name(w.req.Target), &corev1.ConfigMap{})
 
+	round := c.Clock.Now()
 	cm, err := c.get(ctx, w.req.Target)
 	if err != nil {
 		return nil, err
@@ -81,6 +97,7 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	)
 	for {
 		if refresh {
+			round = c.Clock.Now()
 			cm, err := c.get(ctx, w.req.Target)
 			if err != nil && w.mayRetry(ctx, err) {
 				if delay, err = w.pause(ctx, delay, err); err != nil {
@@ -96,6 +113,12 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 		res, err := c.step(ctx, w.req, w.me, w.cm, w.pod)
 		if errors.Is(err, errRetry) {
 			refresh = true
+			if !w.joined {
+				lost++
+				if err := w.backOff(ctx, lost, c.Clock.Since(round)); err != nil {
+					return nil, w.giveUp(w.waitError(ctx, err, holder))
+				}
+			}
 			continue
 		}
 		if err != nil && w.mayRetry(ctx, err) {
@@ -129,6 +152,30 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			}
 			return nil, w.giveUp(w.waitError(ctx, err, holder))
 		}
+	}
+}
+
+// maxJoinBackOff bounds the random pause after a write lost while joining.
+const maxJoinBackOff = 2 * time.Second
+
+// backOff pauses for a random part of a window after the contender's lost-th
+// write lost to another contender's before it joined the queue: contenders
+// arriving together would otherwise all write again at once and all but one
+// lose again. The window is 16 times the lost round trip (so it grows with
+// the server's answer time under the burst), doubled for every further
+// loss, at most maxJoinBackOff.
+func (w *waiter) backOff(ctx context.Context, lost int, round time.Duration) error {
+	window := min(16*round<<min(lost-1, 10), maxJoinBackOff)
+	if window <= 0 {
+		return nil
+	}
+	t := w.c.Clock.NewTimer(rand.N(window))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
 	}
 }
 

@@ -9,10 +9,13 @@ import (
 	"net/url"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestWaiterMayRetry(t *testing.T) {
@@ -73,4 +76,46 @@ func TestAmbiguous(t *testing.T) {
 			assert.Equal(t, tt.want, ambiguous(tt.err), "%v", tt.err)
 		})
 	}
+}
+
+func TestWaiterBackOff(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		lost       int
+		round      time.Duration
+		wantWindow time.Duration // 0: no pause at all
+	}{
+		{name: "no measured round trip", lost: 1, round: 0, wantWindow: 0},
+		{name: "first loss", lost: 1, round: 10 * time.Millisecond, wantWindow: 160 * time.Millisecond},
+		{name: "third loss doubles twice", lost: 3, round: 10 * time.Millisecond, wantWindow: 640 * time.Millisecond},
+		{name: "capped", lost: 40, round: time.Second, wantWindow: maxJoinBackOff},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := testingclock.NewFakeClock(time.Unix(0, 0))
+			c := New(nil, nil, "ci")
+			c.Clock = clk
+			w := &waiter{c: c}
+			done := make(chan error, 1)
+			go func() { done <- w.backOff(t.Context(), tt.lost, tt.round) }()
+			if tt.wantWindow == 0 {
+				require.NoError(t, <-done)
+				return
+			}
+			require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond, "a timer is set")
+			clk.Step(tt.wantWindow)
+			require.NoError(t, <-done, "pause over within the window")
+		})
+	}
+
+	t.Run("ends with the context", func(t *testing.T) {
+		t.Parallel()
+		c := New(nil, nil, "ci")
+		c.Clock = testingclock.NewFakeClock(time.Unix(0, 0))
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		assert.ErrorIs(t, (&waiter{c: c}).backOff(ctx, 1, time.Second), context.Canceled)
+	})
 }
