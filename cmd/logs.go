@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -15,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/podwatch"
-	"github.com/lockctl/lockctl/scheduler"
+	"github.com/lockctl/lockctl/run"
 )
 
 // logsOptions configure `lockctl logs`.
@@ -121,7 +120,7 @@ func (o *logsOptions) buildCluster(j *job.Job, jobNS string) (corev1client.PodsG
 		return nil, "", err
 	}
 	podNS := firstNonEmpty(o.PodNamespace, cfg.PodNamespace, jobNS)
-	return cs.CoreV1(), podNS, nil
+	return kubeclient.CoreV1(cs), podNS, nil
 }
 
 // printPodLogs prints the logs so far of each container that started.
@@ -174,63 +173,11 @@ func firstNonEmpty(vals ...string) string {
 	return ""
 }
 
-// follow streams the logs of the job's pod until it finishes. A pod deleted
-// or evicted while its job goes on (the reconciler creates it again under
-// the same name) is followed again once replaced; one whose job has
-// finished ends the follow.
+// follow streams the logs of the job's pod until it finishes, across the
+// pod's replacement (run.FollowJob), saying so on ErrOut.
 func (o *logsOptions) follow(ctx context.Context, store *job.Store, pods corev1client.PodsGetter, podNS, name string) error {
-	for {
-		res, err := podwatch.New(pods, podNS, name, o.f.Log).Follow(ctx, podwatch.Options{Out: o.f.IOStreams.Out})
-		var what string
-		switch {
-		case errors.Is(err, podwatch.ErrPodDeleted):
-			what = "was deleted"
-		case err == nil && res.Reason == scheduler.ReasonEvicted:
-			what = "was evicted"
-		default:
-			return err
-		}
-		replaced, err := o.awaitReplacement(ctx, store, pods.Pods(podNS), name, what)
-		if err != nil || !replaced {
-			return err
-		}
-	}
-}
-
-// replacementPoll is how often logs -f looks for the pod that replaces one
-// deleted or evicted.
-const replacementPoll = time.Second
-
-// awaitReplacement waits until the pod called name is one that the
-// reconciler created again (not deleted, not evicted), and reports true, or
-// until the job has finished, and reports false. It says which.
-func (o *logsOptions) awaitReplacement(ctx context.Context, store *job.Store, pods corev1client.PodInterface, name, what string) (bool, error) {
-	said := false
-	for {
-		j, err := store.Get(ctx, o.Name)
-		if err != nil {
-			return false, err
-		}
-		if j.IsTerminal() || j.Status.State == job.Aborted {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "pod %q %s; job %q is %s\n", name, what, j.Name, j.Status.State)
-			return false, nil
-		}
-		if !said {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "pod %q %s while job %q is %s; following the pod that replaces it\n", name, what, j.Name, j.Status.State)
-			said = true
-		}
-		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return false, err
-		case pod.DeletionTimestamp == nil && pod.Status.Reason != scheduler.ReasonEvicted:
-			return true, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-o.f.Clock.After(replacementPoll):
-		}
-	}
+	return run.FollowJob(ctx, store, pods, podNS, name, run.FollowOptions{
+		Out: o.f.IOStreams.Out, Clock: o.f.Clock, Log: o.f.Log,
+		OnReplace: func(r run.Replacement) { fmt.Fprintln(o.f.IOStreams.ErrOut, r) },
+	})
 }

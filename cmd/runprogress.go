@@ -228,6 +228,12 @@ func (r *runObserver) JobChanged(j *job.Job) {
 	}
 }
 
+func (r *runObserver) Replaced(rp run.Replacement) {
+	if rp.Following {
+		r.d.printf(styleWarn, "%s", rp)
+	}
+}
+
 func (r *runObserver) Stopping(s run.Stop) {
 	r.mu.Lock()
 	r.stopping = true

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/liveness"
 )
 
 var (
@@ -106,6 +108,11 @@ type Result struct {
 	Reason string
 	// Message is the pod's status message, if any.
 	Message string
+	// TakenAway is true when Kubernetes ended the pod through no fault of
+	// its own: evicted, or disrupted by taint eviction, preemption or pod
+	// garbage collection (liveness.Judge). Its end is then not its job's: the
+	// job's reconciler creates the pod again.
+	TakenAway bool
 }
 
 // Succeeded reports whether the pod Succeeded and every container and init
@@ -471,6 +478,9 @@ func resultOf(pod *corev1.Pod) Result {
 		ExitCodes: map[string]int32{},
 		Reason:    pod.Status.Reason,
 		Message:   pod.Status.Message,
+	}
+	if v := liveness.Judge(pod, nil, time.Time{}, liveness.Options{}); v.Evicted || v.Disrupted {
+		res.TakenAway = true
 	}
 	var failedReason string
 	for _, c := range allContainers(pod) {

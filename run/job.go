@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -224,11 +223,16 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods cor
 	go func() { ctlDone <- ctl.Run(ctlCtx) }()
 
 	followCtx, stopFollow := context.WithCancel(ctx)
-	var ended atomic.Bool
 	followed := make(chan struct{})
 	go func() {
 		defer close(followed)
-		jr.follow(followCtx, pods, &ended)
+		err := FollowJob(followCtx, jr.js.Store(), pods, jr.js.PodNamespace(), jr.name, FollowOptions{
+			Out: jr.out, OnEvent: jr.onEvent, OnReplace: jr.obs.Replaced,
+			Logs: jr.js.opts.Logs, Clock: jr.js.clock, Log: jr.js.opts.FollowLog,
+		})
+		if err != nil && followCtx.Err() == nil {
+			jr.js.opts.Log.WithError(err).Debug("stopped following the pod of the job")
+		}
 	}()
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -242,7 +246,6 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods cor
 	// and still streams) and the controller.
 	stop := func(grace time.Duration) {
 		stopWatch()
-		ended.Store(true)
 		jr.mu.Lock()
 		seen := jr.seenPod
 		jr.mu.Unlock()
@@ -295,22 +298,6 @@ func (jr *jobRun) abort(ctx context.Context, why string) error {
 		return fmt.Errorf("abort job %q: %w", jr.name, err)
 	}
 	return nil
-}
-
-// follow follows the job's pod, again after it was deleted and recreated
-// (evicted, node lost), until ctx ends or the job has ended.
-func (jr *jobRun) follow(ctx context.Context, pods corev1client.PodsGetter, ended *atomic.Bool) {
-	for {
-		f := podwatch.New(pods, jr.js.PodNamespace(), jr.name, jr.js.opts.FollowLog)
-		f.Clock = jr.js.clock
-		if jr.js.opts.Logs != nil {
-			f.Logs = jr.js.opts.Logs
-		}
-		_, err := f.Follow(ctx, podwatch.Options{Out: jr.out, OnEvent: jr.onEvent})
-		if !errors.Is(err, podwatch.ErrPodDeleted) || ctx.Err() != nil || ended.Load() {
-			return
-		}
-	}
 }
 
 func (jr *jobRun) onEvent(e podwatch.Event) {

@@ -25,6 +25,10 @@ type Observer interface {
 	Submitted(j *job.Job, podNamespace string)
 	// PodEvent: the job's pod changed (podwatch.Event).
 	PodEvent(e podwatch.Event)
+	// Replaced: the job's pod ended without finishing the job (deleted,
+	// taken away); the follow goes on with the pod that replaces it, or
+	// ends with the job.
+	Replaced(r Replacement)
 	// JobChanged: the record of the job, not finished, has a new
 	// description (a pod recreated, an abort by someone else).
 	JobChanged(j *job.Job)
@@ -70,6 +74,7 @@ func (NopObserver) LeftBehind(*job.Job, string, error)       {}
 func (NopObserver) Submitted(*job.Job, string)               {}
 func (NopObserver) PodEvent(podwatch.Event)                  {}
 func (NopObserver) JobChanged(*job.Job)                      {}
+func (NopObserver) Replaced(Replacement)                     {}
 func (NopObserver) Stopping(Stop)                            {}
 func (NopObserver) Aborted(string, *job.Job, error)          {}
 func (NopObserver) Started([]string)                         {}
