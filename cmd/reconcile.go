@@ -38,6 +38,7 @@ type reconcileOptions struct {
 
 	clusterFlags
 	lockFlags
+	retentionFlags
 	Once               bool
 	DryRun             bool
 	MaxConcurrency     int
@@ -66,6 +67,10 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 		Workers:            scheduler.DefaultWorkers,
 		KubeAPIQPS:         DefaultKubeAPIQPS,
 		KubeAPIBurst:       DefaultKubeAPIBurst,
+		retentionFlags: retentionFlags{
+			JobRetention: scheduler.DefaultJobRetention,
+			PodRetention: scheduler.DefaultPodRetention,
+		},
 	}
 	c := &cobra.Command{
 		Use:   "reconcile",
@@ -86,6 +91,11 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			processes: a job never gets two pods, a limit is never exceeded, a
 			job never moves backwards (docs/2026-12-02-concurrent-reconcilers.md).
 			They should share one --config.
+
+			The loop also prunes, at start and every hour, as lockctl prune does:
+			job records that finished more than --job-retention ago (a week) and
+			the pods of jobs that finished more than --pod-retention ago (a day);
+			0 keeps them. --once prunes once after its pass.
 
 			Settings come from --config (YAML: maxConcurrency, queueCapacities,
 			timeouts, revivalLimit, podNamespace, buildClusters, jobURLTemplate,
@@ -134,6 +144,7 @@ func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests allowed at once above --kube-api-qps")
 	o.addClusterFlags(fs)
 	o.addLockNamespaceFlag(fs)
+	o.addRetentionFlags(fs)
 }
 
 func (o *reconcileOptions) validate() error {
@@ -230,15 +241,42 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		}
 		defer stop()
 	}
+	var sinker *scheduler.Sinker
+	if o.Job == "" {
+		sopts := o.sinkerOptions()
+		sopts.PodNamespace, sopts.DryRun = opts.PodNamespace, o.DryRun
+		sopts.Clock, sopts.Log = o.f.Clock, o.f.Log
+		if sopts.Metrics, err = scheduler.NewPruneMetrics(reg); err != nil {
+			return err
+		}
+		sinker = scheduler.NewSinker(jobs.CoreV1(), ns, podsGetters(clusters), sopts)
+	}
 	if !o.Once {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "reconciling jobs in namespace %q until interrupted\n", ns)
+		if sinker != nil {
+			pruned := make(chan struct{})
+			defer func() { <-pruned }()
+			go func() {
+				defer close(pruned)
+				sinker.Run(ctx, scheduler.DefaultPruneInterval)
+			}()
+		}
 		return c.Run(ctx)
 	}
 	err = c.RunOnce(ctx)
 	for _, line := range c.Reconciler().Plan() {
 		fmt.Fprintln(o.f.IOStreams.Out, line)
 	}
-	return err
+	if sinker == nil || ctx.Err() != nil {
+		return err
+	}
+	res, perr := sinker.Prune(ctx)
+	if res != nil && o.DryRun {
+		for _, p := range res.Deleted {
+			fmt.Fprintf(o.f.IOStreams.Out, "would delete %s\n", p)
+		}
+	}
+	return errors.Join(err, perr)
 }
 
 // readiness reports the loop not ready until its caches are filled.

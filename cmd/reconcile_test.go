@@ -26,6 +26,7 @@ func TestNewReconcileCmd(t *testing.T) {
 		o := reconcileOptions{
 			UnscheduledTimeout: 5 * time.Minute, PendingTimeout: 10 * time.Minute, RunningTimeout: 48 * time.Hour,
 			RevivalLimit: 3, Workers: 16, KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst,
+			retentionFlags: retentionFlags{JobRetention: 7 * 24 * time.Hour, PodRetention: 24 * time.Hour},
 		}
 		if mod != nil {
 			mod(&o)

@@ -72,6 +72,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newCompletionCmd(f),
 		newGetCmd(f),
 		newLogsCmd(f, nil),
+		newPruneCmd(f, nil),
 		newReconcileCmd(f, nil),
 		newReleaseCmd(f, nil),
 		newRunCmd(f, nil),

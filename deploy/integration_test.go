@@ -61,7 +61,7 @@ func TestIntegrationManifestsAccepted(t *testing.T) {
 // TestIntegrationShippedServiceAccount creates deploy/ in a namespace and
 // runs the lockctl binary with a token of the ServiceAccount it ships: the
 // shipped Roles are enough to lock, run a job, submit, reconcile and read
-// logs, and grant nothing outside the namespace or beyond it.
+// logs and prune, and grant nothing outside the namespace or beyond it.
 func TestIntegrationShippedServiceAccount(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
@@ -102,6 +102,15 @@ func TestIntegrationShippedServiceAccount(t *testing.T) {
 	assert.Equal(t, 0, o.code, "logs: %s", o.stderr)
 	o = cli("get", "jobs")
 	assert.Equal(t, 0, o.code, "get jobs: %s", o.stderr)
+
+	// prune, as the loop does every hour: both finished jobs go.
+	o = cli("prune", "--older-than", "1ms", "--pod-older-than", "1ms")
+	require.Equal(t, 0, o.code, "prune: %s", o.stderr)
+	assert.Contains(t, o.stdout, `deleted job "`+ns+`/deploy-cron"`)
+	assert.Contains(t, o.stdout, `deleted job "`+ns+`/deploy-run"`)
+	left, err := store.List(t.Context(), job.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, left, "no job record left")
 
 	// The Deployment's loop: ready once its caches are filled, metrics
 	// served, a clean exit on SIGTERM.

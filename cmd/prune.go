@@ -1,0 +1,170 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/lockctl/lockctl/scheduler"
+)
+
+// pruneOptions configure `lockctl prune`.
+type pruneOptions struct {
+	f *Factory
+
+	clusterFlags
+	OlderThan    time.Duration
+	PodOlderThan time.Duration
+	DryRun       bool
+}
+
+func newPruneCmd(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
+	o := &pruneOptions{
+		f:            f,
+		OlderThan:    scheduler.DefaultJobRetention,
+		PodOlderThan: scheduler.DefaultPodRetention,
+	}
+	c := &cobra.Command{
+		Use:   "prune",
+		Short: "Delete finished jobs and their pods once they are old enough",
+		Long: heredoc.Doc(`
+			Delete the job records of the job namespace (-n, in --context) that
+			finished more than --older-than ago (default a week), and the pods of
+			jobs that finished more than --pod-older-than ago (default a day), as
+			Prow's sinker does. The newest run of each periodic job is kept, and
+			jobs that have not finished are never touched. Pods whose job record
+			is gone are deleted once they have finished.
+
+			Every delete names the UID and resourceVersion that were read, so a
+			record or pod that changed or was re-created in between is left
+			alone. Like rm -f, pruning is idempotent: a second run finds nothing
+			and exits 0. The reconcile loop prunes the same way every hour.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			# What would go?
+			lockctl prune --dry-run
+
+			# Daily from cron: records after 30 days, pods after 6 hours
+			lockctl prune -n ci --older-than 720h --pod-older-than 6h
+		`),
+		Args: noArgs(),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runPrune(c.Context(), o)
+		},
+	}
+	fs := c.Flags()
+	fs.DurationVar(&o.OlderThan, "older-than", o.OlderThan, "delete job records that finished longer ago than this")
+	fs.DurationVar(&o.PodOlderThan, "pod-older-than", o.PodOlderThan, "delete the pods of jobs that finished longer ago than this")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print what would be deleted, delete nothing")
+	o.addClusterFlags(fs)
+	return c
+}
+
+func (o *pruneOptions) validate() error {
+	if o.OlderThan <= 0 || o.PodOlderThan <= 0 {
+		return flagErrorf("--older-than and --pod-older-than must be more than 0")
+	}
+	return o.validateClusters()
+}
+
+func runPrune(ctx context.Context, o *pruneOptions) error {
+	s, err := newSinker(o.f, &o.clusterFlags, scheduler.SinkerOptions{
+		JobRetention: o.OlderThan, PodRetention: o.PodOlderThan, DryRun: o.DryRun,
+	})
+	if err != nil {
+		return err
+	}
+	res, err := s.Prune(ctx)
+	if res != nil {
+		printPruned(o.f, res, o.DryRun)
+	}
+	return err
+}
+
+// newSinker builds a Sinker over the job namespace and the build clusters
+// named by --config and --build-cluster.
+func newSinker(f *Factory, cf *clusterFlags, opts scheduler.SinkerOptions) (*scheduler.Sinker, error) {
+	cfg, err := cf.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	contexts, err := cf.clusterContexts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := f.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := f.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	clusters, err := clusterClients(f, contexts)
+	if err != nil {
+		return nil, err
+	}
+	opts.PodNamespace = firstNonEmpty(cf.PodNamespace, cfg.PodNamespace)
+	opts.Clock, opts.Log = f.Clock, f.Log
+	return scheduler.NewSinker(jobs.CoreV1(), ns, podsGetters(clusters), opts), nil
+}
+
+func podsGetters(clusters map[string]kubernetes.Interface) map[string]corev1client.PodsGetter {
+	out := make(map[string]corev1client.PodsGetter, len(clusters))
+	for alias, cs := range clusters {
+		out[alias] = cs.CoreV1()
+	}
+	return out
+}
+
+// printPruned prints one line per deleted object on Out, and a count on
+// ErrOut.
+func printPruned(f *Factory, res *scheduler.PruneResult, dry bool) {
+	verb := "deleted"
+	if dry {
+		verb = "would delete"
+	}
+	for _, p := range res.Deleted {
+		fmt.Fprintf(f.IOStreams.Out, "%s %s\n", verb, p)
+	}
+	if len(res.Deleted) == 0 {
+		fmt.Fprintln(f.IOStreams.ErrOut, "nothing to prune")
+		return
+	}
+	fmt.Fprintf(f.IOStreams.ErrOut, "%s %d job records and %d pods\n", verb, res.Count("job"), res.Count("pod"))
+}
+
+// retentionFlags are the reconcile loop's pruning flags.
+type retentionFlags struct {
+	JobRetention time.Duration
+	PodRetention time.Duration
+}
+
+func (r *retentionFlags) addRetentionFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&r.JobRetention, "job-retention", r.JobRetention, "prune job records this long after they finished; 0 keeps them")
+	fs.DurationVar(&r.PodRetention, "pod-retention", r.PodRetention, "prune the pods of jobs this long after they finished; 0 keeps them")
+}
+
+// sinkerOptions turns the flags into SinkerOptions, where 0 means the
+// default and negative means forever.
+func (r *retentionFlags) sinkerOptions() scheduler.SinkerOptions {
+	forever := func(d time.Duration) time.Duration {
+		if d <= 0 {
+			return -1
+		}
+		return d
+	}
+	return scheduler.SinkerOptions{JobRetention: forever(r.JobRetention), PodRetention: forever(r.PodRetention)}
+}

@@ -1,0 +1,204 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/lockctl/lockctl/job"
+)
+
+// record is a job record finished (when state is terminal) ago before
+// epoch, with its pod.
+type record struct {
+	name     string
+	jobName  string
+	typ      job.Type
+	state    job.State
+	finished time.Duration // before epoch; also orders the starts
+	pod      corev1.PodPhase
+}
+
+func (r record) objects(t *testing.T) (*corev1.ConfigMap, *corev1.Pod) {
+	t.Helper()
+	start := metav1.NewMicroTime(epoch.Add(-r.finished - time.Minute))
+	j := &job.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: jobNS, UID: k8stypes.UID("uid-" + r.name), ResourceVersion: "1"},
+		Spec:       job.JobSpec{Job: r.jobName, Type: r.typ, PodSpec: &corev1.PodSpec{}},
+		Status:     job.JobStatus{State: r.state, StartTime: &start},
+	}
+	if j.Spec.Job == "" {
+		j.Spec.Job = "deploy-web"
+	}
+	if j.Spec.Type == "" {
+		j.Spec.Type = job.Postsubmit
+	}
+	if r.state != job.Triggered && r.state != job.Pending {
+		done := metav1.NewTime(epoch.Add(-r.finished))
+		j.Status.CompletionTime = &done
+	}
+	cm, err := job.ToConfigMap(j)
+	require.NoError(t, err)
+	if r.pod == "" {
+		return cm, nil
+	}
+	pod := job.NewPod(j, podNS, "1")
+	pod.UID = k8stypes.UID("pod-" + r.name)
+	pod.ResourceVersion = "1"
+	pod.CreationTimestamp = metav1.NewTime(start.Time)
+	pod.Status.Phase = r.pod
+	return cm, pod
+}
+
+func TestSinkerPrune(t *testing.T) {
+	t.Parallel()
+	const day = 24 * time.Hour
+	tests := []struct {
+		name        string
+		records     []record
+		orphans     []*corev1.Pod
+		opts        SinkerOptions
+		wantDeleted []string
+	}{
+		{
+			name: "defaults: records after a week, pods after a day",
+			records: []record{
+				{name: "old", state: job.Success, finished: 8 * day, pod: corev1.PodSucceeded},
+				{name: "week", state: job.Failure, finished: 6 * day, pod: corev1.PodFailed},
+				{name: "hour", state: job.Error, finished: time.Hour, pod: corev1.PodFailed},
+				{name: "running", state: job.Pending, finished: 30 * day, pod: corev1.PodRunning},
+				{name: "waiting", state: job.Triggered, finished: 30 * day},
+			},
+			wantDeleted: []string{`pod "pods/old"`, `pod "pods/week"`, `job "jobs/old"`},
+		},
+		{
+			name: "newest run of a periodic job is kept",
+			records: []record{
+				{name: "nightly-1", jobName: "nightly", typ: job.Periodic, state: job.Success, finished: 10 * day},
+				{name: "nightly-2", jobName: "nightly", typ: job.Periodic, state: job.Failure, finished: 9 * day},
+				{name: "weekly-1", jobName: "weekly", typ: job.Periodic, state: job.Success, finished: 20 * day},
+			},
+			wantDeleted: []string{`job "jobs/nightly-1"`},
+		},
+		{
+			name:        "short ages",
+			opts:        SinkerOptions{JobRetention: time.Minute, PodRetention: time.Second},
+			records:     []record{{name: "a", state: job.Aborted, finished: 2 * time.Minute, pod: corev1.PodRunning}},
+			wantDeleted: []string{`pod "pods/a"`, `job "jobs/a"`},
+		},
+		{
+			name:    "negative ages keep everything",
+			opts:    SinkerOptions{JobRetention: -1, PodRetention: -1},
+			records: []record{{name: "a", state: job.Success, finished: 100 * day, pod: corev1.PodSucceeded}},
+		},
+		{
+			name: "pods whose record is gone: finished, or older than the pod age",
+			orphans: []*corev1.Pod{
+				orphan("finished", corev1.PodSucceeded, 2*time.Minute),
+				orphan("just-finished", corev1.PodSucceeded, 30*time.Second),
+				orphan("running", corev1.PodRunning, time.Hour),
+				orphan("running-long", corev1.PodRunning, 2*day),
+			},
+			wantDeleted: []string{`pod "pods/finished"`, `pod "pods/running-long"`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var jobObjs, podObjs []runtime.Object
+			for _, r := range tt.records {
+				cm, pod := r.objects(t)
+				jobObjs = append(jobObjs, cm)
+				if pod != nil {
+					podObjs = append(podObjs, pod)
+				}
+			}
+			for _, p := range tt.orphans {
+				podObjs = append(podObjs, p)
+			}
+			for _, dry := range []bool{true, false} {
+				jobs, pods := fake.NewClientset(jobObjs...), fake.NewClientset(podObjs...)
+				opts := tt.opts
+				opts.PodNamespace, opts.DryRun = podNS, dry
+				opts.Clock = testingclock.NewFakeClock(epoch)
+				s := NewSinker(jobs.CoreV1(), jobNS, map[string]corev1client.PodsGetter{"default": pods.CoreV1()}, opts)
+				res, err := s.Prune(t.Context())
+				require.NoError(t, err)
+				var got []string
+				for _, p := range res.Deleted {
+					got = append(got, p.Kind+` "`+p.Namespace+"/"+p.Name+`"`)
+				}
+				assert.Equal(t, tt.wantDeleted, got, "dry run %v", dry)
+
+				cms, err := jobs.CoreV1().ConfigMaps(jobNS).List(t.Context(), metav1.ListOptions{})
+				require.NoError(t, err)
+				left, err := pods.CoreV1().Pods(podNS).List(t.Context(), metav1.ListOptions{})
+				require.NoError(t, err)
+				wantLeft := len(jobObjs) + len(podObjs)
+				if !dry {
+					wantLeft -= len(tt.wantDeleted)
+				}
+				assert.Equal(t, wantLeft, len(cms.Items)+len(left.Items), "objects left, dry run %v", dry)
+			}
+		})
+	}
+}
+
+func orphan(name string, phase corev1.PodPhase, age time.Duration) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: podNS, UID: k8stypes.UID("pod-" + name), ResourceVersion: "1",
+			CreationTimestamp: metav1.NewTime(epoch.Add(-age)),
+			Labels: map[string]string{
+				job.LabelManagedBy: job.ManagedByValue, job.LabelRecordNamespace: jobNS,
+				job.LabelRecord: name, job.LabelRecordUID: "uid-" + name,
+			},
+		},
+		Status: corev1.PodStatus{Phase: phase},
+	}
+}
+
+func TestShortAge(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[time.Duration]string{
+		3 * 24 * time.Hour: "3d", 30 * time.Hour: "30h", 90 * time.Minute: "90m", 5 * time.Second: "5s",
+	} {
+		assert.Equal(t, want, shortAge(in), "%v", in)
+	}
+}
+
+// TestSinkerRun prunes at once and then at every interval.
+func TestSinkerRun(t *testing.T) {
+	t.Parallel()
+	first, _ := record{name: "first", state: job.Success, finished: 8 * 24 * time.Hour}.objects(t)
+	jobs := fake.NewClientset(first)
+	clock := testingclock.NewFakeClock(epoch)
+	s := NewSinker(jobs.CoreV1(), jobNS, nil, SinkerOptions{Clock: clock})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx, time.Hour) }()
+	left := func() int {
+		cms, err := jobs.CoreV1().ConfigMaps(jobNS).List(t.Context(), metav1.ListOptions{})
+		require.NoError(t, err)
+		return len(cms.Items)
+	}
+	require.Eventually(t, func() bool { return left() == 0 && clock.HasWaiters() }, 10*time.Second, time.Millisecond, "the first pass runs at once")
+
+	second, _ := record{name: "second", state: job.Success, finished: 8 * 24 * time.Hour}.objects(t)
+	_, err := jobs.CoreV1().ConfigMaps(jobNS).Create(t.Context(), second, metav1.CreateOptions{})
+	require.NoError(t, err)
+	clock.Step(time.Hour)
+	require.Eventually(t, func() bool { return left() == 0 }, 10*time.Second, time.Millisecond, "the next pass after the interval")
+	cancel()
+	<-done
+}
