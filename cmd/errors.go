@@ -18,14 +18,16 @@ import (
 // errors keep their message.
 func explain(err error) (msg, hint string) {
 	var (
-		superseded *lock.SupersededError
-		timeout    *lock.TimeoutError
-		notHolder  *lock.NotHolderError
-		invalid    *lock.InvalidError
-		notALock   *lock.NotALockError
-		flagErr    *FlagError
-		status     apierrors.APIStatus
-		urlErr     *url.Error
+		superseded  *lock.SupersededError
+		timeout     *lock.TimeoutError
+		notHolder   *lock.NotHolderError
+		invalid     *lock.InvalidError
+		notALock    *lock.NotALockError
+		noNamespace *lock.NamespaceError
+		version     *lock.VersionError
+		flagErr     *FlagError
+		status      apierrors.APIStatus
+		urlErr      *url.Error
 	)
 	switch {
 	case errors.As(err, &flagErr):
@@ -35,10 +37,16 @@ func explain(err error) (msg, hint string) {
 	case errors.As(err, &timeout):
 		return err.Error(), fmt.Sprintf("wait longer with --timeout, or see the queue with `lockctl status %s`", timeout.Target)
 	case errors.As(err, &notHolder):
-		return err.Error(), fmt.Sprintf("release it with the holder's identity (--owner %s --repo %s --branch %s --build %s), or break it with --force",
-			notHolder.Holder.Owner, notHolder.Holder.Repo, notHolder.Holder.Branch, notHolder.Holder.Build)
+		return err.Error(), fmt.Sprintf("only its holder releases it; to break it, run `%s` (it says whose lock it broke)",
+			forceReleaseCommand(notHolder.Target, notHolder.Namespace))
 	case errors.As(err, &invalid):
-		return err.Error(), fmt.Sprintf("inspect it with `kubectl get configmap -n %s %s -o yaml`; remove it with `lockctl release --force`", invalid.Namespace, invalid.Name)
+		return err.Error(), fmt.Sprintf("inspect it with `kubectl get configmap -n %s %s -o yaml`; remove it with `%s`",
+			invalid.Namespace, invalid.Name, forceReleaseCommand(invalid.Target, invalid.Namespace))
+	case errors.As(err, &version):
+		return err.Error(), fmt.Sprintf("upgrade lockctl to a release that reads record version %s; to remove the lock anyway, run `%s`",
+			version.Found, forceReleaseCommand(version.Target, version.Namespace))
+	case errors.As(err, &noNamespace):
+		return err.Error(), fmt.Sprintf("create it with `kubectl create namespace %s`, or keep locks in another namespace with --lock-namespace", noNamespace.Namespace)
 	case errors.As(err, &notALock):
 		return err.Error(), "lockctl leaves it alone: rename or delete that configmap, or keep locks elsewhere with --lock-namespace"
 	case errors.As(err, &status) && apierrors.IsForbidden(err):
@@ -56,6 +64,15 @@ func explain(err error) (msg, hint string) {
 		return err.Error(), "list contexts with `kubectl config get-contexts`"
 	}
 	return err.Error(), ""
+}
+
+// forceReleaseCommand is the command that breaks target's lock in the lock
+// namespace ns; TARGET stands in for a target that is not known.
+func forceReleaseCommand(target, ns string) string {
+	if target == "" {
+		target = "TARGET"
+	}
+	return fmt.Sprintf("lockctl release %s --lock-namespace %s --force", target, ns)
 }
 
 func isNetError(err error) bool {

@@ -29,7 +29,7 @@ func (l *lockFlags) addIdentityFlags(fs *pflag.FlagSet) {
 }
 
 func (l *lockFlags) addLockNamespaceFlag(fs *pflag.FlagSet) {
-	fs.StringVar(&l.LockNamespace, "lock-namespace", l.LockNamespace, "namespace holding the lock objects (default: this pod's namespace, else -n, else the context's)")
+	fs.StringVar(&l.LockNamespace, "lock-namespace", l.LockNamespace, "namespace holding the lock objects (default: -n, else this pod's namespace, else the context's)")
 }
 
 // lockNamespace resolves --lock-namespace: the flag, else -n, else the pod

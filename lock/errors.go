@@ -53,7 +53,9 @@ func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
 // NotHolderError reports who holds the lock the caller tried to release.
 type NotHolderError struct {
 	Target string
-	Holder Claim
+	// Namespace is the lock namespace.
+	Namespace string
+	Holder    Claim
 }
 
 func (e *NotHolderError) Error() string {
@@ -62,3 +64,19 @@ func (e *NotHolderError) Error() string {
 
 // Is matches ErrNotHolder.
 func (e *NotHolderError) Is(target error) bool { return target == ErrNotHolder }
+
+// ErrNoNamespace: the lock namespace does not exist.
+var ErrNoNamespace = errors.New("lock namespace not found")
+
+// NamespaceError reports a lock namespace that does not exist, found when
+// a lock was to be created in it.
+type NamespaceError struct {
+	Namespace string
+}
+
+func (e *NamespaceError) Error() string {
+	return fmt.Sprintf("lock namespace %q does not exist", e.Namespace)
+}
+
+// Is matches ErrNoNamespace.
+func (e *NamespaceError) Is(target error) bool { return target == ErrNoNamespace }

@@ -235,7 +235,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	log := c.Log.WithField("lock", c.Describe(req.Target))
 	var cur *Record
 	if cm != nil {
-		rec, err := Decode(cm)
+		rec, err := c.decode(cm, req.Target)
 		if err != nil {
 			return nil, err
 		}
@@ -310,6 +310,10 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 	switch {
 	case err == nil:
 		return out, nil
+	case (d.Create || cm == nil) && apierrors.IsNotFound(err):
+		// NOTE: a create is only ever NotFound for its namespace; retrying
+		// it as a race would wait for ever.
+		return nil, &NamespaceError{Namespace: c.namespace}
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err), apierrors.IsNotFound(err):
 		return nil, errRetry
 	}
@@ -362,6 +366,23 @@ func PodAlive(pod *corev1.Pod, uid types.UID, now time.Time, grace time.Duration
 	return now.Sub(since) < grace
 }
 
+// decode is Decode, with the target named in an *InvalidError so its hint
+// can give the command that removes the lock.
+func (c *Client) decode(cm *corev1.ConfigMap, target string) (*Record, error) {
+	rec, err := Decode(cm)
+	var (
+		invalid *InvalidError
+		version *VersionError
+	)
+	switch {
+	case errors.As(err, &invalid):
+		invalid.Target = target
+	case errors.As(err, &version):
+		version.Target = target
+	}
+	return rec, err
+}
+
 func (c *Client) get(ctx context.Context, target string) (*corev1.ConfigMap, error) {
 	cm, err := c.cms.ConfigMaps(c.namespace).Get(ctx, Name(target), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -381,7 +402,7 @@ func (c *Client) leave(ctx context.Context, target, session string) error {
 		if err != nil || cm == nil {
 			return err
 		}
-		rec, err := Decode(cm)
+		rec, err := c.decode(cm, target)
 		if err != nil {
 			return err
 		}

@@ -168,6 +168,18 @@ func TestTryAcquire(t *testing.T) {
 			wantCalls: []string{"get configmaps", "update configmaps", "get configmaps", "update configmaps"},
 		},
 		{
+			name: "missing lock namespace: one error, no retry",
+			reactors: func(t *testing.T) func(*fake.Clientset) {
+				return func(cs *fake.Clientset) {
+					cs.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+						return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, lockNS)
+					})
+				}
+			},
+			wantErr:   &NamespaceError{},
+			wantCalls: []string{"get configmaps", "create configmaps"},
+		},
+		{
 			name: "corrupt lock is reported, never written",
 			objs: []runtime.Object{func() *corev1.ConfigMap {
 				cm := lockObject(t, record(held(claim("h", "api", "main", "7"), t0)))
@@ -363,7 +375,8 @@ func TestDecodeInvalid(t *testing.T) {
 		{"unknown policy", func(m map[string]any) { m["policy"] = "lifo" }, "policy"},
 		{"missing session", func(m map[string]any) { delete(m["holder"].(map[string]any), "session") }, "holder.session"},
 		{"no expiry and no pod", func(m map[string]any) { delete(m["holder"].(map[string]any), "expires") }, "holder.expires"},
-		{"unknown field", func(m map[string]any) { m["extra"] = true }, "metadata.annotations[lockctl.dev/lock]"},
+		{"version not a string", func(m map[string]any) { m["version"] = 1 }, "version"},
+		{"version not MAJOR.MINOR", func(m map[string]any) { m["version"] = "one" }, "version"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/lockctl/lockctl/internal/schema"
 )
 
 // Labels and annotations that make a ConfigMap a lockctl lock. An object
@@ -184,19 +186,86 @@ type Claim struct {
 	// HandedOver marks a holder that got the lock from a release and has not
 	// confirmed it yet; until it does, its waiter expiry stands.
 	HandedOver bool `json:"handedOver,omitempty"`
+	// Token is the holder's fencing token (see Held.Token), recorded once the
+	// write that made it the holder is done; empty for waiters and until
+	// then. Added in record version 1.1.
+	Token string `json:"token,omitempty"`
 
 	// target is the lock's target, carried for Decide when creating.
 	target string
+	// unknown keeps the fields of a newer minor version, written back as
+	// they were.
+	unknown map[string]json.RawMessage
 }
 
 // Record is the content of the lock: the holder, the queue, and the last
-// time written, which never goes backwards.
+// time written, which never goes backwards. docs/lock-record.md describes
+// it field by field.
 type Record struct {
+	// Version is the record's schema version, "MAJOR.MINOR"; empty in
+	// records written before versions existed, which are version 1.0.
+	Version string           `json:"version,omitempty"`
 	Target  string           `json:"target"`
 	Policy  Policy           `json:"policy"`
 	Holder  Claim            `json:"holder"`
 	Waiters []Claim          `json:"waiters,omitempty"`
 	Updated metav1.MicroTime `json:"updated"`
+
+	// unknown keeps the fields of a newer minor version, written back as
+	// they were.
+	unknown map[string]json.RawMessage
+}
+
+// RecordVersion is the version of the lock record this lockctl writes. It
+// reads every record of the same major version, keeping the fields it does
+// not know, and refuses other major versions with a *VersionError.
+var RecordVersion = schema.Version{Major: 1, Minor: 1}
+
+var (
+	recordFields = schema.Fields(Record{})
+	claimFields  = schema.Fields(Claim{})
+)
+
+// UnmarshalJSON decodes a record, keeping the fields it does not know.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	type plain Record
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	var err error
+	r.unknown, err = schema.Unknown(b, recordFields)
+	return err
+}
+
+// MarshalJSON encodes a record with the unknown fields it was read with.
+func (r Record) MarshalJSON() ([]byte, error) {
+	type plain Record
+	b, err := json.Marshal(plain(r))
+	if err != nil {
+		return nil, err
+	}
+	return schema.Merge(b, r.unknown)
+}
+
+// UnmarshalJSON decodes a claim, keeping the fields it does not know.
+func (c *Claim) UnmarshalJSON(b []byte) error {
+	type plain Claim
+	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
+		return err
+	}
+	var err error
+	c.unknown, err = schema.Unknown(b, claimFields)
+	return err
+}
+
+// MarshalJSON encodes a claim with the unknown fields it was read with.
+func (c Claim) MarshalJSON() ([]byte, error) {
+	type plain Claim
+	b, err := json.Marshal(plain(c))
+	if err != nil {
+		return nil, err
+	}
+	return schema.Merge(b, c.unknown)
 }
 
 // Position returns the 1-based place of session in the queue, 0 if absent.
@@ -213,12 +282,31 @@ func (r *Record) Position(session string) int {
 // trusted. Such a lock is never changed or deleted except by a forced release.
 type InvalidError struct {
 	Namespace, Name string
-	Field           string
-	Reason          string
+	// Target is the namespace the lock is for, when the caller knows it.
+	Target string
+	Field  string
+	Reason string
 }
 
 func (e *InvalidError) Error() string {
 	return fmt.Sprintf("lock %s/%s is invalid: %s: %s", e.Namespace, e.Name, e.Field, e.Reason)
+}
+
+// VersionError reports a lock record of a major version this lockctl does
+// not read: written by a newer (or much older) lockctl. Such a lock is never
+// changed or deleted except by a forced release.
+type VersionError struct {
+	Namespace, Name string
+	// Target is the namespace the lock is for, when the caller knows it.
+	Target string
+	// Found is the record's version, Supported the newest this lockctl
+	// reads.
+	Found, Supported schema.Version
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("lock %s/%s has record version %s, which this lockctl cannot read (it reads version %d, up to %s)",
+		e.Namespace, e.Name, e.Found, e.Supported.Major, e.Supported)
 }
 
 // NotALockError reports an object that has the lock's name but not
@@ -290,13 +378,24 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 	if !ok {
 		return nil, invalid("metadata.annotations["+RecordAnnotation+"]", "missing")
 	}
+	vs, err := schema.Peek([]byte(raw))
+	if err != nil {
+		return nil, invalid("version", err.Error())
+	}
+	version := schema.Version{Major: 1}
+	if vs != "" {
+		if version, err = schema.Parse(vs); err != nil {
+			return nil, invalid("version", err.Error())
+		}
+	}
+	if version.Major != RecordVersion.Major {
+		return nil, &VersionError{Namespace: cm.Namespace, Name: cm.Name, Found: version, Supported: RecordVersion}
+	}
 	if field, reason := checkTimes(raw); field != "" {
 		return nil, invalid(field, reason)
 	}
 	var rec Record
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rec); err != nil {
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		return nil, invalid("metadata.annotations["+RecordAnnotation+"]", "not a lock record: "+err.Error())
 	}
 	if _, err := ParsePolicy(string(rec.Policy)); err != nil {
@@ -350,6 +449,10 @@ func validateClaim(c *Claim) *fieldErr {
 // encode writes rec into cm's annotation and sets the labels and the pod
 // owner reference that go with it.
 func encode(cm *corev1.ConfigMap, rec *Record) error {
+	// A record read from a newer minor version still carries its fields.
+	if v, err := schema.Parse(rec.Version); err != nil || v.Less(RecordVersion) {
+		rec.Version = RecordVersion.String()
+	}
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encode lock record: %w", err)

@@ -24,7 +24,8 @@ type Released struct {
 	// LeftQueue is true when the caller did not hold the lock but waited
 	// for it, and gave up its place instead.
 	LeftQueue bool
-	// Invalid is set when a forced release deleted an invalid lock.
+	// Invalid is set when a forced release deleted an invalid lock, or one
+	// of a record version this lockctl cannot read.
 	Invalid error
 }
 
@@ -60,15 +61,18 @@ func (c *Client) Release(ctx context.Context, target string, id Identity, o Rele
 
 func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o ReleaseOptions, cm *corev1.ConfigMap) (*Released, error) {
 	log := c.Log.WithField("lock", c.Describe(target))
-	rec, err := Decode(cm)
-	var invalid *InvalidError
+	rec, err := c.decode(cm, target)
+	var (
+		invalid *InvalidError
+		version *VersionError
+	)
 	switch {
-	case errors.As(err, &invalid) && o.Force:
+	case (errors.As(err, &invalid) || errors.As(err, &version)) && o.Force:
 		if err := c.delete(ctx, cm); err != nil {
 			return nil, err
 		}
-		log.WithField("err", invalid).Warn("deleted invalid lock")
-		return &Released{Forced: true, Invalid: invalid}, nil
+		log.WithField("err", err).Warn("deleted a lock this lockctl cannot read")
+		return &Released{Forced: true, Invalid: err}, nil
 	case err != nil:
 		return nil, err
 	}
@@ -85,7 +89,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 				}
 				return &Released{LeftQueue: true}, nil
 			}
-			return nil, &NotHolderError{Target: target, Holder: holder}
+			return nil, &NotHolderError{Target: target, Namespace: c.namespace, Holder: holder}
 		}
 		res.Forced = true
 	}

@@ -127,7 +127,7 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 		if cm == nil {
 			return fmt.Errorf("renew lock %s: %w: it was deleted", c.Describe(h.Target), ErrLost)
 		}
-		rec, err := Decode(cm)
+		rec, err := c.decode(cm, h.Target)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,110 @@
+package cmd
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/lock"
+)
+
+func identityFlags(repo, build string) []string {
+	return []string{"--owner", "acme", "--repo", repo, "--branch", "main", "--build", build}
+}
+
+// hintedCommand returns the lockctl command a hint line quotes, as
+// arguments without the program name.
+func hintedCommand(t *testing.T, stderr string) []string {
+	t.Helper()
+	m := regexp.MustCompile("`lockctl ([^`]*)`").FindStringSubmatch(stderr)
+	require.NotNil(t, m, "a lockctl command quoted in %q", stderr)
+	return strings.Fields(m[1])
+}
+
+func TestIntegrationAcquireMissingLockNamespace(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	const missing = "no-such-lock-namespace"
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{
+			name: "acquire",
+			args: append([]string{"acquire", "staging", "--timeout", "2m"}, identityFlags("web", "1")...),
+			want: `error: acquire lock "staging": lock namespace "no-such-lock-namespace" does not exist`,
+		},
+		{
+			name: "run",
+			args: append([]string{"run", "--lock", "staging", "--timeout", "2m"}, append(identityFlags("web", "1"), "--", "true")...),
+			want: `error: acquire lock "staging": lock namespace "no-such-lock-namespace" does not exist`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			_, errOut, code := lockctlIn(t, env, ns, append(tt.args, "--lock-namespace", missing)...)
+			assert.Equal(t, CodeError, code, "exit status; stderr:\n%s", errOut)
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			require.NotEmpty(t, lines)
+			assert.Equal(t, tt.want, lines[len(lines)-2], "the error line; stderr:\n%s", errOut)
+			assert.Equal(t, "hint: create it with `kubectl create namespace no-such-lock-namespace`, or keep locks in another namespace with --lock-namespace",
+				lines[len(lines)-1], "the hint")
+			// Generous: today's code waits the whole --timeout (2m).
+			assert.Less(t, time.Since(start), time.Minute, "fails at once, not after --timeout")
+		})
+	}
+}
+
+func TestIntegrationCorruptLockHintRuns(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: lock.Name("staging"), Namespace: ns,
+		Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue},
+		Annotations: map[string]string{lock.RecordAnnotation: `{"target":"staging","holder":`},
+	}}
+	_, err := env.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	_, errOut, code := lockctlIn(t, env, ns, append([]string{"acquire", "staging", "--lock-namespace", ns}, identityFlags("web", "1")...)...)
+	require.Equal(t, CodeError, code, errOut)
+	assert.Contains(t, errOut, "is invalid")
+	fix := hintedCommand(t, errOut[strings.Index(errOut, "remove it with"):])
+	assert.Equal(t, []string{"release", "staging", "--lock-namespace", ns, "--force"}, fix, "the hinted command")
+
+	_, errOut, code = lockctlIn(t, env, "default", fix...)
+	assert.Equal(t, CodeOK, code, "the hinted command runs: %s", errOut)
+	_, err = env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), cm.Name, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the corrupt lock is gone, got %v", err)
+}
+
+func TestIntegrationReleaseByNonHolderHint(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	_, errOut, code := lockctlIn(t, env, ns, append([]string{"acquire", "staging"}, identityFlags("web", "1")...)...)
+	require.Equal(t, CodeOK, code, errOut)
+
+	_, errOut, code = lockctlIn(t, env, ns, append([]string{"release", "staging"}, identityFlags("web", "2")...)...)
+	require.Equal(t, CodeError, code, errOut)
+	assert.Contains(t, errOut, `error: release lock "staging": lock on "staging" is held by acme/web@main#1, not by the caller`)
+	assert.NotContains(t, errOut, "--owner", "the holder's identity flags are not the way around it")
+	fix := hintedCommand(t, errOut)
+	assert.Equal(t, []string{"release", "staging", "--lock-namespace", ns, "--force"}, fix, "the hinted command")
+
+	_, errOut, code = lockctlIn(t, env, "default", fix...)
+	assert.Equal(t, CodeOK, code, "the hinted command runs: %s", errOut)
+	assert.Contains(t, errOut, `broke lock "staging" held by acme/web@main#1`, "says whose lock it broke")
+}

@@ -1,0 +1,152 @@
+package lock
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+func recordGolden(name string) string { return filepath.Join("testdata", "records", name) }
+
+// TestRecordGoldenCurrent pins what this lockctl writes: the golden of the
+// current record version.
+func TestRecordGoldenCurrent(t *testing.T) {
+	t.Parallel()
+	since := metav1.NewMicroTime(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+	exp := metav1.NewMicroTime(since.Add(time.Hour))
+	wexp := metav1.NewMicroTime(since.Add(2 * time.Minute))
+	rec := &Record{
+		Target: "staging",
+		Policy: PolicyNewest,
+		Holder: Claim{
+			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"},
+			Session:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
+		},
+		Waiters: []Claim{{
+			Identity: Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"},
+			Session:  "b2", Since: metav1.NewMicroTime(since.Add(time.Minute)), Expires: &wexp,
+			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-7"},
+		}},
+		Updated: metav1.NewMicroTime(since.Add(time.Minute)),
+	}
+	cm := lockConfigMap("")
+	require.NoError(t, encode(cm, rec))
+	got := cm.Annotations[RecordAnnotation] + "\n"
+	path := recordGolden("v" + RecordVersion.String() + ".json")
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), got, "record as written (go test ./lock -run TestRecordGoldenCurrent -update rewrites it)")
+}
+
+// TestRecordVersionsRoundTrip reads the golden of every record version and
+// writes it back, as a contender that changes nothing else would.
+func TestRecordVersionsRoundTrip(t *testing.T) {
+	t.Parallel()
+	current := RecordVersion.String()
+	tests := []struct {
+		file        string
+		wantVersion string // version written back; "" for an error
+		wantErr     string
+	}{
+		{file: "v1.0.json", wantVersion: current},
+		{file: "v" + current + ".json", wantVersion: current},
+		{file: "v1.2-newer-minor.json", wantVersion: "1.2"},
+		{file: "v2.0.json", wantErr: "lock locks/lockctl-lock-staging has record version 2.0, which this lockctl cannot read (it reads version 1, up to " + current + ")"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			raw, err := os.ReadFile(recordGolden(tt.file))
+			require.NoError(t, err)
+			rec, err := Decode(lockConfigMap(string(raw)))
+			if tt.wantErr != "" {
+				var ve *VersionError
+				require.ErrorAs(t, err, &ve, "%s is refused", tt.file)
+				assert.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err, "%s decodes", tt.file)
+			again := lockConfigMap("")
+			require.NoError(t, encode(again, rec))
+
+			var in, out map[string]any
+			require.NoError(t, json.Unmarshal(raw, &in))
+			require.NoError(t, json.Unmarshal([]byte(again.Annotations[RecordAnnotation]), &out))
+			in["version"] = tt.wantVersion
+			assert.Equal(t, in, out, "%s written back: every field kept, the version at least %s", tt.file, current)
+		})
+	}
+}
+
+// TestRecordUnknownFieldsSurviveDecisions checks that fields of a newer minor
+// version stay in place through the changes a contender makes.
+func TestRecordUnknownFieldsSurviveDecisions(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(recordGolden("v1.2-newer-minor.json"))
+	require.NoError(t, err)
+	cur, err := Decode(lockConfigMap(string(raw)))
+	require.NoError(t, err)
+
+	me := claim("c3", "docs", "main", "3")
+	now := cur.Updated.Add(10 * time.Second)
+	d := Decide(cur, me, cur.Policy, now, true, time.Minute)
+	require.NotNil(t, d.Record, "joining the queue is a write")
+	cm := lockConfigMap("")
+	require.NoError(t, encode(cm, d.Record))
+
+	var doc struct {
+		History json.RawMessage   `json:"history"`
+		Holder  map[string]any    `json:"holder"`
+		Waiters []map[string]any  `json:"waiters"`
+		Version string            `json:"version"`
+		Rest    map[string]string `json:"-"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[RecordAnnotation]), &doc))
+	assert.JSONEq(t, `[{"build":"40","owner":"acme","released":"2026-12-03T09:59:00.000000Z"}]`, string(doc.History), "top-level field kept")
+	assert.Equal(t, "fields of a newer minor version are kept", doc.Holder["note"], "holder field kept")
+	require.Len(t, doc.Waiters, 2)
+	assert.EqualValues(t, 3, doc.Waiters[0]["priority"], "waiter field kept")
+	assert.NotContains(t, doc.Waiters[1], "priority", "the new waiter has only its own fields")
+	assert.Equal(t, "1.2", doc.Version)
+}
+
+func TestSchemaVersionParse(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in      string
+		want    schema.Version
+		wantErr bool
+	}{
+		{in: "1.1", want: schema.Version{Major: 1, Minor: 1}},
+		{in: "2", want: schema.Version{Major: 2}},
+		{in: "10.20", want: schema.Version{Major: 10, Minor: 20}},
+		{in: "", wantErr: true},
+		{in: "v1", wantErr: true},
+		{in: "1.x", wantErr: true},
+		{in: "-1.0", wantErr: true},
+	} {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := schema.Parse(tt.in)
+			if tt.wantErr {
+				assert.Error(t, err, "Parse(%q)", tt.in)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
