@@ -44,8 +44,10 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 
 			On success the fencing token is printed on stdout: it grows with
 			every new holder, so a deploy step can refuse to act on a lock it
-			no longer holds. Acquiring a lock you already hold (same identity
-			and session) is a no-op.
+			no longer holds. Acquiring a lock your build already holds (same
+			owner, repo, branch and build, and the same pod or none) returns at
+			once with the token of that hold; another pod of the same build
+			waits like anyone else.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# In a pipeline: lock, deploy, release even when the deploy fails
@@ -119,8 +121,13 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return fmt.Errorf("acquire lock %q: %w", o.Target, err)
 	}
-	fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q acquired by %s after %s (%s)\n",
-		o.Target, id, humanDuration(held.Waited), locks.Describe(o.Target))
+	if held.Reentered {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q already held by %s since %s; nothing to do (%s)\n",
+			o.Target, id, held.Holder.Since.UTC().Format(time.RFC3339), locks.Describe(o.Target))
+	} else {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q acquired by %s after %s (%s)\n",
+			o.Target, id, humanDuration(held.Waited), locks.Describe(o.Target))
+	}
 	if o.Output != "" {
 		l, err := locks.Get(ctx, o.Target)
 		if err != nil {

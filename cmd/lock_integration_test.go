@@ -53,7 +53,12 @@ func TestIntegrationAcquireMissingLockNamespace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			_, errOut, code := lockctlIn(t, env, ns, append(tt.args, "--lock-namespace", missing)...)
+			// Flags before "--", where lockctlIn adds its own.
+			args := append([]string{tt.args[0], "--lock-namespace", missing}, tt.args[1:]...)
+			if tt.name == "run" {
+				args = append(args[:len(args)-2], "--kubeconfig", env.Kubeconfig, "--", "true")
+			}
+			_, errOut, code := lockctlIn(t, env, ns, args...)
 			assert.Equal(t, CodeError, code, "exit status; stderr:\n%s", errOut)
 			lines := strings.Split(strings.TrimSpace(errOut), "\n")
 			require.NotEmpty(t, lines)
@@ -107,4 +112,53 @@ func TestIntegrationReleaseByNonHolderHint(t *testing.T) {
 	_, errOut, code = lockctlIn(t, env, "default", fix...)
 	assert.Equal(t, CodeOK, code, "the hinted command runs: %s", errOut)
 	assert.Contains(t, errOut, `broke lock "staging" held by acme/web@main#1`, "says whose lock it broke")
+}
+
+func TestIntegrationAcquireReentrant(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	pod := func(name string) string {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+		}
+		_, err := env.Client.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return name
+	}
+	tests := []struct {
+		name   string
+		target string
+		first  []string // extra flags of the first acquire
+		again  []string // extra flags of the second
+		// wantQueued: the second waits (and times out) instead of re-entering.
+		wantQueued bool
+	}{
+		{name: "same build, no pod", target: "no-pod"},
+		{name: "same build, same pod", target: "same-pod", first: []string{"--pod", pod("build-123")}, again: []string{"--pod", "build-123"}},
+		{name: "same build, another pod", target: "other-pod", first: []string{"--pod", pod("build-124")}, again: []string{"--pod", pod("build-124-retry")}, wantQueued: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"acquire", tt.target}, identityFlags("web", "123")...)
+			token, errOut, code := lockctlIn(t, env, ns, append(args, tt.first...)...)
+			require.Equal(t, CodeOK, code, errOut)
+
+			start := time.Now()
+			again, errOut, code := lockctlIn(t, env, ns, append(append(args, tt.again...), "--timeout", "3s")...)
+			if tt.wantQueued {
+				assert.Equal(t, CodeTimeout, code, "another pod of the same build waits: %s", errOut)
+				return
+			}
+			assert.Equal(t, CodeOK, code, errOut)
+			assert.Less(t, time.Since(start), 3*time.Second, "returns at once")
+			assert.Equal(t, token, again, "the token of the hold")
+			assert.Contains(t, errOut, `lock "`+tt.target+`" already held by acme/web@main#123 since`)
+			assert.Contains(t, errOut, "nothing to do")
+			l, err := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns).Get(t.Context(), tt.target)
+			require.NoError(t, err)
+			assert.Empty(t, l.Status.Waiters, "nobody queued behind itself")
+		})
+	}
 }

@@ -47,6 +47,9 @@ type Decision struct {
 	// StaleHolder is set when the decision removes a holder that is no
 	// longer alive.
 	StaleHolder *Claim
+	// Reentered is true when the contender already held the lock under
+	// another session with the same identity and pod (see SameHolder).
+	Reentered bool
 	// NextCheck is when the decision must be taken again even if nothing
 	// changes: the holder's expiry or the contender's renewal. Zero means
 	// only a change to the lock or the holder's pod matters.
@@ -90,6 +93,20 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 			return Decision{Outcome: Acquired}
 		}
 		return acquire(rec, me, ts)
+	}
+	if SameHolder(rec.Holder, me) {
+		// Re-entrance: another process of the holder's build (a later step,
+		// a retry) holds it already; the hold stays as it is.
+		if rec.Holder.HandedOver {
+			d := acquire(rec, me, ts)
+			d.Reentered = true
+			return d
+		}
+		d := Decision{Outcome: Acquired, Reentered: true}
+		if changed {
+			d.Record = rec
+		}
+		return d
 	}
 	if !holderAlive {
 		stale := rec.Holder
@@ -159,6 +176,21 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		d.NextCheck = rec.Holder.Expires.Time
 	}
 	return d
+}
+
+// SameHolder reports whether claim c is the holder h again: the same
+// owner, repo, branch and build, and the same pod (by namespace and name,
+// and by UID when both know it), or no pod on either side. A different pod
+// with the same build is another contender.
+func SameHolder(h, c Claim) bool {
+	if h.Identity != c.Identity || (h.Pod == nil) != (c.Pod == nil) {
+		return false
+	}
+	if h.Pod == nil {
+		return true
+	}
+	return h.Pod.Namespace == c.Pod.Namespace && h.Pod.Name == c.Pod.Name &&
+		(h.Pod.UID == "" || c.Pod.UID == "" || h.Pod.UID == c.Pod.UID)
 }
 
 // acquire makes me the holder of rec, out of the queue.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -32,6 +33,12 @@ func held(c Claim, since time.Time) Claim {
 func queued(c Claim, since time.Time) Claim {
 	c.Since = metav1.NewMicroTime(since)
 	c.Expires = microPtr(since.Add(waiterTTL))
+	return c
+}
+
+func inPod(c Claim, name, uid string) Claim {
+	c.Pod = &PodRef{Namespace: "ci", Name: name, UID: types.UID(uid)}
+	c.Expires = nil
 	return c
 }
 
@@ -64,6 +71,8 @@ func TestDecide(t *testing.T) {
 		wantHolder  string
 		wantWaiters []string
 		wantBy      string
+		// wantReentered: my build already held it under another session.
+		wantReentered bool
 	}{
 		{
 			name: "free lock is created with me as holder",
@@ -89,8 +98,32 @@ func TestDecide(t *testing.T) {
 			wantOutcome: Superseded, wantHolder: "h", wantBy: "h",
 		},
 		{
-			name: "held by the same build of my branch (a rerun): wait",
+			name: "held by my build, no pod on either side: already held, nothing written",
 			cur:  record(held(claim("h", "web", "main", "42"), t0)),
+			me:   claim("me", "web", "main", "42"), holderAlive: true,
+			wantOutcome: Acquired, wantHolder: "h", wantReentered: true,
+		},
+		{
+			name: "held by my build in my pod: already held",
+			cur:  record(inPod(held(claim("h", "web", "main", "42"), t0), "build-42", "uid-1")),
+			me:   inPod(claim("me", "web", "main", "42"), "build-42", "uid-1"), holderAlive: true,
+			wantOutcome: Acquired, wantHolder: "h", wantReentered: true,
+		},
+		{
+			name: "held by my build in another pod (a rerun): wait",
+			cur:  record(inPod(held(claim("h", "web", "main", "42"), t0), "build-42", "uid-1")),
+			me:   inPod(claim("me", "web", "main", "42"), "build-42-retry", "uid-2"), holderAlive: true,
+			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me"},
+		},
+		{
+			name: "held by my build in a pod of the same name that was re-created: wait",
+			cur:  record(inPod(held(claim("h", "web", "main", "42"), t0), "build-42", "uid-1")),
+			me:   inPod(claim("me", "web", "main", "42"), "build-42", "uid-2"), holderAlive: true,
+			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me"},
+		},
+		{
+			name: "held by my build from a pod, I have none: wait",
+			cur:  record(inPod(held(claim("h", "web", "main", "42"), t0), "build-42", "uid-1")),
 			me:   claim("me", "web", "main", "42"), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me"},
 		},
@@ -225,6 +258,7 @@ func TestDecide(t *testing.T) {
 				rec = tt.cur
 			}
 			assert.Equal(t, tt.wantHolder, rec.Holder.Session, "holder")
+			assert.Equal(t, tt.wantReentered, d.Reentered, "re-entered")
 			if tt.wantWaiters == nil {
 				tt.wantWaiters = []string{}
 			}

@@ -118,10 +118,15 @@ type Held struct {
 	Session   string
 	Holder    Claim
 	// Token grows with every new holder of any lock in the cluster: it is the
-	// resourceVersion of the write that made the caller the holder.
+	// resourceVersion of the write that made the caller the holder, also
+	// kept in the record (Claim.Token) for re-entrant acquires.
 	Token string
 	// Waited is how long the caller waited.
 	Waited time.Duration
+	// Reentered is true when the caller's build already held the lock (the
+	// same identity and pod, or no pod): nothing changed, and Token is the
+	// token of that hold.
+	Reentered bool
 }
 
 // Acquire takes the lock for req, waiting as long as ctx allows. It returns
@@ -270,16 +275,28 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	}
 	switch d.Outcome {
 	case Acquired:
+		if d.Record != nil && res.rec.Holder.Token == "" {
+			res.cm, res.rec = c.recordToken(ctx, req.Target, res.cm, res.rec)
+		}
+		token := res.rec.Holder.Token
+		if token == "" {
+			token = res.cm.ResourceVersion
+		}
 		res.held = &Held{
 			Target:    req.Target,
 			Namespace: c.namespace,
 			Name:      res.cm.Name,
 			UID:       res.cm.UID,
-			Session:   me.Session,
+			Session:   res.rec.Holder.Session,
 			Holder:    res.rec.Holder,
-			Token:     res.cm.ResourceVersion,
+			Token:     token,
+			Reentered: d.Reentered,
 		}
-		log.WithField("holder", me.Identity.String()).Debug("lock acquired")
+		if d.Reentered {
+			log.WithField("holder", me.Identity.String()).Debug("lock already held by this build")
+		} else {
+			log.WithField("holder", me.Identity.String()).Debug("lock acquired")
+		}
 	case Superseded:
 		return res, &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.Session == res.rec.Holder.Session}
 	}
@@ -318,6 +335,41 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 		return nil, errRetry
 	}
 	return nil, fmt.Errorf("write lock %s: %w", c.Describe(target), err)
+}
+
+// tokenAttempts bounds the writes that record a new holder's token while
+// other contenders change the lock.
+const tokenAttempts = 5
+
+// recordToken stores the fencing token of the holder that the write of cm
+// (holding rec) made: that write's resourceVersion, kept in the record so a
+// re-entrant acquire returns the same token. It returns the lock as it is
+// after; when the token cannot be stored (the holder changed, too many
+// concurrent writes, an API error) it returns cm and rec unchanged, and a
+// re-entrant acquire falls back to the lock's resourceVersion.
+func (c *Client) recordToken(ctx context.Context, target string, cm *corev1.ConfigMap, rec *Record) (*corev1.ConfigMap, *Record) {
+	token, session := cm.ResourceVersion, rec.Holder.Session
+	log := c.Log.WithField("lock", c.Describe(target))
+	cur, curRec := cm, rec
+	for range tokenAttempts {
+		next := curRec.deepCopy()
+		next.Holder.Token = token
+		out, err := c.write(ctx, target, cur, Decision{Record: next})
+		if err == nil {
+			return out, next
+		}
+		if !errors.Is(err, errRetry) {
+			log.WithField("err", err).Debug("could not record the fencing token")
+			return cm, rec
+		}
+		if cur, err = c.get(ctx, target); err != nil || cur == nil {
+			return cm, rec
+		}
+		if curRec, err = c.decode(cur, target); err != nil || curRec.Holder.Session != session || curRec.Holder.Token != "" {
+			return cm, rec
+		}
+	}
+	return cm, rec
 }
 
 // holderAlive judges the holder: by its pod when it has one, else by its

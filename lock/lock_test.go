@@ -103,9 +103,9 @@ func TestTryAcquire(t *testing.T) {
 	}{
 		{
 			name:      "free lock is created",
-			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get", "create") },
+			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get", "create", "update") },
 			wantHeld:  true,
-			wantCalls: []string{"get configmaps", "create configmaps"},
+			wantCalls: []string{"get configmaps", "create configmaps", "update configmaps"},
 		},
 		{
 			name:      "held lock: join the queue",
@@ -119,7 +119,7 @@ func TestTryAcquire(t *testing.T) {
 			objs:      []runtime.Object{lockObject(t, record(expired))},
 			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get", "update") },
 			wantHeld:  true,
-			wantCalls: []string{"get configmaps", "update configmaps"},
+			wantCalls: []string{"get configmaps", "update configmaps", "update configmaps"},
 		},
 		{
 			name:      "holder pod running: wait",
@@ -131,13 +131,13 @@ func TestTryAcquire(t *testing.T) {
 			name:      "holder pod gone: take over",
 			objs:      []runtime.Object{lockObject(t, record(holderInPod))},
 			wantHeld:  true,
-			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
+			wantCalls: []string{"get configmaps", "get pods", "update configmaps", "update configmaps"},
 		},
 		{
 			name:      "holder pod finished: take over",
 			objs:      []runtime.Object{lockObject(t, record(holderInPod)), pod("build-7", corev1.PodSucceeded)},
 			wantHeld:  true,
-			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
+			wantCalls: []string{"get configmaps", "get pods", "update configmaps", "update configmaps"},
 		},
 		{
 			name: "holder pod replaced by another with the same name: take over",
@@ -147,7 +147,7 @@ func TestTryAcquire(t *testing.T) {
 				return p
 			}()},
 			wantHeld:  true,
-			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
+			wantCalls: []string{"get configmaps", "get pods", "update configmaps", "update configmaps"},
 		},
 		{
 			name: "lost race: conflict, read again, then queue",
@@ -209,18 +209,24 @@ func TestTryAcquire(t *testing.T) {
 			}
 			c, cs := newTestClient(t, now, reactors, tt.objs...)
 			h, p, err := c.TryAcquire(context.Background(), request("42"))
+			calls := verbs(cs)
 			if tt.wantErr != nil {
 				require.Error(t, err)
 				assert.IsType(t, tt.wantErr, err, "error type")
 			} else {
 				require.NoError(t, err)
 				assert.Equal(t, tt.wantHeld, h != nil, "held")
+				if tt.wantHeld {
+					got, err := c.Get(context.Background(), "staging")
+					require.NoError(t, err)
+					assert.Equal(t, h.Token, got.Status.Holder.Token, "the fencing token is kept in the record")
+				}
 				if !tt.wantHeld {
 					require.NotNil(t, p)
 					assert.Equal(t, tt.wantPos, p.Position, "queue position")
 				}
 			}
-			assert.Equal(t, tt.wantCalls, verbs(cs), "API calls")
+			assert.Equal(t, tt.wantCalls, calls, "API calls")
 		})
 	}
 }
