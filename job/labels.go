@@ -50,6 +50,10 @@ const (
 	dataStatus = "status"
 )
 
+// DataSpec is the data key of a job record ConfigMap holding the job's spec
+// as JSON.
+const DataSpec = dataSpec
+
 // Selector selects every job record.
 const Selector = LabelManagedBy + "=" + ManagedByValue + "," + LabelKind + "=" + KindJob
 

@@ -8,8 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Finalizer is put on every job pod so that a pod deleted by someone else
-// stays visible until a reconciler has recorded it on the job.
+// Finalizer is put on the pod of a job that holds a namespace lock, so that
+// a pod deleted by someone else stays visible until a reconciler has
+// recorded it on the job and given the lock back. Other job pods go without
+// it: the record makes them recoverable, and a reconciler watching pods
+// judges a deleted pod by its last state
+// (docs/2026-12-03-finalizer-only-for-locks.md).
 const Finalizer = "lockctl.dev/job"
 
 // LockGate is the scheduling gate that holds a job's pod back until the
@@ -23,8 +27,8 @@ func PodName(j *Job) string { return j.Name }
 // NewPod builds the pod that runs j in namespace with the given build ID:
 // named after the job, with the job record's own labels and annotations,
 // labelled with the job's identity (lockctl's labels win), the build ID and
-// its refs in the environment of every container, lockctl's finalizer, and
-// the lock scheduling gate when the job holds a namespace lock.
+// its refs in the environment of every container, and lockctl's finalizer
+// and the lock scheduling gate when the job holds a namespace lock.
 func NewPod(j *Job, namespace, buildID string) *corev1.Pod {
 	spec := j.Spec.PodSpec.DeepCopy()
 	if spec.RestartPolicy == "" {
@@ -47,10 +51,19 @@ func NewPod(j *Job, namespace, buildID string) *corev1.Pod {
 			Namespace:   namespace,
 			Labels:      podLabels(j, buildID),
 			Annotations: copyMap(j.Annotations),
-			Finalizers:  []string{Finalizer},
+			Finalizers:  finalizers(j),
 		},
 		Spec: *spec,
 	}
+}
+
+// finalizers are lockctl's finalizers of the job's pod: Finalizer for a job
+// holding a namespace lock, none otherwise.
+func finalizers(j *Job) []string {
+	if j.Spec.Lock == nil {
+		return nil
+	}
+	return []string{Finalizer}
 }
 
 // podLabels returns the labels of the job's pod: the job record's, then

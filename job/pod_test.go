@@ -36,7 +36,10 @@ func TestNewPod(t *testing.T) {
 		"team":               "web",
 	}, pod.Labels)
 	assert.Equal(t, map[string]string{"note": "copied"}, pod.Annotations)
-	assert.Equal(t, []string{Finalizer}, pod.Finalizers)
+	assert.Equal(t, []string{Finalizer}, pod.Finalizers, "the pod of a job holding a lock")
+	unlocked := j.DeepCopy()
+	unlocked.Spec.Lock = nil
+	assert.Empty(t, NewPod(unlocked, "pods", "42").Finalizers, "the pod of a job without a lock")
 	assert.Equal(t, []corev1.PodSchedulingGate{{Name: LockGate}}, pod.Spec.SchedulingGates)
 	assert.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy)
 	assert.Equal(t, "42", BuildIDOf(pod))

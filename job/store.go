@@ -161,6 +161,11 @@ func (s *Store) UpdateStatus(ctx context.Context, j *Job, st JobStatus) (*Job, e
 	if !allowed(j.Status.State, st.State) {
 		return nil, &TransitionError{Name: j.Name, From: j.Status.State, To: st.State}
 	}
+	if j.Spec.PodSpec == nil {
+		// NOTE: a partial view of a job (a cache without pod templates);
+		// writing it would erase the pod template from the record.
+		return nil, fmt.Errorf("update job %q: the job given has no pod spec: %w", j.Name, ErrCorrupt)
+	}
 	now := metav1.NewTime(s.clock.Now())
 	if st.State == Pending && st.PendingTime == nil {
 		st.PendingTime = &now

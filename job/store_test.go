@@ -255,6 +255,23 @@ func TestStoreUpdateStatusUnchangedWritesNothing(t *testing.T) {
 	assert.Empty(t, cs.Actions())
 }
 
+func TestStoreUpdateStatusRefusesAPartialJob(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, cs, _ := newStore(t)
+	j, err := s.Create(ctx, newJob("j"))
+	require.NoError(t, err)
+	cs.ClearActions()
+
+	partial := j.DeepCopy()
+	partial.Spec.PodSpec = nil
+	st := *j.Status.DeepCopy()
+	st.State = Pending
+	_, err = s.UpdateStatus(ctx, partial, st)
+	assert.ErrorIs(t, err, ErrCorrupt, "a job without its pod template is not written")
+	assert.Empty(t, cs.Actions(), "nothing written")
+}
+
 func TestStoreAbort(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

@@ -31,14 +31,14 @@ func (r *Reconciler) transition(ctx context.Context, j *job.Job, st job.JobStatu
 	out, err := r.store.UpdateStatus(ctx, j, st)
 	if errors.Is(err, job.ErrConflict) {
 		if fresh, gerr := r.store.Get(ctx, j.Name); gerr == nil {
-			r.written.Store(j.Name, fresh)
+			r.remember(fresh)
 		}
 		return nil, err
 	}
 	if err != nil {
 		return nil, err
 	}
-	r.written.Store(out.Name, out.DeepCopy())
+	r.remember(out)
 	if j.Status.State != st.State {
 		r.log(j).WithField("from", j.Status.State).WithField("to", st.State).
 			WithField("reason", st.Description).Info("job state changed")
@@ -126,6 +126,7 @@ func (r *Reconciler) retirePod(ctx context.Context, cl *buildCluster, pod *corev
 		}
 	}
 	r.created.Delete(cl.alias + "/" + pod.Name)
+	r.gone.Delete(cl.alias + "/" + pod.Name)
 	return removeFinalizer(ctx, cl, pod)
 }
 

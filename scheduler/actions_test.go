@@ -24,7 +24,7 @@ func TestRemoveFinalizerLostRace(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.submit("a")
 	_, pod := h.pending("a", corev1.PodSucceeded)
-	require.NotEmpty(t, pod.Finalizers)
+	pod.Finalizers = []string{job.Finalizer} // as on the pod of a job with a lock
 	fresh := pod.DeepCopy()
 	fresh.Finalizers = nil
 	_, err := h.build.CoreV1().Pods(podNS).Update(t.Context(), fresh, metav1.UpdateOptions{})

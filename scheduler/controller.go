@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -54,6 +55,8 @@ type Controller struct {
 	ledgerInf cache.SharedIndexInformer
 	podInfs   map[string]cache.SharedIndexInformer
 
+	// decoded holds every cached job record decoded without its pod
+	// template (see decode).
 	decoded sync.Map // job name → decodedJob
 }
 
@@ -84,7 +87,7 @@ func NewController(jobs kubernetes.Interface, namespace string, clusters map[str
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: r.clock}),
 	}
 	strip := informers.WithTransform(stripManagedFields)
-	jobFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace), strip,
+	jobFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace), informers.WithTransform(trimJobRecord),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = job.Selector }))
 	ledgerFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace), strip,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + LedgerName }))
@@ -183,6 +186,7 @@ func (c *Controller) addHandlers() error {
 				}
 			},
 			DeleteFunc: func(obj any) {
+				c.r.rememberGone(alias, unwrap(obj))
 				c.enqueuePod(alias, obj)
 				c.queue.Add(admissionKey)
 			},
@@ -418,8 +422,11 @@ func (c *Controller) activeJobs() []*job.Job {
 	return out
 }
 
-// decode returns the job of a cached ConfigMap, decoding each version once.
-// The result is shared: callers must not change it.
+// decode returns the job of a cached ConfigMap without its pod template
+// (spec.podSpec is nil), decoding each version once: what the passes over
+// every job (admission, superseding, metrics) read. The result is shared:
+// callers must not change it, and must not write it (job.Store refuses a
+// job without a pod spec); a job to be written is read with decodeFull.
 func (c *Controller) decode(obj any) *job.Job {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok || !job.IsJobConfigMap(cm) {
@@ -428,12 +435,25 @@ func (c *Controller) decode(obj any) *job.Job {
 	if d, ok := c.decoded.Load(cm.Name); ok && d.(decodedJob).rv == cm.ResourceVersion {
 		return d.(decodedJob).job
 	}
+	j := c.decodeFull(cm)
+	if j == nil {
+		return nil
+	}
+	// NOTE: the pod template is most of a job; keeping a decoded copy of
+	// it for every job ever seen doubled the cache.
+	j.Spec.PodSpec = nil
+	c.decoded.Store(cm.Name, decodedJob{rv: cm.ResourceVersion, job: j})
+	return j
+}
+
+// decodeFull decodes a cached job record whole, for the job being
+// reconciled; nothing keeps the result.
+func (c *Controller) decodeFull(cm *corev1.ConfigMap) *job.Job {
 	j, err := job.FromConfigMap(cm)
 	if err != nil {
 		c.opts.Log.WithError(err).WithField("job", cm.Name).Warn("skipping job record")
 		return nil
 	}
-	c.decoded.Store(cm.Name, decodedJob{rv: cm.ResourceVersion, job: j})
 	return j
 }
 
@@ -451,7 +471,11 @@ func (cr *cacheReader) job(_ context.Context, name string) (*job.Job, error) {
 		cr.c.decoded.Delete(name)
 		return nil, fmt.Errorf("job %q: %w", name, job.ErrNotFound)
 	}
-	j := cr.c.decode(obj)
+	cm, isCM := obj.(*corev1.ConfigMap)
+	if !isCM || !job.IsJobConfigMap(cm) {
+		return nil, fmt.Errorf("job %q: %w", name, job.ErrCorrupt)
+	}
+	j := cr.c.decodeFull(cm)
 	if j == nil {
 		return nil, fmt.Errorf("job %q: %w", name, job.ErrCorrupt)
 	}
@@ -496,6 +520,29 @@ func stripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// trimJobRecord drops managedFields from a job record before the informer
+// caches it and, once the job is complete (labelled so), its pod template:
+// a complete job is never started or written again, and the pod template
+// is most of a record. A record that does not decode is cached as it is.
+func trimJobRecord(obj any) (any, error) {
+	obj, _ = stripManagedFields(obj)
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok || cm.Labels[job.LabelComplete] != "true" || !job.IsJobConfigMap(cm) {
+		return obj, nil
+	}
+	var spec job.JobSpec
+	if err := json.Unmarshal([]byte(cm.Data[job.DataSpec]), &spec); err != nil || spec.PodSpec == nil {
+		return obj, nil
+	}
+	spec.PodSpec = nil
+	raw, err := json.Marshal(&spec)
+	if err != nil {
+		return obj, nil
+	}
+	cm.Data[job.DataSpec] = string(raw)
+	return cm, nil
 }
 
 // trimPod keeps of a pod what the reconciler reads from the cache: its

@@ -205,3 +205,51 @@ func TestTrimPod(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tomb, same, "anything else passes through")
 }
+
+func TestTrimJobRecord(t *testing.T) {
+	t.Parallel()
+	record := func(state job.State) *corev1.ConfigMap {
+		j := &job.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ci", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "lockctl"}}},
+			Spec: job.JobSpec{Job: "deploy", Type: job.Periodic, Cluster: "gpu",
+				PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+			Status: job.JobStatus{State: state},
+		}
+		cm, err := job.ToConfigMap(j)
+		require.NoError(t, err)
+		return cm
+	}
+	tests := []struct {
+		name        string
+		state       job.State
+		wantPodSpec bool
+	}{
+		{name: "triggered keeps its pod template", state: job.Triggered, wantPodSpec: true},
+		{name: "pending keeps its pod template", state: job.Pending, wantPodSpec: true},
+		{name: "complete drops it", state: job.Success, wantPodSpec: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := trimJobRecord(record(tt.state))
+			require.NoError(t, err)
+			cm := got.(*corev1.ConfigMap)
+			assert.Nil(t, cm.ManagedFields, "managedFields dropped")
+			j, err := job.FromConfigMap(cm)
+			require.NoError(t, err, "still a job record")
+			assert.Equal(t, tt.wantPodSpec, j.Spec.PodSpec != nil, "pod template kept")
+			assert.Equal(t, "gpu", j.Spec.Cluster, "the rest of the spec kept")
+			assert.Equal(t, tt.state, j.Status.State)
+		})
+	}
+
+	t.Run("anything else passes through", func(t *testing.T) {
+		t.Parallel()
+		bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{
+			job.LabelManagedBy: job.ManagedByValue, job.LabelKind: job.KindJob, job.LabelComplete: "true"}},
+			Data: map[string]string{job.DataSpec: "{not json"}}
+		got, err := trimJobRecord(bad)
+		require.NoError(t, err)
+		assert.Equal(t, "{not json", got.(*corev1.ConfigMap).Data[job.DataSpec])
+	})
+}

@@ -356,6 +356,6 @@ func TestTerminalJobCleansUpLeftoverPod(t *testing.T) {
 
 	h.mustReconcile("a")
 
-	assert.Equal(t, []string{"delete", "patch"}, h.podActions(), "a pod of a finished job does not keep running")
+	assert.Equal(t, []string{"delete"}, h.podActions(), "a pod of a finished job does not keep running (no finalizer to remove)")
 	assert.Nil(t, h.pod("a"))
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
@@ -33,10 +35,14 @@ type Reconciler struct {
 	// acts on a cache that has not seen its own writes; created holds, when
 	// reading from caches, the pods it created that the pod cache has not
 	// shown yet (the Controller forgets them on the pod's first event).
-	written      sync.Map // job name → *job.Job
+	written      sync.Map // job name → writtenJob
 	simulated    sync.Map // job name → *job.Job, in a dry run: what it would have written
 	created      sync.Map // cluster/pod name → *corev1.Pod
 	trackCreated bool
+	// gone holds, when reading from caches, the job pods without lockctl's
+	// finalizer that the pod cache saw deleted, as last seen and marked
+	// deleted, until their job has been looked at (see rememberGone).
+	gone sync.Map // cluster/pod name → *corev1.Pod
 
 	admitMu    sync.Mutex
 	lastLedger *corev1.ConfigMap
@@ -114,6 +120,9 @@ func (r *Reconciler) reconcile(ctx context.Context, name string) (Result, error)
 	j, err := r.currentJob(ctx, name)
 	if errors.Is(err, job.ErrNotFound) {
 		r.written.Delete(name)
+		for alias := range r.clusters {
+			r.gone.Delete(alias + "/" + job.PodName(&job.Job{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+		}
 		return Result{}, nil
 	}
 	if err != nil {
@@ -166,17 +175,34 @@ func (r *Reconciler) latest(j *job.Job) *job.Job {
 		return s.(*job.Job)
 	}
 	if w, ok := r.written.Load(j.Name); ok {
-		wj := w.(*job.Job)
-		if wj.UID == j.UID && newerRV(wj.ResourceVersion, j.ResourceVersion) {
-			return wj
+		wj := w.(writtenJob)
+		if wj.uid == j.UID && newerRV(wj.rv, j.ResourceVersion) {
+			// NOTE: a shallow copy; callers that change a job copy it deeply.
+			out := *j
+			out.ResourceVersion, out.Status = wj.rv, wj.status
+			return &out
 		}
-		if wj.UID == j.UID {
+		if wj.uid == j.UID {
 			// NOTE: the view has caught up; holding on would keep a copy
 			// of every job ever written.
 			r.written.CompareAndDelete(j.Name, w)
 		}
 	}
 	return j
+}
+
+// writtenJob is what this reconciler last wrote of a job: its status, at a
+// resourceVersion. Only the status is ever written, so the rest of the job
+// comes from the view (without a copy of the pod template per write).
+type writtenJob struct {
+	uid    types.UID
+	rv     string
+	status job.JobStatus
+}
+
+// remember keeps what this reconciler last wrote, or read fresh, of j.
+func (r *Reconciler) remember(j *job.Job) {
+	r.written.Store(j.Name, writtenJob{uid: j.UID, rv: j.ResourceVersion, status: *j.Status.DeepCopy()})
 }
 
 // allJobs returns every job record, each at its latest known version.
@@ -282,6 +308,7 @@ func (r *Reconciler) createPod(ctx context.Context, cl *buildCluster, j *job.Job
 		if r.trackCreated {
 			r.created.Store(cl.alias+"/"+created.Name, created)
 		}
+		r.gone.Delete(cl.alias + "/" + created.Name)
 		r.log(j).WithField("pod", created.Name).WithField("cluster", cl.alias).Info("pod created")
 		return nil
 	case isAlreadyExists(err):
@@ -315,7 +342,11 @@ func (r *Reconciler) syncPending(ctx context.Context, cl *buildCluster, j *job.J
 		return Result{}, err
 	}
 	if pod == nil {
-		return Result{}, r.createMissing(ctx, cl, j)
+		gone := r.goneOf(cl, j)
+		if gone == nil {
+			return Result{}, r.createMissing(ctx, cl, j)
+		}
+		pod = gone
 	}
 	if !job.IsPodOf(pod, j) {
 		return Result{}, r.finish(ctx, cl, j, nil, job.Error, fmt.Sprintf("pod %q was replaced by a pod not created for this job", pod.Name), false)
@@ -378,7 +409,7 @@ func (r *Reconciler) createMissing(ctx context.Context, cl *buildCluster, j *job
 		return err
 	}
 	if fresh.ResourceVersion != j.ResourceVersion {
-		r.written.Store(j.Name, fresh)
+		r.remember(fresh)
 		return fmt.Errorf("job %q changed: %w", j.Name, job.ErrConflict)
 	}
 	return r.createPod(ctx, cl, fresh)
@@ -448,15 +479,52 @@ func (r *Reconciler) cleanup(ctx context.Context, j *job.Job) error {
 	if cl == nil || r.opts.DryRun {
 		return nil
 	}
+	r.gone.Delete(cl.alias + "/" + job.PodName(j))
 	pod, err := r.read.pod(ctx, cl, job.PodName(j), false)
-	if err != nil || pod == nil || !job.IsPodOf(pod, j) || !hasFinalizer(pod) {
+	if err != nil || pod == nil || !job.IsPodOf(pod, j) {
 		return err
+	}
+	running := pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	if !hasFinalizer(pod) && (!running || pod.DeletionTimestamp != nil) {
+		return nil
 	}
 	if err := r.releaseLock(ctx, j, pod); err != nil {
 		return err
 	}
-	running := pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 	return r.retirePod(ctx, cl, pod, running && pod.DeletionTimestamp == nil)
+}
+
+// rememberGone keeps a deleted job pod without lockctl's finalizer as the
+// pod cache last saw it, marked deleted, so that the next look at its job
+// judges it as a pod deleted by someone else (or finished before it went)
+// instead of creating it again. Pods with the finalizer stay visible until
+// a reconciler removes it, and are not kept.
+func (r *Reconciler) rememberGone(alias string, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || hasFinalizer(pod) || pod.Labels[job.LabelRecordNamespace] != r.namespace {
+		return
+	}
+	pod = pod.DeepCopy()
+	if pod.DeletionTimestamp == nil {
+		now := metav1.NewTime(r.clock.Now())
+		pod.DeletionTimestamp = &now
+	}
+	r.gone.Store(alias+"/"+pod.Name, pod)
+}
+
+// goneOf returns the job's pod that the pod cache saw deleted, if it is the
+// job's and not the lost pod the job already replaces.
+func (r *Reconciler) goneOf(cl *buildCluster, j *job.Job) *corev1.Pod {
+	g, ok := r.gone.Load(cl.alias + "/" + job.PodName(j))
+	if !ok {
+		return nil
+	}
+	pod := g.(*corev1.Pod)
+	if !job.IsPodOf(pod, j) || (j.Status.LostPodUID != "" && pod.UID == j.Status.LostPodUID) {
+		r.gone.CompareAndDelete(cl.alias+"/"+job.PodName(j), g)
+		return nil
+	}
+	return pod
 }
 
 // supersede aborts older runs of a presubmit for the same pull request, and
@@ -496,6 +564,12 @@ func samePull(a, b *job.Job) bool {
 }
 
 func (r *Reconciler) abortSuperseded(ctx context.Context, old, newer *job.Job) error {
+	// NOTE: the passes over every job see jobs without their pod template;
+	// the job written is read whole.
+	old, err := r.currentJob(ctx, old.Name)
+	if err != nil {
+		return err
+	}
 	cl := r.clusters[old.ClusterAlias()]
 	var pod *corev1.Pod
 	if cl != nil && old.Status.State != job.Triggered {
