@@ -62,6 +62,7 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 			var done <-chan acquisition
 			cliDone := make(chan outcome, 1)
 			if tt.cli {
+				lockctl(t) // built before the clock below starts: a build on a busy machine takes longer
 				go func() {
 					cliDone <- runLockctl(t, nil, "acquire", target, "--owner", "acme", "--repo", "waiter", "--branch", "main", "--build", "1",
 						"--kubeconfig", env.Kubeconfig, "--lock-namespace", ns, "--timeout", "80s", "--progress", "plain")
