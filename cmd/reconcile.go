@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -31,6 +32,12 @@ const (
 	DefaultKubeAPIQPS   = 500
 	DefaultKubeAPIBurst = 1000
 )
+
+// defaultMemoryLimit is the soft memory limit of lockctl reconcile when
+// GOMEMLIMIT is not set: on top of a small live set (about 60 MiB at 10,000
+// jobs), it keeps the heap from growing to twice the live set between
+// collections under the default GOGC.
+const defaultMemoryLimit = 100 << 20
 
 // reconcileOptions configure `lockctl reconcile`.
 type reconcileOptions struct {
@@ -101,6 +108,10 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			timeouts, revivalLimit, podNamespace, buildClusters, jobURLTemplate,
 			workers); flags override it. A bad config file exits 2, naming the
 			key.
+
+			Unless GOMEMLIMIT is set, the loop runs with a soft memory limit of
+			100 MiB (the Go runtime collects garbage more often near it; it is
+			not a hard cap). For tens of thousands of jobs, set GOMEMLIMIT higher.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# The loop, with a global limit and metrics
@@ -193,6 +204,9 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	loopLogFormat(o.f.Log.Logger)
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	if o.f.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	cfg, err := o.loadConfig()
 	if err != nil {
 		return err

@@ -569,6 +569,41 @@ func trimPod(obj any) (any, error) {
 			kept = append(kept, c)
 		}
 	}
-	pod.Status.Conditions = kept
+	pod.Status = corev1.PodStatus{
+		Phase:                 pod.Status.Phase,
+		Reason:                pod.Status.Reason,
+		StartTime:             pod.Status.StartTime,
+		Conditions:            kept,
+		InitContainerStatuses: trimContainerStatuses(pod.Status.InitContainerStatuses),
+		ContainerStatuses:     trimContainerStatuses(pod.Status.ContainerStatuses),
+	}
 	return pod, nil
+}
+
+// trimContainerStatuses keeps of each container's status what the judge
+// and liveness.Judge read: its name, readiness, and its state and last
+// termination without messages, times or IDs.
+func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, cs := range in {
+		out[i] = corev1.ContainerStatus{Name: cs.Name, Ready: cs.Ready, State: trimState(cs.State), LastTerminationState: trimState(cs.LastTerminationState)}
+	}
+	return out
+}
+
+func trimState(st corev1.ContainerState) corev1.ContainerState {
+	var out corev1.ContainerState
+	if st.Running != nil {
+		out.Running = &corev1.ContainerStateRunning{}
+	}
+	if w := st.Waiting; w != nil {
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
+	}
+	if t := st.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason}
+	}
+	return out
 }

@@ -199,6 +199,22 @@ func TestTrimPod(t *testing.T) {
 	assert.Equal(t, []string{job.Finalizer}, p.Finalizers)
 	assert.Equal(t, corev1.PodRunning, p.Status.Phase)
 	assert.Len(t, p.Status.ContainerStatuses, 1)
+	assert.Equal(t, "r", p.Status.Reason)
+	assert.Equal(t, &started, p.Status.StartTime)
+
+	done := pod.DeepCopy()
+	done.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: "main", Image: "alpine", ImageID: "sha", ContainerID: "cri://1",
+		State:                corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", Message: "long", StartedAt: started}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}},
+	}}
+	got, err = trimPod(done)
+	require.NoError(t, err)
+	assert.Equal(t, []corev1.ContainerStatus{{
+		Name:                 "main",
+		State:                corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}},
+	}}, got.(*corev1.Pod).Status.ContainerStatuses, "what the judge reads of a container, without IDs, images, messages or times")
 
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: pod}
 	same, err := trimPod(tomb)
