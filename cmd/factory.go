@@ -48,6 +48,10 @@ type Factory struct {
 	Verbosity int
 	// IsTerminal reports whether ErrOut is a terminal, for live progress.
 	IsTerminal func() bool
+	// Executable is the name lockctl was started as: "kubectl-lockctl"
+	// makes help and usage read "kubectl lockctl ..." (a kubectl plugin).
+	// Empty means "lockctl".
+	Executable string
 	// QPS and Burst are the client-side rate limit of the clients built
 	// from now on: 0 means the CLI's (cliQPS, cliBurst), a negative QPS no
 	// client-side limit. lockctl reconcile sets them from --kube-api-qps and

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -37,6 +38,7 @@ func Main() int {
 	}()
 
 	f := NewFactory(streams)
+	f.Executable = filepath.Base(os.Args[0])
 	routeKlog(f.Log)
 	err := Run(ctx, f, os.Args[1:])
 	signal.Stop(sigs)

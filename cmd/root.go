@@ -14,6 +14,9 @@ import (
 // LOCKCTL_LOCK_NAMESPACE sets --lock-namespace.
 const envPrefix = "LOCKCTL_"
 
+// kubectlPluginPrefix starts the name of a kubectl plugin's executable.
+const kubectlPluginPrefix = "kubectl-"
+
 // globalOptions are the flags every command shares.
 type globalOptions struct {
 	Verbosity int
@@ -51,6 +54,11 @@ func newRootCmd(f *Factory) *cobra.Command {
 			setupLogging(f, g)
 			return nil
 		},
+	}
+	if strings.HasPrefix(f.Executable, kubectlPluginPrefix) {
+		// NOTE: kubectl runs kubectl-lockctl for `kubectl lockctl`; usage
+		// lines and hints then name the command the user typed.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl " + strings.TrimPrefix(f.Executable, kubectlPluginPrefix)}
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &FlagError{Err: err}
