@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/scheduler"
 )
 
 // explain turns err into one line a person can act on, and a hint saying
@@ -28,10 +29,13 @@ func explain(err error) (msg, hint string) {
 		flagErr     *FlagError
 		status      apierrors.APIStatus
 		urlErr      *url.Error
+		away        *scheduler.UnreachableClustersError
 	)
 	switch {
 	case errors.As(err, &flagErr):
 		return err.Error(), ""
+	case errors.As(err, &away):
+		return err.Error(), "the next pass drives their jobs once they answer; `lockctl get clusters` shows what each last answered"
 	case errors.As(err, &superseded):
 		return err.Error(), "nothing to do: the newer build deploys instead of this one"
 	case errors.As(err, &timeout):

@@ -90,9 +90,17 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			evicted and lost pods, and record the final state.
 
 			The loop watches job records and pods and runs until SIGINT or
-			SIGTERM, then finishes the step in flight and exits 0. With --once
-			it looks at every unfinished job once and exits (for cron); with
-			--dry-run as well it prints what it would do and changes nothing.
+			SIGTERM, then finishes the step in flight (within seconds) and
+			exits 0. With --once it looks at every unfinished job once and
+			exits (for cron); with --dry-run as well it prints what it would
+			do and changes nothing.
+
+			A build cluster that does not answer stops nothing else: its jobs
+			keep their state (no timeout fires while lockctl can not see their
+			pods), it is recorded unreachable with the reason (lockctl get
+			clusters) and tried again with a back-off, and every other
+			cluster's jobs are driven. --once then exits 1 naming it. An
+			unreachable job API server (--context) is an error at once.
 
 			Any number of reconcilers may run at once, in any number of
 			processes: a job never gets two pods, a limit is never exceeded, a

@@ -122,7 +122,7 @@ func (r *Reconciler) retirePod(ctx context.Context, cl *buildCluster, pod *corev
 		}
 		err := pods.Delete(ctx, pod.Name, opts)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("delete pod %q in cluster %q: %w", pod.Name, cl.alias, err)
+			return unavailable(cl, fmt.Errorf("delete pod %q in cluster %q: %w", pod.Name, cl.alias, err))
 		}
 	}
 	r.created.Delete(cl.alias + "/" + pod.Name)
@@ -175,7 +175,7 @@ func patchOutFinalizer(ctx context.Context, cl *buildCluster, pod *corev1.Pod) e
 	}
 	_, err = cl.pods.Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer of pod %q in cluster %q: %w", pod.Name, cl.alias, err)
+		return unavailable(cl, fmt.Errorf("remove finalizer of pod %q in cluster %q: %w", pod.Name, cl.alias, err))
 	}
 	return nil
 }

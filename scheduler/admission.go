@@ -256,6 +256,10 @@ func (r *Reconciler) finishedEntries(ctx context.Context, entries ledger, jobs [
 			continue
 		}
 		running, err := r.podRuns(ctx, entries[name].Cluster, name)
+		var cu *ClusterUnavailableError
+		if errors.As(err, &cu) {
+			continue // kept until its cluster tells
+		}
 		if err != nil {
 			r.opts.Log.WithError(err).WithField("job", name).Warn("can not tell whether the pod of a finished job still runs")
 			continue

@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -63,8 +65,23 @@ func (r *Reconciler) CheckClusters(ctx context.Context) (map[string]ClusterStatu
 	}
 	now := metav1.NewTime(r.clock.Now())
 	next := make(map[string]ClusterStatus, len(r.clusters))
+	probed := make(map[string]ClusterStatus, len(r.clusters))
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
 	for alias, cl := range r.clusters {
-		st := probe(ctx, cl)
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			defer cancel()
+			st := probe(pctx, cl)
+			mu.Lock()
+			probed[alias] = st
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for alias, st := range probed {
 		st.Since = now
 		if p, ok := prev[alias]; ok && p.State == st.State {
 			st.Since = p.Since
@@ -78,7 +95,12 @@ func (r *Reconciler) CheckClusters(ctx context.Context) (map[string]ClusterStatu
 	if r.opts.DryRun || apiequality.Semantic.DeepEqual(prev, next) {
 		return next, nil
 	}
-	return next, r.writeClusterStatus(ctx, next)
+	// NOTE: another reconciler recording at the same time wins; both saw the
+	// same clusters, and the next check records again if they differ.
+	if err := r.writeClusterStatus(ctx, next); !errors.Is(err, errClusterStatusRace) {
+		return next, err
+	}
+	return next, nil
 }
 
 func probe(ctx context.Context, cl *buildCluster) ClusterStatus {
@@ -148,10 +170,43 @@ func (r *Reconciler) writeClusterStatus(ctx context.Context, st map[string]Clust
 		cm.Data = map[string]string{clustersKey: string(data)}
 		_, err = r.cms.Update(ctx, cm, metav1.UpdateOptions{})
 	}
-	// NOTE: another reconciler recording at the same time wins; both saw the
-	// same clusters, and the next check records again if they differ.
-	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return errClusterStatusRace
+	}
+	if err != nil {
 		return fmt.Errorf("record cluster status: %w", err)
+	}
+	return nil
+}
+
+// errClusterStatusRace: another reconciler wrote the cluster status first.
+var errClusterStatusRace = errors.New("cluster status changed meanwhile")
+
+// recordAttempts bounds how often recordCluster re-reads a status ConfigMap
+// that other reconcilers keep changing.
+const recordAttempts = 5
+
+// recordCluster records one build cluster's reachability in the cluster
+// status ConfigMap, keeping the other clusters' entries, with a
+// compare-and-swap. An entry already saying the same is left alone, and one
+// in the same state keeps its since.
+func (r *Reconciler) recordCluster(ctx context.Context, alias string, st ClusterStatus) error {
+	for range recordAttempts {
+		prev, err := ReadClusterStatus(ctx, r.cms)
+		if err != nil {
+			return err
+		}
+		if p, ok := prev[alias]; ok && p.State == st.State {
+			if p.Message == st.Message && p.Namespace == st.Namespace {
+				return nil
+			}
+			st.Since = p.Since
+		}
+		prev[alias] = st
+		err = r.writeClusterStatus(ctx, prev)
+		if !errors.Is(err, errClusterStatusRace) {
+			return err
+		}
 	}
 	return nil
 }

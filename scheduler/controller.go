@@ -26,9 +26,10 @@ const (
 	// resyncPeriod re-delivers every cached object, a safety net for missed
 	// events.
 	resyncPeriod = 10 * time.Minute
-	// clusterCheckInterval is how often build-cluster reachability is
-	// checked.
-	clusterCheckInterval = time.Minute
+	// clusterCheckInterval is how often a reachable build cluster is
+	// checked (two small requests): often enough that a cluster going away
+	// is noticed, recorded and its jobs left alone within seconds.
+	clusterCheckInterval = 15 * time.Second
 	// stepTimeout bounds one reconcile step.
 	stepTimeout = time.Minute
 	// onceAttempts is how often RunOnce tries a job whose write lost a race.
@@ -50,10 +51,11 @@ type Controller struct {
 	namespace string
 	queue     workqueue.TypedRateLimitingInterface[string]
 
+	jobs      kubernetes.Interface
 	factories []informers.SharedInformerFactory
 	jobInf    cache.SharedIndexInformer
 	ledgerInf cache.SharedIndexInformer
-	podInfs   map[string]cache.SharedIndexInformer
+	conns     map[string]*clusterConn
 
 	// decoded holds every cached job record decoded without its pod
 	// template (see decode).
@@ -81,7 +83,8 @@ func NewController(jobs kubernetes.Interface, namespace string, clusters map[str
 		r:         r,
 		opts:      r.opts,
 		namespace: namespace,
-		podInfs:   map[string]cache.SharedIndexInformer{},
+		jobs:      jobs,
+		conns:     map[string]*clusterConn{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: r.clock}),
@@ -94,13 +97,10 @@ func NewController(jobs kubernetes.Interface, namespace string, clusters map[str
 	c.jobInf = jobFactory.Core().V1().ConfigMaps().Informer()
 	c.ledgerInf = ledgerFactory.Core().V1().ConfigMaps().Informer()
 	c.factories = append(c.factories, jobFactory, ledgerFactory)
-	podSelector := job.LabelManagedBy + "=" + job.ManagedByValue + "," + job.LabelRecordNamespace + "=" + namespace
 	for alias, cs := range clusters {
-		f := informers.NewSharedInformerFactoryWithOptions(cs, resyncPeriod, informers.WithNamespace(r.clusters[alias].namespace),
-			informers.WithTransform(trimPod),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSelector }))
-		c.podInfs[alias] = f.Core().V1().Pods().Informer()
-		c.factories = append(c.factories, f)
+		cc := &clusterConn{alias: alias, cs: cs, cl: r.clusters[alias], poke: make(chan struct{}, 1)}
+		cc.cl.node = cc.node
+		c.conns[alias] = cc
 	}
 	r.read = &cacheReader{c: c}
 	r.trackCreated = true
@@ -176,24 +176,28 @@ func (c *Controller) addHandlers() error {
 	if err != nil {
 		return fmt.Errorf("watch admission ledger: %w", err)
 	}
-	for alias, inf := range c.podInfs {
-		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) { c.enqueuePod(alias, obj) },
-			UpdateFunc: func(old, cur any) {
-				c.enqueuePod(alias, cur)
-				if podDone(cur) && !podDone(old) {
-					c.queue.Add(admissionKey)
-				}
-			},
-			DeleteFunc: func(obj any) {
-				c.r.rememberGone(alias, unwrap(obj))
-				c.enqueuePod(alias, obj)
+	return nil
+}
+
+// addPodHandlers queues the job of every pod of a build cluster that
+// changes, and an admission pass when a pod stops.
+func (c *Controller) addPodHandlers(alias string, inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.enqueuePod(alias, obj) },
+		UpdateFunc: func(old, cur any) {
+			c.enqueuePod(alias, cur)
+			if podDone(cur) && !podDone(old) {
 				c.queue.Add(admissionKey)
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("watch pods of cluster %q: %w", alias, err)
-		}
+			}
+		},
+		DeleteFunc: func(obj any) {
+			c.r.rememberGone(alias, unwrap(obj))
+			c.enqueuePod(alias, obj)
+			c.queue.Add(admissionKey)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch pods of cluster %q: %w", alias, err)
 	}
 	return nil
 }
@@ -235,36 +239,74 @@ func podDone(obj any) bool {
 	return ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
 }
 
-// start runs the informers until ctx ends and waits for their first list.
-func (c *Controller) start(ctx context.Context) error {
+// startJobs checks that the job API server answers, at once and within
+// probeTimeout, then runs the job and ledger informers until life
+// ends and waits, as long as ctx lets it, for their first list.
+func (c *Controller) startJobs(ctx, life context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	_, err := c.jobs.CoreV1().ConfigMaps(c.namespace).List(pctx, metav1.ListOptions{LabelSelector: job.Selector, Limit: 1})
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("list job records in namespace %q: %w", c.namespace, err)
+	}
 	for _, f := range c.factories {
-		f.Start(ctx.Done())
+		f.Start(life.Done())
 	}
-	synced := []cache.InformerSynced{c.jobInf.HasSynced, c.ledgerInf.HasSynced}
-	for _, inf := range c.podInfs {
-		synced = append(synced, inf.HasSynced)
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("sync caches: %w", context.Cause(ctx))
+	if !cache.WaitForCacheSync(ctx.Done(), c.jobInf.HasSynced, c.ledgerInf.HasSynced) {
+		return fmt.Errorf("sync job caches: %w", context.Cause(ctx))
 	}
 	c.opts.Metrics.setJobSource(c.allJobs)
 	return nil
 }
 
+// stepsContext returns the context reconcile steps run on: it outlives ctx
+// by shutdownGrace, so that a signal lets the steps in flight finish their
+// writes, but a call that hangs (a build cluster that stopped answering)
+// never holds the exit up for longer.
+func (c *Controller) stepsContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	steps, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := c.r.clock.NewTimer(shutdownGrace)
+		defer t.Stop()
+		select {
+		case <-t.C():
+			cancel(errShuttingDown)
+		case <-steps.Done():
+		}
+	})
+	return steps, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+var errShuttingDown = errors.New("stopped: the steps in flight had " + shutdownGrace.String() + " to finish")
+
 // Run reconciles jobs as their records and pods change until ctx is
-// cancelled, then finishes the steps in flight and returns nil.
+// cancelled, then finishes the steps in flight (for at most a few seconds)
+// and returns nil. Each build cluster is connected on its own: the jobs of
+// those that answer are driven at once, those of a cluster that does not
+// wait, and it is tried again with a back-off. An unreachable job API server
+// is an error at once.
 func (c *Controller) Run(ctx context.Context) error {
 	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopInformers()
-	if err := c.start(informerCtx); err != nil {
+	if err := c.startJobs(ctx, informerCtx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	c.queue.Add(admissionKey)
 	var wg sync.WaitGroup
-	wg.Go(func() { c.checkClusters(ctx) })
-	// NOTE: steps run on a context that outlives ctx, so a signal lets the
-	// step in flight finish instead of failing its API calls half-way.
-	steps := context.WithoutCancel(ctx)
+	for _, cc := range c.conns {
+		wg.Go(func() { c.watchCluster(ctx, informerCtx, cc) })
+	}
+	steps, stopSteps := c.stepsContext(ctx)
+	defer stopSteps()
 	for range c.opts.Workers {
 		wg.Go(func() { c.work(ctx, steps) })
 	}
@@ -285,7 +327,13 @@ func (c *Controller) work(ctx, steps context.Context) {
 			return
 		}
 		res, err := c.step(steps, key)
+		var cu *ClusterUnavailableError
 		switch {
+		case errors.As(err, &cu):
+			// NOTE: not rate-limited: the job comes back when its cluster
+			// does (clusterBack), however long that takes.
+			c.queue.Forget(key)
+			c.lostCluster(cu)
 		case err != nil:
 			c.logStepError(key, err)
 			c.queue.AddRateLimited(key)
@@ -318,34 +366,32 @@ func (c *Controller) logStepError(key string, err error) {
 	log.Warn("reconcile failed, trying again")
 }
 
-func (c *Controller) checkClusters(ctx context.Context) {
-	ticker := c.r.clock.NewTicker(clusterCheckInterval)
-	defer ticker.Stop()
-	for {
-		if _, err := c.r.CheckClusters(ctx); err != nil && ctx.Err() == nil {
-			c.opts.Log.WithError(err).Warn("check build clusters")
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
-	}
-}
-
 // RunOnce looks at every job that is not terminal once, oldest first, and
-// returns when all have been looked at: the cron pass. Requeue times are
-// ignored; a job whose write lost a race is tried again at once, up to three
-// times. In a dry run nothing is written and Reconciler().Plan() tells what
-// would have been done.
+// returns when all have been looked at: the cron pass. Every build cluster
+// is checked and its caches filled at the same time, each within a bounded
+// time; the jobs of clusters that do not answer are left as they are, and
+// RunOnce then returns an *UnreachableClustersError naming them. Requeue
+// times are ignored; a job whose write lost a race is tried again at once,
+// up to three times. In a dry run nothing is written and
+// Reconciler().Plan() tells what would have been done.
 func (c *Controller) RunOnce(ctx context.Context) error {
-	informerCtx, stopInformers := context.WithCancel(ctx)
+	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopInformers()
-	if err := c.start(informerCtx); err != nil {
+	if err := c.startJobs(ctx, informerCtx); err != nil {
 		return err
 	}
-	if _, err := c.r.CheckClusters(ctx); err != nil {
-		c.opts.Log.WithError(err).Warn("check build clusters")
+	var wg sync.WaitGroup
+	for _, cc := range c.conns {
+		wg.Go(func() {
+			st := c.connect(ctx, informerCtx, cc)
+			if ctx.Err() == nil {
+				c.record(ctx, cc, st)
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	var names []string
 	for _, j := range c.activeJobs() {
@@ -357,11 +403,21 @@ func (c *Controller) RunOnce(ctx context.Context) error {
 	if c.opts.DryRun {
 		workers = 1 // the plan reads in job order
 	}
-	return c.each(ctx, names, workers)
+	steps, stopSteps := c.stepsContext(ctx)
+	defer stopSteps()
+	err := c.each(ctx, steps, names, workers)
+	if ctx.Err() != nil {
+		return errors.Join(err, context.Cause(ctx))
+	}
+	if away := c.unreachable(); len(away) > 0 {
+		err = errors.Join(err, &UnreachableClustersError{Clusters: away})
+	}
+	return err
 }
 
-// each reconciles names with the given number of workers, in order.
-func (c *Controller) each(ctx context.Context, names []string, workers int) error {
+// each reconciles names with the given number of workers, in order, until
+// ctx ends; the steps run on steps.
+func (c *Controller) each(ctx, steps context.Context, names []string, workers int) error {
 	todo := make(chan string)
 	var (
 		mu   sync.Mutex
@@ -371,7 +427,13 @@ func (c *Controller) each(ctx context.Context, names []string, workers int) erro
 	for range workers {
 		wg.Go(func() {
 			for name := range todo {
-				if err := c.once(ctx, name); err != nil {
+				err := c.once(steps, name)
+				var cu *ClusterUnavailableError
+				if errors.As(err, &cu) {
+					c.away(cu)
+					continue
+				}
+				if err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("job %q: %w", name, err))
 					mu.Unlock()
@@ -390,10 +452,23 @@ func (c *Controller) each(ctx context.Context, names []string, workers int) erro
 	return errors.Join(errs...)
 }
 
-func (c *Controller) once(ctx context.Context, name string) error {
+// away marks a cluster that stopped answering during a --once pass as
+// unreachable, so the pass reports it and leaves its other jobs alone.
+func (c *Controller) away(cu *ClusterUnavailableError) {
+	cc := c.conns[cu.Cluster]
+	if cc == nil || cu.Err == nil || !cc.ready.Load() {
+		return
+	}
+	cc.disconnect()
+	c.record(context.Background(), cc, ClusterStatus{
+		State: ClusterUnreachable, Message: cu.Err.Error(), Namespace: cc.cl.namespace,
+	})
+}
+
+func (c *Controller) once(steps context.Context, name string) error {
 	var err error
 	for range onceAttempts {
-		if _, err = c.step(context.WithoutCancel(ctx), name); !errors.Is(err, job.ErrConflict) {
+		if _, err = c.step(steps, name); !errors.Is(err, job.ErrConflict) {
 			return err
 		}
 	}
@@ -492,7 +567,11 @@ func (cr *cacheReader) pod(ctx context.Context, cl *buildCluster, name string, f
 	if fresh {
 		return getPod(ctx, cl, name)
 	}
-	obj, ok, err := cr.c.podInfs[cl.alias].GetIndexer().GetByKey(cl.namespace + "/" + name)
+	inf := cr.c.conns[cl.alias].pods()
+	if inf == nil {
+		return nil, &ClusterUnavailableError{Cluster: cl.alias}
+	}
+	obj, ok, err := inf.GetIndexer().GetByKey(cl.namespace + "/" + name)
 	if err != nil || !ok {
 		return nil, err
 	}

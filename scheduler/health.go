@@ -1,15 +1,20 @@
 package scheduler
 
 // HasSynced reports whether the controller's informers have filled their
-// caches with a first list of the job records, the admission ledger and the
-// pods of every build cluster. Until then the controller has looked at no
-// job: a readiness probe reports it not ready.
+// caches with a first list of the job records and the admission ledger, and
+// every build cluster has been tried once: its pods listed, or it recorded
+// unreachable (its jobs wait; the others are driven). Until then the
+// controller has not looked at every job it could: a readiness probe
+// reports it not ready.
 func (c *Controller) HasSynced() bool {
 	if !c.jobInf.HasSynced() || !c.ledgerInf.HasSynced() {
 		return false
 	}
-	for _, inf := range c.podInfs {
-		if !inf.HasSynced() {
+	for _, cc := range c.conns {
+		cc.mu.Lock()
+		tried := cc.status.State != ""
+		cc.mu.Unlock()
+		if !cc.ready.Load() && !tried {
 			return false
 		}
 	}

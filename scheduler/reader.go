@@ -84,7 +84,7 @@ func getPod(ctx context.Context, cl *buildCluster, name string) (*corev1.Pod, er
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get pod %q in cluster %q: %w", name, cl.alias, err)
+		return nil, unavailable(cl, fmt.Errorf("get pod %q in cluster %q: %w", name, cl.alias, err))
 	}
 	return pod, nil
 }

@@ -330,7 +330,7 @@ func (r *Reconciler) createPod(ctx context.Context, cl *buildCluster, j *job.Job
 	case isRequestError(err):
 		return r.finish(ctx, cl, j, nil, job.Error, "pod can not be created: "+apiMessage(err), false)
 	}
-	return fmt.Errorf("create pod %q in cluster %q: %w", pod.Name, cl.alias, err)
+	return unavailable(cl, fmt.Errorf("create pod %q in cluster %q: %w", pod.Name, cl.alias, err))
 }
 
 func (r *Reconciler) syncPending(ctx context.Context, cl *buildCluster, j *job.Job) (Result, error) {
@@ -549,7 +549,8 @@ func (r *Reconciler) supersede(ctx context.Context, j *job.Job) (bool, error) {
 	}
 	var errs []error
 	for _, d := range dupes {
-		if err := r.abortSuperseded(ctx, d, j); err != nil && !errors.Is(err, job.ErrConflict) {
+		var cu *ClusterUnavailableError
+		if err := r.abortSuperseded(ctx, d, j); err != nil && !errors.Is(err, job.ErrConflict) && !errors.As(err, &cu) {
 			errs = append(errs, err)
 		}
 	}
@@ -572,8 +573,20 @@ func (r *Reconciler) abortSuperseded(ctx context.Context, old, newer *job.Job) e
 	}
 	cl := r.clusters[old.ClusterAlias()]
 	var pod *corev1.Pod
+	desc := fmt.Sprintf("superseded by a newer run (%s)", newer.Name)
 	if cl != nil && old.Status.State != job.Triggered {
 		p, err := r.read.pod(ctx, cl, job.PodName(old), false)
+		var cu *ClusterUnavailableError
+		if errors.As(err, &cu) {
+			// Its pod can not be removed now: mark it aborted, as lockctl
+			// abort does; it completes once its cluster is back.
+			st := *old.Status.DeepCopy()
+			st.State, st.Reason, st.Description = job.Aborted, job.ReasonSuperseded, desc
+			if _, err := r.transition(ctx, old, st); err != nil {
+				return err
+			}
+			return cu
+		}
 		if err != nil {
 			return err
 		}
@@ -581,7 +594,6 @@ func (r *Reconciler) abortSuperseded(ctx context.Context, old, newer *job.Job) e
 			pod = p
 		}
 	}
-	desc := fmt.Sprintf("superseded by a newer run (%s)", newer.Name)
 	return r.end(ctx, cl, old, pod, verdict{state: job.Aborted, reason: job.ReasonSuperseded, desc: desc, deletePod: true})
 }
 
