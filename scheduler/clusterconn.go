@@ -112,6 +112,8 @@ type clusterConn struct {
 	nodeInf cache.SharedIndexInformer
 	stop    context.CancelFunc
 	status  ClusterStatus
+	// recorded is the status last written to the cluster status ConfigMap.
+	recorded ClusterStatus
 	// noNodesSaid: the missing node permission was logged.
 	noNodesSaid bool
 }
@@ -319,26 +321,33 @@ func (c *Controller) record(ctx context.Context, cc *clusterConn, st ClusterStat
 	}
 	changed := prev.State != st.State || prev.Message != st.Message
 	cc.status = st
+	unrecorded := cc.recorded.State != st.State || cc.recorded.Message != st.Message
 	cc.mu.Unlock()
 	c.opts.Metrics.cluster(cc.alias, st.State)
-	if !changed {
-		return
-	}
 	log := c.opts.Log.WithField("cluster", cc.alias)
-	switch {
-	case st.State != ClusterReachable:
-		log.WithField("state", st.State).WithField("err", st.Message).Warn("build cluster not usable: its jobs wait until it is")
-	case prev.State != "":
-		log.Info("build cluster reachable again: driving its jobs")
-	default:
-		log.Debug("build cluster reachable")
+	if changed {
+		switch {
+		case st.State != ClusterReachable:
+			log.WithField("state", st.State).WithField("err", st.Message).Warn("build cluster not usable: its jobs wait until it is")
+		case prev.State != "":
+			log.Info("build cluster reachable again: driving its jobs")
+		default:
+			log.Debug("build cluster reachable")
+		}
 	}
-	if c.opts.DryRun {
+	if c.opts.DryRun || !unrecorded {
 		return
 	}
-	if err := c.r.recordCluster(ctx, cc.alias, st); err != nil && ctx.Err() == nil {
-		log.WithError(err).Warn("record build cluster status")
+	// NOTE: a write that fails is tried again at the next check.
+	if err := c.r.recordCluster(ctx, cc.alias, st); err != nil {
+		if ctx.Err() == nil {
+			log.WithError(err).Debug("record build cluster status")
+		}
+		return
 	}
+	cc.mu.Lock()
+	cc.recorded = st
+	cc.mu.Unlock()
 }
 
 // unreachable returns the clusters that are not ready, with why.

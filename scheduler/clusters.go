@@ -208,5 +208,5 @@ func (r *Reconciler) recordCluster(ctx context.Context, alias string, st Cluster
 			return err
 		}
 	}
-	return nil
+	return errClusterStatusRace
 }
