@@ -169,6 +169,7 @@ func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
 		return nil, err
 	}
 	c := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
+	c.Nodes = cs.CoreV1()
 	c.Clock = f.Clock
 	c.Log = f.Log
 	return c, nil

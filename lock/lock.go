@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/liveness"
 )
 
 // Defaults for Client and Request fields left at their zero value.
@@ -26,9 +29,9 @@ const (
 	// DefaultWaiterTTL is how long a waiter's place lasts between renewals;
 	// waiters renew at two thirds of it.
 	DefaultWaiterTTL = time.Minute
-	// DefaultLostPodGrace is how long a holder's pod may sit in phase Unknown
-	// or on a lost node before the lock counts as stale.
-	DefaultLostPodGrace = 5 * time.Minute
+	// DefaultLostPodGrace is how long a holder's pod may sit on a NotReady
+	// or Unknown node (or in phase Unknown) before the lock counts as stale.
+	DefaultLostPodGrace = liveness.DefaultNodeGrace
 )
 
 // Client takes, waits for and releases namespace locks kept as ConfigMaps
@@ -46,9 +49,16 @@ type Client struct {
 	// WaiterTTL is how long a waiter's place lasts between renewals;
 	// 0 means DefaultWaiterTTL.
 	WaiterTTL time.Duration
-	// LostPodGrace is how long a holder pod may be Unknown or on a lost node
-	// before the lock is stale; 0 means DefaultLostPodGrace.
+	// LostPodGrace is how long a holder pod's node may be NotReady or
+	// Unknown (liveness.Options.NodeGrace) before the lock is stale; 0 means
+	// DefaultLostPodGrace.
 	LostPodGrace time.Duration
+	// Nodes, when set, reads the node of a holder's pod, so a dead node is
+	// seen from the node itself; nil, or a Forbidden answer, means the
+	// pod's conditions alone are judged.
+	Nodes corev1client.NodesGetter
+
+	nodesDenied atomic.Bool
 }
 
 // New returns a Client for locks in namespace, reading and writing
@@ -247,10 +257,10 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 		cur = rec
 	}
 	now := c.Clock.Now()
-	alive := true
+	alive, recheck := true, time.Time{}
 	if cur != nil {
 		var err error
-		alive, err = c.holderAlive(ctx, cur.Holder, pod, now)
+		alive, recheck, err = c.holderAlive(ctx, cur.Holder, pod, now)
 		if err != nil {
 			return nil, err
 		}
@@ -262,6 +272,11 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 		policy = PolicyNewest
 	}
 	d := Decide(cur, me, policy, now, alive, c.waiterTTL())
+	if !recheck.IsZero() && (d.NextCheck.IsZero() || recheck.Before(d.NextCheck)) {
+		// A grace period of the holder's pod ends: take over then, not at
+		// the next renewal.
+		d.NextCheck = recheck
+	}
 	res := &stepResult{cm: cm, rec: cur, decision: d}
 	if d.StaleHolder != nil {
 		log.WithField("holder", d.StaleHolder.Identity.String()).Debug("holder is no longer alive")
@@ -372,50 +387,59 @@ func (c *Client) recordToken(ctx context.Context, target string, cm *corev1.Conf
 	return cm, rec
 }
 
-// holderAlive judges the holder: by its pod when it has one, else by its
-// expiry.
-func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time) (bool, error) {
+// holderAlive judges the holder: by its pod when it has one (see JudgePod),
+// else by its expiry. recheck, when not zero, is when the verdict changes
+// by itself (a grace period of the pod or its node ends).
+func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time) (alive bool, recheck time.Time, err error) {
 	if h.Pod == nil {
-		return h.Expires != nil && h.Expires.After(now), nil
+		return h.Expires != nil && h.Expires.After(now), time.Time{}, nil
 	}
 	if pod == nil || pod.Name != h.Pod.Name || pod.Namespace != h.Pod.Namespace {
 		p, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return false, time.Time{}, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("check holder pod %s: %w", h.Pod, err)
+			return false, time.Time{}, fmt.Errorf("check holder pod %s: %w", h.Pod, err)
 		}
 		pod = p
 	}
-	return PodAlive(pod, h.Pod.UID, now, c.lostPodGrace()), nil
+	v := JudgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
+	return v.Alive, v.Recheck, nil
 }
 
-// PodAlive reports whether pod still keeps a lock alive: it is the same pod
-// (uid, when given), Pending, Running or Unknown, and not lost with its node
-// or Unknown for longer than grace.
-func PodAlive(pod *corev1.Pod, uid types.UID, now time.Time, grace time.Duration) bool {
-	if pod == nil || (uid != "" && pod.UID != uid) {
-		return false
+// node returns the node pod is bound to, or nil when it is unknown or may
+// not be read. Reading nodes needs a cluster-scoped permission that many CI
+// accounts lack (docs/rbac.md); without it the pod's own conditions stand in
+// for the node's, which is said once at -v 1.
+func (c *Client) node(ctx context.Context, pod *corev1.Pod) *corev1.Node {
+	if c.Nodes == nil || pod == nil || pod.Spec.NodeName == "" || c.nodesDenied.Load() {
+		return nil
 	}
-	switch pod.Status.Phase {
-	case corev1.PodSucceeded, corev1.PodFailed:
-		return false
-	}
-	lost := pod.Status.Phase == corev1.PodUnknown || pod.Status.Reason == "NodeLost"
-	if !lost {
-		return true
-	}
-	since := pod.CreationTimestamp.Time
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodReady && !cond.LastTransitionTime.IsZero() {
-			since = cond.LastTransitionTime.Time
+	n, err := c.Nodes.Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return n
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		if !c.nodesDenied.Swap(true) {
+			c.Log.WithField("err", err).Debug("cannot read nodes; judging holder pods by their own conditions (docs/rbac.md has the optional ClusterRole)")
 		}
+	default:
+		c.Log.WithField("err", err).Debug("cannot read the holder pod's node; judging it by its own conditions")
 	}
-	if pod.DeletionTimestamp != nil && pod.DeletionTimestamp.Time.Before(since) {
-		since = pod.DeletionTimestamp.Time
+	return nil
+}
+
+// JudgePod applies the shared liveness rule (liveness.Judge) to a holder's
+// pod: it keeps the lock while it may still be running, and not once it is
+// gone, finished, replaced by another pod of the same name (uid, when given,
+// differs) or lost with its node for longer than grace. node is the pod's
+// node, or nil when it may not be read.
+func JudgePod(pod *corev1.Pod, uid types.UID, node *corev1.Node, now time.Time, grace time.Duration) liveness.Verdict {
+	if pod != nil && uid != "" && pod.UID != uid {
+		return liveness.Verdict{Lost: true, Message: "pod was replaced by another of the same name"}
 	}
-	return now.Sub(since) < grace
+	return liveness.Judge(pod, node, now, liveness.Options{NodeGrace: grace})
 }
 
 // decode is Decode, with the target named in an *InvalidError so its hint

@@ -426,7 +426,7 @@ func TestName(t *testing.T) {
 	assert.NotEqual(t, Name(strings.Repeat("x", 300)), Name(strings.Repeat("x", 301)), "distinct targets, distinct names")
 }
 
-func TestPodAlive(t *testing.T) {
+func TestJudgePod(t *testing.T) {
 	t.Parallel()
 	now := t0
 	lostSince := func(d time.Duration, reason string, phase corev1.PodPhase) *corev1.Pod {
@@ -435,26 +435,50 @@ func TestPodAlive(t *testing.T) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-d))}}
 		return p
 	}
+	onNode := func(p *corev1.Pod) *corev1.Pod { p.Spec.NodeName = "n1"; return p }
+	node := func(status corev1.ConditionStatus, since time.Duration) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-since)),
+			}}},
+		}
+	}
+	taintEvicted := func(deleted time.Duration) *corev1.Pod {
+		p := onNode(pod("p", corev1.PodRunning))
+		p.DeletionTimestamp = &metav1.Time{Time: now.Add(-deleted)}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager"}}
+		return p
+	}
 	tests := []struct {
-		name string
-		pod  *corev1.Pod
-		uid  string
-		want bool
+		name        string
+		pod         *corev1.Pod
+		node        *corev1.Node
+		uid         string
+		want        bool
+		wantRecheck bool
 	}{
-		{"running", pod("p", corev1.PodRunning), "pod-uid", true},
-		{"pending", pod("p", corev1.PodPending), "", true},
-		{"succeeded", pod("p", corev1.PodSucceeded), "", false},
-		{"failed", pod("p", corev1.PodFailed), "", false},
-		{"gone", nil, "", false},
-		{"other pod, same name", pod("p", corev1.PodRunning), "old-uid", false},
-		{"unknown, recently", lostSince(time.Minute, "", corev1.PodUnknown), "", true},
-		{"unknown past the grace", lostSince(10*time.Minute, "", corev1.PodUnknown), "", false},
-		{"node lost past the grace", lostSince(10*time.Minute, "NodeLost", corev1.PodRunning), "", false},
+		{name: "running", pod: pod("p", corev1.PodRunning), uid: "pod-uid", want: true},
+		{name: "pending", pod: pod("p", corev1.PodPending), want: true},
+		{name: "succeeded", pod: pod("p", corev1.PodSucceeded)},
+		{name: "failed", pod: pod("p", corev1.PodFailed)},
+		{name: "gone"},
+		{name: "other pod, same name", pod: pod("p", corev1.PodRunning), uid: "old-uid"},
+		{name: "unknown, recently", pod: lostSince(time.Minute, "", corev1.PodUnknown), want: true, wantRecheck: true},
+		{name: "unknown past the grace", pod: lostSince(10*time.Minute, "", corev1.PodUnknown)},
+		{name: "node lost past the grace", pod: lostSince(10*time.Minute, "NodeLost", corev1.PodRunning)},
+		{name: "node Unknown for 6 minutes", pod: onNode(pod("p", corev1.PodRunning)), node: node(corev1.ConditionUnknown, 6*time.Minute)},
+		{name: "node Unknown for 1 minute: recheck when the grace ends", pod: onNode(pod("p", corev1.PodRunning)), node: node(corev1.ConditionUnknown, time.Minute), want: true, wantRecheck: true},
+		{name: "node ready", pod: onNode(pod("p", corev1.PodRunning)), node: node(corev1.ConditionTrue, time.Hour), want: true},
+		{name: "taint-evicted, still in its grace period", pod: taintEvicted(-20 * time.Second), want: true, wantRecheck: true},
+		{name: "taint-evicted, left terminating", pod: taintEvicted(time.Minute)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, PodAlive(tt.pod, typesUID(tt.uid), now, DefaultLostPodGrace))
+			v := JudgePod(tt.pod, typesUID(tt.uid), tt.node, now, DefaultLostPodGrace)
+			assert.Equal(t, tt.want, v.Alive, "alive: %s", v.Message)
+			assert.Equal(t, tt.wantRecheck, !v.Recheck.IsZero(), "recheck %s", v.Recheck)
 		})
 	}
 }

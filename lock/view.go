@@ -102,8 +102,12 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
 	pod, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		l.Status.Alive = PodAlive(pod, h.Pod.UID, now, c.lostPodGrace())
+		v := JudgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
+		l.Status.Alive = v.Alive
 		l.Status.Liveness = fmt.Sprintf("pod %s %s", h.Pod, pod.Status.Phase)
+		if v.Message != "" {
+			l.Status.Liveness += ": " + v.Message
+		}
 	case errors.Is(err, context.Canceled):
 		l.Status.Liveness = "pod " + h.Pod.String() + " unknown"
 	default:
