@@ -47,6 +47,9 @@ type Decision struct {
 	// StaleHolder is set when the decision removes a holder that is no
 	// longer alive.
 	StaleHolder *Claim
+	// TookOver is true when writing Record makes the contender the holder:
+	// that write's resourceVersion is its fencing token.
+	TookOver bool
 	// Reentered is true when the contender already held the lock under
 	// another session with the same identity and pod (see SameHolder).
 	Reentered bool
@@ -68,7 +71,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	if cur == nil {
 		rec := &Record{Target: me.target, Policy: policy, Updated: metav1.NewMicroTime(now)}
 		rec.Holder = holding(me, rec.Updated)
-		return Decision{Record: rec, Create: true, Outcome: Acquired}
+		return Decision{Record: rec, Create: true, Outcome: Acquired, TookOver: true}
 	}
 	rec := cur.deepCopy()
 	ts := later(now, rec.Updated)
@@ -196,8 +199,14 @@ func SameHolder(h, c Claim) bool {
 // acquire makes me the holder of rec, out of the queue.
 func acquire(rec *Record, me Claim, ts metav1.MicroTime) Decision {
 	rec.remove(me.Session)
+	prev := rec.Holder
 	rec.Holder = holding(me, ts)
-	return Decision{Record: rec, Outcome: Acquired}
+	if prev.Session == me.Session && !prev.HandedOver && (prev.Token != "" || prev.TokenPending) {
+		// Still the same hold: it keeps its token.
+		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
+		return Decision{Record: rec, Outcome: Acquired}
+	}
+	return Decision{Record: rec, Outcome: Acquired, TookOver: true}
 }
 
 // holding is me's claim as holder from ts: alive while its pod is, or until
@@ -206,6 +215,7 @@ func holding(me Claim, ts metav1.MicroTime) Claim {
 	c := me
 	c.Since = ts
 	c.HandedOver = false
+	c.Token, c.TokenPending = "", true
 	c.Expires = nil
 	if c.Pod == nil {
 		c.Expires = microPtr(ts.Add(me.TTL.Duration))
@@ -256,6 +266,7 @@ func (r *Record) handOver(c Claim, ts metav1.MicroTime) {
 	r.remove(c.Session)
 	c.Since = ts
 	c.HandedOver = true
+	c.Token, c.TokenPending = "", false
 	if c.Expires == nil {
 		c.Expires = microPtr(ts.Time)
 	}

@@ -310,3 +310,32 @@ func TestDecideNextCheck(t *testing.T) {
 	d = Decide(cur, claim("me", "web", "main", "42"), PolicyNewest, t0, true, waiterTTL)
 	assert.Equal(t, t0.Add(5*time.Second), d.NextCheck, "the holder's expiry comes first")
 }
+
+// TestFencingTokenRecorded: a take-over leaves the token pending (the
+// version it writes is the token); the next write by anyone records it; a
+// re-entrant acquire finds it.
+func TestFencingTokenRecorded(t *testing.T) {
+	t.Parallel()
+	d := Decide(nil, claim("h", "web", "main", "42"), PolicyNewest, t0, true, waiterTTL)
+	require.True(t, d.TookOver)
+	assert.True(t, d.Record.Holder.TokenPending, "pending after the take-over")
+	assert.Empty(t, d.Record.Holder.Token)
+
+	// Same session again with a change (an expired waiter dropped): the
+	// hold keeps its token.
+	cur := d.Record.deepCopy()
+	cur.Holder.TokenPending, cur.Holder.Token = false, "100"
+	cur.Waiters = []Claim{queued(claim("w", "api", "main", "1"), t0.Add(-time.Hour))}
+	again := Decide(cur, claim("h", "web", "main", "42"), PolicyNewest, t0.Add(time.Second), true, waiterTTL)
+	require.NotNil(t, again.Record)
+	assert.False(t, again.TookOver, "the same hold")
+	assert.Equal(t, "100", again.Record.Holder.Token)
+
+	// Handed over: no token until the new holder confirms.
+	rec := record(held(claim("h", "web", "main", "42"), t0))
+	rec.handOver(queued(claim("w", "api", "main", "1"), t0), metav1.NewMicroTime(t0))
+	assert.False(t, rec.Holder.TokenPending)
+	conf := Decide(rec, claim("w", "api", "main", "1"), PolicyNewest, t0.Add(time.Second), true, waiterTTL)
+	assert.True(t, conf.TookOver, "confirming is the take-over")
+	assert.True(t, conf.Record.Holder.TokenPending)
+}

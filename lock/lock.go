@@ -290,9 +290,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	}
 	switch d.Outcome {
 	case Acquired:
-		if d.Record != nil && res.rec.Holder.Token == "" {
-			res.cm, res.rec = c.recordToken(ctx, req.Target, res.cm, res.rec)
-		}
+		// The take-over write's version, or the token recorded since.
 		token := res.rec.Holder.Token
 		if token == "" {
 			token = res.cm.ResourceVersion
@@ -329,6 +327,11 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 		next = cm.DeepCopy()
 	}
 	d.Record.Target = target
+	if h := &d.Record.Holder; h.TokenPending && !d.TookOver && cm != nil {
+		// cm is the version the holder's take-over wrote (every later
+		// write records the token): its resourceVersion is the token.
+		h.Token, h.TokenPending = cm.ResourceVersion, false
+	}
 	if err := encode(next, d.Record); err != nil {
 		return nil, err
 	}
@@ -350,41 +353,6 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 		return nil, errRetry
 	}
 	return nil, fmt.Errorf("write lock %s: %w", c.Describe(target), err)
-}
-
-// tokenAttempts bounds the writes that record a new holder's token while
-// other contenders change the lock.
-const tokenAttempts = 5
-
-// recordToken stores the fencing token of the holder that the write of cm
-// (holding rec) made: that write's resourceVersion, kept in the record so a
-// re-entrant acquire returns the same token. It returns the lock as it is
-// after; when the token cannot be stored (the holder changed, too many
-// concurrent writes, an API error) it returns cm and rec unchanged, and a
-// re-entrant acquire falls back to the lock's resourceVersion.
-func (c *Client) recordToken(ctx context.Context, target string, cm *corev1.ConfigMap, rec *Record) (*corev1.ConfigMap, *Record) {
-	token, session := cm.ResourceVersion, rec.Holder.Session
-	log := c.Log.WithField("lock", c.Describe(target))
-	cur, curRec := cm, rec
-	for range tokenAttempts {
-		next := curRec.deepCopy()
-		next.Holder.Token = token
-		out, err := c.write(ctx, target, cur, Decision{Record: next})
-		if err == nil {
-			return out, next
-		}
-		if !errors.Is(err, errRetry) {
-			log.WithField("err", err).Debug("could not record the fencing token")
-			return cm, rec
-		}
-		if cur, err = c.get(ctx, target); err != nil || cur == nil {
-			return cm, rec
-		}
-		if curRec, err = c.decode(cur, target); err != nil || curRec.Holder.Session != session || curRec.Holder.Token != "" {
-			return cm, rec
-		}
-	}
-	return cm, rec
 }
 
 // holderAlive judges the holder: by its pod when it has one (see JudgePod),

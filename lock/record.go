@@ -186,10 +186,14 @@ type Claim struct {
 	// HandedOver marks a holder that got the lock from a release and has not
 	// confirmed it yet; until it does, its waiter expiry stands.
 	HandedOver bool `json:"handedOver,omitempty"`
-	// Token is the holder's fencing token (see Held.Token), recorded once the
-	// write that made it the holder is done; empty for waiters and until
-	// then. Added in record version 1.1.
+	// Token is the holder's fencing token (see Held.Token): the
+	// resourceVersion of the write that made it the holder, recorded by the
+	// next write of anyone; empty for waiters. Added in record version 1.1.
 	Token string `json:"token,omitempty"`
+	// TokenPending marks a holder whose take-over is the last write: the
+	// lock's resourceVersion is its token, which the next write records in
+	// Token. Added in record version 1.1.
+	TokenPending bool `json:"tokenPending,omitempty"`
 
 	// target is the lock's target, carried for Decide when creating.
 	target string
