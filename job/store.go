@@ -27,6 +27,8 @@ type Store struct {
 	noWatchList bool
 
 	idBlock func(jobName string) int
+	// onChange, when set, is told of every status written.
+	onChange func(ctx context.Context, before, after *Job)
 
 	mu       sync.Mutex
 	counters map[string]*counter
@@ -39,6 +41,13 @@ type StoreOption func(*Store)
 // the default is clock.RealClock{}.
 func WithClock(c clock.PassiveClock) StoreOption {
 	return func(s *Store) { s.clock = c }
+}
+
+// WithChangeHook makes the store call hook after every status it writes,
+// with the job before and after (the audit trail's Events); nil means none.
+// The hook must not fail or block for long.
+func WithChangeHook(hook func(ctx context.Context, before, after *Job)) StoreOption {
+	return func(s *Store) { s.onChange = hook }
 }
 
 // WithBuildIDBlock sets how many build IDs of a job name NextBuildID
@@ -191,7 +200,11 @@ func (s *Store) UpdateStatus(ctx context.Context, j *Job, st JobStatus) (*Job, e
 	case err != nil:
 		return nil, fmt.Errorf("update job %q: %w", j.Name, err)
 	}
-	return FromConfigMap(out)
+	done, err := FromConfigMap(out)
+	if err == nil && s.onChange != nil {
+		s.onChange(ctx, j, done)
+	}
+	return done, err
 }
 
 // abortAttempts bounds how often Abort re-reads a job that keeps changing.

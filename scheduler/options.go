@@ -1,11 +1,14 @@
 package scheduler
 
 import (
+	"context"
 	"io"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/job"
 
 	"github.com/lockctl/lockctl/liveness"
 )
@@ -75,6 +78,9 @@ type Options struct {
 	Log *logrus.Entry
 	// Metrics receives the reconciler's metrics; nil means none are kept.
 	Metrics *Metrics
+	// OnJobChange, when set, is called after every job status written, with
+	// the job before and after (lockctl's Events); nil means none.
+	OnJobChange func(ctx context.Context, before, after *job.Job)
 }
 
 // withDefaults returns o with every zero value replaced by its default.

@@ -75,7 +75,7 @@ func NewReconciler(cms corev1client.ConfigMapsGetter, namespace string, clusters
 			return 0
 		}
 		return r.idBlock(jobName)
-	}))
+	}), job.WithChangeHook(opts.OnJobChange))
 	podNS := opts.PodNamespace
 	if podNS == "" {
 		podNS = namespace

@@ -1,0 +1,105 @@
+// Package events writes events.k8s.io Events about lockctl's objects (job
+// records, locks), so `kubectl get events` and `kubectl describe configmap`
+// show what happened to them. Writing is best-effort: an Event that cannot
+// be written is logged at debug level and never fails the operation it
+// reports.
+package events
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/utils/clock"
+)
+
+// Controller is the reportingController of every Event lockctl writes.
+const Controller = "lockctl.dev/lockctl"
+
+// maxNote is the longest note the API server accepts, in bytes.
+const maxNote = 1024
+
+// Recorder writes Events. The zero value and a nil *Recorder write nothing.
+type Recorder struct {
+	events eventsv1client.EventsGetter
+	// Instance is the reportingInstance: the pod or host lockctl runs on.
+	Instance string
+	// Clock stamps eventTime; nil means clock.RealClock{}.
+	Clock clock.PassiveClock
+	// Log receives the Events that could not be written; nil discards.
+	Log *logrus.Entry
+}
+
+// NewRecorder returns a Recorder writing through events, reporting as the
+// pod lockctl runs in (POD_NAME) or else the host name.
+func NewRecorder(events eventsv1client.EventsGetter) *Recorder {
+	instance := os.Getenv("POD_NAME")
+	if instance == "" {
+		instance, _ = os.Hostname()
+	}
+	if instance == "" {
+		instance = "lockctl"
+	}
+	return &Recorder{events: events, Instance: instance}
+}
+
+// Event records that action happened to the ConfigMap cm, for reason (a
+// CamelCase word, such as "Acquired"), with a note for people. Warning
+// events are for what went wrong (a job that failed, a lock broken).
+func (r *Recorder) Event(ctx context.Context, cm *corev1.ConfigMap, warning bool, action, reason, note string) {
+	if r == nil || r.events == nil || cm == nil {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	if len(note) > maxNote {
+		note = note[:maxNote-3] + "..."
+	}
+	var now metav1.MicroTime
+	if r.Clock != nil {
+		now = metav1.NewMicroTime(r.Clock.Now())
+	} else {
+		now = metav1.NewMicroTime(clock.RealClock{}.Now())
+	}
+	ev := &eventsv1.Event{
+		// NOTE: named as client-go's recorder names Events: generateName
+		// would end in a dot, which the API server refuses.
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x%04x", cm.Name, now.UnixNano(), rand.IntN(1<<16)), Namespace: cm.Namespace},
+		EventTime:           now,
+		ReportingController: Controller,
+		ReportingInstance:   r.Instance,
+		Action:              action,
+		Reason:              reason,
+		Note:                note,
+		Type:                typ,
+		Regarding: corev1.ObjectReference{
+			APIVersion: "v1", Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name,
+			UID: cm.UID, ResourceVersion: cm.ResourceVersion,
+		},
+	}
+	// NOTE: a context of its own, so an Event still goes out when the
+	// operation it reports was interrupted just after.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	if _, err := r.events.Events(cm.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		r.log().WithError(err).WithField("reason", reason).Debug("could not write an event")
+	}
+}
+
+func (r *Recorder) log() *logrus.Entry {
+	if r.Log != nil {
+		return r.Log
+	}
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}

@@ -1,0 +1,62 @@
+package events
+
+import (
+	"bytes"
+
+	"github.com/sirupsen/logrus"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/job"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestIntegrationJobEvents moves a job record through its states on the
+// real API server, which validates every events.k8s.io Event, and reads
+// them back as kubectl get events does (core/v1, by involvedObject).
+func TestIntegrationJobEvents(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	rec := NewRecorder(env.Client.EventsV1())
+	logs := &bytes.Buffer{}
+	l := logrus.New()
+	l.SetOutput(logs)
+	l.SetLevel(logrus.DebugLevel)
+	rec.Log = logrus.NewEntry(l)
+	store := job.NewStore(env.Client.CoreV1(), ns, job.WithChangeHook(rec.JobChanged))
+	j, err := store.Create(t.Context(), &job.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
+		Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,
+			PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+	})
+	require.NoError(t, err)
+	for _, st := range []job.JobStatus{
+		{State: job.Pending, Description: "pod created", StartTime: j.Status.StartTime},
+		{State: job.Failure, Description: `container "main" exited with code 3`, StartTime: j.Status.StartTime},
+	} {
+		j, err = store.UpdateStatus(t.Context(), j, st)
+		require.NoError(t, err)
+	}
+
+	assert.Empty(t, logs.String(), "every Event is accepted")
+	list, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=deploy-1"})
+	require.NoError(t, err)
+	var got []string
+	for _, ev := range list.Items {
+		got = append(got, ev.Type+" "+ev.Reason+": "+ev.Message)
+		assert.Equal(t, "ConfigMap", ev.InvolvedObject.Kind)
+		assert.Equal(t, j.UID, ev.InvolvedObject.UID, "the Event points at the job record")
+	}
+	assert.ElementsMatch(t, []string{
+		"Normal Pending: triggered → pending: pod created",
+		`Warning Failure: pending → failure: container "main" exited with code 3`,
+	}, got, "kubectl get events shows the job's state changes")
+}
