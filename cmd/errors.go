@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lockctl/lockctl/internal/preflight"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -30,10 +31,13 @@ func explain(err error) (msg, hint string) {
 		status      apierrors.APIStatus
 		urlErr      *url.Error
 		away        *scheduler.UnreachableClustersError
+		missing     *preflight.MissingError
 	)
 	switch {
 	case errors.As(err, &flagErr):
 		return err.Error(), ""
+	case errors.As(err, &missing):
+		return err.Error(), "ask for those verbs on those resources in a Role bound to you (docs/rbac.md lists what lockctl needs); nothing was written"
 	case errors.As(err, &away):
 		return err.Error(), "the next pass drives their jobs once they answer; `lockctl get clusters` shows what each last answered"
 	case errors.As(err, &superseded):

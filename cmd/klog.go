@@ -7,21 +7,32 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// klogVerbosity is the -v from which client-go's own lines are shown.
+const klogVerbosity = 3
+
 // routeKlog sends what client-go logs through klog (reflector retries,
-// throttling notices, "failed to list" while an API server is away) to log
-// at debug level, seen with -v 1, instead of raw to stderr: lockctl reports
-// the errors that matter itself, in its own words.
-func routeKlog(log *logrus.Entry) {
+// throttling notices, "failed to list" or "is forbidden" while an API server
+// is away or refuses) to the trace log, shown only with -v 3 or more,
+// instead of raw to stderr: lockctl reports the errors that matter itself,
+// in its own words, and a forbidden watch retried by an informer must not
+// stream at the user. verbosity returns -v once flags are parsed.
+func routeKlog(log *logrus.Entry, verbosity func() int) {
 	klog.LogToStderr(false)
-	klog.SetOutput(klogWriter{log: log})
+	klog.SetOutput(klogWriter{log: log, verbosity: verbosity})
 }
 
-// klogWriter turns klog's formatted lines into debug log entries.
-type klogWriter struct{ log *logrus.Entry }
+// klogWriter turns klog's formatted lines into trace log entries, from -v 3.
+type klogWriter struct {
+	log       *logrus.Entry
+	verbosity func() int
+}
 
 func (w klogWriter) Write(p []byte) (int, error) {
+	if w.verbosity() < klogVerbosity {
+		return len(p), nil
+	}
 	if line := bytes.TrimSpace(p); len(line) > 0 {
-		w.log.WithField("source", "client-go").Debug(string(line))
+		w.log.WithField("source", "client-go").Trace(string(line))
 	}
 	return len(p), nil
 }

@@ -39,7 +39,7 @@ func Main() int {
 
 	f := NewFactory(streams)
 	f.Executable = filepath.Base(os.Args[0])
-	routeKlog(f.Log)
+	routeKlog(f.Log, func() int { return f.Verbosity })
 	err := Run(ctx, f, os.Args[1:])
 	signal.Stop(sigs)
 	if err != nil && got != nil && errors.Is(err, context.Canceled) {

@@ -240,6 +240,11 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
+	// NOTE: missing permissions are found before anything is written, and
+	// an unreachable job API server fails here, at once.
+	if err := scheduler.Preflight(ctx, jobs, ns, clusters, opts.PodNamespace, opts.DryRun); err != nil {
+		return err
+	}
 	locks, err := newLockClient(o.f, &o.lockFlags)
 	if err != nil {
 		return err

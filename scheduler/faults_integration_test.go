@@ -13,10 +13,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/lockctl/lockctl/internal/preflight"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 )
@@ -249,4 +251,47 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// Missing permissions are found before anything is written, named by verb
+// and resource; an unreachable job API server fails at once.
+func TestIntegrationPreflight(t *testing.T) {
+	t.Parallel()
+	it := newITest(t)
+	user := "no-watch-" + it.ns
+	rbac := it.env.Client.RbacV1()
+	_, err := rbac.Roles(it.ns).Create(t.Context(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "partial"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = rbac.RoleBindings(it.ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "partial"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "partial"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: "rbac.authorization.k8s.io", Name: user}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	cfg := rest.CopyConfig(it.env.RESTConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+
+	err = Preflight(t.Context(), cs, it.ns, map[string]kubernetes.Interface{"default": cs, "away": closedPortClient(t)}, "", false)
+	var missing *preflight.MissingError
+	require.ErrorAs(t, err, &missing)
+	assert.Equal(t, `missing permissions in build cluster "default": cannot watch pods -n `+it.ns, err.Error())
+	require.ErrorAs(t, Preflight(t.Context(), cs, it.ns, map[string]kubernetes.Interface{"default": cs}, "", true), &missing, "a dry run reads from watches too")
+	require.NoError(t, Preflight(t.Context(), it.env.Client, it.ns, map[string]kubernetes.Interface{"default": it.env.Client}, "", false))
+
+	start := time.Now()
+	err = Preflight(t.Context(), closedPortClient(t), it.ns, nil, "", false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "connection refused")
+	assert.Less(t, time.Since(start), probeTimeout, "an unreachable job API server fails at once")
+	cms, err := it.env.Client.CoreV1().ConfigMaps(it.ns).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, cms.Items, "nothing written")
 }

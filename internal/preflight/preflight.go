@@ -6,7 +6,9 @@ package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -89,11 +91,13 @@ func Check(ctx context.Context, reviews authorizationv1client.SelfSubjectAccessR
 	wg.Wait()
 	missing := &MissingError{Where: where}
 	for i, p := range perms {
+		var urlErr *url.Error
 		switch {
-		case errs[i] != nil && (apierrors.IsForbidden(errs[i]) || apierrors.IsNotFound(errs[i])):
-			// the review API itself is not open to us: no verdict
+		case errs[i] != nil && errors.As(errs[i], &urlErr):
+			return errs[i] // the API server did not answer
 		case errs[i] != nil:
-			return errs[i]
+			// the review itself was refused or not understood: no verdict
+
 		case !allowed[i]:
 			missing.Missing = append(missing.Missing, p)
 		}
