@@ -38,6 +38,9 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			Among builds of the same owner/repo/branch only the newest waits: an
 			older build gives up with exit status 3 ("superseded") when a newer
 			one waits or holds the lock. With --policy fifo nobody is superseded.
+			Outside CI, without --build, the build is this terminal session:
+			acquire and release from one shell match, and such local claims are
+			served first come, first served.
 
 			When lockctl runs in a pod, the lock lives as long as that pod.
 			Otherwise it expires after --ttl unless released first.
@@ -101,7 +104,7 @@ func (o *acquireOptions) validate() error {
 }
 
 func runAcquire(ctx context.Context, o *acquireOptions) error {
-	id, err := o.identity(o.f)
+	id, unordered, err := o.identity(o.f)
 	if err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	}
 	progress := newWaitProgress(o.f.IOStreams.ErrOut, o.f.Clock, o.liveProgress())
 	req := lock.Request{
-		Target: o.Target, Identity: id, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
+		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 		OnProgress: progress.update,
 	}
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)

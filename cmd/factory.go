@@ -42,6 +42,9 @@ type Factory struct {
 	Clock clock.WithTicker
 	// Getenv reads the environment (CI identity, LOCKCTL_* flags).
 	Getenv func(string) string
+	// LocalEnv describes the user, host, working directory and terminal
+	// session, for holder identities outside CI.
+	LocalEnv func() LocalEnv
 	// Log is the logger, writing to IOStreams.ErrOut.
 	Log *logrus.Entry
 	// Verbosity is -v, set once flags are parsed.
@@ -68,6 +71,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		Clock:       clock.RealClock{},
 		Getenv:      os.Getenv,
 	}
+	f.LocalEnv = func() LocalEnv { return realLocalEnv(f.Getenv) }
 	trimConfigFlags(f.ConfigFlags)
 	// jx-logging reads JX_LOG_FORMAT (text, json) and JX_LOG_LEVEL.
 	jxlog.SetOutput(streams.ErrOut)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os/user"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -18,13 +17,18 @@ type lockFlags struct {
 	Owner, Repo, Branch, Build string
 	Pod                        string
 	LockNamespace              string
+
+	// perProcess makes the local build lockctl's process ID instead of the
+	// terminal session: lockctl run holds its lock for one process only,
+	// and two runs from one shell must queue, not share the lock.
+	perProcess bool
 }
 
 func (l *lockFlags) addIdentityFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&l.Owner, "owner", l.Owner, "repository owner of this build (default: from the CI environment)")
-	fs.StringVar(&l.Repo, "repo", l.Repo, "repository of this build (default: from the CI environment)")
-	fs.StringVar(&l.Branch, "branch", l.Branch, "branch of this build (default: from the CI environment)")
-	fs.StringVar(&l.Build, "build", l.Build, "build number, growing with every build of the branch (default: from the CI environment)")
+	fs.StringVar(&l.Owner, "owner", l.Owner, "repository owner of this build (default: from the CI environment, else USER@HOST)")
+	fs.StringVar(&l.Repo, "repo", l.Repo, "repository of this build (default: from the CI environment, else the git checkout's origin, else \"local\")")
+	fs.StringVar(&l.Branch, "branch", l.Branch, "branch of this build (default: from the CI environment, else the git checkout's branch, else \"local\")")
+	fs.StringVar(&l.Build, "build", l.Build, "build number, growing with every build of the branch (default: from the CI environment, else this terminal session, served first come first served)")
 	fs.StringVar(&l.Pod, "pod", l.Pod, "pod the holder runs in, as NAME or NAMESPACE/NAME (default: this pod, when lockctl runs in one)")
 }
 
@@ -48,12 +52,15 @@ func (l *lockFlags) lockNamespace(f *Factory) (string, error) {
 }
 
 // identity resolves the holder identity: flags win over the CI
-// environment, which wins over the local defaults (user, "local", host,
-// the current Unix time as build number). A field lock.Identity.Validate
-// refuses is a *FlagError naming the flag or environment variable it came
-// from.
-func (l *lockFlags) identity(f *Factory) (lock.Identity, error) {
-	id, src := lock.IdentityFromEnv(f.Getenv)
+// environment, which wins over the local defaults (localIdentity: user@host,
+// the git checkout's repository and branch, the terminal session as build).
+// unordered is true when the build only tells holders apart (a local or
+// hashed build): such claims are served first come, first served. A field
+// lock.Identity.Validate refuses is a *FlagError naming the flag or
+// environment variable it came from.
+func (l *lockFlags) identity(f *Factory) (id lock.Identity, unordered bool, err error) {
+	id, src, ci := lock.IdentityFromEnv(f.Getenv)
+	unordered = ci.Unordered
 	for _, o := range []struct {
 		name, flag string
 		dst        *string
@@ -65,29 +72,22 @@ func (l *lockFlags) identity(f *Factory) (lock.Identity, error) {
 			src[o.name] = "--" + o.name
 		}
 	}
-	if id.Owner == "" {
-		id.Owner, src["owner"] = localUser(f.Getenv), ""
-		if f.Getenv("USER") != "" {
-			src["owner"] = "$USER"
-		}
+	if l.Build != "" {
+		unordered = false
+	} else if id.Build == "" {
+		unordered = true
 	}
-	if id.Repo == "" {
-		id.Repo = "local"
-	}
-	if id.Branch == "" {
-		id.Branch = "local"
-	}
-	if id.Build == "" {
-		id.Build = strconv.FormatInt(f.Clock.Now().Unix(), 10)
+	if id.Owner == "" || id.Repo == "" || id.Branch == "" || id.Build == "" {
+		localIdentity(&id, src, f.Getenv, f.LocalEnv(), l.perProcess)
 	}
 	if err := id.Validate(); err != nil {
 		var ie *lock.IdentityError
 		if !errors.As(err, &ie) {
-			return id, flagErrorf("invalid identity: %v", err)
+			return id, unordered, flagErrorf("invalid identity: %v", err)
 		}
-		return id, identityError(ie, src[ie.Field])
+		return id, unordered, identityError(ie, src[ie.Field])
 	}
-	return id, l.validatePod()
+	return id, unordered, l.validatePod()
 }
 
 // validatePod checks --pod, NAME or NAMESPACE/NAME, as the API server

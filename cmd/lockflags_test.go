@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,11 +22,13 @@ func TestLockFlagsIdentity(t *testing.T) {
 		return l
 	}
 	tests := []struct {
-		name    string
-		flags   lockFlags
-		env     map[string]string
-		want    lock.Identity
-		wantErr string
+		name          string
+		flags         lockFlags
+		env           map[string]string
+		local         *LocalEnv
+		want          lock.Identity
+		wantUnordered bool
+		wantErr       string
 	}{
 		{name: "flags", flags: flags, want: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
 		{
@@ -34,9 +38,44 @@ func TestLockFlagsIdentity(t *testing.T) {
 			want:  lock.Identity{Owner: "org", Repo: "api", Branch: "release", Build: "13"},
 		},
 		{
-			name: "local defaults",
+			name: "local defaults: user@host, the terminal session as build, first come first served",
 			env:  map[string]string{"USER": "me"},
-			want: lock.Identity{Owner: "me", Repo: "local", Branch: "local", Build: "1796205600"},
+			want: lock.Identity{Owner: "me@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
+		},
+		{
+			name: "local defaults without $USER",
+			want: lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
+		},
+		{
+			name:  "lockctl run: the process, not the session",
+			flags: lockFlags{perProcess: true},
+			want:  lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "5151"}, wantUnordered: true,
+		},
+		{
+			name:  "no session: the process",
+			local: &LocalEnv{User: "dev", Host: "laptop", PID: 99},
+			want:  lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "99"}, wantUnordered: true,
+		},
+		{
+			name:  "local with --repo: still first come first served",
+			flags: lockFlags{Repo: "one"},
+			want:  lock.Identity{Owner: "dev@laptop", Repo: "one", Branch: "local", Build: "4242"}, wantUnordered: true,
+		},
+		{
+			name: "unknown CI: the session, never a per-call number",
+			env:  map[string]string{"CI": "true"},
+			want: lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
+		},
+		{
+			name: "argo: hashed build, first come first served",
+			env:  map[string]string{"ARGO_WORKFLOW_NAME": "deploy-1", "ARGO_WORKFLOW_UID": "u1"},
+			want: lock.Identity{Owner: "dev@laptop", Repo: "deploy-1", Branch: "local", Build: "71477235"}, wantUnordered: true,
+		},
+		{
+			name:  "argo with --build: ordered",
+			env:   map[string]string{"ARGO_WORKFLOW_NAME": "deploy-1", "ARGO_WORKFLOW_UID": "u1"},
+			flags: lockFlags{Build: "3"},
+			want:  lock.Identity{Owner: "dev@laptop", Repo: "deploy-1", Branch: "local", Build: "3"},
 		},
 		{
 			name:    "terminal escape in a flag",
@@ -95,7 +134,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		{
 			name:    "control character in $USER",
 			env:     map[string]string{"USER": "me\x07"},
-			wantErr: `invalid identity: owner "me\a" contains control characters (from $USER): fix the variable, or override it with --owner set to printable text of at most 253 bytes`,
+			wantErr: `invalid identity: owner "me\a@laptop" contains control characters (from $USER): fix the variable, or override it with --owner set to printable text of at most 253 bytes`,
 		},
 		{name: "pod name", flags: with(func(l *lockFlags) { l.Pod = "ci/runner-1" }), want: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
 		{
@@ -117,10 +156,14 @@ func TestLockFlagsIdentity(t *testing.T) {
 				te.env[k] = v
 			}
 			l := tt.flags
-			id, err := l.identity(te.f)
+			if tt.local != nil {
+				te.local = *tt.local
+			}
+			id, unordered, err := l.identity(te.f)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 				assert.Equal(t, tt.want, id)
+				assert.Equal(t, tt.wantUnordered, unordered, "unordered")
 				return
 			}
 			require.Error(t, err)
@@ -158,5 +201,59 @@ func TestRunAcquireRefusesHostileIdentity(t *testing.T) {
 				assert.Empty(t, te.cs.Actions(), "no API call")
 			})
 		}
+	}
+}
+
+func TestGitCheckout(t *testing.T) {
+	t.Parallel()
+	write := func(t *testing.T, path, content string) {
+		t.Helper()
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	tests := []struct {
+		name       string
+		files      map[string]string
+		dir        string
+		wantRepo   string
+		wantBranch string
+	}{
+		{name: "no checkout", files: map[string]string{"x/readme": ""}, dir: "x"},
+		{
+			name: "origin and branch, from a subdirectory",
+			files: map[string]string{
+				"web/.git/HEAD":   "ref: refs/heads/feature/login\n",
+				"web/.git/config": "[core]\n\tbare = false\n[remote \"upstream\"]\n\turl = https://git.example/other/thing.git\n[remote \"origin\"]\n\turl = git@git.example:acme/shop.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n",
+				"web/src/a.go":    "",
+			},
+			dir: "web/src", wantRepo: "shop", wantBranch: "feature/login",
+		},
+		{
+			name:  "no remote: the directory name; detached HEAD: the short commit",
+			files: map[string]string{"web/.git/HEAD": "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b\n", "web/.git/config": "[core]\n"},
+			dir:   "web", wantRepo: "web", wantBranch: "1a2b3c4d5e6f",
+		},
+		{
+			name: "worktree: HEAD of its own, config of the main checkout",
+			files: map[string]string{
+				"main/.git/config":                 "[remote \"origin\"]\n\turl = https://git.example/acme/web\n",
+				"main/.git/worktrees/wt/HEAD":      "ref: refs/heads/first-hour\n",
+				"main/.git/worktrees/wt/commondir": "../..\n",
+				"wt/.git":                          "gitdir: ../main/.git/worktrees/wt\n",
+			},
+			dir: "wt", wantRepo: "web", wantBranch: "first-hour",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			for p, c := range tt.files {
+				write(t, filepath.Join(root, p), c)
+			}
+			repo, branch := gitCheckout(filepath.Join(root, tt.dir))
+			assert.Equal(t, tt.wantRepo, repo, "repository of %s", tt.dir)
+			assert.Equal(t, tt.wantBranch, branch, "branch of %s", tt.dir)
+		})
 	}
 }

@@ -64,7 +64,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	var id lock.Identity
 	if !o.Force || o.Build != "" {
 		var err error
-		if id, err = o.identity(o.f); err != nil {
+		if id, _, err = o.identity(o.f); err != nil {
 			return err
 		}
 	}

@@ -52,6 +52,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	// NOTE: the command's stderr is captured now, before -q replaces
 	// ErrOut with io.Discard.
 	o := &runOptions{f: f, childErr: f.IOStreams.ErrOut, TTL: defaultRunTTL, Policy: lock.PolicyNewest, Progress: "auto"}
+	o.perProcess = true
 	c := &cobra.Command{
 		Use:   "run --lock NAMESPACE (-f FILE | -- COMMAND [ARG...])",
 		Short: "Lock a namespace, run a job or a command, follow it, release the lock",
@@ -289,14 +290,14 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	if err != nil {
 		return nil, nil, err
 	}
-	id, err := o.identity(o.f)
+	id, unordered, err := o.identity(o.f)
 	if err != nil {
 		return nil, nil, err
 	}
 	obs := &runObserver{d: d, o: o}
 	progress := newWaitProgress(o.f.IOStreams.ErrOut, o.f.Clock, o.liveProgress())
 	req := lock.Request{
-		Target: o.Target, Identity: id, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
+		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 		OnProgress: progress.update,
 	}
 	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)

@@ -85,6 +85,8 @@ func TestNewRunCmd(t *testing.T) {
 			}
 			require.NoError(t, err, "args %v", tt.args)
 			got.f, got.childErr = nil, nil
+			assert.True(t, got.perProcess, "run's local build is its process")
+			got.perProcess = false
 			assert.Equal(t, tt.want, *got, "args %v", tt.args)
 		})
 	}

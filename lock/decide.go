@@ -147,7 +147,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		slot := -1
 		kept := rec.Waiters[:0]
 		for _, w := range rec.Waiters {
-			if w.Session != me.Session && w.SameBranch(me.Identity) && buildOf(w) < buildOf(me) {
+			if w.Session != me.Session && competes(w, me) && buildOf(w) < buildOf(me) {
 				if slot < 0 {
 					slot = len(kept)
 				}
@@ -241,13 +241,13 @@ func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim
 		return nil
 	}
 	mine := buildOf(me)
-	if !waitersOnly && rec.Holder.Session != me.Session && rec.Holder.SameBranch(me.Identity) && buildOf(rec.Holder) > mine {
+	if !waitersOnly && rec.Holder.Session != me.Session && competes(rec.Holder, me) && buildOf(rec.Holder) > mine {
 		h := rec.Holder
 		return &h
 	}
 	pos := rec.Position(me.Session)
 	for i, w := range rec.Waiters {
-		if w.Session == me.Session || !w.SameBranch(me.Identity) {
+		if w.Session == me.Session || !competes(w, me) {
 			continue
 		}
 		b := buildOf(w)
@@ -257,6 +257,14 @@ func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim
 		}
 	}
 	return nil
+}
+
+// competes reports whether one of a and b can supersede the other: both
+// are builds of the same branch whose numbers order them. An Unordered
+// claim (a developer's terminal, a CI without a build counter) competes
+// with nobody and is served first come, first served.
+func competes(a, b Claim) bool {
+	return !a.Unordered && !b.Unordered && a.SameBranch(b.Identity)
 }
 
 // handOver makes c the holder. Its expiry stays the short one it had as a

@@ -46,6 +46,12 @@ func record(holder Claim, waiters ...Claim) *Record {
 	return &Record{Target: "staging", Policy: PolicyNewest, Holder: holder, Waiters: waiters, Updated: metav1.NewMicroTime(t0)}
 }
 
+// local marks c as a developer's claim, ordered by arrival only.
+func local(c Claim) Claim {
+	c.Unordered = true
+	return c
+}
+
 func sessions(cs []Claim) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
@@ -96,6 +102,30 @@ func TestDecide(t *testing.T) {
 			cur:  record(held(claim("h", "web", "main", "43"), t0)),
 			me:   claim("me", "web", "main", "42"), holderAlive: true,
 			wantOutcome: Superseded, wantHolder: "h", wantBy: "h",
+		},
+		{
+			name: "unordered: held by a higher local build of my branch: wait, first come first served",
+			cur:  record(held(local(claim("h", "web", "main", "43")), t0)),
+			me:   local(claim("me", "web", "main", "42")), holderAlive: true,
+			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me"},
+		},
+		{
+			name: "unordered: a lower local build arriving keeps its place behind a higher one",
+			cur:  record(held(claim("h", "api", "main", "1"), t0), queued(local(claim("w", "web", "main", "43")), t0)),
+			me:   local(claim("me", "web", "main", "42")), holderAlive: true,
+			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"w", "me"},
+		},
+		{
+			name: "unordered: a higher local build queues behind a lower one instead of replacing it",
+			cur:  record(held(claim("h", "api", "main", "1"), t0), queued(local(claim("w", "web", "main", "40")), t0)),
+			me:   local(claim("me", "web", "main", "42")), holderAlive: true,
+			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"w", "me"},
+		},
+		{
+			name: "unordered: an ordered build never supersedes an unordered waiter of the same branch",
+			cur:  record(held(claim("h", "api", "main", "1"), t0), queued(local(claim("w", "web", "main", "40")), t0)),
+			me:   claim("me", "web", "main", "42"), holderAlive: true,
+			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"w", "me"},
 		},
 		{
 			name: "held by my build, no pod on either side: already held, nothing written",

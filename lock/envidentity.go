@@ -1,20 +1,41 @@
 package lock
 
-import "strings"
+import (
+	"hash/fnv"
+	"strconv"
+	"strings"
+)
+
+// CIEnvironment is what IdentityFromEnv learned from a CI system.
+type CIEnvironment struct {
+	// Name is the CI system recognised ("prow", "github-actions", …), or
+	// "ci" for an unknown one that sets $CI, or "" outside CI.
+	Name string
+	// Unordered is true when the build number only tells builds apart (a
+	// hash of a run's name or ID) and does not grow with every build: such
+	// claims are served first come, first served (Request.Unordered).
+	Unordered bool
+}
 
 // IdentityFromEnv reads the identity a CI system exposes through getenv
 // (os.Getenv), and names the environment variable each field came from
 // ("$REPO_OWNER"), by field name ("owner", "repo", "branch", "build").
-// Fields the environment does not give are left empty.
+// Fields the environment does not give are left empty; a CI system that
+// has no build counter gives no build, never a per-call number.
 //
-// Prow and Jenkins X set REPO_OWNER, REPO_NAME, BRANCH_NAME and BUILD_NUMBER
-// (Tekton tasks follow the same convention when their pipeline passes those
-// parameters as environment); GitHub Actions and GitLab CI have their own.
-func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string) {
+// Recognised: Prow and Jenkins X (REPO_OWNER, REPO_NAME, BRANCH_NAME,
+// BUILD_NUMBER; Tekton tasks follow the same convention when their pipeline
+// passes those parameters as environment), GitHub Actions, GitLab CI,
+// Jenkins, Buildkite, CircleCI, Azure Pipelines, Bitbucket Pipelines,
+// Woodpecker, Drone and Argo Workflows.
+func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, CIEnvironment) {
 	var id Identity
 	src := map[string]string{}
-	// set sets *dst from the first of vars that is set.
+	// set sets *dst, unless already set, from the first of vars that is set.
 	set := func(field string, dst *string, vars ...string) {
+		if *dst != "" {
+			return
+		}
 		for _, v := range vars {
 			if val := getenv(v); val != "" {
 				*dst, src[field] = val, "$"+v
@@ -22,22 +43,135 @@ func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string) {
 			}
 		}
 	}
+	// fromURL sets owner and repo from a clone URL in v.
+	fromURL := func(v string) {
+		if owner, repo := OwnerRepoFromURL(getenv(v)); repo != "" {
+			if id.Owner == "" && owner != "" {
+				id.Owner, src["owner"] = owner, "$"+v
+			}
+			if id.Repo == "" {
+				id.Repo, src["repo"] = repo, "$"+v
+			}
+		}
+	}
+	ci := CIEnvironment{}
 	switch {
 	case getenv("REPO_OWNER") != "" || getenv("REPO_NAME") != "":
+		ci.Name = "prow"
 		set("owner", &id.Owner, "REPO_OWNER")
 		set("repo", &id.Repo, "REPO_NAME")
 		set("branch", &id.Branch, "BRANCH_NAME", "PULL_BASE_REF")
 		set("build", &id.Build, "BUILD_NUMBER", "BUILD_ID")
 	case getenv("GITHUB_ACTIONS") == "true":
+		ci.Name = "github-actions"
 		id.Owner, id.Repo, _ = strings.Cut(getenv("GITHUB_REPOSITORY"), "/")
 		src["owner"], src["repo"] = "$GITHUB_REPOSITORY", "$GITHUB_REPOSITORY"
 		set("branch", &id.Branch, "GITHUB_REF_NAME")
 		set("build", &id.Build, "GITHUB_RUN_NUMBER")
 	case getenv("GITLAB_CI") == "true":
+		ci.Name = "gitlab"
 		set("owner", &id.Owner, "CI_PROJECT_NAMESPACE")
 		set("repo", &id.Repo, "CI_PROJECT_NAME")
 		set("branch", &id.Branch, "CI_COMMIT_REF_NAME")
 		set("build", &id.Build, "CI_PIPELINE_IID")
+	case getenv("BUILDKITE") == "true":
+		ci.Name = "buildkite"
+		fromURL("BUILDKITE_REPO")
+		set("owner", &id.Owner, "BUILDKITE_ORGANIZATION_SLUG")
+		set("repo", &id.Repo, "BUILDKITE_PIPELINE_SLUG")
+		set("branch", &id.Branch, "BUILDKITE_BRANCH")
+		set("build", &id.Build, "BUILDKITE_BUILD_NUMBER")
+	case getenv("CIRCLECI") == "true":
+		ci.Name = "circleci"
+		set("owner", &id.Owner, "CIRCLE_PROJECT_USERNAME")
+		set("repo", &id.Repo, "CIRCLE_PROJECT_REPONAME")
+		set("branch", &id.Branch, "CIRCLE_BRANCH")
+		set("build", &id.Build, "CIRCLE_BUILD_NUM")
+	case strings.EqualFold(getenv("TF_BUILD"), "true"):
+		ci.Name = "azure-pipelines"
+		// BUILD_REPOSITORY_NAME is "owner/repo" for GitHub repositories
+		// and "repo" for Azure Repos, whose owner is the team project.
+		if owner, repo, ok := strings.Cut(getenv("BUILD_REPOSITORY_NAME"), "/"); ok {
+			id.Owner, id.Repo = owner, repo
+			src["owner"], src["repo"] = "$BUILD_REPOSITORY_NAME", "$BUILD_REPOSITORY_NAME"
+		}
+		set("owner", &id.Owner, "SYSTEM_TEAMPROJECT")
+		set("repo", &id.Repo, "BUILD_REPOSITORY_NAME")
+		set("branch", &id.Branch, "BUILD_SOURCEBRANCHNAME")
+		// BUILD_BUILDNUMBER is a formatted name ("20261203.4"); the ID grows.
+		set("build", &id.Build, "BUILD_BUILDID")
+	case getenv("BITBUCKET_BUILD_NUMBER") != "":
+		ci.Name = "bitbucket"
+		set("owner", &id.Owner, "BITBUCKET_REPO_OWNER", "BITBUCKET_WORKSPACE")
+		set("repo", &id.Repo, "BITBUCKET_REPO_SLUG")
+		set("branch", &id.Branch, "BITBUCKET_BRANCH")
+		set("build", &id.Build, "BITBUCKET_BUILD_NUMBER")
+	case getenv("CI") == "woodpecker":
+		ci.Name = "woodpecker"
+		set("owner", &id.Owner, "CI_REPO_OWNER")
+		set("repo", &id.Repo, "CI_REPO_NAME")
+		set("branch", &id.Branch, "CI_COMMIT_BRANCH")
+		set("build", &id.Build, "CI_PIPELINE_NUMBER", "CI_BUILD_NUMBER")
+	case getenv("DRONE") == "true":
+		ci.Name = "drone"
+		set("owner", &id.Owner, "DRONE_REPO_OWNER", "DRONE_REPO_NAMESPACE")
+		set("repo", &id.Repo, "DRONE_REPO_NAME")
+		set("branch", &id.Branch, "DRONE_COMMIT_BRANCH", "DRONE_BRANCH")
+		set("build", &id.Build, "DRONE_BUILD_NUMBER")
+	case getenv("JENKINS_URL") != "":
+		ci.Name = "jenkins"
+		fromURL("GIT_URL")
+		set("repo", &id.Repo, "JOB_BASE_NAME")
+		set("branch", &id.Branch, "BRANCH_NAME", "GIT_BRANCH")
+		id.Branch = strings.TrimPrefix(id.Branch, "origin/")
+		set("build", &id.Build, "BUILD_NUMBER")
+	case getenv("ARGO_WORKFLOW_NAME") != "":
+		// Argo has no build counter: a hash of the workflow's UID (or
+		// name) tells workflows apart, and they are served in arrival order.
+		ci = CIEnvironment{Name: "argo-workflows", Unordered: true}
+		set("repo", &id.Repo, "ARGO_WORKFLOW_NAME")
+		run := getenv("ARGO_WORKFLOW_UID")
+		src["build"] = "$ARGO_WORKFLOW_UID"
+		if run == "" {
+			run, src["build"] = getenv("ARGO_WORKFLOW_NAME"), "$ARGO_WORKFLOW_NAME"
+		}
+		id.Build = hashBuild(run)
+	case getenv("CI") != "" && getenv("CI") != "false":
+		ci.Name = "ci"
 	}
-	return id, src
+	return id, src, ci
+}
+
+// hashBuild turns a run's name or ID into a stable build number.
+func hashBuild(s string) string {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return strconv.FormatUint(uint64(h.Sum32()), 10)
+}
+
+// OwnerRepoFromURL returns the last two path elements of a Git remote URL
+// (https://host/acme/web.git, git@host:acme/web.git, /srv/git/web), without
+// ".git"; owner is empty when the URL has a single element.
+func OwnerRepoFromURL(u string) (owner, repo string) {
+	u = strings.TrimSpace(u)
+	if u == "" {
+		return "", ""
+	}
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		u = rest
+		if _, path, ok := strings.Cut(u, "/"); ok {
+			u = path
+		} else {
+			return "", ""
+		}
+	} else if host, path, ok := strings.Cut(u, ":"); ok && !strings.Contains(host, "/") {
+		u = path // scp-like user@host:owner/repo
+	}
+	u = strings.TrimSuffix(strings.TrimRight(u, "/"), ".git")
+	parts := strings.Split(u, "/")
+	repo = parts[len(parts)-1]
+	if len(parts) > 1 {
+		owner = parts[len(parts)-2]
+	}
+	return owner, repo
 }

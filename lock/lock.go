@@ -96,6 +96,10 @@ type Request struct {
 	// Policy applies when this request creates the lock; an existing lock
 	// keeps the policy it was created with. "" means PolicyNewest.
 	Policy Policy
+	// Unordered says the build number only tells this contender apart
+	// (a developer's terminal, a CI without a build counter): it is served
+	// first come, first served and never supersedes nor is superseded.
+	Unordered bool
 	// Session identifies this contender; "" means a random one. Reuse it to
 	// make TryAcquire calls of one contender idempotent.
 	Session string
@@ -192,7 +196,7 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 	if req.Target == "" {
 		return Claim{}, errors.New("no target namespace given")
 	}
-	me := Claim{Identity: req.Identity, Session: req.Session, target: req.Target}
+	me := Claim{Identity: req.Identity, Session: req.Session, Unordered: req.Unordered, target: req.Target}
 	if me.Session == "" {
 		me.Session = newSession()
 	}

@@ -194,6 +194,11 @@ type Claim struct {
 	// lock's resourceVersion is its token, which the next write records in
 	// Token. Added in record version 1.1.
 	TokenPending bool `json:"tokenPending,omitempty"`
+	// Unordered marks a claim whose build number tells it apart but does
+	// not order it (a developer's terminal, a CI without a build counter):
+	// it never supersedes nor is superseded, whatever the policy. Added in
+	// record version 1.1.
+	Unordered bool `json:"unordered,omitempty"`
 
 	// target is the lock's target, carried for Decide when creating.
 	target string
