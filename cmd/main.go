@@ -25,13 +25,11 @@ func Main() int {
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	var got os.Signal
 	go func() {
 		s, ok := <-sigs
 		if !ok {
 			return
 		}
-		got = s
 		// The next signal gets the default action: the process ends now.
 		signal.Stop(sigs)
 		cancel(&interruptedError{sig: s})
@@ -42,8 +40,11 @@ func Main() int {
 	routeKlog(f.Log, func() int { return f.Verbosity })
 	err := Run(ctx, f, os.Args[1:])
 	signal.Stop(sigs)
-	if err != nil && got != nil && errors.Is(err, context.Canceled) {
-		if sig, ok := got.(syscall.Signal); ok {
+	// NOTE: the signal is read from the context's cause, which the
+	// goroutine sets under the context's lock, never from a variable.
+	var ie *interruptedError
+	if err != nil && errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &ie) {
+		if sig, ok := ie.sig.(syscall.Signal); ok {
 			return 128 + int(sig)
 		}
 	}

@@ -223,7 +223,6 @@ type stepResult struct {
 	cm       *corev1.ConfigMap // the lock after the round; nil if none
 	rec      *Record
 	decision Decision
-	started  time.Time
 	held     *Held
 }
 

@@ -47,14 +47,24 @@ func Main(m *testing.M) {
 	shared.env.Stop()
 }
 
+// RequireIntegrationEnv names the environment variable that makes an
+// integration test fail rather than skip under -short: the Makefile sets it
+// for the integration runs of `make test` and CI, so that no integration
+// test is skipped there unnoticed.
+const RequireIntegrationEnv = "LOCKCTL_REQUIRE_INTEGRATION"
+
 // Get returns the package's shared control plane, starting it on first use.
-// Under -short it skips the test. It fails the test if the control plane
+// Under -short it skips the test, or fails it when RequireIntegrationEnv is
+// set. It fails the test if the control plane
 // could not start, including when the binaries are missing ("run `make
 // tools`"): an integration test is never skipped silently, in CI or on a
 // developer's machine. It also fails if TestMain does not call Main.
 func Get(t testing.TB) *Env {
 	t.Helper()
 	if testing.Short() {
+		if os.Getenv(RequireIntegrationEnv) != "" {
+			t.Fatalf("integration test skipped under -short while %s is set: run it without -short", RequireIntegrationEnv)
+		}
 		t.Skip("integration test: skipped under -short")
 	}
 	if !shared.mainRan {
