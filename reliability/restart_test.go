@@ -26,6 +26,7 @@ import (
 //
 //   - released after the restart: the waiter's watch comes back by itself
 //     and it takes the lock when the holder releases.
+//
 //   - expired during the outage: the holder's TTL and the waiter's own
 //     renewal fall due while the API server is down; the waiter keeps its
 //     place and takes the lock once the server is back.
