@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/servertime"
 )
 
 // inClusterNamespaceFile holds the namespace of the pod lockctl runs in.
@@ -40,6 +42,10 @@ type Factory struct {
 
 	// Clock is the time source; clock.RealClock outside tests.
 	Clock clock.WithTicker
+	// ServerClock follows the API server's clock, learnt from the answers
+	// to the clients built here; locks judge expiries on it
+	// (docs/2026-12-03-lock-clock.md). nil means Clock.
+	ServerClock *servertime.Clock
 	// Getenv reads the environment (CI identity, LOCKCTL_* flags).
 	Getenv func(string) string
 	// LocalEnv describes the user, host, working directory and terminal
@@ -69,6 +75,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		IOStreams:   streams,
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
 		Clock:       clock.RealClock{},
+		ServerClock: servertime.New(clock.RealClock{}),
 		Getenv:      os.Getenv,
 	}
 	f.LocalEnv = func() LocalEnv { return realLocalEnv(f.Getenv) }
@@ -88,6 +95,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 			restCfg, cfgErr = f.ConfigFlags.ToRESTConfig()
 			if cfgErr == nil {
 				f.tuneRESTConfig(restCfg)
+				restCfg.Wrap(f.ServerClock.WrapTransport)
 				cs, cfgErr = kubernetes.NewForConfig(restCfg)
 			}
 		})

@@ -70,7 +70,7 @@ type Decision struct {
 func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive bool, waiterTTL time.Duration) Decision {
 	if cur == nil {
 		rec := &Record{Target: me.target, Policy: policy, Updated: metav1.NewMicroTime(now)}
-		rec.Holder = holding(me, rec.Updated)
+		rec.Holder = holding(me, rec.Updated, now)
 		return Decision{Record: rec, Create: true, Outcome: Acquired, TookOver: true}
 	}
 	rec := cur.deepCopy()
@@ -95,13 +95,13 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		if !rec.Holder.HandedOver && !changed {
 			return Decision{Outcome: Acquired}
 		}
-		return acquire(rec, me, ts)
+		return acquire(rec, me, ts, now)
 	}
 	if SameHolder(rec.Holder, me) {
 		// Re-entrance: another process of the holder's build (a later step,
 		// a retry) holds it already; the hold stays as it is.
 		if rec.Holder.HandedOver {
-			d := acquire(rec, me, ts)
+			d := acquire(rec, me, ts, now)
 			d.Reentered = true
 			return d
 		}
@@ -120,7 +120,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 				// A newer build waits: it gets the lock, not us.
 				next = blocker
 			} else {
-				dd := acquire(rec, me, ts)
+				dd := acquire(rec, me, ts, now)
 				dd.StaleHolder = d.StaleHolder
 				return dd
 			}
@@ -158,15 +158,15 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 		rec.Waiters = kept
 		if rec.Position(me.Session) == 0 && slot >= 0 {
-			rec.insert(slot, waiting(me, ts, waiterTTL))
+			rec.insert(slot, waiting(me, ts, now, waiterTTL))
 			changed = true
 		}
 	}
 	if pos := rec.Position(me.Session); pos == 0 {
-		rec.Waiters = append(rec.Waiters, waiting(me, ts, waiterTTL))
+		rec.Waiters = append(rec.Waiters, waiting(me, ts, now, waiterTTL))
 		changed = true
 	} else if w := &rec.Waiters[pos-1]; w.Expires.Time.Sub(now) < waiterTTL*2/3 {
-		w.Expires = microPtr(ts.Add(waiterTTL))
+		w.Expires = microPtr(now.Add(waiterTTL))
 		changed = true
 	}
 	d.Position = rec.Position(me.Session)
@@ -197,10 +197,10 @@ func SameHolder(h, c Claim) bool {
 }
 
 // acquire makes me the holder of rec, out of the queue.
-func acquire(rec *Record, me Claim, ts metav1.MicroTime) Decision {
+func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision {
 	rec.remove(me.Session)
 	prev := rec.Holder
-	rec.Holder = holding(me, ts)
+	rec.Holder = holding(me, ts, now)
 	if prev.Session == me.Session && !prev.HandedOver && (prev.Token != "" || prev.TokenPending) {
 		// Still the same hold: it keeps its token.
 		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
@@ -210,25 +210,26 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime) Decision {
 }
 
 // holding is me's claim as holder from ts: alive while its pod is, or until
-// its TTL has passed.
-func holding(me Claim, ts metav1.MicroTime) Claim {
+// its TTL has passed. The expiry counts from now, never from ts: ts never
+// goes backwards, so a writer with a fast clock would push it for everyone.
+func holding(me Claim, ts metav1.MicroTime, now time.Time) Claim {
 	c := me
 	c.Since = ts
 	c.HandedOver = false
 	c.Token, c.TokenPending = "", true
 	c.Expires = nil
 	if c.Pod == nil {
-		c.Expires = microPtr(ts.Add(me.TTL.Duration))
+		c.Expires = microPtr(now.Add(me.TTL.Duration))
 	}
 	return c
 }
 
-// waiting is me's claim as a waiter from ts.
-func waiting(me Claim, ts metav1.MicroTime, ttl time.Duration) Claim {
+// waiting is me's claim as a waiter from ts, expiring ttl after now.
+func waiting(me Claim, ts metav1.MicroTime, now time.Time, ttl time.Duration) Claim {
 	c := me
 	c.Since = ts
 	c.HandedOver = false
-	c.Expires = microPtr(ts.Add(ttl))
+	c.Expires = microPtr(now.Add(ttl))
 	return c
 }
 

@@ -141,7 +141,7 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 		ts := later(c.Clock.Now(), rec.Updated)
 		rec.Updated = ts
 		if rec.Holder.Pod == nil {
-			rec.Holder.Expires = microPtr(ts.Add(ttl))
+			rec.Holder.Expires = microPtr(c.Clock.Now().Add(ttl)) // from now, not ts (see holding)
 		}
 		_, err = c.write(ctx, h.Target, cm, Decision{Record: rec})
 		if !errors.Is(err, errRetry) {
