@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/run"
@@ -49,6 +50,40 @@ func (e *FlagError) Unwrap() error { return e.Err }
 // flagErrorf returns a *FlagError with a formatted message.
 func flagErrorf(format string, args ...any) error {
 	return &FlagError{Err: fmt.Errorf(format, args...)}
+}
+
+// plainFlagError rewrites pflag's parse errors, which end in Go's
+// "strconv.ParseInt: parsing "abc": invalid syntax", to say what the flag
+// wants instead.
+func plainFlagError(err error) error {
+	msg := err.Error()
+	i := strings.Index(msg, ": strconv.Parse")
+	if i < 0 {
+		return err
+	}
+	want := "want a number"
+	switch rest := msg[i+len(": strconv."):]; {
+	case strings.HasPrefix(rest, "ParseInt"):
+		want = "want an integer"
+	case strings.HasPrefix(rest, "ParseUint"):
+		want = "want a non-negative integer"
+	case strings.HasPrefix(rest, "ParseBool"):
+		want = "want true or false"
+	}
+	return errors.New(msg[:i] + ": " + want)
+}
+
+// unknownCommandError makes cobra's "unknown command" (with its "Did you
+// mean" suggestion) a usage error.
+func unknownCommandError(err error) error {
+	if err == nil || !strings.HasPrefix(err.Error(), "unknown command ") {
+		return err
+	}
+	var flagErr *FlagError
+	if errors.As(err, &flagErr) {
+		return err
+	}
+	return &FlagError{Err: errors.New(strings.TrimRight(err.Error(), "\n"))}
 }
 
 // UsageError is bad input that is not a flag: a job or config file. It exits

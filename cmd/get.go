@@ -45,8 +45,24 @@ func newGetCmd(f *Factory) *cobra.Command {
 			lockctl get jobs deploy-web-42 -o yaml
 			lockctl get clusters
 		`),
-		Args: noArgs(),
+		// NOTE: without RunE cobra prints help and exits 0 for `get jbos`;
+		// an unknown resource is a usage error (exit 2) with a suggestion.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return flagErrorf("name a resource to get: jobs or clusters")
+			}
+			if args[0] == "locks" || args[0] == "lock" {
+				return flagErrorf("unknown resource %q for %q: locks are shown by %q", args[0], c.CommandPath(), c.Root().Name()+" status")
+			}
+			msg := fmt.Sprintf("unknown resource %q for %q: use jobs or clusters", args[0], c.CommandPath())
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg = fmt.Sprintf("unknown resource %q for %q: did you mean %q?", args[0], c.CommandPath(), s[0])
+			}
+			return flagErrorf("%s", msg)
+		},
 	}
+	c.SuggestionsMinimumDistance = 2
 	c.AddCommand(newGetJobsCmd(f, nil), newGetClustersCmd(f, nil))
 	return c
 }

@@ -71,6 +71,7 @@ func Run(ctx context.Context, f *Factory, args []string) error {
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
+	err = unknownCommandError(err)
 	var flagErr *FlagError
 	if errors.As(err, &flagErr) && c != nil {
 		flagErr.Command = c.CommandPath()

@@ -61,7 +61,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl " + strings.TrimPrefix(f.Executable, kubectlPluginPrefix)}
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &FlagError{Err: err}
+		return &FlagError{Err: plainFlagError(err)}
 	})
 	root.SetIn(f.IOStreams.In)
 	root.SetOut(f.IOStreams.Out)
