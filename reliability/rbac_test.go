@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,6 +80,35 @@ func TestIntegrationLeastPrivilege(t *testing.T) {
 		assert.Contains(t, o.stderr, `cannot get resource "pods"`, "names the verb and resource")
 	})
 
+	t.Run("run without watch on pods fails before writing anything", func(t *testing.T) {
+		t.Parallel()
+		ns := env.Namespace(t)
+		rules := without(append(append([]rbacv1.PolicyRule{}, role.Rules...), docRole(t, "lockctl-jobs").Rules...), "pods", "watch")
+		cli := boundCLI(t, env, ns, rules)
+		jobFile := filepath.Join(t.TempDir(), "job.yaml")
+		require.NoError(t, os.WriteFile(jobFile, []byte(`apiVersion: lockctl.dev/v1alpha1
+kind: Job
+metadata:
+  generateName: deploy-web-
+spec:
+  job: deploy-web
+  type: periodic
+  cluster: default
+  podSpec:
+    containers: [{name: main, image: alpine, command: [sh, -c, "true"]}]
+`), 0o600))
+		start := time.Now()
+		o := cli("run", "--lock", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1", "-f", jobFile)
+		t.Logf("run -f without watch pods -> exit %d in %s\n%s", o.code, time.Since(start).Round(time.Millisecond), o.stderr)
+		assert.Equal(t, 1, o.code, "refused with exit 1")
+		assert.Contains(t, o.stderr, "cannot watch pods", "names the verb and resource")
+		cms, err := env.Client.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, cm := range cms.Items {
+			assert.NotContains(t, cm.Name, "lockctl", "nothing written: no lock and no job record, found %q", cm.Name)
+		}
+	})
+
 	for _, verb := range []string{"update", "create", "delete", "watch"} {
 		t.Run("without "+verb+" configmaps", func(t *testing.T) {
 			t.Parallel()
@@ -117,9 +147,14 @@ func docRole(t *testing.T, name string) *rbacv1.Role {
 	for _, block := range bytes.Split(data, []byte("```yaml\n"))[1:] {
 		block, _, _ = bytes.Cut(block, []byte("```"))
 		for _, doc := range bytes.Split(block, []byte("\n---\n")) {
+			var meta metav1.TypeMeta
+			require.NoError(t, yaml.Unmarshal(doc, &meta), "docs/rbac.md YAML:\n%s", doc)
+			if meta.Kind != "Role" {
+				continue
+			}
 			var r rbacv1.Role
 			require.NoError(t, yaml.UnmarshalStrict(doc, &r), "docs/rbac.md YAML:\n%s", doc)
-			if r.Kind == "Role" && r.Name == name {
+			if r.Name == name {
 				return &r
 			}
 		}
