@@ -2,8 +2,6 @@ package deploy_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,15 +27,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 )
 
 func TestMain(m *testing.M) {
 	testenv.Main(m)
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	clitest.Cleanup()
 }
 
 // TestIntegrationManifestsAccepted creates every variant's objects on the
@@ -240,30 +236,10 @@ spec:
 	return path
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
 // lockctlBinary builds lockctl once per test binary.
 func lockctlBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "lockctl-deploy-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "lockctl")
-		cmd := exec.Command("go", "build", "-o", binPath, ".")
-		cmd.Dir = repoRoot()
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("build lockctl: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
+	return clitest.Binary(t)
 }
 
 // outcome is what one lockctl process did.
@@ -275,21 +251,6 @@ type outcome struct {
 // runLockctl runs the lockctl binary with a clean environment plus env.
 func runLockctl(t *testing.T, env []string, args ...string) outcome {
 	t.Helper()
-	bin := lockctlBinary(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	o := outcome{stdout: stdout.String(), stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		o.code = exitErr.ExitCode()
-	case err != nil:
-		t.Fatalf("run lockctl %v: %v", args, err)
-	}
-	return o
+	o := clitest.Run(t, 2*time.Minute, t.TempDir(), env, args...)
+	return outcome{code: o.Code, stdout: o.Stdout, stderr: o.Stderr}
 }

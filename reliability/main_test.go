@@ -1,14 +1,9 @@
 package reliability
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -29,9 +25,7 @@ func TestMain(m *testing.M) {
 		runHelper() // a child process started by a test; never returns
 	}
 	testenv.Main(m)
-	if lockctlDir != "" {
-		os.RemoveAll(lockctlDir)
-	}
+	clitest.Cleanup()
 }
 
 // heavy reports whether the heavier variants run.
@@ -45,33 +39,11 @@ func rounds(light, heavyRounds int) int {
 	return light
 }
 
-var (
-	lockctlOnce sync.Once
-	lockctlDir  string
-	lockctlBin  string
-	lockctlErr  error
-)
-
 // lockctl builds the lockctl binary once per test binary and returns its
 // path.
 func lockctl(t testing.TB) string {
 	t.Helper()
-	lockctlOnce.Do(func() {
-		lockctlDir, lockctlErr = os.MkdirTemp("", "lockctl-reliability-")
-		if lockctlErr != nil {
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		lockctlBin = filepath.Join(lockctlDir, "lockctl")
-		cmd := exec.Command("go", "build", "-o", lockctlBin, ".")
-		cmd.Dir = filepath.Dir(filepath.Dir(file))
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			lockctlErr = fmt.Errorf("build lockctl: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, lockctlErr)
-	return lockctlBin
+	return clitest.Binary(t)
 }
 
 // outcome is what one lockctl process did.
@@ -84,22 +56,8 @@ type outcome struct {
 // env, and returns its exit code and output.
 func runLockctl(t testing.TB, env []string, args ...string) outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, lockctl(t), args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	o := outcome{stdout: stdout.String(), stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		o.code = exitErr.ExitCode()
-	case err != nil:
-		t.Fatalf("run lockctl %v: %v", args, err)
-	}
-	return o
+	o := clitest.Run(t, time.Minute, os.TempDir(), env, args...)
+	return outcome{code: o.Code, stdout: o.Stdout, stderr: o.Stderr}
 }
 
 func identity(repo string, build int) lock.Identity {
