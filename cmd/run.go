@@ -225,11 +225,13 @@ func runJob(ctx context.Context, o *runOptions) error {
 	if o.Target == "" {
 		return flagErrorf("required flag --lock not set: name the namespace to lock, or give the job a spec.lock")
 	}
-	if err := o.preflight(ctx, contexts, j.ClusterAlias(), opts.PodNamespace); err != nil {
-		return err
-	}
 	jobs, err := o.newJobs(opts, contexts)
 	if err != nil {
+		return err
+	}
+	// Missing permissions are one error before the lock is taken or the
+	// job written.
+	if err := jobs.Preflight(ctx, j.ClusterAlias()); err != nil {
 		return err
 	}
 	if j.Namespace != "" && j.Namespace != jobs.Namespace() {
@@ -337,25 +339,6 @@ func (o *runOptions) newDisplay() *runDisplay {
 	live := o.liveProgress()
 	color := live && o.f.IsTerminal() && o.f.Getenv("NO_COLOR") == ""
 	return newRunDisplay(o.f.IOStreams.ErrOut, o.f.Clock, live, color)
-}
-
-// preflight checks that the caller may do what driving a job in build
-// cluster alias takes, so that a missing permission is one error naming the
-// verb and resource before the lock is taken or the job written.
-func (o *runOptions) preflight(ctx context.Context, contexts map[string]string, alias, podNamespace string) error {
-	ns, err := o.f.Namespace()
-	if err != nil {
-		return err
-	}
-	cs, err := o.f.Clientset()
-	if err != nil {
-		return err
-	}
-	clusters, err := clusterClients(o.f, map[string]string{alias: contexts[alias]})
-	if err != nil {
-		return err
-	}
-	return scheduler.Preflight(ctx, cs, ns, clusters, podNamespace, false)
 }
 
 // newJobs returns where run's jobs live: the job namespace, the build

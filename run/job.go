@@ -99,6 +99,19 @@ func (js *Jobs) PodNamespace() string {
 	return js.opts.Namespace
 }
 
+// Preflight checks that the caller may do what running a job in build
+// cluster alias takes (job records in the job namespace, pods and their logs
+// in the pod namespace), asking the API servers with access reviews and
+// writing nothing. A missing permission is a *preflight.MissingError naming
+// the verb and resource.
+func (js *Jobs) Preflight(ctx context.Context, alias string) error {
+	clusters := map[string]kubernetes.Interface{}
+	if c, ok := js.opts.Clusters[alias]; ok {
+		clusters[alias] = c
+	}
+	return scheduler.Preflight(ctx, js.opts.Jobs, js.opts.Namespace, clusters, js.PodNamespace(), false)
+}
+
 // Sessions returns the check of run sessions whose locks live beside the
 // job records.
 func (js *Jobs) Sessions() *Sessions {
