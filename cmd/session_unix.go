@@ -2,14 +2,21 @@
 
 package cmd
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // sessionID is the Unix session of this process: the terminal (or the
-// script run by cron, CI, ssh) it was started from.
+// script run by cron, CI, ssh) it was started from. Inside a PID namespace
+// whose session leader lives outside it (a container, a sandboxed CI job)
+// getsid reports 0; the parent process, the shell lockctl was started
+// from, stands in for the session there, as it does where there are no
+// Unix sessions.
 func sessionID() int {
-	sid, err := unix.Getsid(0)
-	if err != nil {
-		return 0
+	if sid, err := unix.Getsid(0); err == nil && sid > 0 {
+		return sid
 	}
-	return sid
+	return os.Getppid()
 }

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -60,6 +62,22 @@ func TestIntegrationCLILocalIdentity(t *testing.T) {
 	rel.Dir = dir
 	o = c.runCmd(t, rel)
 	require.Equal(t, 0, o.code, o.stderr)
+	assert.True(t, lockGone(t, c, "staging"))
+
+	// In a PID namespace whose session leader is outside it (containers,
+	// sandboxed CI jobs) getsid reports 0; the shell stands in for the
+	// session there.
+	sandboxed := c.command(t.Context(), "unused")
+	sandboxed.Path, sandboxed.Args, sandboxed.Dir = "/bin/sh", []string{"sh", "-c", script}, dir
+	sandboxed.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	var stderr strings.Builder
+	sandboxed.Stderr = &stderr
+	err = sandboxed.Run()
+	if errors.Is(err, syscall.EPERM) {
+		t.Log("no permission for a PID namespace here; the sandboxed case is not run")
+		return
+	}
+	require.NoError(t, err, "acquire; sleep; release from one shell in a PID namespace: %s", stderr.String())
 	assert.True(t, lockGone(t, c, "staging"))
 }
 
