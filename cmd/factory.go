@@ -69,6 +69,15 @@ type Factory struct {
 	Burst int
 }
 
+// lockClock is the clock locks judge expiries on: ServerClock, which the
+// clients of the current context teach the API server's time, else Clock.
+func (f *Factory) lockClock() clock.WithTicker {
+	if f.ServerClock != nil {
+		return f.ServerClock
+	}
+	return f.Clock
+}
+
 // NewFactory returns the real dependencies on the process's streams.
 func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	f := &Factory{

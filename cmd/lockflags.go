@@ -170,7 +170,7 @@ func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
 	}
 	c := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
 	c.Nodes = cs.CoreV1()
-	c.Clock = f.Clock
+	c.Clock = f.lockClock()
 	c.Log = f.Log
 	return c, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/servertime"
 )
 
 func TestLockFlagsIdentity(t *testing.T) {
@@ -256,4 +257,47 @@ func TestGitCheckout(t *testing.T) {
 			assert.Equal(t, tt.wantBranch, branch, "branch of %s", tt.dir)
 		})
 	}
+}
+
+// TestLockNamespaceDefault pins the order README and --help give:
+// --lock-namespace, else -n, else the pod's namespace, else the context's.
+func TestLockNamespaceDefault(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		flag, n, pod string
+		want         string
+	}{
+		{name: "the flag wins", flag: "locks", n: "ci", pod: "build", want: "locks"},
+		{name: "-n before the pod's namespace", n: "ci", pod: "build", want: "ci"},
+		{name: "the pod's namespace before the context's", pod: "build", want: "build"},
+		{name: "the context's last", want: "default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newTestEnv(t).f
+			f.ConfigFlags.Namespace = &tt.n
+			f.InPod = func() (string, string, bool) { return tt.pod, "p", tt.pod != "" }
+			got, err := (&lockFlags{LockNamespace: tt.flag}).lockNamespace(f)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got, "flag %q, -n %q, pod namespace %q", tt.flag, tt.n, tt.pod)
+		})
+	}
+}
+
+// TestNewLockClientClock: lock clients judge expiries on the API server's
+// clock (Factory.ServerClock), and read nodes (docs/2026-12-03-lock-clock.md).
+func TestNewLockClientClock(t *testing.T) {
+	t.Parallel()
+	te := newTestEnv(t)
+	c, err := newLockClient(te.f, &lockFlags{})
+	require.NoError(t, err)
+	assert.Same(t, te.clock, c.Clock, "without a server clock, the factory's clock")
+	assert.NotNil(t, c.Nodes, "holder pods' nodes are read")
+
+	te.f.ServerClock = servertime.New(te.clock)
+	c, err = newLockClient(te.f, &lockFlags{})
+	require.NoError(t, err)
+	assert.Same(t, te.f.ServerClock, c.Clock, "the API server's clock")
 }

@@ -252,7 +252,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	opts.Locker = run.NewPodLocker(locks)
 	// NOTE: the locks of lockctl run sessions live beside the job records,
 	// so the job cluster's client reads them.
-	opts.Sessions = run.NewSessions(jobs.CoreV1(), jobs.CoreV1(), o.f.Clock)
+	opts.Sessions = run.NewSessions(jobs.CoreV1(), o.f.lockClock())
 	rec := events.NewRecorder(jobs.EventsV1())
 	rec.Clock, rec.Log = o.f.Clock, o.f.Log
 	opts.OnJobChange = rec.JobChanged

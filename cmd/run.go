@@ -360,6 +360,7 @@ func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string)
 	jobs, err := run.NewJobs(run.JobsOptions{
 		Namespace: ns, Jobs: cs, Clusters: clusters, Scheduler: opts,
 		Logs: o.logs, FollowLog: o.libraryLog(logrus.ErrorLevel), Log: o.f.Log,
+		LockClock: o.f.lockClock(),
 	})
 	return jobs, usageIfInvalid(err)
 }

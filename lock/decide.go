@@ -125,7 +125,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 				return dd
 			}
 		}
-		rec.handOver(*next, ts)
+		rec.handOver(*next, ts, now)
 		handed := rec.Holder
 		d.HandedTo = &handed
 		changed = true
@@ -268,16 +268,17 @@ func competes(a, b Claim) bool {
 	return !a.Unordered && !b.Unordered && a.SameBranch(b.Identity)
 }
 
-// handOver makes c the holder. Its expiry stays the short one it had as a
-// waiter until it confirms, so a lock handed to a process that died meanwhile
-// is free again soon.
-func (r *Record) handOver(c Claim, ts metav1.MicroTime) {
+// handOver makes c the holder from ts. Its expiry stays the short one it
+// had as a waiter until it confirms, so a lock handed to a process that died
+// meanwhile is free again soon; a waiter without one expires at now (never
+// at ts, which a fast clock may have pushed ahead).
+func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 	r.remove(c.Session)
 	c.Since = ts
 	c.HandedOver = true
 	c.Token, c.TokenPending = "", false
 	if c.Expires == nil {
-		c.Expires = microPtr(ts.Time)
+		c.Expires = microPtr(now)
 	}
 	r.Holder = c
 }

@@ -363,7 +363,7 @@ func TestFencingTokenRecorded(t *testing.T) {
 
 	// Handed over: no token until the new holder confirms.
 	rec := record(held(claim("h", "web", "main", "42"), t0))
-	rec.handOver(queued(claim("w", "api", "main", "1"), t0), metav1.NewMicroTime(t0))
+	rec.handOver(queued(claim("w", "api", "main", "1"), t0), metav1.NewMicroTime(t0), t0)
 	assert.False(t, rec.Holder.TokenPending)
 	conf := Decide(rec, claim("w", "api", "main", "1"), PolicyNewest, t0.Add(time.Second), true, waiterTTL)
 	assert.True(t, conf.TookOver, "confirming is the take-over")

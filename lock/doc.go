@@ -1,6 +1,6 @@
 // Package lock implements the namespace deploy lock: one ConfigMap per target
 // namespace, living in a lock namespace, whose single JSON annotation records
-// who holds the lock and who waits for it.
+// who holds the lock and who waits for it (docs/lock-record.md).
 //
 // Every change is a compare-and-swap: the lock is read, a new record is
 // decided from it (see Decide), and the object just read is updated, so the
@@ -16,22 +16,74 @@
 // expiry passes, and a lock handed to a waiter that died in between is free
 // again after that same short expiry.
 //
-// What it does not guarantee: there is no fencing inside Kubernetes. A holder
-// that stalls past its expiry may still act after another process took the
-// lock. Acquire returns a fencing token (the resourceVersion of the write that
-// made the caller the holder, which grows with every write in the cluster)
-// that a deploy step can hand to a system able to refuse an older token.
+// # Whose clock
 //
-// Expiry is judged by the clock of the process that reads the lock, against
-// times written by the clock of the process that wrote them; clocks that
-// disagree by more than a small fraction of the TTL shorten or lengthen it by
-// that much. Pod liveness (the holder's pod gone, finished, or lost with its
-// node) is judged by the API server's view and needs no clock.
+// Expiries are stamped and judged on the API server's clock, never on the
+// contender's own: Client.Clock is meant to be a servertime.Clock that learns
+// the API server's time from the Date header of the answers to the clients
+// it is wired into, and a Client whose clock has not heard from the API
+// server yet reads the lock before its first decision. Each expiry counts
+// from the writer's (server-clock) now, never from the record's "updated"
+// time, which never goes backwards, so no clock can push another holder's
+// expiry. Pod liveness (deletion timestamps, conditions, the node's Ready
+// condition) is written by the API server and controllers and is judged on
+// the same clock (docs/2026-12-03-lock-clock.md).
 //
-// Why a ConfigMap and not a coordination.k8s.io Lease, which client-go's
-// leader election moved to: a deploy lock carries a queue and a holder
-// identity that people read with kubectl, it is owned by the holder's pod for
-// garbage collection, and ConfigMap permissions are what CI service accounts
-// already have. Leases suit one frequently renewed holder; this lock is held
-// for minutes and handed over in a fixed order.
+// # What is guaranteed
+//
+//   - Mutual exclusion of recorded holds: at most one holder at a time,
+//     whatever the contenders' own clocks say (tested with clocks 10 minutes
+//     apart each way), as long as the API server's clock does not jump.
+//     Two contenders' estimates of that clock agree within about a second,
+//     so a TTL must be well above that; holders renew every third of it.
+//   - A holder without a pod that stops renewing loses the lock TTL after
+//     its last renewal (within that second), to a waiter woken by a timer at
+//     the expiry and equally to a contender that arrives late: nobody waits a
+//     whole TTL again, as a contender of client-go's leader election does.
+//   - A holder in a pod loses the lock as soon as the pod is gone, finished
+//     or replaced (the waiter watches it), or lost by the shared rule of
+//     package liveness: its node NotReady or Unknown for LostPodGrace (5
+//     minutes by default) from the condition's change, or the pod
+//     taint-evicted and left Terminating for its deletion grace period plus
+//     a margin (30 s).
+//
+// # What is not guaranteed
+//
+// There is no fencing inside Kubernetes. A holder learns that it lost the
+// lock only when it next reads it (Renew returns ErrLost); a holder that
+// stalls past its expiry, or whose pod is judged lost while it still runs
+// behind a partitioned node, may still act after another process took the
+// lock. Acquire therefore returns a fencing token (Held.Token): the
+// resourceVersion of the write that made the caller the holder, which grows
+// with every new hold of any lock. It is for a deploy target able to refuse
+// an older token: a target that remembers the highest token it has seen and
+// turns away a request carrying a lower one makes a stale holder harmless.
+// Mixed fleets: a lockctl older than the server clock stamps expiries on its
+// own clock, so skew tolerance holds once every contender judges on the API
+// server's.
+//
+// # What a library user wires
+//
+// lockctl's cmd.Factory does all of this; a program that builds a Client
+// itself must too:
+//
+//	sc := servertime.New(nil)
+//	cfg.Wrap(sc.WrapTransport) // the rest.Config of the clients below
+//	cs := kubernetes.NewForConfigOrDie(cfg)
+//	c := lock.New(cs.CoreV1(), cs.CoreV1(), lockNamespace)
+//	c.Clock = sc            // otherwise expiries are judged on the local clock
+//	c.Nodes = cs.CoreV1()   // optional: judge a holder pod's node (get nodes)
+//	c.Log = log             // optional: a *logrus.Entry
+//
+// A holder without a pod renews with Renew every third of its TTL (package
+// run does so for lockctl run) and releases with Release.
+//
+// # Why a ConfigMap
+//
+// Not a coordination.k8s.io Lease, which client-go's leader election moved
+// to: a deploy lock carries a queue and a holder identity that people read
+// with kubectl, it is owned by the holder's pod for garbage collection, and
+// ConfigMap permissions are what CI service accounts already have. Leases
+// suit one frequently renewed holder; this lock is held for minutes and
+// handed over in a fixed order.
 package lock

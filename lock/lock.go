@@ -42,6 +42,10 @@ type Client struct {
 	namespace string
 
 	// Clock judges expiries and stamps records; defaults to clock.RealClock.
+	// Give it a clock that follows the API server's (a servertime.Clock
+	// wired into the clients' transport), so contenders with skewed clocks
+	// agree on expiries (see the package doc); such a clock is asked to
+	// hear from the API server before the first decision.
 	Clock clock.WithTicker
 	// Log receives what the client does, with stable keys "lock", "holder"
 	// and "err"; defaults to a logger that discards.
@@ -463,6 +467,25 @@ func (c *Client) leave(ctx context.Context, target, session string) error {
 		}
 	}
 	return fmt.Errorf("leave the queue of lock %s: too many concurrent changes", c.Describe(target))
+}
+
+// serverClock is a clock that follows the API server's once it has heard
+// from it, as servertime.Clock does.
+type serverClock interface {
+	// Uncertainty returns how far the clock may be off the API server's,
+	// and false until it has heard from it.
+	Uncertainty() (time.Duration, bool)
+}
+
+// clockReady reports whether c.Clock may stamp and judge expiries: it does
+// not follow the API server's clock, or it has heard from it.
+func (c *Client) clockReady() bool {
+	sc, ok := c.Clock.(serverClock)
+	if !ok {
+		return true
+	}
+	_, synced := sc.Uncertainty()
+	return synced
 }
 
 func (c *Client) waiterTTL() time.Duration {

@@ -110,7 +110,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 		log.WithField("holder", holder.Identity.String()).Debug("lock released")
 		return res, nil
 	}
-	rec.handOver(*next, ts)
+	rec.handOver(*next, ts, now)
 	if _, err := c.write(ctx, target, cm, Decision{Record: rec}); err != nil {
 		return nil, err
 	}

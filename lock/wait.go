@@ -65,7 +65,20 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	w.started = c.Clock.Now()
 	// A free lock is taken with one create, before anything is watched: the
 	// common case costs one request. A lost create means the lock exists.
-	res, err := c.step(ctx, w.req, w.me, nil, nil)
+	// NOTE: a clock that follows the API server's has to hear from it
+	// before the first decision: an expiry stamped on a slow local clock
+	// would be over at once for everyone else, one on a fast clock would
+	// keep a dead holder's lock for the difference. The read that teaches
+	// it is the lock itself.
+	var first *corev1.ConfigMap
+	if !c.clockReady() {
+		cm, err := c.get(ctx, w.req.Target)
+		if err != nil {
+			return nil, err
+		}
+		first = cm
+	}
+	res, err := c.step(ctx, w.req, w.me, first, nil)
 	switch {
 	case err == nil && res.held != nil:
 		res.held.Waited = c.Clock.Since(w.started)
@@ -73,9 +86,14 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	case err != nil && !errors.Is(err, errRetry):
 		return nil, w.giveUp(err)
 	}
-	lost := 1 // writes lost to other contenders before joining the queue
-	if err := w.backOff(ctx, lost, c.Clock.Since(w.started)); err != nil {
-		return nil, w.giveUp(w.waitError(ctx, err, Claim{}))
+	lost := 0 // writes lost to other contenders before joining the queue
+	if err != nil {
+		lost++
+		if err := w.backOff(ctx, lost, c.Clock.Since(w.started)); err != nil {
+			return nil, w.giveUp(w.waitError(ctx, err, Claim{}))
+		}
+	} else {
+		w.joined = true // the first write queued us
 	}
 	w.lockEvents = w.watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return c.cms.ConfigMaps(c.namespace).List(ctx, o)

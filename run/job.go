@@ -52,6 +52,10 @@ type JobsOptions struct {
 	// Log receives what the run does not tell its Observer; nil discards
 	// it.
 	Log *logrus.Entry
+	// LockClock judges the expiries of the locks of run sessions (see
+	// Sessions): give it the API server's clock, a servertime.Clock
+	// observing Jobs' answers. nil means Scheduler.Clock.
+	LockClock clock.WithTicker
 }
 
 // Jobs runs jobs in one job namespace beside any reconcile loop: it submits
@@ -71,6 +75,9 @@ type Jobs struct {
 func NewJobs(o JobsOptions) (*Jobs, error) {
 	if o.Scheduler.Clock == nil {
 		o.Scheduler.Clock = clock.RealClock{}
+	}
+	if o.LockClock == nil {
+		o.LockClock = o.Scheduler.Clock
 	}
 	o.FollowLog, o.Log = logutil.OrDiscard(o.FollowLog), logutil.OrDiscard(o.Log)
 	pods := make(map[string]corev1client.PodsGetter, len(o.Clusters))
@@ -115,7 +122,7 @@ func (js *Jobs) Preflight(ctx context.Context, alias string) error {
 // Sessions returns the check of run sessions whose locks live beside the
 // job records.
 func (js *Jobs) Sessions() *Sessions {
-	return NewSessions(js.opts.Jobs.CoreV1(), js.opts.Jobs.CoreV1(), js.clock)
+	return NewSessions(js.opts.Jobs.CoreV1(), js.opts.LockClock)
 }
 
 // SweepLeftBehind aborts the jobs of the job namespace whose run ended

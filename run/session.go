@@ -57,8 +57,7 @@ const sessionSlack = time.Second
 // scheduler's Sessions for a reconcile loop, and what a run sweeps with; it
 // is safe for concurrent use.
 type Sessions struct {
-	cms   corev1client.ConfigMapsGetter
-	pods  corev1client.PodsGetter
+	core  corev1client.CoreV1Interface
 	clock clock.WithTicker
 
 	mu      sync.Mutex
@@ -67,14 +66,17 @@ type Sessions struct {
 
 var _ scheduler.Sessions = (*Sessions)(nil)
 
-// NewSessions returns Sessions reading locks through cms and their holder
-// pods through pods, in the cluster where the runs' job records live. A nil
-// clk means clock.RealClock.
-func NewSessions(cms corev1client.ConfigMapsGetter, pods corev1client.PodsGetter, clk clock.WithTicker) *Sessions {
+// NewSessions returns Sessions reading locks, their holder pods and those
+// pods' nodes through core, in the cluster where the runs' job records live.
+// clk judges the locks' expiries, as lock.Client.Clock does: give it the
+// API server's clock (a servertime.Clock observing core's answers), as
+// lockctl does, or expiries are judged on the local clock. A nil clk means
+// clock.RealClock.
+func NewSessions(core corev1client.CoreV1Interface, clk clock.WithTicker) *Sessions {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Sessions{cms: cms, pods: pods, clock: clk, clients: map[string]*lock.Client{}}
+	return &Sessions{core: core, clock: clk, clients: map[string]*lock.Client{}}
 }
 
 // Check implements scheduler.Sessions: the run that submitted j lives while
@@ -114,7 +116,8 @@ func (s *Sessions) client(namespace string) *lock.Client {
 	defer s.mu.Unlock()
 	c := s.clients[namespace]
 	if c == nil {
-		c = lock.New(s.cms, s.pods, namespace)
+		c = lock.New(s.core, s.core, namespace)
+		c.Nodes = s.core
 		c.Clock = s.clock
 		s.clients[namespace] = c
 	}

@@ -93,7 +93,7 @@ func TestRunSessionsCheck(t *testing.T) {
 				j.Annotations = map[string]string{AnnotationSession: tt.session}
 			}
 
-			gotEnded, gotRecheck, err := NewSessions(te.cs.CoreV1(), te.cs.CoreV1(), te.clock).Check(t.Context(), j)
+			gotEnded, gotRecheck, err := NewSessions(te.cs.CoreV1(), te.clock).Check(t.Context(), j)
 
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantEnded, gotEnded)
