@@ -46,7 +46,7 @@ func TestRunAbort(t *testing.T) {
 		{name: "default reason", args: []string{"abort", "deploy-web-1"},
 			wantOut: "job \"deploy-web-1\" aborted: aborted by alice\n", wantState: job.Aborted},
 		{name: "finished job", args: []string{"abort", "deploy-web-1"}, finished: true,
-			wantErrOut: "job \"deploy-web-1\" already finished: error\n", wantState: job.Error},
+			wantErrOut: "10:02:00 job \"deploy-web-1\" already finished: error\n", wantState: job.Error},
 		{name: "missing job", args: []string{"abort", "nope"}, wantErr: `get job "nope": job not found`},
 	}
 	for _, tt := range tests {

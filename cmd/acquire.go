@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -112,7 +113,8 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return err
 	}
-	progress := newWaitProgress(o.f.IOStreams.ErrOut, o.f.Clock, o.liveProgress())
+	setProgress(o.f, o.Progress)
+	progress := newWaitProgress(o.f.console(), o.f.Clock)
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 		OnProgress: progress.update,
@@ -124,11 +126,12 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return fmt.Errorf("acquire lock %q: %w", o.Target, err)
 	}
+	fields := logrus.Fields{"lock": o.Target, "holder": id.String(), "token": held.Token}
 	if held.Reentered {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q already held by %s since %s; nothing to do (%s)\n",
+		o.f.console().statusf(styleNone, fields, "lock %q already held by %s since %s; nothing to do (%s)",
 			o.Target, id, held.Holder.Since.UTC().Format(time.RFC3339), locks.Describe(o.Target))
 	} else {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q acquired by %s after %s (%s)\n",
+		o.f.console().statusf(styleGood, fields, "lock %q acquired by %s after %s (%s)",
 			o.Target, id, humanDuration(held.Waited), locks.Describe(o.Target))
 	}
 	if o.Output != "" {
@@ -142,12 +145,13 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	return nil
 }
 
-func (o *acquireOptions) liveProgress() bool {
-	switch o.Progress {
+// setProgress makes the console live or plain as --progress says: auto
+// keeps the console's own choice (live on a terminal outside CI).
+func setProgress(f *Factory, progress string) {
+	switch progress {
 	case "tty":
-		return true
+		f.console().setLive(true)
 	case "plain":
-		return false
+		f.console().setLive(false)
 	}
-	return o.f.IsTerminal()
 }

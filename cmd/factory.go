@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -57,6 +58,9 @@ type Factory struct {
 	Verbosity int
 	// IsTerminal reports whether ErrOut is a terminal, for live progress.
 	IsTerminal func() bool
+	// TerminalWidth returns the columns of the terminal ErrOut is; 0 (or
+	// a nil TerminalWidth) means unknown.
+	TerminalWidth func() int
 	// Executable is the name lockctl was started as: "kubectl-lockctl"
 	// makes help and usage read "kubectl lockctl ..." (a kubectl plugin).
 	// Empty means "lockctl".
@@ -67,6 +71,27 @@ type Factory struct {
 	// --kube-api-burst before it builds a client.
 	QPS   float32
 	Burst int
+
+	consoleOnce sync.Once
+	cons        *console
+}
+
+// console returns where lockctl's own lines on stderr go, built on first
+// use from IOStreams.ErrOut as it is then (before -q replaces it).
+func (f *Factory) console() *console {
+	f.consoleOnce.Do(func() {
+		var structured logrus.Formatter
+		if f.Log != nil {
+			structured = f.Log.Logger.Formatter
+		}
+		f.cons = newConsole(f.IOStreams.ErrOut, f.Clock, consoleOptions{
+			Terminal:   f.IsTerminal != nil && f.IsTerminal(),
+			Width:      f.TerminalWidth,
+			Getenv:     f.Getenv,
+			Structured: structured,
+		})
+	})
+	return f.cons
 }
 
 // lockClock is the clock locks judge expiries on: ServerClock, which the
@@ -156,6 +181,15 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	f.IsTerminal = func() bool {
 		file, ok := streams.ErrOut.(*os.File)
 		return ok && term.IsTerminal(int(file.Fd()))
+	}
+	f.TerminalWidth = func() int {
+		if file, ok := streams.ErrOut.(*os.File); ok {
+			if w, _, err := term.GetSize(int(file.Fd())); err == nil && w > 0 {
+				return w
+			}
+		}
+		w, _ := strconv.Atoi(f.Getenv("COLUMNS"))
+		return w
 	}
 	return f
 }

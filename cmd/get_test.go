@@ -69,7 +69,7 @@ func TestRunGetJobs(t *testing.T) {
 		wantErrOut string
 		wantErr    string
 	}{
-		{name: "no jobs", args: []string{"get", "jobs"}, wantErrOut: "no jobs in namespace \"default\"\n"},
+		{name: "no jobs", args: []string{"get", "jobs"}, wantErrOut: "10:00:00 no jobs in namespace \"default\"\n"},
 		{name: "table", args: []string{"get", "jobs"}, jobs: []string{"deploy-web-1", "deploy-web-2"}, golden: "get/jobs.golden"},
 		{name: "one as yaml", args: []string{"get", "job", "deploy-web-2", "-o", "yaml"}, jobs: []string{"deploy-web-1", "deploy-web-2"}, golden: "get/job.yaml.golden"},
 		{name: "list as json", args: []string{"get", "jobs", "-o", "json"}, jobs: []string{"deploy-web-1"}, golden: "get/jobs.json.golden"},
@@ -100,7 +100,7 @@ func TestRunGetClusters(t *testing.T) {
 	t.Parallel()
 	te := newTestEnv(t)
 	require.NoError(t, te.run("get", "clusters"))
-	assert.Equal(t, "no cluster status recorded in namespace \"default\": lockctl reconcile records it\n", te.errOut.String())
+	assert.Equal(t, "10:00:00 no cluster status recorded in namespace \"default\": lockctl reconcile records it\n", te.errOut.String())
 
 	te = newTestEnv(t)
 	require.NoError(t, te.run("reconcile", "--once"))

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/sirupsen/logrus"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
@@ -51,8 +52,8 @@ func Main() int {
 	if err == nil {
 		return CodeOK
 	}
-	// NOTE: the process's stderr, not f's: -q discards status, never errors.
-	printError(streams.ErrOut, err, f.Verbosity)
+	// NOTE: the console, not f's ErrOut: -q discards status, never errors.
+	f.console().printError(err, f.Verbosity)
 	return exitCode(err)
 }
 
@@ -82,23 +83,67 @@ func Run(ctx context.Context, f *Factory, args []string) error {
 // printError writes err as one "error: ..." line, then a hint when one is
 // known. Silent errors and bare exit codes print nothing.
 func printError(w io.Writer, err error, verbosity int) {
-	if errors.Is(err, SilentError) {
+	for _, l := range errorLines(err, verbosity) {
+		fmt.Fprintf(w, "%s\n", l.text())
+	}
+}
+
+// printError writes err as printError does, through the console: with
+// the time outside a terminal, or as one JSON object (msg, hint, usage,
+// detail) with JX_LOG_FORMAT=json. The live line goes first.
+func (c *console) printError(err error, verbosity int) {
+	c.setStatus(nil)
+	lines := errorLines(err, verbosity)
+	if len(lines) == 0 {
 		return
+	}
+	if c.structured() {
+		fields := logrus.Fields{}
+		for _, l := range lines[1:] {
+			fields[l.key] = l.msg
+		}
+		c.line(logrus.ErrorLevel, styleNone, fields, lines[0].msg, true)
+		return
+	}
+	for _, l := range lines {
+		c.line(logrus.ErrorLevel, styleNone, nil, l.text(), true)
+	}
+}
+
+// errorLine is one line of an error's report: its key ("error", "hint",
+// "usage", "detail") and what it says.
+type errorLine struct{ key, msg string }
+
+func (l errorLine) text() string {
+	if l.key == "usage" {
+		return l.msg
+	}
+	return l.key + ": " + l.msg
+}
+
+// errorLines is what lockctl reports for err: the error, then a hint when
+// one is known, where to find usage for a FlagError, and at -v 1 the
+// whole error when the message shortened it. Silent errors and bare exit
+// codes have none.
+func errorLines(err error, verbosity int) []errorLine {
+	if errors.Is(err, SilentError) {
+		return nil
 	}
 	var exitErr *ExitError
 	if errors.As(err, &exitErr) && exitErr.Err == nil {
-		return
+		return nil
 	}
 	msg, hint := explain(err)
-	fmt.Fprintf(w, "error: %s\n", msg)
+	lines := []errorLine{{"error", msg}}
 	if hint != "" {
-		fmt.Fprintf(w, "hint: %s\n", hint)
+		lines = append(lines, errorLine{"hint", hint})
 	}
 	var flagErr *FlagError
 	if errors.As(err, &flagErr) && flagErr.Command != "" {
-		fmt.Fprintf(w, "Run '%s --help' for usage.\n", flagErr.Command)
+		lines = append(lines, errorLine{"usage", fmt.Sprintf("Run '%s --help' for usage.", flagErr.Command)})
 	}
 	if verbosity >= 1 && msg != err.Error() {
-		fmt.Fprintf(w, "detail: %s\n", err.Error())
+		lines = append(lines, errorLine{"detail", err.Error()})
 	}
+	return lines
 }

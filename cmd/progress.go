@@ -2,11 +2,11 @@ package cmd
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/lock"
@@ -16,11 +16,12 @@ import (
 // unchanged state, so a CI log shows the wait is alive.
 const plainRepeat = 30 * time.Second
 
-// waitProgress shows a lock wait: on a terminal one live line redrawn every
-// second, elsewhere a timestamped line on each change and every
+// waitProgress shows a lock wait on the console: on a live console the
+// live line, redrawn every second; elsewhere a line (timestamped, or a
+// JSON object with the wait's fields) on each change and every
 // plainRepeat.
 type waitProgress struct {
-	out   io.Writer
+	c     *console
 	clock clock.WithTicker
 	live  bool
 
@@ -32,28 +33,49 @@ type waitProgress struct {
 	done     chan struct{}
 }
 
-func newWaitProgress(out io.Writer, clk clock.WithTicker, live bool) *waitProgress {
-	p := &waitProgress{out: out, clock: clk, live: live, stop: make(chan struct{}), done: make(chan struct{})}
-	go p.tick()
+func newWaitProgress(c *console, clk clock.WithTicker) *waitProgress {
+	p := &waitProgress{c: c, clock: clk, live: c.isLive(), stop: make(chan struct{}), done: make(chan struct{})}
+	if p.live {
+		close(p.done)
+	} else {
+		go p.tick()
+	}
 	return p
 }
 
 // update records a new state of the wait and shows it.
 func (p *waitProgress) update(pr lock.Progress) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	first := p.last == nil
 	p.last = &pr
-	p.draw(true)
+	p.mu.Unlock()
+	if p.live {
+		// NOTE: the console calls line under its own lock, so p.mu is
+		// never held while calling the console.
+		if first {
+			p.c.setStatus(p.line)
+		}
+		return
+	}
+	p.print(true)
+}
+
+// line is the live line: the wait as it is now.
+func (p *waitProgress) line(now time.Time) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		return ""
+	}
+	return describeWait(*p.last, now)
 }
 
 // finish ends the live line.
 func (p *waitProgress) finish() {
 	close(p.stop)
 	<-p.done
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.live && p.lastLine != "" {
-		fmt.Fprint(p.out, "\r\033[K")
+	if p.live {
+		p.c.setStatus(nil)
 	}
 }
 
@@ -66,27 +88,47 @@ func (p *waitProgress) tick() {
 		case <-p.stop:
 			return
 		case <-t.C():
-			p.mu.Lock()
-			p.draw(false)
-			p.mu.Unlock()
+			p.print(false)
 		}
 	}
 }
 
-func (p *waitProgress) draw(changed bool) {
+// print writes the wait as a line when it changed, or when plainRepeat
+// passed since the last one.
+func (p *waitProgress) print(changed bool) {
+	p.mu.Lock()
 	if p.last == nil {
+		p.mu.Unlock()
 		return
 	}
 	now := p.clock.Now()
-	line := describeWait(*p.last, now)
-	switch {
-	case p.live:
-		fmt.Fprintf(p.out, "\r\033[K%s", line)
-	case changed && line != p.lastLine || now.Sub(p.printed) >= plainRepeat:
-		fmt.Fprintf(p.out, "%s %s\n", now.UTC().Format(time.TimeOnly), line)
+	pr := *p.last
+	line := describeWait(pr, now)
+	show := changed && line != p.lastLine || now.Sub(p.printed) >= plainRepeat
+	if show {
 		p.printed = now
 	}
 	p.lastLine = line
+	p.mu.Unlock()
+	if show {
+		p.c.statusf(styleNone, waitFields(pr, now), "%s", line)
+	}
+}
+
+// waitFields are the wait's fields in structured (JSON) form.
+func waitFields(pr lock.Progress, now time.Time) logrus.Fields {
+	fields := logrus.Fields{
+		"lock":     pr.Target,
+		"holder":   pr.Holder.Identity.String(),
+		"held_for": humanDuration(now.Sub(pr.Holder.Since.Time)),
+		"stale":    !pr.HolderAlive,
+		"position": pr.Position,
+		"waited":   humanDuration(now.Sub(pr.Started)),
+	}
+	if pr.Holder.Pod != nil {
+		fields["pod"] = pr.Holder.Pod.String()
+	}
+	return fields
 }
 
 // describeWait is the one-line description of a wait.

@@ -49,20 +49,20 @@ func TestRunPrune(t *testing.T) {
 			name:       "finished job older than a week",
 			args:       []string{"prune"},
 			wantOut:    "deleted job \"default/deploy-web-2\" (failure 8d ago)\n",
-			wantErrOut: "deleted 1 job records and 0 pods\n",
+			wantErrOut: "10:02:00 deleted 1 job records and 0 pods\n",
 			wantLeft:   []string{"deploy-web-1"},
 		},
 		{
 			name:       "dry run",
 			args:       []string{"prune", "--dry-run"},
 			wantOut:    "would delete job \"default/deploy-web-2\" (failure 8d ago)\n",
-			wantErrOut: "would delete 1 job records and 0 pods\n",
+			wantErrOut: "10:02:00 would delete 1 job records and 0 pods\n",
 			wantLeft:   []string{"deploy-web-1", "deploy-web-2"},
 		},
 		{
 			name:       "nothing old enough",
 			args:       []string{"prune", "--older-than", "720h"},
-			wantErrOut: "nothing to prune\n",
+			wantErrOut: "10:02:00 nothing to prune\n",
 			wantLeft:   []string{"deploy-web-1", "deploy-web-2"},
 		},
 	}

@@ -212,6 +212,7 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	loopLogFormat(o.f.Log.Logger)
+	o.f.console().useFormat(o.f.Log.Logger.Formatter)
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	if o.f.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultMemoryLimit)
@@ -361,12 +362,13 @@ func healthHandler(check func() error) http.Handler {
 	})
 }
 
-// loopLogFormat gives a reconcile loop's log times and fields (job, pod,
-// from, to, reason): it is read later, line by line, unlike a command's
-// messages, and the CLI's plain text format leaves both out. JX_LOG_FORMAT
+// loopLogFormat gives a reconcile loop's log full dates: it is read later,
+// line by line, unlike a command's messages, which carry the time of day.
+// Its status lines take the same form (console.useFormat). JX_LOG_FORMAT
 // still picks json.
 func loopLogFormat(l *logrus.Logger) {
-	if _, plain := l.Formatter.(*jxlog.JenkinsXTextFormat); plain {
+	switch l.Formatter.(type) {
+	case *textFormat, *jxlog.JenkinsXTextFormat:
 		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339, DisableColors: true})
 	}
 }

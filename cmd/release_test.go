@@ -73,19 +73,19 @@ func TestRunRelease(t *testing.T) {
 		{
 			name:       "not held",
 			args:       append([]string{"release", "staging"}, id...),
-			wantErrOut: "lock \"staging\" is not held; nothing to release\n",
+			wantErrOut: "10:00:00 lock \"staging\" is not held; nothing to release\n",
 		},
 		{
 			name:       "held by me",
 			args:       append([]string{"release", "staging"}, id...),
 			objs:       []*corev1.ConfigMap{heldLock(t, "42")},
-			wantErrOut: "lock \"staging\" released\n",
+			wantErrOut: "10:00:00 lock \"staging\" released\n",
 		},
 		{
 			name:       "held by me, handed to the next waiter",
 			args:       append([]string{"release", "staging"}, id...),
 			objs:       []*corev1.ConfigMap{heldLock(t, "42", waiter)},
-			wantErrOut: "lock \"staging\" released\nlock \"staging\" now held by acme/api@main#5\n",
+			wantErrOut: "10:00:00 lock \"staging\" released\n10:00:00 lock \"staging\" now held by acme/api@main#5\n",
 			wantLock:   true,
 		},
 		{
@@ -99,7 +99,7 @@ func TestRunRelease(t *testing.T) {
 			name:       "held by another build, forced",
 			args:       []string{"release", "staging", "--force"},
 			objs:       []*corev1.ConfigMap{heldLock(t, "41")},
-			wantErrOut: "broke lock \"staging\" held by acme/web@main#41 since 2026-12-02T09:59:00Z\n",
+			wantErrOut: "10:00:00 broke lock \"staging\" held by acme/web@main#41 since 2026-12-02T09:59:00Z\n",
 		},
 	}
 	for _, tt := range tests {

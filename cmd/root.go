@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"io"
 	"strings"
 
 	"github.com/MakeNowJust/heredoc"
@@ -91,14 +90,20 @@ func newRootCmd(f *Factory) *cobra.Command {
 	return root
 }
 
-// setupLogging maps -v and -q onto the logger and the status stream.
+// setupLogging maps -v and -q onto the logger and the status stream, and
+// sends both through the console, so status lines, log entries and the
+// live line share one form on stderr.
 func setupLogging(f *Factory, g *globalOptions) {
 	f.Verbosity = g.Verbosity
+	c := f.console()
+	c.setQuiet(g.Quiet)
+	f.IOStreams.ErrOut = c.statusWriter()
+	f.Log.Logger.SetOutput(c.logWriter())
+	f.Log.Logger.SetFormatter(c.logFormatter())
 	level := logrus.InfoLevel
 	switch {
 	case g.Quiet:
 		level = logrus.WarnLevel
-		f.IOStreams.ErrOut = io.Discard
 	case g.Verbosity == 1:
 		level = logrus.DebugLevel
 	case g.Verbosity >= 2:

@@ -300,7 +300,7 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 		return nil, nil, err
 	}
 	obs := &runObserver{d: d, o: o}
-	progress := newWaitProgress(o.f.IOStreams.ErrOut, o.f.Clock, o.liveProgress())
+	progress := newWaitProgress(o.f.console(), o.f.Clock)
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 		OnProgress: progress.update,
@@ -322,23 +322,11 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	return obs, h, nil
 }
 
-// liveProgress reports whether progress is a live line (a terminal).
-func (o *runOptions) liveProgress() bool {
-	switch o.Progress {
-	case "tty":
-		return true
-	case "plain":
-		return false
-	}
-	return o.f.IsTerminal()
-}
-
-// newDisplay returns the display of this run: colour only on a real
-// terminal, and never with NO_COLOR.
+// newDisplay returns the display of this run on the console, live as
+// --progress says.
 func (o *runOptions) newDisplay() *runDisplay {
-	live := o.liveProgress()
-	color := live && o.f.IsTerminal() && o.f.Getenv("NO_COLOR") == ""
-	return newRunDisplay(o.f.IOStreams.ErrOut, o.f.Clock, live, color)
+	setProgress(o.f, o.Progress)
+	return newRunDisplay(o.f.console())
 }
 
 // newJobs returns where run's jobs live: the job namespace, the build

@@ -541,7 +541,11 @@ func TestRunDisplay(t *testing.T) {
 			t.Parallel()
 			clk := testingclock.NewFakeClock(testNow)
 			var buf syncBuffer
-			d := newRunDisplay(&buf, clk, tt.live, tt.color)
+			env := map[string]string{}
+			if !tt.color {
+				env["NO_COLOR"] = "1"
+			}
+			d := newRunDisplay(newConsole(&buf, clk, consoleOptions{Terminal: tt.live, Getenv: func(k string) string { return env[k] }}))
 			d.printf(styleGood, "lock acquired")
 			d.setStatus(func(now time.Time) string { return "pod Running; " + humanDuration(now.Sub(testNow)) })
 			d.printf(styleNone, "pod is Running")

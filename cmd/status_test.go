@@ -64,8 +64,8 @@ func TestRunStatus(t *testing.T) {
 		golden     string
 		wantErrOut string
 	}{
-		{name: "no locks", args: []string{"status"}, wantErrOut: "no locks in namespace \"default\"\n"},
-		{name: "free lock", args: []string{"status", "staging"}, wantErrOut: "lock \"staging\" is free (default/lockctl-lock-staging)\n"},
+		{name: "no locks", args: []string{"status"}, wantErrOut: "10:00:00 no locks in namespace \"default\"\n"},
+		{name: "free lock", args: []string{"status", "staging"}, wantErrOut: "10:00:00 lock \"staging\" is free (default/lockctl-lock-staging)\n"},
 		{name: "table", args: []string{"status"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter), corrupt}, golden: "status/table.golden"},
 		{name: "yaml", args: []string{"status", "staging", "-o", "yaml"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter)}, golden: "status/lock.yaml.golden"},
 		{name: "json list", args: []string{"status", "-o", "json"}, objs: []*corev1.ConfigMap{heldLock(t, "42")}, golden: "status/list.json.golden"},

@@ -54,14 +54,14 @@ func TestRunSubmit(t *testing.T) {
 			name:       "valid file",
 			args:       []string{"-f", "../testdata/valid-postsubmit.yaml"},
 			wantOut:    "deploy-web-42\n",
-			wantErrOut: "job \"deploy-web-42\" triggered in namespace \"default\"\n",
+			wantErrOut: "10:00:00 job \"deploy-web-42\" triggered in namespace \"default\"\n",
 		},
 		{
 			name:       "stdin",
 			args:       []string{"-f", "-"},
 			stdin:      "apiVersion: lockctl.dev/v1alpha1\nkind: Job\nmetadata: {name: from-stdin}\nspec: {job: x, type: periodic, podSpec: {containers: [{name: a, image: b}]}}\n",
 			wantOut:    "from-stdin\n",
-			wantErrOut: "job \"from-stdin\" triggered in namespace \"default\"\n",
+			wantErrOut: "10:00:00 job \"from-stdin\" triggered in namespace \"default\"\n",
 		},
 		{
 			name:     "invalid file",
@@ -108,7 +108,7 @@ func TestRunSubmit(t *testing.T) {
 			args:       []string{"-f", "-"},
 			stdin:      "---\n" + oneJob + "---\n",
 			wantOut:    "one\n",
-			wantErrOut: "job \"one\" triggered in namespace \"default\"\n",
+			wantErrOut: "10:00:00 job \"one\" triggered in namespace \"default\"\n",
 		},
 		{
 			name:     "other namespace",

@@ -1,0 +1,210 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func TestFitWidth(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		line  string
+		width int
+		want  string
+	}{
+		{name: "fits", line: "waiting", width: 80, want: "waiting"},
+		{name: "one short of the width", line: "abcd", width: 5, want: "abcd"},
+		{name: "as wide as the terminal", line: "abcde", width: 5, want: "abc…"},
+		{name: "wider", line: "waiting for lock", width: 10, want: "waiting …"},
+		{name: "runes, not bytes", line: "ééééé", width: 5, want: "ééé…"},
+		{name: "tiny terminal", line: "abc", width: 1, want: "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := fitWidth(tt.line, tt.width)
+			assert.Equal(t, tt.want, got, "fitWidth(%q, %d)", tt.line, tt.width)
+			assert.Less(t, utf8.RuneCountInString(got), max(tt.width, 2), "never as wide as the terminal")
+		})
+	}
+}
+
+// testConsole is a console on a buffer with a fake clock.
+func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*console, *syncBuffer, *testingclock.FakeClock) {
+	t.Helper()
+	var buf syncBuffer
+	clk := testingclock.NewFakeClock(testNow)
+	c := newConsole(&buf, clk, consoleOptions{
+		Terminal: terminal,
+		Width:    func() int { return width },
+		Getenv:   func(k string) string { return env[k] },
+	})
+	return c, &buf, clk
+}
+
+// consoleLogger is a logger writing through c, as setupLogging makes it.
+func consoleLogger(c *console) *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(c.logWriter())
+	l.SetFormatter(c.logFormatter())
+	l.SetLevel(logrus.DebugLevel)
+	return logrus.NewEntry(l)
+}
+
+func TestConsoleLiveLine(t *testing.T) {
+	t.Parallel()
+	c, buf, clk := testConsole(t, true, 30, map[string]string{"NO_COLOR": "1"})
+	log := consoleLogger(c)
+	c.setStatus(func(now time.Time) string {
+		return "waiting for lock \"staging\": held by acme/web@main#41 for " + humanDuration(now.Sub(testNow))
+	})
+	log.WithField("lock", "staging").Debug("watch restarted")
+	c.statusf(styleGood, nil, "lock %q acquired", "staging")
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond, "the live line is redrawn every second")
+	before := len(buf.String())
+	clk.Step(time.Second)
+	require.Eventually(t, func() bool { return len(buf.String()) > before }, 5*time.Second, time.Millisecond, "redrawn")
+	c.setStatus(nil)
+
+	live := ansiClearLine + "waiting for lock \"staging\": …"
+	want := live +
+		ansiClearLine + "DEBUG: watch restarted lock=staging\n" + live +
+		ansiClearLine + "lock \"staging\" acquired\n" + live +
+		live +
+		ansiClearLine
+	assert.Equal(t, want, buf.String(), "log lines go above the live line, which is cut to the terminal's 30 columns")
+	for _, l := range strings.Split(buf.String(), ansiClearLine) {
+		if !strings.HasSuffix(l, "\n") {
+			assert.Less(t, utf8.RuneCountInString(l), 30, "the live line is never as wide as the terminal: %q", l)
+		}
+	}
+}
+
+func TestConsoleText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		terminal bool
+		env      map[string]string
+		want     string
+	}{
+		{
+			name: "plain: every line has the time",
+			want: "10:00:00 lock \"staging\" acquired\n" +
+				"10:00:00 job state changed from=pending job=deploy-1 to=success\n" +
+				"10:00:00 WARNING: cannot renew error=\"connection refused\" lock=staging\n" +
+				"10:00:00 error: acquire lock \"staging\": boom\n",
+		},
+		{
+			name:     "terminal in colour",
+			terminal: true,
+			want: "\033[32mlock \"staging\" acquired\033[0m\n" +
+				"job state changed from=pending job=deploy-1 to=success\n" +
+				"\033[33mWARNING\033[0m: cannot renew error=\"connection refused\" lock=staging\n" +
+				"error: acquire lock \"staging\": boom\n",
+		},
+		{
+			name:     "terminal with NO_COLOR",
+			terminal: true,
+			env:      map[string]string{"NO_COLOR": "1"},
+			want: "lock \"staging\" acquired\n" +
+				"job state changed from=pending job=deploy-1 to=success\n" +
+				"WARNING: cannot renew error=\"connection refused\" lock=staging\n" +
+				"error: acquire lock \"staging\": boom\n",
+		},
+		{
+			name:     "terminal in CI is plain",
+			terminal: true,
+			env:      map[string]string{"CI": "true"},
+			want: "10:00:00 lock \"staging\" acquired\n" +
+				"10:00:00 job state changed from=pending job=deploy-1 to=success\n" +
+				"10:00:00 WARNING: cannot renew error=\"connection refused\" lock=staging\n" +
+				"10:00:00 error: acquire lock \"staging\": boom\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, buf, _ := testConsole(t, tt.terminal, 80, tt.env)
+			log := consoleLogger(c)
+			c.statusf(styleGood, logrus.Fields{"lock": "staging"}, "lock %q acquired", "staging")
+			log.WithFields(logrus.Fields{"job": "deploy-1", "from": "pending", "to": "success"}).Info("job state changed")
+			log.WithField("lock", "staging").WithError(errors.New("connection refused")).Warn("cannot renew")
+			c.printError(errors.New(`acquire lock "staging": boom`), 0)
+			assert.Equal(t, tt.want, buf.String())
+		})
+	}
+}
+
+func TestConsolePlainInCIHasNoColour(t *testing.T) {
+	t.Parallel()
+	c, buf, _ := testConsole(t, true, 80, map[string]string{"CI": "true"})
+	c.statusf(styleGood, nil, "done")
+	assert.Equal(t, "10:00:00 done\n", buf.String(), "a plain console writes no escape codes")
+}
+
+func TestConsoleJSON(t *testing.T) {
+	t.Parallel()
+	c, buf, _ := testConsole(t, true, 80, map[string]string{"JX_LOG_FORMAT": "json"})
+	log := consoleLogger(c)
+	c.setStatus(func(time.Time) string { return "never shown" })
+	c.statusf(styleGood, logrus.Fields{"lock": "staging", "token": "42"}, "lock %q acquired", "staging")
+	_, err := c.statusWriter().Write([]byte("lock \"staging\" released\nsecond line\n"))
+	require.NoError(t, err)
+	log.WithFields(logrus.Fields{"job": "deploy-1", "from": "pending", "to": "success"}).Info("job state changed")
+	c.printError(&FlagError{Err: errors.New("unknown flag: --nope"), Command: "lockctl acquire"}, 0)
+	c.setStatus(nil)
+
+	var got []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "every line is one JSON object: %q", line)
+		assert.Equal(t, "2026-12-02T10:00:00Z", m["time"], "UTC time from the clock: %q", line)
+		delete(m, "time")
+		got = append(got, m)
+	}
+	assert.Equal(t, []map[string]any{
+		{"level": "info", "msg": `lock "staging" acquired`, "lock": "staging", "token": "42"},
+		{"level": "info", "msg": `lock "staging" released`},
+		{"level": "info", "msg": "second line"},
+		{"level": "info", "msg": "job state changed", "job": "deploy-1", "from": "pending", "to": "success"},
+		{"level": "error", "msg": "unknown flag: --nope", "usage": "Run 'lockctl acquire --help' for usage."},
+	}, got)
+}
+
+func TestConsoleQuiet(t *testing.T) {
+	t.Parallel()
+	c, buf, _ := testConsole(t, false, 0, nil)
+	c.setQuiet(true)
+	log := consoleLogger(c)
+	c.statusf(styleNone, nil, "status")
+	_, err := c.statusWriter().Write([]byte("status too\n"))
+	require.NoError(t, err)
+	log.Warn("a warning")
+	c.printError(errors.New("boom"), 0)
+	assert.Equal(t, "10:00:00 WARNING: a warning\n10:00:00 error: boom\n", buf.String(), "-q drops status lines, never warnings or errors")
+}
+
+func TestConsoleAround(t *testing.T) {
+	t.Parallel()
+	c, buf, _ := testConsole(t, true, 80, map[string]string{"NO_COLOR": "1"})
+	var logs bytes.Buffer
+	c.setStatus(func(time.Time) string { return "pod Running" })
+	_, err := c.around(&logs).Write([]byte("log line\n"))
+	require.NoError(t, err)
+	c.setStatus(nil)
+	assert.Equal(t, "log line\n", logs.String())
+	assert.Equal(t, ansiClearLine+"pod Running"+ansiClearLine+ansiClearLine+"pod Running"+ansiClearLine, buf.String(),
+		"the live line leaves before a container's output and comes back after it")
+}
