@@ -22,12 +22,13 @@ type acquireOptions struct {
 	TTL      time.Duration
 	Timeout  time.Duration
 	Policy   lock.Policy
+	Priority lock.Priority
 	Progress string
 	Output   string
 }
 
 func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command {
-	o := &acquireOptions{f: f, TTL: lock.DefaultTTL, Policy: lock.PolicyNewest, Progress: "auto"}
+	o := &acquireOptions{f: f, TTL: lock.DefaultTTL, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
 	c := &cobra.Command{
 		Use:   "acquire NAMESPACE",
 		Short: "Take the deploy lock of a namespace, waiting for it if needed",
@@ -42,6 +43,12 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			Outside CI, without --build, the build is this terminal session:
 			acquire and release from one shell match, and such local claims are
 			served first come, first served.
+
+			--priority high puts a hotfix ahead of normal waiters (never ahead
+			of the holder); --priority low lets everyone else go first. A
+			waiter's priority rises one level for every 10 minutes it waits, so
+			a low waiter is never passed for ever. Newest-wins applies among
+			waiters of the same priority.
 
 			When lockctl runs in a pod, the lock lives as long as that pod.
 			Otherwise it expires after --ttl unless released first.
@@ -59,6 +66,9 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 
 			# Identity from flags instead of the CI environment
 			lockctl acquire staging --owner acme --repo web --branch main --build 42
+
+			# A hotfix goes ahead of the normal deploys waiting
+			lockctl acquire production --priority high --timeout 1h && ./hotfix.sh; lockctl release production
 
 			# Keep the token for the deploy step
 			LOCKCTL_FENCING_TOKEN=$(lockctl acquire staging)
@@ -81,6 +91,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	fs.DurationVar(&o.TTL, "ttl", o.TTL, "how long the lock lasts when the holder runs outside a pod")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting after this long (exit 4); 0 waits forever")
 	fs.Var(policyFlag{&o.Policy}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
+	addPriorityFlag(fs, &o.Priority)
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display while waiting: auto, tty or plain")
 	addOutputFlag(fs, &o.Output, "json", "yaml")
 	return c
@@ -117,7 +128,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	progress := newWaitProgress(o.f.console(), o.f.Clock)
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-		OnProgress: progress.update,
+		Priority: o.Priority, OnProgress: progress.update,
 	}
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()

@@ -23,6 +23,26 @@ func (f policyFlag) Set(s string) error {
 	return nil
 }
 
+// priorityFlag is an enum flag for --priority.
+type priorityFlag struct{ p *lock.Priority }
+
+func (f priorityFlag) String() string { return string(*f.p) }
+func (f priorityFlag) Type() string   { return "high|normal|low" }
+func (f priorityFlag) Set(s string) error {
+	p, err := lock.ParsePriority(s)
+	if err != nil {
+		return err
+	}
+	*f.p = p
+	return nil
+}
+
+// addPriorityFlag binds --priority to p.
+func addPriorityFlag(fs *pflag.FlagSet, p *lock.Priority) {
+	fs.Var(priorityFlag{p}, "priority", "place in the queue: high waits ahead of normal, normal ahead of low; a waiter rises one level every "+
+		humanDuration(lock.PriorityAgeing)+" it waits; never displaces the holder")
+}
+
 // outputFlag is an enum flag for -o.
 type outputFlag struct {
 	v       *string

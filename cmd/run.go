@@ -44,6 +44,7 @@ type runOptions struct {
 	TTL      time.Duration
 	Timeout  time.Duration
 	Policy   lock.Policy
+	Priority lock.Priority
 	Progress string
 	DryRun   bool
 }
@@ -51,7 +52,7 @@ type runOptions struct {
 func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	// NOTE: the command's stderr is captured now, before -q replaces
 	// ErrOut with io.Discard.
-	o := &runOptions{f: f, childErr: f.IOStreams.ErrOut, TTL: defaultRunTTL, Policy: lock.PolicyNewest, Progress: "auto"}
+	o := &runOptions{f: f, childErr: f.IOStreams.ErrOut, TTL: defaultRunTTL, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
 	o.perProcess = true
 	c := &cobra.Command{
 		Use:   "run --lock NAMESPACE (-f FILE | -- COMMAND [ARG...])",
@@ -104,6 +105,9 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			# Deploy from a terminal: lock staging, run the job, follow it, release
 			lockctl run --lock staging -f deploy.yaml
 
+			# A hotfix waits ahead of normal deploys
+			lockctl run --lock production --priority high -- ./hotfix.sh
+
 			# The same for a local script; its exit status is lockctl's
 			lockctl run --lock staging -- ./deploy.sh --env staging
 
@@ -133,6 +137,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	fs.DurationVar(&o.TTL, "ttl", o.TTL, "how long the lock outlives run when run stops renewing it (a killed terminal)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting for the lock after this long (exit 4); 0 waits forever")
 	fs.Var(policyFlag{&o.Policy}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
+	addPriorityFlag(fs, &o.Priority)
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display: auto, tty or plain")
 	o.addClusterFlags(fs)
 	return c
@@ -303,7 +308,7 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	progress := newWaitProgress(o.f.console(), o.f.Clock)
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-		OnProgress: progress.update,
+		Priority: o.Priority, OnProgress: progress.update,
 	}
 	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()

@@ -30,7 +30,7 @@ import (
 func TestNewRunCmd(t *testing.T) {
 	t.Parallel()
 	job := func(mod func(*runOptions)) runOptions {
-		o := runOptions{Filename: "job.yaml", TTL: 30 * time.Second, Policy: lock.PolicyNewest, Progress: "auto"}
+		o := runOptions{Filename: "job.yaml", TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
 		if mod != nil {
 			mod(&o)
 		}
@@ -47,18 +47,19 @@ func TestNewRunCmd(t *testing.T) {
 		{
 			name: "command",
 			args: []string{"--lock", "staging", "--", "sh", "-c", "exit 7"},
-			want: runOptions{Target: "staging", Command: []string{"sh", "-c", "exit 7"}, TTL: 30 * time.Second, Policy: lock.PolicyNewest, Progress: "auto"},
+			want: runOptions{Target: "staging", Command: []string{"sh", "-c", "exit 7"}, TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
 		},
 		{
 			name: "every flag",
 			args: []string{"--lock", "staging", "-f", "job.yaml", "--dry-run", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42",
-				"--pod", "ci/p", "--lock-namespace", "locks", "--ttl", "1m", "--timeout", "5m", "--policy", "fifo", "--progress", "plain",
+				"--pod", "ci/p", "--lock-namespace", "locks", "--ttl", "1m", "--timeout", "5m", "--policy", "fifo", "--priority", "low", "--progress", "plain",
 				"--config", "lockctl.yaml", "--build-cluster", "gpu=gpu-ctx", "--pod-namespace", "pods"},
 			want: job(func(o *runOptions) {
 				o.Target, o.DryRun = "staging", true
 				o.lockFlags = lockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"}
 				o.clusterFlags = clusterFlags{ConfigFile: "lockctl.yaml", BuildClusters: []string{"gpu=gpu-ctx"}, PodNamespace: "pods"}
 				o.TTL, o.Timeout, o.Policy, o.Progress = time.Minute, 5*time.Minute, lock.PolicyFIFO, "plain"
+				o.Priority = lock.PriorityLow
 			}),
 		},
 		{name: "nothing to run", args: []string{"--lock", "staging"}, wantErr: "nothing to run: give a job with -f FILE or a command after --"},

@@ -31,7 +31,9 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 		Long: heredoc.Doc(`
 			Show the deploy locks in the lock namespace, or the lock of
 			NAMESPACE: the holder, since when, whether it is still alive (its
-			pod runs or its expiry is ahead) and the queue.
+			pod runs or its expiry is ahead) and the queue, in the order it is
+			served, each waiter marked with its priority unless normal ("(high)",
+			"(low, aged to normal)").
 
 			No lock is not a failure: status says so on stderr and exits 0.
 		`) + "\n" + exitCodeHelp,
@@ -126,9 +128,22 @@ func waiting(ws []lock.Claim) string {
 	}
 	names := make([]string, len(ws))
 	for i, w := range ws {
-		names[i] = fmt.Sprintf("%d:%s", i+1, w.Identity)
+		names[i] = fmt.Sprintf("%d:%s%s", i+1, w.Identity, priorityNote(w))
 	}
 	return strings.Join(names, ",")
+}
+
+// priorityNote marks a waiter that is not plainly normal: "(high)", or
+// "(low, aged to normal)" once ageing raised it.
+func priorityNote(w lock.Claim) string {
+	p := w.Priority.Level()
+	switch {
+	case w.Effective != "" && w.Effective != p:
+		return fmt.Sprintf("(%s, aged to %s)", p, w.Effective)
+	case p != lock.PriorityNormal:
+		return "(" + string(p) + ")"
+	}
+	return ""
 }
 
 func orDash(s string) string {

@@ -53,6 +53,14 @@ func TestRunStatus(t *testing.T) {
 		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
 		Session:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)),
 	}
+	hotfix := lock.Claim{
+		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "hotfix", Build: "9"},
+		Session:  "hf", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: lock.PriorityHigh,
+	}
+	aged := lock.Claim{
+		Identity: lock.Identity{Owner: "acme", Repo: "docs", Branch: "main", Build: "3"},
+		Session:  "lo", Since: metav1.NewMicroTime(testNow.Add(-lock.PriorityAgeing)), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: lock.PriorityLow,
+	}
 	corrupt := heldLock(t, "1")
 	corrupt.Name = lock.Name("broken")
 	corrupt.Labels[lock.TargetLabel] = "broken"
@@ -68,6 +76,8 @@ func TestRunStatus(t *testing.T) {
 		{name: "free lock", args: []string{"status", "staging"}, wantErrOut: "10:00:00 lock \"staging\" is free (default/lockctl-lock-staging)\n"},
 		{name: "table", args: []string{"status"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter), corrupt}, golden: "status/table.golden"},
 		{name: "yaml", args: []string{"status", "staging", "-o", "yaml"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter)}, golden: "status/lock.yaml.golden"},
+		{name: "priorities table", args: []string{"status"}, objs: []*corev1.ConfigMap{heldLock(t, "42", hotfix, aged, waiter)}, golden: "status/priorities.golden"},
+		{name: "priorities yaml", args: []string{"status", "staging", "-o", "yaml"}, objs: []*corev1.ConfigMap{heldLock(t, "42", hotfix, aged, waiter)}, golden: "status/priorities.yaml.golden"},
 		{name: "json list", args: []string{"status", "-o", "json"}, objs: []*corev1.ConfigMap{heldLock(t, "42")}, golden: "status/list.json.golden"},
 	}
 	for _, tt := range tests {

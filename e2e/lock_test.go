@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -187,4 +189,58 @@ func TestIntegrationCLIStatusEscapesTamperedIdentity(t *testing.T) {
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.NotContains(t, o.stdout+o.stderr, "\x1b", "no raw escape reaches the terminal")
 	assert.Contains(t, o.stdout, `"ac\x1b[2Jme"/web@main#1`)
+}
+
+// TestIntegrationCLIPriority: acquire --priority high queues ahead of a
+// normal waiter, status shows the priorities, and the high waiter gets the
+// lock first.
+func TestIntegrationCLIPriority(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	require.Equal(t, 0, c.run(t, append([]string{"acquire", "prod"}, id("web", 1)...)...).code)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	start := func(args ...string) (*exec.Cmd, *bytes.Buffer) {
+		cmd := c.command(ctx, append([]string{"acquire", "prod", "-q"}, args...)...)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		require.NoError(t, cmd.Start())
+		return cmd, &out
+	}
+	normal, _ := start(id("api", 1)...)
+	waitFor(t, c, "prod", "1:acme/api@main#1")
+	high, _ := start(append(id("hotfix", 1), "--priority", "high")...)
+	o := waitFor(t, c, "prod", "1:acme/hotfix@main#1(high),2:acme/api@main#1")
+
+	o = c.run(t, "status", "prod", "-o", "json")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, `"priority": "high"`)
+
+	require.Equal(t, 0, c.run(t, append([]string{"release", "prod"}, id("web", 1)...)...).code)
+	require.NoError(t, high.Wait(), "the high waiter gets the lock first")
+	o = c.run(t, "status", "prod")
+	assert.Contains(t, o.stdout, "acme/hotfix@main#1", "held by the hotfix")
+	assert.Contains(t, o.stdout, "1:acme/api@main#1", "the normal waiter still waits")
+
+	require.Equal(t, 0, c.run(t, append([]string{"release", "prod"}, id("hotfix", 1)...)...).code)
+	require.NoError(t, normal.Wait(), "then the normal waiter")
+	require.Equal(t, 0, c.run(t, append([]string{"release", "prod"}, id("api", 1)...)...).code)
+
+	o = c.run(t, append([]string{"acquire", "prod", "--priority", "urgent"}, id("web", 2)...)...)
+	assert.Equal(t, 2, o.code, "an unknown priority is a usage error: %s", o.stderr)
+}
+
+// waitFor runs status until its table shows want, and returns that run.
+func waitFor(t *testing.T, c *cli, target, want string) outcome {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		o := c.run(t, "status", target)
+		if strings.Contains(o.stdout, want) || time.Now().After(deadline) {
+			require.Contains(t, o.stdout, want, "status of %q", target)
+			return o
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

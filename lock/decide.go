@@ -89,6 +89,9 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 	}
 	rec.Waiters = live
+	if rec.orderWaiters(now) {
+		changed = true
+	}
 
 	var d Decision
 	if rec.Holder.Session == me.Session {
@@ -115,7 +118,8 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		stale := rec.Holder
 		d.StaleHolder = &stale
 		next := rec.firstWaiter()
-		if next == nil || next.Session == me.Session {
+		if next == nil || next.Session == me.Session ||
+			(rec.Position(me.Session) == 0 && me.Priority.rank() > next.effectiveRank(now)) {
 			if blocker := supersededBy(rec, me, policy, true); blocker != nil {
 				// A newer build waits: it gets the lock, not us.
 				next = blocker
@@ -143,13 +147,16 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	}
 
 	if policy == PolicyNewest {
-		// Older builds of our branch give up their place to us.
+		// Older builds of our branch and priority give up their place to
+		// us; we take the first of those places, and the time it has waited,
+		// so ageing (orderWaiters) goes on from there.
 		slot := -1
+		var since metav1.MicroTime
 		kept := rec.Waiters[:0]
 		for _, w := range rec.Waiters {
-			if w.Session != me.Session && competes(w, me) && buildOf(w) < buildOf(me) {
+			if w.Session != me.Session && competes(w, me) && samePriority(w, me) && buildOf(w) < buildOf(me) {
 				if slot < 0 {
-					slot = len(kept)
+					slot, since = len(kept), w.Since
 				}
 				changed = true
 				continue
@@ -158,12 +165,17 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 		rec.Waiters = kept
 		if rec.Position(me.Session) == 0 && slot >= 0 {
-			rec.insert(slot, waiting(me, ts, now, waiterTTL))
+			c := waiting(me, ts, now, waiterTTL)
+			c.Since = since
+			rec.insert(slot, c)
 			changed = true
 		}
 	}
 	if pos := rec.Position(me.Session); pos == 0 {
+		// Behind everyone of the same effective priority or higher, ahead of
+		// the rest.
 		rec.Waiters = append(rec.Waiters, waiting(me, ts, now, waiterTTL))
+		rec.orderWaiters(now)
 		changed = true
 	} else if w := &rec.Waiters[pos-1]; w.Expires.Time.Sub(now) < waiterTTL*2/3 {
 		w.Expires = microPtr(now.Add(waiterTTL))
@@ -235,8 +247,9 @@ func waiting(me Claim, ts metav1.MicroTime, now time.Time, ttl time.Duration) Cl
 
 // supersededBy returns the claim that makes me give up under policy, or nil.
 // Under PolicyNewest that is a holder of the same branch with a higher
-// build, or a waiter of the same branch with a higher build, or with the
-// same build ahead of me. With waitersOnly the holder is not considered.
+// build, whatever its priority, or a waiter of the same branch and priority
+// with a higher build, or with the same build ahead of me. With waitersOnly
+// the holder is not considered.
 func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim {
 	if policy != PolicyNewest {
 		return nil
@@ -248,7 +261,7 @@ func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim
 	}
 	pos := rec.Position(me.Session)
 	for i, w := range rec.Waiters {
-		if w.Session == me.Session || !competes(w, me) {
+		if w.Session == me.Session || !competes(w, me) || !samePriority(w, me) {
 			continue
 		}
 		b := buildOf(w)

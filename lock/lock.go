@@ -100,6 +100,10 @@ type Request struct {
 	// Policy applies when this request creates the lock; an existing lock
 	// keeps the policy it was created with. "" means PolicyNewest.
 	Policy Policy
+	// Priority places the contender in the queue: ahead of waiters of a
+	// lower effective priority (see Claim.Priority). "" means
+	// PriorityNormal. It never displaces the holder.
+	Priority Priority
 	// Unordered says the build number only tells this contender apart
 	// (a developer's terminal, a CI without a build counter): it is served
 	// first come, first served and never supersedes nor is superseded.
@@ -200,7 +204,10 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 	if req.Target == "" {
 		return Claim{}, errors.New("no target namespace given")
 	}
-	me := Claim{Identity: req.Identity, Session: req.Session, Unordered: req.Unordered, target: req.Target}
+	if _, err := ParsePriority(string(req.Priority)); err != nil {
+		return Claim{}, err
+	}
+	me := Claim{Identity: req.Identity, Session: req.Session, Unordered: req.Unordered, Priority: req.Priority.stored(), target: req.Target}
 	if me.Session == "" {
 		me.Session = newSession()
 	}

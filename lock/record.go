@@ -199,6 +199,16 @@ type Claim struct {
 	// it never supersedes nor is superseded, whatever the policy. Added in
 	// record version 1.1.
 	Unordered bool `json:"unordered,omitempty"`
+	// Priority orders the queue: high waiters are served ahead of normal
+	// ones, normal ahead of low, and every waiter rises one level for each
+	// PriorityAgeing it waits. "" means PriorityNormal; a value this lockctl
+	// does not know counts as normal and is kept. Added in record version
+	// 1.2.
+	Priority Priority `json:"priority,omitempty"`
+	// Effective is the waiter's priority after ageing when it differs from
+	// Priority. It is only set in the Lock that status shows, never stored
+	// in the record.
+	Effective Priority `json:"effectivePriority,omitempty"`
 
 	// target is the lock's target, carried for Decide when creating.
 	target string
@@ -228,7 +238,7 @@ type Record struct {
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-var RecordVersion = schema.Version{Major: 1, Minor: 1}
+var RecordVersion = schema.Version{Major: 1, Minor: 2}
 
 var (
 	recordFields = schema.Fields(Record{})

@@ -95,6 +95,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 	}
 	ts := later(now, rec.Updated)
 	rec.Updated = ts
+	rec.orderWaiters(now)
 	var next *Claim
 	for len(rec.Waiters) > 0 && next == nil {
 		if w := rec.Waiters[0]; w.Expires.After(now) {

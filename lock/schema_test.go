@@ -36,7 +36,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		Waiters: []Claim{{
 			Identity: Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"},
 			Session:  "b2", Since: metav1.NewMicroTime(since.Add(time.Minute)), Expires: &wexp,
-			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-7"},
+			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-7"}, Priority: PriorityHigh,
 		}},
 		Updated: metav1.NewMicroTime(since.Add(time.Minute)),
 	}
@@ -63,8 +63,9 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		wantErr     string
 	}{
 		{file: "v1.0.json", wantVersion: current},
+		{file: "v1.1.json", wantVersion: current},
 		{file: "v" + current + ".json", wantVersion: current},
-		{file: "v1.2-newer-minor.json", wantVersion: "1.2"},
+		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
 		{file: "v2.0.json", wantErr: "lock locks/lockctl-lock-staging has record version 2.0, which this lockctl cannot read (it reads version 1, up to " + current + ")"},
 	}
 	for _, tt := range tests {
@@ -96,7 +97,7 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 // version stay in place through the changes a contender makes.
 func TestRecordUnknownFieldsSurviveDecisions(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(recordGolden("v1.2-newer-minor.json"))
+	raw, err := os.ReadFile(recordGolden("v1.99-newer-minor.json"))
 	require.NoError(t, err)
 	cur, err := Decode(lockConfigMap(string(raw)))
 	require.NoError(t, err)
@@ -119,9 +120,9 @@ func TestRecordUnknownFieldsSurviveDecisions(t *testing.T) {
 	assert.JSONEq(t, `[{"build":"40","owner":"acme","released":"2026-12-03T09:59:00.000000Z"}]`, string(doc.History), "top-level field kept")
 	assert.Equal(t, "fields of a newer minor version are kept", doc.Holder["note"], "holder field kept")
 	require.Len(t, doc.Waiters, 2)
-	assert.EqualValues(t, 3, doc.Waiters[0]["priority"], "waiter field kept")
-	assert.NotContains(t, doc.Waiters[1], "priority", "the new waiter has only its own fields")
-	assert.Equal(t, "1.2", doc.Version)
+	assert.EqualValues(t, 3, doc.Waiters[0]["rank"], "waiter field kept")
+	assert.NotContains(t, doc.Waiters[1], "rank", "the new waiter has only its own fields")
+	assert.Equal(t, "1.99", doc.Version)
 }
 
 func TestSchemaVersionParse(t *testing.T) {

@@ -87,9 +87,17 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
 		return l
 	}
 	l.Spec = LockSpec{Target: rec.Target, Policy: rec.Policy}
-	h := rec.Holder
-	l.Status.Holder, l.Status.Waiters = &h, rec.Waiters
 	now := c.Clock.Now()
+	h := rec.Holder
+	h.Priority = h.Priority.Level()
+	for i := range rec.Waiters {
+		w := &rec.Waiters[i]
+		if e := w.EffectivePriority(now); e != w.Priority.Level() {
+			w.Effective = e
+		}
+		w.Priority = w.Priority.Level()
+	}
+	l.Status.Holder, l.Status.Waiters = &h, rec.Waiters
 	if h.Pod == nil {
 		l.Status.Alive = h.Expires.After(now)
 		if l.Status.Alive {
