@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/servertime"
 )
 
@@ -233,4 +234,13 @@ func trimConfigFlags(c *genericclioptions.ConfigFlags) {
 	c.TLSServerName = nil
 	c.DisableCompression = nil
 	c.Timeout = nil
+}
+
+// eventRecorder returns the recorder of the audit trail's Events (lock
+// changes, job state changes) written through cs; Events it cannot write are
+// logged at -v 1 and fail nothing.
+func (f *Factory) eventRecorder(cs kubernetes.Interface) *events.Recorder {
+	rec := events.NewRecorder(cs.EventsV1())
+	rec.Clock, rec.Log = f.Clock, f.Log
+	return rec
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // jobStore returns the store of the job records in the -n namespace of the
-// current context.
+// current context; the status changes it writes are recorded as Events.
 func jobStore(f *Factory) (*job.Store, error) {
 	ns, err := f.Namespace()
 	if err != nil {
@@ -25,7 +25,9 @@ func jobStore(f *Factory) (*job.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return job.NewStore(cs.CoreV1(), ns, job.WithClock(f.Clock)), nil
+	// NOTE: abort's state change is an Event on the job record, as the
+	// reconcile loop's are.
+	return job.NewStore(cs.CoreV1(), ns, job.WithClock(f.Clock), job.WithChangeHook(f.eventRecorder(cs).JobChanged)), nil
 }
 
 // clusterFlags are the flags naming the build clusters: --config and

@@ -172,5 +172,6 @@ func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
 	c.Nodes = cs.CoreV1()
 	c.Clock = f.lockClock()
 	c.Log = f.Log
+	c.Events = f.eventRecorder(cs)
 	return c, nil
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -254,9 +253,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	// NOTE: the locks of lockctl run sessions live beside the job records,
 	// so the job cluster's client reads them.
 	opts.Sessions = run.NewSessions(jobs.CoreV1(), o.f.lockClock())
-	rec := events.NewRecorder(jobs.EventsV1())
-	rec.Clock, rec.Log = o.f.Clock, o.f.Log
-	opts.OnJobChange = rec.JobChanged
+	opts.OnJobChange = o.f.eventRecorder(jobs).JobChanged
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Metrics, err = scheduler.NewMetrics(reg); err != nil {

@@ -72,7 +72,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := locks.Release(ctx, o.Target, id, lock.ReleaseOptions{Force: o.Force})
+	res, err := locks.Release(ctx, o.Target, id, lock.ReleaseOptions{Force: o.Force, By: o.breaker(id)})
 	if err != nil {
 		return fmt.Errorf("release lock %q: %w", o.Target, err)
 	}
@@ -93,4 +93,20 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		fmt.Fprintf(out, "lock %q now held by %s\n", o.Target, res.HandedTo.Identity)
 	}
 	return nil
+}
+
+// breaker names who breaks a lock with --force, for its Events and history:
+// the caller's identity, resolved as acquire would when no --build picked
+// the one to release, else the local user.
+func (o *releaseOptions) breaker(id lock.Identity) string {
+	if !o.Force {
+		return ""
+	}
+	if id == (lock.Identity{}) {
+		var err error
+		if id, _, err = o.identity(o.f); err != nil {
+			return localUser(o.f.Getenv)
+		}
+	}
+	return id.String()
 }

@@ -350,6 +350,7 @@ func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string)
 		return nil, err
 	}
 	opts.Clock, opts.Log = o.f.Clock, o.libraryLog(logrus.WarnLevel)
+	opts.OnJobChange = o.f.eventRecorder(cs).JobChanged
 	jobs, err := run.NewJobs(run.JobsOptions{
 		Namespace: ns, Jobs: cs, Clusters: clusters, Scheduler: opts,
 		Logs: o.logs, FollowLog: o.libraryLog(logrus.ErrorLevel), Log: o.f.Log,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock"
 )
 
 func TestMain(m *testing.M) {
@@ -77,11 +79,21 @@ func TestIntegrationShippedServiceAccount(t *testing.T) {
 	assert.Contains(t, o.stdout, "acme/web@main#1")
 	o = cli(append([]string{"release", "staging"}, id...)...)
 	require.Equal(t, 0, o.code, "release: %s", o.stderr)
+	// The audit trail is written with the shipped Role.
+	assert.Equal(t, []string{"Acquired", "Released"}, eventReasons(t, env, ns, lock.Name("staging")), "the lock's Events")
 
 	// run: lock, submit, drive the job in-process, follow its pod and logs.
 	o = cli(append([]string{"run", "--lock", "staging", "-f", writeJob(t, "deploy-run", "0")}, id...)...)
 	require.Equal(t, 0, o.code, "run: %s", o.stderr)
 	assert.Contains(t, o.stderr, `job "deploy-run" (build 1) succeeded`)
+	assert.Subset(t, eventReasons(t, env, ns, "deploy-run"), []string{"Pending", "Success"}, "run's job state changes are Events on its record")
+
+	// abort: the job's state change is an Event on its record.
+	o = cli("submit", "-f", writeJob(t, "deploy-abort", "0"))
+	require.Equal(t, 0, o.code, "submit: %s", o.stderr)
+	o = cli("abort", "deploy-abort")
+	require.Equal(t, 0, o.code, "abort: %s", o.stderr)
+	assert.Equal(t, []string{"Aborted"}, eventReasons(t, env, ns, "deploy-abort"), "abort is an Event on the job record")
 
 	// submit, then cron passes of reconcile until the job is done.
 	o = cli("submit", "-f", writeJob(t, "deploy-cron", "0"))
@@ -253,4 +265,20 @@ func runLockctl(t *testing.T, env []string, args ...string) outcome {
 	t.Helper()
 	o := clitest.Run(t, 2*time.Minute, t.TempDir(), env, args...)
 	return outcome{code: o.Code, stdout: o.Stdout, stderr: o.Stderr}
+}
+
+// eventReasons returns the reasons of the Events about the object named
+// name in ns, as `kubectl get events --field-selector involvedObject.name=`
+// lists them, oldest first.
+func eventReasons(t *testing.T, env *testenv.Env, ns, name string) []string {
+	t.Helper()
+	list, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	require.NoError(t, err)
+	items := list.Items
+	sort.SliceStable(items, func(i, j int) bool { return items[i].EventTime.Before(&items[j].EventTime) })
+	var out []string
+	for _, ev := range items {
+		out = append(out, ev.Reason)
+	}
+	return out
 }

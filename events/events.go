@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/lock"
 )
 
 // Controller is the reportingController of every Event lockctl writes.
@@ -25,6 +27,8 @@ const Controller = "lockctl.dev/lockctl"
 
 // maxNote is the longest note the API server accepts, in bytes.
 const maxNote = 1024
+
+var _ lock.EventRecorder = (*Recorder)(nil)
 
 // Recorder writes Events. The zero value and a nil *Recorder write nothing.
 type Recorder struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -59,4 +60,57 @@ func TestIntegrationJobEvents(t *testing.T) {
 		"Normal Pending: triggered → pending: pod created",
 		`Warning Failure: pending → failure: container "main" exited with code 3`,
 	}, got, "kubectl get events shows the job's state changes")
+}
+
+// TestIntegrationLockEvents takes a lock, hands it over on release and has
+// someone else break it with --force on the real API server, then lists the
+// lock's Events as `kubectl get events` does.
+func TestIntegrationLockEvents(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	rec := NewRecorder(env.Client.EventsV1())
+	logs := &bytes.Buffer{}
+	l := logrus.New()
+	l.SetOutput(logs)
+	l.SetLevel(logrus.DebugLevel)
+	rec.Log = logrus.NewEntry(l)
+	locks := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns)
+	locks.Events = rec
+	req := func(repo, session string) lock.Request {
+		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Session: session}
+	}
+
+	first, _, err := locks.TryAcquire(t.Context(), req("web", "a"))
+	require.NoError(t, err)
+	require.NotNil(t, first, "the free lock is taken")
+	held, queued, err := locks.TryAcquire(t.Context(), req("api", "b"))
+	require.NoError(t, err)
+	require.Nil(t, held)
+	require.NotNil(t, queued, "the second contender waits")
+	res, err := locks.Release(t.Context(), "staging", req("web", "a").Identity, lock.ReleaseOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, res.HandedTo, "the release hands the lock over")
+	held, _, err = locks.TryAcquire(t.Context(), req("api", "b"))
+	require.NoError(t, err)
+	require.NotNil(t, held, "the waiter confirms the hand-over")
+	res, err = locks.Release(t.Context(), "staging", req("ops", "c").Identity, lock.ReleaseOptions{Force: true, By: "alice@console"})
+	require.NoError(t, err)
+	require.True(t, res.Forced)
+
+	assert.Empty(t, logs.String(), "every Event is accepted")
+	list, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + lock.Name("staging")})
+	require.NoError(t, err)
+	var got []string
+	for _, ev := range list.Items {
+		got = append(got, ev.Type+" "+ev.Reason+": "+ev.Message)
+		assert.Equal(t, "ConfigMap", ev.InvolvedObject.Kind)
+		assert.Equal(t, first.UID, ev.InvolvedObject.UID, "the Event points at the lock")
+	}
+	assert.ElementsMatch(t, []string{
+		"Normal Acquired: acquired by acme/web@main#1, fencing token " + first.Token,
+		"Normal HandedOver: released by acme/web@main#1, handed over to acme/api@main#1",
+		"Normal Acquired: hand-over confirmed by acme/api@main#1, fencing token " + held.Token,
+		"Warning ForceReleased: hold of acme/api@main#1 broken with --force by alice@console",
+	}, got, "kubectl get events shows the lock's changes")
 }

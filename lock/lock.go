@@ -61,6 +61,10 @@ type Client struct {
 	// seen from the node itself; nil, or a Forbidden answer, means the
 	// pod's conditions alone are judged.
 	Nodes corev1client.NodesGetter
+	// Events, when set, records every change of a lock as an Event on its
+	// ConfigMap (the Reason constants); nil records none. Recording is
+	// best effort and never fails an operation.
+	Events EventRecorder
 
 	nodesDenied atomic.Bool
 }
@@ -271,10 +275,10 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 		cur = rec
 	}
 	now := c.Clock.Now()
-	alive, recheck := true, time.Time{}
+	alive, recheck, why := true, time.Time{}, ""
 	if cur != nil {
 		var err error
-		alive, recheck, err = c.holderAlive(ctx, cur.Holder, pod, now)
+		alive, recheck, why, err = c.holderAlive(ctx, cur.Holder, pod, now)
 		if err != nil {
 			return nil, err
 		}
@@ -301,6 +305,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 			return nil, err
 		}
 		res.cm, res.rec = written, d.Record
+		c.stepEvents(ctx, res, cur, me, why)
 	}
 	switch d.Outcome {
 	case Acquired:
@@ -325,6 +330,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 			log.WithField("holder", me.Identity.String()).Debug("lock acquired")
 		}
 	case Superseded:
+		c.event(ctx, res.cm, false, ReasonSuperseded, fmt.Sprintf("%s gave up: superseded by %s", me.Identity, d.By.Identity))
 		return res, &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.Session == res.rec.Holder.Session}
 	}
 	return res, nil
@@ -371,23 +377,39 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 
 // holderAlive judges the holder: by its pod when it has one (see JudgePod),
 // else by its expiry. recheck, when not zero, is when the verdict changes
-// by itself (a grace period of the pod or its node ends).
-func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time) (alive bool, recheck time.Time, err error) {
+// by itself (a grace period of the pod or its node ends); why says why a
+// holder is not alive, for people.
+func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time) (alive bool, recheck time.Time, why string, err error) {
 	if h.Pod == nil {
-		return h.Expires != nil && h.Expires.After(now), time.Time{}, nil
+		if h.Expires != nil && h.Expires.After(now) {
+			return true, time.Time{}, "", nil
+		}
+		why = "expired"
+		if h.Expires != nil {
+			why += " at " + h.Expires.UTC().Format(time.RFC3339)
+		}
+		return false, time.Time{}, why, nil
 	}
 	if pod == nil || pod.Name != h.Pod.Name || pod.Namespace != h.Pod.Namespace {
 		p, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return false, time.Time{}, nil
+			return false, time.Time{}, "pod " + h.Pod.String() + " is gone", nil
 		}
 		if err != nil {
-			return false, time.Time{}, fmt.Errorf("check holder pod %s: %w", h.Pod, err)
+			return false, time.Time{}, "", fmt.Errorf("check holder pod %s: %w", h.Pod, err)
 		}
 		pod = p
 	}
 	v := JudgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
-	return v.Alive, v.Recheck, nil
+	if !v.Alive {
+		why = "pod " + h.Pod.String()
+		if v.Message != "" {
+			why += ": " + v.Message
+		} else {
+			why += " " + string(pod.Status.Phase)
+		}
+	}
+	return v.Alive, v.Recheck, why, nil
 }
 
 // node returns the node pod is bound to, or nil when it is unknown or may

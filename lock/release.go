@@ -33,6 +33,9 @@ type Released struct {
 type ReleaseOptions struct {
 	// Force releases the lock whoever holds it, and deletes an invalid lock.
 	Force bool
+	// By names who releases, for the lock's Events and history when Force
+	// breaks someone else's hold; "" means the identity given to Release.
+	By string
 }
 
 // Release gives up target's lock held by id. When others wait, the first
@@ -72,6 +75,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 			return nil, err
 		}
 		log.WithField("err", err).Warn("deleted a lock this lockctl cannot read")
+		c.event(ctx, cm, true, ReasonForceReleased, fmt.Sprintf("unreadable lock deleted with --force by %s: %v", o.by(id), err))
 		return &Released{Forced: true, Invalid: err}, nil
 	case err != nil:
 		return nil, err
@@ -109,16 +113,30 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 			return nil, err
 		}
 		log.WithField("holder", holder.Identity.String()).Debug("lock released")
+		c.releaseEvents(ctx, cm, res, o.by(id))
 		return res, nil
 	}
 	rec.handOver(*next, ts, now)
-	if _, err := c.write(ctx, target, cm, Decision{Record: rec}); err != nil {
+	written, err := c.write(ctx, target, cm, Decision{Record: rec})
+	if err != nil {
 		return nil, err
 	}
 	handed := rec.Holder
 	res.HandedTo = &handed
 	log.WithField("holder", handed.Identity.String()).Debug("lock handed over")
+	c.releaseEvents(ctx, written, res, o.by(id))
 	return res, nil
+}
+
+// by names who releases: o.By, else id.
+func (o ReleaseOptions) by(id Identity) string {
+	if o.By != "" {
+		return o.By
+	}
+	if id == (Identity{}) {
+		return "an unnamed user"
+	}
+	return id.String()
 }
 
 // delete removes cm only if it is still the version just read.

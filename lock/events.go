@@ -1,0 +1,98 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Reasons of the Events a Client records on a lock's ConfigMap (see
+// Client.Events); `kubectl get events --field-selector
+// involvedObject.name=lockctl-lock-TARGET` lists them.
+const (
+	// ReasonAcquired: a contender took the lock, or confirmed a hand-over.
+	ReasonAcquired = "Acquired"
+	// ReasonHandedOver: the lock went to the first waiter, on a release or
+	// when its holder was stale.
+	ReasonHandedOver = "HandedOver"
+	// ReasonReleased: the holder released the lock and nobody waited.
+	ReasonReleased = "Released"
+	// ReasonForceReleased (a warning): someone else broke the lock with
+	// --force, or deleted a lock this lockctl cannot read.
+	ReasonForceReleased = "ForceReleased"
+	// ReasonStaleHolderRemoved (a warning): a contender found the holder
+	// no longer alive (expired, pod gone or finished, node lost) and took
+	// its place or handed it on.
+	ReasonStaleHolderRemoved = "StaleHolderRemoved"
+	// ReasonSuperseded: a contender gave up because a newer build of its
+	// branch waits or holds the lock.
+	ReasonSuperseded = "Superseded"
+)
+
+// EventRecorder records an Event about a lock's ConfigMap. It must never
+// fail nor block for long: an Event that cannot be written is the
+// recorder's to log. *events.Recorder implements it.
+type EventRecorder interface {
+	Event(ctx context.Context, cm *corev1.ConfigMap, warning bool, action, reason, note string)
+}
+
+// event records one change of the lock cm, if the client has a recorder.
+func (c *Client) event(ctx context.Context, cm *corev1.ConfigMap, warning bool, reason, note string) {
+	if c.Events == nil || cm == nil {
+		return
+	}
+	c.Events.Event(ctx, cm, warning, "Lock", reason, note)
+}
+
+// describeClaim renders a claim for an Event note: the identity, and the
+// pod it lives in or its expiry.
+func describeClaim(cl Claim) string {
+	if cl.Pod != nil {
+		return fmt.Sprintf("%s (pod %s)", cl.Identity, cl.Pod)
+	}
+	return cl.Identity.String()
+}
+
+// stepEvents records what one written decision changed; cur is the record
+// it was taken on, why what made its holder stale.
+func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *Record, me Claim, why string) {
+	d := res.decision
+	if d.StaleHolder != nil {
+		next := "taken by " + describeClaim(me)
+		if d.HandedTo != nil {
+			next = "handed over to " + describeClaim(*d.HandedTo)
+		}
+		c.event(ctx, res.cm, true, ReasonStaleHolderRemoved,
+			fmt.Sprintf("stale holder %s removed: %s; %s", describeClaim(*d.StaleHolder), why, next))
+	}
+	if d.HandedTo != nil && d.StaleHolder != nil {
+		c.event(ctx, res.cm, false, ReasonHandedOver,
+			fmt.Sprintf("handed over from %s to %s", d.StaleHolder.Identity, describeClaim(*d.HandedTo)))
+	}
+	if d.Outcome == Acquired && d.TookOver {
+		note := "acquired by " + describeClaim(res.rec.Holder)
+		if cur != nil && cur.Holder.Session == me.Session && cur.Holder.HandedOver {
+			note = "hand-over confirmed by " + describeClaim(res.rec.Holder)
+		}
+		if res.cm != nil {
+			note += ", fencing token " + res.cm.ResourceVersion
+		}
+		c.event(ctx, res.cm, false, ReasonAcquired, note)
+	}
+}
+
+// releaseEvents records what a release changed on the lock cm: by is who
+// released it.
+func (c *Client) releaseEvents(ctx context.Context, cm *corev1.ConfigMap, res *Released, by string) {
+	prev := describeClaim(*res.Previous)
+	switch {
+	case res.Forced:
+		c.event(ctx, cm, true, ReasonForceReleased, fmt.Sprintf("hold of %s broken with --force by %s", prev, by))
+	case res.HandedTo == nil:
+		c.event(ctx, cm, false, ReasonReleased, "released by "+prev)
+	}
+	if res.HandedTo != nil {
+		c.event(ctx, cm, false, ReasonHandedOver, fmt.Sprintf("released by %s, handed over to %s", res.Previous.Identity, describeClaim(*res.HandedTo)))
+	}
+}
