@@ -10,4 +10,10 @@
 // compare-and-swap updates on the ConfigMap's resourceVersion: a lost race is
 // returned as ErrConflict, never overwritten, and a terminal job is never
 // changed again (ErrTerminal).
+//
+// The record is versioned (RecordVersion, docs/job-record.md): a lockctl
+// reads every minor version of its major version and writes back what a
+// newer one added, unchanged, so lockctl releases of one major version share
+// job records; another major version is refused with a *VersionError naming
+// both versions.
 package job

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -280,21 +279,19 @@ func IsJobConfigMap(cm *corev1.ConfigMap) bool {
 	return cm.Labels[LabelManagedBy] == ManagedByValue && cm.Labels[LabelKind] == KindJob
 }
 
-// ToConfigMap encodes a job record as its ConfigMap: spec and status as JSON
-// data, and labels for cheap selection.
+// ToConfigMap encodes a job record as its ConfigMap: spec, status and the
+// record version as data (docs/job-record.md), and labels for cheap
+// selection. What the job's record held that this lockctl does not know is
+// written back as it was read.
 func ToConfigMap(j *Job) (*corev1.ConfigMap, error) {
-	spec, err := json.Marshal(&j.Spec)
+	data, err := encodeRecord(j)
 	if err != nil {
-		return nil, fmt.Errorf("encode job %q spec: %w", j.Name, err)
-	}
-	status, err := json.Marshal(&j.Status)
-	if err != nil {
-		return nil, fmt.Errorf("encode job %q status: %w", j.Name, err)
+		return nil, err
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: *j.ObjectMeta.DeepCopy(),
-		Data:       map[string]string{dataSpec: string(spec), dataStatus: string(status)},
+		Data:       data,
 	}
 	cm.Labels = recordLabels(j)
 	return cm, nil
@@ -321,8 +318,10 @@ func recordLabels(j *Job) map[string]string {
 	return l
 }
 
-// FromConfigMap decodes a job record. It returns an error matching
-// ErrCorrupt if the ConfigMap does not hold a job.
+// FromConfigMap decodes a job record of any minor version of RecordVersion's
+// major version, keeping what it does not know for ToConfigMap. It returns
+// an error matching ErrCorrupt if the ConfigMap does not hold a job, a
+// *VersionError (matching ErrCorrupt too) for another major version.
 func FromConfigMap(cm *corev1.ConfigMap) (*Job, error) {
 	j := &Job{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
 	cm.ObjectMeta.DeepCopyInto(&j.ObjectMeta)
@@ -333,12 +332,11 @@ func FromConfigMap(cm *corev1.ConfigMap) (*Job, error) {
 	if len(j.Labels) == 0 {
 		j.Labels = nil
 	}
-	if err := json.Unmarshal([]byte(cm.Data[dataSpec]), &j.Spec); err != nil {
-		return nil, fmt.Errorf("decode job %q spec: %v: %w", cm.Name, err, ErrCorrupt)
+	stored, err := decodeRecord(cm.Name, cm.Data, j)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal([]byte(cm.Data[dataStatus]), &j.Status); err != nil {
-		return nil, fmt.Errorf("decode job %q status: %v: %w", cm.Name, err, ErrCorrupt)
-	}
+	j.stored = stored
 	return j, nil
 }
 

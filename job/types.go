@@ -54,6 +54,11 @@ type Job struct {
 
 	Spec   JobSpec   `json:"spec"`
 	Status JobStatus `json:"status,omitempty"`
+
+	// stored is what the record the job was read from holds that this
+	// lockctl does not know (a newer minor version's fields), written back
+	// with it; nil when nothing.
+	stored *storedRecord
 }
 
 // JobSpec is what a job runs and the rules it runs under.
@@ -189,7 +194,7 @@ func (j *Job) DeepCopy() *Job {
 	if j == nil {
 		return nil
 	}
-	out := &Job{TypeMeta: j.TypeMeta}
+	out := &Job{TypeMeta: j.TypeMeta, stored: j.stored}
 	j.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Spec = *j.Spec.DeepCopy()
 	out.Status = *j.Status.DeepCopy()
