@@ -3,11 +3,13 @@ package scheduler
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/job"
 )
@@ -62,7 +64,7 @@ func TestIntegrationNewerJobRecord(t *testing.T) {
 		status["attempts"] = []any{map[string]any{"pod": "newer-a", "result": "evicted"}}
 		return true
 	})
-	it.submit("major", exits("0", "1s"))
+	majorJob := it.submit("major", exits("0", "1s"))
 	it.newerWrite("major", "2.0", func(data map[string]string, _, _ map[string]any) bool {
 		data["record"] = `{"runs":[]}`
 		return true
@@ -101,4 +103,17 @@ func TestIntegrationNewerJobRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, major.ResourceVersion, after.ResourceVersion, "the record of another major version is left alone")
 	assert.Nil(t, it.pod("major"), "and its job not started")
+
+	// The newer lockctl's loop starts that job's pod: today's retention
+	// leaves it alone, though it finds no record it can read for it.
+	_, err = it.env.Client.CoreV1().Pods(it.ns).Create(t.Context(), job.NewPod(majorJob, it.ns, "1"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	sinker := NewSinker(it.env.Client.CoreV1(), it.ns, map[string]corev1client.PodsGetter{job.DefaultCluster: it.env.Client.CoreV1()},
+		SinkerOptions{PodRetention: time.Nanosecond, JobRetention: -1})
+	res, err := sinker.Prune(t.Context())
+	require.NoError(t, err)
+	for _, p := range res.Deleted {
+		assert.NotEqual(t, "major", p.Name, "nothing of the newer major's job is pruned: %+v", p)
+	}
+	assert.NotNil(t, it.pod("major"), "its pod is left alone")
 }

@@ -209,7 +209,7 @@ func (s *Sinker) prunePods(ctx context.Context, alias string, jobs map[string]*j
 		}
 		seen[pod.UID] = true
 		reason, due := s.podDue(pod, jobs, listed)
-		if !due {
+		if !due || s.newerRecord(ctx, pod, jobs) {
 			continue
 		}
 		p := Pruned{Kind: "pod", Cluster: alias, Namespace: pod.Namespace, Name: pod.Name, Reason: reason}
@@ -221,6 +221,19 @@ func (s *Sinker) prunePods(ctx context.Context, alias string, jobs map[string]*j
 		s.record(res, p, deleted)
 	}
 	return errors.Join(errs...)
+}
+
+// newerRecord reports whether pod's job record, missing from the listing,
+// is there but of a record version this lockctl cannot read: a newer
+// lockctl's, whose reconcile loop owns the pod (docs/job-record.md).
+func (s *Sinker) newerRecord(ctx context.Context, pod *corev1.Pod, jobs map[string]*job.Job) bool {
+	name := pod.Labels[job.LabelRecord]
+	if name == "" || jobs[name] != nil {
+		return false
+	}
+	_, err := s.store.Get(ctx, name)
+	var newer *job.VersionError
+	return errors.As(err, &newer)
 }
 
 // podDue says whether pod should go, and why.

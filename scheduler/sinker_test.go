@@ -27,6 +27,8 @@ type record struct {
 	state    job.State
 	finished time.Duration // before epoch; also orders the starts
 	pod      corev1.PodPhase
+	// version, when set, is the record version written (a newer lockctl's).
+	version string
 }
 
 func (r record) objects(t *testing.T) (*corev1.ConfigMap, *corev1.Pod) {
@@ -49,6 +51,9 @@ func (r record) objects(t *testing.T) (*corev1.ConfigMap, *corev1.Pod) {
 	}
 	cm, err := job.ToConfigMap(j)
 	require.NoError(t, err)
+	if r.version != "" {
+		cm.Data["version"] = r.version
+	}
 	if r.pod == "" {
 		return cm, nil
 	}
@@ -110,6 +115,14 @@ func TestSinkerPrune(t *testing.T) {
 				orphan("running-long", corev1.PodRunning, 2*day),
 			},
 			wantDeleted: []string{`pod "pods/finished"`, `pod "pods/running-long"`},
+		},
+		{
+			name: "a record of a newer major version and its pod are left alone",
+			records: []record{
+				{name: "newer", state: job.Success, finished: 30 * day, pod: corev1.PodSucceeded, version: "2.0"},
+				{name: "newer-minor", state: job.Success, finished: 30 * day, pod: corev1.PodSucceeded, version: "1.9"},
+			},
+			wantDeleted: []string{`pod "pods/newer-minor"`, `job "jobs/newer-minor"`},
 		},
 	}
 	for _, tt := range tests {
