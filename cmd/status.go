@@ -96,7 +96,8 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	case o.Output != "":
 		return printObject(o.f.IOStreams.Out, o.Output, listOf(items))
 	}
-	printLockTable(o.f.IOStreams.Out, items, o.f.Clock.Now())
+	// NOTE: ages count on the clock the lock was stamped on, the API server's.
+	printLockTable(o.f.IOStreams.Out, items, locks.Clock.Now())
 	return nil
 }
 
