@@ -87,6 +87,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newSubmitCmd(f, nil),
 		newVersionCmd(f, nil),
 	)
+	registerCompletions(root, f)
 	return root
 }
 
