@@ -75,6 +75,7 @@ const completionTimeout = 3 * time.Second
 var flagValues = map[string][]string{
 	"policy":   {"newest", "fifo"},
 	"progress": {"auto", "tty", "plain"},
+	"priority": {"high", "normal", "low"},
 }
 
 // completer offers the shell the names lockctl works with, read from the

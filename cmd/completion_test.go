@@ -84,6 +84,7 @@ current-context: kind-dev
 			want: []string{"gpu=prod-eu\tcluster c1"}, wantD: noFiles},
 		{name: "-o", args: []string{"status", "-o", ""}, want: []string{"json", "yaml"}, wantD: noFiles},
 		{name: "--policy", args: []string{"acquire", "--policy", ""}, want: []string{"newest", "fifo"}, wantD: noFiles},
+		{name: "--priority", args: []string{"acquire", "--priority", ""}, want: []string{"high", "normal", "low"}, wantD: noFiles},
 		{name: "--progress", args: []string{"run", "--progress", ""}, want: []string{"auto", "tty", "plain"}, wantD: noFiles},
 		{name: "-f: job files", args: []string{"submit", "-f", ""}, want: []string{"yaml", "yml", "json"}, wantD: fileExts},
 		{name: "--kubeconfig: any file", args: []string{"status", "--kubeconfig", ""}, want: nil, wantD: files},
