@@ -130,3 +130,14 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 	t.Helper()
 	return &fakeEnv{cs: fake.NewClientset(), clock: testingclock.NewFakeClock(testNow)}
 }
+
+// TestRunSessionsLockClients: the lock clients of Sessions judge on the
+// clock given (the API server's, in lockctl) and read holder pods' nodes.
+func TestRunSessionsLockClients(t *testing.T) {
+	t.Parallel()
+	clk := testingclock.NewFakeClock(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
+	c := NewSessions(fake.NewClientset().CoreV1(), clk).client("locks")
+	assert.Same(t, clk, c.Clock, "the clock given")
+	assert.NotNil(t, c.Nodes, "nodes are read")
+	assert.Equal(t, "locks", c.Namespace())
+}
