@@ -55,7 +55,8 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 
 			On success the fencing token is printed on stdout: it grows with
 			every new holder, so a deploy step can refuse to act on a lock it
-			no longer holds. Acquiring a lock your build already holds (same
+			no longer holds. With -o json or -o yaml the Lock object is printed
+			instead, as status prints it, with the token in status.token. Acquiring a lock your build already holds (same
 			owner, repo, branch and build, and the same pod or none) returns at
 			once with the token of that hold; another pod of the same build
 			waits like anyone else.
@@ -72,6 +73,9 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 
 			# Keep the token for the deploy step
 			LOCKCTL_FENCING_TOKEN=$(lockctl acquire staging)
+
+			# The lock as JSON, token included
+			lockctl acquire staging -o json | jq -r .status.token
 		`),
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -91,9 +92,16 @@ func TestRunAcquire(t *testing.T) {
 		env        map[string]string
 		objs       []*corev1.ConfigMap
 		wantOut    string
+		wantJSON   bool
 		wantErrOut string
 		wantCode   int
 	}{
+		{
+			name:       "lock object with its token as json",
+			args:       []string{"acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42", "-o", "json"},
+			wantJSON:   true,
+			wantErrOut: "10:00:00 lock \"staging\" acquired by acme/web@main#42 after 0s (default/lockctl-lock-staging)\n",
+		},
 		{
 			name:       "free lock, identity from flags",
 			args:       []string{"acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42"},
@@ -147,7 +155,19 @@ func TestRunAcquire(t *testing.T) {
 			}
 			err := te.run(tt.args...)
 			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
-			assert.Equal(t, tt.wantOut, te.out.String(), "stdout")
+			if tt.wantJSON {
+				// The session is random: check the fields that tell.
+				var l lock.Lock
+				require.NoError(t, json.Unmarshal(te.out.Bytes(), &l), "stdout: %s", te.out)
+				assert.Equal(t, lock.KindLock, l.Kind, "kind")
+				assert.Equal(t, lock.StateHeld, l.Status.State, "state")
+				assert.Equal(t, "1", l.Status.Token, "token")
+				require.NotNil(t, l.Status.Holder, "holder")
+				assert.Equal(t, "acme/web@main#42", l.Status.Holder.Identity.String(), "holder")
+				assert.Equal(t, testNow, l.Status.Holder.Since.UTC(), "since")
+			} else {
+				assert.Equal(t, tt.wantOut, te.out.String(), "stdout")
+			}
 			assert.Equal(t, tt.wantErrOut, te.errOut.String(), "stderr")
 		})
 	}

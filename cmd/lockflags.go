@@ -164,6 +164,12 @@ func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return lockClientIn(f, ns)
+}
+
+// lockClientIn returns a lock client for the lock namespace ns;
+// metav1.NamespaceAll lists the locks of every namespace.
+func lockClientIn(f *Factory, ns string) (*lock.Client, error) {
 	cs, err := f.Clientset()
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/lock"
 )
@@ -19,8 +20,9 @@ type statusOptions struct {
 	f *Factory
 
 	lockFlags
-	Target string
-	Output string
+	Target        string
+	AllNamespaces bool
+	Output        string
 }
 
 func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
@@ -29,11 +31,16 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 		Use:   "status [NAMESPACE]",
 		Short: "Show who holds each deploy lock and who waits",
 		Long: heredoc.Doc(`
-			Show the deploy locks in the lock namespace, or the lock of
-			NAMESPACE: the holder, since when, whether it is still alive (its
-			pod runs or its expiry is ahead) and the queue, in the order it is
-			served, each waiter marked with its priority unless normal ("(high)",
-			"(low, aged to normal)").
+			Show the deploy locks in the lock namespace (with -A, in every
+			namespace), or the lock of NAMESPACE: the holder, its fencing token,
+			since when, whether it is still alive (its pod runs or its expiry is
+			ahead) and the queue, in the order it is served, each waiter marked
+			with its priority unless normal ("(high)", "(low, aged to normal)").
+
+			-o json and -o yaml print Lock objects; status.state is held,
+			stale, free or invalid, status.token the holder's fencing token,
+			and times are RFC 3339. The lock of NAMESPACE is printed even when
+			it is free (state free, no holder).
 
 			No lock is not a failure: status says so on stderr and exits 0.
 		`) + "\n" + exitCodeHelp,
@@ -41,16 +48,22 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 			# Every lock, as a table
 			lockctl status
 
+			# The locks of every lock namespace
+			lockctl status -A
+
 			# One lock, as YAML
 			lockctl status staging -o yaml
+
+			# Who holds staging, and with which token (empty when free)
+			lockctl status staging -o json | jq -r '.status.state, .status.token'
 		`),
 		Args: maxArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Target = args[0]
-				if err := validateTarget(o.Target); err != nil {
-					return err
-				}
+			}
+			if err := o.validate(); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(o)
@@ -58,56 +71,90 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 			return runStatus(c.Context(), o)
 		},
 	}
-	o.addLockNamespaceFlag(c.Flags())
-	addOutputFlag(c.Flags(), &o.Output, "json", "yaml")
+	fs := c.Flags()
+	o.addLockNamespaceFlag(fs)
+	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the locks of every lock namespace (--lock-namespace is then ignored)")
+	addOutputFlag(fs, &o.Output, "json", "yaml")
 	return c
 }
 
+func (o *statusOptions) validate() error {
+	if o.Target == "" {
+		return nil
+	}
+	if o.AllNamespaces {
+		// NOTE: as kubectl: a lock is named within one lock namespace.
+		return flagErrorf("a lock cannot be shown by name across all namespaces: drop -A, or NAMESPACE to list every lock")
+	}
+	return validateTarget(o.Target)
+}
+
 func runStatus(ctx context.Context, o *statusOptions) error {
-	locks, err := newLockClient(o.f, &o.lockFlags)
+	var locks *lock.Client
+	var err error
+	if o.AllNamespaces {
+		locks, err = lockClientIn(o.f, metav1.NamespaceAll)
+	} else {
+		locks, err = newLockClient(o.f, &o.lockFlags)
+	}
 	if err != nil {
 		return err
 	}
-	var items []lock.Lock
 	if o.Target != "" {
 		l, err := locks.Get(ctx, o.Target)
 		if err != nil {
 			return err
 		}
-		if l != nil {
-			items = append(items, *l)
+		if l == nil {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free (%s)\n", o.Target, locks.Describe(o.Target))
+			if o.Output == "" {
+				return nil
+			}
+			free := locks.Free(o.Target)
+			l = &free
 		}
-	} else if items, err = locks.List(ctx); err != nil {
+		if o.Output != "" {
+			return printObject(o.f.IOStreams.Out, o.Output, l)
+		}
+		printLockTable(o.f.IOStreams.Out, []lock.Lock{*l}, false, locks.Clock.Now())
+		return nil
+	}
+	items, err := locks.List(ctx)
+	if err != nil {
 		return err
 	}
 	if len(items) == 0 {
-		what := "no locks in namespace " + fmt.Sprintf("%q", locks.Namespace())
-		if o.Target != "" {
-			what = fmt.Sprintf("lock %q is free (%s)", o.Target, locks.Describe(o.Target))
+		where := fmt.Sprintf("in namespace %q", locks.Namespace())
+		if o.AllNamespaces {
+			where = "in any namespace"
 		}
-		fmt.Fprintln(o.f.IOStreams.ErrOut, what)
+		fmt.Fprintln(o.f.IOStreams.ErrOut, "no locks "+where)
 		if o.Output == "" {
 			return nil
 		}
 	}
-	switch {
-	case o.Output != "" && o.Target != "" && len(items) == 1:
-		return printObject(o.f.IOStreams.Out, o.Output, items[0])
-	case o.Output != "":
+	if o.Output != "" {
 		return printObject(o.f.IOStreams.Out, o.Output, listOf(items))
 	}
 	// NOTE: ages count on the clock the lock was stamped on, the API server's.
-	printLockTable(o.f.IOStreams.Out, items, locks.Clock.Now())
+	printLockTable(o.f.IOStreams.Out, items, o.AllNamespaces, locks.Clock.Now())
 	return nil
 }
 
-// printLockTable prints locks as kubectl prints resources.
-func printLockTable(w io.Writer, items []lock.Lock, now time.Time) {
+// printLockTable prints locks as kubectl prints resources, with the lock
+// namespace first when withNamespace is set.
+func printLockTable(w io.Writer, items []lock.Lock, withNamespace bool, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tHOLDER\tSINCE\tLIVENESS\tWAITING")
+	if withNamespace {
+		fmt.Fprint(tw, "NAMESPACE\t")
+	}
+	fmt.Fprintln(tw, "TARGET\tHOLDER\tTOKEN\tSINCE\tLIVENESS\tWAITING")
 	for _, l := range items {
+		if withNamespace {
+			fmt.Fprintf(tw, "%s\t", l.Namespace)
+		}
 		if l.Status.Invalid != "" {
-			fmt.Fprintf(tw, "%s\t<invalid>\t-\t%s\t-\n", orDash(l.Spec.Target), l.Status.Invalid)
+			fmt.Fprintf(tw, "%s\t<invalid>\t-\t-\t%s\t-\n", orDash(l.Spec.Target), l.Status.Invalid)
 			continue
 		}
 		h := l.Status.Holder
@@ -118,7 +165,8 @@ func printLockTable(w io.Writer, items []lock.Lock, now time.Time) {
 		if h.HandedOver {
 			liveness += " (handed over)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Spec.Target, h.Identity, humanDuration(now.Sub(h.Since.Time)), liveness, waiting(l.Status.Waiters))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Spec.Target, h.Identity, orDash(l.Status.Token),
+			humanDuration(now.Sub(h.Since.Time)), liveness, waiting(l.Status.Waiters))
 	}
 	tw.Flush()
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,9 @@ func TestNewStatusCmd(t *testing.T) {
 	}{
 		{name: "all locks", args: nil, want: statusOptions{}},
 		{name: "one lock as json", args: []string{"staging", "-o", "json"}, want: statusOptions{Target: "staging", Output: "json"}},
+		{name: "every namespace", args: []string{"-A"}, want: statusOptions{AllNamespaces: true}},
 		{name: "two namespaces", args: []string{"a", "b"}, wantErr: "accepts at most 1 arg(s), received 2"},
+		{name: "name across namespaces", args: []string{"staging", "-A"}, wantErr: "a lock cannot be shown by name across all namespaces"},
 		{name: "bad output", args: []string{"-o", "table"}, wantErr: "must be one of json, yaml"},
 	}
 	for _, tt := range tests {
@@ -61,6 +64,10 @@ func TestRunStatus(t *testing.T) {
 		Identity: lock.Identity{Owner: "acme", Repo: "docs", Branch: "main", Build: "3"},
 		Session:  "lo", Since: metav1.NewMicroTime(testNow.Add(-lock.PriorityAgeing)), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: lock.PriorityLow,
 	}
+	tokened := heldLock(t, "43")
+	tokened.Name, tokened.Namespace = lock.Name("prod"), "ops"
+	tokened.Annotations[lock.RecordAnnotation] = strings.NewReplacer(`"target":"staging"`, `"target":"prod"`, `"session":"s43"`, `"session":"s43","token":"17"`).
+		Replace(tokened.Annotations[lock.RecordAnnotation])
 	corrupt := heldLock(t, "1")
 	corrupt.Name = lock.Name("broken")
 	corrupt.Labels[lock.TargetLabel] = "broken"
@@ -73,8 +80,16 @@ func TestRunStatus(t *testing.T) {
 		wantErrOut string
 	}{
 		{name: "no locks", args: []string{"status"}, wantErrOut: "10:00:00 no locks in namespace \"default\"\n"},
+		{name: "no locks anywhere", args: []string{"status", "-A"}, wantErrOut: "10:00:00 no locks in any namespace\n"},
 		{name: "free lock", args: []string{"status", "staging"}, wantErrOut: "10:00:00 lock \"staging\" is free (default/lockctl-lock-staging)\n"},
-		{name: "table", args: []string{"status"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter), corrupt}, golden: "status/table.golden"},
+		{
+			name: "free lock as json", args: []string{"status", "staging", "-o", "json"}, golden: "status/free.json.golden",
+			wantErrOut: "10:00:00 lock \"staging\" is free (default/lockctl-lock-staging)\n",
+		},
+		{name: "table", args: []string{"status"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter), corrupt, tokened}, golden: "status/table.golden"},
+		{name: "one lock as table", args: []string{"status", "prod", "--lock-namespace", "ops"}, objs: []*corev1.ConfigMap{tokened}, golden: "status/one.golden"},
+		{name: "every namespace", args: []string{"status", "-A"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter), tokened}, golden: "status/all.golden"},
+		{name: "every namespace as yaml", args: []string{"status", "-A", "-o", "yaml"}, objs: []*corev1.ConfigMap{tokened}, golden: "status/all.yaml.golden"},
 		{name: "yaml", args: []string{"status", "staging", "-o", "yaml"}, objs: []*corev1.ConfigMap{heldLock(t, "42", waiter)}, golden: "status/lock.yaml.golden"},
 		{name: "priorities table", args: []string{"status"}, objs: []*corev1.ConfigMap{heldLock(t, "42", hotfix, aged, waiter)}, golden: "status/priorities.golden"},
 		{name: "priorities yaml", args: []string{"status", "staging", "-o", "yaml"}, objs: []*corev1.ConfigMap{heldLock(t, "42", hotfix, aged, waiter)}, golden: "status/priorities.yaml.golden"},
@@ -85,7 +100,7 @@ func TestRunStatus(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			for _, o := range tt.objs {
-				_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(), o, metav1.CreateOptions{})
+				_, err := te.cs.CoreV1().ConfigMaps(o.Namespace).Create(t.Context(), o, metav1.CreateOptions{})
 				require.NoError(t, err)
 			}
 			require.NoError(t, te.run(tt.args...))

@@ -32,10 +32,31 @@ type LockSpec struct {
 	Policy Policy `json:"policy,omitempty"`
 }
 
+// LockState sums up a lock for scripts: held, stale, free or invalid.
+type LockState string
+
+// The states of a lock as `lockctl status -o` prints them.
+const (
+	// StateHeld: a holder whose pod runs or whose expiry is ahead.
+	StateHeld LockState = "held"
+	// StateStale: the holder's pod is gone or finished, or its expiry has
+	// passed; the next contender removes the lock.
+	StateStale LockState = "stale"
+	// StateFree: there is no lock object.
+	StateFree LockState = "free"
+	// StateInvalid: the lock object's record cannot be read.
+	StateInvalid LockState = "invalid"
+)
+
 // LockStatus is the holder, the queue and the holder's liveness.
 type LockStatus struct {
-	Holder  *Claim  `json:"holder,omitempty"`
-	Waiters []Claim `json:"waiters,omitempty"`
+	// State is held, stale, free or invalid.
+	State   LockState `json:"state"`
+	Holder  *Claim    `json:"holder,omitempty"`
+	Waiters []Claim   `json:"waiters,omitempty"`
+	// Token is the holder's fencing token (see Held.Token); empty for a
+	// free lock and for records written before tokens existed.
+	Token string `json:"token,omitempty"`
 	// Alive tells whether the holder still counts: its pod runs or its
 	// expiry is ahead.
 	Alive bool `json:"alive"`
@@ -58,7 +79,19 @@ func (c *Client) Get(ctx context.Context, target string) (*Lock, error) {
 	return &l, nil
 }
 
-// List returns every lock in the lock namespace, by name.
+// Free returns the view of target's lock when there is none: the object it
+// would be, in state free.
+func (c *Client) Free(target string) Lock {
+	return Lock{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
+		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
+		Spec:       LockSpec{Target: target},
+		Status:     LockStatus{State: StateFree, Liveness: "free"},
+	}
+}
+
+// List returns every lock in the lock namespace, by name; a Client made
+// for metav1.NamespaceAll ("") lists the locks of every namespace.
 func (c *Client) List(ctx context.Context) ([]Lock, error) {
 	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
 	list, err := c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -73,6 +106,20 @@ func (c *Client) List(ctx context.Context) ([]Lock, error) {
 }
 
 func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
+	l := c.viewRecord(ctx, cm)
+	switch {
+	case l.Status.Invalid != "":
+		l.Status.State = StateInvalid
+	case l.Status.Alive:
+		l.Status.State = StateHeld
+	default:
+		l.Status.State = StateStale
+	}
+	return l
+}
+
+// viewRecord is view without the state.
+func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) Lock {
 	l := Lock{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
 		ObjectMeta: metav1.ObjectMeta{
@@ -98,6 +145,11 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
 		w.Priority = w.Priority.Level()
 	}
 	l.Status.Holder, l.Status.Waiters = &h, rec.Waiters
+	l.Status.Token = h.Token
+	if l.Status.Token == "" && h.TokenPending {
+		// The take-over was the last write: its version is the token.
+		l.Status.Token = cm.ResourceVersion
+	}
 	if h.Pod == nil {
 		l.Status.Alive = h.Expires.After(now)
 		if l.Status.Alive {
