@@ -21,6 +21,7 @@ type acquireOptions struct {
 	Target   string
 	TTL      time.Duration
 	Timeout  time.Duration
+	NoWait   bool
 	Policy   lock.Policy
 	Priority lock.Priority
 	Progress string
@@ -60,6 +61,9 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			owner, repo, branch and build, and the same pod or none) returns at
 			once with the token of that hold; another pod of the same build
 			waits like anyone else.
+
+			With --no-wait, acquire tries once: if the lock is held it says by
+			whom and exits 4 without joining the queue or changing anything.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# In a pipeline: lock, deploy, release even when the deploy fails
@@ -71,11 +75,15 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			# A hotfix goes ahead of the normal deploys waiting
 			lockctl acquire production --priority high --timeout 1h && ./hotfix.sh; lockctl release production
 
-			# Keep the token for the deploy step
+			# Keep the token for the deploy step, and release by it later
 			LOCKCTL_FENCING_TOKEN=$(lockctl acquire staging)
+			lockctl release staging --token "$LOCKCTL_FENCING_TOKEN"
 
 			# The lock as JSON, token included
 			lockctl acquire staging -o json | jq -r .status.token
+
+			# Deploy only if nobody holds the lock now
+			lockctl acquire staging --no-wait && ./deploy.sh; lockctl release staging
 		`),
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -94,6 +102,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	o.addLockNamespaceFlag(fs)
 	fs.DurationVar(&o.TTL, "ttl", o.TTL, "how long the lock lasts when the holder runs outside a pod")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting after this long (exit 4); 0 waits forever")
+	fs.BoolVar(&o.NoWait, "no-wait", o.NoWait, "try once: if the lock is held, say by whom and exit 4 without queueing")
 	fs.Var(policyFlag{&o.Policy}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
 	addPriorityFlag(fs, &o.Priority)
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display while waiting: auto, tty or plain")
@@ -110,6 +119,9 @@ func (o *acquireOptions) validate() error {
 	}
 	if o.Timeout < 0 {
 		return flagErrorf("--timeout must not be negative, got %s", o.Timeout)
+	}
+	if o.NoWait && o.Timeout != 0 {
+		return flagErrorf("--no-wait and --timeout exclude each other: --no-wait does not wait at all")
 	}
 	switch o.Progress {
 	case "auto", "tty", "plain":
@@ -132,7 +144,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	progress := newWaitProgress(o.f.console(), o.f.Clock)
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, OnProgress: progress.update,
+		Priority: o.Priority, OnProgress: progress.update, NoWait: o.NoWait,
 	}
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()

@@ -42,6 +42,12 @@ func TestNewAcquireCmd(t *testing.T) {
 			env:  map[string]string{"LOCKCTL_LOCK_NAMESPACE": "locks", "LOCKCTL_TTL": "9m", "LOCKCTL_TIMEOUT": "1m"},
 			want: acquireOptions{lockFlags: lockFlags{LockNamespace: "locks"}, Target: "staging", TTL: 2 * time.Minute, Timeout: time.Minute, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
 		},
+		{
+			name: "no-wait",
+			args: []string{"staging", "--no-wait"},
+			want: acquireOptions{Target: "staging", TTL: time.Hour, NoWait: true, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+		},
+		{name: "no-wait with a timeout", args: []string{"staging", "--no-wait", "--timeout", "1m"}, wantErr: "--no-wait and --timeout exclude each other"},
 		{name: "no namespace", args: []string{}, wantErr: "accepts 1 arg(s), received 0"},
 		{name: "invalid namespace", args: []string{"Not_A_Namespace"}, wantErr: `invalid namespace "Not_A_Namespace"`},
 		{name: "bad policy", args: []string{"staging", "--policy", "lifo"}, wantErr: `invalid argument "lifo" for "--policy" flag: unknown policy "lifo": use "newest" or "fifo"`},
@@ -95,6 +101,8 @@ func TestRunAcquire(t *testing.T) {
 		wantJSON   bool
 		wantErrOut string
 		wantCode   int
+		// wantUntouched: the lock is left exactly as it was.
+		wantUntouched bool
 	}{
 		{
 			name:       "lock object with its token as json",
@@ -137,6 +145,18 @@ func TestRunAcquire(t *testing.T) {
 			wantCode:   CodeSuperseded,
 		},
 		{
+			name:     "held, --no-wait: exit 4 without queueing",
+			args:     []string{"acquire", "staging", "--no-wait", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"},
+			objs:     []*corev1.ConfigMap{heldBy41()},
+			wantCode: CodeTimeout, wantUntouched: true,
+		},
+		{
+			name:       "free, --no-wait: acquired",
+			args:       []string{"acquire", "staging", "--no-wait", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"},
+			wantOut:    "1\n",
+			wantErrOut: "10:00:00 lock \"staging\" acquired by acme/api@main#1 after 0s (default/lockctl-lock-staging)\n",
+		},
+		{
 			name:     "non-numeric build",
 			args:     []string{"acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "abc"},
 			wantCode: CodeUsage,
@@ -169,6 +189,11 @@ func TestRunAcquire(t *testing.T) {
 				assert.Equal(t, tt.wantOut, te.out.String(), "stdout")
 			}
 			assert.Equal(t, tt.wantErrOut, te.errOut.String(), "stderr")
+			if tt.wantUntouched {
+				cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+				require.NoError(t, err)
+				assert.Equal(t, tt.objs[0].Annotations, cm.Annotations, "the lock is left as it was")
+			}
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +24,8 @@ func explain(err error) (msg, hint string) {
 		superseded  *lock.SupersededError
 		timeout     *lock.TimeoutError
 		notHolder   *lock.NotHolderError
+		tokenErr    *lock.TokenError
+		held        *lock.HeldError
 		invalid     *lock.InvalidError
 		notALock    *lock.NotALockError
 		noNamespace *lock.NamespaceError
@@ -44,6 +47,11 @@ func explain(err error) (msg, hint string) {
 		return err.Error(), "nothing to do: the newer build deploys instead of this one"
 	case errors.As(err, &timeout):
 		return err.Error(), fmt.Sprintf("wait longer with --timeout, or see the queue with `lockctl status %s`", timeout.Target)
+	case errors.As(err, &held):
+		return err.Error(), fmt.Sprintf("try again later, or wait for it: `lockctl acquire %s --timeout 10m`", held.Target)
+	case errors.As(err, &tokenErr):
+		return err.Error(), fmt.Sprintf("give the token `lockctl acquire` printed for this hold; to break the lock whoever holds it, run `%s`",
+			forceReleaseCommand(tokenErr.Target, tokenErr.Namespace))
 	case errors.As(err, &notHolder):
 		return err.Error(), fmt.Sprintf("only its holder releases it; to break it, run `%s` (it says whose lock it broke)",
 			forceReleaseCommand(notHolder.Target, notHolder.Namespace))
@@ -63,6 +71,11 @@ func explain(err error) (msg, hint string) {
 	case errors.As(err, &status) && apierrors.IsUnauthorized(err):
 		return "the API server rejected the credentials: " + status.Status().Message,
 			"log in again, or check the user of the current context in your kubeconfig"
+	case errors.Is(err, context.DeadlineExceeded):
+		// Not a wait (those are *lock.TimeoutError or ErrWaitTimeout): a
+		// bounded step whose time ran out. Say which, not "context deadline
+		// exceeded".
+		return deadlineMessage(err), "the API server did not answer in time; check that it is healthy and try again"
 	case errors.As(err, &urlErr) && isNetError(urlErr.Err):
 		return fmt.Sprintf("cannot reach the API server at %s: %s", hostOf(urlErr.URL), rootCause(urlErr.Err)),
 			"check that the cluster runs and that --context/--kubeconfig point at it"
@@ -72,6 +85,17 @@ func explain(err error) (msg, hint string) {
 		return err.Error(), "list contexts with `kubectl config get-contexts`"
 	}
 	return err.Error(), ""
+}
+
+// deadlineMessage is err's message with the request that ran out of time
+// named by its server, and "context deadline exceeded" said plainly.
+func deadlineMessage(err error) string {
+	msg := err.Error()
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		msg = strings.Replace(msg, urlErr.Error(), "no answer in time from the API server at "+hostOf(urlErr.URL), 1)
+	}
+	return strings.ReplaceAll(msg, context.DeadlineExceeded.Error(), "timed out")
 }
 
 // forceReleaseCommand is the command that breaks target's lock in the lock

@@ -1,7 +1,11 @@
 package cmd
 
 import (
+	"context"
+	"fmt"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -35,6 +39,31 @@ func TestExplainLockErrors(t *testing.T) {
 			wantMsg:  `lock on "staging" is held by acme/web@main#7, not by the caller`,
 			wantHint: "only its holder releases it; to break it, run `lockctl release staging --lock-namespace ci --force` (it says whose lock it broke)",
 		},
+		{
+			name:     "release by a wrong token names both tokens",
+			err:      &lock.TokenError{Target: "staging", Namespace: "ci", Token: "76", Holder: holder, HolderToken: "77"},
+			wantMsg:  `lock on "staging" is held by acme/web@main#7 under fencing token 77, not 76; nothing released`,
+			wantHint: "give the token `lockctl acquire` printed for this hold; to break the lock whoever holds it, run `lockctl release staging --lock-namespace ci --force`",
+		},
+		{
+			name:     "acquire --no-wait on a held lock says who holds it",
+			err:      &lock.HeldError{Target: "staging", Holder: holder, Waiters: 2},
+			wantMsg:  `lock on "staging" is held by acme/web@main#7 since 0001-01-01T00:00:00Z, 2 waiting`,
+			wantHint: "try again later, or wait for it: `lockctl acquire staging --timeout 10m`",
+		},
+		{
+			name:     "a wait that timed out before the lock was read",
+			err:      fmt.Errorf("acquire lock %q: %w", "staging", &lock.TimeoutError{Target: "staging", Waited: 3 * time.Millisecond}),
+			wantMsg:  `acquire lock "staging": timed out after 3ms waiting for lock on "staging", before the lock could be read`,
+			wantHint: "wait longer with --timeout, or see the queue with `lockctl status staging`",
+		},
+		{
+			name: "a deadline that is not a wait names the request, not the context",
+			err: fmt.Errorf("cleanup after the run: release lock %q: %w", "staging",
+				&url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/namespaces/ci/configmaps/x", Err: context.DeadlineExceeded}),
+			wantMsg:  `cleanup after the run: release lock "staging": no answer in time from the API server at https://127.0.0.1:6443`,
+			wantHint: "the API server did not answer in time; check that it is healthy and try again",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,6 +71,29 @@ func TestExplainLockErrors(t *testing.T) {
 			msg, hint := explain(tt.err)
 			assert.Equal(t, tt.wantMsg, msg, "message of %T", tt.err)
 			assert.Equal(t, tt.wantHint, hint, "hint of %T", tt.err)
+		})
+	}
+}
+
+// TestExitCodeTimeouts: exit 4 is for waits that timed out (and acquire
+// --no-wait on a held lock), never for any other deadline.
+func TestExitCodeTimeouts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{name: "lock wait timed out", err: fmt.Errorf("acquire: %w", &lock.TimeoutError{Target: "staging"}), want: CodeTimeout},
+		{name: "no-wait on a held lock", err: fmt.Errorf("acquire: %w", &lock.HeldError{Target: "staging"}), want: CodeTimeout},
+		{name: "another wait timed out", err: fmt.Errorf("job %q did not end within 1m: %w", "j", ErrWaitTimeout), want: CodeTimeout},
+		{name: "a cleanup's deadline", err: fmt.Errorf("cleanup after the run: %w", context.DeadlineExceeded), want: CodeError},
+		{name: "a request's deadline", err: &url.Error{Op: "Get", URL: "https://x", Err: context.DeadlineExceeded}, want: CodeError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, exitCode(tt.err), "exit code of %v", tt.err)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,7 +21,9 @@ const (
 	// CodeSuperseded: a newer build of the same repository/branch is waiting
 	// or holds the lock.
 	CodeSuperseded = 3
-	// CodeTimeout: timed out waiting.
+	// CodeTimeout: timed out waiting (for a lock, for a job), or, with
+	// acquire --no-wait, the lock is held. Only waits pick it: any other
+	// deadline that passes is an error (CodeError).
 	CodeTimeout = 4
 	// CodeJobFailed: the job ran and failed.
 	CodeJobFailed = 5
@@ -34,7 +35,7 @@ const exitCodeHelp = `Exit status:
   1  error (API, permissions, invalid stored object)
   2  usage (bad flags, bad job or config file)
   3  superseded: a newer build of the same repository/branch waits or holds the lock
-  4  timed out waiting
+  4  timed out waiting (acquire --no-wait: the lock is held)
   5  the job ran and failed (run; with -- CMD, the command's own status instead)`
 
 // FlagError is a usage error: Main points at --help after it.
@@ -128,8 +129,14 @@ func exitCode(err error) int {
 		return CodeJobFailed
 	case errors.Is(err, lock.ErrSuperseded):
 		return CodeSuperseded
-	case errors.Is(err, lock.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, lock.ErrTimeout), errors.Is(err, lock.ErrHeld), errors.Is(err, ErrWaitTimeout):
 		return CodeTimeout
 	}
 	return CodeError
 }
+
+// ErrWaitTimeout marks a wait that timed out (exit 4), for waits other than
+// the lock's, which return a *lock.TimeoutError: wrap it, with what was
+// waited for, as fmt.Errorf("job %q did not end within %s: %w", …). A
+// context deadline that is not such a wait (a cleanup, an API call) exits 1.
+var ErrWaitTimeout = errors.New("timed out waiting")

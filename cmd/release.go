@@ -17,6 +17,7 @@ type releaseOptions struct {
 	lockFlags
 	Target string
 	Force  bool
+	Token  string
 }
 
 func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command {
@@ -34,10 +35,19 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 			block. A build that only waits leaves the queue. A lock held by
 			someone else is refused unless --force, which breaks it and says
 			whose it was; --force also removes a lock whose record is corrupt.
+
+			With --token, the lock is released if its holder's fencing token
+			(the number acquire printed) is TOKEN, whatever the identity of
+			the caller: a later step, another shell or another machine can
+			release the hold it was handed. Another token is refused and
+			nothing changes.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# Release in a pipeline's finally block
 			lockctl release staging
+
+			# Release by the fencing token acquire printed, from anywhere
+			lockctl release staging --token "$LOCKCTL_FENCING_TOKEN"
 
 			# Break a lock left by a build that will never finish
 			lockctl release staging --force
@@ -45,7 +55,7 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Target = args[0]
-			if err := validateTarget(o.Target); err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -57,12 +67,23 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 	o.addIdentityFlags(c.Flags())
 	o.addLockNamespaceFlag(c.Flags())
 	c.Flags().BoolVar(&o.Force, "force", o.Force, "release the lock whoever holds it, or delete a corrupt lock")
+	c.Flags().StringVar(&o.Token, "token", o.Token, "release the lock if its holder's fencing token (printed by acquire) is this one, whatever the caller's identity")
 	return c
+}
+
+func (o *releaseOptions) validate() error {
+	if err := validateTarget(o.Target); err != nil {
+		return err
+	}
+	if o.Token != "" && o.Force {
+		return flagErrorf("--token and --force exclude each other: --force releases whatever the token")
+	}
+	return nil
 }
 
 func runRelease(ctx context.Context, o *releaseOptions) error {
 	var id lock.Identity
-	if !o.Force || o.Build != "" {
+	if (!o.Force && o.Token == "") || o.Build != "" {
 		var err error
 		if id, _, err = o.identity(o.f); err != nil {
 			return err
@@ -72,7 +93,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := locks.Release(ctx, o.Target, id, lock.ReleaseOptions{Force: o.Force, By: o.breaker(id)})
+	res, err := locks.Release(ctx, o.Target, id, lock.ReleaseOptions{Force: o.Force, By: o.breaker(id), Token: o.Token})
 	if err != nil {
 		return fmt.Errorf("release lock %q: %w", o.Target, err)
 	}
@@ -86,6 +107,8 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		fmt.Fprintf(out, "lock %q is not held; nothing to release\n", o.Target)
 	case res.Forced:
 		fmt.Fprintf(out, "broke lock %q held by %s since %s\n", o.Target, res.Previous.Identity, res.Previous.Since.UTC().Format("2006-01-02T15:04:05Z"))
+	case o.Token != "":
+		fmt.Fprintf(out, "lock %q released (held by %s under fencing token %s)\n", o.Target, res.Previous.Identity, o.Token)
 	default:
 		fmt.Fprintf(out, "lock %q released\n", o.Target)
 	}

@@ -22,6 +22,8 @@ func TestNewReleaseCmd(t *testing.T) {
 	}{
 		{name: "defaults", args: []string{"staging"}, want: releaseOptions{Target: "staging"}},
 		{name: "force", args: []string{"staging", "--force", "--build", "3"}, want: releaseOptions{Target: "staging", Force: true, lockFlags: lockFlags{Build: "3"}}},
+		{name: "token", args: []string{"staging", "--token", "1234"}, want: releaseOptions{Target: "staging", Token: "1234"}},
+		{name: "token and force", args: []string{"staging", "--token", "1234", "--force"}, wantErr: "--token and --force exclude each other"},
 		{name: "two namespaces", args: []string{"a", "b"}, wantErr: "accepts 1 arg(s), received 2"},
 	}
 	for _, tt := range tests {
@@ -53,6 +55,15 @@ func heldLock(t *testing.T, build string, waiters ...lock.Claim) *corev1.ConfigM
 		Session:  "s" + build, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
 		Expires: ptrMicro(testNow.Add(time.Hour)),
 	}, waiters...)
+}
+
+// tokenLock is a lock held by build with the fencing token token.
+func tokenLock(t *testing.T, build, token string) *corev1.ConfigMap {
+	return lockConfigMap(t, "staging", lock.Claim{
+		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
+		Session:  "s" + build, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
+		Expires: ptrMicro(testNow.Add(time.Hour)), Token: token,
+	})
 }
 
 func TestRunRelease(t *testing.T) {
@@ -94,6 +105,24 @@ func TestRunRelease(t *testing.T) {
 			objs:     []*corev1.ConfigMap{heldLock(t, "41")},
 			wantCode: CodeError,
 			wantLock: true,
+		},
+		{
+			name:       "by token, whatever the caller's identity",
+			args:       []string{"release", "staging", "--token", "77", "--owner", "someone", "--repo", "else", "--branch", "x", "--build", "1"},
+			objs:       []*corev1.ConfigMap{tokenLock(t, "41", "77")},
+			wantErrOut: "10:00:00 lock \"staging\" released (held by acme/web@main#41 under fencing token 77)\n",
+		},
+		{
+			name:     "by a wrong token: refused, lock kept",
+			args:     []string{"release", "staging", "--token", "76"},
+			objs:     []*corev1.ConfigMap{tokenLock(t, "41", "77")},
+			wantCode: CodeError,
+			wantLock: true,
+		},
+		{
+			name:       "by token, not held: nothing to release",
+			args:       []string{"release", "staging", "--token", "76"},
+			wantErrOut: "10:00:00 lock \"staging\" is not held; nothing to release\n",
 		},
 		{
 			name:       "held by another build, forced",

@@ -286,6 +286,10 @@ func releaseAfter(ctx context.Context, h *run.Hold, err error) error {
 	cctx, cancel := run.CleanupContext(ctx)
 	defer cancel()
 	rerr := h.Release(cctx)
+	if rerr != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// Not a wait: exit 1, and say which step ran out of time.
+		rerr = fmt.Errorf("cleanup after the run timed out: %w", rerr)
+	}
 	if rerr != nil && (err == nil || isOutcome(err)) {
 		return rerr
 	}

@@ -14,7 +14,61 @@ var (
 	ErrTimeout = errors.New("timed out waiting for the lock")
 	// ErrNotHolder: the caller tried to release a lock someone else holds.
 	ErrNotHolder = errors.New("not the holder")
+	// ErrHeld: the lock is held by someone else and the caller asked not to
+	// wait (Request.NoWait).
+	ErrHeld = errors.New("lock is held")
 )
+
+// TokenError reports a release by fencing token (ReleaseOptions.Token)
+// that does not match the holder's token. Nothing was changed.
+type TokenError struct {
+	Target string
+	// Namespace is the lock namespace.
+	Namespace string
+	// Token is the token the caller gave.
+	Token string
+	// Holder is the current holder and HolderToken its token, "" when it
+	// has none yet (handed the lock, not confirmed).
+	Holder      Claim
+	HolderToken string
+}
+
+func (e *TokenError) Error() string {
+	held := "with no fencing token yet"
+	if e.HolderToken != "" {
+		held = fmt.Sprintf("under fencing token %s", e.HolderToken)
+	}
+	return fmt.Sprintf("lock on %q is held by %s %s, not %s; nothing released", e.Target, e.Holder.Identity, held, e.Token)
+}
+
+// Is matches ErrNotHolder.
+func (e *TokenError) Is(target error) bool { return target == ErrNotHolder }
+
+// HeldError reports the holder of a lock the caller would have had to wait
+// for, when it asked not to wait (Request.NoWait).
+type HeldError struct {
+	Target string
+	Holder Claim
+	// Waiters is how many others wait for the lock.
+	Waiters int
+}
+
+func (e *HeldError) Error() string {
+	msg := fmt.Sprintf("lock on %q is held by %s since %s", e.Target, e.Holder.Identity, e.Holder.Since.UTC().Format(time.RFC3339))
+	switch {
+	case e.Holder.Pod != nil:
+		msg += fmt.Sprintf(" (while pod %s runs)", e.Holder.Pod)
+	case e.Holder.Expires != nil:
+		msg += fmt.Sprintf(" (expires %s)", e.Holder.Expires.UTC().Format(time.RFC3339))
+	}
+	if e.Waiters > 0 {
+		msg += fmt.Sprintf(", %d waiting", e.Waiters)
+	}
+	return msg
+}
+
+// Is matches ErrHeld.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
 // SupersededError reports the claim that made the caller give up.
 type SupersededError struct {
@@ -35,16 +89,35 @@ func (e *SupersededError) Error() string {
 // Is matches ErrSuperseded.
 func (e *SupersededError) Is(target error) bool { return target == ErrSuperseded }
 
-// TimeoutError reports who held the lock when the wait ended.
+// TimeoutError reports who held the lock when the wait ended: the
+// caller's deadline passed before it held the lock.
 type TimeoutError struct {
 	Target string
+	// Holder is the holder last seen; zero when the deadline passed before
+	// the lock could be read.
 	Holder Claim
 	Waited time.Duration
 }
 
 func (e *TimeoutError) Error() string {
+	waited := roundWait(e.Waited)
+	if e.Holder.Session == "" && e.Holder.Build == "" {
+		return fmt.Sprintf("timed out after %s waiting for lock on %q, before the lock could be read", waited, e.Target)
+	}
 	return fmt.Sprintf("timed out after %s waiting for lock on %q, held by %s since %s",
-		e.Waited.Round(time.Second), e.Target, e.Holder.Identity, e.Holder.Since.UTC().Format(time.RFC3339))
+		waited, e.Target, e.Holder.Identity, e.Holder.Since.UTC().Format(time.RFC3339))
+}
+
+// roundWait rounds d for a message: to the second from a second on, and
+// to what shows it otherwise ("1ns", "250ms").
+func roundWait(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Second)
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d
 }
 
 // Is matches ErrTimeout.

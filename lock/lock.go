@@ -118,6 +118,10 @@ type Request struct {
 	// OnProgress, when set, is called each time the contender's view of the
 	// lock changes while it waits.
 	OnProgress func(Progress)
+	// NoWait makes Acquire try once: it takes the lock if that needs no
+	// waiting, and otherwise returns a *HeldError without joining the
+	// queue or writing anything.
+	NoWait bool
 }
 
 // Progress is what a waiting contender knows.
@@ -159,15 +163,50 @@ type Held struct {
 // a *SupersededError when a newer build of the same branch waits or holds
 // the lock, and a *TimeoutError when ctx's deadline passes first; in both
 // cases, and when ctx is cancelled, the caller's place in the queue is given
-// up so the lock is left as it was found.
+// up so the lock is left as it was found. Whatever call ctx's deadline
+// interrupts, the error is a *TimeoutError: only the wait can time out.
 func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
-	me, err := c.claim(ctx, req)
+	w := newWaiter(c, req, Claim{})
+	defer w.stop()
+	w.started = c.Clock.Now()
+	held, err := c.acquire(ctx, w)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
+		!errors.Is(err, ErrTimeout) && !errors.Is(err, ErrSuperseded) && !errors.Is(err, ErrHeld) {
+		err = &TimeoutError{Target: req.Target, Holder: w.holder, Waited: c.Clock.Since(w.started)}
+	}
+	return held, err
+}
+
+func (c *Client) acquire(ctx context.Context, w *waiter) (*Held, error) {
+	me, err := c.claim(ctx, w.req)
 	if err != nil {
 		return nil, err
 	}
-	w := newWaiter(c, req, me)
-	defer w.stop()
+	w.me = me
+	if w.req.NoWait {
+		return c.acquireNow(ctx, w.req, me)
+	}
 	return w.run(ctx)
+}
+
+// acquireNow takes the lock for me if that needs no waiting; otherwise it
+// returns a *HeldError (or a *SupersededError) and writes nothing.
+func (c *Client) acquireNow(ctx context.Context, req Request, me Claim) (*Held, error) {
+	for attempt := 0; attempt < 10; attempt++ {
+		cm, err := c.get(ctx, req.Target)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.step(ctx, req, me, cm, nil)
+		if errors.Is(err, errRetry) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return res.held, nil
+	}
+	return nil, fmt.Errorf("acquire lock %s: too many concurrent changes, try again", c.Describe(req.Target))
 }
 
 // TryAcquire takes one step towards the lock: it takes it if it is free,
@@ -290,6 +329,14 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 		policy = PolicyNewest
 	}
 	d := Decide(cur, me, policy, now, alive, c.waiterTTL())
+	if req.NoWait && d.Outcome == Waiting {
+		// Joining the queue would mean waiting: write nothing.
+		h := cur.Holder
+		if d.HandedTo != nil {
+			h = *d.HandedTo
+		}
+		return nil, &HeldError{Target: req.Target, Holder: h, Waiters: len(cur.Waiters)}
+	}
 	if !recheck.IsZero() && (d.NextCheck.IsZero() || recheck.Before(d.NextCheck)) {
 		// A grace period of the holder's pod ends: take over then, not at
 		// the next renewal.

@@ -245,12 +245,19 @@ func TestRelease(t *testing.T) {
 	now := t0.Add(time.Minute)
 	mine := held(claim("h", "web", "main", "42"), t0)
 	theirs := held(claim("h", "api", "main", "7"), t0)
+	theirsTokened := theirs
+	theirsTokened.Token = "9"
+	theirsPending := theirs
+	theirsPending.TokenPending = true
+	theirsHanded := theirs
+	theirsHanded.HandedOver = true
 	id := Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
 
 	tests := []struct {
 		name       string
 		objs       []runtime.Object
 		force      bool
+		token      string
 		wantErr    error
 		wantDelete bool
 		wantHanded string
@@ -293,6 +300,41 @@ func TestRelease(t *testing.T) {
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
+			name:       "held by someone else, their recorded token given: released",
+			objs:       []runtime.Object{lockObject(t, record(theirsTokened))},
+			token:      "9",
+			wantDelete: true,
+			wantCalls:  []string{"get configmaps", "delete configmaps"},
+		},
+		{
+			name:       "held by someone else, token pending: the lock's resourceVersion is the token",
+			objs:       []runtime.Object{lockObject(t, record(theirsPending))},
+			token:      "10",
+			wantDelete: true,
+			wantCalls:  []string{"get configmaps", "delete configmaps"},
+		},
+		{
+			name:      "a wrong token: refused, nothing written",
+			objs:      []runtime.Object{lockObject(t, record(theirsTokened))},
+			token:     "8",
+			wantErr:   &TokenError{},
+			wantCalls: []string{"get configmaps"},
+		},
+		{
+			name:      "my own lock, a wrong token: refused, the token decides",
+			objs:      []runtime.Object{lockObject(t, record(func() Claim { c := mine; c.Token = "9"; return c }()))},
+			token:     "8",
+			wantErr:   &TokenError{},
+			wantCalls: []string{"get configmaps"},
+		},
+		{
+			name:      "handed over, not confirmed: no token yet, refused",
+			objs:      []runtime.Object{lockObject(t, record(theirsHanded))},
+			token:     "10",
+			wantErr:   &TokenError{},
+			wantCalls: []string{"get configmaps"},
+		},
+		{
 			name:       "held by someone else with --force: broken",
 			objs:       []runtime.Object{lockObject(t, record(theirs))},
 			force:      true,
@@ -332,7 +374,7 @@ func TestRelease(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, cs := newTestClient(t, now, nil, tt.objs...)
-			res, err := c.Release(context.Background(), "staging", id, ReleaseOptions{Force: tt.force})
+			res, err := c.Release(context.Background(), "staging", id, ReleaseOptions{Force: tt.force, Token: tt.token})
 			assert.Equal(t, tt.wantCalls, verbs(cs), "API calls")
 			if tt.wantErr != nil {
 				require.Error(t, err)
@@ -493,4 +535,77 @@ func TestNextWriteRecordsPendingToken(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "10", got.Status.Holder.Token, "the version the take-over wrote")
 	assert.False(t, got.Status.Holder.TokenPending)
+}
+
+// TestAcquireNoWait: with NoWait, Acquire takes a free lock at once and
+// otherwise says who holds it, writing nothing.
+func TestAcquireNoWait(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(time.Minute)
+	theirs := held(claim("h", "api", "main", "7"), t0)
+	tests := []struct {
+		name      string
+		objs      []runtime.Object
+		wantErr   error
+		wantCalls []string
+	}{
+		{
+			name:      "free: created",
+			wantCalls: []string{"get configmaps", "create configmaps"},
+		},
+		{
+			name:      "held by another build: held error, nothing written",
+			objs:      []runtime.Object{lockObject(t, record(theirs))},
+			wantErr:   &HeldError{},
+			wantCalls: []string{"get configmaps"},
+		},
+		{
+			name:      "held, others waiting: held error, not queued",
+			objs:      []runtime.Object{lockObject(t, record(theirs, queued(claim("w", "db", "main", "1"), now)))},
+			wantErr:   &HeldError{},
+			wantCalls: []string{"get configmaps"},
+		},
+		{
+			name:      "held by a stale holder: taken over",
+			objs:      []runtime.Object{lockObject(t, record(held(claim("h", "api", "main", "7"), t0.Add(-2*time.Hour))))},
+			wantCalls: []string{"get configmaps", "update configmaps"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, cs := newTestClient(t, now, onlyVerbs(t, "get", "create", "update"), tt.objs...)
+			req := request("42")
+			req.NoWait = true
+			h, err := c.Acquire(t.Context(), req)
+			assert.Equal(t, tt.wantCalls, verbs(cs), "API calls")
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				assert.IsType(t, tt.wantErr, err)
+				assert.ErrorIs(t, err, ErrHeld)
+				assert.Contains(t, err.Error(), "held by acme/api@main#7")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "me", h.Session)
+		})
+	}
+}
+
+// TestAcquireDeadlineIsTimeout: whatever call the caller's deadline cuts
+// short, Acquire reports a timed-out wait, not the bare context error.
+func TestAcquireDeadlineIsTimeout(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, t0, func(cs *fake.Clientset) {
+		cs.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, context.DeadlineExceeded
+		})
+	})
+	ctx, cancel := context.WithDeadline(t.Context(), time.Unix(0, 0))
+	defer cancel()
+	_, err := c.Acquire(ctx, request("42"))
+	var te *TimeoutError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "staging", te.Target)
+	assert.Contains(t, err.Error(), `waiting for lock on "staging", before the lock could be read`)
 }

@@ -36,6 +36,11 @@ type ReleaseOptions struct {
 	// By names who releases, for the lock's Events and history when Force
 	// breaks someone else's hold; "" means the identity given to Release.
 	By string
+	// Token, when set, releases the lock whatever the caller's identity if
+	// its holder's fencing token (Held.Token, printed by acquire) is Token;
+	// otherwise Release refuses with a *TokenError and changes nothing.
+	// "" means the holder is matched by identity.
+	Token string
 }
 
 // Release gives up target's lock held by id. When others wait, the first
@@ -43,7 +48,8 @@ type ReleaseOptions struct {
 // deleted with UID and resourceVersion preconditions. Releasing a lock that
 // is not there succeeds with an empty Released. A lock held by another
 // identity is refused with a *NotHolderError unless o.Force; a caller that
-// only waits leaves the queue.
+// only waits leaves the queue. With o.Token the holder is matched by its
+// fencing token instead of id.
 func (c *Client) Release(ctx context.Context, target string, id Identity, o ReleaseOptions) (*Released, error) {
 	for attempt := 0; attempt < 20; attempt++ {
 		cm, err := c.get(ctx, target)
@@ -83,7 +89,12 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 	holder := rec.Holder
 	res := &Released{Previous: &holder}
 	now := c.Clock.Now()
-	if holder.Identity != id {
+	switch {
+	case o.Token != "":
+		if tok := holderToken(rec, cm); tok != o.Token {
+			return nil, &TokenError{Target: target, Namespace: c.namespace, Token: o.Token, Holder: holder, HolderToken: tok}
+		}
+	case holder.Identity != id:
 		if !o.Force {
 			if i := rec.positionOf(id); i > 0 {
 				rec.Waiters = append(rec.Waiters[:i-1:i-1], rec.Waiters[i:]...)
@@ -163,4 +174,20 @@ func (r *Record) positionOf(id Identity) int {
 		}
 	}
 	return 0
+}
+
+// holderToken returns the fencing token of rec's holder, read from the lock
+// cm: the recorded token, or the lock's resourceVersion while the holder's
+// take-over is still the last write. A holder handed the lock that has not
+// confirmed it yet has no token: "".
+func holderToken(rec *Record, cm *corev1.ConfigMap) string {
+	switch h := rec.Holder; {
+	case h.HandedOver:
+		return ""
+	case h.Token != "":
+		return h.Token
+	case h.TokenPending:
+		return cm.ResourceVersion
+	}
+	return ""
 }

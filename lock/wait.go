@@ -40,6 +40,8 @@ type waiter struct {
 	pod     *corev1.Pod
 	started time.Time
 	joined  bool
+	// holder is the holder last seen, for the error when the wait ends.
+	holder Claim
 
 	// denied receives the first Forbidden or Unauthorized answer to the
 	// watches' list or watch calls, which their informers would otherwise
@@ -62,7 +64,6 @@ func (w *waiter) stop() {
 
 func (w *waiter) run(ctx context.Context) (*Held, error) {
 	c := w.c
-	w.started = c.Clock.Now()
 	// A free lock is taken with one create, before anything is watched: the
 	// common case costs one request. A lost create means the lock exists.
 	// NOTE: a clock that follows the API server's has to hear from it
@@ -109,7 +110,6 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	w.cm = cm
 	var (
 		last    *Progress
-		holder  Claim
 		refresh bool          // w.cm must be read again before deciding
 		delay   time.Duration // the pause after a transient API error
 	)
@@ -119,7 +119,7 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			cm, err := c.get(ctx, w.req.Target)
 			if err != nil && w.mayRetry(ctx, err) {
 				if delay, err = w.pause(ctx, delay, err); err != nil {
-					return nil, w.giveUp(w.waitError(ctx, err, holder))
+					return nil, w.giveUp(w.waitError(ctx, err, w.holder))
 				}
 				continue
 			}
@@ -134,14 +134,14 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			if !w.joined {
 				lost++
 				if err := w.backOff(ctx, lost, c.Clock.Since(round)); err != nil {
-					return nil, w.giveUp(w.waitError(ctx, err, holder))
+					return nil, w.giveUp(w.waitError(ctx, err, w.holder))
 				}
 			}
 			continue
 		}
 		if err != nil && w.mayRetry(ctx, err) {
 			if delay, err = w.pause(ctx, delay, err); err != nil {
-				return nil, w.giveUp(w.waitError(ctx, err, holder))
+				return nil, w.giveUp(w.waitError(ctx, err, w.holder))
 			}
 			refresh = true
 			continue
@@ -151,7 +151,7 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 		}
 		delay = 0
 		if res.rec != nil {
-			holder = res.rec.Holder
+			w.holder = res.rec.Holder
 		}
 		if res.held != nil {
 			res.held.Waited = c.Clock.Since(w.started)
