@@ -108,11 +108,11 @@ func (e *TimeoutError) Error() string {
 		waited, e.Target, e.Holder.Identity, e.Holder.Since.UTC().Format(time.RFC3339))
 }
 
-// roundWait rounds d for a message: to the second from a second on, and
-// to what shows it otherwise ("1ns", "250ms").
+// roundWait rounds d for a message: to the second from half a second on,
+// and to what shows it otherwise ("1ns", "250ms").
 func roundWait(d time.Duration) time.Duration {
 	switch {
-	case d >= time.Second:
+	case d >= time.Second/2:
 		return d.Round(time.Second)
 	case d >= time.Millisecond:
 		return d.Round(time.Millisecond)
