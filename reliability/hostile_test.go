@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -14,6 +15,10 @@ import (
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 )
+
+// errorLineFirst matches lockctl's stderr when its first line is the error:
+// outside a terminal each line starts with the UTC time.
+var errorLineFirst = regexp.MustCompile(`^(\d\d:\d\d:\d\d )?error: `)
 
 // jobDoc renders a job file with the given name, job name and command.
 func jobDoc(name, jobName, command string) string {
@@ -113,7 +118,7 @@ func TestIntegrationHostileJobSubmit(t *testing.T) {
 				t.Skipf("gap: %s (exit %d, %d records written; stderr %.300q)", tt.gap, o.code, len(records.Items), o.stderr)
 			}
 			assert.Equal(t, 2, o.code, "exit code; stderr:\n%s", o.stderr)
-			assert.True(t, strings.HasPrefix(o.stderr, "error: "), "an error line first: %.300q", o.stderr)
+			assert.Regexp(t, errorLineFirst, o.stderr, "an error line first")
 			if tt.want != "" {
 				assert.Contains(t, o.stderr, tt.want, "says what is wrong")
 			}
@@ -182,7 +187,7 @@ func TestIntegrationHostileLockInput(t *testing.T) {
 				t.Skipf("gap: %s (exit %d, %d objects written; stderr %.200q)", tt.gap, o.code, len(cms.Items), o.stderr)
 			}
 			assert.Equal(t, tt.code, o.code, "exit code; stderr:\n%s", o.stderr)
-			assert.True(t, strings.HasPrefix(o.stderr, "error: "), "one error line: %q", o.stderr)
+			assert.Regexp(t, errorLineFirst, o.stderr, "one error line")
 			assert.Contains(t, o.stderr, tt.want, "says what is wrong")
 			assert.Empty(t, cms.Items, "nothing written")
 			assert.NotContains(t, o.stderr, "\x1b", "no control characters echoed to the terminal")
