@@ -454,8 +454,13 @@ func displayJobName(j *job.Job) string {
 // style, and the error that picks the exit status.
 func jobOutcome(j *job.Job, took time.Duration) (string, lineStyle, error) {
 	what := fmt.Sprintf("job %q", j.Name)
-	if id := j.Status.BuildID; id != "" {
-		what += fmt.Sprintf(" (build %s)", id)
+	// NOTE: "build ID ... of job ..." and never "#N" or "build N": the
+	// lock holder's CI build (acme/web@main#45) is another number.
+	switch id := j.Status.BuildID; {
+	case id != "" && j.Spec.Job != "":
+		what += fmt.Sprintf(" (build ID %s of job %s)", id, j.Spec.Job)
+	case id != "":
+		what += fmt.Sprintf(" (build ID %s)", id)
 	}
 	desc := j.Status.Description
 	why := detail(desc)

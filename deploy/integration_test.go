@@ -85,7 +85,7 @@ func TestIntegrationShippedServiceAccount(t *testing.T) {
 	// run: lock, submit, drive the job in-process, follow its pod and logs.
 	o = cli(append([]string{"run", "--lock", "staging", "-f", writeJob(t, "deploy-run", "0")}, id...)...)
 	require.Equal(t, 0, o.code, "run: %s", o.stderr)
-	assert.Contains(t, o.stderr, `job "deploy-run" (build 1) succeeded`)
+	assert.Contains(t, o.stderr, `job "deploy-run" (build ID 1 of job `)
 	assert.Subset(t, eventReasons(t, env, ns, "deploy-run"), []string{"Pending", "Success"}, "run's job state changes are Events on its record")
 
 	// abort: the job's state change is an Event on its record.

@@ -90,7 +90,7 @@ func TestIntegrationRunFollowsAcrossEviction(t *testing.T) {
 				`pod "` + name + `" ` + tt.what + ` while job "` + name + `" is pending; following the pod that replaces it`,
 				`container "main" is running`,
 				`container "main" terminated with exit code 3`,
-				`job "` + name + `" (build 1) failed after`,
+				`job "` + name + `" (build ID 1 of job deploy-web) failed after`,
 				`lock "staging" released`,
 			})
 			j := getJob(t, c, name)

@@ -3,25 +3,64 @@
 # builds taking turns on the deploy lock of namespace "staging", a superseded
 # build, then lockctl run with a local command, with a job, and interrupted.
 # Leaves the control plane running for `make down`.
+#
+# Escape codes (bold commands) only when stdout is a terminal and NO_COLOR is
+# not set; NO_COLOR is passed on to lockctl. The e2e test runs this script
+# against its own control plane: LOCKCTL_DEMO_KUBECONFIG skips
+# `localcluster up`, LOCKCTL_BIN names the lockctl binary, LOCKCTL_DEMO_DIR
+# where the job files go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bin/localcluster up
-export KUBECONFIG="$PWD/_output/local/kubeconfig"
-export LOCKCTL_LOCK_NAMESPACE=default
-lockctl() { bin/lockctl "$@"; }
-say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+if [[ -n "${LOCKCTL_DEMO_KUBECONFIG:-}" ]]; then
+  export KUBECONFIG="$LOCKCTL_DEMO_KUBECONFIG"
+else
+  bin/localcluster up
+  export KUBECONFIG="$PWD/_output/local/kubeconfig"
+fi
+export LOCKCTL_LOCK_NAMESPACE="${LOCKCTL_LOCK_NAMESPACE:-default}"
+bin="${LOCKCTL_BIN:-bin/lockctl}"
+lockctl() { "$bin" "$@"; }
+
+bold='' plain=''
+if [[ -t 1 && -z "${NO_COLOR:-}" ]]; then
+  bold=$'\033[1m' plain=$'\033[0m'
+else
+  export NO_COLOR=1
+fi
+say() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; }
+
+# acquire WHO ARGS...: lockctl acquire ARGS, then say what the number it
+# prints is: the fencing token of WHO's hold.
+explained=''
+acquire() {
+  local who=$1 token
+  shift
+  token=$(lockctl acquire "$@") || return
+  if [[ -z "$explained" ]]; then
+    echo "$who holds the lock with fencing token $token: acquire prints it on stdout; it grows with every new holder, so a deploy can check that it still holds the lock"
+  else
+    echo "$who holds the lock with fencing token $token"
+  fi
+}
+
 web=(--owner acme --repo web --branch main)
 api=(--owner acme --repo api --branch main)
+
+cat <<'EOT'
+A holder is OWNER/REPO@BRANCH#BUILD: #41 is the CI build number of the
+pipeline that holds the lock (here given with --build).
+EOT
 
 # Start from a clean slate if a previous demo left locks behind.
 lockctl release staging --force -q >/dev/null 2>&1 || true
 
 say "lockctl acquire staging ${web[*]} --build 41"
-lockctl acquire staging "${web[@]}" --build 41
+acquire acme/web#41 staging "${web[@]}" --build 41
+explained=yes
 
 say "lockctl acquire staging ${api[*]} --build 7 --progress plain   # waits in the queue"
-lockctl acquire staging "${api[@]}" --build 7 --progress plain &
+acquire acme/api#7 staging "${api[@]}" --build 7 --progress plain &
 waiter=$!
 sleep 2
 
@@ -39,11 +78,11 @@ say "lockctl status staging -o yaml"
 lockctl status staging -o yaml
 
 say "lockctl acquire staging ${web[*]} --build 42 &   # queued behind acme/api#7"
-lockctl acquire staging "${web[@]}" --build 42 --progress plain &
+acquire acme/web#42 staging "${web[@]}" --build 42 --progress plain &
 older=$!
 sleep 2
 say "lockctl acquire staging ${web[*]} --build 43 &   # a newer build of the same branch arrives"
-lockctl acquire staging "${web[@]}" --build 43 --progress plain &
+acquire acme/web#43 staging "${web[@]}" --build 43 --progress plain &
 newer=$!
 set +e
 wait "$older"
@@ -60,7 +99,8 @@ lockctl run --lock staging "${web[@]}" --build 44 -- sh -c 'echo deploying; slee
 
 # The local control plane's node is kwok's: it runs no containers, and these
 # annotations tell it how the pod ends (see internal/testenv).
-job=_output/local/demo-job.yaml
+mkdir -p "${LOCKCTL_DEMO_DIR:=_output/local}"
+job="$LOCKCTL_DEMO_DIR/demo-job.yaml"
 cat > "$job" <<'EOF'
 apiVersion: lockctl.dev/v1alpha1
 kind: Job
@@ -76,11 +116,16 @@ spec:
 EOF
 say "lockctl run --lock staging ${web[*]} --build 45 -f $job   # submit, drive and follow a job"
 lockctl run --lock staging "${web[@]}" --build 45 -f "$job"
+cat <<'EOT'
+(acme/web@main#45 is the CI build that held the lock; "build ID 1 of job
+deploy-web" is the job's own run number, which lockctl counts per job name
+and gives the pod as BUILD_ID.)
+EOT
 
 sed -e '/annotations:/d' "$job" > "${job%.yaml}-forever.yaml"
 say "lockctl run --lock staging ${web[*]} --build 46 -f ${job%.yaml}-forever.yaml   # Ctrl-C after 3s"
-# NOTE: bin/lockctl itself, not the function, so that $! is lockctl's pid.
-bin/lockctl run --lock staging "${web[@]}" --build 46 -f "${job%.yaml}-forever.yaml" &
+# NOTE: the binary itself, not the function, so that $! is lockctl's pid.
+"$bin" run --lock staging "${web[@]}" --build 46 -f "${job%.yaml}-forever.yaml" &
 runner=$!
 sleep 3
 kill -INT "$runner"

@@ -1,0 +1,47 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestIntegrationDemo runs hack/demo.sh (make demo) against the test's
+// control plane, its output going to pipes as in a CI log: it exits 0,
+// writes no escape codes, says what the numbers it prints are, and tells
+// the lock holder's CI build from the job's build ID.
+func TestIntegrationDemo(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "hack", "demo.sh")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Env = append(c.command(ctx).Env,
+		"LOCKCTL_DEMO_KUBECONFIG="+c.kubeconfig,
+		"LOCKCTL_BIN="+lockctlBin,
+		"LOCKCTL_DEMO_DIR="+t.TempDir(),
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "demo:\n%s\n%s", stdout.String(), stderr.String())
+
+	out := stdout.String() + stderr.String()
+	assert.NotContains(t, out, "\033", "no escape codes when the output is not a terminal")
+	assert.Regexp(t, `(?m)^acme/web#41 holds the lock with fencing token \d+: acquire prints it on stdout`, stdout.String(), "tokens are explained")
+	assert.Regexp(t, `(?m)^acme/api#7 holds the lock with fencing token \d+$`, stdout.String(), "the waiter's token says whose it is")
+	assert.NotRegexp(t, `(?m)^\d+$`, stdout.String(), "no bare numbers")
+	assert.Contains(t, out, `lock "staging" acquired by acme/web@main#45`, "the holder's CI build is #45")
+	assert.Regexp(t, `job "deploy-web-\w+" \(build ID 1 of job deploy-web\) succeeded`, out, "the job's build ID is named as such")
+	assert.Contains(t, stdout.String(), "acme/web#42 exited with status 3 (3 = superseded)")
+	assert.Contains(t, stdout.String(), "lockctl run exited with status 130 (130 = interrupted)")
+}
