@@ -141,7 +141,8 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	setProgress(o.f, o.Progress)
-	progress := newWaitProgress(o.f.console(), o.f.Clock)
+	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
+	progress := newWaitProgress(o.f.console(), o.f.lockClock())
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, OnProgress: progress.update, NoWait: o.NoWait,

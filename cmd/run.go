@@ -309,7 +309,8 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 		return nil, nil, err
 	}
 	obs := &runObserver{d: d, o: o}
-	progress := newWaitProgress(o.f.console(), o.f.Clock)
+	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
+	progress := newWaitProgress(o.f.console(), o.f.lockClock())
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, OnProgress: progress.update,

@@ -78,7 +78,10 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			return nil, err
 		}
 		first = cm
+		// The wait counts on the clock as it now is.
+		w.started = c.Clock.Now()
 	}
+	var last *Progress
 	res, err := c.step(ctx, w.req, w.me, first, nil)
 	switch {
 	case err == nil && res.held != nil:
@@ -94,7 +97,9 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			return nil, w.giveUp(w.waitError(ctx, err, Claim{}))
 		}
 	} else {
-		w.joined = true // the first write queued us
+		// The first write queued us.
+		w.joined, w.holder = true, res.rec.Holder
+		last = w.report(res, last)
 	}
 	w.lockEvents = w.watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return c.cms.ConfigMaps(c.namespace).List(ctx, o)
@@ -109,7 +114,6 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	}
 	w.cm = cm
 	var (
-		last    *Progress
 		refresh bool          // w.cm must be read again before deciding
 		delay   time.Duration // the pause after a transient API error
 	)
@@ -158,10 +162,7 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			return res.held, nil
 		}
 		w.cm, w.joined = res.cm, true
-		if p := res.progress(w.req.Target, w.started); p != nil && w.req.OnProgress != nil && !sameProgress(last, p) {
-			w.req.OnProgress(*p)
-			last = p
-		}
+		last = w.report(res, last)
 		w.followHolderPod(res.rec.Holder.Pod)
 		if err := w.next(ctx, res.decision.NextCheck); err != nil {
 			holder := Claim{}
@@ -407,6 +408,17 @@ func (w *waiter) watchOne(list cache.ListWithContextFunc, wat cache.WatchFuncWit
 	}
 	_, _, events, _ := watchtools.NewIndexerInformerWatcher(lw, obj)
 	return events
+}
+
+// report tells req.OnProgress of the wait after res, when it changed since
+// last, and returns what was reported last.
+func (w *waiter) report(res *stepResult, last *Progress) *Progress {
+	p := res.progress(w.req.Target, w.started)
+	if p == nil || w.req.OnProgress == nil || sameProgress(last, p) {
+		return last
+	}
+	w.req.OnProgress(*p)
+	return p
 }
 
 func sameProgress(a, b *Progress) bool {
