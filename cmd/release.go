@@ -28,7 +28,8 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 		Long: heredoc.Doc(`
 			Release the deploy lock of NAMESPACE held by this build (the same
 			owner, repo, branch and build as acquire used). The next waiter, if
-			any, holds the lock at once; otherwise the lock is deleted.
+			any, holds the lock at once; otherwise the lock is free, and kept
+			for its history (lockctl history NAMESPACE).
 
 			Like rm -f, releasing a lock that is not held, or already gone,
 			succeeds with a message, so pipelines can release in a finally

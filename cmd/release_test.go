@@ -143,8 +143,7 @@ func TestRunRelease(t *testing.T) {
 			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
 			assert.Equal(t, tt.wantErrOut, te.errOut.String(), "stderr")
 			assert.Empty(t, te.out.String(), "stdout")
-			_, getErr := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
-			assert.Equal(t, tt.wantLock, getErr == nil, "lock still there")
+			assert.Equal(t, tt.wantLock, lockHeld(t, te), "lock still held")
 		})
 	}
 }

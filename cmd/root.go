@@ -78,6 +78,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newAcquireCmd(f, nil),
 		newCompletionCmd(f),
 		newGetCmd(f),
+		newHistoryCmd(f, nil),
 		newLogsCmd(f, nil),
 		newPruneCmd(f, nil),
 		newReconcileCmd(f, nil),

@@ -51,11 +51,16 @@ spec:
 // lockGone reports whether the lock of target has been released.
 func lockGone(t *testing.T, c *cli, target string) bool {
 	t.Helper()
-	_, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
 		t.Fatalf("get lock: %v", err)
 	}
-	return apierrors.IsNotFound(err)
+	// NOTE: a released lock is kept, free, for its history.
+	rec, err := lock.Decode(cm)
+	return err == nil && rec.IsFree()
 }
 
 func getJob(t *testing.T, c *cli, name string) *job.Job {

@@ -76,6 +76,13 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	rec := cur.deepCopy()
 	ts := later(now, rec.Updated)
 	rec.Updated = ts
+	if rec.IsFree() {
+		// A free lock kept for its history is taken as a new one: with the
+		// contender's policy, and nobody to supersede.
+		rec.Policy, rec.Waiters = policy, nil
+		rec.Holder = holding(me, ts, now)
+		return Decision{Record: rec, Outcome: Acquired, TookOver: true}
+	}
 	changed := false
 
 	// Waiters whose expiry passed are gone; the contender's own entry is
@@ -325,6 +332,7 @@ func (r *Record) deepCopy() *Record {
 	for i, w := range r.Waiters {
 		out.Waiters[i] = w.deepCopy()
 	}
+	out.History = append([]HistoryEntry(nil), r.History...)
 	return &out
 }
 

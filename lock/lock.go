@@ -315,7 +315,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	}
 	now := c.Clock.Now()
 	alive, recheck, why := true, time.Time{}, ""
-	if cur != nil {
+	if cur != nil && !cur.IsFree() {
 		var err error
 		alive, recheck, why, err = c.holderAlive(ctx, cur.Holder, pod, now)
 		if err != nil {
@@ -323,7 +323,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 		}
 	}
 	policy := req.Policy
-	if cur != nil {
+	if cur != nil && !cur.IsFree() {
 		policy = cur.Policy
 	} else if policy == "" {
 		policy = PolicyNewest
@@ -345,6 +345,15 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	res := &stepResult{cm: cm, rec: cur, decision: d}
 	if d.StaleHolder != nil {
 		log.WithField("holder", d.StaleHolder.Identity.String()).Debug("holder is no longer alive")
+	}
+	if d.StaleHolder != nil && d.Record != nil {
+		by := ""
+		if d.HandedTo != nil {
+			by = d.HandedTo.Identity.String()
+		} else if d.Outcome == Acquired {
+			by = me.Identity.String()
+		}
+		d.Record.ended(*d.StaleHolder, d.Record.Updated, staleEnding(*d.StaleHolder), by, why)
 	}
 	if d.Record != nil {
 		written, err := c.write(ctx, req.Target, cm, d)

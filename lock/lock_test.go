@@ -260,6 +260,7 @@ func TestRelease(t *testing.T) {
 		token      string
 		wantErr    error
 		wantDelete bool
+		wantFree   string // how the history says the hold ended
 		wantHanded string
 		wantLeft   bool
 		wantCalls  []string
@@ -269,10 +270,10 @@ func TestRelease(t *testing.T) {
 			wantCalls: []string{"get configmaps"},
 		},
 		{
-			name:       "held by me, nobody waits: deleted with preconditions",
-			objs:       []runtime.Object{lockObject(t, record(mine))},
-			wantDelete: true,
-			wantCalls:  []string{"get configmaps", "delete configmaps"},
+			name:      "held by me, nobody waits: kept free for its history",
+			objs:      []runtime.Object{lockObject(t, record(mine))},
+			wantFree:  "released",
+			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:       "held by me, someone waits: handed over in one write",
@@ -300,18 +301,18 @@ func TestRelease(t *testing.T) {
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
-			name:       "held by someone else, their recorded token given: released",
-			objs:       []runtime.Object{lockObject(t, record(theirsTokened))},
-			token:      "9",
-			wantDelete: true,
-			wantCalls:  []string{"get configmaps", "delete configmaps"},
+			name:      "held by someone else, their recorded token given: released",
+			objs:      []runtime.Object{lockObject(t, record(theirsTokened))},
+			token:     "9",
+			wantFree:  "released",
+			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
-			name:       "held by someone else, token pending: the lock's resourceVersion is the token",
-			objs:       []runtime.Object{lockObject(t, record(theirsPending))},
-			token:      "10",
-			wantDelete: true,
-			wantCalls:  []string{"get configmaps", "delete configmaps"},
+			name:      "held by someone else, token pending: the lock's resourceVersion is the token",
+			objs:      []runtime.Object{lockObject(t, record(theirsPending))},
+			token:     "10",
+			wantFree:  "released",
+			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "a wrong token: refused, nothing written",
@@ -335,11 +336,11 @@ func TestRelease(t *testing.T) {
 			wantCalls: []string{"get configmaps"},
 		},
 		{
-			name:       "held by someone else with --force: broken",
-			objs:       []runtime.Object{lockObject(t, record(theirs))},
-			force:      true,
-			wantDelete: true,
-			wantCalls:  []string{"get configmaps", "delete configmaps"},
+			name:      "held by someone else with --force: broken, by whom in the history",
+			objs:      []runtime.Object{lockObject(t, record(theirs))},
+			force:     true,
+			wantFree:  "broken by acme/web@main#42",
+			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name: "corrupt lock: refused without --force",
@@ -383,6 +384,19 @@ func TestRelease(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantLeft, res.LeftQueue, "left queue")
+			if tt.wantFree != "" {
+				cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(context.Background(), Name("staging"), metav1.GetOptions{})
+				require.NoError(t, err)
+				rec, err := Decode(cm)
+				require.NoError(t, err)
+				assert.True(t, rec.IsFree(), "the lock is free")
+				require.Len(t, rec.History, 1)
+				assert.Equal(t, tt.wantFree, rec.History[0].Describe())
+				assert.Empty(t, cm.OwnerReferences, "a free lock is owned by no pod")
+				l, err := c.Get(context.Background(), "staging")
+				require.NoError(t, err)
+				assert.Nil(t, l, "a free lock reads as no lock")
+			}
 			if tt.wantHanded != "" {
 				require.NotNil(t, res.HandedTo)
 				assert.Equal(t, tt.wantHanded, res.HandedTo.Session)

@@ -15,7 +15,7 @@ import (
 
 // newerWriter plays a lockctl of a newer minor record version: it rewrites
 // the record with fields today's lockctl does not know (a top-level
-// "history", a holder's "note"), with a compare-and-swap on resourceVersion
+// "notes", a holder's "note"), with a compare-and-swap on resourceVersion
 // as every writer must.
 func newerWriter(t *testing.T, c kubernetes.Interface, ns, target string) {
 	t.Helper()
@@ -25,7 +25,7 @@ func newerWriter(t *testing.T, c kubernetes.Interface, ns, target string) {
 	var rec map[string]any
 	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
 	rec["version"] = "1.9"
-	rec["history"] = []any{map[string]any{"owner": "acme", "build": "0", "released": "2026-12-03T09:59:00.000000Z"}}
+	rec["notes"] = []any{map[string]any{"owner": "acme", "build": "0", "released": "2026-12-03T09:59:00.000000Z"}}
 	holder, ok := rec["holder"].(map[string]any)
 	require.True(t, ok, "record has a holder: %v", rec)
 	holder["note"] = "written by a newer lockctl"
@@ -67,7 +67,7 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 	assert.Equal(t, 1, p.Position, "queued behind the holder")
 	rec := recordOf(t, env.Client, ns, "staging")
 	assert.Equal(t, "1.9", rec["version"], "joining the queue keeps the newer version")
-	assert.Contains(t, rec, "history", "joining the queue keeps the newer top-level field")
+	assert.Contains(t, rec, "notes", "joining the queue keeps the newer top-level field")
 	assert.Equal(t, "written by a newer lockctl", rec["holder"].(map[string]any)["note"], "and the holder's field")
 
 	_, err = l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{})
@@ -77,7 +77,7 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 
 	rec = recordOf(t, env.Client, ns, "staging")
 	assert.Equal(t, "1.9", rec["version"], "the hand-over keeps the newer version")
-	assert.Contains(t, rec, "history", "the hand-over keeps the newer top-level field")
+	assert.Contains(t, rec, "notes", "the hand-over keeps the newer top-level field")
 	holder := rec["holder"].(map[string]any)
 	assert.Equal(t, "api", holder["repo"], "the new holder")
 	assert.NotContains(t, holder, "note", "the old holder's fields leave with it")

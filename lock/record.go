@@ -210,6 +210,13 @@ type Claim struct {
 	// in the record.
 	Effective Priority `json:"effectivePriority,omitempty"`
 
+	// Released marks the holder of a free lock: the lock was released with
+	// nobody waiting and is kept, for its history, as this placeholder
+	// holder, which has no pod and whose expiry has passed (so a lockctl
+	// older than record version 1.3 takes it over as an expired hold).
+	// Added in record version 1.3.
+	Released bool `json:"released,omitempty"`
+
 	// target is the lock's target, carried for Decide when creating.
 	target string
 	// unknown keeps the fields of a newer minor version, written back as
@@ -229,6 +236,9 @@ type Record struct {
 	Holder  Claim            `json:"holder"`
 	Waiters []Claim          `json:"waiters,omitempty"`
 	Updated metav1.MicroTime `json:"updated"`
+	// History is the last holds of the lock, oldest first, at most
+	// MaxHistory of them. Added in record version 1.3.
+	History []HistoryEntry `json:"history,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
@@ -238,11 +248,12 @@ type Record struct {
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-var RecordVersion = schema.Version{Major: 1, Minor: 2}
+var RecordVersion = schema.Version{Major: 1, Minor: 3}
 
 var (
-	recordFields = schema.Fields(Record{})
-	claimFields  = schema.Fields(Claim{})
+	recordFields  = schema.Fields(Record{})
+	claimFields   = schema.Fields(Claim{})
+	historyFields = schema.Fields(HistoryEntry{})
 )
 
 // UnmarshalJSON decodes a record, keeping the fields it does not know.
@@ -285,6 +296,28 @@ func (c Claim) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return schema.Merge(b, c.unknown)
+}
+
+// UnmarshalJSON decodes a history entry, keeping the fields it does not know.
+func (h *HistoryEntry) UnmarshalJSON(b []byte) error {
+	type plain HistoryEntry
+	if err := json.Unmarshal(b, (*plain)(h)); err != nil {
+		return err
+	}
+	var err error
+	h.unknown, err = schema.Unknown(b, historyFields)
+	return err
+}
+
+// MarshalJSON encodes a history entry with the unknown fields it was read
+// with.
+func (h HistoryEntry) MarshalJSON() ([]byte, error) {
+	type plain HistoryEntry
+	b, err := json.Marshal(plain(h))
+	if err != nil {
+		return nil, err
+	}
+	return schema.Merge(b, h.unknown)
 }
 
 // Position returns the 1-based place of session in the queue, 0 if absent.

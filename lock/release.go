@@ -85,6 +85,8 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 		return &Released{Forced: true, Invalid: err}, nil
 	case err != nil:
 		return nil, err
+	case rec.IsFree():
+		return &Released{}, nil
 	}
 	holder := rec.Holder
 	res := &Released{Previous: &holder}
@@ -119,14 +121,27 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 			rec.Waiters = rec.Waiters[1:]
 		}
 	}
+	how, by := EndReleased, ""
+	if res.Forced {
+		how, by = EndBroken, o.by(id)
+	}
 	if next == nil {
-		if err := c.delete(ctx, cm); err != nil {
+		// NOTE: kept, free, rather than deleted, so its history outlives
+		// the hold; every lockctl of this major version takes it over.
+		rec.ended(holder, ts, how, by, "")
+		rec.free(ts)
+		written, err := c.write(ctx, target, cm, Decision{Record: rec})
+		if err != nil {
 			return nil, err
 		}
 		log.WithField("holder", holder.Identity.String()).Debug("lock released")
-		c.releaseEvents(ctx, cm, res, o.by(id))
+		c.releaseEvents(ctx, written, res, o.by(id))
 		return res, nil
 	}
+	if !res.Forced {
+		how, by = EndHandedOver, next.Identity.String()
+	}
+	rec.ended(holder, ts, how, by, "")
 	rec.handOver(*next, ts, now)
 	written, err := c.write(ctx, target, cm, Decision{Record: rec})
 	if err != nil {

@@ -39,6 +39,12 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-7"}, Priority: PriorityHigh,
 		}},
 		Updated: metav1.NewMicroTime(since.Add(time.Minute)),
+		History: []HistoryEntry{
+			{Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "39"}, Since: metav1.NewMicroTime(since.Add(-time.Hour)),
+				Until: metav1.NewMicroTime(since.Add(-30 * time.Minute)), Ended: EndBroken, By: "alice@laptop"},
+			{Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "40"}, Pod: &PodRef{Namespace: "ci", Name: "build-40", UID: "u-40"},
+				Since: metav1.NewMicroTime(since.Add(-30 * time.Minute)), Until: since, Ended: EndLost, Reason: "pod ci/build-40 is gone"},
+		},
 	}
 	cm := lockConfigMap("")
 	require.NoError(t, encode(cm, rec))
@@ -64,6 +70,7 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 	}{
 		{file: "v1.0.json", wantVersion: current},
 		{file: "v1.1.json", wantVersion: current},
+		{file: "v1.2.json", wantVersion: current},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
 		{file: "v2.0.json", wantErr: "lock locks/lockctl-lock-staging has record version 2.0, which this lockctl cannot read (it reads version 1, up to " + current + ")"},
@@ -110,14 +117,14 @@ func TestRecordUnknownFieldsSurviveDecisions(t *testing.T) {
 	require.NoError(t, encode(cm, d.Record))
 
 	var doc struct {
-		History json.RawMessage   `json:"history"`
+		Notes   json.RawMessage   `json:"notes"`
 		Holder  map[string]any    `json:"holder"`
 		Waiters []map[string]any  `json:"waiters"`
 		Version string            `json:"version"`
 		Rest    map[string]string `json:"-"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[RecordAnnotation]), &doc))
-	assert.JSONEq(t, `[{"build":"40","owner":"acme","released":"2026-12-03T09:59:00.000000Z"}]`, string(doc.History), "top-level field kept")
+	assert.JSONEq(t, `[{"build":"40","owner":"acme","released":"2026-12-03T09:59:00.000000Z"}]`, string(doc.Notes), "top-level field kept")
 	assert.Equal(t, "fields of a newer minor version are kept", doc.Holder["note"], "holder field kept")
 	require.Len(t, doc.Waiters, 2)
 	assert.EqualValues(t, 3, doc.Waiters[0]["rank"], "waiter field kept")

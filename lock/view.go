@@ -42,7 +42,8 @@ const (
 	// StateStale: the holder's pod is gone or finished, or its expiry has
 	// passed; the next contender removes the lock.
 	StateStale LockState = "stale"
-	// StateFree: there is no lock object.
+	// StateFree: there is no lock object, or it is kept, free, for its
+	// history.
 	StateFree LockState = "free"
 	// StateInvalid: the lock object's record cannot be read.
 	StateInvalid LockState = "invalid"
@@ -66,7 +67,8 @@ type LockStatus struct {
 	Invalid string `json:"invalid,omitempty"`
 }
 
-// Get returns target's lock, or nil when there is none.
+// Get returns target's lock, or nil when there is none or it is free (kept
+// only for its history).
 func (c *Client) Get(ctx context.Context, target string) (*Lock, error) {
 	cm, err := c.get(ctx, target)
 	if err != nil || cm == nil {
@@ -74,6 +76,9 @@ func (c *Client) Get(ctx context.Context, target string) (*Lock, error) {
 	}
 	if !IsLock(cm) {
 		return nil, &NotALockError{Namespace: cm.Namespace, Name: cm.Name}
+	}
+	if isFree(cm) {
+		return nil, nil
 	}
 	l := c.view(ctx, cm)
 	return &l, nil
@@ -90,8 +95,9 @@ func (c *Client) Free(target string) Lock {
 	}
 }
 
-// List returns every lock in the lock namespace, by name; a Client made
-// for metav1.NamespaceAll ("") lists the locks of every namespace.
+// List returns every lock in the lock namespace that is not free, by name;
+// a Client made for metav1.NamespaceAll ("") lists the locks of every
+// namespace.
 func (c *Client) List(ctx context.Context) ([]Lock, error) {
 	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
 	list, err := c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -100,7 +106,9 @@ func (c *Client) List(ctx context.Context) ([]Lock, error) {
 	}
 	out := make([]Lock, 0, len(list.Items))
 	for i := range list.Items {
-		out = append(out, c.view(ctx, &list.Items[i]))
+		if !isFree(&list.Items[i]) {
+			out = append(out, c.view(ctx, &list.Items[i]))
+		}
 	}
 	return out, nil
 }
@@ -194,6 +202,9 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 		rec, err := c.decode(cm, h.Target)
 		if err != nil {
 			return err
+		}
+		if rec.IsFree() {
+			return fmt.Errorf("renew lock %s: %w: it was released", c.Describe(h.Target), ErrLost)
 		}
 		if rec.Holder.Session != h.Session {
 			return fmt.Errorf("renew lock %s: %w: now held by %s", c.Describe(h.Target), ErrLost, rec.Holder.Identity)

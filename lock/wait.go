@@ -90,6 +90,13 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	case err != nil && !errors.Is(err, errRetry):
 		return nil, w.giveUp(err)
 	}
+	if errors.Is(err, errRetry) && first == nil {
+		// The lock exists: taken at once if it is free, kept for its history.
+		if res, err := w.takeFree(ctx); err == nil && res.held != nil {
+			res.held.Waited = c.Clock.Since(w.started)
+			return res.held, nil
+		}
+	}
 	lost := 0 // writes lost to other contenders before joining the queue
 	if err != nil {
 		lost++

@@ -123,10 +123,14 @@ spec:
 				args = []string{"acquire", "staging", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1", "--timeout", "5s"}
 			case "create": // take a free lock
 				args = []string{"acquire", "staging", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"}
-			case "delete": // release with nobody waiting
-				_, err := admin.Acquire(t.Context(), lock.Request{Target: "staging", Identity: identity("api", 1)})
+			case "delete": // remove a corrupt lock (a released one is kept, free, for its history)
+				_, err := env.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+					Name:        lock.Name("staging"),
+					Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue},
+					Annotations: map[string]string{lock.RecordAnnotation: "{"},
+				}}, metav1.CreateOptions{})
 				require.NoError(t, err)
-				args = []string{"release", "staging", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"}
+				args = []string{"release", "staging", "--force"}
 			}
 			o := cli(args...)
 			t.Logf("%v -> exit %d\n%s", args, o.code, o.stderr)

@@ -1,0 +1,88 @@
+package cmd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestNewHistoryCmd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		want    historyOptions
+		wantErr string
+	}{
+		{name: "table", args: []string{"staging"}, want: historyOptions{Target: "staging"}},
+		{name: "json", args: []string{"staging", "-o", "json"}, want: historyOptions{Target: "staging", Output: "json"}},
+		{name: "no namespace", args: nil, wantErr: "accepts 1 arg(s), received 0"},
+		{name: "bad output", args: []string{"staging", "-o", "wide"}, wantErr: "must be one of json, yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			var got *historyOptions
+			root := newRootCmd(te.f)
+			root.RemoveCommand(findCmd(root, "history"))
+			root.AddCommand(newHistoryCmd(te.f, func(o *historyOptions) error { got = o; return nil }))
+			root.SetArgs(append([]string{"history"}, tt.args...))
+			err := root.Execute()
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
+				assert.Equal(t, CodeUsage, exitCode(err))
+				return
+			}
+			require.NoError(t, err)
+			got.f = nil
+			assert.Equal(t, tt.want, *got, "args %v", tt.args)
+		})
+	}
+}
+
+func TestRunHistory(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		args       []string
+		holds      bool // build 41 held, broken with --force, then build 43 held and released, then build 44 holding
+		golden     string
+		wantErrOut string
+	}{
+		{name: "never taken", args: []string{"history", "staging"}, wantErrOut: "10:00:00 lock \"staging\" has no history (default/lockctl-lock-staging)\n"},
+		{name: "table", args: []string{"history", "staging"}, holds: true, golden: "history/table.golden"},
+		{name: "yaml", args: []string{"history", "staging", "-o", "yaml"}, holds: true, golden: "history/history.yaml.golden"},
+		{name: "json", args: []string{"history", "staging", "-o", "json"}, holds: true, golden: "history/history.json.golden"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			if tt.holds {
+				_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(), heldLock(t, "41"), metav1.CreateOptions{})
+				require.NoError(t, err)
+				te.clock.Step(10 * time.Minute)
+				require.NoError(t, te.run("release", "staging", "--force", "--owner", "ops", "--repo", "console", "--branch", "main", "--build", "1"))
+				require.NoError(t, te.run("acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "43"))
+				te.clock.Step(5 * time.Minute)
+				require.NoError(t, te.run("release", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "43"))
+				require.NoError(t, te.run("acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "44"))
+				te.clock.Step(time.Minute)
+				te.out.Reset()
+				te.errOut.Reset()
+			}
+			require.NoError(t, te.run(tt.args...))
+			assert.Equal(t, tt.wantErrOut, te.errOut.String(), "stderr")
+			if tt.golden != "" {
+				golden(t, tt.golden, te.out.String())
+			} else {
+				assert.Empty(t, te.out.String(), "stdout")
+			}
+		})
+	}
+}

@@ -1,0 +1,176 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxHistory is how many past holds a lock record keeps: the oldest go
+// first. Each entry is a few hundred bytes of the record's one annotation.
+const MaxHistory = 20
+
+// Ending says how a hold of the lock ended.
+type Ending string
+
+const (
+	// EndReleased: the holder released the lock and nobody waited.
+	EndReleased Ending = "released"
+	// EndHandedOver: the holder released the lock to the first waiter (By).
+	EndHandedOver Ending = "handedOver"
+	// EndBroken: someone else (By) broke the hold with release --force.
+	EndBroken Ending = "broken"
+	// EndExpired: the holder's expiry passed without a renewal and a
+	// contender removed it.
+	EndExpired Ending = "expired"
+	// EndLost: the holder's pod was gone, finished, replaced or lost with
+	// its node (Reason says which) and a contender removed it.
+	EndLost Ending = "lost"
+)
+
+// HistoryEntry is one past hold of a lock. Added in record version 1.3.
+type HistoryEntry struct {
+	// Identity is the build that held the lock.
+	Identity `json:",inline"`
+	// Pod is the pod the holder ran in, if any.
+	Pod *PodRef `json:"pod,omitempty"`
+	// Since and Until are when the hold started and ended, as the record's
+	// times (which never go backwards).
+	Since metav1.MicroTime `json:"since"`
+	Until metav1.MicroTime `json:"until"`
+	// Ended says how the hold ended.
+	Ended Ending `json:"ended"`
+	// By is who took part in the end: the waiter the lock was handed to,
+	// or who broke it.
+	By string `json:"by,omitempty"`
+	// Reason says why a holder was removed as stale, for people ("pod
+	// ci/build-7 is gone").
+	Reason string `json:"reason,omitempty"`
+
+	// unknown keeps the fields of a newer minor version, written back as
+	// they were.
+	unknown map[string]json.RawMessage
+}
+
+// Describe renders how the hold ended, for people: "handed over to X",
+// "broken by X", "expired", "lost: pod ci/build-7 is gone".
+func (h HistoryEntry) Describe() string {
+	switch h.Ended {
+	case EndHandedOver:
+		return "handed over to " + printable(h.By)
+	case EndBroken:
+		return "broken by " + printable(h.By)
+	case EndExpired, EndLost:
+		if h.Reason != "" {
+			return string(h.Ended) + ": " + printable(h.Reason)
+		}
+	case EndReleased:
+	default:
+		return printable(string(h.Ended))
+	}
+	return string(h.Ended)
+}
+
+// ended appends the end of h's hold at ts to the history, dropping the
+// oldest entries beyond MaxHistory. A free lock's placeholder holder is no
+// hold and is not recorded.
+func (r *Record) ended(h Claim, ts metav1.MicroTime, how Ending, by, reason string) {
+	if h.Released {
+		return
+	}
+	r.History = append(r.History, HistoryEntry{
+		Identity: h.Identity, Pod: h.Pod, Since: h.Since, Until: ts, Ended: how, By: by, Reason: reason,
+	})
+	if n := len(r.History) - MaxHistory; n > 0 {
+		r.History = append([]HistoryEntry(nil), r.History[n:]...)
+	}
+}
+
+// free makes the lock free at ts, kept for its history: the holder becomes
+// a placeholder without a pod whose expiry is ts, which every lockctl of
+// this major version takes over.
+func (r *Record) free(ts metav1.MicroTime) {
+	r.Holder = Claim{
+		Identity: Identity{Owner: "lockctl", Repo: "free", Branch: "free", Build: "0"},
+		Session:  "released",
+		Since:    ts,
+		Expires:  &ts,
+		Released: true,
+	}
+	r.Waiters = nil
+}
+
+// IsFree reports whether the record is a free lock kept for its history.
+func (r *Record) IsFree() bool { return r.Holder.Released }
+
+// History is what `lockctl history` shows of a lock.
+type History struct {
+	Target string `json:"target"`
+	// Holder is the current hold; nil when the lock is free.
+	Holder *Hold `json:"holder,omitempty"`
+	// Entries are the past holds, newest first.
+	Entries []HistoryEntry `json:"entries"`
+}
+
+// Hold is the current hold of a lock, as History shows it.
+type Hold struct {
+	Identity `json:",inline"`
+	Pod      *PodRef           `json:"pod,omitempty"`
+	Since    metav1.MicroTime  `json:"since"`
+	Expires  *metav1.MicroTime `json:"expires,omitempty"`
+}
+
+// History returns the past holds of target's lock, newest first, and its
+// current holder. A lock that was never taken (or whose holder pod was
+// deleted with it) has an empty history.
+func (c *Client) History(ctx context.Context, target string) (*History, error) {
+	out := &History{Target: target, Entries: []HistoryEntry{}}
+	cm, err := c.get(ctx, target)
+	if err != nil || cm == nil {
+		return out, err
+	}
+	rec, err := c.decode(cm, target)
+	if err != nil {
+		return nil, err
+	}
+	if !rec.IsFree() {
+		h := rec.Holder
+		out.Holder = &Hold{Identity: h.Identity, Pod: h.Pod, Since: h.Since, Expires: h.Expires}
+	}
+	for i := len(rec.History) - 1; i >= 0; i-- {
+		out.Entries = append(out.Entries, rec.History[i])
+	}
+	return out, nil
+}
+
+// staleEnding says how a holder judged not alive for why ended.
+func staleEnding(h Claim) Ending {
+	if h.Pod == nil {
+		return EndExpired
+	}
+	return EndLost
+}
+
+// takeFree takes a free lock kept for its history, read as cm, when the
+// first create of Acquire lost because of it: one read and one write, not
+// a wait. It returns errRetry when the lock is not free (or changed).
+func (w *waiter) takeFree(ctx context.Context) (*stepResult, error) {
+	cm, err := w.c.get(ctx, w.req.Target)
+	if err != nil {
+		return nil, err
+	}
+	if !isFree(cm) {
+		return nil, errRetry
+	}
+	return w.c.step(ctx, w.req, w.me, cm, nil)
+}
+
+func isFree(cm *corev1.ConfigMap) bool {
+	if cm == nil {
+		return false
+	}
+	rec, err := Decode(cm)
+	return err == nil && rec.IsFree()
+}
