@@ -59,12 +59,15 @@ func runAbort(ctx context.Context, o *abortOptions) error {
 		reason = "aborted by " + localUser(o.f.Getenv)
 	}
 	j, err := store.Abort(ctx, o.Name, job.ReasonAbortRequested, reason)
-	if errors.Is(err, job.ErrTerminal) {
+	switch {
+	case errors.Is(err, job.ErrTerminal):
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q already finished: %s\n", o.Name, j.Status.State)
 		return nil
-	}
-	if err != nil {
-		return err
+	case errors.Is(err, job.ErrAborted):
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q already aborted: %s\n", o.Name, j.Status.Description)
+		return nil
+	case err != nil:
+		return jobLookupError(err, o.Name, store.Namespace())
 	}
 	_, err = fmt.Fprintf(o.f.IOStreams.Out, "job %q aborted: %s\n", j.Name, j.Status.Description)
 	return err

@@ -36,6 +36,7 @@ func TestRunAbort(t *testing.T) {
 		name       string
 		args       []string
 		finished   bool
+		aborted    bool
 		wantOut    string
 		wantErrOut string
 		wantErr    string
@@ -47,7 +48,9 @@ func TestRunAbort(t *testing.T) {
 			wantOut: "job \"deploy-web-1\" aborted: aborted by alice\n", wantState: job.Aborted},
 		{name: "finished job", args: []string{"abort", "deploy-web-1"}, finished: true,
 			wantErrOut: "10:02:00 job \"deploy-web-1\" already finished: error\n", wantState: job.Error},
-		{name: "missing job", args: []string{"abort", "nope"}, wantErr: `get job "nope": job not found`},
+		{name: "aborted job: already aborted, nothing written", args: []string{"abort", "deploy-web-1", "--reason", "again"}, aborted: true,
+			wantErrOut: "10:02:00 job \"deploy-web-1\" already aborted: bad commit\n", wantState: job.Aborted},
+		{name: "missing job", args: []string{"abort", "nope"}, wantErr: `job "nope" not found in namespace "default"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,10 +65,15 @@ func TestRunAbort(t *testing.T) {
 				_, err = store.UpdateStatus(t.Context(), j, job.JobStatus{State: job.Error})
 				require.NoError(t, err)
 			}
+			if tt.aborted {
+				_, err := store.Abort(t.Context(), "deploy-web-1", job.ReasonAbortRequested, "bad commit")
+				require.NoError(t, err)
+			}
 			err := te.run(tt.args...)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantErr, err.Error())
+				assert.Equal(t, CodeError, exitCode(err))
 				return
 			}
 			require.NoError(t, err)
@@ -74,6 +82,26 @@ func TestRunAbort(t *testing.T) {
 			j, err := store.Get(t.Context(), tt.args[1])
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantState, j.Status.State)
+		})
+	}
+}
+
+// TestPodGone: an aborted job's pod is said to be deleted only if one was
+// ever created.
+func TestPodGone(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		st   job.JobStatus
+		want string
+	}{
+		{name: "aborted while triggered: no pod", st: job.JobStatus{State: job.Aborted}, want: " before its pod was created"},
+		{name: "aborted while pending", st: job.JobStatus{State: job.Aborted, PodName: "deploy-1"}, want: `, pod "deploy-1" deleted`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, podGone(&job.Job{Status: tt.st}), "status %+v", tt.st)
 		})
 	}
 }

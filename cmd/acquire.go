@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -152,6 +153,12 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	held, err := locks.Acquire(ctx, req)
 	progress.finish()
 	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			// Main exits 128+signal without a message: say what became of
+			// the place in the queue (Acquire gave it up).
+			o.f.console().statusf(styleWarn, logrus.Fields{"lock": o.Target, "holder": id.String()},
+				"interrupted while waiting for lock %q; left the queue", o.Target)
+		}
 		return fmt.Errorf("acquire lock %q: %w", o.Target, err)
 	}
 	fields := logrus.Fields{"lock": o.Target, "holder": id.String(), "token": held.Token}

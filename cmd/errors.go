@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/lockctl/lockctl/internal/preflight"
+	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -26,6 +27,9 @@ func explain(err error) (msg, hint string) {
 		notHolder   *lock.NotHolderError
 		tokenErr    *lock.TokenError
 		held        *lock.HeldError
+		noJob       *jobNotFoundError
+		noConfig    *NoKubeconfigError
+		untrusted   *UntrustedServerError
 		invalid     *lock.InvalidError
 		notALock    *lock.NotALockError
 		noNamespace *lock.NamespaceError
@@ -47,6 +51,8 @@ func explain(err error) (msg, hint string) {
 		return err.Error(), "nothing to do: the newer build deploys instead of this one"
 	case errors.As(err, &timeout):
 		return err.Error(), fmt.Sprintf("wait longer with --timeout, or see the queue with `lockctl status %s`", timeout.Target)
+	case errors.As(err, &noJob):
+		return err.Error(), fmt.Sprintf("list the jobs there with `lockctl get jobs -n %s`", noJob.Namespace)
 	case errors.As(err, &held):
 		return err.Error(), fmt.Sprintf("try again later, or wait for it: `lockctl acquire %s --timeout 10m`", held.Target)
 	case errors.As(err, &tokenErr):
@@ -76,6 +82,11 @@ func explain(err error) (msg, hint string) {
 		// bounded step whose time ran out. Say which, not "context deadline
 		// exceeded".
 		return deadlineMessage(err), "the API server did not answer in time; check that it is healthy and try again"
+	case errors.As(err, &noConfig):
+		return noConfig.Error(), "point --kubeconfig or KUBECONFIG at a kubeconfig file, or run lockctl in a pod with a service account"
+	case errors.As(err, &untrusted):
+		return untrusted.Error(), fmt.Sprintf("check the certificate-authority (or certificate-authority-data) of the cluster of context %q in your kubeconfig "+
+			"(`kubectl config view --minify --context %s`); lockctl offers no --insecure-skip-tls-verify", untrusted.Context, untrusted.Context)
 	case errors.As(err, &urlErr) && isNetError(urlErr.Err):
 		return fmt.Sprintf("cannot reach the API server at %s: %s", hostOf(urlErr.URL), rootCause(urlErr.Err)),
 			"check that the cluster runs and that --context/--kubeconfig point at it"
@@ -85,6 +96,25 @@ func explain(err error) (msg, hint string) {
 		return err.Error(), "list contexts with `kubectl config get-contexts`"
 	}
 	return err.Error(), ""
+}
+
+// jobNotFoundError is a job named on the command line that does not exist.
+type jobNotFoundError struct{ Name, Namespace string }
+
+func (e *jobNotFoundError) Error() string {
+	return fmt.Sprintf("job %q not found in namespace %q", e.Name, e.Namespace)
+}
+
+// Is matches job.ErrNotFound.
+func (e *jobNotFoundError) Is(target error) bool { return target == job.ErrNotFound }
+
+// jobLookupError makes a job.ErrNotFound for the job called name in
+// namespace ns a *jobNotFoundError; other errors pass unchanged.
+func jobLookupError(err error, name, ns string) error {
+	if errors.Is(err, job.ErrNotFound) {
+		return &jobNotFoundError{Name: name, Namespace: ns}
+	}
+	return err
 }
 
 // deadlineMessage is err's message with the request that ran out of time

@@ -127,9 +127,13 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	)
 	restConfig := func() (*rest.Config, error) {
 		once.Do(func() {
+			if cfgErr = findKubeconfig(ptrString(f.ConfigFlags.KubeConfig), f.Getenv); cfgErr != nil {
+				return
+			}
 			restCfg, cfgErr = f.ConfigFlags.ToRESTConfig()
 			if cfgErr == nil {
 				f.tuneRESTConfig(restCfg)
+				trustHint(restCfg, f.contextName(""))
 				restCfg.Wrap(f.ServerClock.WrapTransport)
 				cs, cfgErr = kubernetes.NewForConfig(restCfg)
 			}
@@ -159,6 +163,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 			return nil, kubeconfigError(err)
 		}
 		f.tuneRESTConfig(cfg)
+		trustHint(cfg, name)
 		return kubernetes.NewForConfig(cfg)
 	}
 	f.Namespace = func() (string, error) {
@@ -193,6 +198,13 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		return w
 	}
 	return f
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // The client-side rate limit of the CLI's commands: above client-go's

@@ -115,7 +115,7 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 	if o.Name != "" {
 		j, err := store.Get(ctx, o.Name)
 		if err != nil {
-			return err
+			return jobLookupError(err, o.Name, store.Namespace())
 		}
 		if o.Output != "" {
 			return printObject(o.f.IOStreams.Out, o.Output, j)
@@ -131,7 +131,11 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", err)
 	}
 	if len(jobs) == 0 {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs in namespace %q\n", store.Namespace())
+		if o.Job != "" {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "no job named %q in namespace %q\n", o.Job, store.Namespace())
+		} else {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs in namespace %q\n", store.Namespace())
+		}
 		if o.Output == "" {
 			return nil
 		}

@@ -73,7 +73,9 @@ func TestRunGetJobs(t *testing.T) {
 		{name: "table", args: []string{"get", "jobs"}, jobs: []string{"deploy-web-1", "deploy-web-2"}, golden: "get/jobs.golden"},
 		{name: "one as yaml", args: []string{"get", "job", "deploy-web-2", "-o", "yaml"}, jobs: []string{"deploy-web-1", "deploy-web-2"}, golden: "get/job.yaml.golden"},
 		{name: "list as json", args: []string{"get", "jobs", "-o", "json"}, jobs: []string{"deploy-web-1"}, golden: "get/jobs.json.golden"},
-		{name: "missing", args: []string{"get", "jobs", "nope"}, wantErr: `get job "nope": job not found`},
+		{name: "missing", args: []string{"get", "jobs", "nope"}, wantErr: `job "nope" not found in namespace "default"`},
+		{name: "no runs of a job name among others", args: []string{"get", "jobs", "--job", "nope"}, jobs: []string{"deploy-web-1", "deploy-web-2"},
+			wantErrOut: "10:02:00 no job named \"nope\" in namespace \"default\"\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -90,7 +90,7 @@ func (r *runObserver) LeftBehind(j *job.Job, ended string, err error) {
 		r.d.printf(styleWarn, "%v", err)
 		return
 	}
-	r.d.printf(styleWarn, "job %q was left behind by a lockctl run that ended (%s): aborted, pod %q deleted", j.Name, ended, job.PodName(j))
+	r.d.printf(styleWarn, "job %q was left behind by a lockctl run that ended (%s): aborted%s", j.Name, ended, podGone(j))
 }
 
 func (r *runObserver) Submitted(j *job.Job, podNamespace string) {
@@ -166,7 +166,7 @@ func (r *runObserver) Aborted(name string, j *job.Job, err error) {
 	case err != nil:
 		r.d.printf(styleBad, "cannot abort job %q: %v", name, err)
 	case j.Status.State == job.Aborted:
-		r.d.printf(styleWarn, "job %q aborted, pod %q deleted", name, job.PodName(j))
+		r.d.printf(styleWarn, "job %q aborted%s", name, podGone(j))
 	default:
 		r.d.printf(styleNone, "job %q had already finished: %s", name, j.Status.State)
 	}
@@ -217,4 +217,13 @@ func eventStyle(e podwatch.Event) lineStyle {
 		return styleWarn
 	}
 	return styleNone
+}
+
+// podGone says what became of an aborted job's pod: ", pod "x" deleted"
+// when one was created (the job went pending), else that none was.
+func podGone(j *job.Job) string {
+	if j.Status.PodName == "" {
+		return " before its pod was created"
+	}
+	return fmt.Sprintf(", pod %q deleted", j.Status.PodName)
 }

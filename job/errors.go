@@ -23,6 +23,9 @@ var (
 	ErrConflict = errors.New("job changed since it was read")
 	// ErrTerminal means the job is finished and can not change any more.
 	ErrTerminal = errors.New("job is finished")
+	// ErrAborted means the job was aborted already (its abort may not be
+	// complete yet): aborting it again changed nothing.
+	ErrAborted = errors.New("job is aborted already")
 	// ErrCorrupt means a stored record could not be decoded.
 	ErrCorrupt = errors.New("invalid stored job record")
 )

@@ -212,8 +212,8 @@ const abortAttempts = 10
 // Abort marks the job aborted with a reason (one of the Reason constants) and
 // a description for people; a reconciler
 // then deletes its pod and completes it. Aborting an aborted job changes
-// nothing; aborting a terminal job returns it with an error matching
-// ErrTerminal.
+// nothing and returns it with an error matching ErrAborted; aborting a
+// terminal job returns it with an error matching ErrTerminal.
 func (s *Store) Abort(ctx context.Context, name, reason, description string) (*Job, error) {
 	for range abortAttempts {
 		j, err := s.Get(ctx, name)
@@ -224,7 +224,7 @@ func (s *Store) Abort(ctx context.Context, name, reason, description string) (*J
 			return j, fmt.Errorf("abort job %q: already %s: %w", name, j.Status.State, ErrTerminal)
 		}
 		if j.Status.State == Aborted {
-			return j, nil
+			return j, fmt.Errorf("abort job %q: already aborted: %w", name, ErrAborted)
 		}
 		st := *j.Status.DeepCopy()
 		st.State, st.Reason, st.Description = Aborted, reason, description

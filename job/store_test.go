@@ -287,7 +287,7 @@ func TestStoreAbort(t *testing.T) {
 	assert.False(t, got.IsTerminal(), "the reconciler completes an aborted job")
 
 	again, err := s.Abort(ctx, "j", ReasonAbortRequested, "again")
-	require.NoError(t, err, "aborting twice is fine")
+	require.ErrorIs(t, err, ErrAborted, "aborting twice changes nothing, and says so")
 	assert.Equal(t, "aborted by alice", again.Status.Description)
 
 	_, err = s.UpdateStatus(ctx, again, JobStatus{State: Aborted, CompletionTime: &metav1.Time{Time: epoch}, Description: "done"})

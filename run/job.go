@@ -165,10 +165,11 @@ func (js *Jobs) SweepLeftBehind(ctx context.Context, me Session, obs Observer) {
 func (js *Jobs) abort(ctx context.Context, name, reason, description string) (*job.Job, error) {
 	store := js.Store()
 	j, err := store.Abort(ctx, name, reason, description)
-	if errors.Is(err, job.ErrTerminal) {
+	switch {
+	case errors.Is(err, job.ErrTerminal):
 		return j, nil
-	}
-	if err != nil {
+	case err != nil && !errors.Is(err, job.ErrAborted):
+		// An aborted job whose abort is not complete is completed below.
 		return nil, err
 	}
 	for range 3 {

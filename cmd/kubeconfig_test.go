@@ -1,0 +1,80 @@
+package cmd
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+func TestFindKubeconfig(t *testing.T) {
+	t.Parallel()
+	withConfig := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(withConfig, ".kube"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(withConfig, ".kube", "config"), []byte("{}"), 0o600))
+	empty := t.TempDir()
+	tests := []struct {
+		name    string
+		flag    string
+		env     map[string]string
+		wantErr string
+	}{
+		{name: "--kubeconfig given", flag: "/nowhere", env: map[string]string{"HOME": empty}},
+		{name: "~/.kube/config", env: map[string]string{"HOME": withConfig}},
+		{name: "$KUBECONFIG, one of several files exists", env: map[string]string{"HOME": empty,
+			"KUBECONFIG": filepath.Join(empty, "a") + string(filepath.ListSeparator) + filepath.Join(withConfig, ".kube", "config")}},
+		{name: "in a pod", env: map[string]string{"HOME": empty, "KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}},
+		{
+			name: "nothing anywhere", env: map[string]string{"HOME": empty},
+			wantErr: "no kubeconfig found: looked at $KUBECONFIG (not set), ~/.kube/config (" + filepath.Join(empty, ".kube", "config") +
+				": not found), the in-cluster config (not in a pod: KUBERNETES_SERVICE_HOST not set)",
+		},
+		{
+			name: "$KUBECONFIG names missing files", env: map[string]string{"HOME": withConfig, "KUBECONFIG": "/nowhere/a"},
+			wantErr: "no kubeconfig found: looked at $KUBECONFIG (/nowhere/a: not found), the in-cluster config (not in a pod: KUBERNETES_SERVICE_HOST not set)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := findKubeconfig(tt.flag, func(k string) string { return tt.env[k] })
+			if tt.wantErr == "" {
+				assert.NoError(t, err, "env %v", tt.env)
+				return
+			}
+			var nk *NoKubeconfigError
+			require.ErrorAs(t, err, &nk)
+			assert.Equal(t, tt.wantErr, err.Error())
+			msg, hint := explain(kubeconfigError(err))
+			assert.Equal(t, tt.wantErr, msg, "explain says where it looked")
+			assert.Contains(t, hint, "--kubeconfig or KUBECONFIG")
+		})
+	}
+}
+
+// TestTrustHint: a server whose certificate the context does not trust is
+// reported naming the context and server, with a hint.
+func TestTrustHint(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL}
+	trustHint(cfg, "kind-dev")
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Namespaces().Get(t.Context(), "x", metav1.GetOptions{})
+	var untrusted *UntrustedServerError
+	require.True(t, errors.As(err, &untrusted), "got %v", err)
+	msg, hint := explain(err)
+	assert.Equal(t, `the API server `+srv.URL+` of context "kind-dev" is not trusted: x509: certificate signed by unknown authority`, msg)
+	assert.Contains(t, hint, `certificate-authority (or certificate-authority-data) of the cluster of context "kind-dev"`)
+	assert.Contains(t, hint, "no --insecure-skip-tls-verify")
+}
