@@ -23,6 +23,7 @@ type calibrating struct {
 	mu     sync.Mutex
 	off    time.Duration
 	synced bool
+	unc    time.Duration // the uncertainty once synced
 }
 
 var _ serverClock = (*calibrating)(nil)
@@ -38,7 +39,7 @@ func (c *calibrating) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 func (c *calibrating) Uncertainty() (time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return 0, c.synced
+	return c.unc, c.synced
 }
 
 // hears makes every answer of cs teach the clock that the server is off
@@ -113,6 +114,43 @@ func TestAcquireCalibratesFirst(t *testing.T) {
 			require.Len(t, progress, 1, "the wait is reported once queued")
 			assert.Equal(t, 1, progress[0].Position)
 			assert.Equal(t, server, progress[0].Started, "the wait starts on the server's clock")
+		})
+	}
+}
+
+// TestExpiryJudgedWithUncertainty: a holder's expiry counts as passed only
+// once the server clock's estimate is past it by more than its uncertainty;
+// until then the contender waits and looks again when it is sure.
+func TestExpiryJudgedWithUncertainty(t *testing.T) {
+	t.Parallel()
+	expires := t0.Add(-300 * time.Millisecond) // just past on the estimate
+	tests := []struct {
+		name          string
+		uncertainty   time.Duration
+		wantOutcome   Outcome
+		wantNextCheck time.Time
+	}{
+		{name: "within the uncertainty: still alive", uncertainty: 500 * time.Millisecond, wantOutcome: Waiting, wantNextCheck: expires.Add(500 * time.Millisecond)},
+		{name: "past it: taken over", uncertainty: 100 * time.Millisecond, wantOutcome: Acquired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := held(claim("h", "api", "main", "7"), t0.Add(-time.Hour))
+			h.Expires = microPtr(expires)
+			cm := lockObject(t, record(h))
+			cs := fake.NewClientset(cm)
+			c := New(cs.CoreV1(), cs.CoreV1(), lockNS)
+			c.Clock = &calibrating{FakeClock: testingclock.NewFakeClock(t0), synced: true, unc: tt.uncertainty}
+			req := request("1")
+			me, err := c.claim(t.Context(), req)
+			require.NoError(t, err)
+			res, err := c.step(t.Context(), req, me, cm, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantOutcome, res.decision.Outcome)
+			if !tt.wantNextCheck.IsZero() {
+				assert.True(t, tt.wantNextCheck.Equal(res.decision.NextCheck), "looks again once the expiry is surely past: %s", res.decision.NextCheck)
+			}
 		})
 	}
 }

@@ -33,13 +33,16 @@
 //
 //   - Mutual exclusion of recorded holds: at most one holder at a time,
 //     whatever the contenders' own clocks say (tested with clocks 10 minutes
-//     apart each way), as long as the API server's clock does not jump.
-//     Two contenders' estimates of that clock agree within about a second,
-//     so a TTL must be well above that; holders renew every third of it.
+//     apart each way), as long as the API server's clock does not jump. A
+//     contender counts an expiry as passed only once its estimate of the API
+//     server's time is past it by more than the estimate's uncertainty (about
+//     half a second plus half a round trip), so no lock is taken before its
+//     stamped expiry; holders renew every third of their TTL.
 //   - A holder without a pod that stops renewing loses the lock TTL after
-//     its last renewal (within that second), to a waiter woken by a timer at
-//     the expiry and equally to a contender that arrives late: nobody waits a
-//     whole TTL again, as a contender of client-go's leader election does.
+//     its last renewal (plus that uncertainty), to a waiter woken by a timer
+//     at the expiry and equally to a contender that arrives late: nobody
+//     waits a whole TTL again, as a contender of client-go's leader election
+//     does.
 //   - A holder in a pod loses the lock as soon as the pod is gone, finished
 //     or replaced (the waiter watches it), or lost by the shared rule of
 //     package liveness: its node NotReady or Unknown for LostPodGrace (5

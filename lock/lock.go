@@ -337,9 +337,9 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 		}
 		return nil, &HeldError{Target: req.Target, Holder: h, Waiters: len(cur.Waiters)}
 	}
-	if !recheck.IsZero() && (d.NextCheck.IsZero() || recheck.Before(d.NextCheck)) {
-		// A grace period of the holder's pod ends: take over then, not at
-		// the next renewal.
+	if !recheck.IsZero() && (d.NextCheck.IsZero() || recheck.Before(d.NextCheck) || !d.NextCheck.After(now)) {
+		// A grace period of the holder's pod ends, or the holder's expiry
+		// is surely past: take over then, not at the next renewal.
 		d.NextCheck = recheck
 	}
 	res := &stepResult{cm: cm, rec: cur, decision: d}
@@ -437,8 +437,16 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 // holder is not alive, for people.
 func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time) (alive bool, recheck time.Time, why string, err error) {
 	if h.Pod == nil {
-		if h.Expires != nil && h.Expires.After(now) {
-			return true, time.Time{}, "", nil
+		// NOTE: an expiry counts as passed only once the earliest the API
+		// server's time may be has passed it, so a clock estimate running
+		// ahead never takes a live lock early; until then it is judged
+		// again when that is sure.
+		slack := c.clockSlack()
+		if h.Expires != nil && h.Expires.After(now.Add(-slack)) {
+			if !h.Expires.After(now) {
+				recheck = h.Expires.Add(slack)
+			}
+			return true, recheck, "", nil
 		}
 		why = "expired"
 		if h.Expires != nil {
@@ -560,6 +568,17 @@ type serverClock interface {
 	// Uncertainty returns how far the clock may be off the API server's,
 	// and false until it has heard from it.
 	Uncertainty() (time.Duration, bool)
+}
+
+// clockSlack is how far c.Clock may be ahead of the API server's: the
+// uncertainty of a clock that follows the API server's, 0 for others.
+func (c *Client) clockSlack() time.Duration {
+	if sc, ok := c.Clock.(serverClock); ok {
+		if u, synced := sc.Uncertainty(); synced {
+			return u
+		}
+	}
+	return 0
 }
 
 // clockReady reports whether c.Clock may stamp and judge expiries: it does
