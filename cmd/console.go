@@ -1,412 +1,59 @@
 package cmd
 
 import (
-	"bytes"
-	"fmt"
 	"io"
-	"sort"
-	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/internal/term"
 )
 
-// defaultTerminalWidth is the width assumed for a live line whose terminal
-// does not say how wide it is (--progress tty into a pipe).
-const defaultTerminalWidth = 80
-
-// plainTimeLayout starts every line lockctl writes to stderr outside a
-// terminal: the UTC time of day (docs/2026-12-03-terminal-output.md).
-const plainTimeLayout = time.TimeOnly
-
-// console is the one writer of lockctl's own lines on stderr: status
-// lines, log entries, wait progress and errors go through it, so they all
-// take one form (docs/2026-12-03-terminal-output.md):
-//
-//   - structured (JX_LOG_FORMAT=json): every line is one JSON object, with
-//     no live line;
-//   - live (a terminal outside CI, or --progress tty): lines scroll above
-//     one live line that is redrawn every second, never wider than the
-//     terminal and taken away before any other line is written; colour
-//     unless NO_COLOR is set;
-//   - plain (CI logs, pipes, files): every line starts with the UTC time.
-type console struct {
-	out   io.Writer
-	clock clock.WithTicker
-	// width returns the terminal's columns; 0 means unknown.
-	width func() int
-	// format is the structured form of every line; nil means text.
-	format logrus.Formatter
-	// colorOK is whether colour may be used on a live console: out is a
-	// terminal and NO_COLOR is not set.
-	colorOK bool
-
-	mu     sync.Mutex
-	live   bool
-	quiet  bool                       // status lines are dropped (-q)
-	status func(now time.Time) string // the live line; nil when none
-	shown  bool                       // the live line is on screen
-	stop   chan struct{}              // ends the redraw ticker; nil when none runs
-	done   chan struct{}
-}
+// console is the one writer of lockctl's own lines on stderr, a
+// term.Console; see that package for its three forms.
+type console struct{ *term.Console }
 
 // consoleOptions say where a console writes and how.
-type consoleOptions struct {
-	// Terminal is whether out is a terminal.
-	Terminal bool
-	// Width returns the terminal's columns; nil or 0 means unknown.
-	Width func() int
-	// Getenv reads CI, NO_COLOR, TERM and JX_LOG_FORMAT.
-	Getenv func(string) string
-	// Structured is the formatter of JX_LOG_FORMAT=stackdriver; json gets
-	// the console's own JSON formatter.
-	Structured logrus.Formatter
-}
+type consoleOptions = term.Options
+
+// lineStyle colours a status line on a terminal.
+type lineStyle = term.Style
+
+const (
+	styleNone = term.StyleNone
+	styleGood = term.StyleGood
+	styleBad  = term.StyleBad
+	styleWarn = term.StyleWarn
+)
+
+// ansiClearLine is the sequence that takes the live line away.
+const ansiClearLine = term.ClearLine
+
+// textFormat is the logger's text form on the console.
+type textFormat = term.TextFormat
 
 func newConsole(out io.Writer, clk clock.WithTicker, o consoleOptions) *console {
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	dumb := getenv("TERM") == "dumb"
-	c := &console{
-		out:     out,
-		clock:   clk,
-		width:   o.Width,
-		colorOK: o.Terminal && !dumb && getenv("NO_COLOR") == "",
-		live:    o.Terminal && !dumb && getenv("CI") == "",
-	}
-	switch strings.ToLower(getenv("JX_LOG_FORMAT")) {
-	case "", "text":
-	case "json":
-		c.format = &jsonFormat{c: c}
-	default:
-		c.format = o.Structured
-	}
-	return c
+	return &console{term.New(out, clk, o)}
 }
 
-// setLive makes the console live (a live line, no timestamps) or plain,
-// as --progress asks; a structured console stays structured.
-func (c *console) setLive(live bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.live = live
-}
+// The console's methods under the names cmd calls them by.
 
-// isLive reports whether the console shows a live line.
-func (c *console) isLive() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.liveLocked()
-}
+func (c *console) setLive(live bool)                      { c.SetLive(live) }
+func (c *console) isLive() bool                           { return c.IsLive() }
+func (c *console) setQuiet(quiet bool)                    { c.SetQuiet(quiet) }
+func (c *console) useFormat(format logrus.Formatter)      { c.UseFormat(format) }
+func (c *console) structured() bool                       { return c.Structured() }
+func (c *console) setStatus(s func(now time.Time) string) { c.SetStatus(s) }
+func (c *console) around(w io.Writer) io.Writer           { return c.Around(w) }
+func (c *console) statusWriter() io.Writer                { return c.StatusWriter() }
+func (c *console) logWriter() io.Writer                   { return c.LogWriter() }
+func (c *console) logFormatter() logrus.Formatter         { return c.LogFormatter() }
 
-func (c *console) liveLocked() bool { return c.live && c.format == nil }
-
-// setQuiet drops status lines (-q); errors and log entries still show.
-func (c *console) setQuiet(quiet bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.quiet = quiet
-}
-
-// useFormat makes every line an entry in format, the form of a log read
-// line by line (the reconcile loop's).
-func (c *console) useFormat(format logrus.Formatter) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.format = format
-}
-
-// structured reports whether lines are entries in a log format (json).
-func (c *console) structured() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.format != nil
-}
-
-// statusf prints one status line, styled on a live console. -q drops it.
 func (c *console) statusf(style lineStyle, fields logrus.Fields, format string, args ...any) {
-	c.line(styleLevel(style), style, fields, fmt.Sprintf(format, args...), false)
+	c.Statusf(style, fields, format, args...)
 }
 
-// line writes one line at level: a status line (always=false, dropped by
-// -q) or an error (always shown).
 func (c *console) line(level logrus.Level, style lineStyle, fields logrus.Fields, msg string, always bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.quiet && !always {
-		return
-	}
-	now := c.clock.Now()
-	var b []byte
-	switch {
-	case c.format != nil:
-		var err error
-		if b, err = c.format.Format(&logrus.Entry{Data: fields, Time: now, Level: level, Message: msg}); err != nil {
-			b = []byte(msg + "\n")
-		}
-	case c.live:
-		if esc, ok := styleEscapes[style]; ok && c.colorOK {
-			msg = esc + msg + ansiReset
-		}
-		b = []byte(msg + "\n")
-	default:
-		b = []byte(now.UTC().Format(plainTimeLayout) + " " + msg + "\n")
-	}
-	c.writeLocked(b)
-}
-
-// writeLocked writes b with the live line taken away and put back under it.
-func (c *console) writeLocked(b []byte) {
-	c.clearLocked()
-	_, _ = c.out.Write(b)
-	c.drawLocked()
-}
-
-// setStatus sets what the live line shows, redrawn every second; nil
-// removes it. Only a live console has a live line.
-func (c *console) setStatus(status func(now time.Time) string) {
-	c.mu.Lock()
-	if !c.liveLocked() || c.quiet {
-		status = nil
-	}
-	c.clearLocked()
-	c.status = status
-	c.drawLocked()
-	start := status != nil && c.stop == nil
-	stop, done := c.stop, c.done
-	if start {
-		c.stop, c.done = make(chan struct{}), make(chan struct{})
-		go c.tick(c.stop, c.done)
-	} else if status == nil {
-		c.stop, c.done = nil, nil
-	}
-	c.mu.Unlock()
-	if status == nil && stop != nil {
-		close(stop)
-		<-done
-	}
-}
-
-func (c *console) tick(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	t := c.clock.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C():
-			c.mu.Lock()
-			c.drawLocked()
-			c.mu.Unlock()
-		}
-	}
-}
-
-func (c *console) clearLocked() {
-	if c.shown {
-		_, _ = io.WriteString(c.out, ansiClearLine)
-		c.shown = false
-	}
-}
-
-func (c *console) drawLocked() {
-	if c.status == nil {
-		return
-	}
-	_, _ = io.WriteString(c.out, ansiClearLine+fitWidth(c.status(c.clock.Now()), c.columns()))
-	c.shown = true
-}
-
-// columns is the width of the terminal, or defaultTerminalWidth when it
-// is not known.
-func (c *console) columns() int {
-	if c.width != nil {
-		if w := c.width(); w > 0 {
-			return w
-		}
-	}
-	return defaultTerminalWidth
-}
-
-// fitWidth cuts line so that it fits on one row of a terminal width
-// columns wide, ending it with "…" when cut. It keeps the last column
-// free: a line that fills the row makes some terminals wrap, and the next
-// redraw would then leave a copy behind.
-func fitWidth(line string, width int) string {
-	max := width - 1
-	if max < 1 {
-		max = 1
-	}
-	if utf8.RuneCountInString(line) <= max {
-		return line
-	}
-	runes := []rune(line)
-	return string(runes[:max-1]) + "…"
-}
-
-// around wraps w (where container logs go) so that on a live console each
-// write first takes the live line away and then puts it back under it.
-func (c *console) around(w io.Writer) io.Writer {
-	if !c.isLive() {
-		return w
-	}
-	return writerFunc(func(p []byte) (int, error) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.clearLocked()
-		n, err := w.Write(p)
-		c.drawLocked()
-		return n, err
-	})
-}
-
-// statusWriter returns ErrOut as commands see it: every line written to it
-// is a status line of the console (a structured entry, or timestamped),
-// and -q drops it.
-func (c *console) statusWriter() io.Writer {
-	return &lineWriter{emit: func(line string) { c.line(logrus.InfoLevel, styleNone, nil, line, false) }}
-}
-
-// logWriter is where the logger writes its formatted entries: through the
-// console, so they never land inside the live line, and never dropped by
-// -q (the logger's level does that).
-func (c *console) logWriter() io.Writer {
-	return writerFunc(func(p []byte) (int, error) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.writeLocked(p)
-		return len(p), nil
-	})
-}
-
-// logFormatter is the logger's formatter: the console's structured form,
-// or its text form.
-func (c *console) logFormatter() logrus.Formatter {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.format != nil {
-		return c.format
-	}
-	return &textFormat{c: c}
-}
-
-// writerFunc is an io.Writer made of a function.
-type writerFunc func(p []byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// lineWriter calls emit with every complete line written to it; a last
-// line without a newline waits for the rest.
-type lineWriter struct {
-	mu   sync.Mutex
-	buf  []byte
-	emit func(line string)
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(w.buf[:i])
-		w.buf = w.buf[i+1:]
-		w.emit(line)
-	}
-}
-
-// styleLevel is the log level a styled status line has in structured form.
-func styleLevel(s lineStyle) logrus.Level {
-	switch s {
-	case styleWarn:
-		return logrus.WarnLevel
-	case styleBad:
-		return logrus.ErrorLevel
-	}
-	return logrus.InfoLevel
-}
-
-// textFormat is the logger's text form on the console: the time outside a
-// terminal, the level unless info, the message, then the entry's fields
-// as key=value, so "job state changed" keeps its job, from and to.
-type textFormat struct{ c *console }
-
-var _ logrus.Formatter = (*textFormat)(nil)
-
-// levelStyles colour the level of a log entry on a live console.
-var levelStyles = map[logrus.Level]lineStyle{
-	logrus.PanicLevel: styleBad, logrus.FatalLevel: styleBad, logrus.ErrorLevel: styleBad, logrus.WarnLevel: styleWarn,
-}
-
-func (f *textFormat) Format(e *logrus.Entry) ([]byte, error) {
-	f.c.mu.Lock()
-	live, color := f.c.live, f.c.colorOK
-	f.c.mu.Unlock()
-	var b bytes.Buffer
-	if !live {
-		b.WriteString(f.c.clock.Now().UTC().Format(plainTimeLayout))
-		b.WriteByte(' ')
-	}
-	if e.Level != logrus.InfoLevel {
-		level := strings.ToUpper(e.Level.String())
-		if esc, ok := styleEscapes[levelStyles[e.Level]]; ok && live && color {
-			level = esc + level + ansiReset
-		}
-		b.WriteString(level)
-		b.WriteString(": ")
-	}
-	b.WriteString(strings.TrimSuffix(e.Message, "\n"))
-	keys := make([]string, 0, len(e.Data))
-	for k := range e.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, " %s=%s", k, logfmtValue(e.Data[k]))
-	}
-	b.WriteByte('\n')
-	return b.Bytes(), nil
-}
-
-// logfmtValue is v as a logfmt value: bare when it is one word, quoted
-// otherwise.
-func logfmtValue(v any) string {
-	var s string
-	switch v := v.(type) {
-	case error:
-		s = v.Error()
-	case fmt.Stringer:
-		s = v.String()
-	default:
-		s = fmt.Sprint(v)
-	}
-	if s == "" || strings.ContainsAny(s, " \t\n\"=\\") {
-		return fmt.Sprintf("%q", s)
-	}
-	return s
-}
-
-// jsonFormat is JX_LOG_FORMAT=json on the console: logrus's JSON with the
-// time from the console's clock, in UTC, for status lines and log entries
-// alike.
-type jsonFormat struct{ c *console }
-
-var _ logrus.Formatter = (*jsonFormat)(nil)
-
-func (f *jsonFormat) Format(e *logrus.Entry) ([]byte, error) {
-	cp := *e
-	cp.Time = f.c.clock.Now().UTC()
-	if cp.Data == nil {
-		cp.Data = logrus.Fields{}
-	}
-	return (&logrus.JSONFormatter{TimestampFormat: time.RFC3339}).Format(&cp)
+	c.Line(level, style, fields, msg, always)
 }

@@ -1,13 +1,11 @@
 package cmd
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
@@ -17,31 +15,6 @@ import (
 
 	"github.com/lockctl/lockctl/lock"
 )
-
-func TestFitWidth(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name  string
-		line  string
-		width int
-		want  string
-	}{
-		{name: "fits", line: "waiting", width: 80, want: "waiting"},
-		{name: "one short of the width", line: "abcd", width: 5, want: "abcd"},
-		{name: "as wide as the terminal", line: "abcde", width: 5, want: "abc…"},
-		{name: "wider", line: "waiting for lock", width: 10, want: "waiting …"},
-		{name: "runes, not bytes", line: "ééééé", width: 5, want: "ééé…"},
-		{name: "tiny terminal", line: "abc", width: 1, want: "…"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := fitWidth(tt.line, tt.width)
-			assert.Equal(t, tt.want, got, "fitWidth(%q, %d)", tt.line, tt.width)
-			assert.Less(t, utf8.RuneCountInString(got), max(tt.width, 2), "never as wide as the terminal")
-		})
-	}
-}
 
 // testConsole is a console on a buffer with a fake clock.
 func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*console, *syncBuffer, *testingclock.FakeClock) {
@@ -63,35 +36,6 @@ func consoleLogger(c *console) *logrus.Entry {
 	l.SetFormatter(c.logFormatter())
 	l.SetLevel(logrus.DebugLevel)
 	return logrus.NewEntry(l)
-}
-
-func TestConsoleLiveLine(t *testing.T) {
-	t.Parallel()
-	c, buf, clk := testConsole(t, true, 30, map[string]string{"NO_COLOR": "1"})
-	log := consoleLogger(c)
-	c.setStatus(func(now time.Time) string {
-		return "waiting for lock \"staging\": held by acme/web@main#41 for " + humanDuration(now.Sub(testNow))
-	})
-	log.WithField("lock", "staging").Debug("watch restarted")
-	c.statusf(styleGood, nil, "lock %q acquired", "staging")
-	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond, "the live line is redrawn every second")
-	before := len(buf.String())
-	clk.Step(time.Second)
-	require.Eventually(t, func() bool { return len(buf.String()) > before }, 5*time.Second, time.Millisecond, "redrawn")
-	c.setStatus(nil)
-
-	live := ansiClearLine + "waiting for lock \"staging\": …"
-	want := live +
-		ansiClearLine + "DEBUG: watch restarted lock=staging\n" + live +
-		ansiClearLine + "lock \"staging\" acquired\n" + live +
-		live +
-		ansiClearLine
-	assert.Equal(t, want, buf.String(), "log lines go above the live line, which is cut to the terminal's 30 columns")
-	for _, l := range strings.Split(buf.String(), ansiClearLine) {
-		if !strings.HasSuffix(l, "\n") {
-			assert.Less(t, utf8.RuneCountInString(l), 30, "the live line is never as wide as the terminal: %q", l)
-		}
-	}
 }
 
 func TestConsoleText(t *testing.T) {
@@ -150,13 +94,6 @@ func TestConsoleText(t *testing.T) {
 	}
 }
 
-func TestConsolePlainInCIHasNoColour(t *testing.T) {
-	t.Parallel()
-	c, buf, _ := testConsole(t, true, 80, map[string]string{"CI": "true"})
-	c.statusf(styleGood, nil, "done")
-	assert.Equal(t, "10:00:00 done\n", buf.String(), "a plain console writes no escape codes")
-}
-
 func TestConsoleJSON(t *testing.T) {
 	t.Parallel()
 	c, buf, _ := testConsole(t, true, 80, map[string]string{"JX_LOG_FORMAT": "json"})
@@ -197,19 +134,6 @@ func TestConsoleQuiet(t *testing.T) {
 	log.Warn("a warning")
 	c.printError(errors.New("boom"), 0)
 	assert.Equal(t, "10:00:00 WARNING: a warning\n10:00:00 error: boom\n", buf.String(), "-q drops status lines, never warnings or errors")
-}
-
-func TestConsoleAround(t *testing.T) {
-	t.Parallel()
-	c, buf, _ := testConsole(t, true, 80, map[string]string{"NO_COLOR": "1"})
-	var logs bytes.Buffer
-	c.setStatus(func(time.Time) string { return "pod Running" })
-	_, err := c.around(&logs).Write([]byte("log line\n"))
-	require.NoError(t, err)
-	c.setStatus(nil)
-	assert.Equal(t, "log line\n", logs.String())
-	assert.Equal(t, ansiClearLine+"pod Running"+ansiClearLine+ansiClearLine+"pod Running"+ansiClearLine, buf.String(),
-		"the live line leaves before a container's output and comes back after it")
 }
 
 func TestWaitProgress(t *testing.T) {

@@ -16,24 +16,6 @@ import (
 	"github.com/lockctl/lockctl/run"
 )
 
-// lineStyle colours a status line on a terminal.
-type lineStyle int
-
-const (
-	styleNone lineStyle = iota
-	styleGood
-	styleBad
-	styleWarn
-)
-
-// ANSI escapes of the styles, and the sequence that clears the live line.
-var styleEscapes = map[lineStyle]string{styleGood: "\033[32m", styleBad: "\033[31m", styleWarn: "\033[33m"}
-
-const (
-	ansiReset     = "\033[0m"
-	ansiClearLine = "\r\033[K"
-)
-
 // runDisplay shows what `lockctl run` does, on the console. On a terminal
 // (live) status lines scroll above one live line that is redrawn every
 // second, and lines are coloured unless NO_COLOR is set; elsewhere every

@@ -1,0 +1,131 @@
+package term
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+var testNow = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+// syncBuffer is a bytes.Buffer safe for the console's redraw goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testConsole is a console on a buffer with a fake clock.
+func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*Console, *syncBuffer, *testingclock.FakeClock) {
+	t.Helper()
+	var buf syncBuffer
+	clk := testingclock.NewFakeClock(testNow)
+	c := New(&buf, clk, Options{
+		Terminal: terminal,
+		Width:    func() int { return width },
+		Getenv:   func(k string) string { return env[k] },
+	})
+	return c, &buf, clk
+}
+
+// consoleLogger is a logger writing through c, as setupLogging makes it.
+func consoleLogger(c *Console) *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(c.LogWriter())
+	l.SetFormatter(c.LogFormatter())
+	l.SetLevel(logrus.DebugLevel)
+	return logrus.NewEntry(l)
+}
+
+func TestFitWidth(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		line  string
+		width int
+		want  string
+	}{
+		{name: "fits", line: "waiting", width: 80, want: "waiting"},
+		{name: "one short of the width", line: "abcd", width: 5, want: "abcd"},
+		{name: "as wide as the terminal", line: "abcde", width: 5, want: "abc…"},
+		{name: "wider", line: "waiting for lock", width: 10, want: "waiting …"},
+		{name: "runes, not bytes", line: "ééééé", width: 5, want: "ééé…"},
+		{name: "tiny terminal", line: "abc", width: 1, want: "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := fitWidth(tt.line, tt.width)
+			assert.Equal(t, tt.want, got, "fitWidth(%q, %d)", tt.line, tt.width)
+			assert.Less(t, utf8.RuneCountInString(got), max(tt.width, 2), "never as wide as the terminal")
+		})
+	}
+}
+
+func TestConsoleLiveLine(t *testing.T) {
+	t.Parallel()
+	c, buf, clk := testConsole(t, true, 30, map[string]string{"NO_COLOR": "1"})
+	log := consoleLogger(c)
+	c.SetStatus(func(now time.Time) string {
+		return "waiting for lock \"staging\": held by acme/web@main#41 for " + now.Sub(testNow).String()
+	})
+	log.WithField("lock", "staging").Debug("watch restarted")
+	c.Statusf(StyleGood, nil, "lock %q acquired", "staging")
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond, "the live line is redrawn every second")
+	before := len(buf.String())
+	clk.Step(time.Second)
+	require.Eventually(t, func() bool { return len(buf.String()) > before }, 5*time.Second, time.Millisecond, "redrawn")
+	c.SetStatus(nil)
+
+	live := ClearLine + "waiting for lock \"staging\": …"
+	want := live +
+		ClearLine + "DEBUG: watch restarted lock=staging\n" + live +
+		ClearLine + "lock \"staging\" acquired\n" + live +
+		live +
+		ClearLine
+	assert.Equal(t, want, buf.String(), "log lines go above the live line, which is cut to the terminal's 30 columns")
+	for _, l := range strings.Split(buf.String(), ClearLine) {
+		if !strings.HasSuffix(l, "\n") {
+			assert.Less(t, utf8.RuneCountInString(l), 30, "the live line is never as wide as the terminal: %q", l)
+		}
+	}
+}
+
+func TestConsolePlainInCIHasNoColour(t *testing.T) {
+	t.Parallel()
+	c, buf, _ := testConsole(t, true, 80, map[string]string{"CI": "true"})
+	c.Statusf(StyleGood, nil, "done")
+	assert.Equal(t, "10:00:00 done\n", buf.String(), "a plain console writes no escape codes")
+}
+
+func TestConsoleAround(t *testing.T) {
+	t.Parallel()
+	c, buf, _ := testConsole(t, true, 80, map[string]string{"NO_COLOR": "1"})
+	var logs bytes.Buffer
+	c.SetStatus(func(time.Time) string { return "pod Running" })
+	_, err := c.Around(&logs).Write([]byte("log line\n"))
+	require.NoError(t, err)
+	c.SetStatus(nil)
+	assert.Equal(t, "log line\n", logs.String())
+	assert.Equal(t, ClearLine+"pod Running"+ClearLine+ClearLine+"pod Running"+ClearLine, buf.String(),
+		"the live line leaves before a container's output and comes back after it")
+}
