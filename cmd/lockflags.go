@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"os/user"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -52,34 +51,15 @@ func (l *lockFlags) lockNamespace(f *Factory) (string, error) {
 }
 
 // identity resolves the holder identity: flags win over the CI
-// environment, which wins over the local defaults (localIdentity: user@host,
+// environment, which wins over the local defaults (lock.ResolveIdentity: user@host,
 // the git checkout's repository and branch, the terminal session as build).
 // unordered is true when the build only tells holders apart (a local or
 // hashed build): such claims are served first come, first served. A field
 // lock.Identity.Validate refuses is a *FlagError naming the flag or
 // environment variable it came from.
 func (l *lockFlags) identity(f *Factory) (id lock.Identity, unordered bool, err error) {
-	id, src, ci := lock.IdentityFromEnv(f.Getenv)
-	unordered = ci.Unordered
-	for _, o := range []struct {
-		name, flag string
-		dst        *string
-	}{
-		{"owner", l.Owner, &id.Owner}, {"repo", l.Repo, &id.Repo}, {"branch", l.Branch, &id.Branch}, {"build", l.Build, &id.Build},
-	} {
-		if o.flag != "" {
-			*o.dst = o.flag
-			src[o.name] = "--" + o.name
-		}
-	}
-	if l.Build != "" {
-		unordered = false
-	} else if id.Build == "" {
-		unordered = true
-	}
-	if id.Owner == "" || id.Repo == "" || id.Branch == "" || id.Build == "" {
-		localIdentity(&id, src, f.Getenv, f.LocalEnv(), l.perProcess)
-	}
+	flags := lock.Identity{Owner: l.Owner, Repo: l.Repo, Branch: l.Branch, Build: l.Build}
+	id, src, unordered := lock.ResolveIdentity(flags, f.Getenv, f.LocalEnv, l.perProcess)
 	if err := id.Validate(); err != nil {
 		var ie *lock.IdentityError
 		if !errors.As(err, &ie) {
@@ -148,15 +128,13 @@ func (l *lockFlags) pod(f *Factory) *lock.PodRef {
 	return &lock.PodRef{Namespace: ns, Name: l.Pod}
 }
 
-func localUser(getenv func(string) string) string {
-	if u := getenv("USER"); u != "" {
-		return u
-	}
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "local"
-}
+// LocalEnv is what lockctl knows about the machine and shell it runs in
+// (lock.LocalEnv).
+type LocalEnv = lock.LocalEnv
+
+func realLocalEnv(getenv func(string) string) LocalEnv { return lock.ReadLocalEnv(getenv) }
+
+func localUser(getenv func(string) string) string { return lock.LocalUser(getenv) }
 
 // newLockClient returns a lock client for the resolved lock namespace.
 func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {

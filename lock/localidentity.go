@@ -1,13 +1,12 @@
-package cmd
+package lock
 
 import (
 	"bufio"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/lockctl/lockctl/lock"
 )
 
 // LocalEnv is what lockctl knows about the machine and shell it runs in,
@@ -25,9 +24,10 @@ type LocalEnv struct {
 	PID int
 }
 
-// realLocalEnv reads the local environment of this process.
-func realLocalEnv(getenv func(string) string) LocalEnv {
-	env := LocalEnv{User: localUser(getenv), PID: os.Getpid(), Session: sessionID()}
+// ReadLocalEnv reads the local environment of this process; getenv
+// supplies $USER.
+func ReadLocalEnv(getenv func(string) string) LocalEnv {
+	env := LocalEnv{User: LocalUser(getenv), PID: os.Getpid(), Session: sessionID()}
 	env.Host, _ = os.Hostname()
 	if env.Host == "" {
 		env.Host = "localhost"
@@ -37,13 +37,58 @@ func realLocalEnv(getenv func(string) string) LocalEnv {
 	return env
 }
 
+// ResolveIdentity returns the holder identity: a field set in flags (the
+// --owner, --repo, --branch and --build flags) wins over the CI environment
+// read through getenv, which wins over the local defaults of local()
+// (localIdentity), called only when a field is still empty. src says where
+// each field came from: "--owner" for a flag, "$VAR" for an environment
+// variable, "" for a default. unordered is true when the build only tells
+// holders apart (a local or hashed build): such claims are served first
+// come, first served. The identity is not validated.
+func ResolveIdentity(flags Identity, getenv func(string) string, local func() LocalEnv, perProcess bool) (id Identity, src map[string]string, unordered bool) {
+	id, src, ci := IdentityFromEnv(getenv)
+	unordered = ci.Unordered
+	for _, o := range []struct {
+		name, flag string
+		dst        *string
+	}{
+		{"owner", flags.Owner, &id.Owner}, {"repo", flags.Repo, &id.Repo}, {"branch", flags.Branch, &id.Branch}, {"build", flags.Build, &id.Build},
+	} {
+		if o.flag != "" {
+			*o.dst = o.flag
+			src[o.name] = "--" + o.name
+		}
+	}
+	if flags.Build != "" {
+		unordered = false
+	} else if id.Build == "" {
+		unordered = true
+	}
+	if id.Owner == "" || id.Repo == "" || id.Branch == "" || id.Build == "" {
+		localIdentity(&id, src, getenv, local(), perProcess)
+	}
+	return id, src, unordered
+}
+
+// LocalUser is the login name: $USER, else the current user's, else
+// "local".
+func LocalUser(getenv func(string) string) string {
+	if u := getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "local"
+}
+
 // localIdentity fills the fields of id that neither flags nor CI set, from
 // the local environment: owner user@host, repository and branch from the
 // git checkout around env.Dir ("local" outside one), and as build the
 // terminal session, or with perProcess lockctl's process ID. Such a build
 // only tells holders apart; claims with it are served first come, first
 // served. src records where each field came from.
-func localIdentity(id *lock.Identity, src map[string]string, getenv func(string) string, env LocalEnv, perProcess bool) {
+func localIdentity(id *Identity, src map[string]string, getenv func(string) string, env LocalEnv, perProcess bool) {
 	if id.Owner == "" {
 		user := env.User
 		src["owner"] = ""
@@ -54,10 +99,10 @@ func localIdentity(id *lock.Identity, src map[string]string, getenv func(string)
 	}
 	repo, branch := gitCheckout(env.Dir)
 	if id.Repo == "" {
-		id.Repo, src["repo"] = firstNonEmpty(repo, "local"), ""
+		id.Repo, src["repo"] = orLocal(repo), ""
 	}
 	if id.Branch == "" {
-		id.Branch, src["branch"] = firstNonEmpty(branch, "local"), ""
+		id.Branch, src["branch"] = orLocal(branch), ""
 	}
 	if id.Build == "" {
 		n := env.Session
@@ -66,6 +111,14 @@ func localIdentity(id *lock.Identity, src map[string]string, getenv func(string)
 		}
 		id.Build, src["build"] = strconv.Itoa(n), ""
 	}
+}
+
+// orLocal is s, or "local" when s is empty.
+func orLocal(s string) string {
+	if s == "" {
+		return "local"
+	}
+	return s
 }
 
 // gitCheckout finds the git checkout holding dir and returns its
@@ -141,7 +194,7 @@ func gitRepo(gitDir, root string) string {
 		common = c
 	}
 	if url := originURL(filepath.Join(common, "config")); url != "" {
-		if _, repo := lock.OwnerRepoFromURL(url); repo != "" {
+		if _, repo := OwnerRepoFromURL(url); repo != "" {
 			return repo
 		}
 	}
