@@ -92,6 +92,8 @@ func explain(err error) (msg, hint string) {
 			"check that the cluster runs and that --context/--kubeconfig point at it"
 	case clientcmd.IsEmptyConfig(err):
 		return "no kubeconfig found", "set KUBECONFIG or --kubeconfig, or run lockctl inside a pod"
+	case errors.As(err, new(*UnknownContextError)):
+		return err.Error(), "fix the ALIAS=CONTEXT of --build-cluster (or buildClusters in --config); `kubectl config get-contexts` lists the contexts"
 	case clientcmd.IsContextNotFound(err) || strings.Contains(err.Error(), "context was not found"):
 		return err.Error(), "list contexts with `kubectl config get-contexts`"
 	}

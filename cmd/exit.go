@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/lockctl/lockctl/lock"
@@ -74,8 +75,9 @@ func plainFlagError(err error) error {
 	return errors.New(msg[:i] + ": " + want)
 }
 
-// unknownCommandError makes cobra's "unknown command" (with its "Did you
-// mean" suggestion) a usage error.
+// unknownCommandError makes cobra's "unknown command" a usage error on one
+// line, its "Did you mean this?" block folded into `; did you mean "x"?`, so
+// that every stderr line carries the timestamp prefix.
 func unknownCommandError(err error) error {
 	if err == nil || !strings.HasPrefix(err.Error(), "unknown command ") {
 		return err
@@ -84,7 +86,17 @@ func unknownCommandError(err error) error {
 	if errors.As(err, &flagErr) {
 		return err
 	}
-	return &FlagError{Err: errors.New(strings.TrimRight(err.Error(), "\n"))}
+	first, rest, _ := strings.Cut(strings.TrimRight(err.Error(), "\n"), "\n")
+	var suggestions []string
+	for _, line := range strings.Split(rest, "\n") {
+		if s, ok := strings.CutPrefix(line, "\t"); ok && s != "" {
+			suggestions = append(suggestions, strconv.Quote(s))
+		}
+	}
+	if len(suggestions) > 0 {
+		first += "; did you mean " + strings.Join(suggestions, " or ") + "?"
+	}
+	return &FlagError{Err: errors.New(first)}
 }
 
 // UsageError is bad input that is not a flag: a job or config file. It exits

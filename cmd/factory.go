@@ -1,8 +1,9 @@
 package cmd
 
 import (
-	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,7 +157,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 			return nil, kubeconfigError(err)
 		}
 		if _, ok := raw.Contexts[name]; !ok {
-			return nil, fmt.Errorf("context %q not found in kubeconfig: list contexts with `kubectl config get-contexts`", name)
+			return nil, &UnknownContextError{Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}
 		}
 		cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 		if err != nil {

@@ -101,7 +101,8 @@ func (cf *clusterFlags) clusterContexts(c *scheduler.Config) (map[string]string,
 }
 
 // clusterClients returns a clientset per build-cluster alias. Clusters whose
-// context is missing from the kubeconfig are an error naming them.
+// context is missing from the kubeconfig are a *UsageError naming them and
+// the contexts there are.
 func clusterClients(f *Factory, contexts map[string]string) (map[string]kubernetes.Interface, error) {
 	out := make(map[string]kubernetes.Interface, len(contexts))
 	aliases := make([]string, 0, len(contexts))
@@ -112,6 +113,13 @@ func clusterClients(f *Factory, contexts map[string]string) (map[string]kubernet
 	var errs []error
 	for _, alias := range aliases {
 		cs, err := f.ClientsetFor(contexts[alias])
+		var unknown *UnknownContextError
+		if errors.As(err, &unknown) {
+			// A build cluster naming a context that is not there is bad
+			// input (--build-cluster or --config): exit 2.
+			errs = append(errs, &UsageError{Err: fmt.Errorf("build cluster %q: %w", alias, err)})
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("build cluster %q: %w", alias, err))
 			continue

@@ -125,3 +125,19 @@ func (f *Factory) contextName(name string) string {
 	}
 	return raw.CurrentContext
 }
+
+// UnknownContextError is a kubeconfig context named for a build cluster
+// that the kubeconfig does not have.
+type UnknownContextError struct {
+	Context string
+	// Available are the kubeconfig's contexts, sorted.
+	Available []string
+}
+
+func (e *UnknownContextError) Error() string {
+	avail := "the kubeconfig has no contexts"
+	if len(e.Available) > 0 {
+		avail = "available: " + strings.Join(e.Available, ", ")
+	}
+	return fmt.Sprintf("context %q not found in the kubeconfig (%s)", e.Context, avail)
+}

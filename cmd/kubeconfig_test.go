@@ -11,8 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 func TestFindKubeconfig(t *testing.T) {
@@ -77,4 +80,31 @@ func TestTrustHint(t *testing.T) {
 	assert.Equal(t, `the API server `+srv.URL+` of context "kind-dev" is not trusted: x509: certificate signed by unknown authority`, msg)
 	assert.Contains(t, hint, `certificate-authority (or certificate-authority-data) of the cluster of context "kind-dev"`)
 	assert.Contains(t, hint, "no --insecure-skip-tls-verify")
+}
+
+// TestClusterClientsUnknownContext: a build cluster naming a context the
+// kubeconfig does not have is a usage error (exit 2) naming the context
+// and the contexts there are.
+func TestClusterClientsUnknownContext(t *testing.T) {
+	t.Parallel()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{}
+	for _, name := range []string{"prod", "dev"} {
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	}
+	cfg.CurrentContext = "dev"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+
+	f := NewFactory(genericiooptions.NewTestIOStreamsDiscard())
+	f.ConfigFlags.KubeConfig = &path
+	clients, err := clusterClients(f, map[string]string{"default": "", "gpu": "no-such-context", "ci": "prod"})
+	require.Error(t, err)
+	assert.Equal(t, `build cluster "gpu": context "no-such-context" not found in the kubeconfig (available: dev, prod)`, err.Error())
+	assert.Equal(t, CodeUsage, exitCode(err), "a context that is not there is bad input")
+	assert.Contains(t, clients, "ci", "the other clusters still get their clients")
+	_, hint := explain(err)
+	assert.Contains(t, hint, "--build-cluster")
+	assert.Contains(t, hint, "kubectl config get-contexts")
 }

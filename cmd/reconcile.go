@@ -151,10 +151,10 @@ func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Once, "once", o.Once, "look at every unfinished job once, then exit")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "with --once: print what would be done, change nothing")
 	fs.IntVar(&o.MaxConcurrency, "max-concurrency", o.MaxConcurrency, "global maximum of running jobs; 0 means no limit")
-	fs.DurationVar(&o.UnscheduledTimeout, "unscheduled-timeout", o.UnscheduledTimeout, "error a job whose pod is not scheduled within this")
-	fs.DurationVar(&o.PendingTimeout, "pending-timeout", o.PendingTimeout, "error a job whose scheduled pod does not start within this")
-	fs.DurationVar(&o.RunningTimeout, "running-timeout", o.RunningTimeout, "abort a job whose pod runs longer than this")
-	fs.IntVar(&o.RevivalLimit, "revival-limit", o.RevivalLimit, "how often a lost or evicted pod is recreated before the job errors")
+	fs.DurationVar(&o.UnscheduledTimeout, "unscheduled-timeout", o.UnscheduledTimeout, "error a job whose pod is not scheduled within this; negative means never")
+	fs.DurationVar(&o.PendingTimeout, "pending-timeout", o.PendingTimeout, "error a job whose scheduled pod does not start within this; negative means never")
+	fs.DurationVar(&o.RunningTimeout, "running-timeout", o.RunningTimeout, "abort a job whose pod runs longer than this; negative means never")
+	fs.IntVar(&o.RevivalLimit, "revival-limit", o.RevivalLimit, "how often a lost or evicted pod is recreated before the job errors; negative means no limit")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "jobs reconciled at once")
 	fs.StringVar(&o.JobURLTemplate, "job-url-template", o.JobURLTemplate, "Go template for a job's status.url, e.g. https://ci.example/{{.Spec.Job}}/{{.Status.BuildID}}")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "serve Prometheus metrics on this address, e.g. :9090")
@@ -175,6 +175,23 @@ func (o *reconcileOptions) validate() error {
 	}
 	if o.Workers < 1 {
 		return flagErrorf("--workers must be at least 1")
+	}
+	// NOTE: in scheduler.Options a zero means the default; a 0 given on
+	// the command line is refused rather than silently becoming it.
+	for _, d := range []struct {
+		name string
+		val  time.Duration
+	}{
+		{"unscheduled-timeout", o.UnscheduledTimeout},
+		{"pending-timeout", o.PendingTimeout},
+		{"running-timeout", o.RunningTimeout},
+	} {
+		if d.val == 0 {
+			return flagErrorf("--%s must not be 0: give a duration such as 10m, or a negative one for never", d.name)
+		}
+	}
+	if o.RevivalLimit == 0 {
+		return flagErrorf("--revival-limit must not be 0: give how often a lost pod is recreated, or a negative number for no limit")
 	}
 	if o.KubeAPIQPS == 0 {
 		return flagErrorf("--kube-api-qps must not be 0: give a positive limit, or a negative number for none")

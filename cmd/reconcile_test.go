@@ -63,6 +63,15 @@ func TestNewReconcileCmd(t *testing.T) {
 		{name: "zero burst", args: []string{"--kube-api-burst", "0"}, wantErr: "--kube-api-burst must be at least 1 with a positive --kube-api-qps"},
 		{name: "dry run alone", args: []string{"--dry-run"}, wantErr: "--dry-run needs --once"},
 		{name: "negative limit", args: []string{"--max-concurrency", "-1"}, wantErr: "--max-concurrency must be 0 (no limit) or more"},
+		{name: "zero timeout", args: []string{"--pending-timeout", "0"}, wantErr: "--pending-timeout must not be 0: give a duration such as 10m, or a negative one for never"},
+		{name: "zero running timeout", args: []string{"--running-timeout", "0s"}, wantErr: "--running-timeout must not be 0: give a duration such as 10m, or a negative one for never"},
+		{name: "zero revival limit", args: []string{"--revival-limit", "0"}, wantErr: "--revival-limit must not be 0: give how often a lost pod is recreated, or a negative number for no limit"},
+		{name: "zero workers", args: []string{"--workers", "0"}, wantErr: "--workers must be at least 1"},
+		{
+			name: "never time out, revive without limit",
+			args: []string{"--running-timeout", "-1s", "--revival-limit", "-1"},
+			want: defaults(func(o *reconcileOptions) { o.RunningTimeout, o.RevivalLimit = -time.Second, -1 }),
+		},
 		{name: "bad cluster", args: []string{"--build-cluster", "=ctx"}, wantErr: `invalid --build-cluster "=ctx": want ALIAS=CONTEXT`},
 		{name: "positional", args: []string{"x"}, wantErr: `unknown command "x" for "lockctl reconcile"`},
 	}

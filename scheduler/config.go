@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"text/template"
@@ -51,19 +52,22 @@ type Config struct {
 	QueueCapacities map[string]int `json:"queueCapacities,omitempty"`
 	// Timeouts are Go durations ("5m", "48h"); empty keeps the default.
 	Timeouts ConfigTimeouts `json:"timeouts,omitempty"`
-	// RevivalLimit is how often a lost pod is recreated; 0 keeps the default.
-	RevivalLimit int `json:"revivalLimit,omitempty"`
+	// RevivalLimit is how often a lost pod is recreated; nil keeps the
+	// default (DefaultRevivalLimit), negative means no limit; 0 is refused.
+	RevivalLimit *int `json:"revivalLimit,omitempty"`
 	// PodNamespace is the namespace of job pods in the build clusters.
 	PodNamespace string `json:"podNamespace,omitempty"`
 	// BuildClusters maps a build-cluster alias to a kubeconfig context.
 	BuildClusters map[string]string `json:"buildClusters,omitempty"`
 	// JobURLTemplate is a Go template for status.url, executed with the job.
 	JobURLTemplate string `json:"jobURLTemplate,omitempty"`
-	// Workers is how many jobs are reconciled at once; 0 keeps the default.
-	Workers int `json:"workers,omitempty"`
+	// Workers is how many jobs are reconciled at once; nil keeps the
+	// default (DefaultWorkers); 0 or less is refused.
+	Workers *int `json:"workers,omitempty"`
 }
 
-// ConfigTimeouts are the pod timeouts of a Config.
+// ConfigTimeouts are the pod timeouts of a Config: Go durations, empty
+// keeps the default, negative means never; 0 is refused.
 type ConfigTimeouts struct {
 	Unscheduled string `json:"unscheduled,omitempty"`
 	Pending     string `json:"pending,omitempty"`
@@ -89,7 +93,7 @@ func ParseConfig(data []byte, source string) (*Config, error) {
 	if len(strict) > 0 {
 		var fe kjson.FieldError
 		if errors.As(strict[0], &fe) {
-			return nil, &ConfigError{Source: source, Key: fe.FieldPath(), Msg: "unknown key"}
+			return nil, &ConfigError{Source: source, Key: fe.FieldPath(), Msg: "unknown key; valid keys here: " + strings.Join(configKeys(fe.FieldPath()), ", ")}
 		}
 		return nil, &ConfigError{Source: source, Msg: strict[0].Error()}
 	}
@@ -107,7 +111,7 @@ func decodeConfigError(source string, raw []byte, err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		key := withMapKey(raw, te.Field, te.Value)
-		return &ConfigError{Source: source, Key: key, Msg: fmt.Sprintf("must be %s, not %s", te.Type.Kind(), te.Value)}
+		return &ConfigError{Source: source, Key: key, Msg: fmt.Sprintf("must be %s, not %s", configForm(key, te.Type.Kind().String()), article(te.Value))}
 	}
 	return &ConfigError{Source: source, Msg: strings.TrimPrefix(err.Error(), "json: ")}
 }
@@ -161,10 +165,14 @@ func (c *Config) Options() (Options, error) {
 	o := Options{
 		MaxConcurrency:  c.MaxConcurrency,
 		QueueCapacities: c.QueueCapacities,
-		RevivalLimit:    c.RevivalLimit,
 		PodNamespace:    c.PodNamespace,
 		JobURLTemplate:  c.JobURLTemplate,
-		Workers:         c.Workers,
+	}
+	if c.RevivalLimit != nil {
+		o.RevivalLimit = *c.RevivalLimit
+	}
+	if c.Workers != nil {
+		o.Workers = *c.Workers
 	}
 	var err error
 	for _, d := range []struct {
@@ -182,6 +190,9 @@ func (c *Config) Options() (Options, error) {
 		if *d.dst, err = time.ParseDuration(d.val); err != nil {
 			return o, &ConfigError{Key: d.key, Msg: fmt.Sprintf("%q is not a duration such as 10m or 48h", d.val)}
 		}
+		if *d.dst == 0 {
+			return o, &ConfigError{Key: d.key, Msg: "must not be 0: give a duration such as 10m, or a negative one for never (leave it out for the default)"}
+		}
 	}
 	return o, c.check()
 }
@@ -190,8 +201,11 @@ func (c *Config) check() error {
 	if c.MaxConcurrency < 0 {
 		return &ConfigError{Key: "maxConcurrency", Msg: "must be 0 (no limit) or more"}
 	}
-	if c.Workers < 0 {
-		return &ConfigError{Key: "workers", Msg: "must be 0 (default) or more"}
+	if c.Workers != nil && *c.Workers < 1 {
+		return &ConfigError{Key: "workers", Msg: "must be 1 or more (leave it out for the default)"}
+	}
+	if c.RevivalLimit != nil && *c.RevivalLimit == 0 {
+		return &ConfigError{Key: "revivalLimit", Msg: "must not be 0: give how often a lost pod is recreated, or a negative number for no limit (leave it out for the default)"}
 	}
 	for _, q := range sortedKeys(c.QueueCapacities) {
 		if msgs := validation.IsValidLabelValue(q); len(msgs) > 0 || q == "" {
@@ -226,4 +240,76 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// configKeys lists the keys valid beside the key at path ("timeouts.pendng"
+// lists the keys of timeouts), from the json tags of Config.
+func configKeys(path string) []string {
+	t := reflect.TypeOf(Config{})
+	parts := strings.Split(path, ".")
+	for _, part := range parts[:len(parts)-1] {
+		f, ok := fieldByTag(t, part)
+		if !ok || f.Type.Kind() != reflect.Struct {
+			break
+		}
+		t = f.Type
+	}
+	var keys []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag == name {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// configForm says what the value at key looks like, for a value of the
+// wrong type; kind is the Go kind the decoder wanted.
+func configForm(key, kind string) string {
+	top, _, nested := strings.Cut(key, ".")
+	switch {
+	case top == "timeouts" && nested:
+		return "a duration such as 10m or 48h"
+	case top == "timeouts":
+		return "a mapping such as {unscheduled: 5m, pending: 10m, running: 2h}"
+	case top == "queueCapacities" && nested:
+		return "a whole number such as 2 (0: nothing runs, negative: no limit)"
+	case top == "queueCapacities":
+		return "a mapping of queue names to capacities such as {deploys: 1}"
+	case top == "buildClusters" && nested:
+		return "a kubeconfig context name"
+	case top == "buildClusters":
+		return "a mapping of cluster aliases to kubeconfig contexts such as {gpu: gpu-context}"
+	case top == "maxConcurrency":
+		return "a whole number such as 10 (0: no limit)"
+	case top == "revivalLimit":
+		return "a whole number such as 3 (negative: no limit)"
+	case top == "workers":
+		return "a whole number such as 16"
+	case top == "podNamespace":
+		return "a namespace name"
+	case top == "jobURLTemplate":
+		return "a Go template such as https://ci.example/{{.Spec.Job}}/{{.Status.BuildID}}"
+	}
+	return kind
+}
+
+// article prefixes a JSON type name with "a" or "an".
+func article(jsonType string) string {
+	switch jsonType {
+	case "array", "object":
+		return "an " + jsonType
+	case "":
+		return "something else"
+	}
+	return "a " + jsonType
 }

@@ -1,6 +1,10 @@
 package scheduler
 
 import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,10 +52,17 @@ func TestParseConfigErrors(t *testing.T) {
 		doc  string
 		want string
 	}{
-		{name: "unknown key", doc: "timeouts: {pendng: 1m}\n", want: "config c.yaml: timeouts.pendng: unknown key"},
+		{name: "unknown key", doc: "timeouts: {pendng: 1m}\n", want: "config c.yaml: timeouts.pendng: unknown key; valid keys here: unscheduled, pending, running"},
+		{name: "unknown top-level key", doc: "maxConcurency: 3\n", want: "config c.yaml: maxConcurency: unknown key; valid keys here: " +
+			"maxConcurrency, queueCapacities, timeouts, revivalLimit, podNamespace, buildClusters, jobURLTemplate, workers"},
+		{name: "timeout of the wrong type", doc: "timeouts: {pending: 10}\n", want: "config c.yaml: timeouts.pending: must be a duration such as 10m or 48h, not a number"},
+		{name: "zero timeout", doc: "timeouts: {running: 0s}\n", want: "config c.yaml: timeouts.running: must not be 0: give a duration such as 10m, or a negative one for never (leave it out for the default)"},
+		{name: "zero revival limit", doc: "revivalLimit: 0\n", want: "config c.yaml: revivalLimit: must not be 0: give how often a lost pod is recreated, or a negative number for no limit (leave it out for the default)"},
+		{name: "zero workers", doc: "workers: 0\n", want: "config c.yaml: workers: must be 1 or more (leave it out for the default)"},
+		{name: "mapping of the wrong type", doc: "buildClusters: gpu\n", want: "config c.yaml: buildClusters: must be a mapping of cluster aliases to kubeconfig contexts such as {gpu: gpu-context}, not a string"},
 		{name: "bad duration", doc: "timeouts: {running: forever}\n", want: `config c.yaml: timeouts.running: "forever" is not a duration such as 10m or 48h`},
-		{name: "wrong type", doc: "maxConcurrency: lots\n", want: "config c.yaml: maxConcurrency: must be int, not string"},
-		{name: "wrong type in a map", doc: "queueCapacities: {deploys: 1, nightly: lots}\n", want: "config c.yaml: queueCapacities.nightly: must be int, not string"},
+		{name: "wrong type", doc: "maxConcurrency: lots\n", want: "config c.yaml: maxConcurrency: must be a whole number such as 10 (0: no limit), not a string"},
+		{name: "wrong type in a map", doc: "queueCapacities: {deploys: 1, nightly: lots}\n", want: "config c.yaml: queueCapacities.nightly: must be a whole number such as 2 (0: nothing runs, negative: no limit), not a string"},
 		{name: "negative limit", doc: "maxConcurrency: -1\n", want: "config c.yaml: maxConcurrency: must be 0 (no limit) or more"},
 		{name: "cluster without context", doc: "buildClusters: {gpu: ''}\n", want: "config c.yaml: buildClusters.gpu: needs a kubeconfig context"},
 		{name: "bad pod namespace", doc: "podNamespace: Test_Pods\n", want: "config c.yaml: podNamespace: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
@@ -67,4 +78,46 @@ func TestParseConfigErrors(t *testing.T) {
 			assert.ErrorIs(t, err, ErrConfig)
 		})
 	}
+}
+
+// TestREADMEConfigExample: the README's config file parses, sets every key
+// the file supports, and gives the defaults it claims, so it works when
+// pasted.
+func TestREADMEConfigExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(readme), "cat > lockctl.yaml <<'EOF'\n")
+	require.True(t, ok, "the README has the config example")
+	doc, _, ok := strings.Cut(rest, "\nEOF\n")
+	require.True(t, ok, "the config example ends with EOF")
+
+	c, err := ParseConfig([]byte(doc), "lockctl.yaml")
+	require.NoError(t, err)
+	var keys []string
+	for _, k := range configKeys("") {
+		keys = append(keys, k)
+		if k == "timeouts" {
+			for _, sub := range configKeys("timeouts.x") {
+				keys = append(keys, "timeouts."+sub)
+			}
+		}
+	}
+	v := reflect.ValueOf(*c)
+	for _, key := range keys {
+		field := v
+		for _, part := range strings.Split(key, ".") {
+			f, ok := fieldByTag(field.Type(), part)
+			require.True(t, ok, "key %s", key)
+			field = field.FieldByIndex(f.Index)
+		}
+		assert.False(t, field.IsZero(), "the README's example sets %s", key)
+	}
+	o, err := c.Options()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultUnscheduledTimeout, o.UnscheduledTimeout, "the example shows the default")
+	assert.Equal(t, DefaultPendingTimeout, o.PendingTimeout, "the example shows the default")
+	assert.Equal(t, DefaultRunningTimeout, o.RunningTimeout, "the example shows the default")
+	assert.Equal(t, DefaultRevivalLimit, o.RevivalLimit, "the example shows the default")
+	assert.Equal(t, DefaultWorkers, o.Workers, "the example shows the default")
 }
