@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lockctl/lockctl/internal/term"
 )
 
 // printObject writes obj as JSON or YAML.
@@ -80,21 +82,5 @@ func validateTarget(target string) error {
 	return nil
 }
 
-// humanDuration renders d the way kubectl renders ages: 42s, 5m10s, 3h4m.
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return d.Round(time.Second).String()
-	case d < time.Hour:
-		s := d.Round(time.Second).String()
-		if strings.HasSuffix(s, "m0s") {
-			s = strings.TrimSuffix(s, "0s")
-		}
-		return s
-	case d < 48*time.Hour:
-		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
+// humanDuration renders d the way kubectl renders ages (term.HumanDuration).
+func humanDuration(d time.Duration) string { return term.HumanDuration(d) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
@@ -257,7 +257,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 	if err == nil {
 		var summary string
 		var style lineStyle
-		summary, style, err = jobOutcome(final, o.f.Clock.Since(obs.started))
+		summary, style, err = jobOutcome(final, o.f.Clock.Since(obs.SubmittedAt()))
 		d.printf(style, "%s", summary)
 	}
 	return releaseAfter(ctx, h, usageIfInvalid(err))
@@ -299,7 +299,7 @@ func releaseAfter(ctx context.Context, h *run.Hold, err error) error {
 // acquire waits for the lock as acquire does, with its display, then holds
 // it until released; then it aborts the jobs among jobs (nil: none) that
 // earlier runs left behind. The observer shows the run on d.
-func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs) (*runObserver, *run.Hold, error) {
+func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs) (*progress.Run, *run.Hold, error) {
 	locks, err := newLockClient(o.f, &o.lockFlags)
 	if err != nil {
 		return nil, nil, err
@@ -308,7 +308,7 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	if err != nil {
 		return nil, nil, err
 	}
-	obs := &runObserver{d: d, o: o}
+	obs := &progress.Run{Console: d.c.Console, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	progress := newWaitProgress(o.f.console(), o.f.lockClock())
 	req := lock.Request{
@@ -464,7 +464,7 @@ func jobOutcome(j *job.Job, took time.Duration) (string, lineStyle, error) {
 		what += fmt.Sprintf(" (build ID %s)", id)
 	}
 	desc := j.Status.Description
-	why := detail(desc)
+	why := progress.Detail(desc)
 	after := " after " + humanDuration(took)
 	timedOut := j.Status.Reason == job.ReasonTimeout
 	switch j.Status.State {
@@ -488,18 +488,4 @@ func jobOutcome(j *job.Job, took time.Duration) (string, lineStyle, error) {
 		return line, styleBad, &ExitError{Code: CodeError}
 	}
 	return what + " ended in state " + string(j.Status.State) + after + why, styleBad, &ExitError{Code: CodeError}
-}
-
-// detail is a job's description without the "job succeeded" (or other
-// state) it may start with, as ": rest", or "" when nothing is left.
-func detail(desc string) string {
-	if rest, ok := strings.CutPrefix(desc, "job "); ok {
-		_, rest, _ = strings.Cut(rest, ":")
-		desc = rest
-	}
-	desc = strings.TrimSpace(desc)
-	if desc == "" {
-		return ""
-	}
-	return ": " + desc
 }
