@@ -66,15 +66,15 @@ func TestLockFlagsIdentity(t *testing.T) {
 			want: lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
 		},
 		{
-			name: "argo: hashed build, first come first served",
-			env:  map[string]string{"ARGO_WORKFLOW_NAME": "deploy-1", "ARGO_WORKFLOW_UID": "u1"},
-			want: lock.Identity{Owner: "dev@laptop", Repo: "deploy-1", Branch: "local", Build: "71477235"}, wantUnordered: true,
+			name: "argo: hashed build, first come first served, nothing from the step's host",
+			env:  map[string]string{"ARGO_WORKFLOW_NAME": "deploy-1"},
+			want: lock.Identity{Owner: "argo", Repo: "deploy-1", Branch: "workflow", Build: "2454434888"}, wantUnordered: true,
 		},
 		{
 			name:  "argo with --build: ordered",
-			env:   map[string]string{"ARGO_WORKFLOW_NAME": "deploy-1", "ARGO_WORKFLOW_UID": "u1"},
+			env:   map[string]string{"ARGO_WORKFLOW_NAME": "deploy-1"},
 			flags: lockFlags{Build: "3"},
-			want:  lock.Identity{Owner: "dev@laptop", Repo: "deploy-1", Branch: "local", Build: "3"},
+			want:  lock.Identity{Owner: "argo", Repo: "deploy-1", Branch: "workflow", Build: "3"},
 		},
 		{
 			name:    "terminal escape in a flag",

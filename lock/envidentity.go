@@ -126,16 +126,18 @@ func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, C
 		id.Branch = strings.TrimPrefix(id.Branch, "origin/")
 		set("build", &id.Build, "BUILD_NUMBER")
 	case getenv("ARGO_WORKFLOW_NAME") != "":
-		// Argo has no build counter: a hash of the workflow's UID (or
-		// name) tells workflows apart, and they are served in arrival order.
+		// Argo Workflows sets ARGO_WORKFLOW_NAME in every container of a
+		// step's pod, main included (workflow/controller/workflowpod.go);
+		// ARGO_WORKFLOW_UID only in its own init and wait containers. It
+		// has no build counter and no repository: the owner and branch are
+		// fixed, the repository is the workflow, and a hash of its name
+		// tells workflows apart. All of it is the same in every step of a
+		// workflow (a step's host name is not), so one step can release
+		// what another acquired; such claims are served in arrival order.
 		ci = CIEnvironment{Name: "argo-workflows", Unordered: true}
+		id.Owner, id.Branch = "argo", "workflow"
 		set("repo", &id.Repo, "ARGO_WORKFLOW_NAME")
-		run := getenv("ARGO_WORKFLOW_UID")
-		src["build"] = "$ARGO_WORKFLOW_UID"
-		if run == "" {
-			run, src["build"] = getenv("ARGO_WORKFLOW_NAME"), "$ARGO_WORKFLOW_NAME"
-		}
-		id.Build = hashBuild(run)
+		id.Build, src["build"] = hashBuild(getenv("ARGO_WORKFLOW_NAME")), "$ARGO_WORKFLOW_NAME"
 	case getenv("CI") != "" && getenv("CI") != "false":
 		ci.Name = "ci"
 	}

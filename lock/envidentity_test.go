@@ -87,10 +87,16 @@ func TestIdentityFromEnv(t *testing.T) {
 			want: Identity{"acme", "web", "main", "45"}, wantCI: "woodpecker", wantBuildFrom: "$CI_PIPELINE_NUMBER",
 		},
 		{
-			name: "argo workflows: stable hash of the workflow, unordered",
+			name: "argo workflows (a step's main container): stable hash of the workflow, unordered",
+			env:  map[string]string{"ARGO_WORKFLOW_NAME": "deploy-x7k2p", "ARGO_CONTAINER_NAME": "main", "ARGO_NODE_ID": "deploy-x7k2p-123"},
+			want: Identity{"argo", "deploy-x7k2p", "workflow", hashBuild("deploy-x7k2p")}, wantCI: "argo-workflows",
+			wantUnordered: true, wantBuildFrom: "$ARGO_WORKFLOW_NAME",
+		},
+		{
+			name: "argo workflows: the same identity where ARGO_WORKFLOW_UID is set too",
 			env:  map[string]string{"ARGO_WORKFLOW_NAME": "deploy-x7k2p", "ARGO_WORKFLOW_UID": "0b7e-11"},
-			want: Identity{Repo: "deploy-x7k2p", Build: hashBuild("0b7e-11")}, wantCI: "argo-workflows",
-			wantUnordered: true, wantBuildFrom: "$ARGO_WORKFLOW_UID",
+			want: Identity{"argo", "deploy-x7k2p", "workflow", hashBuild("deploy-x7k2p")}, wantCI: "argo-workflows",
+			wantUnordered: true, wantBuildFrom: "$ARGO_WORKFLOW_NAME",
 		},
 		{
 			name:   "unknown CI gives no build, never a per-call number",
