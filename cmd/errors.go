@@ -22,23 +22,24 @@ import (
 // errors keep their message.
 func explain(err error) (msg, hint string) {
 	var (
-		superseded  *lock.SupersededError
-		timeout     *lock.TimeoutError
-		notHolder   *lock.NotHolderError
-		tokenErr    *lock.TokenError
-		held        *lock.HeldError
-		noJob       *jobNotFoundError
-		noConfig    *NoKubeconfigError
-		untrusted   *UntrustedServerError
-		invalid     *lock.InvalidError
-		notALock    *lock.NotALockError
-		noNamespace *lock.NamespaceError
-		version     *lock.VersionError
-		flagErr     *FlagError
-		status      apierrors.APIStatus
-		urlErr      *url.Error
-		away        *scheduler.UnreachableClustersError
-		missing     *preflight.MissingError
+		superseded     *lock.SupersededError
+		timeout        *lock.TimeoutError
+		notHolder      *lock.NotHolderError
+		tokenErr       *lock.TokenError
+		held           *lock.HeldError
+		noJob          *jobNotFoundError
+		noConfig       *NoKubeconfigError
+		untrusted      *UntrustedServerError
+		unknownContext *UnknownContextError
+		invalid        *lock.InvalidError
+		notALock       *lock.NotALockError
+		noNamespace    *lock.NamespaceError
+		version        *lock.VersionError
+		flagErr        *FlagError
+		status         apierrors.APIStatus
+		urlErr         *url.Error
+		away           *scheduler.UnreachableClustersError
+		missing        *preflight.MissingError
 	)
 	switch {
 	case errors.As(err, &flagErr):
@@ -92,8 +93,8 @@ func explain(err error) (msg, hint string) {
 			"check that the cluster runs and that --context/--kubeconfig point at it"
 	case clientcmd.IsEmptyConfig(err):
 		return "no kubeconfig found", "set KUBECONFIG or --kubeconfig, or run lockctl inside a pod"
-	case errors.As(err, new(*UnknownContextError)):
-		return err.Error(), "fix the ALIAS=CONTEXT of --build-cluster (or buildClusters in --config); `kubectl config get-contexts` lists the contexts"
+	case errors.As(err, &unknownContext):
+		return err.Error(), unknownContext.hint()
 	case clientcmd.IsContextNotFound(err) || strings.Contains(err.Error(), "context was not found"):
 		return err.Error(), "list contexts with `kubectl config get-contexts`"
 	}

@@ -131,6 +131,9 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 			if cfgErr = findKubeconfig(ptrString(f.ConfigFlags.KubeConfig), f.Getenv); cfgErr != nil {
 				return
 			}
+			if cfgErr = f.checkContextFlag(); cfgErr != nil {
+				return
+			}
 			restCfg, cfgErr = f.ConfigFlags.ToRESTConfig()
 			if cfgErr == nil {
 				f.tuneRESTConfig(restCfg)
@@ -157,7 +160,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 			return nil, kubeconfigError(err)
 		}
 		if _, ok := raw.Contexts[name]; !ok {
-			return nil, &UnknownContextError{Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}
+			return nil, &UnknownContextError{Flag: "--build-cluster", Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}
 		}
 		cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 		if err != nil {
@@ -168,6 +171,9 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		return kubernetes.NewForConfig(cfg)
 	}
 	f.Namespace = func() (string, error) {
+		if err := f.checkContextFlag(); err != nil {
+			return "", err
+		}
 		ns, _, err := f.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 		if err != nil {
 			return "", kubeconfigError(err)

@@ -5,9 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -126,9 +128,11 @@ func (f *Factory) contextName(name string) string {
 	return raw.CurrentContext
 }
 
-// UnknownContextError is a kubeconfig context named for a build cluster
-// that the kubeconfig does not have.
+// UnknownContextError is a kubeconfig context, named by --context or for a
+// build cluster, that the kubeconfig does not have.
 type UnknownContextError struct {
+	// Flag is where the name came from: "--context" or "--build-cluster".
+	Flag    string
 	Context string
 	// Available are the kubeconfig's contexts, sorted.
 	Available []string
@@ -140,4 +144,30 @@ func (e *UnknownContextError) Error() string {
 		avail = "available: " + strings.Join(e.Available, ", ")
 	}
 	return fmt.Sprintf("context %q not found in the kubeconfig (%s)", e.Context, avail)
+}
+
+// hint says what to do about it.
+func (e *UnknownContextError) hint() string {
+	if e.Flag == "--context" {
+		return "give --context one of the contexts listed, or leave it out for the current context"
+	}
+	return "fix the ALIAS=CONTEXT of --build-cluster (or buildClusters in --config); `kubectl config get-contexts` lists the contexts"
+}
+
+// checkContextFlag returns a *UsageError (exit 2) naming the contexts there
+// are when --context names one the kubeconfig does not have. Without a
+// kubeconfig to read it returns nil and leaves the error to the loader.
+func (f *Factory) checkContextFlag() error {
+	name := ptrString(f.ConfigFlags.Context)
+	if name == "" {
+		return nil
+	}
+	raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil || len(raw.Contexts) == 0 {
+		return nil
+	}
+	if _, ok := raw.Contexts[name]; ok {
+		return nil
+	}
+	return &UsageError{Err: &UnknownContextError{Flag: "--context", Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}}
 }

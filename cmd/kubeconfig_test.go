@@ -82,11 +82,10 @@ func TestTrustHint(t *testing.T) {
 	assert.Contains(t, hint, "no --insecure-skip-tls-verify")
 }
 
-// TestClusterClientsUnknownContext: a build cluster naming a context the
-// kubeconfig does not have is a usage error (exit 2) naming the context
-// and the contexts there are.
-func TestClusterClientsUnknownContext(t *testing.T) {
-	t.Parallel()
+// writeTwoContexts writes a kubeconfig with the contexts dev (current) and
+// prod, and returns its path.
+func writeTwoContexts(t *testing.T) string {
+	t.Helper()
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
 	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{}
@@ -96,7 +95,39 @@ func TestClusterClientsUnknownContext(t *testing.T) {
 	cfg.CurrentContext = "dev"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	return path
+}
 
+// TestContextFlagUnknown: --context naming a context the kubeconfig does
+// not have is a usage error (exit 2) listing the contexts there are.
+func TestContextFlagUnknown(t *testing.T) {
+	t.Parallel()
+	path, ctx := writeTwoContexts(t), "nosuch"
+	f := NewFactory(genericiooptions.NewTestIOStreamsDiscard())
+	f.ConfigFlags.KubeConfig, f.ConfigFlags.Context = &path, &ctx
+	_, err := f.Namespace()
+	require.Error(t, err)
+	assert.Equal(t, `context "nosuch" not found in the kubeconfig (available: dev, prod)`, err.Error())
+	assert.Equal(t, CodeUsage, exitCode(err), "a context that is not there is bad input")
+	_, hint := explain(err)
+	assert.Equal(t, "give --context one of the contexts listed, or leave it out for the current context", hint)
+	_, err = f.Clientset()
+	assert.Equal(t, CodeUsage, exitCode(err), "the client says the same: %v", err)
+
+	good := "prod"
+	f = NewFactory(genericiooptions.NewTestIOStreamsDiscard())
+	f.ConfigFlags.KubeConfig, f.ConfigFlags.Context = &path, &good
+	ns, err := f.Namespace()
+	require.NoError(t, err, "a context that is there")
+	assert.Equal(t, "default", ns)
+}
+
+// TestClusterClientsUnknownContext: a build cluster naming a context the
+// kubeconfig does not have is a usage error (exit 2) naming the context
+// and the contexts there are.
+func TestClusterClientsUnknownContext(t *testing.T) {
+	t.Parallel()
+	path := writeTwoContexts(t)
 	f := NewFactory(genericiooptions.NewTestIOStreamsDiscard())
 	f.ConfigFlags.KubeConfig = &path
 	clients, err := clusterClients(f, map[string]string{"default": "", "gpu": "no-such-context", "ci": "prod"})
