@@ -25,8 +25,10 @@ type acquireOptions struct {
 	NoWait   bool
 	Policy   lock.Policy
 	Priority lock.Priority
-	Progress string
-	Output   string
+	// IgnoreFreeze takes a frozen lock (an emergency); the freeze records it.
+	IgnoreFreeze bool
+	Progress     string
+	Output       string
 }
 
 func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command {
@@ -51,6 +53,11 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			waiter's priority rises one level for every 10 minutes it waits, so
 			a low waiter is never passed for ever. Newest-wins applies among
 			waiters of the same priority.
+
+			While the lock is frozen (lockctl freeze), acquire waits showing
+			the freeze, or gives up at --timeout with exit status 4;
+			--ignore-freeze takes it anyway in an emergency, and the freeze
+			records who did.
 
 			When lockctl runs in a pod, the lock lives as long as that pod.
 			Otherwise it expires after --ttl unless released first.
@@ -106,6 +113,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	fs.BoolVar(&o.NoWait, "no-wait", o.NoWait, "try once: if the lock is held, say by whom and exit 4 without queueing")
 	fs.Var(policyFlag{&o.Policy}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
 	addPriorityFlag(fs, &o.Priority)
+	fs.BoolVar(&o.IgnoreFreeze, "ignore-freeze", o.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display while waiting: auto, tty or plain")
 	addOutputFlag(fs, &o.Output, "json", "yaml")
 	return c
@@ -146,7 +154,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	progress := newWaitProgress(o.f.console(), o.f.lockClock())
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, OnProgress: progress.update, NoWait: o.NoWait,
+		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: progress.update, NoWait: o.NoWait,
 	}
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -162,6 +170,9 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return fmt.Errorf("acquire lock %q: %w", o.Target, err)
 	}
 	fields := logrus.Fields{"lock": o.Target, "holder": id.String(), "token": held.Token}
+	if f := held.IgnoredFreeze; f != nil {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", o.Target, f.Describe())
+	}
 	if held.Reentered {
 		o.f.console().statusf(styleNone, fields, "lock %q already held by %s since %s; nothing to do (%s)",
 			o.Target, id, held.Holder.Since.UTC().Format(time.RFC3339), locks.Describe(o.Target))

@@ -96,6 +96,8 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 	args := map[string]cobra.CompletionFunc{
 		"acquire":  cp.oneArg(cp.targetsOrNamespaces),
 		"release":  cp.oneArg(cp.lockTargets),
+		"freeze":   cp.oneArg(cp.targetsOrNamespaces),
+		"unfreeze": cp.oneArg(cp.lockTargets),
 		"status":   cp.oneArg(cp.lockTargets),
 		"abort":    cp.oneArg(cp.activeJobs),
 		"logs":     cp.oneArg(cp.jobs),

@@ -98,7 +98,7 @@ func printHistoryTable(w io.Writer, h *lock.History, now time.Time) {
 	}
 	for _, e := range h.Entries {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Identity, podOf(e.Pod), ago(e.Since.Time), ago(e.Until.Time),
-			humanDuration(e.Until.Sub(e.Since.Time)), e.Describe())
+			humanDuration(e.Until.Sub(e.Since.Time)), describeEnding(e))
 	}
 	tw.Flush()
 }
@@ -108,4 +108,13 @@ func podOf(p *lock.PodRef) string {
 		return "-"
 	}
 	return p.String()
+}
+
+// describeEnding is how a hold ended, and whether it was taken in spite of
+// a deploy freeze.
+func describeEnding(e lock.HistoryEntry) string {
+	if e.IgnoredFreeze != "" {
+		return e.Describe() + " (took the lock in spite of a freeze, --ignore-freeze)"
+	}
+	return e.Describe()
 }

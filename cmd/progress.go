@@ -128,19 +128,37 @@ func waitFields(pr lock.Progress, now time.Time) logrus.Fields {
 	if pr.Holder.Pod != nil {
 		fields["pod"] = pr.Holder.Pod.String()
 	}
+	if !pr.Held() {
+		delete(fields, "holder")
+		delete(fields, "held_for")
+		delete(fields, "stale")
+	}
+	if f := pr.Freeze; f != nil {
+		fields["frozen_until"] = f.Until.UTC().Format(time.RFC3339)
+		fields["frozen_by"] = f.By.String()
+		fields["freeze_reason"] = f.Reason
+	}
 	return fields
 }
 
 // describeWait is the one-line description of a wait.
 func describeWait(pr lock.Progress, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "waiting for lock %q: held by %s", pr.Target, pr.Holder.Identity)
-	if pr.Holder.Pod != nil {
-		fmt.Fprintf(&b, " (pod %s)", pr.Holder.Pod)
+	fmt.Fprintf(&b, "waiting for lock %q: ", pr.Target)
+	if f := pr.Freeze; f != nil {
+		fmt.Fprintf(&b, "%s; ", f.Describe())
 	}
-	fmt.Fprintf(&b, " for %s", humanDuration(now.Sub(pr.Holder.Since.Time)))
-	if !pr.HolderAlive {
-		b.WriteString(", stale")
+	if !pr.Held() {
+		b.WriteString("not held")
+	} else {
+		fmt.Fprintf(&b, "held by %s", pr.Holder.Identity)
+		if pr.Holder.Pod != nil {
+			fmt.Fprintf(&b, " (pod %s)", pr.Holder.Pod)
+		}
+		fmt.Fprintf(&b, " for %s", humanDuration(now.Sub(pr.Holder.Since.Time)))
+		if !pr.HolderAlive {
+			b.WriteString(", stale")
+		}
 	}
 	fmt.Fprintf(&b, "; queue position %d", pr.Position)
 	if n := len(pr.Ahead); n > 0 {

@@ -77,6 +77,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newAbortCmd(f, nil),
 		newAcquireCmd(f, nil),
 		newCompletionCmd(f),
+		newFreezeCmd(f, nil),
 		newGetCmd(f),
 		newHistoryCmd(f, nil),
 		newLogsCmd(f, nil),
@@ -86,6 +87,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newRunCmd(f, nil),
 		newStatusCmd(f, nil),
 		newSubmitCmd(f, nil),
+		newUnfreezeCmd(f, nil),
 		newVersionCmd(f, nil),
 	)
 	registerCompletions(root, f)

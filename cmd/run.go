@@ -45,8 +45,10 @@ type runOptions struct {
 	Timeout  time.Duration
 	Policy   lock.Policy
 	Priority lock.Priority
-	Progress string
-	DryRun   bool
+	// IgnoreFreeze takes a frozen lock (an emergency); the freeze records it.
+	IgnoreFreeze bool
+	Progress     string
+	DryRun       bool
 }
 
 func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
@@ -138,6 +140,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting for the lock after this long (exit 4); 0 waits forever")
 	fs.Var(policyFlag{&o.Policy}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
 	addPriorityFlag(fs, &o.Priority)
+	fs.BoolVar(&o.IgnoreFreeze, "ignore-freeze", o.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display: auto, tty or plain")
 	o.addClusterFlags(fs)
 	return c
@@ -313,7 +316,7 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	progress := newWaitProgress(o.f.console(), o.f.lockClock())
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, OnProgress: progress.update,
+		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: progress.update,
 	}
 	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -326,6 +329,9 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 		return nil, nil, fmt.Errorf("acquire lock %q: %w", o.Target, err)
 	}
 	d.printf(styleGood, "lock %q acquired by %s after %s (%s)", o.Target, id, humanDuration(h.Held().Waited), h.Describe())
+	if f := h.Held().IgnoredFreeze; f != nil {
+		d.printf(styleWarn, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", o.Target, f.Describe())
+	}
 	if jobs != nil {
 		jobs.SweepLeftBehind(ctx, h.Session(), obs)
 	}

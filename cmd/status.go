@@ -157,16 +157,23 @@ func printLockTable(w io.Writer, items []lock.Lock, withNamespace bool, now time
 			fmt.Fprintf(tw, "%s\t<invalid>\t-\t-\t%s\t-\n", orDash(l.Spec.Target), l.Status.Invalid)
 			continue
 		}
-		h := l.Status.Holder
-		liveness := l.Status.Liveness
-		if !l.Status.Alive {
-			liveness += " (stale)"
+		holder, since, liveness := "-", "-", l.Status.Liveness
+		if h := l.Status.Holder; h != nil {
+			holder, since = h.Identity.String(), humanDuration(now.Sub(h.Since.Time))
+			if !l.Status.Alive {
+				liveness += " (stale)"
+			}
+			if h.HandedOver {
+				liveness += " (handed over)"
+			}
+			if h.IgnoreFreeze && l.Status.Freeze != nil {
+				liveness += " (ignoring the freeze)"
+			}
 		}
-		if h.HandedOver {
-			liveness += " (handed over)"
+		if f := l.Status.Freeze; f != nil {
+			liveness += "; " + f.Describe()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Spec.Target, h.Identity, orDash(l.Status.Token),
-			humanDuration(now.Sub(h.Since.Time)), liveness, waiting(l.Status.Waiters))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Spec.Target, holder, orDash(l.Status.Token), since, liveness, waiting(l.Status.Waiters))
 	}
 	tw.Flush()
 }

@@ -224,6 +224,14 @@ func TestIntegrationCLIPriority(t *testing.T) {
 	assert.Contains(t, o.stdout, "1:acme/api@main#1", "the normal waiter still waits")
 
 	require.Equal(t, 0, c.run(t, append([]string{"release", "prod"}, id("hotfix", 1)...)...).code)
+	o = c.run(t, "history", "prod")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "in spite of a freeze", "the history keeps who ignored the freeze")
+	events, err := testenv.Get(t).Client.CoreV1().Events(c.namespace).List(t.Context(),
+		metav1.ListOptions{FieldSelector: "reason=FreezeIgnored"})
+	require.NoError(t, err)
+	require.Len(t, events.Items, 1, "one FreezeIgnored Event")
+	assert.Contains(t, events.Items[0].Message, "acme/hotfix@main#1 took the lock with --ignore-freeze")
 	require.NoError(t, normal.Wait(), "then the normal waiter")
 	require.Equal(t, 0, c.run(t, append([]string{"release", "prod"}, id("api", 1)...)...).code)
 
@@ -243,4 +251,52 @@ func waitFor(t *testing.T, c *cli, target, want string) outcome {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// TestIntegrationCLIFreeze: freeze, a deploy that times out naming the
+// freeze (exit 4), status showing it, an emergency --ignore-freeze, unfreeze.
+func TestIntegrationCLIFreeze(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	o := c.run(t, "freeze", "prod", "--for", "1h")
+	assert.Equal(t, 2, o.code, "a freeze needs a reason: %s", o.stderr)
+
+	o = c.run(t, append([]string{"freeze", "prod", "--for", "1h", "--reason", "release party"}, id("ops", 1)...)...)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stderr, `lock "prod" frozen until `)
+
+	o = c.run(t, append([]string{"acquire", "prod", "--timeout", "2s"}, id("web", 1)...)...)
+	assert.Equal(t, 4, o.code, "frozen: timed out: %s", o.stderr)
+	assert.Contains(t, o.stderr, `by acme/ops@main#1: "release party"`, "the wait and the error name the freeze")
+	assert.Contains(t, o.stderr, "lockctl unfreeze prod", "the hint says how to lift it")
+
+	o = c.run(t, "status", "prod")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, `frozen until`)
+	assert.Contains(t, o.stdout, `"release party"`)
+
+	o = c.run(t, append([]string{"acquire", "prod", "--ignore-freeze"}, id("hotfix", 1)...)...)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stderr, "--ignore-freeze", "warns that it ignored the freeze")
+	o = c.run(t, "status", "prod", "-o", "yaml")
+	assert.Contains(t, o.stdout, "overrides:", "the freeze records who ignored it")
+	require.Equal(t, 0, c.run(t, append([]string{"release", "prod"}, id("hotfix", 1)...)...).code)
+	o = c.run(t, "history", "prod")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "in spite of a freeze", "the history keeps who ignored the freeze")
+	events, err := testenv.Get(t).Client.CoreV1().Events(c.namespace).List(t.Context(),
+		metav1.ListOptions{FieldSelector: "reason=FreezeIgnored"})
+	require.NoError(t, err)
+	require.Len(t, events.Items, 1, "one FreezeIgnored Event")
+	assert.Contains(t, events.Items[0].Message, "acme/hotfix@main#1 took the lock with --ignore-freeze")
+
+	o = c.run(t, "unfreeze", "prod")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stderr, "unfrozen")
+	o = c.run(t, append([]string{"acquire", "prod", "--timeout", "30s"}, id("web", 2)...)...)
+	require.Equal(t, 0, o.code, "unfrozen: acquired: %s", o.stderr)
+	require.Equal(t, 0, c.run(t, append([]string{"release", "prod"}, id("web", 2)...)...).code)
+	o = c.run(t, "unfreeze", "prod")
+	assert.Equal(t, 0, o.code)
+	assert.Contains(t, o.stderr, "not frozen")
 }

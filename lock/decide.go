@@ -54,9 +54,13 @@ type Decision struct {
 	// another session with the same identity and pod (see SameHolder).
 	Reentered bool
 	// NextCheck is when the decision must be taken again even if nothing
-	// changes: the holder's expiry or the contender's renewal. Zero means
-	// only a change to the lock or the holder's pod matters.
+	// changes: the holder's expiry, the contender's renewal or the end of a
+	// freeze. Zero means only a change to the lock or the holder's pod
+	// matters.
 	NextCheck time.Time
+	// Freeze is the freeze that holds the lock, when one does: the
+	// contender waits for it to end unless it ignores freezes.
+	Freeze *Freeze
 }
 
 // Decide computes the next state of the lock for contender me at time now.
@@ -76,14 +80,19 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	rec := cur.deepCopy()
 	ts := later(now, rec.Updated)
 	rec.Updated = ts
-	if rec.IsFree() {
+	if rec.IsFree() && !rec.Freeze.ActiveAt(now) && len(rec.Waiters) == 0 {
 		// A free lock kept for its history is taken as a new one: with the
 		// contender's policy, and nobody to supersede.
+		rec.Freeze = nil
 		rec.Policy, rec.Waiters = policy, nil
 		rec.Holder = holding(me, ts, now)
 		return Decision{Record: rec, Outcome: Acquired, TookOver: true}
 	}
 	changed := false
+	if rec.thaw(now) {
+		// The freeze is over: the record goes back to major version 1.
+		changed = true
+	}
 
 	// Waiters whose expiry passed are gone; the contender's own entry is
 	// judged by the contender, which renews it below.
@@ -101,6 +110,9 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	}
 
 	var d Decision
+	if rec.Freeze != nil {
+		d.Freeze = rec.Freeze
+	}
 	if rec.Holder.Session == me.Session {
 		if !rec.Holder.HandedOver && !changed {
 			return Decision{Outcome: Acquired}
@@ -121,25 +133,39 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 		return d
 	}
-	if !holderAlive {
-		stale := rec.Holder
-		d.StaleHolder = &stale
-		next := rec.firstWaiter()
-		if next == nil || next.Session == me.Session ||
-			(rec.Position(me.Session) == 0 && me.Priority.rank() > next.effectiveRank(now)) {
-			if blocker := supersededBy(rec, me, policy, true); blocker != nil {
+	if !holderAlive || rec.unheld() {
+		if !rec.unheld() {
+			stale := rec.Holder
+			d.StaleHolder = &stale
+		}
+		// The first waiter that may take the lock (all of them unless it is
+		// frozen) takes it; so do we, ahead of it when our priority says so.
+		next := rec.firstEligible(now)
+		if rec.mayTake(me, now) && (next == nil || next.Session == me.Session ||
+			(rec.Position(me.Session) == 0 && me.Priority.rank() > next.effectiveRank(now))) {
+			if blocker := supersededBy(rec, me, policy, true); blocker != nil && rec.mayTake(*blocker, now) {
 				// A newer build waits: it gets the lock, not us.
 				next = blocker
 			} else {
 				dd := acquire(rec, me, ts, now)
-				dd.StaleHolder = d.StaleHolder
+				rec.overridden(ts, now)
+				dd.StaleHolder, dd.Freeze = d.StaleHolder, d.Freeze
 				return dd
 			}
 		}
-		rec.handOver(*next, ts, now)
-		handed := rec.Holder
-		d.HandedTo = &handed
-		changed = true
+		switch {
+		case next != nil:
+			rec.handOver(*next, ts, now)
+			rec.overridden(ts, now)
+			handed := rec.Holder
+			d.HandedTo = &handed
+			changed = true
+		case !rec.unheld():
+			// Frozen, and nobody may take it: a dead holder leaves all the
+			// same, so the lock is free once the freeze ends.
+			rec.vacate(ts)
+			changed = true
+		}
 	}
 
 	if by := supersededBy(rec, me, policy, false); by != nil {
@@ -194,8 +220,11 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	}
 	mine := rec.Waiters[d.Position-1]
 	d.NextCheck = mine.Expires.Time.Add(-waiterTTL / 3)
-	if rec.Holder.Expires != nil && rec.Holder.Expires.Time.Before(d.NextCheck) {
+	if !rec.unheld() && rec.Holder.Expires != nil && rec.Holder.Expires.Time.Before(d.NextCheck) {
 		d.NextCheck = rec.Holder.Expires.Time
+	}
+	if f := rec.Freeze; f.ActiveAt(now) && f.Until.Time.Before(d.NextCheck) {
+		d.NextCheck = f.Until.Time
 	}
 	return d
 }
@@ -220,6 +249,10 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 	rec.remove(me.Session)
 	prev := rec.Holder
 	rec.Holder = holding(me, ts, now)
+	if prev.Session == me.Session || SameHolder(prev, me) {
+		// A hand-over in spite of a freeze stays on record.
+		rec.Holder.IgnoredFreeze = prev.IgnoredFreeze
+	}
 	if prev.Session == me.Session && !prev.HandedOver && (prev.Token != "" || prev.TokenPending) {
 		// Still the same hold: it keeps its token.
 		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
@@ -333,6 +366,11 @@ func (r *Record) deepCopy() *Record {
 		out.Waiters[i] = w.deepCopy()
 	}
 	out.History = append([]HistoryEntry(nil), r.History...)
+	if r.Freeze != nil {
+		f := *r.Freeze
+		f.Overrides = append([]Override(nil), f.Overrides...)
+		out.Freeze = &f
+	}
 	return &out
 }
 

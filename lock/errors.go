@@ -51,9 +51,14 @@ type HeldError struct {
 	Holder Claim
 	// Waiters is how many others wait for the lock.
 	Waiters int
+	// Freeze is the freeze that holds the lock, if any.
+	Freeze *Freeze
 }
 
 func (e *HeldError) Error() string {
+	if e.Freeze != nil && e.Holder.Identity == (Identity{}) {
+		return fmt.Sprintf("lock on %q is %s", e.Target, e.Freeze.Describe())
+	}
 	msg := fmt.Sprintf("lock on %q is held by %s since %s", e.Target, e.Holder.Identity, e.Holder.Since.UTC().Format(time.RFC3339))
 	switch {
 	case e.Holder.Pod != nil:
@@ -63,6 +68,9 @@ func (e *HeldError) Error() string {
 	}
 	if e.Waiters > 0 {
 		msg += fmt.Sprintf(", %d waiting", e.Waiters)
+	}
+	if e.Freeze != nil {
+		msg += "; " + e.Freeze.Describe()
 	}
 	return msg
 }
@@ -97,10 +105,19 @@ type TimeoutError struct {
 	// the lock could be read.
 	Holder Claim
 	Waited time.Duration
+	// Freeze is the freeze that held the lock when the wait ended, if any.
+	Freeze *Freeze
 }
 
 func (e *TimeoutError) Error() string {
 	waited := roundWait(e.Waited)
+	if e.Freeze != nil {
+		held := ""
+		if e.Holder.Identity != (Identity{}) {
+			held = fmt.Sprintf(", held by %s", e.Holder.Identity)
+		}
+		return fmt.Sprintf("timed out after %s waiting for lock on %q: %s%s", waited, e.Target, e.Freeze.Describe(), held)
+	}
 	if e.Holder.Session == "" && e.Holder.Build == "" {
 		return fmt.Sprintf("timed out after %s waiting for lock on %q, before the lock could be read", waited, e.Target)
 	}

@@ -28,6 +28,13 @@ const (
 	// ReasonSuperseded: a contender gave up because a newer build of its
 	// branch waits or holds the lock.
 	ReasonSuperseded = "Superseded"
+	// ReasonFrozen: someone froze the lock (lockctl freeze).
+	ReasonFrozen = "Frozen"
+	// ReasonUnfrozen: someone lifted the freeze (lockctl unfreeze).
+	ReasonUnfrozen = "Unfrozen"
+	// ReasonFreezeIgnored (a warning): a contender took the frozen lock
+	// with --ignore-freeze.
+	ReasonFreezeIgnored = "FreezeIgnored"
 )
 
 // EventRecorder records an Event about a lock's ConfigMap. It must never
@@ -70,9 +77,16 @@ func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *Record, m
 		c.event(ctx, res.cm, false, ReasonHandedOver,
 			fmt.Sprintf("handed over from %s to %s", d.StaleHolder.Identity, describeClaim(*d.HandedTo)))
 	}
+	confirmed := cur != nil && cur.Holder.Session == me.Session
+	switch {
+	case d.HandedTo != nil && d.HandedTo.IgnoredFreeze != "":
+		c.freezeIgnoredEvent(ctx, res.cm, *d.HandedTo)
+	case d.Outcome == Acquired && d.TookOver && !confirmed && res.rec.Holder.IgnoredFreeze != "":
+		c.freezeIgnoredEvent(ctx, res.cm, res.rec.Holder)
+	}
 	if d.Outcome == Acquired && d.TookOver {
 		note := "acquired by " + describeClaim(res.rec.Holder)
-		if cur != nil && cur.Holder.Session == me.Session && cur.Holder.HandedOver {
+		if confirmed && cur.Holder.HandedOver {
 			note = "hand-over confirmed by " + describeClaim(res.rec.Holder)
 		}
 		if res.cm != nil {
@@ -92,7 +106,17 @@ func (c *Client) releaseEvents(ctx context.Context, cm *corev1.ConfigMap, res *R
 	case res.HandedTo == nil:
 		c.event(ctx, cm, false, ReasonReleased, "released by "+prev)
 	}
+	if res.HandedTo != nil && res.HandedTo.IgnoredFreeze != "" {
+		c.freezeIgnoredEvent(ctx, cm, *res.HandedTo)
+	}
 	if res.HandedTo != nil {
 		c.event(ctx, cm, false, ReasonHandedOver, fmt.Sprintf("released by %s, handed over to %s", res.Previous.Identity, describeClaim(*res.HandedTo)))
 	}
+}
+
+// freezeIgnoredEvent records that holder took the frozen lock cm with
+// --ignore-freeze.
+func (c *Client) freezeIgnoredEvent(ctx context.Context, cm *corev1.ConfigMap, holder Claim) {
+	c.event(ctx, cm, true, ReasonFreezeIgnored,
+		fmt.Sprintf("%s took the lock with --ignore-freeze; it was %s", describeClaim(holder), holder.IgnoredFreeze))
 }

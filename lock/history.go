@@ -48,6 +48,10 @@ type HistoryEntry struct {
 	// Reason says why a holder was removed as stale, for people ("pod
 	// ci/build-7 is gone").
 	Reason string `json:"reason,omitempty"`
+	// IgnoredFreeze is the freeze the holder took the lock in spite of
+	// (--ignore-freeze), as Freeze.Describe renders it. Added in record
+	// version 1.4.
+	IgnoredFreeze string `json:"ignoredFreeze,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
@@ -82,6 +86,7 @@ func (r *Record) ended(h Claim, ts metav1.MicroTime, how Ending, by, reason stri
 	}
 	r.History = append(r.History, HistoryEntry{
 		Identity: h.Identity, Pod: h.Pod, Since: h.Since, Until: ts, Ended: how, By: by, Reason: reason,
+		IgnoredFreeze: h.IgnoredFreeze,
 	})
 	if n := len(r.History) - MaxHistory; n > 0 {
 		r.History = append([]HistoryEntry(nil), r.History[n:]...)
@@ -172,5 +177,7 @@ func isFree(cm *corev1.ConfigMap) bool {
 		return false
 	}
 	rec, err := Decode(cm)
-	return err == nil && rec.IsFree()
+	// NOTE: a frozen free lock, or one with waiters, is still a lock to
+	// show and to wait for.
+	return err == nil && rec.IsFree() && rec.Freeze == nil && len(rec.Waiters) == 0
 }

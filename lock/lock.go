@@ -108,6 +108,9 @@ type Request struct {
 	// lower effective priority (see Claim.Priority). "" means
 	// PriorityNormal. It never displaces the holder.
 	Priority Priority
+	// IgnoreFreeze takes the lock even while it is frozen (an emergency);
+	// the freeze records who did.
+	IgnoreFreeze bool
 	// Unordered says the build number only tells this contender apart
 	// (a developer's terminal, a CI without a build counter): it is served
 	// first come, first served and never supersedes nor is superseded.
@@ -137,7 +140,14 @@ type Progress struct {
 	Ahead []Claim
 	// Started is when the contender started waiting.
 	Started time.Time
+	// Freeze is set while the lock is frozen: the contender waits for it
+	// to end even when nobody holds the lock (Holder.Session is then "").
+	Freeze *Freeze
 }
+
+// Held reports whether anyone holds the lock; a frozen lock may wait with
+// nobody holding it.
+func (p *Progress) Held() bool { return p.Holder.Identity != (Identity{}) }
 
 // Held is a lock the caller holds.
 type Held struct {
@@ -153,6 +163,9 @@ type Held struct {
 	Token string
 	// Waited is how long the caller waited.
 	Waited time.Duration
+	// IgnoredFreeze is the freeze the caller took the lock in spite of
+	// (Request.IgnoreFreeze); nil when the lock was not frozen.
+	IgnoredFreeze *Freeze
 	// Reentered is true when the caller's build already held the lock (the
 	// same identity and pod, or no pod): nothing changed, and Token is the
 	// token of that hold.
@@ -172,7 +185,7 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
 	held, err := c.acquire(ctx, w)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
 		!errors.Is(err, ErrTimeout) && !errors.Is(err, ErrSuperseded) && !errors.Is(err, ErrHeld) {
-		err = &TimeoutError{Target: req.Target, Holder: w.holder, Waited: c.Clock.Since(w.started)}
+		err = &TimeoutError{Target: req.Target, Holder: w.holder, Waited: c.Clock.Since(w.started), Freeze: w.freeze}
 	}
 	return held, err
 }
@@ -250,7 +263,7 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 	if _, err := ParsePriority(string(req.Priority)); err != nil {
 		return Claim{}, err
 	}
-	me := Claim{Identity: req.Identity, Session: req.Session, Unordered: req.Unordered, Priority: req.Priority.stored(), target: req.Target}
+	me := Claim{Identity: req.Identity, Session: req.Session, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target}
 	if me.Session == "" {
 		me.Session = newSession()
 	}
@@ -286,10 +299,11 @@ func (r *stepResult) progress(target string, started time.Time) *Progress {
 	}
 	p := &Progress{
 		Target:      target,
-		Holder:      r.rec.Holder,
+		Holder:      r.rec.holderOrNone(),
 		HolderAlive: r.decision.StaleHolder == nil || r.decision.HandedTo != nil,
 		Position:    r.decision.Position,
 		Started:     started,
+		Freeze:      r.decision.Freeze,
 	}
 	if p.Position > 0 {
 		p.Ahead = append([]Claim(nil), r.rec.Waiters[:p.Position-1]...)
@@ -323,7 +337,8 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 		}
 	}
 	policy := req.Policy
-	if cur != nil && !cur.IsFree() {
+	if cur != nil && (!cur.IsFree() || len(cur.Waiters) > 0) {
+		// A frozen free lock keeps its queue, and the policy it was made with.
 		policy = cur.Policy
 	} else if policy == "" {
 		policy = PolicyNewest
@@ -331,11 +346,11 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	d := Decide(cur, me, policy, now, alive, c.waiterTTL())
 	if req.NoWait && d.Outcome == Waiting {
 		// Joining the queue would mean waiting: write nothing.
-		h := cur.Holder
+		h := cur.holderOrNone()
 		if d.HandedTo != nil {
 			h = *d.HandedTo
 		}
-		return nil, &HeldError{Target: req.Target, Holder: h, Waiters: len(cur.Waiters)}
+		return nil, &HeldError{Target: req.Target, Holder: h, Waiters: len(cur.Waiters), Freeze: d.Freeze}
 	}
 	if !recheck.IsZero() && (d.NextCheck.IsZero() || recheck.Before(d.NextCheck) || !d.NextCheck.After(now)) {
 		// A grace period of the holder's pod ends, or the holder's expiry
@@ -379,6 +394,10 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 			Holder:    res.rec.Holder,
 			Token:     token,
 			Reentered: d.Reentered,
+		}
+		if f := res.rec.Freeze; f != nil && d.TookOver && res.rec.Holder.IgnoredFreeze != "" {
+			res.held.IgnoredFreeze = f
+			log.WithField("holder", me.Identity.String()).Warn("took a frozen lock (--ignore-freeze): " + f.Describe())
 		}
 		if d.Reentered {
 			log.WithField("holder", me.Identity.String()).Debug("lock already held by this build")

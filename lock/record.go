@@ -209,6 +209,14 @@ type Claim struct {
 	// Priority. It is only set in the Lock that status shows, never stored
 	// in the record.
 	Effective Priority `json:"effectivePriority,omitempty"`
+	// IgnoreFreeze marks a contender that takes the lock even while it is
+	// frozen (an emergency); the freeze records it in Overrides when it
+	// does. Added in record version 1.4.
+	IgnoreFreeze bool `json:"ignoreFreeze,omitempty"`
+	// IgnoredFreeze is set on a holder that took the lock while it was
+	// frozen (IgnoreFreeze): the freeze, as Freeze.Describe renders it. Its
+	// history entry keeps it. Added in record version 1.4.
+	IgnoredFreeze string `json:"ignoredFreeze,omitempty"`
 
 	// Released marks the holder of a free lock: the lock was released with
 	// nobody waiting and is kept, for its history, as this placeholder
@@ -239,6 +247,10 @@ type Record struct {
 	// History is the last holds of the lock, oldest first, at most
 	// MaxHistory of them. Added in record version 1.3.
 	History []HistoryEntry `json:"history,omitempty"`
+	// Freeze, when set, stops the lock from changing hands (see Freeze).
+	// A record with a freeze has version FrozenRecordVersion (major 2), and
+	// may have no holder (Holder.Session empty).
+	Freeze *Freeze `json:"freeze,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
@@ -248,7 +260,7 @@ type Record struct {
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-var RecordVersion = schema.Version{Major: 1, Minor: 3}
+var RecordVersion = schema.Version{Major: 1, Minor: 4}
 
 var (
 	recordFields  = schema.Fields(Record{})
@@ -357,8 +369,8 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("lock %s/%s has record version %s, which this lockctl cannot read (it reads version %d, up to %s)",
-		e.Namespace, e.Name, e.Found, e.Supported.Major, e.Supported)
+	return fmt.Sprintf("lock %s/%s has record version %s, which this lockctl cannot read (it reads versions %d and %d, up to %s)",
+		e.Namespace, e.Name, e.Found, e.Supported.Major, FrozenRecordVersion.Major, e.Supported)
 }
 
 // NotALockError reports an object that has the lock's name but not
@@ -440,7 +452,7 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 			return nil, invalid("version", err.Error())
 		}
 	}
-	if version.Major != RecordVersion.Major {
+	if version.Major != RecordVersion.Major && version.Major != FrozenRecordVersion.Major {
 		return nil, &VersionError{Namespace: cm.Namespace, Name: cm.Name, Found: version, Supported: RecordVersion}
 	}
 	if field, reason := checkTimes(raw); field != "" {
@@ -455,6 +467,12 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 	}
 	if rec.Target == "" {
 		return nil, invalid("target", "empty")
+	}
+	if rec.Freeze != nil && rec.Freeze.Until.IsZero() {
+		return nil, invalid("freeze.until", "missing")
+	}
+	if version.Major == FrozenRecordVersion.Major && rec.Freeze == nil {
+		return nil, invalid("freeze", "missing: a version 2 record is a frozen lock")
 	}
 	if err := validateClaim(&rec.Holder); err != nil {
 		return nil, invalid("holder."+err.field, err.reason)
@@ -502,9 +520,18 @@ func validateClaim(c *Claim) *fieldErr {
 // owner reference that go with it.
 func encode(cm *corev1.ConfigMap, rec *Record) error {
 	// A record read from a newer minor version still carries its fields.
-	if v, err := schema.Parse(rec.Version); err != nil || v.Less(RecordVersion) {
-		rec.Version = RecordVersion.String()
+	// A frozen record is major version 2, so that lockctl releases that do
+	// not know freezes refuse it; once thawed it is version 1 again.
+	// The minor of a frozen record is that of the 1.x fields it carries, so
+	// a newer minor's fields keep their version across freeze and thaw.
+	own := RecordVersion
+	if rec.Freeze != nil {
+		own = FrozenRecordVersion
 	}
+	if v, err := schema.Parse(rec.Version); err == nil && own.Minor < v.Minor {
+		own.Minor = v.Minor
+	}
+	rec.Version = own.String()
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encode lock record: %w", err)

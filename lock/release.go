@@ -85,18 +85,22 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 		return &Released{Forced: true, Invalid: err}, nil
 	case err != nil:
 		return nil, err
-	case rec.IsFree():
+	case rec.IsFree() && rec.positionOf(id) == 0:
 		return &Released{}, nil
 	}
 	holder := rec.Holder
 	res := &Released{Previous: &holder}
 	now := c.Clock.Now()
+	if rec.unheld() {
+		// Frozen with no holder: nothing to release, but a waiter leaves.
+		res.Previous = nil
+	}
 	switch {
-	case o.Token != "":
+	case o.Token != "" && !rec.unheld():
 		if tok := holderToken(rec, cm); tok != o.Token {
 			return nil, &TokenError{Target: target, Namespace: c.namespace, Token: o.Token, Holder: holder, HolderToken: tok}
 		}
-	case holder.Identity != id:
+	case holder.Identity != id || rec.unheld():
 		if !o.Force {
 			if i := rec.positionOf(id); i > 0 {
 				rec.Waiters = append(rec.Waiters[:i-1:i-1], rec.Waiters[i:]...)
@@ -106,24 +110,38 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 				}
 				return &Released{LeftQueue: true}, nil
 			}
+			if rec.unheld() {
+				return res, nil
+			}
 			return nil, &NotHolderError{Target: target, Namespace: c.namespace, Holder: holder}
+		}
+		if rec.unheld() {
+			return res, nil
 		}
 		res.Forced = true
 	}
 	ts := later(now, rec.Updated)
 	rec.Updated = ts
+	rec.thaw(now)
+	rec.dropExpired(now)
 	rec.orderWaiters(now)
-	var next *Claim
-	for len(rec.Waiters) > 0 && next == nil {
-		if w := rec.Waiters[0]; w.Expires.After(now) {
-			next = &w
-		} else {
-			rec.Waiters = rec.Waiters[1:]
-		}
-	}
+	// While the lock is frozen only a waiter that ignores the freeze takes
+	// it; the others wait for the freeze to end.
+	next := rec.firstEligible(now)
 	how, by := EndReleased, ""
 	if res.Forced {
 		how, by = EndBroken, o.by(id)
+	}
+	if next == nil && rec.Freeze != nil {
+		rec.ended(holder, ts, how, by, "")
+		rec.vacate(ts)
+		written, err := c.write(ctx, target, cm, Decision{Record: rec})
+		if err != nil {
+			return nil, err
+		}
+		log.WithField("holder", holder.Identity.String()).Debug("lock released; it stays frozen")
+		c.releaseEvents(ctx, written, res, o.by(id))
+		return res, nil
 	}
 	if next == nil {
 		// NOTE: kept, free, rather than deleted, so its history outlives
@@ -143,6 +161,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 	}
 	rec.ended(holder, ts, how, by, "")
 	rec.handOver(*next, ts, now)
+	rec.overridden(ts, now)
 	written, err := c.write(ctx, target, cm, Decision{Record: rec})
 	if err != nil {
 		return nil, err

@@ -58,6 +58,42 @@ func TestRecordGoldenCurrent(t *testing.T) {
 	assert.Equal(t, string(want), got, "record as written (go test ./lock -run TestRecordGoldenCurrent -update rewrites it)")
 }
 
+// TestRecordGoldenFrozen pins what this lockctl writes for a frozen lock:
+// major version 2, which lockctl releases without freezes refuse.
+func TestRecordGoldenFrozen(t *testing.T) {
+	t.Parallel()
+	since := metav1.NewMicroTime(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+	exp := metav1.NewMicroTime(since.Add(time.Hour))
+	rec := &Record{
+		Target: "staging",
+		Policy: PolicyNewest,
+		Holder: Claim{
+			Identity: Identity{Owner: "acme", Repo: "web", Branch: "hotfix", Build: "41"},
+			Session:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234", IgnoreFreeze: true,
+		},
+		Updated: metav1.NewMicroTime(since.Add(time.Minute)),
+		Freeze: &Freeze{
+			Reason: "release freeze", By: Identity{Owner: "alice@laptop", Repo: "ops", Branch: "main", Build: "1"},
+			Since: metav1.NewMicroTime(since.Add(-time.Hour)), Until: metav1.NewMicroTime(since.Add(8 * time.Hour)),
+			Overrides: []Override{{Identity: Identity{Owner: "acme", Repo: "web", Branch: "hotfix", Build: "41"}, At: since}},
+		},
+	}
+	cm := lockConfigMap("")
+	require.NoError(t, encode(cm, rec))
+	got := cm.Annotations[RecordAnnotation] + "\n"
+	path := recordGolden("v" + FrozenRecordVersion.String() + "-frozen.json")
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), got, "record as written (go test ./lock -run TestRecordGoldenFrozen -update rewrites it)")
+
+	rec.Freeze = nil
+	require.NoError(t, encode(cm, rec))
+	assert.Contains(t, cm.Annotations[RecordAnnotation], `"version":"`+RecordVersion.String()+`"`, "thawed, the record is major version 1 again")
+}
+
 // TestRecordVersionsRoundTrip reads the golden of every record version and
 // writes it back, as a contender that changes nothing else would.
 func TestRecordVersionsRoundTrip(t *testing.T) {
@@ -73,7 +109,8 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v1.2.json", wantVersion: current},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
-		{file: "v2.0.json", wantErr: "lock locks/lockctl-lock-staging has record version 2.0, which this lockctl cannot read (it reads version 1, up to " + current + ")"},
+		{file: "v" + FrozenRecordVersion.String() + "-frozen.json", wantVersion: FrozenRecordVersion.String()},
+		{file: "v3.0.json", wantErr: "lock locks/lockctl-lock-staging has record version 3.0, which this lockctl cannot read (it reads versions 1 and 2, up to " + current + ")"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

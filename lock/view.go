@@ -63,6 +63,9 @@ type LockStatus struct {
 	Alive bool `json:"alive"`
 	// Liveness explains Alive: "pod ci/build-1 Running" or "expires in 42m".
 	Liveness string `json:"liveness,omitempty"`
+	// Freeze is set while the lock is frozen: it changes hands only to
+	// contenders that ignore the freeze.
+	Freeze *Freeze `json:"freeze,omitempty"`
 	// Invalid is set when the stored record cannot be read.
 	Invalid string `json:"invalid,omitempty"`
 }
@@ -118,6 +121,9 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
 	switch {
 	case l.Status.Invalid != "":
 		l.Status.State = StateInvalid
+	case l.Status.Holder == nil:
+		// A frozen lock that nobody holds.
+		l.Status.State = StateFree
 	case l.Status.Alive:
 		l.Status.State = StateHeld
 	default:
@@ -157,6 +163,14 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) Lock {
 	if l.Status.Token == "" && h.TokenPending {
 		// The take-over was the last write: its version is the token.
 		l.Status.Token = cm.ResourceVersion
+	}
+	if rec.Freeze.ActiveAt(now) {
+		l.Status.Freeze = rec.Freeze
+	}
+	if rec.unheld() {
+		l.Status.Holder, l.Status.Token = nil, ""
+		l.Status.Liveness = "free"
+		return l
 	}
 	if h.Pod == nil {
 		l.Status.Alive = h.Expires.After(now)
@@ -211,6 +225,7 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 		}
 		ts := later(c.Clock.Now(), rec.Updated)
 		rec.Updated = ts
+		rec.thaw(c.Clock.Now())
 		if rec.Holder.Pod == nil {
 			rec.Holder.Expires = microPtr(c.Clock.Now().Add(ttl)) // from now, not ts (see holding)
 		}

@@ -42,6 +42,8 @@ type waiter struct {
 	joined  bool
 	// holder is the holder last seen, for the error when the wait ends.
 	holder Claim
+	// freeze is the freeze the last decision met, for the timeout error.
+	freeze *Freeze
 
 	// denied receives the first Forbidden or Unauthorized answer to the
 	// watches' list or watch calls, which their informers would otherwise
@@ -162,8 +164,9 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 		}
 		delay = 0
 		if res.rec != nil {
-			w.holder = res.rec.Holder
+			w.holder = res.rec.holderOrNone()
 		}
+		w.freeze = res.decision.Freeze
 		if res.held != nil {
 			res.held.Waited = c.Clock.Since(w.started)
 			return res.held, nil
@@ -381,7 +384,7 @@ func (w *waiter) giveUp(err error) error {
 
 func (w *waiter) waitError(ctx context.Context, err error, holder Claim) error {
 	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &TimeoutError{Target: w.req.Target, Holder: holder, Waited: w.c.Clock.Since(w.started)}
+		return &TimeoutError{Target: w.req.Target, Holder: holder, Waited: w.c.Clock.Since(w.started), Freeze: w.freeze}
 	}
 	return fmt.Errorf("wait for lock %s: %w", w.c.Describe(w.req.Target), err)
 }
@@ -433,5 +436,5 @@ func sameProgress(a, b *Progress) bool {
 		return a == b
 	}
 	return a.Holder.Session == b.Holder.Session && a.HolderAlive == b.HolderAlive &&
-		a.Position == b.Position && len(a.Ahead) == len(b.Ahead)
+		a.Position == b.Position && len(a.Ahead) == len(b.Ahead) && a.Freeze.same(b.Freeze)
 }

@@ -1,0 +1,182 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+// freezeOptions configure `lockctl freeze`.
+type freezeOptions struct {
+	f *Factory
+
+	lockFlags
+	Target string
+	For    time.Duration
+	Until  string
+	Reason string
+	Output string
+}
+
+func newFreezeCmd(f *Factory, runF func(*freezeOptions) error) *cobra.Command {
+	o := &freezeOptions{f: f}
+	c := &cobra.Command{
+		Use:   "freeze NAMESPACE (--for DURATION | --until TIME) --reason TEXT",
+		Short: "Stop deploys to a namespace for a while (a deploy freeze)",
+		Long: heredoc.Doc(`
+			Freeze the deploy lock of NAMESPACE until a time: while frozen,
+			acquire and run wait (showing the freeze, its reason, who set it
+			and until when) or give up at --timeout with exit status 4. A
+			build holding the lock when the freeze starts keeps it and is not
+			interrupted; once it releases, nobody takes the lock until the
+			freeze ends or is lifted with unfreeze. In an emergency, acquire
+			and run take a frozen lock with --ignore-freeze, and the freeze
+			records who did.
+
+			The freeze ends by itself at --until (RFC 3339, e.g.
+			2026-12-24T08:00:00Z) or after --for. Freezing a frozen lock
+			replaces the freeze. A frozen lock's record is version 2, which
+			lockctl releases without freezes refuse with an error instead of
+			ignoring the freeze.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			# Freeze production over the release party
+			lockctl freeze production --for 2h --reason "release 4.2 party"
+
+			# Until a fixed time
+			lockctl freeze production --until 2026-12-27T08:00:00Z --reason "holidays"
+
+			# Lift it early
+			lockctl unfreeze production
+		`),
+		Args: exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Target = args[0]
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runFreeze(c.Context(), o)
+		},
+	}
+	fs := c.Flags()
+	fs.DurationVar(&o.For, "for", o.For, "how long the freeze lasts from now")
+	fs.StringVar(&o.Until, "until", o.Until, "when the freeze ends, RFC 3339 (2026-12-24T08:00:00Z)")
+	fs.StringVar(&o.Reason, "reason", o.Reason, "why, shown to everyone who waits (required)")
+	o.addIdentityFlags(fs)
+	o.addLockNamespaceFlag(fs)
+	addOutputFlag(fs, &o.Output, "json", "yaml")
+	return c
+}
+
+func (o *freezeOptions) validate() error {
+	if err := validateTarget(o.Target); err != nil {
+		return err
+	}
+	switch {
+	case o.For == 0 && o.Until == "":
+		return flagErrorf("say how long the freeze lasts with --for DURATION or --until TIME")
+	case o.For != 0 && o.Until != "":
+		return flagErrorf("give either --for or --until, not both")
+	case o.For < 0:
+		return flagErrorf("--for must be positive, got %s", o.For)
+	}
+	if o.Until != "" {
+		if _, err := time.Parse(time.RFC3339, o.Until); err != nil {
+			return flagErrorf("invalid --until %q: want an RFC 3339 time such as 2026-12-24T08:00:00Z", o.Until)
+		}
+	}
+	if err := lock.ValidateFreezeReason(o.Reason); err != nil {
+		return flagErrorf("invalid --reason: %v: say why the namespace is frozen", err)
+	}
+	return nil
+}
+
+func runFreeze(ctx context.Context, o *freezeOptions) error {
+	id, _, err := o.identity(o.f)
+	if err != nil {
+		return err
+	}
+	locks, err := newLockClient(o.f, &o.lockFlags)
+	if err != nil {
+		return err
+	}
+	until := o.f.Clock.Now().Add(o.For)
+	if o.Until != "" {
+		until, _ = time.Parse(time.RFC3339, o.Until) // checked by validate
+	}
+	l, err := locks.Freeze(ctx, lock.FreezeRequest{Target: o.Target, By: id, Reason: o.Reason, Until: until})
+	if err != nil {
+		return fmt.Errorf("freeze lock %q: %w", o.Target, err)
+	}
+	fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q %s (%s)\n", o.Target, l.Status.Freeze.Describe(), locks.Describe(o.Target))
+	if o.Output != "" {
+		return printObject(o.f.IOStreams.Out, o.Output, l)
+	}
+	return nil
+}
+
+// unfreezeOptions configure `lockctl unfreeze`.
+type unfreezeOptions struct {
+	f *Factory
+
+	lockFlags
+	Target string
+}
+
+func newUnfreezeCmd(f *Factory, runF func(*unfreezeOptions) error) *cobra.Command {
+	o := &unfreezeOptions{f: f}
+	c := &cobra.Command{
+		Use:   "unfreeze NAMESPACE",
+		Short: "Lift a deploy freeze",
+		Long: heredoc.Doc(`
+			Lift the freeze of NAMESPACE's deploy lock: the first waiter takes
+			the lock if nobody holds it. Like rm -f, unfreezing a lock that is
+			not frozen succeeds with a message.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			lockctl unfreeze production
+		`),
+		Args: exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Target = args[0]
+			if err := validateTarget(o.Target); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runUnfreeze(c.Context(), o)
+		},
+	}
+	o.addLockNamespaceFlag(c.Flags())
+	return c
+}
+
+func runUnfreeze(ctx context.Context, o *unfreezeOptions) error {
+	locks, err := newLockClient(o.f, &o.lockFlags)
+	if err != nil {
+		return err
+	}
+	res, err := locks.Unfreeze(ctx, o.Target)
+	if err != nil {
+		return fmt.Errorf("unfreeze lock %q: %w", o.Target, err)
+	}
+	out := o.f.IOStreams.ErrOut
+	switch {
+	case res.Previous == nil:
+		fmt.Fprintf(out, "lock %q is not frozen; nothing to do (%s)\n", o.Target, locks.Describe(o.Target))
+	case res.HandedTo != nil:
+		fmt.Fprintf(out, "lock %q unfrozen (was %s); now held by %s\n", o.Target, res.Previous.Describe(), res.HandedTo.Identity)
+	default:
+		fmt.Fprintf(out, "lock %q unfrozen (was %s)\n", o.Target, res.Previous.Describe())
+	}
+	return nil
+}

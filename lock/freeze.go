@@ -1,0 +1,283 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/schema"
+)
+
+// Freeze stops a lock from changing hands until Until: contenders wait (or
+// time out), the holder at the time keeps the lock, and only contenders
+// that ignore the freeze (an emergency) take it. docs/2026-12-03-freeze.md
+// has the design. A record with a freeze is written as major version 2
+// (FrozenRecordVersion), which lockctl releases that do not know freezes
+// refuse instead of ignoring it.
+type Freeze struct {
+	// Reason says why, shown to everyone who waits.
+	Reason string `json:"reason"`
+	// By is who froze the lock.
+	By Identity `json:"by"`
+	// Since is when the freeze was set.
+	Since metav1.MicroTime `json:"since"`
+	// Until is when the freeze ends by itself; the next write after it
+	// removes the freeze from the record.
+	Until metav1.MicroTime `json:"until"`
+	// Overrides lists, newest last, the contenders that took the lock
+	// during the freeze with --ignore-freeze; at most MaxOverrides.
+	Overrides []Override `json:"overrides,omitempty"`
+}
+
+// Override records a contender that took a frozen lock.
+type Override struct {
+	Identity `json:",inline"`
+	// At is when it took the lock.
+	At metav1.MicroTime `json:"at"`
+}
+
+// MaxOverrides bounds Freeze.Overrides; the oldest are dropped first.
+const MaxOverrides = 20
+
+// FrozenRecordVersion is the version of a record that carries a freeze:
+// major 2, so lockctl releases without freezes (which read major 1 only)
+// refuse the lock with a version error rather than hand it out, and the
+// same minor as RecordVersion, whose fields it has too. Once the freeze is
+// gone the record is written as RecordVersion again.
+var FrozenRecordVersion = schema.Version{Major: 2, Minor: RecordVersion.Minor}
+
+// ActiveAt reports whether the freeze holds at now; a nil freeze never
+// does.
+func (f *Freeze) ActiveAt(now time.Time) bool {
+	return f != nil && now.Before(f.Until.Time)
+}
+
+// Describe renders the freeze for people: `frozen until
+// 2026-12-03T18:00:00Z by acme/web@main#1: "release party"`.
+func (f *Freeze) Describe() string {
+	return fmt.Sprintf("frozen until %s by %s: %q", f.Until.UTC().Format(time.RFC3339), f.By, f.Reason)
+}
+
+// FreezeRequest describes a freeze to set.
+type FreezeRequest struct {
+	// Target is the namespace whose lock to freeze.
+	Target string
+	// By is who freezes it.
+	By Identity
+	// Reason is required.
+	Reason string
+	// Until is when the freeze ends; it must be in the future.
+	Until time.Time
+}
+
+// MaxFreezeReasonLen bounds Freeze.Reason in bytes.
+const MaxFreezeReasonLen = 1024
+
+// ValidateFreezeReason checks a freeze reason: not empty, printable, at
+// most MaxFreezeReasonLen bytes.
+func ValidateFreezeReason(reason string) error {
+	switch {
+	case strings.TrimSpace(reason) == "":
+		return errors.New("the reason is empty")
+	case len(reason) > MaxFreezeReasonLen:
+		return fmt.Errorf("the reason is %d bytes long, more than the %d allowed", len(reason), MaxFreezeReasonLen)
+	case strings.IndexFunc(reason, unicode.IsControl) >= 0:
+		return errors.New("the reason contains control characters")
+	}
+	return nil
+}
+
+// Freeze freezes target's lock until req.Until, creating the lock (with no
+// holder) if there is none. A freeze already there is replaced; the holder
+// and the queue stay as they are.
+func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*Lock, error) {
+	if err := req.By.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid identity: %w", err)
+	}
+	if err := ValidateFreezeReason(req.Reason); err != nil {
+		return nil, err
+	}
+	for attempt := 0; attempt < 20; attempt++ {
+		cm, err := c.get(ctx, req.Target)
+		if err != nil {
+			return nil, err
+		}
+		now := c.Clock.Now()
+		if !req.Until.After(now) {
+			return nil, fmt.Errorf("freeze end %s is not in the future", req.Until.UTC().Format(time.RFC3339))
+		}
+		rec := &Record{Target: req.Target, Policy: PolicyNewest}
+		if cm != nil {
+			if rec, err = c.decode(cm, req.Target); err != nil {
+				return nil, err
+			}
+		}
+		ts := later(now, rec.Updated)
+		rec.Updated = ts
+		if cm == nil {
+			// A new lock nobody holds: the free placeholder of record 1.3,
+			// so that the record is valid for every reader once thawed.
+			rec.free(ts)
+		}
+		f := &Freeze{Reason: req.Reason, By: req.By, Since: ts, Until: metav1.NewMicroTime(req.Until)}
+		if rec.Freeze.ActiveAt(now) {
+			f.Overrides = rec.Freeze.Overrides
+		}
+		rec.Freeze = f
+		out, err := c.write(ctx, req.Target, cm, Decision{Record: rec, Create: cm == nil})
+		if errors.Is(err, errRetry) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.Log.WithField("lock", c.Describe(req.Target)).Debug(f.Describe())
+		c.event(ctx, out, false, ReasonFrozen, f.Describe())
+		l := c.view(ctx, out)
+		return &l, nil
+	}
+	return nil, fmt.Errorf("freeze lock %s: too many concurrent changes, try again", c.Describe(req.Target))
+}
+
+// Unfrozen says what Unfreeze did.
+type Unfrozen struct {
+	// Previous is the freeze removed; nil when the lock was not frozen.
+	Previous *Freeze
+	// HandedTo is the waiter that holds the lock now, when the lock had no
+	// holder.
+	HandedTo *Claim
+}
+
+// Unfreeze lifts target's freeze. A lock left with no holder goes to its
+// first waiter, or stays free when nobody waits. Unfreezing a lock that is
+// not frozen succeeds with an empty Unfrozen.
+func (c *Client) Unfreeze(ctx context.Context, target string) (*Unfrozen, error) {
+	for attempt := 0; attempt < 20; attempt++ {
+		cm, err := c.get(ctx, target)
+		if err != nil || cm == nil {
+			return &Unfrozen{}, err
+		}
+		rec, err := c.decode(cm, target)
+		if err != nil {
+			return nil, err
+		}
+		now := c.Clock.Now()
+		if !rec.Freeze.ActiveAt(now) {
+			return &Unfrozen{}, nil
+		}
+		res := &Unfrozen{Previous: rec.Freeze}
+		rec.Freeze = nil
+		ts := later(now, rec.Updated)
+		rec.Updated = ts
+		if rec.unheld() {
+			rec.dropExpired(now)
+			rec.orderWaiters(now)
+			if len(rec.Waiters) == 0 {
+				rec.free(ts)
+			} else {
+				rec.handOver(rec.Waiters[0], ts, now)
+				h := rec.Holder
+				res.HandedTo = &h
+			}
+		}
+		out, err := c.write(ctx, target, cm, Decision{Record: rec})
+		if errors.Is(err, errRetry) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		note := "freeze lifted; it was " + res.Previous.Describe()
+		if res.HandedTo != nil {
+			note += "; handed over to " + describeClaim(*res.HandedTo)
+		}
+		c.event(ctx, out, false, ReasonUnfrozen, note)
+		return res, nil
+	}
+	return nil, fmt.Errorf("unfreeze lock %s: too many concurrent changes, try again", c.Describe(target))
+}
+
+// unheld reports whether nobody holds the lock: its holder is the free
+// placeholder (IsFree), or empty.
+func (r *Record) unheld() bool { return r.Holder.Session == "" || r.IsFree() }
+
+// thaw drops a freeze that is over at now, so that the record is written
+// as major version 1 again; it reports whether it did.
+func (r *Record) thaw(now time.Time) bool {
+	if r.Freeze == nil || r.Freeze.ActiveAt(now) {
+		return false
+	}
+	r.Freeze = nil
+	return true
+}
+
+// holderOrNone is the holder, or the zero Claim when nobody holds the lock,
+// for the waiting display and errors.
+func (r *Record) holderOrNone() Claim {
+	if r.unheld() {
+		return Claim{}
+	}
+	return r.Holder
+}
+
+// vacate makes the lock free at ts as free does, keeping the queue: a
+// frozen lock whose holder left waits for the freeze to end.
+func (r *Record) vacate(ts metav1.MicroTime) {
+	waiters := r.Waiters
+	r.free(ts)
+	r.Waiters = waiters
+}
+
+// dropExpired removes the waiters whose place has expired at now.
+func (r *Record) dropExpired(now time.Time) {
+	live := r.Waiters[:0]
+	for _, w := range r.Waiters {
+		if w.Expires != nil && w.Expires.After(now) {
+			live = append(live, w)
+		}
+	}
+	r.Waiters = live
+}
+
+// mayTake reports whether c may take the lock at now: the lock is not
+// frozen, or c ignores the freeze.
+func (r *Record) mayTake(c Claim, now time.Time) bool {
+	return c.IgnoreFreeze || !r.Freeze.ActiveAt(now)
+}
+
+// overridden records, when the lock is frozen at now, that its holder took
+// it at ts in spite of the freeze: in the freeze's Overrides, and on the
+// holder's claim, whose history entry keeps it after the freeze is gone.
+func (r *Record) overridden(ts metav1.MicroTime, now time.Time) {
+	if !r.Freeze.ActiveAt(now) {
+		return
+	}
+	r.Holder.IgnoredFreeze = r.Freeze.Describe()
+	r.Freeze.Overrides = append(r.Freeze.Overrides, Override{Identity: r.Holder.Identity, At: ts})
+	if n := len(r.Freeze.Overrides); n > MaxOverrides {
+		r.Freeze.Overrides = r.Freeze.Overrides[n-MaxOverrides:]
+	}
+}
+
+// firstEligible returns the first waiter that may take the lock at now.
+func (r *Record) firstEligible(now time.Time) *Claim {
+	for _, w := range r.Waiters {
+		if r.mayTake(w, now) {
+			w := w
+			return &w
+		}
+	}
+	return nil
+}
+
+func (f *Freeze) same(o *Freeze) bool {
+	if f == nil || o == nil {
+		return f == o
+	}
+	return f.Until.Equal(&o.Until) && f.Reason == o.Reason && f.By == o.By
+}
