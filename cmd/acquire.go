@@ -145,7 +145,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return err
 	}
-	locks, err := newLockClient(o.f, &o.lockFlags)
+	locks, err := newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
 	if err != nil {
 		return err
 	}

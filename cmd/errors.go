@@ -50,6 +50,8 @@ func explain(err error) (msg, hint string) {
 		return err.Error(), "the next pass drives their jobs once they answer; `lockctl get clusters` shows what each last answered"
 	case errors.As(err, &superseded):
 		return err.Error(), "nothing to do: the newer build deploys instead of this one"
+	case errors.As(err, &timeout) && timeout.Freeze.FromWindow():
+		return err.Error(), "a recurring freeze window (ConfigMap " + lock.FreezeWindowsName + "): wait for it to end, or in an emergency acquire with --ignore-freeze (recorded)"
 	case errors.As(err, &timeout) && timeout.Freeze != nil:
 		return err.Error(), fmt.Sprintf("wait for the freeze to end, lift it with `lockctl unfreeze %s`, or in an emergency acquire with --ignore-freeze (recorded)", timeout.Target)
 	case errors.As(err, &timeout):

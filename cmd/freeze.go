@@ -43,6 +43,11 @@ func newFreezeCmd(f *Factory, runF func(*freezeOptions) error) *cobra.Command {
 			replaces the freeze. A frozen lock's record is version 2, which
 			lockctl releases without freezes refuse with an error instead of
 			ignoring the freeze.
+
+			Recurring freezes (every night, Friday afternoons) come from the
+			ConfigMap lockctl-freeze-windows of the lock namespace, key
+			windows.yaml: a list of name, schedule (cron), duration, reason
+			and targets.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# Freeze production over the release party
@@ -139,7 +144,9 @@ func newUnfreezeCmd(f *Factory, runF func(*unfreezeOptions) error) *cobra.Comman
 		Long: heredoc.Doc(`
 			Lift the freeze of NAMESPACE's deploy lock: the first waiter takes
 			the lock if nobody holds it. Like rm -f, unfreezing a lock that is
-			not frozen succeeds with a message.
+			not frozen succeeds with a message. A recurring window of the
+			ConfigMap lockctl-freeze-windows cannot be lifted while it lasts
+			(exit 1): edit that ConfigMap, or acquire with --ignore-freeze.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			lockctl unfreeze production
@@ -161,7 +168,7 @@ func newUnfreezeCmd(f *Factory, runF func(*unfreezeOptions) error) *cobra.Comman
 }
 
 func runUnfreeze(ctx context.Context, o *unfreezeOptions) error {
-	locks, err := newLockClient(o.f, &o.lockFlags)
+	locks, err := newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -143,6 +144,20 @@ func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
 		return nil, err
 	}
 	return lockClientIn(f, ns)
+}
+
+// newFreezeAwareLockClient is newLockClient with the lock namespace's
+// recurring freeze windows loaded, for the commands that take, hand over
+// or show locks.
+func newFreezeAwareLockClient(ctx context.Context, f *Factory, l *lockFlags) (*lock.Client, error) {
+	c, err := newLockClient(f, l)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.LoadFreezeWindows(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // lockClientIn returns a lock client for the lock namespace ns;

@@ -90,7 +90,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 			return err
 		}
 	}
-	locks, err := newLockClient(o.f, &o.lockFlags)
+	locks, err := newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	if o.AllNamespaces {
 		locks, err = lockClientIn(o.f, metav1.NamespaceAll)
 	} else {
-		locks, err = newLockClient(o.f, &o.lockFlags)
+		locks, err = newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
 	}
 	if err != nil {
 		return err
@@ -106,11 +106,15 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 			return err
 		}
 		if l == nil {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free (%s)\n", o.Target, locks.Describe(o.Target))
+			free := locks.Free(o.Target)
+			if f := free.Status.Freeze; f != nil {
+				fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free; %s (%s)\n", o.Target, f.Describe(), locks.Describe(o.Target))
+			} else {
+				fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free (%s)\n", o.Target, locks.Describe(o.Target))
+			}
 			if o.Output == "" {
 				return nil
 			}
-			free := locks.Free(o.Target)
 			l = &free
 		}
 		if o.Output != "" {

@@ -144,6 +144,19 @@ func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*Lock, error) {
 	return nil, fmt.Errorf("freeze lock %s: too many concurrent changes, try again", c.Describe(req.Target))
 }
 
+// WindowError is returned by Unfreeze during a freeze window: the window
+// comes from configuration, which unfreeze does not change.
+type WindowError struct {
+	Target, Namespace string
+	// Freeze is the window's freeze.
+	Freeze *Freeze
+}
+
+func (e *WindowError) Error() string {
+	return fmt.Sprintf("lock on %q is in freeze window %q of configmap %s/%s (%s); unfreeze cannot lift a window: edit or delete that ConfigMap, or acquire with --ignore-freeze",
+		e.Target, e.Freeze.By.Branch, e.Namespace, FreezeWindowsName, e.Freeze.Describe())
+}
+
 // Unfrozen says what Unfreeze did.
 type Unfrozen struct {
 	// Previous is the freeze removed; nil when the lock was not frozen.
@@ -167,6 +180,9 @@ func (c *Client) Unfreeze(ctx context.Context, target string) (*Unfrozen, error)
 			return nil, err
 		}
 		now := c.Clock.Now()
+		if w := windowFreeze(c.FreezeWindows, target, now); w != nil {
+			return nil, &WindowError{Target: target, Namespace: c.namespace, Freeze: w}
+		}
 		if !rec.Freeze.ActiveAt(now) {
 			return &Unfrozen{}, nil
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/testenv"
@@ -106,4 +107,52 @@ func recordVersionMajor(t *testing.T, env *testenv.Env, ns, target string) strin
 	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &doc))
 	major, _, _ := strings.Cut(doc.Version, ".")
 	return major
+}
+
+// TestIntegrationFreezeWindow: a window from the lock namespace's
+// ConfigMap freezes a lock nobody has taken yet; the waiter times out
+// naming it, the record is written frozen (major 2), unfreeze cannot lift
+// it, other targets are not in it; once the window is removed from the
+// configuration, its freeze goes and the lock is taken.
+func TestIntegrationFreezeWindow(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	cms := env.Client.CoreV1().ConfigMaps(ns)
+	_, err := cms.Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName},
+		Data: map[string]string{lock.FreezeWindowsKey: `
+windows:
+- name: always
+  schedule: "* * * * *"
+  duration: 1h
+  reason: maintenance
+  targets: [prod]
+`},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	l := newClient(t, env.Client, ns)
+	require.NoError(t, l.LoadFreezeWindows(t.Context()))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	_, err = l.Acquire(ctx, lock.Request{Target: "prod", Identity: identity("web", "1")})
+	cancel()
+	var timeout *lock.TimeoutError
+	require.ErrorAs(t, err, &timeout)
+	require.NotNil(t, timeout.Freeze, "the timeout names the window")
+	assert.Equal(t, "always", timeout.Freeze.By.Branch)
+	assert.Equal(t, "2", recordVersionMajor(t, env, ns, "prod"), "the window's freeze is written: older lockctl refuse the lock")
+
+	_, err = l.Unfreeze(t.Context(), "prod")
+	var window *lock.WindowError
+	require.ErrorAs(t, err, &window, "unfreeze cannot lift a window")
+
+	mustAcquire(t, l, lock.Request{Target: "qa", Identity: identity("web", "1")})
+
+	require.NoError(t, cms.Delete(t.Context(), lock.FreezeWindowsName, metav1.DeleteOptions{}))
+	l2 := newClient(t, env.Client, ns)
+	require.NoError(t, l2.LoadFreezeWindows(t.Context()))
+	h := mustAcquire(t, l2, lock.Request{Target: "prod", Identity: identity("web", "2")})
+	assert.Nil(t, h.IgnoredFreeze)
+	assert.Equal(t, "1", recordVersionMajor(t, env, ns, "prod"), "the window's freeze is gone with the window")
 }

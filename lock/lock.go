@@ -65,6 +65,13 @@ type Client struct {
 	// ConfigMap (the Reason constants); nil records none. Recording is
 	// best effort and never fails an operation.
 	Events EventRecorder
+	// FreezeWindows are the recurring freezes of the lock namespace
+	// (LoadFreezeWindows). A contender or a release during a window treats
+	// the lock as frozen and writes the window's freeze into the record
+	// with its next write; a window's freeze in the record that the windows
+	// no longer make (the ConfigMap changed) is dropped. nil means not
+	// loaded: only the freezes in the record count; empty means none.
+	FreezeWindows []FreezeWindow
 
 	nodesDenied atomic.Bool
 }
@@ -343,6 +350,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	} else if policy == "" {
 		policy = PolicyNewest
 	}
+	cur = c.withWindows(cur, req.Target, policy, now)
 	d := Decide(cur, me, policy, now, alive, c.waiterTTL())
 	if req.NoWait && d.Outcome == Waiting {
 		// Joining the queue would mean waiting: write nothing.
@@ -637,4 +645,31 @@ func newSession() string {
 func rvOlder(a, b string) bool {
 	c, err := resourceversion.CompareResourceVersion(a, b)
 	return err == nil && c < 0
+}
+
+// withWindows returns cur frozen as the freeze windows say at now, when no
+// freeze of its own holds it: a copy, or a new free lock of policy when
+// there is none, so that the decision on it writes the window's freeze.
+// cur itself when no window applies.
+func (c *Client) withWindows(cur *Record, target string, policy Policy, now time.Time) *Record {
+	if c.FreezeWindows == nil {
+		return cur
+	}
+	if cur == nil {
+		f := windowFreeze(c.FreezeWindows, target, now)
+		if f == nil {
+			return nil
+		}
+		ts := metav1.NewMicroTime(now)
+		rec := &Record{Target: target, Policy: policy, Updated: ts}
+		rec.free(ts)
+		rec.Freeze = f
+		return rec
+	}
+	rec := cur.deepCopy()
+	dropped := rec.dropLapsedWindow(c.FreezeWindows, now)
+	if !rec.applyWindows(c.FreezeWindows, now) && !dropped {
+		return cur
+	}
+	return rec
 }

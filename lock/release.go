@@ -123,6 +123,10 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 	ts := later(now, rec.Updated)
 	rec.Updated = ts
 	rec.thaw(now)
+	if c.FreezeWindows != nil {
+		rec.dropLapsedWindow(c.FreezeWindows, now)
+		rec.applyWindows(c.FreezeWindows, now)
+	}
 	rec.dropExpired(now)
 	rec.orderWaiters(now)
 	// While the lock is frozen only a waiter that ignores the freeze takes

@@ -94,7 +94,8 @@ func (c *Client) Free(target string) Lock {
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
 		Spec:       LockSpec{Target: target},
-		Status:     LockStatus{State: StateFree, Liveness: "free"},
+		Status: LockStatus{State: StateFree, Liveness: "free",
+			Freeze: windowFreeze(c.FreezeWindows, target, c.Clock.Now())},
 	}
 }
 
@@ -164,8 +165,13 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) Lock {
 		// The take-over was the last write: its version is the token.
 		l.Status.Token = cm.ResourceVersion
 	}
+	if c.FreezeWindows != nil {
+		rec.dropLapsedWindow(c.FreezeWindows, now)
+	}
 	if rec.Freeze.ActiveAt(now) {
 		l.Status.Freeze = rec.Freeze
+	} else {
+		l.Status.Freeze = windowFreeze(c.FreezeWindows, rec.Target, now)
 	}
 	if rec.unheld() {
 		l.Status.Holder, l.Status.Token = nil, ""
