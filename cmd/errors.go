@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/preflight"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -28,9 +29,9 @@ func explain(err error) (msg, hint string) {
 		tokenErr       *lock.TokenError
 		held           *lock.HeldError
 		noJob          *jobNotFoundError
-		noConfig       *NoKubeconfigError
-		untrusted      *UntrustedServerError
-		unknownContext *UnknownContextError
+		noConfig       *kubeclient.NoKubeconfigError
+		untrusted      *kubeclient.UntrustedServerError
+		unknownContext *kubeclient.UnknownContextError
 		invalid        *lock.InvalidError
 		notALock       *lock.NotALockError
 		noNamespace    *lock.NamespaceError
@@ -93,12 +94,12 @@ func explain(err error) (msg, hint string) {
 		return untrusted.Error(), fmt.Sprintf("check the certificate-authority (or certificate-authority-data) of the cluster of context %q in your kubeconfig "+
 			"(`kubectl config view --minify --context %s`); lockctl offers no --insecure-skip-tls-verify", untrusted.Context, untrusted.Context)
 	case errors.As(err, &urlErr) && isNetError(urlErr.Err):
-		return fmt.Sprintf("cannot reach the API server at %s: %s", hostOf(urlErr.URL), rootCause(urlErr.Err)),
+		return fmt.Sprintf("cannot reach the API server at %s: %s", hostOf(urlErr.URL), kubeclient.RootCause(urlErr.Err)),
 			"check that the cluster runs and that --context/--kubeconfig point at it"
 	case clientcmd.IsEmptyConfig(err):
 		return "no kubeconfig found", "set KUBECONFIG or --kubeconfig, or run lockctl inside a pod"
 	case errors.As(err, &unknownContext):
-		return err.Error(), unknownContext.hint()
+		return err.Error(), contextHint(unknownContext)
 	case clientcmd.IsContextNotFound(err) || strings.Contains(err.Error(), "context was not found"):
 		return err.Error(), "list contexts with `kubectl config get-contexts`"
 	}
@@ -159,15 +160,12 @@ func hostOf(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// rootCause returns the innermost error's message.
-func rootCause(err error) string {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err.Error()
-		}
-		err = next
+// contextHint says what to do about a context the kubeconfig lacks.
+func contextHint(e *kubeclient.UnknownContextError) string {
+	if e.Flag == "--context" {
+		return "give --context one of the contexts listed, or leave it out for the current context"
 	}
+	return "fix the ALIAS=CONTEXT of --build-cluster (or buildClusters in --config); `kubectl config get-contexts` lists the contexts"
 }
 
 // kubeconfigError keeps kubeconfig problems recognisable by explain.

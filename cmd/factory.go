@@ -1,9 +1,8 @@
 package cmd
 
 import (
-	"maps"
+	"errors"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,10 +14,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/events"
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/servertime"
 )
 
@@ -120,59 +119,24 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	jxlog.SetOutput(streams.ErrOut)
 	f.Log = jxlog.Logger()
 
-	var (
-		once    sync.Once
-		restCfg *rest.Config
-		cfgErr  error
-		cs      kubernetes.Interface
-	)
-	restConfig := func() (*rest.Config, error) {
-		once.Do(func() {
-			if cfgErr = findKubeconfig(ptrString(f.ConfigFlags.KubeConfig), f.Getenv); cfgErr != nil {
-				return
-			}
-			if cfgErr = f.checkContextFlag(); cfgErr != nil {
-				return
-			}
-			restCfg, cfgErr = f.ConfigFlags.ToRESTConfig()
-			if cfgErr == nil {
-				f.tuneRESTConfig(restCfg)
-				trustHint(restCfg, f.contextName(""))
-				restCfg.Wrap(f.ServerClock.WrapTransport)
-				cs, cfgErr = kubernetes.NewForConfig(restCfg)
-			}
-		})
-		return restCfg, cfgErr
-	}
+	kc := &kubeclient.Loader{Flags: f.ConfigFlags, Getenv: f.Getenv, Tune: f.tuneRESTConfig, WrapCurrent: f.ServerClock.WrapTransport}
 	f.Clientset = func() (kubernetes.Interface, error) {
-		if _, err := restConfig(); err != nil {
-			return nil, kubeconfigError(err)
+		cs, err := kc.Clientset()
+		if err != nil {
+			return nil, kubeconfigError(usageIfUnknownContext(err))
 		}
 		return cs, nil
 	}
 	f.ClientsetFor = func(name string) (kubernetes.Interface, error) {
-		if name == "" {
-			return f.Clientset()
-		}
-		loader := f.ConfigFlags.ToRawKubeConfigLoader()
-		raw, err := loader.RawConfig()
-		if err != nil {
+		cs, err := kc.ClientsetFor(name)
+		if err != nil && !errors.As(err, new(*kubeclient.UnknownContextError)) {
 			return nil, kubeconfigError(err)
 		}
-		if _, ok := raw.Contexts[name]; !ok {
-			return nil, &UnknownContextError{Flag: "--build-cluster", Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}
-		}
-		cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-		if err != nil {
-			return nil, kubeconfigError(err)
-		}
-		f.tuneRESTConfig(cfg)
-		trustHint(cfg, name)
-		return kubernetes.NewForConfig(cfg)
+		return cs, err
 	}
 	f.Namespace = func() (string, error) {
-		if err := f.checkContextFlag(); err != nil {
-			return "", err
+		if err := kubeclient.CheckContext(f.ConfigFlags); err != nil {
+			return "", usageIfUnknownContext(err)
 		}
 		ns, _, err := f.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 		if err != nil {
@@ -207,11 +171,14 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	return f
 }
 
-func ptrString(p *string) string {
-	if p == nil {
-		return ""
+// usageIfUnknownContext makes a --context the kubeconfig lacks a
+// *UsageError (exit 2).
+func usageIfUnknownContext(err error) error {
+	var uc *kubeclient.UnknownContextError
+	if errors.As(err, &uc) && uc.Flag == "--context" {
+		return &UsageError{Err: err}
 	}
-	return *p
+	return err
 }
 
 // The client-side rate limit of the CLI's commands: above client-go's

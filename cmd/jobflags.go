@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -113,7 +114,7 @@ func clusterClients(f *Factory, contexts map[string]string) (map[string]kubernet
 	var errs []error
 	for _, alias := range aliases {
 		cs, err := f.ClientsetFor(contexts[alias])
-		var unknown *UnknownContextError
+		var unknown *kubeclient.UnknownContextError
 		if errors.As(err, &unknown) {
 			// A build cluster naming a context that is not there is bad
 			// input (--build-cluster or --config): exit 2.

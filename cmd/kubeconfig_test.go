@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/lockctl/lockctl/internal/kubeclient"
 )
 
 func TestFindKubeconfig(t *testing.T) {
@@ -48,12 +50,12 @@ func TestFindKubeconfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := findKubeconfig(tt.flag, func(k string) string { return tt.env[k] })
+			err := kubeclient.FindKubeconfig(tt.flag, func(k string) string { return tt.env[k] })
 			if tt.wantErr == "" {
 				assert.NoError(t, err, "env %v", tt.env)
 				return
 			}
-			var nk *NoKubeconfigError
+			var nk *kubeclient.NoKubeconfigError
 			require.ErrorAs(t, err, &nk)
 			assert.Equal(t, tt.wantErr, err.Error())
 			msg, hint := explain(kubeconfigError(err))
@@ -70,11 +72,11 @@ func TestTrustHint(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()
 	cfg := &rest.Config{Host: srv.URL}
-	trustHint(cfg, "kind-dev")
+	kubeclient.TrustHint(cfg, "kind-dev")
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	_, err = cs.CoreV1().Namespaces().Get(t.Context(), "x", metav1.GetOptions{})
-	var untrusted *UntrustedServerError
+	var untrusted *kubeclient.UntrustedServerError
 	require.True(t, errors.As(err, &untrusted), "got %v", err)
 	msg, hint := explain(err)
 	assert.Equal(t, `the API server `+srv.URL+` of context "kind-dev" is not trusted: x509: certificate signed by unknown authority`, msg)

@@ -1,4 +1,4 @@
-package cmd
+package kubeclient
 
 import (
 	"crypto/tls"
@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -27,12 +28,12 @@ func (e *NoKubeconfigError) Error() string {
 	return "no kubeconfig found: looked at " + strings.Join(e.Looked, ", ")
 }
 
-// findKubeconfig returns a *NoKubeconfigError when no kubeconfig is named
+// FindKubeconfig returns a *NoKubeconfigError when no kubeconfig is named
 // by --kubeconfig, $KUBECONFIG holds no existing file, ~/.kube/config does
 // not exist (home is $HOME) and lockctl does not run in a pod: client-go
 // would then quietly talk to http://localhost:8080. getenv reads the
 // environment.
-func findKubeconfig(flag string, getenv func(string) string) error {
+func FindKubeconfig(flag string, getenv func(string) string) error {
 	if flag != "" {
 		return nil // a named file that is missing is reported by clientcmd
 	}
@@ -78,14 +79,14 @@ type UntrustedServerError struct {
 }
 
 func (e *UntrustedServerError) Error() string {
-	return fmt.Sprintf("the API server %s of context %q is not trusted: %s", e.Server, e.Context, rootCause(e.Err))
+	return fmt.Sprintf("the API server %s of context %q is not trusted: %s", e.Server, e.Context, RootCause(e.Err))
 }
 
 func (e *UntrustedServerError) Unwrap() error { return e.Err }
 
-// trustHint wraps cfg's transport so that a certificate the context does
+// TrustHint wraps cfg's transport so that a certificate the context does
 // not trust is reported as an *UntrustedServerError naming the context.
-func trustHint(cfg *rest.Config, context string) {
+func TrustHint(cfg *rest.Config, context string) {
 	server := cfg.Host
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -112,22 +113,6 @@ func isCertificateError(err error) bool {
 	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &invalid) || errors.As(err, &hostname)
 }
 
-// contextName is the kubeconfig context a client of --context name uses:
-// name, else the current context.
-func (f *Factory) contextName(name string) string {
-	if name != "" {
-		return name
-	}
-	if f.ConfigFlags.Context != nil && *f.ConfigFlags.Context != "" {
-		return *f.ConfigFlags.Context
-	}
-	raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return ""
-	}
-	return raw.CurrentContext
-}
-
 // UnknownContextError is a kubeconfig context, named by --context or for a
 // build cluster, that the kubeconfig does not have.
 type UnknownContextError struct {
@@ -146,28 +131,32 @@ func (e *UnknownContextError) Error() string {
 	return fmt.Sprintf("context %q not found in the kubeconfig (%s)", e.Context, avail)
 }
 
-// hint says what to do about it.
-func (e *UnknownContextError) hint() string {
-	if e.Flag == "--context" {
-		return "give --context one of the contexts listed, or leave it out for the current context"
+// RootCause returns the innermost error's message.
+func RootCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
 	}
-	return "fix the ALIAS=CONTEXT of --build-cluster (or buildClusters in --config); `kubectl config get-contexts` lists the contexts"
 }
 
-// checkContextFlag returns a *UsageError (exit 2) naming the contexts there
-// are when --context names one the kubeconfig does not have. Without a
-// kubeconfig to read it returns nil and leaves the error to the loader.
-func (f *Factory) checkContextFlag() error {
-	name := ptrString(f.ConfigFlags.Context)
+// CheckContext returns an *UnknownContextError naming the contexts there
+// are when flags' --context names one the kubeconfig does not have.
+// Without a kubeconfig to read it returns nil and leaves the error to the
+// loader.
+func CheckContext(flags *genericclioptions.ConfigFlags) error {
+	name := ptrString(flags.Context)
 	if name == "" {
 		return nil
 	}
-	raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	raw, err := flags.ToRawKubeConfigLoader().RawConfig()
 	if err != nil || len(raw.Contexts) == 0 {
 		return nil
 	}
 	if _, ok := raw.Contexts[name]; ok {
 		return nil
 	}
-	return &UsageError{Err: &UnknownContextError{Flag: "--context", Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}}
+	return &UnknownContextError{Flag: "--context", Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}
 }

@@ -1,0 +1,111 @@
+package kubeclient
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/transport"
+)
+
+// Loader builds clientsets from the kubeconfig that kubectl's flags pick:
+// the current context's once, on first use, and those of other contexts
+// (build clusters) on every call. A missing kubeconfig is a
+// *NoKubeconfigError rather than client-go's quiet fallback to
+// localhost:8080, and a certificate the context does not trust is an
+// *UntrustedServerError.
+type Loader struct {
+	// Flags are the kubeconfig flags (--kubeconfig, --context, -n, ...).
+	Flags *genericclioptions.ConfigFlags
+	// Getenv reads KUBECONFIG, HOME and the in-cluster variables.
+	Getenv func(string) string
+	// Tune adjusts every REST config (rate limit, user agent); nil leaves
+	// client-go's defaults.
+	Tune func(*rest.Config)
+	// WrapCurrent wraps the transport of the current context's clientset
+	// only; nil wraps nothing.
+	WrapCurrent transport.WrapperFunc
+
+	once   sync.Once
+	cs     kubernetes.Interface
+	cfgErr error
+}
+
+// Clientset returns the clientset of the current context (or --context),
+// built on first use.
+func (l *Loader) Clientset() (kubernetes.Interface, error) {
+	l.once.Do(func() {
+		if l.cfgErr = FindKubeconfig(ptrString(l.Flags.KubeConfig), l.Getenv); l.cfgErr != nil {
+			return
+		}
+		if l.cfgErr = CheckContext(l.Flags); l.cfgErr != nil {
+			return
+		}
+		cfg, err := l.Flags.ToRESTConfig()
+		if err != nil {
+			l.cfgErr = err
+			return
+		}
+		l.tune(cfg)
+		TrustHint(cfg, l.ContextName())
+		if l.WrapCurrent != nil {
+			cfg.Wrap(l.WrapCurrent)
+		}
+		l.cs, l.cfgErr = kubernetes.NewForConfig(cfg)
+	})
+	return l.cs, l.cfgErr
+}
+
+// ClientsetFor returns a new clientset of the kubeconfig context name; ""
+// is Clientset. A context the kubeconfig does not have is an
+// *UnknownContextError.
+func (l *Loader) ClientsetFor(name string) (kubernetes.Interface, error) {
+	if name == "" {
+		return l.Clientset()
+	}
+	raw, err := l.Flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := raw.Contexts[name]; !ok {
+		return nil, &UnknownContextError{Flag: "--build-cluster", Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	l.tune(cfg)
+	TrustHint(cfg, name)
+	return kubernetes.NewForConfig(cfg)
+}
+
+// ContextName is the kubeconfig context the current clientset uses:
+// --context, else the kubeconfig's current context; "" when the
+// kubeconfig cannot be read.
+func (l *Loader) ContextName() string {
+	if l.Flags.Context != nil && *l.Flags.Context != "" {
+		return *l.Flags.Context
+	}
+	raw, err := l.Flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return ""
+	}
+	return raw.CurrentContext
+}
+
+func (l *Loader) tune(cfg *rest.Config) {
+	if l.Tune != nil {
+		l.Tune(cfg)
+	}
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
