@@ -168,7 +168,13 @@ func contextHint(e *kubeclient.UnknownContextError) string {
 	return "fix the ALIAS=CONTEXT of --build-cluster (or buildClusters in --config); `kubectl config get-contexts` lists the contexts"
 }
 
-// kubeconfigError keeps kubeconfig problems recognisable by explain.
+// kubeconfigError keeps kubeconfig problems recognisable by explain. A
+// *UsageError (a --context that is not there) already says what is wrong
+// and passes unchanged.
 func kubeconfigError(err error) error {
+	var usage *UsageError
+	if errors.As(err, &usage) {
+		return err
+	}
 	return fmt.Errorf("load kubeconfig: %w", err)
 }

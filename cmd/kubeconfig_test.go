@@ -114,7 +114,9 @@ func TestContextFlagUnknown(t *testing.T) {
 	_, hint := explain(err)
 	assert.Equal(t, "give --context one of the contexts listed, or leave it out for the current context", hint)
 	_, err = f.Clientset()
-	assert.Equal(t, CodeUsage, exitCode(err), "the client says the same: %v", err)
+	require.Error(t, err)
+	assert.Equal(t, `context "nosuch" not found in the kubeconfig (available: dev, prod)`, err.Error(), "the client says the same")
+	assert.Equal(t, CodeUsage, exitCode(err), "the client says the same")
 
 	good := "prod"
 	f = NewFactory(genericiooptions.NewTestIOStreamsDiscard())
