@@ -52,9 +52,8 @@ fuzz: ## fuzz the lock-record decoder and the job-file parser, FUZZTIME each
 	go test ./lock -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	go test ./job -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
-lint: ## gofmt, go vet
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	go vet ./...
+lint: ## golangci-lint (.golangci.yml: gofmt, vet, staticcheck, revive, ...), built into _output/tools on first use
+	hack/golangci-lint.sh run ./...
 
 golden: ## rewrite golden files after an intended output change
 	go test ./cmd -run 'Golden|TestRun' -update

@@ -168,7 +168,9 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int) costRun {
 		sample()
 		r.counts = proxy.Counts()
 		_ = cmd.Process.Signal(os.Interrupt)
-		<-exited
+		if err := <-exited; err != nil {
+			b.Logf("lockctl reconcile stopped: %v", err)
+		}
 		return r
 	}
 }

@@ -157,7 +157,7 @@ func BenchmarkHandover(b *testing.B) {
 	b.Run("summary", func(b *testing.B) {
 		mu.Lock()
 		defer mu.Unlock()
-		b.Logf("hand-over latency on %s", serverVersion(b, env.Client))
+		b.Logf("hand-over latency on %s", serverVersion(env.Client))
 		b.Logf("%-34s %6s %10s %10s %10s", "mechanism", "n", "p50", "p99", "max")
 		names := []string{"floor", "lockctl-release", "lockctl-pod-finished", "lockctl-after-pod-phase"}
 		for _, r := range runs {

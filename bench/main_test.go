@@ -78,7 +78,7 @@ func report(b *testing.B, prefix string, s Sample) {
 }
 
 // serverVersion names the API server the figures come from.
-func serverVersion(b testing.TB, cs kubernetes.Interface) string {
+func serverVersion(cs kubernetes.Interface) string {
 	v, err := cs.Discovery().ServerVersion()
 	if err != nil {
 		return "unknown"

@@ -258,7 +258,12 @@ func runReconciler(b *testing.B, env *testenv.Env, n int) reconcileRun {
 	stopped := make(chan error, 1)
 	start := time.Now()
 	go func() { stopped <- c.Run(runCtx) }()
-	defer func() { stop(); <-stopped }()
+	defer func() {
+		stop()
+		if err := <-stopped; err != nil {
+			b.Logf("reconcile loop stopped: %v", err)
+		}
+	}()
 
 	var out reconcileRun
 	for _, w := range []struct {

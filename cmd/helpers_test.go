@@ -65,16 +65,13 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 	// see real resourceVersions.
 	var rv int
 	te.cs.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		var obj runtime.Object
-		switch a := a.(type) {
-		case k8stesting.CreateAction:
-			obj = a.GetObject()
-		case k8stesting.UpdateAction:
-			obj = a.GetObject()
-		default:
+		// Creates and updates: k8stesting.CreateAction and UpdateAction
+		// are the same interface.
+		w, ok := a.(interface{ GetObject() runtime.Object })
+		if !ok {
 			return false, nil, nil
 		}
-		if m, err := meta.Accessor(obj); err == nil {
+		if m, err := meta.Accessor(w.GetObject()); err == nil {
 			rv++
 			m.SetResourceVersion(strconv.Itoa(rv))
 		}

@@ -86,7 +86,9 @@ func TestIntegrationCorruptLockHintRuns(t *testing.T) {
 	_, errOut, code := lockctlIn(t, env, ns, append([]string{"acquire", "staging", "--lock-namespace", ns}, identityFlags("web", "1")...)...)
 	require.Equal(t, CodeError, code, errOut)
 	assert.Contains(t, errOut, "is invalid")
-	fix := hintedCommand(t, errOut[strings.Index(errOut, "remove it with"):])
+	_, hint, found := strings.Cut(errOut, "remove it with")
+	require.True(t, found, "a hint in %q", errOut)
+	fix := hintedCommand(t, hint)
 	assert.Equal(t, []string{"release", "staging", "--lock-namespace", ns, "--force"}, fix, "the hinted command")
 
 	_, errOut, code = lockctlIn(t, env, "default", fix...)

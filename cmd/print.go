@@ -53,6 +53,8 @@ func examples(s string) string {
 }
 
 // exactArgs is cobra.ExactArgs reporting a usage error (exit 2).
+//
+//nolint:unparam // every command takes one argument today; n keeps cobra's shape.
 func exactArgs(n int) cobra.PositionalArgs {
 	return wrapArgs(cobra.ExactArgs(n))
 }

@@ -16,7 +16,7 @@ func TestRunUsageErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{name: "unknown command, with a suggestion", args: []string{"aquire"}, wantErr: `unknown command "aquire" for "lockctl"; did you mean "acquire"?`},
+		{name: "unknown command, with a suggestion", args: []string{"aquire"}, wantErr: `unknown command "aquire" for "lockctl"; did you mean "acquire"?`}, //nolint:misspell // the typo is the input
 		{name: "unknown command", args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate" for "lockctl"`},
 		{name: "unknown resource, with a suggestion", args: []string{"get", "jbos"}, wantErr: `unknown resource "jbos" for "lockctl get": did you mean "jobs"?`},
 		{name: "locks are status", args: []string{"get", "locks"}, wantErr: `unknown resource "locks" for "lockctl get": locks are shown by "lockctl status"`},

@@ -8,7 +8,6 @@ package events
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 
@@ -19,6 +18,7 @@ import (
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/logutil"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -100,10 +100,5 @@ func (r *Recorder) Event(ctx context.Context, cm *corev1.ConfigMap, warning bool
 }
 
 func (r *Recorder) log() *logrus.Entry {
-	if r.Log != nil {
-		return r.Log
-	}
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return logrus.NewEntry(l)
+	return logutil.OrDiscard(r.Log)
 }

@@ -155,7 +155,7 @@ func (e *NotHolderError) Error() string {
 // Is matches ErrNotHolder.
 func (e *NotHolderError) Is(target error) bool { return target == ErrNotHolder }
 
-// ErrNoNamespace: the lock namespace does not exist.
+// ErrNoNamespace means the lock namespace does not exist.
 var ErrNoNamespace = errors.New("lock namespace not found")
 
 // NamespaceError reports a lock namespace that does not exist, found when

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/logutil"
 	"github.com/lockctl/lockctl/liveness"
 )
 
@@ -79,14 +79,12 @@ type Client struct {
 // New returns a Client for locks in namespace, reading and writing
 // ConfigMaps through cms and judging holder pods through pods.
 func New(cms corev1client.ConfigMapsGetter, pods corev1client.PodsGetter, namespace string) *Client {
-	discard := logrus.New()
-	discard.Out = io.Discard
 	return &Client{
 		cms:       cms,
 		pods:      pods,
 		namespace: namespace,
 		Clock:     clock.RealClock{},
-		Log:       logrus.NewEntry(discard),
+		Log:       logutil.Discard(),
 	}
 }
 

@@ -139,7 +139,7 @@ func (k *fakeKubelet) recorded() []corev1.PodLogOptions {
 }
 
 // waitFor waits until cond, evaluated with mu held, is true.
-func (k *fakeKubelet) waitFor(t *testing.T, what string, cond func(k *fakeKubelet) bool) bool {
+func (k *fakeKubelet) waitFor(t *testing.T, what string, cond func(k *fakeKubelet) bool) {
 	t.Helper()
 	// NOTE: a real-time safety net only, so that a broken test fails instead
 	// of hanging; nothing here depends on it.
@@ -149,13 +149,13 @@ func (k *fakeKubelet) waitFor(t *testing.T, what string, cond func(k *fakeKubele
 		ok, changed := cond(k), k.changed
 		k.mu.Unlock()
 		if ok {
-			return true
+			return
 		}
 		select {
 		case <-changed:
 		case <-deadline:
 			t.Errorf("fake kubelet: timed out waiting for %s", what)
-			return false
+			return
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/logutil"
 	"github.com/lockctl/lockctl/liveness"
 )
 
@@ -165,9 +166,7 @@ func NewForSelector(pods corev1client.PodsGetter, namespace string, selector lab
 }
 
 func newFollower(pods corev1client.PodsGetter, namespace, name string, selector labels.Selector, log *logrus.Entry) *Follower {
-	if log == nil {
-		log = discardLogger()
-	}
+	log = logutil.OrDiscard(log)
 	f := &Follower{
 		Clock:     clock.RealClock{},
 		Logs:      PodLogs(pods),
@@ -178,13 +177,6 @@ func newFollower(pods corev1client.PodsGetter, namespace, name string, selector 
 	}
 	f.log = log.WithField("pod", f.Describe())
 	return f
-}
-
-func discardLogger() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	l.SetLevel(logrus.PanicLevel)
-	return logrus.NewEntry(l)
 }
 
 // Describe identifies the pod followed, as "namespace/name" or

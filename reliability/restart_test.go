@@ -144,7 +144,12 @@ func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	stopped := make(chan error, 1)
 	go func() { stopped <- c.Run(runCtx) }()
-	defer func() { stop(); <-stopped }()
+	defer func() {
+		stop()
+		if err := <-stopped; err != nil {
+			t.Logf("reconcile loop stopped: %v", err)
+		}
+	}()
 
 	store := job.NewStore(env.Client.CoreV1(), ns)
 	terminal := func() int {

@@ -34,21 +34,21 @@ func TestRunSessionsCheck(t *testing.T) {
 		{
 			name:        "holder with time left: look again just after it would expire",
 			session:     "default/staging/s1",
-			setup:       hold("s1", 30*time.Second),
+			setup:       hold("s1"),
 			advance:     10 * time.Second,
 			wantRecheck: 21 * time.Second,
 		},
 		{
 			name:      "holder whose hold expired",
 			session:   "default/staging/s1",
-			setup:     hold("s1", 30*time.Second),
+			setup:     hold("s1"),
 			advance:   31 * time.Second,
 			wantEnded: ended + `its hold on lock "staging" expired`,
 		},
 		{
 			name:      "another session holds the lock",
 			session:   "default/staging/s1",
-			setup:     hold("s2", 30*time.Second),
+			setup:     hold("s2"),
 			wantEnded: ended + `it no longer holds lock "staging"`,
 		},
 		{
@@ -70,7 +70,7 @@ func TestRunSessionsCheck(t *testing.T) {
 			name:    "a damaged record is given the benefit of the doubt",
 			session: "default/staging/s1",
 			setup: func(t *testing.T, te *fakeEnv) {
-				hold("s1", 30*time.Second)(t, te)
+				hold("s1")(t, te)
 				cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
 				require.NoError(t, err)
 				cm.Annotations[lock.RecordAnnotation] = "{not json"
@@ -103,14 +103,14 @@ func TestRunSessionsCheck(t *testing.T) {
 }
 
 // hold makes session the holder of lock "staging" in namespace default for
-// ttl, as lockctl run does.
-func hold(session string, ttl time.Duration) func(*testing.T, *fakeEnv) {
+// 30s, as lockctl run does.
+func hold(session string) func(*testing.T, *fakeEnv) {
 	return func(t *testing.T, te *fakeEnv) {
 		t.Helper()
 		c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default")
 		c.Clock = te.clock
 		_, _, err := c.TryAcquire(t.Context(), lock.Request{
-			Target: "staging", Session: session, TTL: ttl,
+			Target: "staging", Session: session, TTL: 30 * time.Second,
 			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
 		})
 		require.NoError(t, err)

@@ -65,15 +65,15 @@ func (r *Reconciler) planTransition(j *job.Job, st job.JobStatus) {
 	}
 }
 
-// finish moves the job to a final state, then lets its pod go: it gives back
-// the namespace lock, deletes the pod if asked (timeouts, aborts) and removes
-// lockctl's finalizer. The status is written first, so a lost race leaves the
-// pod alone.
-func (r *Reconciler) finish(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, state job.State, desc string, deletePod bool) error {
-	return r.end(ctx, cl, j, pod, verdict{state: state, desc: desc, deletePod: deletePod})
+// fail moves the job to Error with desc, then lets its pod go as end does.
+func (r *Reconciler) fail(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, desc string, deletePod bool) error {
+	return r.end(ctx, cl, j, pod, verdict{state: job.Error, desc: desc, deletePod: deletePod})
 }
 
-// end is finish for a verdict, which may also give the job's status.reason;
+// end moves the job to the verdict's final state, then lets its pod go: it
+// gives back the namespace lock, deletes the pod if asked (timeouts, aborts)
+// and removes lockctl's finalizer. The status is written first, so a lost
+// race leaves the pod alone. A verdict may also give the job's status.reason;
 // a verdict without one keeps the reason the job has (an abort request's).
 func (r *Reconciler) end(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, v verdict) error {
 	st := *j.Status.DeepCopy()

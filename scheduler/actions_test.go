@@ -23,7 +23,7 @@ func TestRemoveFinalizerLostRace(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Options{})
 	h.submit("a")
-	_, pod := h.pending("a", corev1.PodSucceeded)
+	pod := h.pending("a", corev1.PodSucceeded)
 	pod.Finalizers = []string{job.Finalizer} // as on the pod of a job with a lock
 	fresh := pod.DeepCopy()
 	fresh.Finalizers = nil

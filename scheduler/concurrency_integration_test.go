@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -71,11 +72,15 @@ func (r *reconciler) stop(t *testing.T) int {
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- r.cmd.Wait() }()
+	var err error
 	select {
-	case <-done:
+	case err = <-done:
 	case <-time.After(30 * time.Second):
 		_ = r.cmd.Process.Kill()
-		<-done
+		err = <-done
+	}
+	if exitErr := (*exec.ExitError)(nil); err != nil && !errors.As(err, &exitErr) {
+		t.Errorf("wait for lockctl reconcile: %v", err)
 	}
 	return r.cmd.ProcessState.ExitCode()
 }

@@ -98,7 +98,7 @@ func (h *harness) setState(name string, st job.JobStatus) *job.Job {
 }
 
 // pending makes a job pending with a pod in the given phase, changed by mods.
-func (h *harness) pending(name string, phase corev1.PodPhase, mods ...func(*corev1.Pod)) (*job.Job, *corev1.Pod) {
+func (h *harness) pending(name string, phase corev1.PodPhase, mods ...func(*corev1.Pod)) *corev1.Pod {
 	h.t.Helper()
 	j := h.setState(name, job.JobStatus{State: job.Pending, BuildID: "1", PodName: name})
 	pod := job.NewPod(j, podNS, "1")
@@ -110,7 +110,7 @@ func (h *harness) pending(name string, phase corev1.PodPhase, mods ...func(*core
 	}
 	created, err := h.build.CoreV1().Pods(podNS).Create(h.t.Context(), pod, metav1.CreateOptions{})
 	require.NoError(h.t, err)
-	return j, created
+	return created
 }
 
 func (h *harness) reconcile(name string) (Result, error) {

@@ -40,7 +40,7 @@ func newITest(t *testing.T) *itest {
 
 // run runs a Controller over the test's namespace until the test ends;
 // clusters nil means the shared control plane as build cluster "default".
-func (it *itest) run(opts Options, clusters map[string]kubernetes.Interface) *Controller {
+func (it *itest) run(opts Options, clusters map[string]kubernetes.Interface) {
 	it.t.Helper()
 	if clusters == nil {
 		clusters = map[string]kubernetes.Interface{job.DefaultCluster: it.env.Client}
@@ -54,7 +54,6 @@ func (it *itest) run(opts Options, clusters map[string]kubernetes.Interface) *Co
 		cancel()
 		assert.NoError(it.t, <-done, "Run returns nil when stopped")
 	})
-	return c
 }
 
 // submit stores a job whose pod kwok finishes as the mods say.

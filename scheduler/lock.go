@@ -58,7 +58,7 @@ func hasLockGate(pod *corev1.Pod) bool {
 func (r *Reconciler) syncLock(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod) (Result, error) {
 	target := j.Spec.Lock.Namespace
 	if r.opts.Locker == nil {
-		return Result{}, r.finish(ctx, cl, j, pod, job.Error, "namespace locks are not available to this reconciler", true)
+		return Result{}, r.fail(ctx, cl, j, pod, "namespace locks are not available to this reconciler", true)
 	}
 	if r.opts.DryRun {
 		r.planf("would try the lock of namespace %q for %s", target, j.Name)

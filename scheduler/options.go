@@ -2,12 +2,12 @@ package scheduler
 
 import (
 	"context"
-	"io"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/logutil"
 	"github.com/lockctl/lockctl/job"
 
 	"github.com/lockctl/lockctl/liveness"
@@ -97,9 +97,7 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	if o.Log == nil {
-		o.Log = discardLogger()
-	}
+	o.Log = logutil.OrDiscard(o.Log)
 	return o
 }
 
@@ -108,12 +106,6 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-func discardLogger() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return logrus.NewEntry(l)
 }
 
 // Result says when to look at a job again.

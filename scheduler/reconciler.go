@@ -237,7 +237,7 @@ func (r *Reconciler) currentPod(ctx context.Context, cl *buildCluster, name stri
 
 func (r *Reconciler) syncTriggered(ctx context.Context, cl *buildCluster, j *job.Job) (Result, error) {
 	if cl == nil {
-		return Result{}, r.finish(ctx, nil, j, nil, job.Error, fmt.Sprintf("unknown build cluster %q", j.ClusterAlias()), false)
+		return Result{}, r.fail(ctx, nil, j, nil, fmt.Sprintf("unknown build cluster %q", j.ClusterAlias()), false)
 	}
 	pod, err := r.read.pod(ctx, cl, job.PodName(j), false)
 	if err != nil {
@@ -252,7 +252,7 @@ func (r *Reconciler) syncTriggered(ctx context.Context, cl *buildCluster, j *job
 	}
 	switch {
 	case d.fail != "":
-		return Result{}, r.finish(ctx, cl, j, nil, job.Error, d.fail, false)
+		return Result{}, r.fail(ctx, cl, j, nil, d.fail, false)
 	case d.wait != "":
 		r.planf("would keep %s waiting: %s", j.Name, d.wait)
 		r.log(j).WithField("reason", d.wait).Debug("waiting for capacity")
@@ -288,7 +288,7 @@ func (r *Reconciler) start(ctx context.Context, cl *buildCluster, j *job.Job) er
 // created it and failed to record that).
 func (r *Reconciler) adopt(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod) error {
 	if !job.IsPodOf(pod, j) {
-		return r.finish(ctx, cl, j, nil, job.Error, fmt.Sprintf("pod %q exists and was not created for this job", pod.Name), false)
+		return r.fail(ctx, cl, j, nil, fmt.Sprintf("pod %q exists and was not created for this job", pod.Name), false)
 	}
 	st := *j.Status.DeepCopy()
 	st.State, st.BuildID, st.PodName = job.Pending, job.BuildIDOf(pod), pod.Name
@@ -317,7 +317,7 @@ func (r *Reconciler) createPod(ctx context.Context, cl *buildCluster, j *job.Job
 			return fmt.Errorf("create pod %q in cluster %q: %w", pod.Name, cl.alias, err)
 		}
 		if !job.IsPodOf(existing, j) {
-			return r.finish(ctx, cl, j, nil, job.Error, fmt.Sprintf("pod %q exists and was not created for this job", pod.Name), false)
+			return r.fail(ctx, cl, j, nil, fmt.Sprintf("pod %q exists and was not created for this job", pod.Name), false)
 		}
 		if id := job.BuildIDOf(existing); id != j.Status.BuildID {
 			st := *j.Status.DeepCopy()
@@ -328,14 +328,14 @@ func (r *Reconciler) createPod(ctx context.Context, cl *buildCluster, j *job.Job
 		}
 		return nil
 	case isRequestError(err):
-		return r.finish(ctx, cl, j, nil, job.Error, "pod can not be created: "+apiMessage(err), false)
+		return r.fail(ctx, cl, j, nil, "pod can not be created: "+apiMessage(err), false)
 	}
 	return unavailable(cl, fmt.Errorf("create pod %q in cluster %q: %w", pod.Name, cl.alias, err))
 }
 
 func (r *Reconciler) syncPending(ctx context.Context, cl *buildCluster, j *job.Job) (Result, error) {
 	if cl == nil {
-		return Result{}, r.finish(ctx, nil, j, nil, job.Error, fmt.Sprintf("unknown build cluster %q", j.ClusterAlias()), false)
+		return Result{}, r.fail(ctx, nil, j, nil, fmt.Sprintf("unknown build cluster %q", j.ClusterAlias()), false)
 	}
 	pod, err := r.currentPod(ctx, cl, job.PodName(j))
 	if err != nil {
@@ -349,7 +349,7 @@ func (r *Reconciler) syncPending(ctx context.Context, cl *buildCluster, j *job.J
 		pod = gone
 	}
 	if !job.IsPodOf(pod, j) {
-		return Result{}, r.finish(ctx, cl, j, nil, job.Error, fmt.Sprintf("pod %q was replaced by a pod not created for this job", pod.Name), false)
+		return Result{}, r.fail(ctx, cl, j, nil, fmt.Sprintf("pod %q was replaced by a pod not created for this job", pod.Name), false)
 	}
 	if j.Status.LostPodUID != "" && pod.UID == j.Status.LostPodUID {
 		// Counted as lost already (by this reconciler or another): finish

@@ -16,6 +16,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/logutil"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -84,9 +85,7 @@ func NewSinker(cms corev1client.ConfigMapsGetter, namespace string, clusters map
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	if opts.Log == nil {
-		opts.Log = discardLogger()
-	}
+	opts.Log = logutil.OrDiscard(opts.Log)
 	podNS := opts.PodNamespace
 	if podNS == "" {
 		podNS = namespace

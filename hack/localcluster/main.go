@@ -41,7 +41,7 @@ func main() {
 		case "down":
 			err = down(dir)
 		case "status":
-			err = status(dir)
+			status(dir)
 		case "serve":
 			err = serve(dir)
 		default:
@@ -172,13 +172,12 @@ func down(dir string) error {
 	return nil
 }
 
-func status(dir string) error {
+func status(dir string) {
 	if pid := running(dir); pid != 0 {
 		fmt.Printf("running (pid %d)\nexport KUBECONFIG=%s\n", pid, filepath.Join(dir, "kubeconfig"))
-		return nil
+		return
 	}
 	fmt.Println("not running")
-	return nil
 }
 
 func copyFile(from, to string) error {
