@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -201,19 +200,17 @@ func TestIntegrationCLIPriority(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	start := func(args ...string) (*exec.Cmd, *bytes.Buffer) {
+	start := func(args ...string) *exec.Cmd {
 		cmd := c.command(ctx, append([]string{"acquire", "prod", "-q"}, args...)...)
-		var out bytes.Buffer
-		cmd.Stdout = &out
 		require.NoError(t, cmd.Start())
-		return cmd, &out
+		return cmd
 	}
-	normal, _ := start(id("api", 1)...)
+	normal := start(id("api", 1)...)
 	waitFor(t, c, "prod", "1:acme/api@main#1")
-	high, _ := start(append(id("hotfix", 1), "--priority", "high")...)
-	o := waitFor(t, c, "prod", "1:acme/hotfix@main#1(high),2:acme/api@main#1")
+	high := start(append(id("hotfix", 1), "--priority", "high")...)
+	waitFor(t, c, "prod", "1:acme/hotfix@main#1(high),2:acme/api@main#1")
 
-	o = c.run(t, "status", "prod", "-o", "json")
+	o := c.run(t, "status", "prod", "-o", "json")
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.Contains(t, o.stdout, `"priority": "high"`)
 
@@ -239,15 +236,15 @@ func TestIntegrationCLIPriority(t *testing.T) {
 	assert.Equal(t, 2, o.code, "an unknown priority is a usage error: %s", o.stderr)
 }
 
-// waitFor runs status until its table shows want, and returns that run.
-func waitFor(t *testing.T, c *cli, target, want string) outcome {
+// waitFor runs status until its table shows want.
+func waitFor(t *testing.T, c *cli, target, want string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		o := c.run(t, "status", target)
 		if strings.Contains(o.stdout, want) || time.Now().After(deadline) {
 			require.Contains(t, o.stdout, want, "status of %q", target)
-			return o
+			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
