@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,11 +27,11 @@ func TestIntegrationDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Env = append(c.command(ctx).Env,
-		"LOCKCTL_DEMO_KUBECONFIG="+c.kubeconfig,
-		"LOCKCTL_BIN="+lockctlBin,
-		"LOCKCTL_DEMO_DIR="+t.TempDir(),
-	)
+	cmd.Env = slices.Concat(c.command(ctx).Env, []string{
+		"LOCKCTL_DEMO_KUBECONFIG=" + c.kubeconfig,
+		"LOCKCTL_BIN=" + lockctlBin,
+		"LOCKCTL_DEMO_DIR=" + t.TempDir(),
+	})
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "demo:\n%s\n%s", stdout.String(), stderr.String())
