@@ -51,25 +51,25 @@ func TestLockEvents(t *testing.T) {
 		{
 			name: "released, nobody waiting",
 			objs: []runtime.Object{lockObject(t, record(mine))},
-			do:   releaseAs(ReleaseOptions{}),
+			do:   releaseAs("42", ReleaseOptions{}),
 			want: []string{"Normal Lock/Released on lockctl-lock-staging: released by acme/web@main#42"},
 		},
 		{
 			name: "released, handed over",
 			objs: []runtime.Object{lockObject(t, record(mine, waiter))},
-			do:   releaseAs(ReleaseOptions{}),
+			do:   releaseAs("42", ReleaseOptions{}),
 			want: []string{"Normal Lock/HandedOver on lockctl-lock-staging: released by acme/web@main#42, handed over to acme/db@main#1"},
 		},
 		{
 			name: "broken with --force: by whom",
 			objs: []runtime.Object{lockObject(t, record(theirs))},
-			do:   releaseAs(ReleaseOptions{Force: true, By: "alice@laptop"}),
+			do:   releaseAs("42", ReleaseOptions{Force: true, By: "alice@laptop"}),
 			want: []string{"Warning Lock/ForceReleased on lockctl-lock-staging: hold of acme/api@main#7 broken with --force by alice@laptop"},
 		},
 		{
 			name: "broken with --force, handed over",
 			objs: []runtime.Object{lockObject(t, record(theirs, waiter))},
-			do:   releaseAs(ReleaseOptions{Force: true}),
+			do:   releaseAs("42", ReleaseOptions{Force: true}),
 			want: []string{
 				"Warning Lock/ForceReleased on lockctl-lock-staging: hold of acme/api@main#7 broken with --force by acme/web@main#42",
 				"Normal Lock/HandedOver on lockctl-lock-staging: released by acme/api@main#7, handed over to acme/db@main#1",
@@ -113,10 +113,10 @@ func acquireAs(build string) func(context.Context, *Client) error {
 	}
 }
 
-// releaseAs releases lock "staging" as build 42 with o.
-func releaseAs(o ReleaseOptions) func(context.Context, *Client) error {
+// releaseAs releases lock "staging" as build with o.
+func releaseAs(build string, o ReleaseOptions) func(context.Context, *Client) error {
 	return func(ctx context.Context, c *Client) error {
-		_, err := c.Release(ctx, "staging", request("42").Identity, o)
+		_, err := c.Release(ctx, "staging", request(build).Identity, o)
 		return err
 	}
 }
