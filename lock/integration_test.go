@@ -2,7 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -394,9 +393,4 @@ func tokenOf(t *testing.T, h *lock.Held) uint64 {
 	_, err := fmt.Sscanf(h.Token, "%d", &n)
 	require.NoError(t, err, "token %q is a number", h.Token)
 	return n
-}
-
-func isNotFound(err error) bool {
-	var status interface{ Status() metav1.Status }
-	return errors.As(err, &status) && status.Status().Reason == metav1.StatusReasonNotFound
 }
