@@ -1,4 +1,7 @@
-// Package kubeclient adapts client-go clients for lockctl's packages.
+// Package kubeclient finds the kubeconfig, builds the clientsets of its
+// contexts for lockctl's commands (Loader), names what is wrong with them
+// (no kubeconfig, an untrusted server, an unknown context), and adapts
+// client-go clients for lockctl's packages.
 package kubeclient
 
 import (
