@@ -12,13 +12,16 @@ BIN      := bin/lockctl
 # set, testenv fails an integration test that -short would skip.
 export LOCKCTL_REQUIRE_INTEGRATION := 1
 
-.PHONY: fuzz help build localcluster tools test unit integration demo up down bench lint golden clean
+.PHONY: fuzz help build image localcluster tools test unit integration demo up down bench lint golden clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/lockctl
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+image: ## build the OCI image offline: _output/image/lockctl.tar (linux/amd64, linux/arm64)
+	go run ./hack/image -o _output/image/lockctl.tar -version $(VERSION) -ldflags "$(LDFLAGS)"
 
 tools: ## build the control-plane binaries for tests (cached in _output/tools)
 	hack/controlplane-tools.sh
