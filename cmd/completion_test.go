@@ -83,6 +83,8 @@ current-context: kind-dev
 		{name: "--build-cluster: then the context", args: []string{"run", "--kubeconfig", kubeconfig, "--build-cluster", "gpu=prod"},
 			want: []string{"gpu=prod-eu\tcluster c1"}, wantD: noFiles},
 		{name: "-o", args: []string{"status", "-o", ""}, want: []string{"json", "yaml"}, wantD: noFiles},
+		{name: "wait: several job records", args: []string{"wait", ""}, want: []string{job}, wantD: noFiles},
+		{name: "wait --for", args: []string{"wait", "--for", ""}, want: []string{"succeeded", "finished"}, wantD: noFiles},
 		{name: "--policy", args: []string{"acquire", "--policy", ""}, want: []string{"newest", "fifo"}, wantD: noFiles},
 		{name: "--priority", args: []string{"acquire", "--priority", ""}, want: []string{"high", "normal", "low"}, wantD: noFiles},
 		{name: "--progress", args: []string{"run", "--progress", ""}, want: []string{"auto", "tty", "plain"}, wantD: noFiles},

@@ -37,7 +37,7 @@ const exitCodeHelp = `Exit status:
   2  usage (bad flags, bad job or config file)
   3  superseded: a newer build of the same repository/branch waits or holds the lock
   4  timed out waiting (acquire --no-wait: the lock is held)
-  5  the job ran and failed (run; with -- CMD, the command's own status instead)`
+  5  the job ran and failed (run, wait, logs -f; run -- CMD exits with the command's own status)`
 
 // FlagError is a usage error: Main points at --help after it.
 type FlagError struct {

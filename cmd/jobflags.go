@@ -27,8 +27,10 @@ func jobStore(f *Factory) (*job.Store, error) {
 		return nil, err
 	}
 	// NOTE: abort's state change is an Event on the job record, as the
-	// reconcile loop's are.
-	return job.NewStore(cs.CoreV1(), ns, job.WithClock(f.Clock), job.WithChangeHook(f.eventRecorder(cs).JobChanged)), nil
+	// reconcile loop's are. The client goes through kubeclient so that
+	// Store.Wait's informer knows whether the clientset serves streaming
+	// lists (client-go's fakes do not).
+	return job.NewStore(kubeclient.CoreV1(cs), ns, job.WithClock(f.Clock), job.WithChangeHook(f.eventRecorder(cs).JobChanged)), nil
 }
 
 // clusterFlags are the flags naming the build clusters: --config and

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/MakeNowJust/heredoc"
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,12 +42,18 @@ func newLogsCmd(f *Factory, runF func(*logsOptions) error) *cobra.Command {
 			current context). Lines get a "[container] " prefix when the pod
 			has more than one container.
 
-			With -f, wait for the pod if the job has not started yet and stream
-			its logs until it finishes.
+			With -f, wait for the pod if the job has not started yet, stream
+			its logs until it finishes, then wait for the job's final state and
+			exit with it, with the codes lockctl run and lockctl wait use: 0
+			succeeded, 5 failed or ended in error, 4 timed out, 3 superseded,
+			1 aborted. Without -f, logs exits 0 whatever the job's state.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# Logs so far
 			lockctl logs deploy-web-42
+
+			# Follow a job and fail the pipeline step when the job fails
+			lockctl submit -f deploy.yaml && lockctl logs deploy-web-42 -f
 
 			# Follow a job running in another cluster
 			lockctl logs deploy-web-42 -f --build-cluster gpu=gpu-context
@@ -85,7 +92,10 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 	}
 	name := job.PodName(j)
 	if o.Follow {
-		return o.follow(ctx, store, pods, podNS, name)
+		if err := o.follow(ctx, store, pods, podNS, name); err != nil {
+			return err
+		}
+		return o.jobEnd(ctx, store, j.Name)
 	}
 	if j.Status.State == job.Triggered {
 		return fmt.Errorf("job %q has no pod yet (triggered): wait for it with -f", j.Name)
@@ -171,6 +181,19 @@ func firstNonEmpty(vals ...string) string {
 		}
 	}
 	return ""
+}
+
+// jobEnd waits for the job's final state once its pod has finished (the
+// reconciler records it a moment later), says how it ended on ErrOut and
+// returns the error that picks the exit status, as run does.
+func (o *logsOptions) jobEnd(ctx context.Context, store *job.Store, name string) error {
+	j, err := waitForJob(ctx, store, name, o.f)
+	if err != nil {
+		return err
+	}
+	line, style, outcome := jobOutcome(j, ranFor(j))
+	o.f.console().statusf(style, logrus.Fields{"job": j.Name, "state": string(j.Status.State)}, "%s", line)
+	return outcome
 }
 
 // follow streams the logs of the job's pod until it finishes, across the

@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockctl/lockctl/job"
 )
 
 func TestNewLogsCmd(t *testing.T) {
@@ -69,6 +71,44 @@ func TestRunLogs(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantOut, te.out.String())
+		})
+	}
+}
+
+// TestRunLogsFollowExitStatus: logs -f ends with the job's status, as run
+// and wait do, once the pod has finished and the job has ended.
+func TestRunLogsFollowExitStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		phase      corev1.PodPhase
+		state      job.State
+		wantErrOut string
+		wantCode   int
+	}{
+		{name: "succeeded", phase: corev1.PodSucceeded, state: job.Success,
+			wantErrOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) succeeded after 1m\n"},
+		{name: "failed", phase: corev1.PodFailed, state: job.Failure,
+			wantErrOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) failed after 1m\n", wantCode: CodeJobFailed},
+		{name: "ended in error", phase: corev1.PodSucceeded, state: job.Error,
+			wantErrOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) ended in error after 1m\n", wantCode: CodeJobFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			storeJobs(t, te, "deploy-web-1", "deploy-web-2")
+			createJobPod(t, te, "deploy-web-2", func(pod *corev1.Pod) {
+				pod.Status.Phase = tt.phase
+				pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main",
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}}
+			})
+			endJob(t, te, "deploy-web-2", tt.state, "", 0)
+
+			err := te.run("logs", "deploy-web-2", "-f")
+			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
+			assert.Equal(t, "fake logs\n", te.out.String(), "stdout")
+			assert.Equal(t, tt.wantErrOut, stripClock(te.errOut.String()), "stderr")
 		})
 	}
 }

@@ -89,6 +89,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newSubmitCmd(f, nil),
 		newUnfreezeCmd(f, nil),
 		newVersionCmd(f, nil),
+		newWaitCmd(f, nil),
 	)
 	registerCompletions(root, f)
 	return root

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -66,8 +67,12 @@ func TestIntegrationLogs(t *testing.T) {
 
 	o = c.run(t, "abort", "logs-evicted")
 	require.Equal(t, 0, o.code, o.stderr)
-	require.NoError(t, cmd.Wait(), "logs -f ends with the job; stderr: %s", &stderr)
+	err = cmd.Wait()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, "logs -f ends with the job; stderr: %s", &stderr)
+	assert.Equal(t, 1, exitErr.ExitCode(), "with the exit status of an aborted job; stderr: %s", &stderr)
 	assert.Contains(t, stderr.String(), `job "logs-evicted" is aborted`)
+	assert.Regexp(t, `job "logs-evicted" \(build ID \d+ of job deploy-web\) was aborted after`, stderr.String())
 }
 
 // lockedBuffer is a strings.Builder safe for a process writing while the

@@ -1,0 +1,190 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/lockctl/lockctl/job"
+)
+
+// The conditions `lockctl wait --for` waits for.
+const (
+	// waitForSucceeded: every job ended in success.
+	waitForSucceeded = "succeeded"
+	// waitForFinished: every job ended, whatever its state.
+	waitForFinished = "finished"
+)
+
+// waitOptions configure `lockctl wait`.
+type waitOptions struct {
+	f *Factory
+
+	Names   []string
+	For     string
+	Timeout time.Duration
+	Output  string
+}
+
+func newWaitCmd(f *Factory, runF func(*waitOptions) error) *cobra.Command {
+	o := &waitOptions{f: f, For: waitForSucceeded}
+	c := &cobra.Command{
+		Use:   "wait JOB [JOB...]",
+		Short: "Wait for jobs to end, and exit with their status",
+		Long: heredoc.Doc(`
+			Wait until each JOB (or job/JOB, as get jobs -o name prints it)
+			has ended, as kubectl wait does, and print one line per job on
+			stdout: its state, its build ID and how long it ran (with -o json or
+			-o yaml, the jobs themselves). A job that has already ended is
+			reported at once, so waiting again is harmless. While it waits,
+			wait says so on stderr, with each state the job moves to (on a
+			terminal, also a live line with the time waited).
+
+			With --for succeeded (the default) the exit status is 0 when every
+			job succeeded, otherwise that of the first job, in the order given,
+			that did not, with the codes lockctl run uses: 5 failed or ended in
+			error, 4 timed out, 3 superseded, 1 aborted. With --for finished it
+			is 0 once every job has ended, whatever its state. When --timeout
+			passes first the exit status is 4; a job that does not exist is an
+			error (1) at once.
+		`) + "\n" + exitCodeHelp,
+		Example: examples(`
+			# Submit, then wait for the job in a later pipeline step
+			lockctl submit -f deploy.yaml && lockctl wait deploy-web-42 --timeout 30m
+
+			# Wait for several jobs to end, whatever their state
+			lockctl wait deploy-web-42 deploy-api-7 --for finished
+
+			# The finished job as YAML
+			lockctl wait deploy-web-42 -o yaml
+
+			# Every job that has not ended yet
+			lockctl get jobs -l '!lockctl.dev/complete' -o name | xargs -r lockctl wait --for finished
+		`),
+		Args: wrapArgs(cobra.MinimumNArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Names = args
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runWait(c.Context(), o)
+		},
+	}
+	fs := c.Flags()
+	fs.Var(outputFlag{v: &o.For, allowed: []string{waitForSucceeded, waitForFinished}}, "for",
+		"condition: succeeded (exit 0 only if every job succeeded) or finished (exit 0 once every job ended)")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting after this long (exit 4); 0 waits forever")
+	addOutputFlag(fs, &o.Output, "json", "yaml")
+	return c
+}
+
+func (o *waitOptions) validate() error {
+	if o.Timeout < 0 {
+		return flagErrorf("--timeout must not be negative, got %s", o.Timeout)
+	}
+	seen := map[string]bool{}
+	for i, n := range o.Names {
+		// NOTE: job/NAME is what get jobs -o name prints.
+		n = strings.TrimPrefix(n, "job/")
+		o.Names[i] = n
+		if seen[n] {
+			return flagErrorf("job %q is named twice", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+func runWait(ctx context.Context, o *waitOptions) error {
+	store, err := jobStore(o.f)
+	if err != nil {
+		return err
+	}
+	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
+	defer cancel()
+	jobs := make([]*job.Job, 0, len(o.Names))
+	var failed error
+	for _, name := range o.Names {
+		j, err := waitForJob(waitCtx, store, name, o.f)
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("job %q did not end within %s: %w", name, o.Timeout, ErrWaitTimeout)
+			}
+			return err
+		}
+		jobs = append(jobs, j)
+		line, _, outcome := jobOutcome(j, ranFor(j))
+		if o.Output == "" {
+			fmt.Fprintln(o.f.IOStreams.Out, line)
+		}
+		if failed == nil && o.For == waitForSucceeded {
+			failed = outcome
+		}
+	}
+	if o.Output != "" {
+		var err error
+		if len(jobs) == 1 {
+			err = printObject(o.f.IOStreams.Out, o.Output, jobs[0])
+		} else {
+			err = printObject(o.f.IOStreams.Out, o.Output, listOf(jobs))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return failed
+}
+
+// waitForJob returns the job called name once it has ended (job.Store's
+// Wait). A job that does not exist is an error at once, not a wait for it
+// to appear. While it waits it says so on the console, then prints each
+// state the job moves to; a live console also shows the state and the
+// time waited on its live line.
+func waitForJob(ctx context.Context, store *job.Store, name string, f *Factory) (*job.Job, error) {
+	j, err := store.Get(ctx, name)
+	if err != nil {
+		return nil, jobLookupError(err, name, store.Namespace())
+	}
+	if j.IsTerminal() {
+		return j, nil
+	}
+	cons := f.console()
+	cons.statusf(styleNone, logrus.Fields{"job": name, "state": string(j.Status.State)}, "waiting for job %q to end (%s)", name, j.Status.State)
+	var mu sync.Mutex
+	state, since := j.Status.State, f.Clock.Now()
+	cons.setStatus(func(now time.Time) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("waiting for job %q: %s, %s", name, state, humanDuration(now.Sub(since)))
+	})
+	defer cons.setStatus(nil)
+	return store.Wait(ctx, name, func(j *job.Job) {
+		mu.Lock()
+		changed := j.Status.State != state && !j.IsTerminal()
+		state = j.Status.State
+		mu.Unlock()
+		if changed {
+			cons.statusf(styleNone, logrus.Fields{"job": name, "state": string(j.Status.State)}, "job %q is %s", name, j.Status.State)
+		}
+	})
+}
+
+// ranFor is how long a finished job took, from its submission to its end;
+// 0 when either time is missing.
+func ranFor(j *job.Job) time.Duration {
+	if j.Status.StartTime == nil || j.Status.CompletionTime == nil {
+		return 0
+	}
+	return j.Status.CompletionTime.Sub(j.Status.StartTime.Time)
+}
