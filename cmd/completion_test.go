@@ -85,6 +85,8 @@ current-context: kind-dev
 		{name: "-o", args: []string{"status", "-o", ""}, want: []string{"json", "yaml"}, wantD: noFiles},
 		{name: "wait: several job records", args: []string{"wait", ""}, want: []string{job}, wantD: noFiles},
 		{name: "wait --for", args: []string{"wait", "--for", ""}, want: []string{"succeeded", "finished"}, wantD: noFiles},
+		{name: "get jobs -o", args: []string{"get", "jobs", "-o", ""}, want: []string{"wide", "name", "json", "yaml"}, wantD: noFiles},
+		{name: "get jobs -l: free text", args: []string{"get", "jobs", "-l", ""}, want: nil, wantD: noFiles},
 		{name: "--policy", args: []string{"acquire", "--policy", ""}, want: []string{"newest", "fifo"}, wantD: noFiles},
 		{name: "--priority", args: []string{"acquire", "--priority", ""}, want: []string{"high", "normal", "low"}, wantD: noFiles},
 		{name: "--progress", args: []string{"run", "--progress", ""}, want: []string{"auto", "tty", "plain"}, wantD: noFiles},

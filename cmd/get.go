@@ -2,14 +2,21 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -19,9 +26,12 @@ import (
 type getJobsOptions struct {
 	f *Factory
 
-	Name   string
-	Job    string
-	Output string
+	Names         []string
+	Job           string
+	Selector      string
+	AllNamespaces bool
+	Watch         bool
+	Output        string
 }
 
 // getClustersOptions configure `lockctl get clusters`.
@@ -70,31 +80,54 @@ func newGetCmd(f *Factory) *cobra.Command {
 func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command {
 	o := &getJobsOptions{f: f}
 	c := &cobra.Command{
-		Use:     "jobs [NAME]",
+		Use:     "jobs [NAME...]",
 		Aliases: []string{"job"},
 		Short:   "Show jobs: state, age, pod and description",
 		Long: heredoc.Doc(`
-			Show the jobs of the job namespace, oldest first, or the job NAME.
-			The table has each job's state, age, pod and description; -o json
-			and -o yaml print Kubernetes-style objects (metadata, spec, status).
+			Show the jobs of the job namespace, oldest first, or the jobs named
+			(job/NAME, as -o name prints it, works too). The table has each
+			job's state, age, pod and description; -o wide adds its build
+			cluster, refs, queue and reason; -o name prints job/NAME, one a
+			line; -o json and -o yaml print Kubernetes-style objects
+			(metadata, spec, status).
+
+			-l selects jobs by label, set-based selectors included: the job's
+			own labels (metadata.labels of its file) and those lockctl keeps on
+			each record: lockctl.dev/job, lockctl.dev/type, lockctl.dev/state,
+			lockctl.dev/queue and lockctl.dev/complete. -A shows the jobs of
+			every namespace.
+
+			-w prints the jobs, then a line (or an object) for every change
+			until interrupted, as kubectl get -w does.
 
 			No jobs is not a failure: get says so on stderr and exits 0. A NAME
-			that does not exist is an error.
+			that does not exist is an error, after the jobs that do.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# Every job in the namespace
 			lockctl get jobs -n ci
 
-			# The runs of one job name
+			# The runs of one job name, and the jobs that failed
 			lockctl get jobs --job deploy-web
+			lockctl get jobs -l lockctl.dev/state=failure
 
-			# One job as YAML
-			lockctl get jobs deploy-web-42 -o yaml
+			# Jobs of every namespace, with their clusters and refs
+			lockctl get jobs -A -o wide
+
+			# Two jobs as YAML
+			lockctl get jobs deploy-web-42 deploy-api-7 -o yaml
+
+			# Follow the jobs as the reconcile loop drives them
+			lockctl get jobs -w
+
+			# Wait for every job that has not ended
+			lockctl get jobs -l '!lockctl.dev/complete' -o name | xargs -r lockctl wait
 		`),
-		Args: maxArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.Name = args[0]
+			o.Names = args
+			if err := o.validate(); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(o)
@@ -102,64 +135,280 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 			return runGetJobs(c.Context(), o)
 		},
 	}
-	c.Flags().StringVar(&o.Job, "job", o.Job, "show only runs of this job name (spec.job)")
-	addOutputFlag(c.Flags(), &o.Output, "json", "yaml")
+	fs := c.Flags()
+	fs.StringVar(&o.Job, "job", o.Job, "show only runs of this job name (spec.job)")
+	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "label selector: key=value, key!=value, 'key in (a,b)', key, !key, comma-separated")
+	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the jobs of every namespace (-n is then ignored)")
+	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "after the jobs, print every change until interrupted")
+	addOutputFlag(fs, &o.Output, "wide", "name", "json", "yaml")
 	return c
 }
 
-func runGetJobs(ctx context.Context, o *getJobsOptions) error {
-	store, err := jobStore(o.f)
-	if err != nil {
-		return err
+func (o *getJobsOptions) validate() error {
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return flagErrorf("invalid --selector %q: %v", o.Selector, err)
 	}
-	if o.Name != "" {
-		j, err := store.Get(ctx, o.Name)
-		if err != nil {
-			return jobLookupError(err, o.Name, store.Namespace())
-		}
-		if o.Output != "" {
-			return printObject(o.f.IOStreams.Out, o.Output, j)
-		}
-		printJobTable(o.f.IOStreams.Out, []*job.Job{j}, o.f.Clock.Now())
-		return nil
+	for i, n := range o.Names {
+		o.Names[i] = strings.TrimPrefix(n, "job/")
 	}
-	jobs, err := store.List(ctx, job.ListOptions{JobName: o.Job})
-	if err != nil && jobs == nil {
-		return err
+	switch {
+	case len(o.Names) > 0 && (o.Selector != "" || o.Job != ""):
+		return flagErrorf("name jobs, or select them with --selector or --job, not both")
+	case len(o.Names) > 0 && o.AllNamespaces:
+		return flagErrorf("a job cannot be shown by name across all namespaces: drop -A, or the names to list every job")
 	}
-	if err != nil {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", err)
-	}
-	if len(jobs) == 0 {
-		if o.Job != "" {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no job named %q in namespace %q\n", o.Job, store.Namespace())
-		} else {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs in namespace %q\n", store.Namespace())
-		}
-		if o.Output == "" {
-			return nil
-		}
-	}
-	if o.Output != "" {
-		return printObject(o.f.IOStreams.Out, o.Output, listOf(jobs))
-	}
-	printJobTable(o.f.IOStreams.Out, jobs, o.f.Clock.Now())
 	return nil
 }
 
-// printJobTable prints jobs as kubectl prints resources.
-func printJobTable(w io.Writer, jobs []*job.Job, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tJOB\tTYPE\tSTATE\tAGE\tPOD\tBUILD\tDESCRIPTION")
-	for _, j := range jobs {
-		age := "-"
-		if st := j.Status.StartTime; st != nil {
-			age = humanDuration(now.Sub(st.Time))
+func runGetJobs(ctx context.Context, o *getJobsOptions) error {
+	ns := metav1.NamespaceAll
+	if !o.AllNamespaces {
+		var err error
+		if ns, err = o.f.Namespace(); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, j.Spec.Job, j.Spec.Type, j.Status.State, age,
-			orDash(j.Status.PodName), orDash(j.Status.BuildID), orDash(j.Status.Description))
 	}
-	tw.Flush()
+	store, err := jobStoreIn(o.f, ns)
+	if err != nil {
+		return err
+	}
+	p := &jobPrinter{w: o.f.IOStreams.Out, format: o.Output, namespaces: o.AllNamespaces, now: o.f.Clock.Now}
+	jobs, lookupErr := o.jobs(ctx, store)
+	if jobs == nil {
+		return lookupErr
+	}
+	if len(jobs) == 0 && len(o.Names) == 0 {
+		switch {
+		case o.Job != "":
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "no job named %q in namespace %q\n", o.Job, store.Namespace())
+		case o.AllNamespaces:
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs in any namespace\n")
+		case o.Selector != "":
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs matching %q in namespace %q\n", o.Selector, store.Namespace())
+		default:
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs in namespace %q\n", store.Namespace())
+		}
+	}
+	// NOTE: as kubectl does, one name gives the object, anything else a List.
+	if err := p.printAll(jobs, !o.Watch && len(o.Names) != 1); err != nil {
+		return err
+	}
+	if lookupErr != nil || !o.Watch {
+		return lookupErr
+	}
+	return o.watch(ctx, store, p, jobs)
+}
+
+// jobs returns the jobs to show: those named, in the order given, or those
+// selected, oldest first. With names, the error names those that do not
+// exist; jobs is nil only when there is nothing to show for an error.
+func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job, error) {
+	if len(o.Names) == 0 {
+		jobs, err := store.List(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector})
+		if err != nil && jobs == nil {
+			return nil, err
+		}
+		if err != nil {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", err)
+		}
+		if o.AllNamespaces {
+			sort.SliceStable(jobs, func(i, k int) bool { return jobs[i].Namespace < jobs[k].Namespace })
+		}
+		return jobs, nil
+	}
+	jobs := make([]*job.Job, 0, len(o.Names))
+	var missing []string
+	for _, name := range o.Names {
+		j, err := store.Get(ctx, name)
+		switch {
+		case errors.Is(err, job.ErrNotFound):
+			missing = append(missing, name)
+		case err != nil:
+			return nil, err
+		default:
+			jobs = append(jobs, j)
+		}
+	}
+	var err error
+	switch {
+	case len(missing) == 1:
+		err = &jobNotFoundError{Name: missing[0], Namespace: store.Namespace()}
+	case len(missing) > 1:
+		err = fmt.Errorf("jobs %s not found in namespace %q", quoteAll(missing), store.Namespace())
+	}
+	if len(jobs) == 0 {
+		return nil, err
+	}
+	return jobs, err
+}
+
+// watch prints every change to the jobs shown (shown, as printed) until ctx
+// ends, which is how -w ends: interrupted, it exits as lockctl does on a
+// signal.
+func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *jobPrinter, shown []*job.Job) error {
+	seen := make(map[string]string, len(shown))
+	for _, j := range shown {
+		seen[j.Namespace+"/"+j.Name] = j.ResourceVersion
+	}
+	named := make(map[string]bool, len(o.Names))
+	for _, n := range o.Names {
+		named[n] = true
+	}
+	return store.Watch(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector}, func(ev watch.EventType, j *job.Job) error {
+		if len(named) > 0 && !named[j.Name] {
+			return nil
+		}
+		key := j.Namespace + "/" + j.Name
+		if ev != watch.Deleted && seen[key] == j.ResourceVersion {
+			return nil // the informer's first list: printed already
+		}
+		seen[key] = j.ResourceVersion
+		return p.print(j)
+	})
+}
+
+// quoteAll is names quoted and joined with commas.
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// jobPrinter prints jobs in one -o format: a table (wide with -o wide),
+// job/NAME lines, or objects. A table keeps its column widths from one
+// print to the next, growing them as needed, so the rows of -w line up.
+type jobPrinter struct {
+	w          io.Writer
+	format     string
+	namespaces bool // a NAMESPACE column (-A)
+	now        func() time.Time
+
+	widths  []int
+	printed int // objects printed so far
+}
+
+// printAll prints jobs; as a table with its header, and as one List object
+// when list is set (otherwise one object each, as -w prints them).
+func (p *jobPrinter) printAll(jobs []*job.Job, list bool) error {
+	switch p.format {
+	case "json", "yaml":
+		if list {
+			p.printed++
+			return printObject(p.w, p.format, listOf(jobs))
+		}
+		for _, j := range jobs {
+			if err := p.print(j); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "name":
+		for _, j := range jobs {
+			if err := p.print(j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(jobs) == 0 && list {
+		return nil
+	}
+	rows := [][]string{p.header()}
+	for _, j := range jobs {
+		rows = append(rows, p.row(j))
+	}
+	return p.rows(rows)
+}
+
+// print prints one job: a table row, its name or the object.
+func (p *jobPrinter) print(j *job.Job) error {
+	switch p.format {
+	case "json", "yaml":
+		if p.printed > 0 && p.format == "yaml" {
+			if _, err := fmt.Fprintln(p.w, "---"); err != nil {
+				return err
+			}
+		}
+		p.printed++
+		return printObject(p.w, p.format, j)
+	case "name":
+		_, err := fmt.Fprintf(p.w, "job/%s\n", j.Name)
+		return err
+	}
+	if p.widths == nil {
+		return p.rows([][]string{p.header(), p.row(j)})
+	}
+	return p.rows([][]string{p.row(j)})
+}
+
+func (p *jobPrinter) header() []string {
+	h := []string{"NAME", "JOB", "TYPE", "STATE", "AGE", "POD", "BUILD"}
+	if p.format == "wide" {
+		h = append(h, "CLUSTER", "REFS", "QUEUE", "REASON")
+	}
+	h = append(h, "DESCRIPTION")
+	if p.namespaces {
+		h = append([]string{"NAMESPACE"}, h...)
+	}
+	return h
+}
+
+func (p *jobPrinter) row(j *job.Job) []string {
+	age := "-"
+	if st := j.Status.StartTime; st != nil {
+		age = humanDuration(p.now().Sub(st.Time))
+	}
+	r := []string{j.Name, j.Spec.Job, string(j.Spec.Type), string(j.Status.State), age,
+		orDash(j.Status.PodName), orDash(j.Status.BuildID)}
+	if p.format == "wide" {
+		r = append(r, j.ClusterAlias(), orDash(refsString(j.Spec.Refs)), orDash(j.Spec.Queue), orDash(j.Status.Reason))
+	}
+	r = append(r, orDash(j.Status.Description))
+	if p.namespaces {
+		r = append([]string{j.Namespace}, r...)
+	}
+	return r
+}
+
+// rows prints table rows as kubectl does: columns three spaces apart, the
+// last one unpadded.
+func (p *jobPrinter) rows(rows [][]string) error {
+	for _, r := range rows {
+		for i, cell := range r[:len(r)-1] {
+			if i == len(p.widths) {
+				p.widths = append(p.widths, 0)
+			}
+			p.widths[i] = max(p.widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for i, cell := range r[:len(r)-1] {
+			b.WriteString(cell)
+			b.WriteString(strings.Repeat(" ", p.widths[i]-utf8.RuneCountInString(cell)+3))
+		}
+		b.WriteString(r[len(r)-1])
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+// refsString is refs as org/repo@baseRef, with #N for each pull.
+func refsString(r *job.Refs) string {
+	if r == nil || r.Org == "" && r.Repo == "" {
+		return ""
+	}
+	s := r.Org + "/" + r.Repo
+	if r.BaseRef != "" {
+		s += "@" + r.BaseRef
+	}
+	for _, pr := range r.Pulls {
+		s += fmt.Sprintf("#%d", pr.Number)
+	}
+	return s
 }
 
 func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.Command {

@@ -1,6 +1,9 @@
 package cmd
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/job"
 )
@@ -44,11 +49,19 @@ func TestNewGetJobsCmd(t *testing.T) {
 		want    getJobsOptions
 		wantErr string
 	}{
-		{name: "all", want: getJobsOptions{}},
-		{name: "one as yaml", args: []string{"a", "-o", "yaml"}, want: getJobsOptions{Name: "a", Output: "yaml"}},
-		{name: "by job name", args: []string{"--job", "deploy-web"}, want: getJobsOptions{Job: "deploy-web"}},
-		{name: "two names", args: []string{"a", "b"}, wantErr: "accepts at most 1 arg(s), received 2"},
-		{name: "bad output", args: []string{"-o", "wide"}, wantErr: "must be one of json, yaml"},
+		{name: "all", want: getJobsOptions{Names: []string{}}},
+		{name: "one as yaml", args: []string{"a", "-o", "yaml"}, want: getJobsOptions{Names: []string{"a"}, Output: "yaml"}},
+		{name: "two names, one as -o name prints it", args: []string{"job/a", "b"}, want: getJobsOptions{Names: []string{"a", "b"}}},
+		{name: "by job name", args: []string{"--job", "deploy-web"}, want: getJobsOptions{Names: []string{}, Job: "deploy-web"}},
+		{name: "selector, every namespace, watch, wide", args: []string{"-l", "team in (web,api),!canary", "-A", "-w", "-o", "wide"},
+			want: getJobsOptions{Names: []string{}, Selector: "team in (web,api),!canary", AllNamespaces: true, Watch: true, Output: "wide"}},
+		{name: "long flags, names", args: []string{"--selector", "team=web", "--all-namespaces", "--watch", "-o", "name"},
+			want: getJobsOptions{Names: []string{}, Selector: "team=web", AllNamespaces: true, Watch: true, Output: "name"}},
+		{name: "bad selector", args: []string{"-l", "team=(web"}, wantErr: `invalid --selector "team=(web": `},
+		{name: "names and a selector", args: []string{"a", "-l", "team=web"}, wantErr: "name jobs, or select them with --selector or --job, not both"},
+		{name: "names and --job", args: []string{"a", "--job", "deploy-web"}, wantErr: "name jobs, or select them with --selector or --job, not both"},
+		{name: "names across namespaces", args: []string{"a", "-A"}, wantErr: "a job cannot be shown by name across all namespaces"},
+		{name: "bad output", args: []string{"-o", "table"}, wantErr: "must be one of wide, name, json, yaml"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,16 +79,30 @@ func TestRunGetJobs(t *testing.T) {
 		args       []string
 		jobs       []string
 		golden     string
+		wantOut    string
 		wantErrOut string
 		wantErr    string
 	}{
 		{name: "no jobs", args: []string{"get", "jobs"}, wantErrOut: "10:00:00 no jobs in namespace \"default\"\n"},
 		{name: "table", args: []string{"get", "jobs"}, jobs: []string{"deploy-web-1", "deploy-web-2"}, golden: "get/jobs.golden"},
+		{name: "wide", args: []string{"get", "jobs", "-o", "wide"}, jobs: []string{"deploy-web-1", "deploy-web-2"}, golden: "get/jobs-wide.golden"},
+		{name: "names", args: []string{"get", "jobs", "-o", "name"}, jobs: []string{"deploy-web-1", "deploy-web-2"},
+			wantOut: "job/deploy-web-1\njob/deploy-web-2\n"},
 		{name: "one as yaml", args: []string{"get", "job", "deploy-web-2", "-o", "yaml"}, jobs: []string{"deploy-web-1", "deploy-web-2"}, golden: "get/job.yaml.golden"},
 		{name: "list as json", args: []string{"get", "jobs", "-o", "json"}, jobs: []string{"deploy-web-1"}, golden: "get/jobs.json.golden"},
+		{name: "several names, in the order given", args: []string{"get", "jobs", "deploy-web-2", "job/deploy-web-1", "-o", "name"},
+			jobs: []string{"deploy-web-1", "deploy-web-2"}, wantOut: "job/deploy-web-2\njob/deploy-web-1\n"},
 		{name: "missing", args: []string{"get", "jobs", "nope"}, wantErr: `job "nope" not found in namespace "default"`},
+		{name: "one of two missing: the other is shown", args: []string{"get", "jobs", "deploy-web-1", "nope", "-o", "name"}, jobs: []string{"deploy-web-1"},
+			wantOut: "job/deploy-web-1\n", wantErr: `job "nope" not found in namespace "default"`},
+		{name: "two missing", args: []string{"get", "jobs", "nope", "nada"}, jobs: []string{"deploy-web-1"},
+			wantErr: `jobs "nope", "nada" not found in namespace "default"`},
 		{name: "no runs of a job name among others", args: []string{"get", "jobs", "--job", "nope"}, jobs: []string{"deploy-web-1", "deploy-web-2"},
 			wantErrOut: "10:02:00 no job named \"nope\" in namespace \"default\"\n"},
+		{name: "by state label", args: []string{"get", "jobs", "-l", "lockctl.dev/state=pending", "-o", "name"}, jobs: []string{"deploy-web-1", "deploy-web-2"},
+			wantOut: "job/deploy-web-2\n"},
+		{name: "by a label the jobs lack", args: []string{"get", "jobs", "-l", "team=web"}, jobs: []string{"deploy-web-1"},
+			wantErrOut: "10:01:00 no jobs matching \"team=web\" in namespace \"default\"\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,13 +114,122 @@ func TestRunGetJobs(t *testing.T) {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantErr, err.Error())
 				assert.Equal(t, CodeError, exitCode(err))
-				return
+			} else {
+				require.NoError(t, err)
 			}
-			require.NoError(t, err)
 			assert.Equal(t, tt.wantErrOut, te.errOut.String())
 			if tt.golden != "" {
 				golden(t, tt.golden, te.out.String())
+			} else {
+				assert.Equal(t, tt.wantOut, te.out.String(), "stdout")
 			}
+		})
+	}
+}
+
+// TestRunGetJobsLabels: -l matches the labels of the job's own metadata,
+// and -A shows the jobs of every namespace, namespace first.
+func TestRunGetJobsLabels(t *testing.T) {
+	t.Parallel()
+	te := newTestEnv(t)
+	storeJobs(t, te, "deploy-web-1", "deploy-web-2")
+	ci := job.NewStore(te.cs.CoreV1(), "ci", job.WithClock(te.clock))
+	_, err := ci.Create(t.Context(), &job.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "deploy-api-1", Labels: map[string]string{"team": "api"}},
+		Spec: job.JobSpec{Job: "deploy-api", Type: job.Presubmit, Cluster: "gpu", Queue: "deploys",
+			Refs:    &job.Refs{Org: "acme", Repo: "api", BaseRef: "main", Pulls: []job.Pull{{Number: 7}}},
+			PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+	})
+	require.NoError(t, err)
+
+	require.NoError(t, te.run("get", "jobs", "-A", "-o", "wide"))
+	golden(t, "get/jobs-all-wide.golden", te.out.String())
+
+	te.out.Reset()
+	require.NoError(t, te.run("get", "jobs", "-A", "-l", "team=api", "-o", "name"))
+	assert.Equal(t, "job/deploy-api-1\n", te.out.String())
+
+	te.out.Reset()
+	require.NoError(t, te.run("get", "jobs", "-l", "team=api"))
+	assert.Empty(t, te.out.String(), "no job of team api in namespace default")
+}
+
+// lines reports whether out has n lines.
+func lines(n int) func(out string) bool {
+	return func(out string) bool { return strings.Count(out, "\n") == n }
+}
+
+// syncWriter is a writer read while a command writes to it; each write is
+// also sent on writes.
+type syncWriter struct {
+	mu     sync.Mutex
+	b      strings.Builder
+	writes chan string
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	w.writes <- string(p)
+	return len(p), nil
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestRunGetJobsWatch: -w prints the table, then a row for each change the
+// watch brings (not again for the jobs the informer lists first), until
+// interrupted; -o name and -o json print one name or object each.
+func TestRunGetJobsWatch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		args   []string
+		golden string
+		// printed reports whether out holds all that the changes print.
+		printed func(out string) bool
+	}{
+		{name: "table", args: []string{"get", "jobs", "-w"}, golden: "get/jobs-watch.golden", printed: lines(6)},
+		{name: "names", args: []string{"get", "jobs", "-w", "-o", "name"}, golden: "get/jobs-watch-names.golden", printed: lines(5)},
+		{name: "yaml", args: []string{"get", "jobs", "-w", "-o", "yaml"}, golden: "get/jobs-watch.yaml.golden",
+			printed: func(out string) bool { return strings.Count(out, "\nkind: Job\n") == 5 }},
+		{name: "one name", args: []string{"get", "jobs", "deploy-web-1", "-w", "-o", "name"}, golden: "get/jobs-watch-one.golden", printed: lines(2)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			storeJobs(t, te, "deploy-web-1", "deploy-web-2")
+			fw := watch.NewFake()
+			watching := make(chan struct{})
+			te.cs.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+				close(watching)
+				return true, fw, nil
+			})
+			out := &syncWriter{writes: make(chan string, 100)}
+			te.f.IOStreams.Out = out
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- Run(ctx, te.f, tt.args) }()
+
+			<-watching
+			ended := endJob(t, te, "deploy-web-1", job.Success, "", time.Minute)
+			fw.Modify(jobConfigMap(t, ended))
+			later := endJob(t, te, "deploy-web-2", job.Failure, "", time.Minute)
+			fw.Modify(jobConfigMap(t, later))
+			fw.Delete(jobConfigMap(t, later))
+			for !tt.printed(out.String()) {
+				<-out.writes
+			}
+			cancel()
+			err := <-done
+			require.ErrorIs(t, err, context.Canceled, "-w ends when interrupted")
+			golden(t, tt.golden, out.String())
 		})
 	}
 }

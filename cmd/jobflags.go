@@ -22,6 +22,12 @@ func jobStore(f *Factory) (*job.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return jobStoreIn(f, ns)
+}
+
+// jobStoreIn is jobStore for the job records in ns; metav1.NamespaceAll
+// ("") reads those of every namespace.
+func jobStoreIn(f *Factory, ns string) (*job.Store, error) {
 	cs, err := f.Clientset()
 	if err != nil {
 		return nil, err

@@ -125,12 +125,14 @@ type ListOptions struct {
 	JobName string
 	// ActiveOnly keeps only jobs that are not terminal.
 	ActiveOnly bool
+	// Selector is a label selector on the records' labels (the job's own
+	// labels and lockctl's, such as LabelState); empty keeps all. The caller
+	// checks its syntax (labels.Parse): the API server refuses a bad one.
+	Selector string
 }
 
-// List returns the selected job records in start order (see SortByStart).
-// Records that can not be decoded are left out and reported in an error
-// matching ErrCorrupt, returned together with the good records.
-func (s *Store) List(ctx context.Context, opts ListOptions) ([]*Job, error) {
+// selector is the label selector of the records opts selects.
+func (opts ListOptions) selector() string {
 	sel := Selector
 	if opts.ActiveOnly {
 		sel = ActiveSelector
@@ -138,7 +140,17 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]*Job, error) {
 	if opts.JobName != "" {
 		sel += "," + LabelJob + "=" + opts.JobName
 	}
-	list, err := s.cms.List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if opts.Selector != "" {
+		sel += "," + opts.Selector
+	}
+	return sel
+}
+
+// List returns the selected job records in start order (see SortByStart).
+// Records that can not be decoded are left out and reported in an error
+// matching ErrCorrupt, returned together with the good records.
+func (s *Store) List(ctx context.Context, opts ListOptions) ([]*Job, error) {
+	list, err := s.cms.List(ctx, metav1.ListOptions{LabelSelector: opts.selector()})
 	if err != nil {
 		return nil, fmt.Errorf("list jobs in namespace %q: %w", s.namespace, err)
 	}

@@ -117,6 +117,7 @@ func TestStoreList(t *testing.T) {
 		j := newJob(name)
 		if name == "b" {
 			j.Spec.Job = "other"
+			j.Labels = map[string]string{"team": "api"}
 		}
 		_, err := s.Create(ctx, j)
 		require.NoError(t, err)
@@ -135,6 +136,9 @@ func TestStoreList(t *testing.T) {
 		{name: "all in start order", want: []string{"c", "a", "b"}},
 		{name: "by job name", opts: ListOptions{JobName: "deploy-web"}, want: []string{"c", "a"}},
 		{name: "active only", opts: ListOptions{ActiveOnly: true}, want: []string{"c", "b"}},
+		{name: "by the job's own label", opts: ListOptions{Selector: "team=api"}, want: []string{"b"}},
+		{name: "by lockctl's state label and job name", opts: ListOptions{JobName: "deploy-web", Selector: LabelState + " in (triggered,pending)"}, want: []string{"c"}},
+		{name: "by a missing label", opts: ListOptions{Selector: "!team"}, want: []string{"c", "a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
