@@ -19,7 +19,9 @@ type acquireOptions struct {
 	f *Factory
 
 	lockFlags
+	// Target is the first of Targets, the locks to take.
 	Target   string
+	Targets  []string
 	TTL      time.Duration
 	Timeout  time.Duration
 	NoWait   bool
@@ -34,7 +36,7 @@ type acquireOptions struct {
 func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command {
 	o := &acquireOptions{f: f, TTL: lock.DefaultTTL, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
 	c := &cobra.Command{
-		Use:   "acquire NAMESPACE",
+		Use:   "acquire NAMESPACE [NAMESPACE...]",
 		Short: "Take the deploy lock of a namespace, waiting for it if needed",
 		Long: heredoc.Doc(`
 			Take the deploy lock of NAMESPACE. If another build holds it, wait in
@@ -72,6 +74,15 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 
 			With --no-wait, acquire tries once: if the lock is held it says by
 			whom and exits 4 without joining the queue or changing anything.
+
+			Several namespaces are locked all or nothing, one after the other
+			in the order of their names whatever the order given (so that
+			contenders for overlapping sets never deadlock), holding the
+			earlier locks while waiting for the later ones; the waiting line
+			names the lock waited for. If one cannot be taken, those taken are
+			released again. Each lock has its own fencing token: stdout has
+			one "NAMESPACE TOKEN" line per lock. Release them together with
+			lockctl release NAMESPACE [NAMESPACE...].
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# In a pipeline: lock, deploy, release even when the deploy fails
@@ -92,10 +103,13 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 
 			# Deploy only if nobody holds the lock now
 			lockctl acquire staging --no-wait && ./deploy.sh; lockctl release staging
+
+			# Two locks, all or nothing, released together
+			lockctl acquire staging db-migrations --timeout 30m && ./migrate-and-deploy.sh; lockctl release staging db-migrations
 		`),
-		Args: exactArgs(1),
+		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Target = args[0]
+			o.Target, o.Targets = args[0], args
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -120,7 +134,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 }
 
 func (o *acquireOptions) validate() error {
-	if err := validateTarget(o.Target); err != nil {
+	if err := validateTargets(o.Targets); err != nil {
 		return err
 	}
 	if o.TTL <= 0 {
@@ -150,6 +164,9 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	setProgress(o.f, o.Progress)
+	if len(o.Targets) > 1 {
+		return o.acquireAll(ctx, locks, id, unordered)
+	}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	progress := newWaitProgress(o.f.console(), o.f.lockClock())
 	req := lock.Request{
@@ -200,4 +217,56 @@ func setProgress(f *Factory, progress string) {
 	case "plain":
 		f.console().setLive(false)
 	}
+}
+
+// acquireAll takes the locks of o.Targets, all or nothing (lock.AcquireAll).
+func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id lock.Identity, unordered bool) error {
+	progress := newWaitProgress(o.f.console(), o.f.lockClock())
+	var reqs []lock.Request
+	for _, target := range o.Targets {
+		reqs = append(reqs, lock.Request{
+			Target: target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
+			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: progress.update, NoWait: o.NoWait,
+		})
+	}
+	names := fmt.Sprintf("%q", o.Targets)
+	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
+	defer cancel()
+	all, err := locks.AcquireAll(ctx, reqs)
+	progress.finish()
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			o.f.console().statusf(styleWarn, logrus.Fields{"holder": id.String()},
+				"interrupted while waiting for locks %s; left the queue and gave back the locks taken", names)
+		}
+		return fmt.Errorf("acquire locks %s: %w", names, err)
+	}
+	var items []lock.Lock
+	for _, held := range all {
+		fields := logrus.Fields{"lock": held.Target, "holder": id.String(), "token": held.Token}
+		if f := held.IgnoredFreeze; f != nil {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", held.Target, f.Describe())
+		}
+		if held.Reentered {
+			o.f.console().statusf(styleNone, fields, "lock %q already held by %s; nothing to do (%s)", held.Target, id, locks.Describe(held.Target))
+		} else {
+			o.f.console().statusf(styleGood, fields, "lock %q acquired by %s after %s (%s)",
+				held.Target, id, humanDuration(held.Waited), locks.Describe(held.Target))
+		}
+		if o.Output == "" {
+			fmt.Fprintf(o.f.IOStreams.Out, "%s %s\n", held.Target, held.Token)
+			continue
+		}
+		l, err := locks.Get(ctx, held.Target)
+		if err != nil {
+			return err
+		}
+		if l != nil {
+			items = append(items, *l)
+		}
+	}
+	if o.Output != "" {
+		return printObject(o.f.IOStreams.Out, o.Output, listOf(items))
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestNewAcquireCmd(t *testing.T) {
 		{
 			name: "defaults",
 			args: []string{"staging"},
-			want: acquireOptions{Target: "staging", TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
 		},
 		{
 			name: "every flag",
@@ -33,22 +34,23 @@ func TestNewAcquireCmd(t *testing.T) {
 				"--lock-namespace", "locks", "--ttl", "5m", "--timeout", "30s", "--policy", "fifo", "--priority", "high", "--progress", "plain", "-o", "yaml"},
 			want: acquireOptions{
 				lockFlags: lockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"},
-				Target:    "staging", TTL: 5 * time.Minute, Timeout: 30 * time.Second, Policy: lock.PolicyFIFO, Priority: lock.PriorityHigh, Progress: "plain", Output: "yaml",
+				Target:    "staging", Targets: []string{"staging"}, TTL: 5 * time.Minute, Timeout: 30 * time.Second, Policy: lock.PolicyFIFO, Priority: lock.PriorityHigh, Progress: "plain", Output: "yaml",
 			},
 		},
 		{
 			name: "flags from LOCKCTL_ environment, command line wins",
 			args: []string{"staging", "--ttl", "2m"},
 			env:  map[string]string{"LOCKCTL_LOCK_NAMESPACE": "locks", "LOCKCTL_TTL": "9m", "LOCKCTL_TIMEOUT": "1m"},
-			want: acquireOptions{lockFlags: lockFlags{LockNamespace: "locks"}, Target: "staging", TTL: 2 * time.Minute, Timeout: time.Minute, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			want: acquireOptions{lockFlags: lockFlags{LockNamespace: "locks"}, Target: "staging", Targets: []string{"staging"}, TTL: 2 * time.Minute, Timeout: time.Minute, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
 		},
 		{
 			name: "no-wait",
 			args: []string{"staging", "--no-wait"},
-			want: acquireOptions{Target: "staging", TTL: time.Hour, NoWait: true, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, TTL: time.Hour, NoWait: true, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
 		},
 		{name: "no-wait with a timeout", args: []string{"staging", "--no-wait", "--timeout", "1m"}, wantErr: "--no-wait and --timeout exclude each other"},
-		{name: "no namespace", args: []string{}, wantErr: "accepts 1 arg(s), received 0"},
+		{name: "no namespace", args: []string{}, wantErr: "requires at least 1 arg(s), only received 0"},
+		{name: "a namespace twice", args: []string{"a", "b", "a"}, wantErr: `namespace "a" is named twice`},
 		{name: "invalid namespace", args: []string{"Not_A_Namespace"}, wantErr: `invalid namespace "Not_A_Namespace"`},
 		{name: "bad policy", args: []string{"staging", "--policy", "lifo"}, wantErr: `invalid argument "lifo" for "--policy" flag: unknown policy "lifo": use "newest" or "fifo"`},
 		{name: "bad priority", args: []string{"staging", "--priority", "urgent"}, wantErr: `invalid argument "urgent" for "--priority" flag: unknown priority "urgent": use "high", "normal" or "low"`},
@@ -196,4 +198,24 @@ func TestRunAcquire(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunAcquireSeveral: several locks are taken in name order, one token
+// line each, and released together.
+func TestRunAcquireSeveral(t *testing.T) {
+	t.Parallel()
+	te := newTestEnv(t)
+	idFlags := []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1"}
+	require.NoError(t, te.run(append([]string{"acquire", "staging", "db-migrations"}, idFlags...)...))
+	lines := strings.Split(strings.TrimSpace(te.out.String()), "\n")
+	require.Len(t, lines, 2, te.out.String())
+	assert.True(t, strings.HasPrefix(lines[0], "db-migrations "), "name order first: %q", lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "staging "), "then: %q", lines[1])
+	assert.Contains(t, te.errOut.String(), `lock "db-migrations" acquired by acme/web@main#1`)
+	assert.Contains(t, te.errOut.String(), `lock "staging" acquired by acme/web@main#1`)
+
+	te.errOut.Reset()
+	require.NoError(t, te.run(append([]string{"release", "staging", "db-migrations"}, idFlags...)...))
+	assert.Contains(t, te.errOut.String(), `lock "staging" released`)
+	assert.Contains(t, te.errOut.String(), `lock "db-migrations" released`)
 }

@@ -94,8 +94,8 @@ type completer struct{ f *Factory }
 func registerCompletions(root *cobra.Command, f *Factory) {
 	cp := &completer{f: f}
 	args := map[string]cobra.CompletionFunc{
-		"acquire":  cp.oneArg(cp.targetsOrNamespaces),
-		"release":  cp.oneArg(cp.lockTargets),
+		"acquire":  cp.manyArgs(cp.targetsOrNamespaces),
+		"release":  cp.manyArgs(cp.lockTargets),
 		"freeze":   cp.oneArg(cp.targetsOrNamespaces),
 		"unfreeze": cp.oneArg(cp.lockTargets),
 		"status":   cp.oneArg(cp.lockTargets),

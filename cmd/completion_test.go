@@ -66,7 +66,7 @@ current-context: kind-dev
 	}{
 		{name: "acquire: lock targets and namespaces", args: []string{"acquire", ""}, want: []string{"default", "prod", held}, wantD: noFiles},
 		{name: "acquire: by prefix", args: []string{"acquire", "p"}, want: []string{"prod"}, wantD: noFiles},
-		{name: "acquire: one argument only", args: []string{"acquire", "staging", ""}, want: nil, wantD: noFiles},
+		{name: "acquire: several locks", args: []string{"acquire", "staging", ""}, want: []string{"default", "prod"}, wantD: noFiles},
 		{name: "release: held locks", args: []string{"release", ""}, want: []string{held}, wantD: noFiles},
 		{name: "status: held locks", args: []string{"status", ""}, want: []string{held}, wantD: noFiles},
 		{name: "logs: job records", args: []string{"logs", ""}, want: []string{job}, wantD: noFiles},

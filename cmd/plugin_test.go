@@ -17,8 +17,8 @@ func TestKubectlPlugin(t *testing.T) {
 		wantUsage  string
 		wantHint   string
 	}{
-		{name: "plain", executable: "lockctl", wantUsage: "  lockctl acquire NAMESPACE [flags]", wantHint: "lockctl acquire"},
-		{name: "kubectl plugin", executable: "kubectl-lockctl", wantUsage: "  kubectl lockctl acquire NAMESPACE [flags]", wantHint: "kubectl lockctl acquire"},
+		{name: "plain", executable: "lockctl", wantUsage: "  lockctl acquire NAMESPACE [NAMESPACE...] [flags]", wantHint: "lockctl acquire"},
+		{name: "kubectl plugin", executable: "kubectl-lockctl", wantUsage: "  kubectl lockctl acquire NAMESPACE [NAMESPACE...] [flags]", wantHint: "kubectl lockctl acquire"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,6 +59,11 @@ func exactArgs(n int) cobra.PositionalArgs {
 	return wrapArgs(cobra.ExactArgs(n))
 }
 
+// minArgs is cobra.MinimumNArgs reporting a usage error (exit 2).
+func minArgs(n int) cobra.PositionalArgs {
+	return wrapArgs(cobra.MinimumNArgs(n))
+}
+
 // maxArgs is cobra.MaximumNArgs reporting a usage error (exit 2).
 func maxArgs(n int) cobra.PositionalArgs {
 	return wrapArgs(cobra.MaximumNArgs(n))
@@ -80,6 +85,22 @@ func wrapArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 func validateTarget(target string) error {
 	if errs := validation.IsDNS1123Label(target); len(errs) > 0 {
 		return flagErrorf("invalid namespace %q: %s", target, errs[0])
+	}
+	return nil
+}
+
+// validateTargets checks the namespaces of several locks: each valid, none
+// named twice.
+func validateTargets(targets []string) error {
+	seen := map[string]bool{}
+	for _, t := range targets {
+		if err := validateTarget(t); err != nil {
+			return err
+		}
+		if seen[t] {
+			return flagErrorf("namespace %q is named twice", t)
+		}
+		seen[t] = true
 	}
 	return nil
 }

@@ -15,15 +15,17 @@ type releaseOptions struct {
 	f *Factory
 
 	lockFlags
-	Target string
-	Force  bool
-	Token  string
+	// Target is the first of Targets, the locks to release.
+	Target  string
+	Targets []string
+	Force   bool
+	Token   string
 }
 
 func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command {
 	o := &releaseOptions{f: f}
 	c := &cobra.Command{
-		Use:   "release NAMESPACE",
+		Use:   "release NAMESPACE [NAMESPACE...]",
 		Short: "Give up the deploy lock of a namespace",
 		Long: heredoc.Doc(`
 			Release the deploy lock of NAMESPACE held by this build (the same
@@ -42,6 +44,10 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 			the caller: a later step, another shell or another machine can
 			release the hold it was handed. Another token is refused and
 			nothing changes.
+
+			Several namespaces (locks taken together by acquire) are released
+			together, the last in name order first; a failure on one does not
+			stop the others, and is reported at the end.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# Release in a pipeline's finally block
@@ -52,10 +58,13 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 
 			# Break a lock left by a build that will never finish
 			lockctl release staging --force
+
+			# Release locks taken together
+			lockctl release staging db-migrations
 		`),
-		Args: exactArgs(1),
+		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Target = args[0]
+			o.Target, o.Targets = args[0], args
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -73,8 +82,11 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 }
 
 func (o *releaseOptions) validate() error {
-	if err := validateTarget(o.Target); err != nil {
+	if err := validateTargets(o.Targets); err != nil {
 		return err
+	}
+	if o.Token != "" && len(o.Targets) > 1 {
+		return flagErrorf("--token names the hold of one lock: give one NAMESPACE")
 	}
 	if o.Token != "" && o.Force {
 		return flagErrorf("--token and --force exclude each other: --force releases whatever the token")
@@ -94,29 +106,44 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := locks.Release(ctx, o.Target, id, lock.ReleaseOptions{Force: o.Force, By: o.breaker(id), Token: o.Token})
+	ro := lock.ReleaseOptions{Force: o.Force, By: o.breaker(id), Token: o.Token}
+	if len(o.Targets) > 1 {
+		all, err := locks.ReleaseAll(ctx, o.Targets, id, ro)
+		for i, res := range all {
+			if res != nil {
+				o.printReleased(o.Targets[i], id, res)
+			}
+		}
+		return err
+	}
+	res, err := locks.Release(ctx, o.Target, id, ro)
 	if err != nil {
 		return fmt.Errorf("release lock %q: %w", o.Target, err)
 	}
+	o.printReleased(o.Target, id, res)
+	return nil
+}
+
+// printReleased says what the release of target did.
+func (o *releaseOptions) printReleased(target string, id lock.Identity, res *lock.Released) {
 	out := o.f.IOStreams.ErrOut
 	switch {
 	case res.Invalid != nil:
-		fmt.Fprintf(out, "deleted corrupt lock %q: %v\n", o.Target, res.Invalid)
+		fmt.Fprintf(out, "deleted corrupt lock %q: %v\n", target, res.Invalid)
 	case res.LeftQueue:
-		fmt.Fprintf(out, "lock %q was not held by %s; left the queue\n", o.Target, id)
+		fmt.Fprintf(out, "lock %q was not held by %s; left the queue\n", target, id)
 	case res.Previous == nil:
-		fmt.Fprintf(out, "lock %q is not held; nothing to release\n", o.Target)
+		fmt.Fprintf(out, "lock %q is not held; nothing to release\n", target)
 	case res.Forced:
-		fmt.Fprintf(out, "broke lock %q held by %s since %s\n", o.Target, res.Previous.Identity, res.Previous.Since.UTC().Format("2006-01-02T15:04:05Z"))
+		fmt.Fprintf(out, "broke lock %q held by %s since %s\n", target, res.Previous.Identity, res.Previous.Since.UTC().Format("2006-01-02T15:04:05Z"))
 	case o.Token != "":
-		fmt.Fprintf(out, "lock %q released (held by %s under fencing token %s)\n", o.Target, res.Previous.Identity, o.Token)
+		fmt.Fprintf(out, "lock %q released (held by %s under fencing token %s)\n", target, res.Previous.Identity, o.Token)
 	default:
-		fmt.Fprintf(out, "lock %q released\n", o.Target)
+		fmt.Fprintf(out, "lock %q released\n", target)
 	}
 	if res.HandedTo != nil {
-		fmt.Fprintf(out, "lock %q now held by %s\n", o.Target, res.HandedTo.Identity)
+		fmt.Fprintf(out, "lock %q now held by %s\n", target, res.HandedTo.Identity)
 	}
-	return nil
 }
 
 // breaker names who breaks a lock with --force, for its Events and history:

@@ -20,11 +20,11 @@ func TestNewReleaseCmd(t *testing.T) {
 		want    releaseOptions
 		wantErr string
 	}{
-		{name: "defaults", args: []string{"staging"}, want: releaseOptions{Target: "staging"}},
-		{name: "force", args: []string{"staging", "--force", "--build", "3"}, want: releaseOptions{Target: "staging", Force: true, lockFlags: lockFlags{Build: "3"}}},
-		{name: "token", args: []string{"staging", "--token", "1234"}, want: releaseOptions{Target: "staging", Token: "1234"}},
+		{name: "defaults", args: []string{"staging"}, want: releaseOptions{Target: "staging", Targets: []string{"staging"}}},
+		{name: "force", args: []string{"staging", "--force", "--build", "3"}, want: releaseOptions{Target: "staging", Targets: []string{"staging"}, Force: true, lockFlags: lockFlags{Build: "3"}}},
+		{name: "token", args: []string{"staging", "--token", "1234"}, want: releaseOptions{Target: "staging", Targets: []string{"staging"}, Token: "1234"}},
 		{name: "token and force", args: []string{"staging", "--token", "1234", "--force"}, wantErr: "--token and --force exclude each other"},
-		{name: "two namespaces", args: []string{"a", "b"}, wantErr: "accepts 1 arg(s), received 2"},
+		{name: "a token for two locks", args: []string{"a", "b", "--token", "7"}, wantErr: "--token names the hold of one lock: give one NAMESPACE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -297,3 +297,28 @@ func TestIntegrationCLIFreeze(t *testing.T) {
 	assert.Equal(t, 0, o.code)
 	assert.Contains(t, o.stderr, "not frozen")
 }
+
+// TestIntegrationCLISeveralLocks: acquire two locks (a token line each, in
+// name order), a contender with --no-wait gives back what it took, release
+// both together.
+func TestIntegrationCLISeveralLocks(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	o := c.run(t, append([]string{"acquire", "staging", "db-migrations"}, id("web", 1)...)...)
+	require.Equal(t, 0, o.code, o.stderr)
+	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	require.Len(t, lines, 2, o.stdout)
+	assert.True(t, strings.HasPrefix(lines[0], "db-migrations "), lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "staging "), lines[1])
+
+	o = c.run(t, append([]string{"acquire", "aaa", "staging", "--no-wait"}, id("api", 1)...)...)
+	assert.Equal(t, 4, o.code, "staging is held: %s", o.stderr)
+	assert.Contains(t, o.stderr, `lock "staging" (2 of 2; the 1 taken before it given back)`)
+	o = c.run(t, "status", "aaa")
+	assert.Contains(t, o.stderr, `lock "aaa" is free`, "aaa was given back")
+
+	o = c.run(t, append([]string{"release", "staging", "db-migrations"}, id("web", 1)...)...)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stderr, `lock "staging" released`)
+	assert.Contains(t, o.stderr, `lock "db-migrations" released`)
+}
