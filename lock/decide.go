@@ -88,11 +88,9 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		rec.Holder = holding(me, ts, now)
 		return Decision{Record: rec, Outcome: Acquired, TookOver: true}
 	}
-	changed := false
-	if rec.thaw(now) {
-		// The freeze is over: the record goes back to major version 1.
-		changed = true
-	}
+	// A freeze that is over is dropped: the record goes back to major
+	// version 1.
+	changed := rec.thaw(now)
 
 	// Waiters whose expiry passed are gone; the contender's own entry is
 	// judged by the contender, which renews it below.
@@ -334,14 +332,6 @@ func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 		c.Expires = microPtr(now)
 	}
 	r.Holder = c
-}
-
-func (r *Record) firstWaiter() *Claim {
-	if len(r.Waiters) == 0 {
-		return nil
-	}
-	w := r.Waiters[0]
-	return &w
 }
 
 func (r *Record) remove(session string) bool {
