@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,8 +14,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/lock"
 )
 
 // stampedCommand is the command each `lockctl run` holds the lock for: it
@@ -53,32 +58,89 @@ func BenchmarkRunContention(b *testing.B) {
 	hold := envInt("LOCKCTL_BENCH_RUN_HOLD_MS", 50)
 	rounds := envInt("LOCKCTL_BENCH_RUN_ROUNDS", 5)
 	var gaps, walls Sample
+	var parts gapParts
 	var counts Counts
 	for range b.N {
 		ns := env.Namespace(b)
 		for r := range rounds {
-			g, w := runRound(b, bin, runEnviron(b, env.Kubeconfig, ns), fmt.Sprintf("round-%d", r), procs, hold)
+			g, w := runRound(b, env, ns, bin, runEnviron(b, env.Kubeconfig, ns), fmt.Sprintf("round-%d", r), procs, hold, &parts)
 			gaps, walls = append(gaps, g...), append(walls, w)
 		}
 		proxy := startCountingProxy(b, env)
-		runRound(b, bin, runEnviron(b, proxy.Kubeconfig, ns), "counted", procs, hold)
+		runRound(b, env, ns, bin, runEnviron(b, proxy.Kubeconfig, ns), "counted", procs, hold, nil)
 		counts = proxy.Counts()
 	}
 	report(b, "gap-", gaps)
+	report(b, "release-", parts.release)
+	report(b, "confirm-", parts.confirm)
+	report(b, "start-", parts.start)
 	b.ReportMetric(float64(counts.Total())/float64(procs), "req/process")
 	b.ReportMetric(float64(counts.Conflicts)/float64(procs), "conflicts/process")
 	b.ReportMetric(0, "ns/op")
 	b.Logf("%d lockctl run processes at once on one lock, %d ms commands, %d rounds", procs, hold, rounds)
 	b.Logf("  gap, one command's end -> the next one's start: %s", gaps)
+	b.Logf("  of which (%d gaps seen whole by a watch of the lock in this process):", len(parts.release))
+	b.Logf("    end -> the hand-over write seen (holder's exit, release): %s", parts.release)
+	b.Logf("    hand-over seen -> confirmation seen (watch fan-out, the next one's write): %s", parts.confirm)
+	b.Logf("    confirmation seen -> the next command's start (acquire returns, sweep, start): %s", parts.start)
 	b.Logf("  whole round (all %d held once): %s", procs, walls)
 	b.Logf("  requests per process (counted round): %.1f (%s), %d conflicts", float64(counts.Total())/float64(procs), resources(counts), counts.Conflicts)
 }
 
+// gapParts splits the gaps between commands at the moments a watch of the
+// lock in the benchmark process sees the hand-over write (the holder handed
+// the lock to the next one) and the next one's confirming write. The watch's
+// own delivery delay is in both, so it cancels out of the middle part.
+type gapParts struct {
+	release, confirm, start Sample
+}
+
+// lockChange is a version of a lock seen by the benchmark's watch: its
+// holder's repo (the process's number), whether it is handed over and not
+// yet confirmed, and when it was seen (the wall clock, as date stamps).
+type lockChange struct {
+	repo   string
+	handed bool
+	seen   int64
+}
+
+// watchLock records every change of target's lock until the returned stop
+// is called.
+func watchLock(b *testing.B, env *testenv.Env, ns, target string) (stop func() []lockChange) {
+	w, err := env.Client.CoreV1().ConfigMaps(ns).Watch(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", lock.Name(target)).String(),
+	})
+	require.NoError(b, err)
+	var changes []lockChange
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			seen := time.Now().UnixNano()
+			cm, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok {
+				continue
+			}
+			rec, err := lock.Decode(cm)
+			if err != nil || rec.IsFree() {
+				continue
+			}
+			changes = append(changes, lockChange{repo: rec.Holder.Repo, handed: rec.Holder.HandedOver, seen: seen})
+		}
+	}()
+	return func() []lockChange {
+		w.Stop()
+		<-done
+		return changes
+	}
+}
+
 // runRound starts procs `lockctl run` processes at once on one new lock
 // and returns the gaps between the commands they ran, and the round's wall
-// time.
-func runRound(b *testing.B, bin string, environ []string, target string, procs, hold int) (Sample, time.Duration) {
+// time. parts, when set, gets the gaps split as the lock's watch saw them.
+func runRound(b *testing.B, env *testenv.Env, ns, bin string, environ []string, target string, procs, hold int, parts *gapParts) (Sample, time.Duration) {
 	dir := b.TempDir()
+	stopWatch := watchLock(b, env, ns, target)
 	cmds := make([]*exec.Cmd, procs)
 	outs := make([]*bytes.Buffer, procs)
 	for i := range cmds {
@@ -95,17 +157,42 @@ func runRound(b *testing.B, bin string, environ []string, target string, procs, 
 		require.NoError(b, c.Wait(), "lockctl run %d: %s", i, outs[i])
 	}
 	wall := time.Since(start)
-	type span struct{ start, end int64 }
+	changes := stopWatch()
+	type span struct {
+		repo       string
+		start, end int64
+	}
 	spans := make([]span, procs)
 	for i := range spans {
-		spans[i] = span{readStamp(b, filepath.Join(dir, strconv.Itoa(i)+".start")), readStamp(b, filepath.Join(dir, strconv.Itoa(i)+".end"))}
+		spans[i] = span{fmt.Sprintf("repo-%02d", i), readStamp(b, filepath.Join(dir, strconv.Itoa(i)+".start")), readStamp(b, filepath.Join(dir, strconv.Itoa(i)+".end"))}
 	}
 	slices.SortFunc(spans, func(a, b span) int { return int(a.start - b.start) })
+	// first returns when the watch first saw repo's hold, handed over or
+	// confirmed, after t; 0 if it did not.
+	first := func(repo string, handed bool, after int64) int64 {
+		for _, c := range changes {
+			if c.repo == repo && c.handed == handed && c.seen >= after {
+				return c.seen
+			}
+		}
+		return 0
+	}
 	var gaps Sample
 	for i := 1; i < len(spans); i++ {
 		gap := time.Duration(spans[i].start - spans[i-1].end)
 		require.Positive(b, gap, "two commands ran at once under one lock")
 		gaps = append(gaps, gap)
+		if parts == nil {
+			continue
+		}
+		handed := first(spans[i].repo, true, spans[i-1].end)
+		confirmed := first(spans[i].repo, false, handed)
+		if handed == 0 || confirmed == 0 {
+			continue // taken without a hand-over, or not seen in time
+		}
+		parts.release = append(parts.release, time.Duration(handed-spans[i-1].end))
+		parts.confirm = append(parts.confirm, time.Duration(confirmed-handed))
+		parts.start = append(parts.start, time.Duration(spans[i].start-confirmed))
 	}
 	return gaps, wall
 }
@@ -120,13 +207,15 @@ func readStamp(b *testing.B, path string) int64 {
 
 // BenchmarkRunUncontended times a whole `lockctl run --lock X -- true`
 // process on a free lock, LOCKCTL_BENCH_COLD_RUNS times (default 30), and
-// counts the requests of one such run through a counting proxy.
+// counts the requests of such runs through a counting proxy: on a lock that
+// does not exist yet (a new target each run) and on one that exists, free,
+// as a lock does after its first release (kept for its history).
 func BenchmarkRunUncontended(b *testing.B) {
 	env := testenv.Get(b)
 	bin := lockctlBinary(b)
 	runs := envInt("LOCKCTL_BENCH_COLD_RUNS", 30)
 	var walls Sample
-	var counts Counts
+	var fresh, again Counts
 	counted := 5
 	for range b.N {
 		ns := env.Namespace(b)
@@ -139,19 +228,28 @@ func BenchmarkRunUncontended(b *testing.B) {
 			walls = append(walls, time.Since(start))
 			require.NoError(b, err, "%s", out)
 		}
-		proxy := startCountingProxy(b, env)
-		environ = runEnviron(b, proxy.Kubeconfig, ns)
-		for i := range counted {
-			cmd := exec.Command(bin, runArgs(fmt.Sprintf("counted-%03d", i), i, "true")...)
-			cmd.Env = environ
-			out, err := cmd.CombinedOutput()
-			require.NoError(b, err, "%s", out)
+		count := func(target func(i int) string) Counts {
+			proxy := startCountingProxy(b, env)
+			environ := runEnviron(b, proxy.Kubeconfig, ns)
+			for i := range counted {
+				cmd := exec.Command(bin, runArgs(target(i), i, "true")...)
+				cmd.Env = environ
+				out, err := cmd.CombinedOutput()
+				require.NoError(b, err, "%s", out)
+			}
+			return proxy.Counts()
 		}
-		counts = proxy.Counts()
+		fresh = count(func(i int) string { return fmt.Sprintf("counted-%03d", i) })
+		again = count(func(int) string { return "free-000" })
 	}
+	per := func(c Counts) float64 { return float64(c.Total()) / float64(counted) }
+	events := func(c Counts) float64 { return float64(c.ByResource["create events"]) / float64(counted) }
 	report(b, "", walls)
-	b.ReportMetric(float64(counts.Total())/float64(counted), "req/run")
+	b.ReportMetric(per(fresh), "req/run")
+	b.ReportMetric(per(fresh)-events(fresh), "req/run-without-events")
+	b.ReportMetric(per(again), "req/run-existing-lock")
 	b.ReportMetric(0, "ns/op")
 	b.Logf("lockctl run --lock X -- true on a free lock, whole process: %s", walls)
-	b.Logf("  requests per run: %.1f (%s)", float64(counts.Total())/float64(counted), resources(counts))
+	b.Logf("  requests per run, new lock: %.1f, of which %.1f best-effort Events (%s)", per(fresh), events(fresh), resources(fresh))
+	b.Logf("  requests per run, existing free lock: %.1f, of which %.1f best-effort Events (%s)", per(again), events(again), resources(again))
 }

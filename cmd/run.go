@@ -307,6 +307,9 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	if err != nil {
 		return nil, nil, err
 	}
+	// NOTE: the Hold waits for the Events of the acquisition before it
+	// releases the lock; the command need not wait for them to start.
+	locks.EventsInBackground = true
 	id, unordered, err := o.identity(o.f)
 	if err != nil {
 		return nil, nil, err

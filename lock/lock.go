@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,6 +73,13 @@ type Client struct {
 	// no longer make (the ConfigMap changed) is dropped. nil means not
 	// loaded: only the freezes in the record count; empty means none.
 	FreezeWindows []FreezeWindow
+	// EventsInBackground makes Acquire return as soon as the lock is held,
+	// recording the Events of the acquisition in a goroutine: the caller's
+	// work starts a round trip sooner. Held.WaitEvents waits for them, and
+	// ReleaseHeld does so before it writes, so a lock's Events keep their
+	// order. A caller that may exit without ReleaseHeld must call
+	// WaitEvents, or those Events may be lost.
+	EventsInBackground bool
 
 	nodesDenied atomic.Bool
 }
@@ -175,6 +183,53 @@ type Held struct {
 	// same identity and pod, or no pod): nothing changed, and Token is the
 	// token of that hold.
 	Reentered bool
+
+	// last is the version of the lock this hold last wrote or read, so
+	// ReleaseHeld may write on it without reading the lock first.
+	last *lastSeen
+	// events is closed once the Events of the acquisition are recorded;
+	// nil when they were recorded before Acquire returned.
+	events <-chan struct{}
+}
+
+// WaitEvents waits, as long as ctx allows, until the Events of the
+// acquisition are recorded (see Client.EventsInBackground).
+func (h *Held) WaitEvents(ctx context.Context) {
+	if h == nil || h.events == nil {
+		return
+	}
+	select {
+	case <-h.events:
+	case <-ctx.Done():
+	}
+}
+
+// lastSeen is a version of the lock, safe for concurrent use.
+type lastSeen struct {
+	mu sync.Mutex
+	cm *corev1.ConfigMap
+}
+
+// remember keeps cm as the version of the lock h last saw.
+func (h *Held) remember(cm *corev1.ConfigMap) {
+	if h == nil || h.last == nil || cm == nil {
+		return
+	}
+	h.last.mu.Lock()
+	defer h.last.mu.Unlock()
+	if h.last.cm == nil || h.last.cm.UID != cm.UID || !rvOlder(cm.ResourceVersion, h.last.cm.ResourceVersion) {
+		h.last.cm = cm
+	}
+}
+
+// lastCM returns the version of the lock h last saw, nil if none.
+func (h *Held) lastCM() *corev1.ConfigMap {
+	if h == nil || h.last == nil {
+		return nil
+	}
+	h.last.mu.Lock()
+	defer h.last.mu.Unlock()
+	return h.last.cm
 }
 
 // Acquire takes the lock for req, waiting as long as ctx allows. It returns
@@ -364,6 +419,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 		d.NextCheck = recheck
 	}
 	res := &stepResult{cm: cm, rec: cur, decision: d}
+	var events <-chan struct{} // closed once Events recorded in the background are written
 	if d.StaleHolder != nil {
 		log.WithField("holder", d.StaleHolder.Identity.String()).Debug("holder is no longer alive")
 	}
@@ -382,7 +438,17 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 			return nil, err
 		}
 		res.cm, res.rec = written, d.Record
-		c.stepEvents(ctx, res, cur, me, why)
+		if c.EventsInBackground && c.Events != nil && d.Outcome == Acquired {
+			done := make(chan struct{})
+			snap := *res
+			go func() {
+				defer close(done)
+				c.stepEvents(context.WithoutCancel(ctx), &snap, cur, me, why)
+			}()
+			events = done
+		} else {
+			c.stepEvents(ctx, res, cur, me, why)
+		}
 	}
 	switch d.Outcome {
 	case Acquired:
@@ -400,6 +466,8 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 			Holder:    res.rec.Holder,
 			Token:     token,
 			Reentered: d.Reentered,
+			last:      &lastSeen{cm: res.cm},
+			events:    events,
 		}
 		if f := res.rec.Freeze; f != nil && d.TookOver && res.rec.Holder.IgnoredFreeze != "" {
 			res.held.IgnoredFreeze = f

@@ -68,6 +68,31 @@ func (c *Client) Release(ctx context.Context, target string, id Identity, o Rele
 	return nil, fmt.Errorf("release lock %s: too many concurrent changes, try again", c.Describe(target))
 }
 
+// ReleaseHeld gives up a lock h that Acquire returned, as Release does for
+// h's holder identity. It first writes on the version of the lock h last
+// wrote or read (the take-over, the confirmation or the last Renew), which
+// saves reading the lock when nothing changed since, as when nobody waits;
+// the write is a compare-and-swap on that version, so a lock that changed
+// meanwhile is read again and decided on afresh, as Release does. The
+// Events of the acquisition are recorded first (Held.WaitEvents).
+func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*Released, error) {
+	h.WaitEvents(ctx)
+	id := h.Holder.Identity
+	if cm := h.lastCM(); cm != nil && o.Token == "" && !o.Force {
+		rec, err := Decode(cm)
+		// NOTE: only a version in which h holds the lock is written on:
+		// any other outcome (not the holder, free, unreadable) is decided
+		// on a fresh read.
+		if err == nil && !rec.IsFree() && rec.Holder.Session == h.Session && rec.Holder.Identity == id {
+			res, err := c.releaseOnce(ctx, h.Target, id, o, cm)
+			if !errors.Is(err, errRetry) {
+				return res, err
+			}
+		}
+	}
+	return c.Release(ctx, h.Target, id, o)
+}
+
 func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o ReleaseOptions, cm *corev1.ConfigMap) (*Released, error) {
 	log := c.Log.WithField("lock", c.Describe(target))
 	rec, err := c.decode(cm, target)

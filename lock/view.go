@@ -235,7 +235,10 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 		if rec.Holder.Pod == nil {
 			rec.Holder.Expires = microPtr(c.Clock.Now().Add(ttl)) // from now, not ts (see holding)
 		}
-		_, err = c.write(ctx, h.Target, cm, Decision{Record: rec})
+		written, err := c.write(ctx, h.Target, cm, Decision{Record: rec})
+		if err == nil {
+			h.remember(written)
+		}
 		if !errors.Is(err, errRetry) {
 			return err
 		}

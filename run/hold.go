@@ -17,7 +17,6 @@ import (
 type Hold struct {
 	locks *lock.Client
 	held  *lock.Held
-	id    lock.Identity
 	ttl   time.Duration
 	obs   Observer
 
@@ -44,7 +43,7 @@ func Acquire(ctx context.Context, locks *lock.Client, req lock.Request, obs Obse
 	}
 	renewCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	h := &Hold{
-		locks: locks, held: held, id: req.Identity, ttl: req.TTL, obs: observerOrNop(obs),
+		locks: locks, held: held, ttl: req.TTL, obs: observerOrNop(obs),
 		cancel: stop, lost: make(chan error, 1),
 	}
 	h.wg.Go(func() { h.renew(renewCtx) })
@@ -104,13 +103,16 @@ func (h *Hold) renew(ctx context.Context) {
 func (h *Hold) Release(ctx context.Context) error {
 	h.cancel()
 	h.wg.Wait()
+	// NOTE: a lost lock is not released, but the Events of its
+	// acquisition are still to be written before the process exits.
+	h.held.WaitEvents(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.isLost || h.released {
 		return nil
 	}
 	h.released = true
-	rel, err := h.locks.Release(ctx, h.held.Target, h.id, lock.ReleaseOptions{})
+	rel, err := h.locks.ReleaseHeld(ctx, h.held, lock.ReleaseOptions{})
 	if err != nil {
 		return fmt.Errorf("release lock %q: %w", h.held.Target, err)
 	}
