@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -34,10 +33,15 @@ const (
 )
 
 // defaultMemoryLimit is the soft memory limit of lockctl reconcile when
-// GOMEMLIMIT is not set: on top of a small live set (about 60 MiB at 10,000
-// jobs), it keeps the heap from growing to twice the live set between
-// collections under the default GOGC.
-const defaultMemoryLimit = 100 << 20
+// GOMEMLIMIT is not set, while its live heap is small (under about 57 MiB,
+// some 10,000 jobs): it keeps the heap from growing to twice the live set
+// between collections under the default GOGC. A larger live heap raises it
+// (scheduler.KeepMemoryLimit), so many records never make the collector
+// run without pause.
+const defaultMemoryLimit = 80 << 20
+
+// memoryLimitCheck is how often the soft memory limit follows the live heap.
+const memoryLimitCheck = 10 * time.Second
 
 // reconcileOptions configure `lockctl reconcile`.
 type reconcileOptions struct {
@@ -231,7 +235,9 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	o.f.console().useFormat(o.f.Log.Logger.Formatter)
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	if o.f.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(defaultMemoryLimit)
+		limitCtx, stopLimit := context.WithCancel(ctx)
+		defer stopLimit()
+		go scheduler.KeepMemoryLimit(limitCtx, defaultMemoryLimit, memoryLimitCheck)
 	}
 	cfg, err := o.loadConfig()
 	if err != nil {

@@ -196,7 +196,7 @@ func (c *Controller) startCaches(ctx, parent context.Context, cc *clusterConn) e
 	cctx, stop := context.WithCancel(parent)
 	podSelector := job.LabelManagedBy + "=" + job.ManagedByValue + "," + job.LabelRecordNamespace + "=" + c.namespace
 	pf := informers.NewSharedInformerFactoryWithOptions(cc.cs, resyncPeriod, informers.WithNamespace(cc.cl.namespace),
-		informers.WithTransform(trimPod),
+		informers.WithTransform(cachePod),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSelector }))
 	podInf := pf.Core().V1().Pods().Informer()
 	if err := c.addPodHandlers(cc.alias, podInf); err != nil {
@@ -410,8 +410,8 @@ func (c *Controller) addNodeHandlers(cc *clusterConn, inf cache.SharedIndexInfor
 			}
 			name := nameOf(cur)
 			for _, obj := range pods.GetIndexer().List() {
-				if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == name {
-					c.enqueue(p.Labels[job.LabelRecord])
+				if p, ok := obj.(metav1.Object); ok && podNode(obj) == name {
+					c.enqueue(p.GetLabels()[job.LabelRecord])
 				}
 			}
 		},

@@ -191,7 +191,9 @@ func (c *Controller) addPodHandlers(alias string, inf cache.SharedIndexInformer)
 			}
 		},
 		DeleteFunc: func(obj any) {
-			c.r.rememberGone(alias, unwrap(obj))
+			if pod := asPod(obj); pod != nil {
+				c.r.rememberGone(alias, pod)
+			}
 			c.enqueuePod(alias, obj)
 			c.queue.Add(admissionKey)
 		},
@@ -205,13 +207,13 @@ func (c *Controller) addPodHandlers(alias string, inf cache.SharedIndexInformer)
 // enqueuePod queues the job of a pod that changed; the pod cache has now
 // seen it, so the reconciler stops remembering it as just created.
 func (c *Controller) enqueuePod(alias string, obj any) {
-	pod, ok := unwrap(obj).(*corev1.Pod)
+	pod, ok := unwrap(obj).(metav1.Object)
 	if !ok {
 		return
 	}
-	c.r.created.Delete(alias + "/" + pod.Name)
-	if pod.Labels[job.LabelRecordNamespace] == c.namespace {
-		c.enqueue(pod.Labels[job.LabelRecord])
+	c.r.created.Delete(alias + "/" + pod.GetName())
+	if labels := pod.GetLabels(); labels[job.LabelRecordNamespace] == c.namespace {
+		c.enqueue(labels[job.LabelRecord])
 	}
 }
 
@@ -235,8 +237,8 @@ func completed(obj any) bool {
 }
 
 func podDone(obj any) bool {
-	pod, ok := unwrap(obj).(*corev1.Pod)
-	return ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
+	phase := podPhase(obj)
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
 }
 
 // startJobs checks that the job API server answers, at once and within
@@ -575,7 +577,7 @@ func (cr *cacheReader) pod(ctx context.Context, cl *buildCluster, name string, f
 	if err != nil || !ok {
 		return nil, err
 	}
-	return obj.(*corev1.Pod), nil
+	return asPod(obj), nil
 }
 
 func (cr *cacheReader) ledger(ctx context.Context, fresh bool) (*corev1.ConfigMap, error) {
@@ -602,12 +604,17 @@ func stripManagedFields(obj any) (any, error) {
 }
 
 // trimJobRecord drops managedFields from a job record before the informer
-// caches it and, once the job is complete (labelled so), its pod template:
+// caches it, interns its repeated strings (internMeta, internData) and, once
+// the job is complete (labelled so), drops its pod template:
 // a complete job is never started or written again, and the pod template
 // is most of a record. A record that does not decode is cached as it is.
 func trimJobRecord(obj any) (any, error) {
 	obj, _ = stripManagedFields(obj)
 	cm, ok := obj.(*corev1.ConfigMap)
+	if ok {
+		internMeta(&cm.ObjectMeta)
+		internData(cm)
+	}
 	if !ok || cm.Labels[job.LabelComplete] != "true" || !job.IsJobConfigMap(cm) {
 		return obj, nil
 	}

@@ -1,0 +1,54 @@
+package scheduler
+
+import (
+	"context"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// memoryHeadroom is what the soft memory limit leaves above the heap for the
+// runtime's own memory: goroutine stacks, GC metadata, free spans not yet
+// returned.
+const memoryHeadroom = 8 << 20
+
+// KeepMemoryLimit keeps the soft memory limit (debug.SetMemoryLimit) of a
+// long-running loop at floor while the live heap is small, and raises it
+// with the live heap (as the last collection found it) once that outgrows
+// floor: to 1.25 times the live heap plus headroom. A fixed limit below a
+// large live set (many job records kept) would make the collector run
+// without pause; a limit only GOGC sets lets the heap grow to twice the
+// live set between collections, which is most of the loop's resident
+// memory. It checks every interval until ctx ends.
+func KeepMemoryLimit(ctx context.Context, floor int64, every time.Duration) {
+	debug.SetMemoryLimit(floor)
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := floor
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		if limit := memoryLimitFor(int64(sample[0].Value.Uint64()), floor); limit != last {
+			debug.SetMemoryLimit(limit)
+			last = limit
+		}
+	}
+}
+
+// memoryLimitFor is the soft memory limit for a live heap of live bytes:
+// floor, or 1.25 times live plus headroom when that is more, in steps of
+// 4 MiB so it does not change at every check.
+func memoryLimitFor(live, floor int64) int64 {
+	const step = 4 << 20
+	want := live + live/4 + memoryHeadroom
+	want = (want + step - 1) / step * step
+	return max(floor, want)
+}
