@@ -44,6 +44,8 @@ type waiter struct {
 	holder Claim
 	// freeze is the freeze the last decision met, for the timeout error.
 	freeze *Freeze
+	// window is the last back-off window after a lost write (see backOff).
+	window time.Duration
 
 	// denied receives the first Forbidden or Unauthorized answer to the
 	// watches' list or watch calls, which their informers would otherwise
@@ -192,9 +194,13 @@ const maxJoinBackOff = 2 * time.Second
 // arriving together would otherwise all write again at once and all but one
 // lose again. The window is 16 times the lost round trip (so it grows with
 // the server's answer time under the burst), doubled for every further
-// loss, at most maxJoinBackOff.
+// loss, and never less than twice the previous window: the round trip of a
+// lost update is shorter than that of the first, lost create, which the
+// whole burst answered, and a window that shrank sent the losers back into
+// the contenders still spread over the first one. At most maxJoinBackOff.
 func (w *waiter) backOff(ctx context.Context, lost int, round time.Duration) error {
-	window := min(16*round<<min(lost-1, 10), maxJoinBackOff)
+	window := min(max(16*round<<min(lost-1, 10), 2*w.window), maxJoinBackOff)
+	w.window = window
 	if window <= 0 {
 		return nil
 	}

@@ -84,12 +84,14 @@ func TestWaiterBackOff(t *testing.T) {
 		name       string
 		lost       int
 		round      time.Duration
+		last       time.Duration // the previous window
 		wantWindow time.Duration // 0: no pause at all
 	}{
 		{name: "no measured round trip", lost: 1, round: 0, wantWindow: 0},
 		{name: "first loss", lost: 1, round: 10 * time.Millisecond, wantWindow: 160 * time.Millisecond},
 		{name: "third loss doubles twice", lost: 3, round: 10 * time.Millisecond, wantWindow: 640 * time.Millisecond},
 		{name: "capped", lost: 40, round: time.Second, wantWindow: maxJoinBackOff},
+		{name: "never shrinks: twice the last window", lost: 2, round: time.Millisecond, last: 500 * time.Millisecond, wantWindow: time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +99,7 @@ func TestWaiterBackOff(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Unix(0, 0))
 			c := New(nil, nil, "ci")
 			c.Clock = clk
-			w := &waiter{c: c}
+			w := &waiter{c: c, window: tt.last}
 			done := make(chan error, 1)
 			go func() { done <- w.backOff(t.Context(), tt.lost, tt.round) }()
 			if tt.wantWindow == 0 {
@@ -107,6 +109,7 @@ func TestWaiterBackOff(t *testing.T) {
 			require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond, "a timer is set")
 			clk.Step(tt.wantWindow)
 			require.NoError(t, <-done, "pause over within the window")
+			assert.Equal(t, tt.wantWindow, w.window, "the window drawn from")
 		})
 	}
 
