@@ -321,6 +321,12 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: progress.update,
 	}
+	var sweep *run.Sweep
+	if jobs != nil {
+		// NOTE: the list of jobs to sweep starts beside the write that takes
+		// the lock, once no other holder can act, not after it.
+		req.OnTaking = func() { sweep = jobs.StartSweep(ctx) }
+	}
 	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
 	h, err := run.Acquire(waitCtx, locks, req, obs)
@@ -336,7 +342,10 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 		d.printf(styleWarn, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", o.Target, f.Describe())
 	}
 	if jobs != nil {
-		jobs.SweepLeftBehind(ctx, h.Session(), obs)
+		if sweep == nil {
+			sweep = jobs.StartSweep(ctx)
+		}
+		sweep.Finish(ctx, h.Session(), obs)
 	}
 	return obs, h, nil
 }

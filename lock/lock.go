@@ -138,6 +138,14 @@ type Request struct {
 	// waiting, and otherwise returns a *HeldError without joining the
 	// queue or writing anything.
 	NoWait bool
+	// OnTaking, when set, is called just before each write that makes the
+	// contender the holder, and before Acquire returns a hold it re-entered
+	// without a write: the lock was last read free, its holder no longer
+	// alive, or handed to the contender, so no other holder can act from
+	// then on. Work that must only start once no other holder is live (a
+	// look for what earlier holders left behind) may start then, beside the
+	// write; if the write is lost, OnTaking is called again before the next.
+	OnTaking func()
 }
 
 // Progress is what a waiting contender knows.
@@ -431,6 +439,9 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 			by = me.Identity.String()
 		}
 		d.Record.ended(*d.StaleHolder, d.Record.Updated, staleEnding(*d.StaleHolder), by, why)
+	}
+	if d.Outcome == Acquired && req.OnTaking != nil {
+		req.OnTaking()
 	}
 	if d.Record != nil {
 		written, err := c.write(ctx, req.Target, cm, d)

@@ -76,6 +76,7 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	// keep a dead holder's lock for the difference. The read that teaches
 	// it is the lock itself.
 	var first *corev1.ConfigMap
+	req := w.req
 	if !c.clockReady() {
 		cm, err := c.get(ctx, w.req.Target)
 		if err != nil {
@@ -84,9 +85,13 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 		first = cm
 		// The wait counts on the clock as it now is.
 		w.started = c.Clock.Now()
+	} else {
+		// NOTE: a create nothing was read for tells nothing of the lock:
+		// OnTaking waits for a read that found the lock takeable.
+		req.OnTaking = nil
 	}
 	var last *Progress
-	res, err := c.step(ctx, w.req, w.me, first, nil)
+	res, err := c.step(ctx, req, w.me, first, nil)
 	switch {
 	case err == nil && res.held != nil:
 		res.held.Waited = c.Clock.Since(w.started)

@@ -130,8 +130,41 @@ func (js *Jobs) Sessions() *Sessions {
 // caller's own session, is never swept. Failures are reported and skipped:
 // they must not stop the caller's run.
 func (js *Jobs) SweepLeftBehind(ctx context.Context, me Session, obs Observer) {
+	js.StartSweep(ctx).Finish(ctx, me, obs)
+}
+
+// Sweep is a look for jobs left behind (see SweepLeftBehind) whose list of
+// the active jobs was started before the caller held its lock: by
+// lock.Request.OnTaking, once no other holder of the lock can act, so it
+// runs beside the write that takes the lock instead of after it.
+type Sweep struct {
+	js   *Jobs
+	done chan struct{}
+	jobs []*job.Job
+	err  error
+}
+
+// StartSweep starts listing the active jobs for a sweep.
+func (js *Jobs) StartSweep(ctx context.Context) *Sweep {
+	s := &Sweep{js: js, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.jobs, s.err = js.Store().List(ctx, job.ListOptions{ActiveOnly: true})
+	}()
+	return s
+}
+
+// Finish waits for the list and aborts the jobs of runs that ended, as
+// SweepLeftBehind does.
+func (s *Sweep) Finish(ctx context.Context, me Session, obs Observer) {
+	js := s.js
 	obs = observerOrNop(obs)
-	jobs, err := js.Store().List(ctx, job.ListOptions{ActiveOnly: true})
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return
+	}
+	jobs, err := s.jobs, s.err
 	if err != nil && len(jobs) == 0 {
 		// NOTE: quiet, because a command run by someone who may not read
 		// jobs is not to be cluttered with it.

@@ -1,0 +1,59 @@
+package lock
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// TestOnTaking: Request.OnTaking is called before the write that takes a
+// free lock, after the read that found it free, not before a create nothing
+// was read for, and never for a contender that only joins the queue.
+func TestOnTaking(t *testing.T) {
+	t.Parallel()
+	t.Run("no lock, clock calibrated: the create is made without a read, OnTaking waits for one", func(t *testing.T) {
+		t.Parallel()
+		c, _ := newTestClient(t, t0, nil)
+		called := 0
+		req := request("42")
+		req.OnTaking = func() { called++ }
+		_, err := c.Acquire(t.Context(), req)
+		require.NoError(t, err)
+		assert.Zero(t, called)
+	})
+	t.Run("free lock kept for its history: after the read, before the taking write", func(t *testing.T) {
+		t.Parallel()
+		var calls []string
+		free := record(held(claim("h", "api", "main", "7"), t0))
+		free.free(free.Updated)
+		c, _ := newTestClient(t, t0, func(cs *fake.Clientset) {
+			cs.PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				calls = append(calls, a.GetVerb())
+				return false, nil, nil
+			})
+		}, lockObject(t, free))
+		req := request("42")
+		req.OnTaking = func() { calls = append(calls, "OnTaking") }
+		_, err := c.Acquire(t.Context(), req)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"create", "get", "OnTaking", "update"}, calls, "the lost create, the read, then the taking write")
+	})
+	t.Run("held lock: not called while queued", func(t *testing.T) {
+		t.Parallel()
+		c, _ := newTestClient(t, t0, nil, lockObject(t, record(held(claim("h", "api", "main", "7"), t0))))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		called := 0
+		req := request("42")
+		req.OnTaking = func() { called++ }
+		req.OnProgress = func(Progress) { cancel() }
+		_, err := c.Acquire(ctx, req)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Zero(t, called, "a waiter takes nothing")
+	})
+}
