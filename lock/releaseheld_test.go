@@ -148,8 +148,8 @@ func TestEventsInBackground(t *testing.T) {
 		released <- err
 	}()
 	select {
-	case <-released:
-		t.Fatal("released before the Event of the acquisition was written")
+	case err := <-released:
+		t.Fatalf("released (%v) before the Event of the acquisition was written", err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	assert.Equal(t, []string{"create configmaps"}, verbs(cs), "nothing written while the Event waits")
