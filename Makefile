@@ -12,6 +12,10 @@ BIN      := bin/lockctl
 # set, testenv fails an integration test that -short would skip.
 export LOCKCTL_REQUIRE_INTEGRATION := 1
 
+# The packages whose unit tests run under -race: not e2e, reliability and
+# bench, which drive a lockctl binary built without it.
+RACE_PKGS = $(shell go list ./... | grep -v -e /e2e -e /reliability -e /bench)
+
 .PHONY: fuzz help build image localcluster tools test unit integration demo up down bench lint golden clean
 
 help: ## list the targets
@@ -27,7 +31,7 @@ tools: ## build the control-plane binaries for tests (cached in _output/tools)
 	hack/controlplane-tools.sh
 
 test: tools ## run the whole suite: unit tests under -race, then everything against a real API server
-	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short -count=1 -timeout 20m ./...
+	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short -count=1 -timeout 20m $(RACE_PKGS)
 	go test -count=1 -timeout 40m ./...
 
 unit: ## run the unit tests only (no control plane), under the race detector
