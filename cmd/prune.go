@@ -22,6 +22,9 @@ type pruneOptions struct {
 	OlderThan    time.Duration
 	PodOlderThan time.Duration
 	DryRun       bool
+
+	// changed reports whether a flag was given, so it overrides --config.
+	changed func(name string) bool
 }
 
 func newPruneCmd(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
@@ -45,6 +48,9 @@ func newPruneCmd(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
 			record or pod that changed or was re-created in between is left
 			alone. Like rm -f, pruning is idempotent: a second run finds nothing
 			and exits 0. The reconcile loop prunes the same way every hour.
+
+			With --config, the ages not given as flags come from the file's
+			retention (jobs, pods), as for lockctl reconcile.
 		`) + "\n" + exitCodeHelp,
 		Example: examples(`
 			# What would go?
@@ -55,6 +61,7 @@ func newPruneCmd(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
 		`),
 		Args: noArgs(),
 		RunE: func(c *cobra.Command, args []string) error {
+			o.changed = c.Flags().Changed
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -80,9 +87,14 @@ func (o *pruneOptions) validate() error {
 }
 
 func runPrune(ctx context.Context, o *pruneOptions) error {
-	s, err := newSinker(o.f, &o.clusterFlags, scheduler.SinkerOptions{
-		JobRetention: o.OlderThan, PodRetention: o.PodOlderThan, DryRun: o.DryRun,
-	})
+	opts := scheduler.SinkerOptions{DryRun: o.DryRun}
+	if o.changed("older-than") {
+		opts.JobRetention = o.OlderThan
+	}
+	if o.changed("pod-older-than") {
+		opts.PodRetention = o.PodOlderThan
+	}
+	s, err := newSinker(o.f, &o.clusterFlags, opts)
 	if err != nil {
 		return err
 	}
@@ -94,7 +106,8 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 }
 
 // newSinker builds a Sinker over the job namespace and the build clusters
-// named by --config and --build-cluster.
+// named by --config and --build-cluster. A retention age left at 0 in opts
+// comes from the config file, else the default.
 func newSinker(f *Factory, cf *clusterFlags, opts scheduler.SinkerOptions) (*scheduler.Sinker, error) {
 	cfg, err := cf.loadConfig()
 	if err != nil {
@@ -114,6 +127,9 @@ func newSinker(f *Factory, cf *clusterFlags, opts scheduler.SinkerOptions) (*sch
 	}
 	clusters, err := clusterClients(f, contexts)
 	if err != nil {
+		return nil, err
+	}
+	if opts, err = withConfigRetention(opts, cfg); err != nil {
 		return nil, err
 	}
 	opts.PodNamespace = firstNonEmpty(cf.PodNamespace, cfg.PodNamespace)
@@ -157,14 +173,35 @@ func (r *retentionFlags) addRetentionFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.PodRetention, "pod-retention", r.PodRetention, "prune the pods of jobs this long after they finished; 0 keeps them")
 }
 
-// sinkerOptions turns the flags into SinkerOptions, where 0 means the
-// default and negative means forever.
-func (r *retentionFlags) sinkerOptions() scheduler.SinkerOptions {
-	forever := func(d time.Duration) time.Duration {
-		if d <= 0 {
+// sinkerOptions turns the flags given into SinkerOptions: 0 (the config
+// file's age, else the default) for a flag not given, negative (forever)
+// for a flag given as 0.
+func (r *retentionFlags) sinkerOptions(changed func(name string) bool) scheduler.SinkerOptions {
+	age := func(flag string, d time.Duration) time.Duration {
+		switch {
+		case !changed(flag):
+			return 0
+		case d <= 0:
 			return -1
 		}
 		return d
 	}
-	return scheduler.SinkerOptions{JobRetention: forever(r.JobRetention), PodRetention: forever(r.PodRetention)}
+	return scheduler.SinkerOptions{JobRetention: age("job-retention", r.JobRetention), PodRetention: age("pod-retention", r.PodRetention)}
+}
+
+// withConfigRetention fills the retention ages that opts leaves at 0 (no
+// flag given) from the config file's retention; what both leave at 0 gets
+// the default.
+func withConfigRetention(opts scheduler.SinkerOptions, cfg *scheduler.Config) (scheduler.SinkerOptions, error) {
+	fromFile, err := cfg.Retention.SinkerOptions()
+	if err != nil {
+		return opts, &UsageError{Err: err}
+	}
+	if opts.JobRetention == 0 {
+		opts.JobRetention = fromFile.JobRetention
+	}
+	if opts.PodRetention == 0 {
+		opts.PodRetention = fromFile.PodRetention
+	}
+	return opts, nil
 }

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,13 +33,18 @@ func TestNewPruneCmd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := parseArgs(t, []string{"prune"}, tt.args, newPruneCmd)
-			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *pruneOptions) { o.f = nil })
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *pruneOptions) { o.f, o.changed = nil, nil })
 		})
 	}
 }
 
 func TestRunPrune(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	monthConfig := filepath.Join(dir, "month.yaml")
+	require.NoError(t, os.WriteFile(monthConfig, []byte("retention: {jobs: 720h}\n"), 0o644))
+	keepConfig := filepath.Join(dir, "keep.yaml")
+	require.NoError(t, os.WriteFile(keepConfig, []byte("retention: {jobs: 0s, pods: 0s}\n"), 0o644))
 	tests := []struct {
 		name       string
 		args       []string
@@ -64,6 +71,25 @@ func TestRunPrune(t *testing.T) {
 			args:       []string{"prune", "--older-than", "720h"},
 			wantErrOut: "10:02:00 nothing to prune\n",
 			wantLeft:   []string{"deploy-web-1", "deploy-web-2"},
+		},
+		{
+			name:       "the config file's retention",
+			args:       []string{"prune", "--config", monthConfig},
+			wantErrOut: "10:02:00 nothing to prune\n",
+			wantLeft:   []string{"deploy-web-1", "deploy-web-2"},
+		},
+		{
+			name:       "a config file that keeps everything",
+			args:       []string{"prune", "--config", keepConfig},
+			wantErrOut: "10:02:00 nothing to prune\n",
+			wantLeft:   []string{"deploy-web-1", "deploy-web-2"},
+		},
+		{
+			name:       "a flag wins over the config file",
+			args:       []string{"prune", "--config", monthConfig, "--older-than", "168h"},
+			wantOut:    "deleted job \"default/deploy-web-2\" (failure 8d ago)\n",
+			wantErrOut: "10:02:00 deleted 1 job records and 0 pods\n",
+			wantLeft:   []string{"deploy-web-1"},
 		},
 	}
 	for _, tt := range tests {

@@ -118,8 +118,8 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 
 			Settings come from --config (YAML: maxConcurrency, queueCapacities,
 			timeouts, revivalLimit, podNamespace, buildClusters, jobURLTemplate,
-			workers); flags override it. A bad config file exits 2, naming the
-			key.
+			workers, retention: {jobs: 168h, pods: 24h}); flags override it. A
+			bad config file exits 2, naming the key.
 
 			Unless GOMEMLIMIT is set, the loop runs with a soft memory limit of
 			100 MiB (the Go runtime collects garbage more often near it; it is
@@ -295,7 +295,10 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	}
 	var sinker *scheduler.Sinker
 	if o.Job == "" {
-		sopts := o.sinkerOptions()
+		sopts, err := withConfigRetention(o.sinkerOptions(o.changed), cfg)
+		if err != nil {
+			return err
+		}
 		sopts.PodNamespace, sopts.DryRun = opts.PodNamespace, o.DryRun
 		sopts.Clock, sopts.Log = o.f.Clock, o.f.Log
 		if sopts.Metrics, err = scheduler.NewPruneMetrics(reg); err != nil {

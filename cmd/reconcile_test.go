@@ -99,6 +99,49 @@ func TestReconcileFlagsOverrideConfig(t *testing.T) {
 	assert.Equal(t, 2, opts.Workers, "config kept when the flag is not given")
 }
 
+func TestReconcileRetention(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		config   string
+		args     []string
+		wantJobs time.Duration
+		wantPods time.Duration
+		wantErr  string
+	}{
+		{name: "defaults", wantJobs: 0, wantPods: 0},
+		{name: "config file", config: "retention: {jobs: 720h, pods: 6h}\n", wantJobs: 720 * time.Hour, wantPods: 6 * time.Hour},
+		{name: "config file keeps everything", config: "retention: {jobs: 0s, pods: 0s}\n", wantJobs: -1, wantPods: -1},
+		{name: "flags", args: []string{"--job-retention", "48h", "--pod-retention", "0"}, wantJobs: 48 * time.Hour, wantPods: -1},
+		{
+			name:   "a flag wins, the file fills the rest",
+			config: "retention: {jobs: 720h, pods: 6h}\n", args: []string{"--pod-retention", "1h"},
+			wantJobs: 720 * time.Hour, wantPods: time.Hour,
+		},
+		{name: "negative age in the file", config: "retention: {pods: -1h}\n", wantErr: "config c.yaml: retention.pods: must be 0 (keep everything) or more"},
+		{name: "bad age in the file", config: "retention: {jobs: 7d}\n", wantErr: `config c.yaml: retention.jobs: "7d" is not a duration such as 168h or 24h`},
+		{name: "unknown retention key", config: "retention: {job: 1h}\n", wantErr: "config c.yaml: retention.job: unknown key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := scheduler.ParseConfig([]byte(tt.config), "c.yaml")
+			if tt.wantErr != "" {
+				require.Error(t, err, tt.config)
+				assert.ErrorContains(t, err, tt.wantErr, tt.config)
+				return
+			}
+			require.NoError(t, err, tt.config)
+			got, err := parseArgs(t, []string{"reconcile"}, tt.args, newReconcileCmd)
+			require.NoError(t, err, tt.args)
+			opts, err := withConfigRetention(got.sinkerOptions(got.changed), cfg)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantJobs, opts.JobRetention, "job retention of %q with %v", tt.config, tt.args)
+			assert.Equal(t, tt.wantPods, opts.PodRetention, "pod retention of %q with %v", tt.config, tt.args)
+		})
+	}
+}
+
 func TestRunReconcile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -59,6 +59,8 @@ type Config struct {
 	PodNamespace string `json:"podNamespace,omitempty"`
 	// BuildClusters maps a build-cluster alias to a kubeconfig context.
 	BuildClusters map[string]string `json:"buildClusters,omitempty"`
+	// Retention is how long finished jobs and their pods are kept.
+	Retention ConfigRetention `json:"retention,omitempty"`
 	// JobURLTemplate is a Go template for status.url, executed with the job.
 	JobURLTemplate string `json:"jobURLTemplate,omitempty"`
 	// Workers is how many jobs are reconciled at once; nil keeps the
@@ -230,7 +232,8 @@ func (c *Config) check() error {
 			return &ConfigError{Key: "jobURLTemplate", Msg: err.Error()}
 		}
 	}
-	return nil
+	_, err := c.Retention.SinkerOptions()
+	return err
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -297,6 +300,10 @@ func configForm(key, kind string) string {
 		return "a whole number such as 16"
 	case top == "podNamespace":
 		return "a namespace name"
+	case top == "retention" && nested:
+		return "a duration such as 168h (0s: keep everything)"
+	case top == "retention":
+		return "a mapping such as {jobs: 168h, pods: 24h}"
 	case top == "jobURLTemplate":
 		return "a Go template such as https://ci.example/{{.Spec.Job}}/{{.Status.BuildID}}"
 	}

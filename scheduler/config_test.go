@@ -54,7 +54,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}{
 		{name: "unknown key", doc: "timeouts: {pendng: 1m}\n", want: "config c.yaml: timeouts.pendng: unknown key; valid keys here: unscheduled, pending, running"},
 		{name: "unknown top-level key", doc: "maxConcurency: 3\n", want: "config c.yaml: maxConcurency: unknown key; valid keys here: " +
-			"maxConcurrency, queueCapacities, timeouts, revivalLimit, podNamespace, buildClusters, jobURLTemplate, workers"},
+			"maxConcurrency, queueCapacities, timeouts, revivalLimit, podNamespace, buildClusters, retention, jobURLTemplate, workers"},
 		{name: "timeout of the wrong type", doc: "timeouts: {pending: 10}\n", want: "config c.yaml: timeouts.pending: must be a duration such as 10m or 48h, not a number"},
 		{name: "zero timeout", doc: "timeouts: {running: 0s}\n", want: "config c.yaml: timeouts.running: must not be 0: give a duration such as 10m, or a negative one for never (leave it out for the default)"},
 		{name: "zero revival limit", doc: "revivalLimit: 0\n", want: "config c.yaml: revivalLimit: must not be 0: give how often a lost pod is recreated, or a negative number for no limit (leave it out for the default)"},
@@ -120,4 +120,8 @@ func TestREADMEConfigExample(t *testing.T) {
 	assert.Equal(t, DefaultRunningTimeout, o.RunningTimeout, "the example shows the default")
 	assert.Equal(t, DefaultRevivalLimit, o.RevivalLimit, "the example shows the default")
 	assert.Equal(t, DefaultWorkers, o.Workers, "the example shows the default")
+	r, err := c.Retention.SinkerOptions()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultJobRetention, r.JobRetention, "the example shows the default")
+	assert.Equal(t, DefaultPodRetention, r.PodRetention, "the example shows the default")
 }

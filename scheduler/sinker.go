@@ -57,6 +57,48 @@ type SinkerOptions struct {
 	Metrics *PruneMetrics
 }
 
+// ConfigRetention are the retention ages of a Config, Go durations as the
+// flags --job-retention and --pod-retention of lockctl reconcile take them:
+// empty keeps the default (DefaultJobRetention, DefaultPodRetention), 0
+// keeps everything.
+type ConfigRetention struct {
+	// Jobs is how long a finished job record is kept after its completion.
+	Jobs string `json:"jobs,omitempty"`
+	// Pods is how long the pod of a finished job is kept after the job's
+	// completion.
+	Pods string `json:"pods,omitempty"`
+}
+
+// SinkerOptions returns the ages as SinkerOptions retention fields (0 for
+// an empty key, which means the default; negative for 0, which means
+// forever), or a *ConfigError naming a bad key.
+func (r ConfigRetention) SinkerOptions() (SinkerOptions, error) {
+	var o SinkerOptions
+	for _, d := range []struct {
+		key string
+		val string
+		dst *time.Duration
+	}{
+		{"retention.jobs", r.Jobs, &o.JobRetention},
+		{"retention.pods", r.Pods, &o.PodRetention},
+	} {
+		if d.val == "" {
+			continue
+		}
+		age, err := time.ParseDuration(d.val)
+		switch {
+		case err != nil:
+			return o, &ConfigError{Key: d.key, Msg: fmt.Sprintf("%q is not a duration such as 168h or 24h", d.val)}
+		case age < 0:
+			return o, &ConfigError{Key: d.key, Msg: "must be 0 (keep everything) or more"}
+		case age == 0:
+			age = -1
+		}
+		*d.dst = age
+	}
+	return o, nil
+}
+
 // Sinker deletes finished job records and their pods once they are older
 // than the retention ages, as Prow's sinker does, so records do not pile up
 // beside the user's ConfigMaps and in every reconciler's cache. The newest

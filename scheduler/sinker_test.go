@@ -215,3 +215,40 @@ func TestSinkerRun(t *testing.T) {
 	cancel()
 	<-done
 }
+
+func TestConfigRetention(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		doc      string
+		wantJobs time.Duration
+		wantPods time.Duration
+		wantErr  string
+	}{
+		{name: "absent: the defaults", doc: "workers: 2\n"},
+		{name: "both", doc: "retention: {jobs: 720h, pods: 6h}\n", wantJobs: 720 * time.Hour, wantPods: 6 * time.Hour},
+		{name: "one", doc: "retention: {pods: 30m}\n", wantPods: 30 * time.Minute},
+		{name: "0 keeps everything", doc: "retention: {jobs: 0s, pods: \"0\"}\n", wantJobs: -1, wantPods: -1},
+		{name: "negative", doc: "retention: {jobs: -1h}\n", wantErr: "config c.yaml: retention.jobs: must be 0 (keep everything) or more"},
+		{name: "not a duration", doc: "retention: {pods: 1d}\n", wantErr: `config c.yaml: retention.pods: "1d" is not a duration such as 168h or 24h`},
+		{name: "a number", doc: "retention: {pods: 24}\n", wantErr: "config c.yaml: retention.pods: must be a duration such as 168h (0s: keep everything), not a number"},
+		{name: "not a mapping", doc: "retention: 24h\n", wantErr: "config c.yaml: retention: must be a mapping such as {jobs: 168h, pods: 24h}, not a string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := ParseConfig([]byte(tt.doc), "c.yaml")
+			if tt.wantErr != "" {
+				require.Error(t, err, tt.doc)
+				assert.ErrorContains(t, err, tt.wantErr, tt.doc)
+				assert.ErrorIs(t, err, ErrConfig, tt.doc)
+				return
+			}
+			require.NoError(t, err, tt.doc)
+			o, err := c.Retention.SinkerOptions()
+			require.NoError(t, err, tt.doc)
+			assert.Equal(t, tt.wantJobs, o.JobRetention, "jobs of %q", tt.doc)
+			assert.Equal(t, tt.wantPods, o.PodRetention, "pods of %q", tt.doc)
+		})
+	}
+}
