@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/lockctl/lockctl/internal/testenv"
@@ -136,4 +139,75 @@ func TestIntegrationReconcileUsageErrors(t *testing.T) {
 	jobs, err := job.NewStore(env.Client.CoreV1(), ns).List(context.WithoutCancel(t.Context()), job.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, jobs, "nothing written")
+}
+
+// TestIntegrationRetentionFromConfig drives a job to success, then prunes
+// with the ages of the config file: a file that keeps everything prunes
+// nothing, short ages make lockctl prune and the reconcile pass delete the
+// finished job records and their pods.
+func TestIntegrationRetentionFromConfig(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	store := job.NewStore(env.Client.CoreV1(), ns)
+	dir := t.TempDir()
+	keep := filepath.Join(dir, "keep.yaml")
+	require.NoError(t, os.WriteFile(keep, []byte("retention: {jobs: 0s, pods: 0s}\n"), 0o644))
+	short := filepath.Join(dir, "short.yaml")
+	require.NoError(t, os.WriteFile(short, []byte("retention: {jobs: 1ms, pods: 1ms}\n"), 0o644))
+	finished := func(names ...string) {
+		t.Helper()
+		for _, name := range names {
+			_, errOut, code := lockctlIn(t, env, ns, "submit", "-f", jobFile(t, name, map[string]string{testenv.AnnotationExitCode: "0"}, ""))
+			require.Equal(t, CodeOK, code, errOut)
+		}
+		require.Eventually(t, func() bool {
+			_, errOut, code := lockctlIn(t, env, ns, "reconcile", "--once", "--config", keep)
+			require.Equal(t, CodeOK, code, errOut)
+			for _, name := range names {
+				j, err := store.Get(t.Context(), name)
+				require.NoError(t, err, "a config file that keeps everything prunes nothing")
+				if j.Status.State != job.Success {
+					return false
+				}
+			}
+			return true
+		}, time.Minute, 200*time.Millisecond, "reconcile passes drive %v to success", names)
+	}
+	gone := func(name string) bool {
+		_, err := store.Get(t.Context(), name)
+		if errors.Is(err, job.ErrNotFound) {
+			return true
+		}
+		require.NoError(t, err)
+		return false
+	}
+	// A deleted pod may linger while it terminates.
+	podGone := func(name string) bool {
+		pod, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true
+		}
+		require.NoError(t, err)
+		return pod.DeletionTimestamp != nil
+	}
+
+	finished("by-prune", "by-loop")
+	_, errOut, code := lockctlIn(t, env, ns, "prune", "--config", keep)
+	require.Equal(t, CodeOK, code, errOut)
+	assert.False(t, gone("by-prune"), "prune with a config file that keeps everything")
+
+	// A flag wins over the file: --older-than a day keeps the job records.
+	_, errOut, code = lockctlIn(t, env, ns, "prune", "--config", short, "--older-than", "24h")
+	require.Equal(t, CodeOK, code, errOut)
+	assert.False(t, gone("by-prune"), "--older-than 24h wins over retention.jobs")
+	assert.True(t, podGone("by-prune"), "retention.pods of the file applies: the pod is deleted")
+
+	// lockctl reconcile prunes with the file's ages after its pass.
+	require.Eventually(t, func() bool {
+		_, errOut, code := lockctlIn(t, env, ns, "reconcile", "--once", "--config", short)
+		require.Equal(t, CodeOK, code, errOut)
+		return gone("by-loop") && gone("by-prune")
+	}, time.Minute, 200*time.Millisecond, "reconcile --once with retention {jobs: 1ms} prunes the finished jobs")
+	assert.True(t, podGone("by-loop"), "and their pods")
 }
