@@ -81,6 +81,10 @@ func TestIntegrationShippedServiceAccount(t *testing.T) {
 	require.Equal(t, 0, o.code, "release: %s", o.stderr)
 	// The audit trail is written with the shipped Role.
 	assert.Equal(t, []string{"Acquired", "Released"}, eventReasons(t, env, ns, lock.Name("staging")), "the lock's Events")
+	// history reads the holds kept in the lock's record.
+	o = cli("history", "staging")
+	require.Equal(t, 0, o.code, "history: %s", o.stderr)
+	assert.Regexp(t, `acme/web@main#1\s.*released`, o.stdout, "history shows the hold")
 
 	// run: lock, submit, drive the job in-process, follow its pod and logs.
 	o = cli(append([]string{"run", "--lock", "staging", "-f", writeJob(t, "deploy-run", "0")}, id...)...)
