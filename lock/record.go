@@ -531,8 +531,11 @@ func encode(cm *corev1.ConfigMap, rec *Record) error {
 	if v, err := schema.Parse(rec.Version); err == nil && own.Minor < v.Minor {
 		own.Minor = v.Minor
 	}
-	rec.Version = own.String()
-	raw, err := json.Marshal(rec)
+	// The version is set on a copy: encode never changes the caller's
+	// record, which may be shared (a decision's input, a test fixture).
+	out := *rec
+	out.Version = own.String()
+	raw, err := json.Marshal(&out)
 	if err != nil {
 		return fmt.Errorf("encode lock record: %w", err)
 	}
