@@ -27,7 +27,7 @@ func TestIntegrationCLIUsageErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{name: "misspelt command", args: []string{"aquire", "staging"}, wantErr: `error: unknown command "aquire" for "lockctl"; did you mean "acquire"?`},
+		{name: "misspelt command", args: []string{"aquire", "staging"}, wantErr: `error: unknown command "aquire" for "lockctl"; did you mean "acquire"?`}, //nolint:misspell // the typo is the input
 		{name: "misspelt resource", args: []string{"get", "jbos"}, wantErr: `error: unknown resource "jbos" for "lockctl get": did you mean "jobs"?`},
 		{name: "locks are status", args: []string{"get", "locks"}, wantErr: `error: unknown resource "locks" for "lockctl get": locks are shown by "lockctl status"`},
 		{name: "verbosity not a number", args: []string{"status", "-v", "abc"}, wantErr: `error: invalid argument "abc" for "-v, --verbosity" flag: want an integer`},
