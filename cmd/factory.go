@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -119,7 +120,19 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	jxlog.SetOutput(streams.ErrOut)
 	f.Log = jxlog.Logger()
 
-	kc := &kubeclient.Loader{Flags: f.ConfigFlags, Getenv: f.Getenv, Tune: f.tuneRESTConfig, WrapCurrent: f.ServerClock.WrapTransport}
+	// The loader reads f's fields when it builds a client, not now: a
+	// caller (a test) may set f.Getenv or f.ServerClock after NewFactory.
+	kc := &kubeclient.Loader{
+		Flags:  f.ConfigFlags,
+		Getenv: func(key string) string { return f.Getenv(key) },
+		Tune:   f.tuneRESTConfig,
+		WrapCurrent: func(rt http.RoundTripper) http.RoundTripper {
+			if f.ServerClock == nil {
+				return rt
+			}
+			return f.ServerClock.WrapTransport(rt)
+		},
+	}
 	f.Clientset = func() (kubernetes.Interface, error) {
 		cs, err := kc.Clientset()
 		if err != nil {
