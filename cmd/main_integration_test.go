@@ -131,7 +131,7 @@ func TestIntegrationReconcileUsageErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("queueCapacities: {deploys: many}\n"), 0o644))
 	_, errOut, code := lockctlIn(t, env, ns, "reconcile", "--once", "--config", bad)
 	assert.Equal(t, CodeUsage, code)
-	assert.Equal(t, "error: config "+bad+": queueCapacities.deploys: must be int, not string\n", errOut)
+	assert.Equal(t, "error: config "+bad+": queueCapacities.deploys: must be a whole number such as 2 (0: nothing runs, negative: no limit), not a string\n", errOut)
 
 	_, errOut, code = lockctlIn(t, env, ns, "submit", "-f", "../testdata/invalid-unknown-field.yaml")
 	assert.Equal(t, CodeUsage, code)
