@@ -609,19 +609,18 @@ func stripManagedFields(obj any) (any, error) {
 // a complete job is never started or written again, and the pod template
 // is most of a record. A record that does not decode is cached as it is.
 func trimJobRecord(obj any) (any, error) {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if ok {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
 		// Trim a shallow copy: the object handed in may still be shared
 		// (a fake clientset's tracker keeps and lists it), and internMeta
 		// and internData give the copy maps of its own.
 		c := *cm
-		cm = &c
-		cm.ManagedFields = nil
+		obj = &c
+	}
+	obj, _ = stripManagedFields(obj)
+	cm, ok := obj.(*corev1.ConfigMap)
+	if ok {
 		internMeta(&cm.ObjectMeta)
 		internData(cm)
-		obj = cm
-	} else {
-		obj, _ = stripManagedFields(obj)
 	}
 	if !ok || cm.Labels[job.LabelComplete] != "true" || !job.IsJobConfigMap(cm) {
 		return obj, nil
