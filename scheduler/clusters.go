@@ -59,7 +59,7 @@ type ClusterStatus struct {
 // nothing), records the result in the metrics and, when it changed, in the
 // cluster status ConfigMap, and returns it.
 func (r *Reconciler) CheckClusters(ctx context.Context) (map[string]ClusterStatus, error) {
-	prev, err := ReadClusterStatus(ctx, r.cms)
+	prev, base, err := readClusterStatus(ctx, r.cms)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (r *Reconciler) CheckClusters(ctx context.Context) (map[string]ClusterStatu
 	}
 	// NOTE: another reconciler recording at the same time wins; both saw the
 	// same clusters, and the next check records again if they differ.
-	if err := r.writeClusterStatus(ctx, next); !errors.Is(err, errClusterStatusRace) {
+	if err := r.writeClusterStatus(ctx, base, next); !errors.Is(err, errClusterStatusRace) {
 		return next, err
 	}
 	return next, nil
@@ -137,27 +137,37 @@ func probePod(namespace string) *corev1.Pod {
 // ReadClusterStatus returns the recorded reachability of each build cluster,
 // empty if no reconciler recorded any yet.
 func ReadClusterStatus(ctx context.Context, cms corev1client.ConfigMapInterface) (map[string]ClusterStatus, error) {
+	st, _, err := readClusterStatus(ctx, cms)
+	return st, err
+}
+
+// readClusterStatus returns the recorded status and the ConfigMap it was
+// read from (nil when there is none), whose resourceVersion a write of a
+// status derived from it must be conditional on.
+func readClusterStatus(ctx context.Context, cms corev1client.ConfigMapInterface) (map[string]ClusterStatus, *corev1.ConfigMap, error) {
 	cm, err := cms.Get(ctx, ClusterStatusName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return map[string]ClusterStatus{}, nil
+		return map[string]ClusterStatus{}, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get cluster status: %w", err)
+		return nil, nil, fmt.Errorf("get cluster status: %w", err)
 	}
 	out := map[string]ClusterStatus{}
 	if err := json.Unmarshal([]byte(cm.Data[clustersKey]), &out); err != nil {
-		return nil, fmt.Errorf("decode cluster status %q: %w", cm.Name, err)
+		return nil, nil, fmt.Errorf("decode cluster status %q: %w", cm.Name, err)
 	}
-	return out, nil
+	return out, cm, nil
 }
 
-func (r *Reconciler) writeClusterStatus(ctx context.Context, st map[string]ClusterStatus) error {
+// writeClusterStatus replaces the status read from base (nil: there was
+// none) with st, a compare-and-swap on base's resourceVersion: a status
+// someone wrote since base was read is never overwritten.
+func (r *Reconciler) writeClusterStatus(ctx context.Context, base *corev1.ConfigMap, st map[string]ClusterStatus) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encode cluster status: %w", err)
 	}
-	cm, err := r.cms.Get(ctx, ClusterStatusName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if base == nil {
 		_, err = r.cms.Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:      ClusterStatusName,
@@ -166,7 +176,8 @@ func (r *Reconciler) writeClusterStatus(ctx context.Context, st map[string]Clust
 			},
 			Data: map[string]string{clustersKey: string(data)},
 		}, metav1.CreateOptions{})
-	} else if err == nil {
+	} else {
+		cm := base.DeepCopy()
 		cm.Data = map[string]string{clustersKey: string(data)}
 		_, err = r.cms.Update(ctx, cm, metav1.UpdateOptions{})
 	}
@@ -192,7 +203,7 @@ const recordAttempts = 5
 // in the same state keeps its since.
 func (r *Reconciler) recordCluster(ctx context.Context, alias string, st ClusterStatus) error {
 	for range recordAttempts {
-		prev, err := ReadClusterStatus(ctx, r.cms)
+		prev, base, err := readClusterStatus(ctx, r.cms)
 		if err != nil {
 			return err
 		}
@@ -203,7 +214,7 @@ func (r *Reconciler) recordCluster(ctx context.Context, alias string, st Cluster
 			st.Since = p.Since
 		}
 		prev[alias] = st
-		err = r.writeClusterStatus(ctx, prev)
+		err = r.writeClusterStatus(ctx, base, prev)
 		if !errors.Is(err, errClusterStatusRace) {
 			return err
 		}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -294,4 +295,33 @@ func TestIntegrationPreflight(t *testing.T) {
 	cms, err := it.env.Client.CoreV1().ConfigMaps(it.ns).List(t.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, cms.Items, "nothing written")
+}
+
+// Reconcilers recording different clusters at once lose none of each
+// other's entries: every write is conditional on the version the entry
+// was added to.
+func TestIntegrationClusterStatusConcurrentRecords(t *testing.T) {
+	t.Parallel()
+	it := newITest(t)
+	const writers = 8
+	recorded := make([]error, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		r, err := NewReconciler(it.env.Client.CoreV1(), it.ns, nil, Options{})
+		require.NoError(t, err)
+		wg.Go(func() {
+			recorded[i] = r.recordCluster(t.Context(), fmt.Sprintf("c%d", i), ClusterStatus{State: ClusterReachable, Namespace: it.ns})
+		})
+	}
+	wg.Wait()
+	st, err := ReadClusterStatus(t.Context(), it.env.Client.CoreV1().ConfigMaps(it.ns))
+	require.NoError(t, err)
+	for i, err := range recorded {
+		alias := fmt.Sprintf("c%d", i)
+		if err != nil {
+			require.ErrorIs(t, err, errClusterStatusRace, alias)
+			continue
+		}
+		assert.Contains(t, st, alias, "a record that returned success is kept")
+	}
 }
