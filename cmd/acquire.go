@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -168,15 +169,15 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return o.acquireAll(ctx, locks, id, unordered)
 	}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	progress := newWaitProgress(o.f.console(), o.f.lockClock())
+	wait := progress.NewWait(o.f.console().Console, o.f.lockClock())
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: progress.update, NoWait: o.NoWait,
+		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
 	}
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
 	held, err := locks.Acquire(ctx, req)
-	progress.finish()
+	wait.Finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			// Main exits 128+signal without a message: say what became of
@@ -221,19 +222,19 @@ func setProgress(f *Factory, progress string) {
 
 // acquireAll takes the locks of o.Targets, all or nothing (lock.AcquireAll).
 func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id lock.Identity, unordered bool) error {
-	progress := newWaitProgress(o.f.console(), o.f.lockClock())
+	wait := progress.NewWait(o.f.console().Console, o.f.lockClock())
 	var reqs []lock.Request
 	for _, target := range o.Targets {
 		reqs = append(reqs, lock.Request{
 			Target: target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: progress.update, NoWait: o.NoWait,
+			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
 		})
 	}
 	names := fmt.Sprintf("%q", o.Targets)
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
 	all, err := locks.AcquireAll(ctx, reqs)
-	progress.finish()
+	wait.Finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			o.f.console().statusf(styleWarn, logrus.Fields{"holder": id.String()},

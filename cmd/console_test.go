@@ -10,16 +10,15 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/internal/clitest"
 )
 
 // testConsole is a console on a buffer with a fake clock.
-func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*console, *syncBuffer, *testingclock.FakeClock) {
+func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*console, *clitest.SyncBuffer, *testingclock.FakeClock) {
 	t.Helper()
-	var buf syncBuffer
+	var buf clitest.SyncBuffer
 	clk := testingclock.NewFakeClock(testNow)
 	c := newConsole(&buf, clk, consoleOptions{
 		Terminal: terminal,
@@ -134,70 +133,4 @@ func TestConsoleQuiet(t *testing.T) {
 	log.Warn("a warning")
 	c.printError(errors.New("boom"), 0)
 	assert.Equal(t, "10:00:00 WARNING: a warning\n10:00:00 error: boom\n", buf.String(), "-q drops status lines, never warnings or errors")
-}
-
-func TestWaitProgress(t *testing.T) {
-	t.Parallel()
-	pr := lock.Progress{
-		Target:      "staging",
-		Holder:      lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute))},
-		HolderAlive: true,
-		Position:    1,
-		Started:     testNow,
-	}
-	tests := []struct {
-		name     string
-		terminal bool
-		env      map[string]string
-		check    func(t *testing.T, out string)
-	}{
-		{
-			name: "plain: a line on each change and every 30s",
-			check: func(t *testing.T, out string) {
-				assert.Equal(t, "10:00:00 waiting for lock \"staging\": held by acme/web@main#41 for 1m; queue position 1; waited 0s\n"+
-					"10:00:30 waiting for lock \"staging\": held by acme/web@main#41 for 1m30s; queue position 1; waited 30s\n", out)
-			},
-		},
-		{
-			name: "json: the wait's fields",
-			env:  map[string]string{"JX_LOG_FORMAT": "json"},
-			check: func(t *testing.T, out string) {
-				lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-				require.Len(t, lines, 2)
-				var m map[string]any
-				require.NoError(t, json.Unmarshal([]byte(lines[1]), &m))
-				assert.Equal(t, map[string]any{
-					"level": "info", "time": "2026-12-02T10:00:30Z",
-					"msg":  `waiting for lock "staging": held by acme/web@main#41 for 1m30s; queue position 1; waited 30s`,
-					"lock": "staging", "holder": "acme/web@main#41", "held_for": "1m30s", "stale": false, "position": float64(1), "waited": "30s",
-				}, m)
-			},
-		},
-		{
-			name:     "terminal: the live line, cut to 40 columns",
-			terminal: true,
-			check: func(t *testing.T, out string) {
-				live := ansiClearLine + `waiting for lock "staging": held by ac…`
-				assert.Equal(t, strings.Repeat(live, 31)+ansiClearLine, out, "drawn at once and every second, then cleared")
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			c, buf, clk := testConsole(t, tt.terminal, 40, tt.env)
-			p := newWaitProgress(c, clk)
-			p.update(pr)
-			for i := 0; i < 30; i++ {
-				require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
-				before := len(buf.String())
-				clk.Step(time.Second)
-				if tt.terminal || i == 29 {
-					require.Eventually(t, func() bool { return len(buf.String()) > before }, 5*time.Second, time.Millisecond, "tick %d shows", i)
-				}
-			}
-			p.finish()
-			tt.check(t, buf.String())
-		})
-	}
 }

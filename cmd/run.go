@@ -316,10 +316,10 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	}
 	obs := &progress.Run{Console: d.c.Console, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	progress := newWaitProgress(o.f.console(), o.f.lockClock())
+	wait := progress.NewWait(o.f.console().Console, o.f.lockClock())
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: progress.update,
+		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
 	}
 	var sweep *run.Sweep
 	if jobs != nil {
@@ -330,7 +330,7 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
 	h, err := run.Acquire(waitCtx, locks, req, obs)
-	progress.finish()
+	wait.Finish()
 	if err != nil {
 		if ctx.Err() != nil {
 			d.printf(styleWarn, "interrupted while waiting for lock %q; left the queue", o.Target)

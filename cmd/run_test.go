@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
@@ -243,7 +243,7 @@ func TestRunRun(t *testing.T) {
 func TestRunRunInterruptedCommand(t *testing.T) {
 	t.Parallel()
 	te := newTestEnv(t)
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &clitest.SyncBuffer{}, &clitest.SyncBuffer{}
 	te.f.IOStreams.Out, te.f.IOStreams.ErrOut = out, errOut
 	ctx, cancel := context.WithCancelCause(t.Context())
 	done := make(chan error, 1)
@@ -271,7 +271,7 @@ func TestRunRunInterruptedCommand(t *testing.T) {
 func TestRunRunLockLost(t *testing.T) {
 	t.Parallel()
 	te := newTestEnv(t)
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &clitest.SyncBuffer{}, &clitest.SyncBuffer{}
 	te.f.IOStreams.Out, te.f.IOStreams.ErrOut = out, errOut
 	done := make(chan error, 1)
 	go func() {
@@ -307,7 +307,7 @@ func TestRunRunLockLost(t *testing.T) {
 // Pending on creation, then Running, then finished with exitCode (never
 // when it is negative), each step once run has shown the previous one, so
 // the output is deterministic.
-func fakeKubelet(t *testing.T, te *testEnv, errOut *syncBuffer, pod string, exitCode int32) {
+func fakeKubelet(t *testing.T, te *testEnv, errOut *clitest.SyncBuffer, pod string, exitCode int32) {
 	t.Helper()
 	te.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
@@ -381,7 +381,7 @@ func TestRunRunJob(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
-			errOut, out := &syncBuffer{}, &syncBuffer{}
+			errOut, out := &clitest.SyncBuffer{}, &clitest.SyncBuffer{}
 			te.f.IOStreams.ErrOut, te.f.IOStreams.Out = errOut, out
 			fakeKubelet(t, te, errOut, "deploy-web-42", tt.exitCode)
 
@@ -406,7 +406,7 @@ func TestRunRunJob(t *testing.T) {
 func TestRunRunJobInterrupted(t *testing.T) {
 	t.Parallel()
 	te := newTestEnv(t)
-	errOut := &syncBuffer{}
+	errOut := &clitest.SyncBuffer{}
 	te.f.IOStreams.ErrOut = errOut
 	fakeKubelet(t, te, errOut, "deploy-web-42", -1)
 	ctx, cancel := context.WithCancelCause(t.Context())
@@ -540,7 +540,7 @@ func TestRunDisplay(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			clk := testingclock.NewFakeClock(testNow)
-			var buf syncBuffer
+			var buf clitest.SyncBuffer
 			env := map[string]string{}
 			if !tt.color {
 				env["NO_COLOR"] = "1"
@@ -616,23 +616,3 @@ func writeActions(actions []k8stesting.Action) []string {
 	}
 	return out
 }
-
-// syncBuffer is a bytes.Buffer safe for the goroutines of a run.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-var _ io.Writer = (*syncBuffer)(nil)

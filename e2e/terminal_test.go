@@ -1,17 +1,17 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/internal/clitest"
 )
 
 // clearLine is what lockctl writes before redrawing or removing its live
@@ -126,7 +126,7 @@ func TestIntegrationCLILiveLine(t *testing.T) {
 	defer cancel()
 	waiter := c.command(ctx, append([]string{"acquire", "live", "--progress", "tty", "-v", "1"}, id("api", 1)...)...)
 	waiter.Env = append(waiter.Env, "COLUMNS=40", "NO_COLOR=1")
-	var stderr syncBuffer
+	var stderr clitest.SyncBuffer
 	waiter.Stderr = &stderr
 	require.NoError(t, waiter.Start())
 	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), clearLine+"waiting for lock") },
@@ -147,22 +147,4 @@ func TestIntegrationCLILiveLine(t *testing.T) {
 			}
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

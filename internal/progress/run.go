@@ -1,5 +1,6 @@
 // Package progress shows on the console what a lockctl command does while
-// it waits and runs: the run.Observer of lockctl run.
+// it waits and runs: a lock wait (Wait) and lockctl run (Run, its
+// run.Observer).
 package progress
 
 import (

@@ -3,7 +3,6 @@ package term
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -12,32 +11,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/lockctl/lockctl/internal/clitest"
 )
 
 var testNow = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-// syncBuffer is a bytes.Buffer safe for the console's redraw goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testConsole is a console on a buffer with a fake clock.
-func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*Console, *syncBuffer, *testingclock.FakeClock) {
+func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*Console, *clitest.SyncBuffer, *testingclock.FakeClock) {
 	t.Helper()
-	var buf syncBuffer
+	var buf clitest.SyncBuffer
 	clk := testingclock.NewFakeClock(testNow)
 	c := New(&buf, clk, Options{
 		Terminal: terminal,

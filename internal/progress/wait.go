@@ -1,4 +1,4 @@
-package cmd
+package progress
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -16,12 +17,12 @@ import (
 // unchanged state, so a CI log shows the wait is alive.
 const plainRepeat = 30 * time.Second
 
-// waitProgress shows a lock wait on the console: on a live console the
+// Wait shows a lock wait on the console: on a live console the
 // live line, redrawn every second; elsewhere a line (timestamped, or a
 // JSON object with the wait's fields) on each change and every
 // plainRepeat.
-type waitProgress struct {
-	c     *console
+type Wait struct {
+	c     *term.Console
 	clock clock.WithTicker
 	live  bool
 
@@ -33,8 +34,10 @@ type waitProgress struct {
 	done     chan struct{}
 }
 
-func newWaitProgress(c *console, clk clock.WithTicker) *waitProgress {
-	p := &waitProgress{c: c, clock: clk, live: c.isLive(), stop: make(chan struct{}), done: make(chan struct{})}
+// NewWait returns the display of one wait on c, timed by clk (the clock
+// the lock is stamped on, so "held for" and "waited" agree with it).
+func NewWait(c *term.Console, clk clock.WithTicker) *Wait {
+	p := &Wait{c: c, clock: clk, live: c.IsLive(), stop: make(chan struct{}), done: make(chan struct{})}
 	if p.live {
 		close(p.done)
 	} else {
@@ -43,8 +46,8 @@ func newWaitProgress(c *console, clk clock.WithTicker) *waitProgress {
 	return p
 }
 
-// update records a new state of the wait and shows it.
-func (p *waitProgress) update(pr lock.Progress) {
+// Update records a new state of the wait and shows it.
+func (p *Wait) Update(pr lock.Progress) {
 	p.mu.Lock()
 	first := p.last == nil
 	p.last = &pr
@@ -53,7 +56,7 @@ func (p *waitProgress) update(pr lock.Progress) {
 		// NOTE: the console calls line under its own lock, so p.mu is
 		// never held while calling the console.
 		if first {
-			p.c.setStatus(p.line)
+			p.c.SetStatus(p.line)
 		}
 		return
 	}
@@ -61,7 +64,7 @@ func (p *waitProgress) update(pr lock.Progress) {
 }
 
 // line is the live line: the wait as it is now.
-func (p *waitProgress) line(now time.Time) string {
+func (p *Wait) line(now time.Time) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
@@ -70,16 +73,17 @@ func (p *waitProgress) line(now time.Time) string {
 	return describeWait(*p.last, now)
 }
 
-// finish ends the live line.
-func (p *waitProgress) finish() {
+// Finish ends the live line and stops the repeats; call it once the
+// wait is over.
+func (p *Wait) Finish() {
 	close(p.stop)
 	<-p.done
 	if p.live {
-		p.c.setStatus(nil)
+		p.c.SetStatus(nil)
 	}
 }
 
-func (p *waitProgress) tick() {
+func (p *Wait) tick() {
 	defer close(p.done)
 	t := p.clock.NewTicker(time.Second)
 	defer t.Stop()
@@ -95,7 +99,7 @@ func (p *waitProgress) tick() {
 
 // print writes the wait as a line when it changed, or when plainRepeat
 // passed since the last one.
-func (p *waitProgress) print(changed bool) {
+func (p *Wait) print(changed bool) {
 	p.mu.Lock()
 	if p.last == nil {
 		p.mu.Unlock()
@@ -111,7 +115,7 @@ func (p *waitProgress) print(changed bool) {
 	p.lastLine = line
 	p.mu.Unlock()
 	if show {
-		p.c.statusf(styleNone, waitFields(pr, now), "%s", line)
+		p.c.Statusf(term.StyleNone, waitFields(pr, now), "%s", line)
 	}
 }
 
@@ -120,10 +124,10 @@ func waitFields(pr lock.Progress, now time.Time) logrus.Fields {
 	fields := logrus.Fields{
 		"lock":     pr.Target,
 		"holder":   pr.Holder.Identity.String(),
-		"held_for": humanDuration(now.Sub(pr.Holder.Since.Time)),
+		"held_for": term.HumanDuration(now.Sub(pr.Holder.Since.Time)),
 		"stale":    !pr.HolderAlive,
 		"position": pr.Position,
-		"waited":   humanDuration(now.Sub(pr.Started)),
+		"waited":   term.HumanDuration(now.Sub(pr.Started)),
 	}
 	if pr.Holder.Pod != nil {
 		fields["pod"] = pr.Holder.Pod.String()
@@ -155,7 +159,7 @@ func describeWait(pr lock.Progress, now time.Time) string {
 		if pr.Holder.Pod != nil {
 			fmt.Fprintf(&b, " (pod %s)", pr.Holder.Pod)
 		}
-		fmt.Fprintf(&b, " for %s", humanDuration(now.Sub(pr.Holder.Since.Time)))
+		fmt.Fprintf(&b, " for %s", term.HumanDuration(now.Sub(pr.Holder.Since.Time)))
 		if !pr.HolderAlive {
 			b.WriteString(", stale")
 		}
@@ -171,6 +175,6 @@ func describeWait(pr lock.Progress, now time.Time) string {
 		}
 		fmt.Fprintf(&b, " (after %s)", strings.Join(names, ", "))
 	}
-	fmt.Fprintf(&b, "; waited %s", humanDuration(now.Sub(pr.Started)))
+	fmt.Fprintf(&b, "; waited %s", term.HumanDuration(now.Sub(pr.Started)))
 	return b.String()
 }
