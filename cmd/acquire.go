@@ -12,6 +12,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockctl/lockctl/internal/progress"
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -169,7 +170,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return o.acquireAll(ctx, locks, id, unordered)
 	}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	wait := progress.NewWait(o.f.console().Console, o.f.lockClock())
+	wait := progress.NewWait(o.f.console(), o.f.lockClock())
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
@@ -182,7 +183,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			// Main exits 128+signal without a message: say what became of
 			// the place in the queue (Acquire gave it up).
-			o.f.console().statusf(styleWarn, logrus.Fields{"lock": o.Target, "holder": id.String()},
+			o.f.console().Statusf(term.StyleWarn, logrus.Fields{"lock": o.Target, "holder": id.String()},
 				"interrupted while waiting for lock %q; left the queue", o.Target)
 		}
 		return fmt.Errorf("acquire lock %q: %w", o.Target, err)
@@ -192,11 +193,11 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", o.Target, f.Describe())
 	}
 	if held.Reentered {
-		o.f.console().statusf(styleNone, fields, "lock %q already held by %s since %s; nothing to do (%s)",
+		o.f.console().Statusf(term.StyleNone, fields, "lock %q already held by %s since %s; nothing to do (%s)",
 			o.Target, id, held.Holder.Since.UTC().Format(time.RFC3339), locks.Describe(o.Target))
 	} else {
-		o.f.console().statusf(styleGood, fields, "lock %q acquired by %s after %s (%s)",
-			o.Target, id, humanDuration(held.Waited), locks.Describe(o.Target))
+		o.f.console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
+			o.Target, id, term.HumanDuration(held.Waited), locks.Describe(o.Target))
 	}
 	if o.Output != "" {
 		l, err := locks.Get(ctx, o.Target)
@@ -214,15 +215,15 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 func setProgress(f *Factory, progress string) {
 	switch progress {
 	case "tty":
-		f.console().setLive(true)
+		f.console().SetLive(true)
 	case "plain":
-		f.console().setLive(false)
+		f.console().SetLive(false)
 	}
 }
 
 // acquireAll takes the locks of o.Targets, all or nothing (lock.AcquireAll).
 func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id lock.Identity, unordered bool) error {
-	wait := progress.NewWait(o.f.console().Console, o.f.lockClock())
+	wait := progress.NewWait(o.f.console(), o.f.lockClock())
 	var reqs []lock.Request
 	for _, target := range o.Targets {
 		reqs = append(reqs, lock.Request{
@@ -237,7 +238,7 @@ func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id 
 	wait.Finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			o.f.console().statusf(styleWarn, logrus.Fields{"holder": id.String()},
+			o.f.console().Statusf(term.StyleWarn, logrus.Fields{"holder": id.String()},
 				"interrupted while waiting for locks %s; left the queue and gave back the locks taken", names)
 		}
 		return fmt.Errorf("acquire locks %s: %w", names, err)
@@ -249,10 +250,10 @@ func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id 
 			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", held.Target, f.Describe())
 		}
 		if held.Reentered {
-			o.f.console().statusf(styleNone, fields, "lock %q already held by %s; nothing to do (%s)", held.Target, id, locks.Describe(held.Target))
+			o.f.console().Statusf(term.StyleNone, fields, "lock %q already held by %s; nothing to do (%s)", held.Target, id, locks.Describe(held.Target))
 		} else {
-			o.f.console().statusf(styleGood, fields, "lock %q acquired by %s after %s (%s)",
-				held.Target, id, humanDuration(held.Waited), locks.Describe(held.Target))
+			o.f.console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
+				held.Target, id, term.HumanDuration(held.Waited), locks.Describe(held.Target))
 		}
 		if o.Output == "" {
 			fmt.Fprintf(o.f.IOStreams.Out, "%s %s\n", held.Target, held.Token)

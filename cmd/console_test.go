@@ -13,14 +13,15 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/internal/clitest"
+	"github.com/lockctl/lockctl/internal/term"
 )
 
 // testConsole is a console on a buffer with a fake clock.
-func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*console, *clitest.SyncBuffer, *testingclock.FakeClock) {
+func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*term.Console, *clitest.SyncBuffer, *testingclock.FakeClock) {
 	t.Helper()
 	var buf clitest.SyncBuffer
 	clk := testingclock.NewFakeClock(testNow)
-	c := newConsole(&buf, clk, consoleOptions{
+	c := term.New(&buf, clk, term.Options{
 		Terminal: terminal,
 		Width:    func() int { return width },
 		Getenv:   func(k string) string { return env[k] },
@@ -29,10 +30,10 @@ func testConsole(t *testing.T, terminal bool, width int, env map[string]string) 
 }
 
 // consoleLogger is a logger writing through c, as setupLogging makes it.
-func consoleLogger(c *console) *logrus.Entry {
+func consoleLogger(c *term.Console) *logrus.Entry {
 	l := logrus.New()
-	l.SetOutput(c.logWriter())
-	l.SetFormatter(c.logFormatter())
+	l.SetOutput(c.LogWriter())
+	l.SetFormatter(c.LogFormatter())
 	l.SetLevel(logrus.DebugLevel)
 	return logrus.NewEntry(l)
 }
@@ -84,10 +85,10 @@ func TestConsoleText(t *testing.T) {
 			t.Parallel()
 			c, buf, _ := testConsole(t, tt.terminal, 80, tt.env)
 			log := consoleLogger(c)
-			c.statusf(styleGood, logrus.Fields{"lock": "staging"}, "lock %q acquired", "staging")
+			c.Statusf(term.StyleGood, logrus.Fields{"lock": "staging"}, "lock %q acquired", "staging")
 			log.WithFields(logrus.Fields{"job": "deploy-1", "from": "pending", "to": "success"}).Info("job state changed")
 			log.WithField("lock", "staging").WithError(errors.New("connection refused")).Warn("cannot renew")
-			c.printError(errors.New(`acquire lock "staging": boom`), 0)
+			printConsoleError(c, errors.New(`acquire lock "staging": boom`), 0)
 			assert.Equal(t, tt.want, buf.String())
 		})
 	}
@@ -97,13 +98,13 @@ func TestConsoleJSON(t *testing.T) {
 	t.Parallel()
 	c, buf, _ := testConsole(t, true, 80, map[string]string{"JX_LOG_FORMAT": "json"})
 	log := consoleLogger(c)
-	c.setStatus(func(time.Time) string { return "never shown" })
-	c.statusf(styleGood, logrus.Fields{"lock": "staging", "token": "42"}, "lock %q acquired", "staging")
-	_, err := c.statusWriter().Write([]byte("lock \"staging\" released\nsecond line\n"))
+	c.SetStatus(func(time.Time) string { return "never shown" })
+	c.Statusf(term.StyleGood, logrus.Fields{"lock": "staging", "token": "42"}, "lock %q acquired", "staging")
+	_, err := c.StatusWriter().Write([]byte("lock \"staging\" released\nsecond line\n"))
 	require.NoError(t, err)
 	log.WithFields(logrus.Fields{"job": "deploy-1", "from": "pending", "to": "success"}).Info("job state changed")
-	c.printError(&FlagError{Err: errors.New("unknown flag: --nope"), Command: "lockctl acquire"}, 0)
-	c.setStatus(nil)
+	printConsoleError(c, &FlagError{Err: errors.New("unknown flag: --nope"), Command: "lockctl acquire"}, 0)
+	c.SetStatus(nil)
 
 	var got []map[string]any
 	for _, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
@@ -125,12 +126,12 @@ func TestConsoleJSON(t *testing.T) {
 func TestConsoleQuiet(t *testing.T) {
 	t.Parallel()
 	c, buf, _ := testConsole(t, false, 0, nil)
-	c.setQuiet(true)
+	c.SetQuiet(true)
 	log := consoleLogger(c)
-	c.statusf(styleNone, nil, "status")
-	_, err := c.statusWriter().Write([]byte("status too\n"))
+	c.Statusf(term.StyleNone, nil, "status")
+	_, err := c.StatusWriter().Write([]byte("status too\n"))
 	require.NoError(t, err)
 	log.Warn("a warning")
-	c.printError(errors.New("boom"), 0)
+	printConsoleError(c, errors.New("boom"), 0)
 	assert.Equal(t, "10:00:00 WARNING: a warning\n10:00:00 error: boom\n", buf.String(), "-q drops status lines, never warnings or errors")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -40,7 +41,7 @@ func (f priorityFlag) Set(s string) error {
 // addPriorityFlag binds --priority to p.
 func addPriorityFlag(fs *pflag.FlagSet, p *lock.Priority) {
 	fs.Var(priorityFlag{p}, "priority", "place in the queue: high waits ahead of normal, normal ahead of low; a waiter rises one level every "+
-		humanDuration(lock.PriorityAgeing)+" it waits; never displaces the holder")
+		term.HumanDuration(lock.PriorityAgeing)+" it waits; never displaces the holder")
 }
 
 // outputFlag is an enum flag for -o.

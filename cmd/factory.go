@@ -10,7 +10,7 @@ import (
 
 	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
 	"github.com/sirupsen/logrus"
-	"golang.org/x/term"
+	xterm "golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/kubeclient"
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/servertime"
 )
 
@@ -75,18 +76,18 @@ type Factory struct {
 	Burst int
 
 	consoleOnce sync.Once
-	cons        *console
+	cons        *term.Console
 }
 
 // console returns where lockctl's own lines on stderr go, built on first
 // use from IOStreams.ErrOut as it is then (before -q replaces it).
-func (f *Factory) console() *console {
+func (f *Factory) console() *term.Console {
 	f.consoleOnce.Do(func() {
 		var structured logrus.Formatter
 		if f.Log != nil {
 			structured = f.Log.Logger.Formatter
 		}
-		f.cons = newConsole(f.IOStreams.ErrOut, f.Clock, consoleOptions{
+		f.cons = term.New(f.IOStreams.ErrOut, f.Clock, term.Options{
 			Terminal:   f.IsTerminal != nil && f.IsTerminal(),
 			Width:      f.TerminalWidth,
 			Getenv:     f.Getenv,
@@ -170,11 +171,11 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	}
 	f.IsTerminal = func() bool {
 		file, ok := streams.ErrOut.(*os.File)
-		return ok && term.IsTerminal(int(file.Fd()))
+		return ok && xterm.IsTerminal(int(file.Fd()))
 	}
 	f.TerminalWidth = func() int {
 		if file, ok := streams.ErrOut.(*os.File); ok {
-			if w, _, err := term.GetSize(int(file.Fd())); err == nil && w > 0 {
+			if w, _, err := xterm.GetSize(int(file.Fd())); err == nil && w > 0 {
 				return w
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -358,7 +359,7 @@ func (p *jobPrinter) header() []string {
 func (p *jobPrinter) row(j *job.Job) []string {
 	age := "-"
 	if st := j.Status.StartTime; st != nil {
-		age = humanDuration(p.now().Sub(st.Time))
+		age = term.HumanDuration(p.now().Sub(st.Time))
 	}
 	r := []string{j.Name, j.Spec.Job, string(j.Spec.Type), string(j.Status.State), age,
 		orDash(j.Status.PodName), orDash(j.Status.BuildID)}
@@ -472,7 +473,7 @@ func runGetClusters(ctx context.Context, o *getClustersOptions) error {
 	now := o.f.Clock.Now()
 	for _, a := range aliases {
 		s := st[a]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a, s.State, humanDuration(now.Sub(s.Since.Time)), s.Namespace, orDash(s.Message))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a, s.State, term.HumanDuration(now.Sub(s.Since.Time)), s.Namespace, orDash(s.Message))
 	}
 	return tw.Flush()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -92,13 +93,13 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 func printHistoryTable(w io.Writer, h *lock.History, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(tw, "HOLDER\tPOD\tFROM\tUNTIL\tHELD\tENDED")
-	ago := func(t time.Time) string { return humanDuration(now.Sub(t)) + " ago" }
+	ago := func(t time.Time) string { return term.HumanDuration(now.Sub(t)) + " ago" }
 	if c := h.Holder; c != nil {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s\tholding\n", c.Identity, podOf(c.Pod), ago(c.Since.Time), humanDuration(now.Sub(c.Since.Time)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s\tholding\n", c.Identity, podOf(c.Pod), ago(c.Since.Time), term.HumanDuration(now.Sub(c.Since.Time)))
 	}
 	for _, e := range h.Entries {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Identity, podOf(e.Pod), ago(e.Since.Time), ago(e.Until.Time),
-			humanDuration(e.Until.Sub(e.Since.Time)), describeEnding(e))
+			term.HumanDuration(e.Until.Sub(e.Since.Time)), describeEnding(e))
 	}
 	tw.Flush()
 }

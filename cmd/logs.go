@@ -192,7 +192,7 @@ func (o *logsOptions) jobEnd(ctx context.Context, store *job.Store, name string)
 		return err
 	}
 	line, style, outcome := jobOutcome(j, ranFor(j))
-	o.f.console().statusf(style, logrus.Fields{"job": j.Name, "state": string(j.Status.State)}, "%s", line)
+	o.f.console().Statusf(style, logrus.Fields{"job": j.Name, "state": string(j.Status.State)}, "%s", line)
 	return outcome
 }
 

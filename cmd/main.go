@@ -14,6 +14,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/lockctl/lockctl/internal/logutil"
+	"github.com/lockctl/lockctl/internal/term"
 )
 
 // Main runs lockctl with the process's arguments and streams and returns
@@ -38,7 +41,7 @@ func Main() int {
 
 	f := NewFactory(streams)
 	f.Executable = filepath.Base(os.Args[0])
-	routeKlog(f.Log, func() int { return f.Verbosity })
+	logutil.RouteKlog(f.Log, func() int { return f.Verbosity })
 	err := Run(ctx, f, os.Args[1:])
 	signal.Stop(sigs)
 	// NOTE: the signal is read from the context's cause, which the
@@ -53,7 +56,7 @@ func Main() int {
 		return CodeOK
 	}
 	// NOTE: the console, not f's ErrOut: -q discards status, never errors.
-	f.console().printError(err, f.Verbosity)
+	printConsoleError(f.console(), err, f.Verbosity)
 	return exitCode(err)
 }
 
@@ -88,25 +91,25 @@ func printError(w io.Writer, err error, verbosity int) {
 	}
 }
 
-// printError writes err as printError does, through the console: with
+// printConsoleError writes err as printError does, through the console: with
 // the time outside a terminal, or as one JSON object (msg, hint, usage,
 // detail) with JX_LOG_FORMAT=json. The live line goes first.
-func (c *console) printError(err error, verbosity int) {
-	c.setStatus(nil)
+func printConsoleError(c *term.Console, err error, verbosity int) {
+	c.SetStatus(nil)
 	lines := errorLines(err, verbosity)
 	if len(lines) == 0 {
 		return
 	}
-	if c.structured() {
+	if c.Structured() {
 		fields := logrus.Fields{}
 		for _, l := range lines[1:] {
 			fields[l.key] = l.msg
 		}
-		c.line(logrus.ErrorLevel, styleNone, fields, lines[0].msg, true)
+		c.Line(logrus.ErrorLevel, term.StyleNone, fields, lines[0].msg, true)
 		return
 	}
 	for _, l := range lines {
-		c.line(logrus.ErrorLevel, styleNone, nil, l.text(), true)
+		c.Line(logrus.ErrorLevel, term.StyleNone, nil, l.text(), true)
 	}
 }
 

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
-
-	"github.com/lockctl/lockctl/internal/term"
 )
 
 // printObject writes obj as JSON or YAML.
@@ -104,6 +101,3 @@ func validateTargets(targets []string) error {
 	}
 	return nil
 }
-
-// humanDuration renders d the way kubectl renders ages (term.HumanDuration).
-func humanDuration(d time.Duration) string { return term.HumanDuration(d) }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -232,7 +233,7 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	loopLogFormat(o.f.Log.Logger)
-	o.f.console().useFormat(o.f.Log.Logger.Formatter)
+	o.f.console().UseFormat(o.f.Log.Logger.Formatter)
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	if o.f.Getenv("GOMEMLIMIT") == "" {
 		limitCtx, stopLimit := context.WithCancel(ctx)
@@ -391,7 +392,7 @@ func healthHandler(check func() error) http.Handler {
 // still picks json.
 func loopLogFormat(l *logrus.Logger) {
 	switch l.Formatter.(type) {
-	case *textFormat, *jxlog.JenkinsXTextFormat:
+	case *term.TextFormat, *jxlog.JenkinsXTextFormat:
 		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339, DisableColors: true})
 	}
 }

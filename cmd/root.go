@@ -101,10 +101,10 @@ func newRootCmd(f *Factory) *cobra.Command {
 func setupLogging(f *Factory, g *globalOptions) {
 	f.Verbosity = g.Verbosity
 	c := f.console()
-	c.setQuiet(g.Quiet)
-	f.IOStreams.ErrOut = c.statusWriter()
-	f.Log.Logger.SetOutput(c.logWriter())
-	f.Log.Logger.SetFormatter(c.logFormatter())
+	c.SetQuiet(g.Quiet)
+	f.IOStreams.ErrOut = c.StatusWriter()
+	f.Log.Logger.SetOutput(c.LogWriter())
+	f.Log.Logger.SetFormatter(c.LogFormatter())
 	level := logrus.InfoLevel
 	switch {
 	case g.Quiet:

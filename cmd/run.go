@@ -14,6 +14,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockctl/lockctl/internal/progress"
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
@@ -247,21 +248,21 @@ func runJob(ctx context.Context, o *runOptions) error {
 	}
 
 	d := o.newDisplay()
-	defer d.close()
+	defer d.SetStatus(nil)
 	obs, h, err := o.acquire(ctx, d, jobs)
 	if err != nil {
 		return err
 	}
-	final, err := jobs.Run(ctx, h, j, d.logs(o.f.IOStreams.Out), obs)
-	d.setStatus(nil)
+	final, err := jobs.Run(ctx, h, j, d.Around(o.f.IOStreams.Out), obs)
+	d.SetStatus(nil)
 	if errors.Is(err, job.ErrExists) {
 		err = &UsageError{Err: fmt.Errorf("%w: give the job metadata.generateName for a new name on every run", err)}
 	}
 	if err == nil {
 		var summary string
-		var style lineStyle
+		var style term.Style
 		summary, style, err = jobOutcome(final, o.f.Clock.Since(obs.SubmittedAt()))
-		d.printf(style, "%s", summary)
+		d.Statusf(style, nil, "%s", summary)
 	}
 	return releaseAfter(ctx, h, usageIfInvalid(err))
 }
@@ -274,7 +275,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	d := o.newDisplay()
-	defer d.close()
+	defer d.SetStatus(nil)
 	obs, h, err := o.acquire(ctx, d, o.sweeper())
 	if err != nil {
 		return err
@@ -302,7 +303,7 @@ func releaseAfter(ctx context.Context, h *run.Hold, err error) error {
 // acquire waits for the lock as acquire does, with its display, then holds
 // it until released; then it aborts the jobs among jobs (nil: none) that
 // earlier runs left behind. The observer shows the run on d.
-func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs) (*progress.Run, *run.Hold, error) {
+func (o *runOptions) acquire(ctx context.Context, d *term.Console, jobs *run.Jobs) (*progress.Run, *run.Hold, error) {
 	locks, err := newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
 	if err != nil {
 		return nil, nil, err
@@ -314,9 +315,9 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	if err != nil {
 		return nil, nil, err
 	}
-	obs := &progress.Run{Console: d.c.Console, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL}
+	obs := &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	wait := progress.NewWait(o.f.console().Console, o.f.lockClock())
+	wait := progress.NewWait(o.f.console(), o.f.lockClock())
 	req := lock.Request{
 		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
@@ -333,13 +334,13 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 	wait.Finish()
 	if err != nil {
 		if ctx.Err() != nil {
-			d.printf(styleWarn, "interrupted while waiting for lock %q; left the queue", o.Target)
+			d.Statusf(term.StyleWarn, nil, "interrupted while waiting for lock %q; left the queue", o.Target)
 		}
 		return nil, nil, fmt.Errorf("acquire lock %q: %w", o.Target, err)
 	}
-	d.printf(styleGood, "lock %q acquired by %s after %s (%s)", o.Target, id, humanDuration(h.Held().Waited), h.Describe())
+	d.Statusf(term.StyleGood, nil, "lock %q acquired by %s after %s (%s)", o.Target, id, term.HumanDuration(h.Held().Waited), h.Describe())
 	if f := h.Held().IgnoredFreeze; f != nil {
-		d.printf(styleWarn, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", o.Target, f.Describe())
+		d.Statusf(term.StyleWarn, nil, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", o.Target, f.Describe())
 	}
 	if jobs != nil {
 		if sweep == nil {
@@ -352,9 +353,9 @@ func (o *runOptions) acquire(ctx context.Context, d *runDisplay, jobs *run.Jobs)
 
 // newDisplay returns the display of this run on the console, live as
 // --progress says.
-func (o *runOptions) newDisplay() *runDisplay {
+func (o *runOptions) newDisplay() *term.Console {
 	setProgress(o.f, o.Progress)
-	return newRunDisplay(o.f.console())
+	return o.f.console()
 }
 
 // newJobs returns where run's jobs live: the job namespace, the build
@@ -471,7 +472,7 @@ func displayJobName(j *job.Job) string {
 
 // jobOutcome is how a finished job ends lockctl run: the summary line, its
 // style, and the error that picks the exit status.
-func jobOutcome(j *job.Job, took time.Duration) (string, lineStyle, error) {
+func jobOutcome(j *job.Job, took time.Duration) (string, term.Style, error) {
 	what := fmt.Sprintf("job %q", j.Name)
 	// NOTE: "build ID ... of job ..." and never "#N" or "build N": the
 	// lock holder's CI build (acme/web@main#45) is another number.
@@ -483,27 +484,27 @@ func jobOutcome(j *job.Job, took time.Duration) (string, lineStyle, error) {
 	}
 	desc := j.Status.Description
 	why := progress.Detail(desc)
-	after := " after " + humanDuration(took)
+	after := " after " + term.HumanDuration(took)
 	timedOut := j.Status.Reason == job.ReasonTimeout
 	switch j.Status.State {
 	case job.Success:
-		return what + " succeeded" + after + why, styleGood, nil
+		return what + " succeeded" + after + why, term.StyleGood, nil
 	case job.Failure:
-		return what + " failed" + after + why, styleBad, SilentError
+		return what + " failed" + after + why, term.StyleBad, SilentError
 	case job.Error:
 		if timedOut {
-			return what + " timed out" + after + why, styleBad, &ExitError{Code: CodeTimeout}
+			return what + " timed out" + after + why, term.StyleBad, &ExitError{Code: CodeTimeout}
 		}
-		return what + " ended in error" + after + why, styleBad, SilentError
+		return what + " ended in error" + after + why, term.StyleBad, SilentError
 	case job.Aborted:
 		line := what + " was aborted" + after + why
 		switch {
 		case j.Status.Reason == job.ReasonSuperseded:
-			return line, styleBad, &ExitError{Code: CodeSuperseded}
+			return line, term.StyleBad, &ExitError{Code: CodeSuperseded}
 		case timedOut:
-			return line, styleBad, &ExitError{Code: CodeTimeout}
+			return line, term.StyleBad, &ExitError{Code: CodeTimeout}
 		}
-		return line, styleBad, &ExitError{Code: CodeError}
+		return line, term.StyleBad, &ExitError{Code: CodeError}
 	}
-	return what + " ended in state " + string(j.Status.State) + after + why, styleBad, &ExitError{Code: CodeError}
+	return what + " ended in state " + string(j.Status.State) + after + why, term.StyleBad, &ExitError{Code: CodeError}
 }

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/job"
@@ -503,76 +502,6 @@ func TestJobOutcome(t *testing.T) {
 				assert.Empty(t, buf.String(), "the summary says it all")
 			}
 		})
-	}
-}
-
-func TestRunDisplay(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name        string
-		live, color bool
-		want        string
-	}{
-		{
-			name: "plain",
-			want: "10:00:00 lock acquired\n10:00:00 pod is Running\nlog line\n10:00:01 done\n",
-		},
-		{
-			name: "live",
-			live: true,
-			want: "lock acquired\n" +
-				ansiClearLine + "pod Running; 0s" + ansiClearLine + "pod is Running\n" + ansiClearLine + "pod Running; 0s" +
-				ansiClearLine + "log line\n" + ansiClearLine + "pod Running; 0s" +
-				ansiClearLine + "pod Running; 1s" +
-				ansiClearLine + "done\n" + ansiClearLine + "pod Running; 1s" + ansiClearLine,
-		},
-		{
-			name: "live in colour",
-			live: true, color: true,
-			want: "\033[32mlock acquired\033[0m\n" +
-				ansiClearLine + "pod Running; 0s" + ansiClearLine + "pod is Running\n" + ansiClearLine + "pod Running; 0s" +
-				ansiClearLine + "log line\n" + ansiClearLine + "pod Running; 0s" +
-				ansiClearLine + "pod Running; 1s" +
-				ansiClearLine + "\033[31mdone\033[0m\n" + ansiClearLine + "pod Running; 1s" + ansiClearLine,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			clk := testingclock.NewFakeClock(testNow)
-			var buf clitest.SyncBuffer
-			env := map[string]string{}
-			if !tt.color {
-				env["NO_COLOR"] = "1"
-			}
-			d := newRunDisplay(newConsole(&buf, clk, consoleOptions{Terminal: tt.live, Getenv: func(k string) string { return env[k] }}))
-			d.printf(styleGood, "lock acquired")
-			d.setStatus(func(now time.Time) string { return "pod Running; " + humanDuration(now.Sub(testNow)) })
-			d.printf(styleNone, "pod is Running")
-			_, err := io.WriteString(d.logs(&buf), "log line\n")
-			require.NoError(t, err)
-			if tt.live {
-				require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
-			}
-			before := len(buf.String())
-			clk.Step(time.Second)
-			if tt.live {
-				require.Eventually(t, func() bool { return len(buf.String()) > before }, 5*time.Second, time.Millisecond, "redrawn each second")
-			}
-			d.printf(styleBad, "done")
-			d.close()
-			assert.Equal(t, tt.want, buf.String())
-		})
-	}
-}
-
-func TestHumanDuration(t *testing.T) {
-	t.Parallel()
-	for d, want := range map[time.Duration]string{
-		-time.Second: "0s", 42 * time.Second: "42s", time.Minute: "1m", 80 * time.Second: "1m20s",
-		5*time.Minute + 10*time.Second: "5m10s", 3*time.Hour + 4*time.Minute: "3h4m", 72 * time.Hour: "3d",
-	} {
-		assert.Equal(t, want, humanDuration(d), "humanDuration(%s)", d)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -163,7 +164,7 @@ func printLockTable(w io.Writer, items []lock.Lock, withNamespace bool, now time
 		}
 		holder, since, liveness := "-", "-", l.Status.Liveness
 		if h := l.Status.Holder; h != nil {
-			holder, since = h.Identity.String(), humanDuration(now.Sub(h.Since.Time))
+			holder, since = h.Identity.String(), term.HumanDuration(now.Sub(h.Since.Time))
 			if !l.Status.Alive {
 				liveness += " (stale)"
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -160,22 +161,22 @@ func waitForJob(ctx context.Context, store *job.Store, name string, f *Factory) 
 		return j, nil
 	}
 	cons := f.console()
-	cons.statusf(styleNone, logrus.Fields{"job": name, "state": string(j.Status.State)}, "waiting for job %q to end (%s)", name, j.Status.State)
+	cons.Statusf(term.StyleNone, logrus.Fields{"job": name, "state": string(j.Status.State)}, "waiting for job %q to end (%s)", name, j.Status.State)
 	var mu sync.Mutex
 	state, since := j.Status.State, f.Clock.Now()
-	cons.setStatus(func(now time.Time) string {
+	cons.SetStatus(func(now time.Time) string {
 		mu.Lock()
 		defer mu.Unlock()
-		return fmt.Sprintf("waiting for job %q: %s, %s", name, state, humanDuration(now.Sub(since)))
+		return fmt.Sprintf("waiting for job %q: %s, %s", name, state, term.HumanDuration(now.Sub(since)))
 	})
-	defer cons.setStatus(nil)
+	defer cons.SetStatus(nil)
 	return store.Wait(ctx, name, func(j *job.Job) {
 		mu.Lock()
 		changed := j.Status.State != state && !j.IsTerminal()
 		state = j.Status.State
 		mu.Unlock()
 		if changed {
-			cons.statusf(styleNone, logrus.Fields{"job": name, "state": string(j.Status.State)}, "job %q is %s", name, j.Status.State)
+			cons.Statusf(term.StyleNone, logrus.Fields{"job": name, "state": string(j.Status.State)}, "job %q is %s", name, j.Status.State)
 		}
 	})
 }

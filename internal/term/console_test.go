@@ -2,6 +2,7 @@ package term
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -111,4 +112,76 @@ func TestConsoleAround(t *testing.T) {
 	assert.Equal(t, "log line\n", logs.String())
 	assert.Equal(t, ClearLine+"pod Running"+ClearLine+ClearLine+"pod Running"+ClearLine, buf.String(),
 		"the live line leaves before a container's output and comes back after it")
+}
+
+// TestConsoleStatusAndLogs: status lines, the live line and container logs
+// written around it, as lockctl run shows them.
+func TestConsoleStatusAndLogs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		live, color bool
+		want        string
+	}{
+		{
+			name: "plain",
+			want: "10:00:00 lock acquired\n10:00:00 pod is Running\nlog line\n10:00:01 done\n",
+		},
+		{
+			name: "live",
+			live: true,
+			want: "lock acquired\n" +
+				ClearLine + "pod Running; 0s" + ClearLine + "pod is Running\n" + ClearLine + "pod Running; 0s" +
+				ClearLine + "log line\n" + ClearLine + "pod Running; 0s" +
+				ClearLine + "pod Running; 1s" +
+				ClearLine + "done\n" + ClearLine + "pod Running; 1s" + ClearLine,
+		},
+		{
+			name: "live in colour",
+			live: true, color: true,
+			want: "\033[32mlock acquired\033[0m\n" +
+				ClearLine + "pod Running; 0s" + ClearLine + "pod is Running\n" + ClearLine + "pod Running; 0s" +
+				ClearLine + "log line\n" + ClearLine + "pod Running; 0s" +
+				ClearLine + "pod Running; 1s" +
+				ClearLine + "\033[31mdone\033[0m\n" + ClearLine + "pod Running; 1s" + ClearLine,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := testingclock.NewFakeClock(testNow)
+			var buf clitest.SyncBuffer
+			env := map[string]string{}
+			if !tt.color {
+				env["NO_COLOR"] = "1"
+			}
+			d := New(&buf, clk, Options{Terminal: tt.live, Getenv: func(k string) string { return env[k] }})
+			d.Statusf(StyleGood, nil, "lock acquired")
+			d.SetStatus(func(now time.Time) string { return "pod Running; " + HumanDuration(now.Sub(testNow)) })
+			d.Statusf(StyleNone, nil, "pod is Running")
+			_, err := io.WriteString(d.Around(&buf), "log line\n")
+			require.NoError(t, err)
+			if tt.live {
+				require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+			}
+			before := len(buf.String())
+			clk.Step(time.Second)
+			if tt.live {
+				require.Eventually(t, func() bool { return len(buf.String()) > before }, 5*time.Second, time.Millisecond, "redrawn each second")
+			}
+			d.Statusf(StyleBad, nil, "done")
+			d.SetStatus(nil)
+			assert.Equal(t, tt.want, buf.String())
+		})
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s", 42 * time.Second: "42s", time.Minute: "1m", 80 * time.Second: "1m20s",
+		5*time.Minute + 10*time.Second: "5m10s", 3*time.Hour + 4*time.Minute: "3h4m", 72 * time.Hour: "3d",
+	} {
+		assert.Equal(t, want, HumanDuration(d), "HumanDuration(%s)", d)
+	}
 }

@@ -1,4 +1,4 @@
-package cmd
+package logutil
 
 import (
 	"bytes"
@@ -7,16 +7,16 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// klogVerbosity is the -v from which client-go's own lines are shown.
-const klogVerbosity = 3
+// KlogVerbosity is the -v from which client-go's own lines are shown.
+const KlogVerbosity = 3
 
-// routeKlog sends what client-go logs through klog (reflector retries,
+// RouteKlog sends what client-go logs through klog (reflector retries,
 // throttling notices, "failed to list" or "is forbidden" while an API server
 // is away or refuses) to the trace log, shown only with -v 3 or more,
 // instead of raw to stderr: lockctl reports the errors that matter itself,
 // in its own words, and a forbidden watch retried by an informer must not
 // stream at the user. verbosity returns -v once flags are parsed.
-func routeKlog(log *logrus.Entry, verbosity func() int) {
+func RouteKlog(log *logrus.Entry, verbosity func() int) {
 	klog.LogToStderr(false)
 	klog.SetOutput(klogWriter{log: log, verbosity: verbosity})
 }
@@ -28,7 +28,7 @@ type klogWriter struct {
 }
 
 func (w klogWriter) Write(p []byte) (int, error) {
-	if w.verbosity() < klogVerbosity {
+	if w.verbosity() < KlogVerbosity {
 		return len(p), nil
 	}
 	if line := bytes.TrimSpace(p); len(line) > 0 {
