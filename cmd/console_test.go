@@ -17,16 +17,15 @@ import (
 )
 
 // testConsole is a console on a buffer with a fake clock.
-func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*term.Console, *clitest.SyncBuffer, *testingclock.FakeClock) {
+func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*term.Console, *clitest.SyncBuffer) {
 	t.Helper()
 	var buf clitest.SyncBuffer
-	clk := testingclock.NewFakeClock(testNow)
-	c := term.New(&buf, clk, term.Options{
+	c := term.New(&buf, testingclock.NewFakeClock(testNow), term.Options{
 		Terminal: terminal,
 		Width:    func() int { return width },
 		Getenv:   func(k string) string { return env[k] },
 	})
-	return c, &buf, clk
+	return c, &buf
 }
 
 // consoleLogger is a logger writing through c, as setupLogging makes it.
@@ -83,7 +82,7 @@ func TestConsoleText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, buf, _ := testConsole(t, tt.terminal, 80, tt.env)
+			c, buf := testConsole(t, tt.terminal, 80, tt.env)
 			log := consoleLogger(c)
 			c.Statusf(term.StyleGood, logrus.Fields{"lock": "staging"}, "lock %q acquired", "staging")
 			log.WithFields(logrus.Fields{"job": "deploy-1", "from": "pending", "to": "success"}).Info("job state changed")
@@ -96,7 +95,7 @@ func TestConsoleText(t *testing.T) {
 
 func TestConsoleJSON(t *testing.T) {
 	t.Parallel()
-	c, buf, _ := testConsole(t, true, 80, map[string]string{"JX_LOG_FORMAT": "json"})
+	c, buf := testConsole(t, true, 80, map[string]string{"JX_LOG_FORMAT": "json"})
 	log := consoleLogger(c)
 	c.SetStatus(func(time.Time) string { return "never shown" })
 	c.Statusf(term.StyleGood, logrus.Fields{"lock": "staging", "token": "42"}, "lock %q acquired", "staging")
@@ -125,7 +124,7 @@ func TestConsoleJSON(t *testing.T) {
 
 func TestConsoleQuiet(t *testing.T) {
 	t.Parallel()
-	c, buf, _ := testConsole(t, false, 0, nil)
+	c, buf := testConsole(t, false, 0, nil)
 	c.SetQuiet(true)
 	log := consoleLogger(c)
 	c.Statusf(term.StyleNone, nil, "status")
