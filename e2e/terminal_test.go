@@ -3,7 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -147,4 +153,151 @@ func TestIntegrationCLILiveLine(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ttyColumns is the width of the pseudo-terminal lockctl runs on.
+const ttyColumns = 40
+
+// terminalRun is lockctl running on a pseudo-terminal.
+type terminalRun struct {
+	cmd  *exec.Cmd
+	out  clitest.SyncBuffer // what the terminal received: stdout and stderr together
+	done chan struct{}
+	err  error // cmd.Wait's, once done is closed
+}
+
+// scriptWorks skips t unless script(1) (util-linux; bsdutils on Debian)
+// can give a command a pseudo-terminal here.
+func scriptWorks(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("needs script(1) from util-linux (bsdutils on Debian) to give lockctl a pseudo-terminal: " + err.Error())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "script", "-qfec", "true", "/dev/null").CombinedOutput(); err != nil {
+		t.Skipf("script(1) cannot run a command on a pseudo-terminal here (script -qfec true /dev/null: %v: %s)", err, out)
+	}
+}
+
+// startOnTerminal starts lockctl args on a pseudo-terminal ttyColumns wide
+// (with script(1)), as a developer's shell does. The shell prints its
+// process ID, which lockctl takes over with exec, so a hang can be
+// diagnosed (see wait).
+func (c *cli) startOnTerminal(t *testing.T, env []string, args ...string) *terminalRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	shell := fmt.Sprintf("stty cols %d rows 24 && echo lockctl-pid=$$ && exec %s", ttyColumns, shellQuote(lockctlBin))
+	for _, a := range args {
+		shell += " " + shellQuote(a)
+	}
+	cmd := exec.CommandContext(ctx, "script", "-qfec", shell, "/dev/null")
+	cmd.Env = slices.Concat(c.command(ctx).Env, []string{"TERM=xterm"}, env)
+	// NOTE: should the context end first, Wait returns soon after script
+	// is killed even if lockctl still holds the terminal's output.
+	cmd.WaitDelay = 10 * time.Second
+	r := &terminalRun{cmd: cmd, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &r.out, &r.out
+	require.NoError(t, cmd.Start())
+	go func() {
+		r.err = cmd.Wait()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// waitFor waits until the terminal received text at least n times; it
+// fails at once, with the terminal's output, if lockctl ends first.
+func (r *terminalRun) waitFor(t *testing.T, text string, n int) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for strings.Count(r.out.String(), text) < n {
+		select {
+		case <-r.done:
+			t.Fatalf("lockctl ended (%v) before the terminal showed %q %d times:\n%q", r.err, text, n, r.out.String())
+		case <-deadline:
+			r.dump()
+			t.Fatalf("the terminal did not show %q %d times in a minute:\n%q", text, n, r.out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// wait waits for lockctl to end and returns what the terminal received.
+// Should it not end within a minute, it gets SIGQUIT, so the failure shows
+// its goroutines, and the test fails instead of hanging.
+func (r *terminalRun) wait(t *testing.T) string {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		r.dump()
+		t.Fatalf("lockctl on a terminal did not end within a minute; the terminal received:\n%s", r.out.String())
+	}
+	require.NoError(t, r.err, "%q", r.out.String())
+	return r.out.String()
+}
+
+// dump sends SIGQUIT to lockctl, which then writes its goroutines to the
+// terminal and exits, and waits a little for script to pass that on.
+func (r *terminalRun) dump() {
+	_, rest, ok := strings.Cut(r.out.String(), "lockctl-pid=")
+	if !ok {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	if err != nil {
+		return
+	}
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Signal(syscall.SIGQUIT)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(15 * time.Second):
+	}
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// TestIntegrationCLITerminal waits for a lock on a real (pseudo-)terminal
+// 40 columns wide, without --progress: lockctl finds the terminal and its
+// width itself, keeps the live line inside it, writes the -v 1 debug line
+// on a row of its own, and colours the result unless NO_COLOR is set.
+func TestIntegrationCLITerminal(t *testing.T) {
+	t.Parallel()
+	scriptWorks(t)
+	c := newCLI(t)
+	require.Equal(t, 0, c.run(t, append([]string{"acquire", "tty"}, id("web", 1)...)...).code)
+
+	waiter := c.startOnTerminal(t, nil, append([]string{"acquire", "tty", "-v", "1"}, id("api", 1)...)...)
+	// NOTE: two draws of the live line, so a redraw is checked too.
+	waiter.waitFor(t, clearLine+"waiting for lock", 2)
+	o := c.run(t, append([]string{"release", "tty"}, id("web", 1)...)...)
+	require.Equal(t, 0, o.code, o.stderr)
+	got := waiter.wait(t)
+
+	assert.Contains(t, got, clearLine+"DEBUG: lock acquired holder=acme/api@main#1", "the debug line starts on a cleared row")
+	assert.Contains(t, got, clearLine+"\033[32mlock \"tty\" acquired by acme/api@main#1", "the result in green, on a cleared row")
+	assert.Regexp(t, `(?m)^\d+\r$`, got, "the fencing token on stdout")
+	assert.NotRegexp(t, `(?m)^\d\d:\d\d:\d\d `, got, "no timestamps on a terminal")
+	for _, seg := range strings.Split(got, clearLine) {
+		if row, _, _ := strings.Cut(seg, "\r\n"); strings.HasPrefix(row, "waiting for lock") {
+			assert.Less(t, utf8.RuneCountInString(row), ttyColumns, "the live line fits the terminal: %q", row)
+		}
+	}
+
+	// NOTE: another lock: acme/api@main#1 keeps "tty", and a wait for it
+	// would last the hour of its TTL.
+	plain := c.startOnTerminal(t, []string{"NO_COLOR=1"}, append([]string{"acquire", "tty-plain"}, id("web", 2)...)...)
+	got = plain.wait(t)
+	assert.Contains(t, got, `lock "tty-plain" acquired by acme/web@main#2`)
+	assert.NotRegexp(t, "\033\\[[0-9;]*m", got, "NO_COLOR: no colour")
 }
