@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/lock"
@@ -204,7 +205,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		if err != nil {
 			return err
 		}
-		return printObject(o.f.IOStreams.Out, o.Output, l)
+		return printers.Object(o.f.IOStreams.Out, o.Output, l)
 	}
 	fmt.Fprintln(o.f.IOStreams.Out, held.Token)
 	return nil
@@ -268,7 +269,7 @@ func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id 
 		}
 	}
 	if o.Output != "" {
-		return printObject(o.f.IOStreams.Out, o.Output, listOf(items))
+		return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -123,7 +124,7 @@ func runFreeze(ctx context.Context, o *freezeOptions) error {
 	}
 	fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q %s (%s)\n", o.Target, l.Status.Freeze.Describe(), locks.Describe(o.Target))
 	if o.Output != "" {
-		return printObject(o.f.IOStreams.Out, o.Output, l)
+		return printers.Object(o.f.IOStreams.Out, o.Output, l)
 	}
 	return nil
 }

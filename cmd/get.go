@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
-	"unicode/utf8"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -18,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -173,7 +169,7 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 	if err != nil {
 		return err
 	}
-	p := &jobPrinter{w: o.f.IOStreams.Out, format: o.Output, namespaces: o.AllNamespaces, now: o.f.Clock.Now}
+	p := &printers.JobPrinter{W: o.f.IOStreams.Out, Format: o.Output, Namespaces: o.AllNamespaces, Now: o.f.Clock.Now}
 	jobs, lookupErr := o.jobs(ctx, store)
 	if jobs == nil {
 		return lookupErr
@@ -191,7 +187,7 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 		}
 	}
 	// NOTE: as kubectl does, one name gives the object, anything else a List.
-	if err := p.printAll(jobs, !o.Watch && len(o.Names) != 1); err != nil {
+	if err := p.PrintAll(jobs, !o.Watch && len(o.Names) != 1); err != nil {
 		return err
 	}
 	if lookupErr != nil || !o.Watch {
@@ -246,7 +242,7 @@ func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job
 // watch prints every change to the jobs shown (shown, as printed) until ctx
 // ends, which is how -w ends: interrupted, it exits as lockctl does on a
 // signal.
-func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *jobPrinter, shown []*job.Job) error {
+func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *printers.JobPrinter, shown []*job.Job) error {
 	seen := make(map[string]string, len(shown))
 	for _, j := range shown {
 		seen[j.Namespace+"/"+j.Name] = j.ResourceVersion
@@ -264,7 +260,7 @@ func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *jobPrin
 			return nil // the informer's first list: printed already
 		}
 		seen[key] = j.ResourceVersion
-		return p.print(j)
+		return p.Print(j)
 	})
 }
 
@@ -275,141 +271,6 @@ func quoteAll(names []string) string {
 		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, ", ")
-}
-
-// jobPrinter prints jobs in one -o format: a table (wide with -o wide),
-// job/NAME lines, or objects. A table keeps its column widths from one
-// print to the next, growing them as needed, so the rows of -w line up.
-type jobPrinter struct {
-	w          io.Writer
-	format     string
-	namespaces bool // a NAMESPACE column (-A)
-	now        func() time.Time
-
-	widths  []int
-	printed int // objects printed so far
-}
-
-// printAll prints jobs; as a table with its header, and as one List object
-// when list is set (otherwise one object each, as -w prints them).
-func (p *jobPrinter) printAll(jobs []*job.Job, list bool) error {
-	switch p.format {
-	case "json", "yaml":
-		if list {
-			p.printed++
-			return printObject(p.w, p.format, listOf(jobs))
-		}
-		for _, j := range jobs {
-			if err := p.print(j); err != nil {
-				return err
-			}
-		}
-		return nil
-	case "name":
-		for _, j := range jobs {
-			if err := p.print(j); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(jobs) == 0 && list {
-		return nil
-	}
-	rows := [][]string{p.header()}
-	for _, j := range jobs {
-		rows = append(rows, p.row(j))
-	}
-	return p.rows(rows)
-}
-
-// print prints one job: a table row, its name or the object.
-func (p *jobPrinter) print(j *job.Job) error {
-	switch p.format {
-	case "json", "yaml":
-		if p.printed > 0 && p.format == "yaml" {
-			if _, err := fmt.Fprintln(p.w, "---"); err != nil {
-				return err
-			}
-		}
-		p.printed++
-		return printObject(p.w, p.format, j)
-	case "name":
-		_, err := fmt.Fprintf(p.w, "job/%s\n", j.Name)
-		return err
-	}
-	if p.widths == nil {
-		return p.rows([][]string{p.header(), p.row(j)})
-	}
-	return p.rows([][]string{p.row(j)})
-}
-
-func (p *jobPrinter) header() []string {
-	h := []string{"NAME", "JOB", "TYPE", "STATE", "AGE", "POD", "BUILD"}
-	if p.format == "wide" {
-		h = append(h, "CLUSTER", "REFS", "QUEUE", "REASON")
-	}
-	h = append(h, "DESCRIPTION")
-	if p.namespaces {
-		h = append([]string{"NAMESPACE"}, h...)
-	}
-	return h
-}
-
-func (p *jobPrinter) row(j *job.Job) []string {
-	age := "-"
-	if st := j.Status.StartTime; st != nil {
-		age = term.HumanDuration(p.now().Sub(st.Time))
-	}
-	r := []string{j.Name, j.Spec.Job, string(j.Spec.Type), string(j.Status.State), age,
-		orDash(j.Status.PodName), orDash(j.Status.BuildID)}
-	if p.format == "wide" {
-		r = append(r, j.ClusterAlias(), orDash(refsString(j.Spec.Refs)), orDash(j.Spec.Queue), orDash(j.Status.Reason))
-	}
-	r = append(r, orDash(j.Status.Description))
-	if p.namespaces {
-		r = append([]string{j.Namespace}, r...)
-	}
-	return r
-}
-
-// rows prints table rows as kubectl does: columns three spaces apart, the
-// last one unpadded.
-func (p *jobPrinter) rows(rows [][]string) error {
-	for _, r := range rows {
-		for i, cell := range r[:len(r)-1] {
-			if i == len(p.widths) {
-				p.widths = append(p.widths, 0)
-			}
-			p.widths[i] = max(p.widths[i], utf8.RuneCountInString(cell))
-		}
-	}
-	var b strings.Builder
-	for _, r := range rows {
-		for i, cell := range r[:len(r)-1] {
-			b.WriteString(cell)
-			b.WriteString(strings.Repeat(" ", p.widths[i]-utf8.RuneCountInString(cell)+3))
-		}
-		b.WriteString(r[len(r)-1])
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(p.w, b.String())
-	return err
-}
-
-// refsString is refs as org/repo@baseRef, with #N for each pull.
-func refsString(r *job.Refs) string {
-	if r == nil || r.Org == "" && r.Repo == "" {
-		return ""
-	}
-	s := r.Org + "/" + r.Repo
-	if r.BaseRef != "" {
-		s += "@" + r.BaseRef
-	}
-	for _, pr := range r.Pulls {
-		s += fmt.Sprintf("#%d", pr.Number)
-	}
-	return s
 }
 
 func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.Command {
@@ -461,19 +322,7 @@ func runGetClusters(ctx context.Context, o *getClustersOptions) error {
 		}
 	}
 	if o.Output != "" {
-		return printObject(o.f.IOStreams.Out, o.Output, st)
+		return printers.Object(o.f.IOStreams.Out, o.Output, st)
 	}
-	aliases := make([]string, 0, len(st))
-	for a := range st {
-		aliases = append(aliases, a)
-	}
-	sort.Strings(aliases)
-	tw := tabwriter.NewWriter(o.f.IOStreams.Out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tSTATE\tSINCE\tPOD NAMESPACE\tMESSAGE")
-	now := o.f.Clock.Now()
-	for _, a := range aliases {
-		s := st[a]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a, s.State, term.HumanDuration(now.Sub(s.Since.Time)), s.Namespace, orDash(s.Message))
-	}
-	return tw.Flush()
+	return printers.ClusterTable(o.f.IOStreams.Out, st, o.f.Clock.Now())
 }

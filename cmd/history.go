@@ -3,14 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
-	"text/tabwriter"
-	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -83,39 +80,8 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 		}
 	}
 	if o.Output != "" {
-		return printObject(o.f.IOStreams.Out, o.Output, h)
+		return printers.Object(o.f.IOStreams.Out, o.Output, h)
 	}
-	printHistoryTable(o.f.IOStreams.Out, h, o.f.Clock.Now())
+	printers.HistoryTable(o.f.IOStreams.Out, h, o.f.Clock.Now())
 	return nil
-}
-
-// printHistoryTable prints the holds newest first, with times as ages.
-func printHistoryTable(w io.Writer, h *lock.History, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "HOLDER\tPOD\tFROM\tUNTIL\tHELD\tENDED")
-	ago := func(t time.Time) string { return term.HumanDuration(now.Sub(t)) + " ago" }
-	if c := h.Holder; c != nil {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s\tholding\n", c.Identity, podOf(c.Pod), ago(c.Since.Time), term.HumanDuration(now.Sub(c.Since.Time)))
-	}
-	for _, e := range h.Entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Identity, podOf(e.Pod), ago(e.Since.Time), ago(e.Until.Time),
-			term.HumanDuration(e.Until.Sub(e.Since.Time)), describeEnding(e))
-	}
-	tw.Flush()
-}
-
-func podOf(p *lock.PodRef) string {
-	if p == nil {
-		return "-"
-	}
-	return p.String()
-}
-
-// describeEnding is how a hold ended, and whether it was taken in spite of
-// a deploy freeze.
-func describeEnding(e lock.HistoryEntry) string {
-	if e.IgnoredFreeze != "" {
-		return e.Describe() + " (took the lock in spite of a freeze, --ignore-freeze)"
-	}
-	return e.Describe()
 }

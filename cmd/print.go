@@ -1,42 +1,12 @@
 package cmd
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 )
-
-// printObject writes obj as JSON or YAML.
-func printObject(w io.Writer, format string, obj any) error {
-	switch format {
-	case "json":
-		data, err := json.MarshalIndent(obj, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encode json: %w", err)
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
-	case "yaml":
-		data, err := yaml.Marshal(obj)
-		if err != nil {
-			return fmt.Errorf("encode yaml: %w", err)
-		}
-		_, err = w.Write(data)
-		return err
-	}
-	return fmt.Errorf("unknown output format %q", format)
-}
-
-// listOf wraps items in a Kubernetes-style List, as kubectl prints them.
-func listOf[T any](items []T) map[string]any {
-	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
-}
 
 // examples indents an Example block the way kubectl prints it.
 func examples(s string) string {

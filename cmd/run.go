@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/job"
@@ -460,7 +461,7 @@ func (o *runOptions) printPod(j *job.Job, podNS string) error {
 		"# generateName), build ID (%s here) and job UID are given when the job is\n"+
 		"# submitted and starts; run also adds the annotation %s.\n",
 		displayJobName(j), dryRunBuildID, run.AnnotationSession)
-	return printObject(o.f.IOStreams.Out, "yaml", pod)
+	return printers.Object(o.f.IOStreams.Out, "yaml", pod)
 }
 
 func displayJobName(j *job.Job) string {

@@ -3,16 +3,12 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -119,9 +115,9 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 			l = &free
 		}
 		if o.Output != "" {
-			return printObject(o.f.IOStreams.Out, o.Output, l)
+			return printers.Object(o.f.IOStreams.Out, o.Output, l)
 		}
-		printLockTable(o.f.IOStreams.Out, []lock.Lock{*l}, false, locks.Clock.Now())
+		printers.LockTable(o.f.IOStreams.Out, []lock.Lock{*l}, false, locks.Clock.Now())
 		return nil
 	}
 	items, err := locks.List(ctx)
@@ -139,77 +135,9 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 		}
 	}
 	if o.Output != "" {
-		return printObject(o.f.IOStreams.Out, o.Output, listOf(items))
+		return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
 	}
 	// NOTE: ages count on the clock the lock was stamped on, the API server's.
-	printLockTable(o.f.IOStreams.Out, items, o.AllNamespaces, locks.Clock.Now())
+	printers.LockTable(o.f.IOStreams.Out, items, o.AllNamespaces, locks.Clock.Now())
 	return nil
-}
-
-// printLockTable prints locks as kubectl prints resources, with the lock
-// namespace first when withNamespace is set.
-func printLockTable(w io.Writer, items []lock.Lock, withNamespace bool, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	if withNamespace {
-		fmt.Fprint(tw, "NAMESPACE\t")
-	}
-	fmt.Fprintln(tw, "TARGET\tHOLDER\tTOKEN\tSINCE\tLIVENESS\tWAITING")
-	for _, l := range items {
-		if withNamespace {
-			fmt.Fprintf(tw, "%s\t", l.Namespace)
-		}
-		if l.Status.Invalid != "" {
-			fmt.Fprintf(tw, "%s\t<invalid>\t-\t-\t%s\t-\n", orDash(l.Spec.Target), l.Status.Invalid)
-			continue
-		}
-		holder, since, liveness := "-", "-", l.Status.Liveness
-		if h := l.Status.Holder; h != nil {
-			holder, since = h.Identity.String(), term.HumanDuration(now.Sub(h.Since.Time))
-			if !l.Status.Alive {
-				liveness += " (stale)"
-			}
-			if h.HandedOver {
-				liveness += " (handed over)"
-			}
-			if h.IgnoreFreeze && l.Status.Freeze != nil {
-				liveness += " (ignoring the freeze)"
-			}
-		}
-		if f := l.Status.Freeze; f != nil {
-			liveness += "; " + f.Describe()
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Spec.Target, holder, orDash(l.Status.Token), since, liveness, waiting(l.Status.Waiters))
-	}
-	tw.Flush()
-}
-
-func waiting(ws []lock.Claim) string {
-	if len(ws) == 0 {
-		return "-"
-	}
-	names := make([]string, len(ws))
-	for i, w := range ws {
-		names[i] = fmt.Sprintf("%d:%s%s", i+1, w.Identity, priorityNote(w))
-	}
-	return strings.Join(names, ",")
-}
-
-// priorityNote marks a waiter that is not plainly normal: "(high)", or
-// "(low, aged to normal)" once ageing raised it.
-func priorityNote(w lock.Claim) string {
-	p := w.Priority.Level()
-	switch {
-	case w.Effective != "" && w.Effective != p:
-		return fmt.Sprintf("(%s, aged to %s)", p, w.Effective)
-	case p != lock.PriorityNormal:
-		return "(" + string(p) + ")"
-	}
-	return ""
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -87,7 +88,7 @@ func runSubmit(ctx context.Context, o *submitOptions) error {
 	}
 	fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q triggered in namespace %q\n", created.Name, created.Namespace)
 	if o.Output != "" {
-		return printObject(o.f.IOStreams.Out, o.Output, created)
+		return printers.Object(o.f.IOStreams.Out, o.Output, created)
 	}
 	_, err = fmt.Fprintln(o.f.IOStreams.Out, created.Name)
 	return err

@@ -6,6 +6,8 @@ import (
 	"runtime"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockctl/lockctl/internal/printers"
 )
 
 // Build metadata, set with -ldflags "-X github.com/lockctl/lockctl/cmd.version=…".
@@ -54,7 +56,7 @@ func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command 
 func runVersion(_ context.Context, o *versionOptions) error {
 	v := versionInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if o.Output != "" {
-		return printObject(o.f.IOStreams.Out, o.Output, v)
+		return printers.Object(o.f.IOStreams.Out, o.Output, v)
 	}
 	_, err := fmt.Fprintf(o.f.IOStreams.Out, "lockctl %s (commit %s, built %s, %s, %s)\n", v.Version, v.Commit, v.Date, v.GoVersion, v.Platform)
 	return err

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/job"
 )
@@ -136,9 +137,9 @@ func runWait(ctx context.Context, o *waitOptions) error {
 	if o.Output != "" {
 		var err error
 		if len(jobs) == 1 {
-			err = printObject(o.f.IOStreams.Out, o.Output, jobs[0])
+			err = printers.Object(o.f.IOStreams.Out, o.Output, jobs[0])
 		} else {
-			err = printObject(o.f.IOStreams.Out, o.Output, listOf(jobs))
+			err = printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(jobs))
 		}
 		if err != nil {
 			return err
