@@ -8,6 +8,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -32,7 +33,7 @@ func newAbortCmd(f *Factory, runF func(*abortOptions) error) *cobra.Command {
 			Like rm -f, aborting is idempotent: aborting an aborted job, or one
 			that has already finished, changes nothing, says so on stderr and
 			exits 0.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			lockctl abort deploy-web-42 --reason "bad commit"
 		`),
@@ -67,7 +68,7 @@ func runAbort(ctx context.Context, o *abortOptions) error {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q already aborted: %s\n", o.Name, j.Status.Description)
 		return nil
 	case err != nil:
-		return jobLookupError(err, o.Name, store.Namespace())
+		return cmdutil.JobLookupError(err, o.Name, store.Namespace())
 	}
 	_, err = fmt.Fprintf(o.f.IOStreams.Out, "job %q aborted: %s\n", j.Name, j.Status.Description)
 	return err

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -73,7 +74,7 @@ func TestRunAbort(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantErr, err.Error())
-				assert.Equal(t, CodeError, exitCode(err))
+				assert.Equal(t, cmdutil.CodeError, cmdutil.ExitCode(err))
 				return
 			}
 			require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/internal/term"
@@ -86,7 +87,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			released again. Each lock has its own fencing token: stdout has
 			one "NAMESPACE TOKEN" line per lock. Release them together with
 			lockctl release NAMESPACE [NAMESPACE...].
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# In a pipeline: lock, deploy, release even when the deploy fails
 			lockctl acquire staging --timeout 30m && ./deploy.sh; lockctl release staging
@@ -141,18 +142,18 @@ func (o *acquireOptions) validate() error {
 		return err
 	}
 	if o.TTL <= 0 {
-		return flagErrorf("--ttl must be positive, got %s", o.TTL)
+		return cmdutil.FlagErrorf("--ttl must be positive, got %s", o.TTL)
 	}
 	if o.Timeout < 0 {
-		return flagErrorf("--timeout must not be negative, got %s", o.Timeout)
+		return cmdutil.FlagErrorf("--timeout must not be negative, got %s", o.Timeout)
 	}
 	if o.NoWait && o.Timeout != 0 {
-		return flagErrorf("--no-wait and --timeout exclude each other: --no-wait does not wait at all")
+		return cmdutil.FlagErrorf("--no-wait and --timeout exclude each other: --no-wait does not wait at all")
 	}
 	switch o.Progress {
 	case "auto", "tty", "plain":
 	default:
-		return flagErrorf("--progress must be auto, tty or plain, got %q", o.Progress)
+		return cmdutil.FlagErrorf("--progress must be auto, tty or plain, got %q", o.Progress)
 	}
 	return nil
 }

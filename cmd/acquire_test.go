@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -75,7 +76,7 @@ func TestNewAcquireCmd(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err, "args %v", tt.args)
 				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				assert.Equal(t, CodeUsage, exitCode(err), "usage errors exit 2")
+				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "usage errors exit 2")
 				return
 			}
 			require.NoError(t, err, "args %v", tt.args)
@@ -144,13 +145,13 @@ func TestRunAcquire(t *testing.T) {
 			args:       []string{"acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42"},
 			objs:       []*corev1.ConfigMap{heldBy41()},
 			wantErrOut: "",
-			wantCode:   CodeSuperseded,
+			wantCode:   cmdutil.CodeSuperseded,
 		},
 		{
 			name:     "held, --no-wait: exit 4 without queueing",
 			args:     []string{"acquire", "staging", "--no-wait", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"},
 			objs:     []*corev1.ConfigMap{heldBy41()},
-			wantCode: CodeTimeout, wantUntouched: true,
+			wantCode: cmdutil.CodeTimeout, wantUntouched: true,
 		},
 		{
 			name:       "free, --no-wait: acquired",
@@ -161,7 +162,7 @@ func TestRunAcquire(t *testing.T) {
 		{
 			name:     "non-numeric build",
 			args:     []string{"acquire", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "abc"},
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 		},
 	}
 	for _, tt := range tests {
@@ -176,7 +177,7 @@ func TestRunAcquire(t *testing.T) {
 				te.env[k] = v
 			}
 			err := te.run(tt.args...)
-			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
+			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code, err %v", err)
 			if tt.wantJSON {
 				// The session is random: check the fields that tell.
 				var l lock.Lock

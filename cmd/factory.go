@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/events"
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/servertime"
@@ -137,14 +138,14 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	f.Clientset = func() (kubernetes.Interface, error) {
 		cs, err := kc.Clientset()
 		if err != nil {
-			return nil, kubeconfigError(usageIfUnknownContext(err))
+			return nil, cmdutil.KubeconfigError(usageIfUnknownContext(err))
 		}
 		return cs, nil
 	}
 	f.ClientsetFor = func(name string) (kubernetes.Interface, error) {
 		cs, err := kc.ClientsetFor(name)
 		if err != nil && !errors.As(err, new(*kubeclient.UnknownContextError)) {
-			return nil, kubeconfigError(err)
+			return nil, cmdutil.KubeconfigError(err)
 		}
 		return cs, err
 	}
@@ -154,7 +155,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		}
 		ns, _, err := f.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 		if err != nil {
-			return "", kubeconfigError(err)
+			return "", cmdutil.KubeconfigError(err)
 		}
 		return ns, nil
 	}
@@ -186,11 +187,11 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 }
 
 // usageIfUnknownContext makes a --context the kubeconfig lacks a
-// *UsageError (exit 2).
+// *cmdutil.UsageError (exit 2).
 func usageIfUnknownContext(err error) error {
 	var uc *kubeclient.UnknownContextError
 	if errors.As(err, &uc) && uc.Flag == "--context" {
-		return &UsageError{Err: err}
+		return &cmdutil.UsageError{Err: err}
 	}
 	return err
 }

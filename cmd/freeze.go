@@ -8,6 +8,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -49,7 +50,7 @@ func newFreezeCmd(f *Factory, runF func(*freezeOptions) error) *cobra.Command {
 			ConfigMap lockctl-freeze-windows of the lock namespace, key
 			windows.yaml: a list of name, schedule (cron), duration, reason
 			and targets.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# Freeze production over the release party
 			lockctl freeze production --for 2h --reason "release 4.2 party"
@@ -88,19 +89,19 @@ func (o *freezeOptions) validate() error {
 	}
 	switch {
 	case o.For == 0 && o.Until == "":
-		return flagErrorf("say how long the freeze lasts with --for DURATION or --until TIME")
+		return cmdutil.FlagErrorf("say how long the freeze lasts with --for DURATION or --until TIME")
 	case o.For != 0 && o.Until != "":
-		return flagErrorf("give either --for or --until, not both")
+		return cmdutil.FlagErrorf("give either --for or --until, not both")
 	case o.For < 0:
-		return flagErrorf("--for must be positive, got %s", o.For)
+		return cmdutil.FlagErrorf("--for must be positive, got %s", o.For)
 	}
 	if o.Until != "" {
 		if _, err := time.Parse(time.RFC3339, o.Until); err != nil {
-			return flagErrorf("invalid --until %q: want an RFC 3339 time such as 2026-12-24T08:00:00Z", o.Until)
+			return cmdutil.FlagErrorf("invalid --until %q: want an RFC 3339 time such as 2026-12-24T08:00:00Z", o.Until)
 		}
 	}
 	if err := lock.ValidateFreezeReason(o.Reason); err != nil {
-		return flagErrorf("invalid --reason: %v: say why the namespace is frozen", err)
+		return cmdutil.FlagErrorf("invalid --reason: %v: say why the namespace is frozen", err)
 	}
 	return nil
 }
@@ -148,7 +149,7 @@ func newUnfreezeCmd(f *Factory, runF func(*unfreezeOptions) error) *cobra.Comman
 			not frozen succeeds with a message. A recurring window of the
 			ConfigMap lockctl-freeze-windows cannot be lifted while it lasts
 			(exit 1): edit that ConfigMap, or acquire with --ignore-freeze.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			lockctl unfreeze production
 		`),

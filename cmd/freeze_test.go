@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
 func TestNewFreezeCmd(t *testing.T) {
@@ -46,7 +48,7 @@ func TestNewFreezeCmd(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err, "args %v", tt.args)
 				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				assert.Equal(t, CodeUsage, exitCode(err), "usage errors exit 2")
+				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "usage errors exit 2")
 				return
 			}
 			require.NoError(t, err, "args %v", tt.args)

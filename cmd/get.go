@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -46,7 +47,7 @@ func newGetCmd(f *Factory) *cobra.Command {
 			Show lockctl's objects in the job namespace: the jobs, or the
 			reachability of the build clusters as the reconcile loop last
 			recorded it.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			lockctl get jobs
 			lockctl get jobs deploy-web-42 -o yaml
@@ -57,16 +58,16 @@ func newGetCmd(f *Factory) *cobra.Command {
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return flagErrorf("name a resource to get: jobs or clusters")
+				return cmdutil.FlagErrorf("name a resource to get: jobs or clusters")
 			}
 			if args[0] == "locks" || args[0] == "lock" {
-				return flagErrorf("unknown resource %q for %q: locks are shown by %q", args[0], c.CommandPath(), c.Root().Name()+" status")
+				return cmdutil.FlagErrorf("unknown resource %q for %q: locks are shown by %q", args[0], c.CommandPath(), c.Root().Name()+" status")
 			}
 			msg := fmt.Sprintf("unknown resource %q for %q: use jobs or clusters", args[0], c.CommandPath())
 			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 				msg = fmt.Sprintf("unknown resource %q for %q: did you mean %q?", args[0], c.CommandPath(), s[0])
 			}
-			return flagErrorf("%s", msg)
+			return cmdutil.FlagErrorf("%s", msg)
 		},
 	}
 	c.SuggestionsMinimumDistance = 2
@@ -99,7 +100,7 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 
 			No jobs is not a failure: get says so on stderr and exits 0. A NAME
 			that does not exist is an error, after the jobs that do.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# Every job in the namespace
 			lockctl get jobs -n ci
@@ -143,16 +144,16 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 
 func (o *getJobsOptions) validate() error {
 	if _, err := labels.Parse(o.Selector); err != nil {
-		return flagErrorf("invalid --selector %q: %v", o.Selector, err)
+		return cmdutil.FlagErrorf("invalid --selector %q: %v", o.Selector, err)
 	}
 	for i, n := range o.Names {
 		o.Names[i] = strings.TrimPrefix(n, "job/")
 	}
 	switch {
 	case len(o.Names) > 0 && (o.Selector != "" || o.Job != ""):
-		return flagErrorf("name jobs, or select them with --selector or --job, not both")
+		return cmdutil.FlagErrorf("name jobs, or select them with --selector or --job, not both")
 	case len(o.Names) > 0 && o.AllNamespaces:
-		return flagErrorf("a job cannot be shown by name across all namespaces: drop -A, or the names to list every job")
+		return cmdutil.FlagErrorf("a job cannot be shown by name across all namespaces: drop -A, or the names to list every job")
 	}
 	return nil
 }
@@ -229,7 +230,7 @@ func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job
 	var err error
 	switch {
 	case len(missing) == 1:
-		err = &jobNotFoundError{Name: missing[0], Namespace: store.Namespace()}
+		err = &cmdutil.JobNotFoundError{Name: missing[0], Namespace: store.Namespace()}
 	case len(missing) > 1:
 		err = fmt.Errorf("jobs %s not found in namespace %q", quoteAll(missing), store.Namespace())
 	}
@@ -286,7 +287,7 @@ func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.
 
 			Nothing recorded yet is not a failure: get says so on stderr and
 			exits 0.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			lockctl get clusters -n ci
 		`),

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -113,7 +114,7 @@ func TestRunGetJobs(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantErr, err.Error())
-				assert.Equal(t, CodeError, exitCode(err))
+				assert.Equal(t, cmdutil.CodeError, cmdutil.ExitCode(err))
 			} else {
 				require.NoError(t, err)
 			}

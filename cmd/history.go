@@ -7,6 +7,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -39,7 +40,7 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 
 			Reading changes nothing. A lock never taken has no history: history
 			says so on stderr and exits 0.
-		`, lock.MaxHistory) + "\n" + exitCodeHelp,
+		`, lock.MaxHistory) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# Who deployed to staging lately
 			lockctl history staging

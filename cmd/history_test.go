@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
 func TestNewHistoryCmd(t *testing.T) {
@@ -35,7 +37,7 @@ func TestNewHistoryCmd(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				assert.Equal(t, CodeUsage, exitCode(err))
+				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err))
 				return
 			}
 			require.NoError(t, err)

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
 // TestCIIntegrations reads every file of integrations/ as its CI system
@@ -100,9 +102,9 @@ func assertParses(t *testing.T, env map[string]string, args []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	cancel()
 	err := Run(ctx, te.f, args)
-	var flagErr *FlagError
+	var flagErr *cmdutil.FlagError
 	assert.False(t, errors.As(err, &flagErr), "lockctl %v: flag error %v", args, err)
-	assert.NotEqual(t, CodeUsage, exitCode(err), "lockctl %v: usage error %v; stderr %s", args, err, te.errOut)
+	assert.NotEqual(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "lockctl %v: usage error %v; stderr %s", args, err, te.errOut)
 }
 
 // yamlStrings returns every string value in a decoded YAML document.

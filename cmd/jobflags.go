@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -65,7 +66,7 @@ func parseClusterPairs(pairs []string) (map[string]string, error) {
 	for _, p := range pairs {
 		alias, ctx, ok := strings.Cut(p, "=")
 		if !ok || alias == "" || ctx == "" {
-			return nil, flagErrorf("invalid --build-cluster %q: want ALIAS=CONTEXT", p)
+			return nil, cmdutil.FlagErrorf("invalid --build-cluster %q: want ALIAS=CONTEXT", p)
 		}
 		out[alias] = ctx
 	}
@@ -80,11 +81,11 @@ func (cf *clusterFlags) loadConfig() (*scheduler.Config, error) {
 	}
 	data, err := os.ReadFile(cf.ConfigFile)
 	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("read config: %w", err)}
+		return nil, &cmdutil.UsageError{Err: fmt.Errorf("read config: %w", err)}
 	}
 	c, err := scheduler.ParseConfig(data, cf.ConfigFile)
 	if err != nil {
-		return nil, &UsageError{Err: err}
+		return nil, &cmdutil.UsageError{Err: err}
 	}
 	return c, nil
 }
@@ -110,7 +111,7 @@ func (cf *clusterFlags) clusterContexts(c *scheduler.Config) (map[string]string,
 }
 
 // clusterClients returns a clientset per build-cluster alias. Clusters whose
-// context is missing from the kubeconfig are a *UsageError naming them and
+// context is missing from the kubeconfig are a *cmdutil.UsageError naming them and
 // the contexts there are.
 func clusterClients(f *Factory, contexts map[string]string) (map[string]kubernetes.Interface, error) {
 	out := make(map[string]kubernetes.Interface, len(contexts))
@@ -126,7 +127,7 @@ func clusterClients(f *Factory, contexts map[string]string) (map[string]kubernet
 		if errors.As(err, &unknown) {
 			// A build cluster naming a context that is not there is bad
 			// input (--build-cluster or --config): exit 2.
-			errs = append(errs, &UsageError{Err: fmt.Errorf("build cluster %q: %w", alias, err)})
+			errs = append(errs, &cmdutil.UsageError{Err: fmt.Errorf("build cluster %q: %w", alias, err)})
 			continue
 		}
 		if err != nil {
@@ -136,12 +137,4 @@ func clusterClients(f *Factory, contexts map[string]string) (map[string]kubernet
 		out[alias] = cs
 	}
 	return out, errors.Join(errs...)
-}
-
-// usageIfInvalid turns a bad job or config file into a usage error (exit 2).
-func usageIfInvalid(err error) error {
-	if errors.Is(err, job.ErrInvalid) || errors.Is(err, scheduler.ErrConfig) {
-		return &UsageError{Err: err}
-	}
-	return err
 }

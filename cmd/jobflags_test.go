@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -36,7 +37,7 @@ func assertParsed[T any](t *testing.T, got *T, err error, wantErr string, want T
 	if wantErr != "" {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), wantErr)
-		assert.Equal(t, CodeUsage, exitCode(err))
+		assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err))
 		return
 	}
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
 )
 
@@ -58,7 +59,7 @@ func TestFindKubeconfig(t *testing.T) {
 			var nk *kubeclient.NoKubeconfigError
 			require.ErrorAs(t, err, &nk)
 			assert.Equal(t, tt.wantErr, err.Error())
-			msg, hint := explain(kubeconfigError(err))
+			msg, hint := cmdutil.Explain(cmdutil.KubeconfigError(err))
 			assert.Equal(t, tt.wantErr, msg, "explain says where it looked")
 			assert.Contains(t, hint, "--kubeconfig or KUBECONFIG")
 		})
@@ -78,7 +79,7 @@ func TestTrustHint(t *testing.T) {
 	_, err = cs.CoreV1().Namespaces().Get(t.Context(), "x", metav1.GetOptions{})
 	var untrusted *kubeclient.UntrustedServerError
 	require.True(t, errors.As(err, &untrusted), "got %v", err)
-	msg, hint := explain(err)
+	msg, hint := cmdutil.Explain(err)
 	assert.Equal(t, `the API server `+srv.URL+` of context "kind-dev" is not trusted: x509: certificate signed by unknown authority`, msg)
 	assert.Contains(t, hint, `certificate-authority (or certificate-authority-data) of the cluster of context "kind-dev"`)
 	assert.Contains(t, hint, "no --insecure-skip-tls-verify")
@@ -110,13 +111,13 @@ func TestContextFlagUnknown(t *testing.T) {
 	_, err := f.Namespace()
 	require.Error(t, err)
 	assert.Equal(t, `context "nosuch" not found in the kubeconfig (available: dev, prod)`, err.Error())
-	assert.Equal(t, CodeUsage, exitCode(err), "a context that is not there is bad input")
-	_, hint := explain(err)
+	assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "a context that is not there is bad input")
+	_, hint := cmdutil.Explain(err)
 	assert.Equal(t, "give --context one of the contexts listed, or leave it out for the current context", hint)
 	_, err = f.Clientset()
 	require.Error(t, err)
 	assert.Equal(t, `context "nosuch" not found in the kubeconfig (available: dev, prod)`, err.Error(), "the client says the same")
-	assert.Equal(t, CodeUsage, exitCode(err), "the client says the same")
+	assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "the client says the same")
 
 	good := "prod"
 	f = NewFactory(genericiooptions.NewTestIOStreamsDiscard())
@@ -137,9 +138,9 @@ func TestClusterClientsUnknownContext(t *testing.T) {
 	clients, err := clusterClients(f, map[string]string{"default": "", "gpu": "no-such-context", "ci": "prod"})
 	require.Error(t, err)
 	assert.Equal(t, `build cluster "gpu": context "no-such-context" not found in the kubeconfig (available: dev, prod)`, err.Error())
-	assert.Equal(t, CodeUsage, exitCode(err), "a context that is not there is bad input")
+	assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "a context that is not there is bad input")
 	assert.Contains(t, clients, "ci", "the other clusters still get their clients")
-	_, hint := explain(err)
+	_, hint := cmdutil.Explain(err)
 	assert.Contains(t, hint, "--build-cluster")
 	assert.Contains(t, hint, "kubectl config get-contexts")
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -59,7 +60,7 @@ func TestIntegrationAcquireMissingLockNamespace(t *testing.T) {
 				args = append(args[:len(args)-2], "--kubeconfig", env.Kubeconfig, "--", "true")
 			}
 			_, errOut, code := lockctlIn(t, env, ns, args...)
-			assert.Equal(t, CodeError, code, "exit status; stderr:\n%s", errOut)
+			assert.Equal(t, cmdutil.CodeError, code, "exit status; stderr:\n%s", errOut)
 			lines := strings.Split(strings.TrimSpace(errOut), "\n")
 			require.NotEmpty(t, lines)
 			assert.Equal(t, tt.want, lines[len(lines)-2], "the error line; stderr:\n%s", errOut)
@@ -84,7 +85,7 @@ func TestIntegrationCorruptLockHintRuns(t *testing.T) {
 	require.NoError(t, err)
 
 	_, errOut, code := lockctlIn(t, env, ns, append([]string{"acquire", "staging", "--lock-namespace", ns}, identityFlags("web", "1")...)...)
-	require.Equal(t, CodeError, code, errOut)
+	require.Equal(t, cmdutil.CodeError, code, errOut)
 	assert.Contains(t, errOut, "is invalid")
 	_, hint, found := strings.Cut(errOut, "remove it with")
 	require.True(t, found, "a hint in %q", errOut)
@@ -92,7 +93,7 @@ func TestIntegrationCorruptLockHintRuns(t *testing.T) {
 	assert.Equal(t, []string{"release", "staging", "--lock-namespace", ns, "--force"}, fix, "the hinted command")
 
 	_, errOut, code = lockctlIn(t, env, "default", fix...)
-	assert.Equal(t, CodeOK, code, "the hinted command runs: %s", errOut)
+	assert.Equal(t, cmdutil.CodeOK, code, "the hinted command runs: %s", errOut)
 	_, err = env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), cm.Name, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the corrupt lock is gone, got %v", err)
 }
@@ -102,17 +103,17 @@ func TestIntegrationReleaseByNonHolderHint(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	_, errOut, code := lockctlIn(t, env, ns, append([]string{"acquire", "staging"}, identityFlags("web", "1")...)...)
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 
 	_, errOut, code = lockctlIn(t, env, ns, append([]string{"release", "staging"}, identityFlags("web", "2")...)...)
-	require.Equal(t, CodeError, code, errOut)
+	require.Equal(t, cmdutil.CodeError, code, errOut)
 	assert.Contains(t, errOut, `error: release lock "staging": lock on "staging" is held by acme/web@main#1, not by the caller`)
 	assert.NotContains(t, errOut, "--owner", "the holder's identity flags are not the way around it")
 	fix := hintedCommand(t, errOut)
 	assert.Equal(t, []string{"release", "staging", "--lock-namespace", ns, "--force"}, fix, "the hinted command")
 
 	_, errOut, code = lockctlIn(t, env, "default", fix...)
-	assert.Equal(t, CodeOK, code, "the hinted command runs: %s", errOut)
+	assert.Equal(t, cmdutil.CodeOK, code, "the hinted command runs: %s", errOut)
 	assert.Contains(t, errOut, `broke lock "staging" held by acme/web@main#1`, "says whose lock it broke")
 }
 
@@ -145,15 +146,15 @@ func TestIntegrationAcquireReentrant(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"acquire", tt.target}, identityFlags("web", "123")...)
 			token, errOut, code := lockctlIn(t, env, ns, append(args, tt.first...)...)
-			require.Equal(t, CodeOK, code, errOut)
+			require.Equal(t, cmdutil.CodeOK, code, errOut)
 
 			start := time.Now()
 			again, errOut, code := lockctlIn(t, env, ns, append(append(args, tt.again...), "--timeout", "3s")...)
 			if tt.wantQueued {
-				assert.Equal(t, CodeTimeout, code, "another pod of the same build waits: %s", errOut)
+				assert.Equal(t, cmdutil.CodeTimeout, code, "another pod of the same build waits: %s", errOut)
 				return
 			}
-			assert.Equal(t, CodeOK, code, errOut)
+			assert.Equal(t, cmdutil.CodeOK, code, errOut)
 			assert.Less(t, time.Since(start), 3*time.Second, "returns at once")
 			assert.Equal(t, token, again, "the token of the hold")
 			assert.Contains(t, errOut, `lock "`+tt.target+`" already held by acme/web@main#123 since`)

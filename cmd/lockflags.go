@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -56,7 +57,7 @@ func (l *lockFlags) lockNamespace(f *Factory) (string, error) {
 // the git checkout's repository and branch, the terminal session as build).
 // unordered is true when the build only tells holders apart (a local or
 // hashed build): such claims are served first come, first served. A field
-// lock.Identity.Validate refuses is a *FlagError naming the flag or
+// lock.Identity.Validate refuses is a *cmdutil.FlagError naming the flag or
 // environment variable it came from.
 func (l *lockFlags) identity(f *Factory) (id lock.Identity, unordered bool, err error) {
 	flags := lock.Identity{Owner: l.Owner, Repo: l.Repo, Branch: l.Branch, Build: l.Build}
@@ -64,7 +65,7 @@ func (l *lockFlags) identity(f *Factory) (id lock.Identity, unordered bool, err 
 	if err := id.Validate(); err != nil {
 		var ie *lock.IdentityError
 		if !errors.As(err, &ie) {
-			return id, unordered, flagErrorf("invalid identity: %v", err)
+			return id, unordered, cmdutil.FlagErrorf("invalid identity: %v", err)
 		}
 		return id, unordered, identityError(ie, src[ie.Field])
 	}
@@ -83,11 +84,11 @@ func (l *lockFlags) validatePod() error {
 	}
 	if ns != "" || ok {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return flagErrorf("invalid --pod %q: namespace: %s", l.Pod, errs[0])
+			return cmdutil.FlagErrorf("invalid --pod %q: namespace: %s", l.Pod, errs[0])
 		}
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return flagErrorf("invalid --pod %q: name: %s", l.Pod, errs[0])
+		return cmdutil.FlagErrorf("invalid --pod %q: name: %s", l.Pod, errs[0])
 	}
 	return nil
 }
@@ -103,11 +104,11 @@ func identityError(ie *lock.IdentityError, source string) error {
 	}
 	switch source {
 	case flag:
-		return flagErrorf("invalid identity: %s: set %s to %s", ie.Describe(flag), flag, want)
+		return cmdutil.FlagErrorf("invalid identity: %s: set %s to %s", ie.Describe(flag), flag, want)
 	case "":
-		return flagErrorf("invalid identity: %s: set %s to %s", ie.Describe(ie.Field), flag, want)
+		return cmdutil.FlagErrorf("invalid identity: %s: set %s to %s", ie.Describe(ie.Field), flag, want)
 	}
-	return flagErrorf("invalid identity: %s (from %s): fix the variable, or override it with %s set to %s", ie.Describe(ie.Field), source, flag, want)
+	return cmdutil.FlagErrorf("invalid identity: %s (from %s): fix the variable, or override it with %s set to %s", ie.Describe(ie.Field), source, flag, want)
 }
 
 // pod resolves --pod, defaulting to the pod lockctl runs in.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
 )
@@ -167,9 +168,9 @@ func TestLockFlagsIdentity(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.True(t, strings.HasPrefix(err.Error(), tt.wantErr), "error %q\nwant prefix %q", err.Error(), tt.wantErr)
-			assert.Equal(t, CodeUsage, exitCode(err), "exit code")
-			var flagErr *FlagError
-			assert.True(t, errors.As(err, &flagErr), "a *FlagError")
+			assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "exit code")
+			var flagErr *cmdutil.FlagError
+			assert.True(t, errors.As(err, &flagErr), "a *cmdutil.FlagError")
 			assert.NotContains(t, err.Error(), "\x1b", "no control characters in the message")
 			assert.Less(t, len(err.Error()), 1024, "a readable message, not the whole value")
 		})
@@ -196,7 +197,7 @@ func TestRunAcquireRefusesHostileIdentity(t *testing.T) {
 				err := te.run(args...)
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
-				assert.Equal(t, CodeUsage, exitCode(err), "exit code")
+				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "exit code")
 				assert.Empty(t, te.cs.Actions(), "no API call")
 			})
 		}

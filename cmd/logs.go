@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/run"
@@ -47,7 +48,7 @@ func newLogsCmd(f *Factory, runF func(*logsOptions) error) *cobra.Command {
 			exit with it, with the codes lockctl run and lockctl wait use: 0
 			succeeded, 5 failed or ended in error, 4 timed out, 3 superseded,
 			1 aborted. Without -f, logs exits 0 whatever the job's state.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# Logs so far
 			lockctl logs deploy-web-42
@@ -123,7 +124,7 @@ func (o *logsOptions) buildCluster(j *job.Job, jobNS string) (corev1client.PodsG
 	}
 	ctxName, ok := contexts[j.ClusterAlias()]
 	if !ok {
-		return nil, "", &UsageError{Err: fmt.Errorf("job %q runs in build cluster %q: name its context with --build-cluster %s=CONTEXT", j.Name, j.ClusterAlias(), j.ClusterAlias())}
+		return nil, "", &cmdutil.UsageError{Err: fmt.Errorf("job %q runs in build cluster %q: name its context with --build-cluster %s=CONTEXT", j.Name, j.ClusterAlias(), j.ClusterAlias())}
 	}
 	cs, err := o.f.ClientsetFor(ctxName)
 	if err != nil {
@@ -142,7 +143,7 @@ func printPodLogs(ctx context.Context, w io.Writer, pods corev1client.PodsGetter
 		}
 	}
 	if len(names) == 0 {
-		return &UsageError{Err: fmt.Errorf("pod %q has no container %q", pod.Name, only)}
+		return &cmdutil.UsageError{Err: fmt.Errorf("pod %q has no container %q", pod.Name, only)}
 	}
 	var errs []error
 	for _, name := range names {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -47,9 +48,9 @@ func TestRunLogs(t *testing.T) {
 		{name: "one container", args: []string{"logs", "deploy-web-2"}, wantOut: "fake logs\n"},
 		{name: "containers prefixed", args: []string{"logs", "deploy-web-2"}, init: true, wantOut: "[clone] fake logs\n[main] fake logs\n"},
 		{name: "one of several", args: []string{"logs", "deploy-web-2", "-c", "main"}, init: true, wantOut: "fake logs\n"},
-		{name: "not started", args: []string{"logs", "deploy-web-1"}, wantErr: `job "deploy-web-1" has no pod yet (triggered): wait for it with -f`, wantCode: CodeError},
+		{name: "not started", args: []string{"logs", "deploy-web-1"}, wantErr: `job "deploy-web-1" has no pod yet (triggered): wait for it with -f`, wantCode: cmdutil.CodeError},
 		{name: "unknown cluster", args: []string{"logs", "deploy-web-2", "--build-cluster", "gpu=x"},
-			wantErr: `job "deploy-web-2" runs in build cluster "default": name its context with --build-cluster default=CONTEXT`, wantCode: CodeUsage},
+			wantErr: `job "deploy-web-2" runs in build cluster "default": name its context with --build-cluster default=CONTEXT`, wantCode: cmdutil.CodeUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,7 +67,7 @@ func TestRunLogs(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantErr, err.Error())
-				assert.Equal(t, tt.wantCode, exitCode(err))
+				assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err))
 				return
 			}
 			require.NoError(t, err)
@@ -89,9 +90,9 @@ func TestRunLogsFollowExitStatus(t *testing.T) {
 		{name: "succeeded", phase: corev1.PodSucceeded, state: job.Success,
 			wantErrOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) succeeded after 1m\n"},
 		{name: "failed", phase: corev1.PodFailed, state: job.Failure,
-			wantErrOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) failed after 1m\n", wantCode: CodeJobFailed},
+			wantErrOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) failed after 1m\n", wantCode: cmdutil.CodeJobFailed},
 		{name: "ended in error", phase: corev1.PodSucceeded, state: job.Error,
-			wantErrOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) ended in error after 1m\n", wantCode: CodeJobFailed},
+			wantErrOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) ended in error after 1m\n", wantCode: cmdutil.CodeJobFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,7 +107,7 @@ func TestRunLogsFollowExitStatus(t *testing.T) {
 			endJob(t, te, "deploy-web-2", tt.state, "", 0)
 
 			err := te.run("logs", "deploy-web-2", "-f")
-			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
+			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code, err %v", err)
 			assert.Equal(t, "fake logs\n", te.out.String(), "stdout")
 			assert.Equal(t, tt.wantErrOut, stripClock(te.errOut.String()), "stderr")
 		})

@@ -5,18 +5,15 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 
-	"github.com/sirupsen/logrus"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/logutil"
-	"github.com/lockctl/lockctl/internal/term"
 )
 
 // Main runs lockctl with the process's arguments and streams and returns
@@ -53,11 +50,11 @@ func Main() int {
 		}
 	}
 	if err == nil {
-		return CodeOK
+		return cmdutil.CodeOK
 	}
 	// NOTE: the console, not f's ErrOut: -q discards status, never errors.
-	printConsoleError(f.console(), err, f.Verbosity)
-	return exitCode(err)
+	cmdutil.PrintConsoleError(f.console(), err, f.Verbosity)
+	return cmdutil.ExitCode(err)
 }
 
 // interruptedError is the cause of the context Main cancels on the first
@@ -75,78 +72,10 @@ func Run(ctx context.Context, f *Factory, args []string) error {
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
-	err = unknownCommandError(err)
-	var flagErr *FlagError
+	err = cmdutil.UnknownCommandError(err)
+	var flagErr *cmdutil.FlagError
 	if errors.As(err, &flagErr) && c != nil {
 		flagErr.Command = c.CommandPath()
 	}
 	return err
-}
-
-// printError writes err as one "error: ..." line, then a hint when one is
-// known. Silent errors and bare exit codes print nothing.
-func printError(w io.Writer, err error, verbosity int) {
-	for _, l := range errorLines(err, verbosity) {
-		fmt.Fprintf(w, "%s\n", l.text())
-	}
-}
-
-// printConsoleError writes err as printError does, through the console: with
-// the time outside a terminal, or as one JSON object (msg, hint, usage,
-// detail) with JX_LOG_FORMAT=json. The live line goes first.
-func printConsoleError(c *term.Console, err error, verbosity int) {
-	c.SetStatus(nil)
-	lines := errorLines(err, verbosity)
-	if len(lines) == 0 {
-		return
-	}
-	if c.Structured() {
-		fields := logrus.Fields{}
-		for _, l := range lines[1:] {
-			fields[l.key] = l.msg
-		}
-		c.Line(logrus.ErrorLevel, term.StyleNone, fields, lines[0].msg, true)
-		return
-	}
-	for _, l := range lines {
-		c.Line(logrus.ErrorLevel, term.StyleNone, nil, l.text(), true)
-	}
-}
-
-// errorLine is one line of an error's report: its key ("error", "hint",
-// "usage", "detail") and what it says.
-type errorLine struct{ key, msg string }
-
-func (l errorLine) text() string {
-	if l.key == "usage" {
-		return l.msg
-	}
-	return l.key + ": " + l.msg
-}
-
-// errorLines is what lockctl reports for err: the error, then a hint when
-// one is known, where to find usage for a FlagError, and at -v 1 the
-// whole error when the message shortened it. Silent errors and bare exit
-// codes have none.
-func errorLines(err error, verbosity int) []errorLine {
-	if errors.Is(err, SilentError) {
-		return nil
-	}
-	var exitErr *ExitError
-	if errors.As(err, &exitErr) && exitErr.Err == nil {
-		return nil
-	}
-	msg, hint := explain(err)
-	lines := []errorLine{{"error", msg}}
-	if hint != "" {
-		lines = append(lines, errorLine{"hint", hint})
-	}
-	var flagErr *FlagError
-	if errors.As(err, &flagErr) && flagErr.Command != "" {
-		lines = append(lines, errorLine{"usage", fmt.Sprintf("Run '%s --help' for usage.", flagErr.Command)})
-	}
-	if verbosity >= 1 && msg != err.Error() {
-		lines = append(lines, errorLine{"detail", err.Error()})
-	}
-	return lines
 }

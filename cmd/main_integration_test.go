@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 )
@@ -33,9 +34,9 @@ func lockctlIn(t *testing.T, env *testenv.Env, ns string, args ...string) (strin
 	f := NewFactory(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	err := Run(t.Context(), f, append(args, "--kubeconfig", env.Kubeconfig, "-n", ns))
 	if err != nil {
-		printError(&errOut, err, 0)
+		cmdutil.PrintError(&errOut, err, 0)
 	}
-	return out.String(), errOut.String(), exitCode(err)
+	return out.String(), errOut.String(), cmdutil.ExitCode(err)
 }
 
 // jobFile writes a job document whose pod kwok runs, with extra metadata
@@ -80,38 +81,38 @@ func TestIntegrationSubmitReconcileGet(t *testing.T) {
 	}
 
 	out, errOut, code := lockctlIn(t, env, ns, "submit", "-f", jobFile(t, "ok", map[string]string{testenv.AnnotationExitCode: "0"}, ""))
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	assert.Equal(t, "ok\n", out)
 	_, errOut, code = lockctlIn(t, env, ns, "submit", "-f", jobFile(t, "long", nil, ""))
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	_, errOut, code = lockctlIn(t, env, ns, "submit", "-f", jobFile(t, "bad", nil, ", volumeMounts: [{name: nope, mountPath: /x}]"))
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 
 	out, errOut, code = lockctlIn(t, env, ns, "reconcile", "--once", "--dry-run")
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	assert.Equal(t, "would start ok\nwould start long\nwould start bad\n", out)
 	assert.Equal(t, job.Triggered, state("ok"), "a dry run changes nothing")
 
 	_, errOut, code = lockctlIn(t, env, ns, "reconcile", "--once")
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	assert.Equal(t, job.Pending, state("ok"))
 	assert.Equal(t, job.Pending, state("long"))
 	assert.Equal(t, job.Error, state("bad"), "the API server refused the pod")
 
 	require.Eventually(t, func() bool {
 		_, _, code := lockctlIn(t, env, ns, "reconcile", "--once")
-		return code == CodeOK && state("ok") == job.Success
+		return code == cmdutil.CodeOK && state("ok") == job.Success
 	}, time.Minute, 200*time.Millisecond, "a later pass records the success")
 
 	out, errOut, code = lockctlIn(t, env, ns, "abort", "long", "--reason", "not needed")
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	assert.Equal(t, "job \"long\" aborted: not needed\n", out)
 	_, errOut, code = lockctlIn(t, env, ns, "reconcile", "--once")
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	assert.Equal(t, job.Aborted, state("long"))
 
 	out, errOut, code = lockctlIn(t, env, ns, "get", "jobs")
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 4, out)
 	assert.Regexp(t, `^ok\s+deploy-web\s+postsubmit\s+success\s+\S+\s+ok\s+\d+\s+job succeeded$`, lines[1])
@@ -119,7 +120,7 @@ func TestIntegrationSubmitReconcileGet(t *testing.T) {
 	assert.Regexp(t, `^bad\s+deploy-web\s+postsubmit\s+error\s+.*pod can not be created`, lines[3])
 
 	out, errOut, code = lockctlIn(t, env, ns, "get", "clusters")
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	assert.Regexp(t, `default\s+reachable`, out)
 }
 
@@ -130,11 +131,11 @@ func TestIntegrationReconcileUsageErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("queueCapacities: {deploys: many}\n"), 0o644))
 	_, errOut, code := lockctlIn(t, env, ns, "reconcile", "--once", "--config", bad)
-	assert.Equal(t, CodeUsage, code)
+	assert.Equal(t, cmdutil.CodeUsage, code)
 	assert.Equal(t, "error: config "+bad+": queueCapacities.deploys: must be a whole number such as 2 (0: nothing runs, negative: no limit), not a string\n", errOut)
 
 	_, errOut, code = lockctlIn(t, env, ns, "submit", "-f", "../testdata/invalid-unknown-field.yaml")
-	assert.Equal(t, CodeUsage, code)
+	assert.Equal(t, cmdutil.CodeUsage, code)
 	assert.Contains(t, errOut, "spec.maxConcurency: Forbidden: unknown field")
 	jobs, err := job.NewStore(env.Client.CoreV1(), ns).List(context.WithoutCancel(t.Context()), job.ListOptions{})
 	require.NoError(t, err)
@@ -159,11 +160,11 @@ func TestIntegrationRetentionFromConfig(t *testing.T) {
 		t.Helper()
 		for _, name := range names {
 			_, errOut, code := lockctlIn(t, env, ns, "submit", "-f", jobFile(t, name, map[string]string{testenv.AnnotationExitCode: "0"}, ""))
-			require.Equal(t, CodeOK, code, errOut)
+			require.Equal(t, cmdutil.CodeOK, code, errOut)
 		}
 		require.Eventually(t, func() bool {
 			_, errOut, code := lockctlIn(t, env, ns, "reconcile", "--once", "--config", keep)
-			require.Equal(t, CodeOK, code, errOut)
+			require.Equal(t, cmdutil.CodeOK, code, errOut)
 			for _, name := range names {
 				j, err := store.Get(t.Context(), name)
 				require.NoError(t, err, "a config file that keeps everything prunes nothing")
@@ -194,19 +195,19 @@ func TestIntegrationRetentionFromConfig(t *testing.T) {
 
 	finished("by-prune", "by-loop")
 	_, errOut, code := lockctlIn(t, env, ns, "prune", "--config", keep)
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	assert.False(t, gone("by-prune"), "prune with a config file that keeps everything")
 
 	// A flag wins over the file: --older-than a day keeps the job records.
 	_, errOut, code = lockctlIn(t, env, ns, "prune", "--config", short, "--older-than", "24h")
-	require.Equal(t, CodeOK, code, errOut)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
 	assert.False(t, gone("by-prune"), "--older-than 24h wins over retention.jobs")
 	assert.True(t, podGone("by-prune"), "retention.pods of the file applies: the pod is deleted")
 
 	// lockctl reconcile prunes with the file's ages after its pass.
 	require.Eventually(t, func() bool {
 		_, errOut, code := lockctlIn(t, env, ns, "reconcile", "--once", "--config", short)
-		require.Equal(t, CodeOK, code, errOut)
+		require.Equal(t, cmdutil.CodeOK, code, errOut)
 		return gone("by-loop") && gone("by-prune")
 	}, time.Minute, 200*time.Millisecond, "reconcile --once with retention {jobs: 1ms} prunes the finished jobs")
 	assert.True(t, podGone("by-loop"), "and their pods")

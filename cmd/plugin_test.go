@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
 // TestKubectlPlugin checks that lockctl started as kubectl-lockctl (kubectl
@@ -29,7 +31,7 @@ func TestKubectlPlugin(t *testing.T) {
 			assert.Contains(t, te.out.String(), "Usage:\n"+tt.wantUsage+"\n")
 
 			err := te.run("acquire", "--bogus")
-			var flagErr *FlagError
+			var flagErr *cmdutil.FlagError
 			require.ErrorAs(t, err, &flagErr)
 			assert.Equal(t, tt.wantHint, flagErr.Command, "the hint names the command as typed")
 		})

@@ -6,6 +6,8 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
 // examples indents an Example block the way kubectl prints it.
@@ -42,7 +44,7 @@ func noArgs() cobra.PositionalArgs { return wrapArgs(cobra.NoArgs) }
 func wrapArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if err := check(c, args); err != nil {
-			return &FlagError{Err: err}
+			return &cmdutil.FlagError{Err: err}
 		}
 		return nil
 	}
@@ -51,7 +53,7 @@ func wrapArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // validateTarget checks that a lock target is a namespace name.
 func validateTarget(target string) error {
 	if errs := validation.IsDNS1123Label(target); len(errs) > 0 {
-		return flagErrorf("invalid namespace %q: %s", target, errs[0])
+		return cmdutil.FlagErrorf("invalid namespace %q: %s", target, errs[0])
 	}
 	return nil
 }
@@ -65,7 +67,7 @@ func validateTargets(targets []string) error {
 			return err
 		}
 		if seen[t] {
-			return flagErrorf("namespace %q is named twice", t)
+			return cmdutil.FlagErrorf("namespace %q is named twice", t)
 		}
 		seen[t] = true
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -51,7 +52,7 @@ func newPruneCmd(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
 
 			With --config, the ages not given as flags come from the file's
 			retention (jobs, pods), as for lockctl reconcile.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# What would go?
 			lockctl prune --dry-run
@@ -81,7 +82,7 @@ func newPruneCmd(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
 
 func (o *pruneOptions) validate() error {
 	if o.OlderThan <= 0 || o.PodOlderThan <= 0 {
-		return flagErrorf("--older-than and --pod-older-than must be more than 0")
+		return cmdutil.FlagErrorf("--older-than and --pod-older-than must be more than 0")
 	}
 	return o.validateClusters()
 }
@@ -195,7 +196,7 @@ func (r *retentionFlags) sinkerOptions(changed func(name string) bool) scheduler
 func withConfigRetention(opts scheduler.SinkerOptions, cfg *scheduler.Config) (scheduler.SinkerOptions, error) {
 	fromFile, err := cfg.Retention.SinkerOptions()
 	if err != nil {
-		return opts, &UsageError{Err: err}
+		return opts, &cmdutil.UsageError{Err: err}
 	}
 	if opts.JobRetention == 0 {
 		opts.JobRetention = fromFile.JobRetention

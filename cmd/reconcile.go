@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
@@ -125,7 +126,7 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			Unless GOMEMLIMIT is set, the loop runs with a soft memory limit of
 			100 MiB (the Go runtime collects garbage more often near it; it is
 			not a hard cap). For tens of thousands of jobs, set GOMEMLIMIT higher.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# The loop, with a global limit and metrics
 			lockctl reconcile -n ci --max-concurrency 10 --metrics-addr :9090
@@ -173,13 +174,13 @@ func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 
 func (o *reconcileOptions) validate() error {
 	if o.DryRun && !o.Once {
-		return flagErrorf("--dry-run needs --once")
+		return cmdutil.FlagErrorf("--dry-run needs --once")
 	}
 	if o.MaxConcurrency < 0 {
-		return flagErrorf("--max-concurrency must be 0 (no limit) or more")
+		return cmdutil.FlagErrorf("--max-concurrency must be 0 (no limit) or more")
 	}
 	if o.Workers < 1 {
-		return flagErrorf("--workers must be at least 1")
+		return cmdutil.FlagErrorf("--workers must be at least 1")
 	}
 	// NOTE: in scheduler.Options a zero means the default; a 0 given on
 	// the command line is refused rather than silently becoming it.
@@ -192,17 +193,17 @@ func (o *reconcileOptions) validate() error {
 		{"running-timeout", o.RunningTimeout},
 	} {
 		if d.val == 0 {
-			return flagErrorf("--%s must not be 0: give a duration such as 10m, or a negative one for never", d.name)
+			return cmdutil.FlagErrorf("--%s must not be 0: give a duration such as 10m, or a negative one for never", d.name)
 		}
 	}
 	if o.RevivalLimit == 0 {
-		return flagErrorf("--revival-limit must not be 0: give how often a lost pod is recreated, or a negative number for no limit")
+		return cmdutil.FlagErrorf("--revival-limit must not be 0: give how often a lost pod is recreated, or a negative number for no limit")
 	}
 	if o.KubeAPIQPS == 0 {
-		return flagErrorf("--kube-api-qps must not be 0: give a positive limit, or a negative number for none")
+		return cmdutil.FlagErrorf("--kube-api-qps must not be 0: give a positive limit, or a negative number for none")
 	}
 	if o.KubeAPIQPS > 0 && o.KubeAPIBurst < 1 {
-		return flagErrorf("--kube-api-burst must be at least 1 with a positive --kube-api-qps")
+		return cmdutil.FlagErrorf("--kube-api-burst must be at least 1 with a positive --kube-api-qps")
 	}
 	return o.validateClusters()
 }
@@ -211,7 +212,7 @@ func (o *reconcileOptions) validate() error {
 func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, error) {
 	opts, err := cfg.Options()
 	if err != nil {
-		return opts, &UsageError{Err: err}
+		return opts, &cmdutil.UsageError{Err: err}
 	}
 	set := func(name string, apply func()) {
 		if o.changed(name) {
@@ -285,7 +286,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	}
 	c, err := scheduler.NewController(jobs, ns, clusters, opts)
 	if err != nil {
-		return usageIfInvalid(err)
+		return cmdutil.UsageIfInvalid(err)
 	}
 	if o.MetricsAddr != "" {
 		stop, err := serveMetrics(ctx, o.f, o.MetricsAddr, reg, readiness(c))

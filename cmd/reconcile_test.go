@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -172,13 +173,13 @@ func TestRunReconcile(t *testing.T) {
 			name:     "bad config names the key",
 			args:     []string{"reconcile", "--once", "--config", badConfig},
 			wantErr:  "config " + badConfig + `: timeouts.pending: "soon" is not a duration such as 10m or 48h`,
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 		},
 		{
 			name:     "missing config",
 			args:     []string{"reconcile", "--once", "--config", filepath.Join(dir, "nope.yaml")},
 			wantErr:  "read config: open " + filepath.Join(dir, "nope.yaml") + ": no such file or directory",
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 		},
 	}
 	for _, tt := range tests {
@@ -192,7 +193,7 @@ func TestRunReconcile(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantErr, err.Error())
-				assert.Equal(t, tt.wantCode, exitCode(err))
+				assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err))
 				return
 			}
 			require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -48,7 +49,7 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 			Several namespaces (locks taken together by acquire) are released
 			together, the last in name order first; a failure on one does not
 			stop the others, and is reported at the end.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# Release in a pipeline's finally block
 			lockctl release staging
@@ -86,10 +87,10 @@ func (o *releaseOptions) validate() error {
 		return err
 	}
 	if o.Token != "" && len(o.Targets) > 1 {
-		return flagErrorf("--token names the hold of one lock: give one NAMESPACE")
+		return cmdutil.FlagErrorf("--token names the hold of one lock: give one NAMESPACE")
 	}
 	if o.Token != "" && o.Force {
-		return flagErrorf("--token and --force exclude each other: --force releases whatever the token")
+		return cmdutil.FlagErrorf("--token and --force exclude each other: --force releases whatever the token")
 	}
 	return nil
 }

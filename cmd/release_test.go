@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -39,7 +40,7 @@ func TestNewReleaseCmd(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				assert.Equal(t, CodeUsage, exitCode(err))
+				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err))
 				return
 			}
 			require.NoError(t, err)
@@ -103,7 +104,7 @@ func TestRunRelease(t *testing.T) {
 			name:     "held by another build: refused, lock kept",
 			args:     append([]string{"release", "staging"}, id...),
 			objs:     []*corev1.ConfigMap{heldLock(t, "41")},
-			wantCode: CodeError,
+			wantCode: cmdutil.CodeError,
 			wantLock: true,
 		},
 		{
@@ -116,7 +117,7 @@ func TestRunRelease(t *testing.T) {
 			name:     "by a wrong token: refused, lock kept",
 			args:     []string{"release", "staging", "--token", "76"},
 			objs:     []*corev1.ConfigMap{tokenLock(t, "41", "77")},
-			wantCode: CodeError,
+			wantCode: cmdutil.CodeError,
 			wantLock: true,
 		},
 		{
@@ -140,7 +141,7 @@ func TestRunRelease(t *testing.T) {
 				require.NoError(t, err)
 			}
 			err := te.run(tt.args...)
-			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
+			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code, err %v", err)
 			assert.Equal(t, tt.wantErrOut, te.errOut.String(), "stderr")
 			assert.Empty(t, te.out.String(), "stdout")
 			assert.Equal(t, tt.wantLock, lockHeld(t, te), "lock still held")

@@ -7,6 +7,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
 // envPrefix prefixes the environment variables that set flags:
@@ -36,7 +38,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 			Every flag can also be set from the environment: --lock-namespace from
 			LOCKCTL_LOCK_NAMESPACE, --context from LOCKCTL_CONTEXT; a flag on the
 			command line wins.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# Hold the lock of namespace staging while a pipeline deploys to it
 			lockctl acquire staging && ./deploy.sh; lockctl release staging
@@ -60,7 +62,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl " + strings.TrimPrefix(f.Executable, kubectlPluginPrefix)}
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &FlagError{Err: plainFlagError(err)}
+		return &cmdutil.FlagError{Err: cmdutil.PlainFlagError(err)}
 	})
 	root.SetIn(f.IOStreams.In)
 	root.SetOut(f.IOStreams.Out)
@@ -133,7 +135,7 @@ func flagsFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 			return
 		}
 		if serr := fs.Set(fl.Name, v); serr != nil {
-			err = flagErrorf("invalid value %q in %s for --%s: %v", v, name, fl.Name, serr)
+			err = cmdutil.FlagErrorf("invalid value %q in %s for --%s: %v", v, name, fl.Name, serr)
 		}
 	})
 	return err

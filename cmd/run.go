@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/internal/term"
@@ -152,9 +153,9 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 func runArgs(c *cobra.Command, args []string) error {
 	switch dash := c.ArgsLenAtDash(); {
 	case dash < 0 && len(args) > 0:
-		return flagErrorf("unexpected argument %q: put the command after --, as in lockctl run --lock NAMESPACE -- %s", args[0], args[0])
+		return cmdutil.FlagErrorf("unexpected argument %q: put the command after --, as in lockctl run --lock NAMESPACE -- %s", args[0], args[0])
 	case dash > 0:
-		return flagErrorf("unexpected argument %q before --", args[0])
+		return cmdutil.FlagErrorf("unexpected argument %q before --", args[0])
 	}
 	return nil
 }
@@ -162,13 +163,13 @@ func runArgs(c *cobra.Command, args []string) error {
 func (o *runOptions) validate() error {
 	switch {
 	case o.Filename != "" && len(o.Command) > 0:
-		return flagErrorf("give either -f FILE or -- COMMAND, not both")
+		return cmdutil.FlagErrorf("give either -f FILE or -- COMMAND, not both")
 	case o.Filename == "" && len(o.Command) == 0:
-		return flagErrorf("nothing to run: give a job with -f FILE or a command after --")
+		return cmdutil.FlagErrorf("nothing to run: give a job with -f FILE or a command after --")
 	case o.DryRun && o.Filename == "":
-		return flagErrorf("--dry-run needs -f FILE: it prints the job's pod")
+		return cmdutil.FlagErrorf("--dry-run needs -f FILE: it prints the job's pod")
 	case o.Target == "" && len(o.Command) > 0:
-		return flagErrorf("required flag --lock not set: name the namespace to lock")
+		return cmdutil.FlagErrorf("required flag --lock not set: name the namespace to lock")
 	}
 	if o.Target != "" {
 		if err := validateTarget(o.Target); err != nil {
@@ -176,15 +177,15 @@ func (o *runOptions) validate() error {
 		}
 	}
 	if o.TTL <= 0 {
-		return flagErrorf("--ttl must be positive, got %s", o.TTL)
+		return cmdutil.FlagErrorf("--ttl must be positive, got %s", o.TTL)
 	}
 	if o.Timeout < 0 {
-		return flagErrorf("--timeout must not be negative, got %s", o.Timeout)
+		return cmdutil.FlagErrorf("--timeout must not be negative, got %s", o.Timeout)
 	}
 	switch o.Progress {
 	case "auto", "tty", "plain":
 	default:
-		return flagErrorf("--progress must be auto, tty or plain, got %q", o.Progress)
+		return cmdutil.FlagErrorf("--progress must be auto, tty or plain, got %q", o.Progress)
 	}
 	return o.validateClusters()
 }
@@ -216,7 +217,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 	}
 	opts, err := cfg.Options()
 	if err != nil {
-		return &UsageError{Err: err}
+		return &cmdutil.UsageError{Err: err}
 	}
 	if o.PodNamespace != "" {
 		opts.PodNamespace = o.PodNamespace
@@ -226,14 +227,14 @@ func runJob(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	if _, ok := contexts[j.ClusterAlias()]; !ok {
-		return &UsageError{Err: fmt.Errorf("job %q runs in build cluster %q: name its context with --build-cluster %s=CONTEXT",
+		return &cmdutil.UsageError{Err: fmt.Errorf("job %q runs in build cluster %q: name its context with --build-cluster %s=CONTEXT",
 			displayJobName(j), j.ClusterAlias(), j.ClusterAlias())}
 	}
 	if o.DryRun {
 		return o.printPod(j, opts.PodNamespace)
 	}
 	if o.Target == "" {
-		return flagErrorf("required flag --lock not set: name the namespace to lock, or give the job a spec.lock")
+		return cmdutil.FlagErrorf("required flag --lock not set: name the namespace to lock, or give the job a spec.lock")
 	}
 	jobs, err := o.newJobs(opts, contexts)
 	if err != nil {
@@ -245,7 +246,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	if j.Namespace != "" && j.Namespace != jobs.Namespace() {
-		return &UsageError{Err: fmt.Errorf("the job's namespace %q does not match the namespace %q: pass -n %s", j.Namespace, jobs.Namespace(), j.Namespace)}
+		return &cmdutil.UsageError{Err: fmt.Errorf("the job's namespace %q does not match the namespace %q: pass -n %s", j.Namespace, jobs.Namespace(), j.Namespace)}
 	}
 
 	d := o.newDisplay()
@@ -257,7 +258,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 	final, err := jobs.Run(ctx, h, j, d.Around(o.f.IOStreams.Out), obs)
 	d.SetStatus(nil)
 	if errors.Is(err, job.ErrExists) {
-		err = &UsageError{Err: fmt.Errorf("%w: give the job metadata.generateName for a new name on every run", err)}
+		err = &cmdutil.UsageError{Err: fmt.Errorf("%w: give the job metadata.generateName for a new name on every run", err)}
 	}
 	if err == nil {
 		var summary string
@@ -265,7 +266,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 		summary, style, err = jobOutcome(final, o.f.Clock.Since(obs.SubmittedAt()))
 		d.Statusf(style, nil, "%s", summary)
 	}
-	return releaseAfter(ctx, h, usageIfInvalid(err))
+	return releaseAfter(ctx, h, cmdutil.UsageIfInvalid(err))
 }
 
 // runCommand holds the lock while a local command runs, and exits with the
@@ -295,7 +296,7 @@ func releaseAfter(ctx context.Context, h *run.Hold, err error) error {
 		// Not a wait: exit 1, and say which step ran out of time.
 		rerr = fmt.Errorf("cleanup after the run timed out: %w", rerr)
 	}
-	if rerr != nil && (err == nil || isOutcome(err)) {
+	if rerr != nil && (err == nil || cmdutil.IsOutcome(err)) {
 		return rerr
 	}
 	return errors.Join(err, rerr)
@@ -381,7 +382,7 @@ func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string)
 		Logs: o.logs, FollowLog: o.libraryLog(logrus.ErrorLevel), Log: o.f.Log,
 		LockClock: o.f.lockClock(),
 	})
-	return jobs, usageIfInvalid(err)
+	return jobs, cmdutil.UsageIfInvalid(err)
 }
 
 // sweeper returns the jobs among which a run of a local command looks for
@@ -439,7 +440,7 @@ func (o *runOptions) lockFromJob(j *job.Job) error {
 	case o.Target == "":
 		o.Target = ns
 	case o.Target != ns:
-		return &UsageError{Err: fmt.Errorf("--lock %q and the job's spec.lock.namespace %q differ: run holds one lock, drop one of them", o.Target, ns)}
+		return &cmdutil.UsageError{Err: fmt.Errorf("--lock %q and the job's spec.lock.namespace %q differ: run holds one lock, drop one of them", o.Target, ns)}
 	}
 	j.Spec.Lock = nil
 	return nil
@@ -491,21 +492,21 @@ func jobOutcome(j *job.Job, took time.Duration) (string, term.Style, error) {
 	case job.Success:
 		return what + " succeeded" + after + why, term.StyleGood, nil
 	case job.Failure:
-		return what + " failed" + after + why, term.StyleBad, SilentError
+		return what + " failed" + after + why, term.StyleBad, cmdutil.SilentError
 	case job.Error:
 		if timedOut {
-			return what + " timed out" + after + why, term.StyleBad, &ExitError{Code: CodeTimeout}
+			return what + " timed out" + after + why, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeTimeout}
 		}
-		return what + " ended in error" + after + why, term.StyleBad, SilentError
+		return what + " ended in error" + after + why, term.StyleBad, cmdutil.SilentError
 	case job.Aborted:
 		line := what + " was aborted" + after + why
 		switch {
 		case j.Status.Reason == job.ReasonSuperseded:
-			return line, term.StyleBad, &ExitError{Code: CodeSuperseded}
+			return line, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeSuperseded}
 		case timedOut:
-			return line, term.StyleBad, &ExitError{Code: CodeTimeout}
+			return line, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeTimeout}
 		}
-		return line, term.StyleBad, &ExitError{Code: CodeError}
+		return line, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeError}
 	}
-	return what + " ended in state " + string(j.Status.State) + after + why, term.StyleBad, &ExitError{Code: CodeError}
+	return what + " ended in state " + string(j.Status.State) + after + why, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeError}
 }

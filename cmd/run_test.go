@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/internal/clitest"
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
@@ -80,7 +81,7 @@ func TestNewRunCmd(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err, "args %v", tt.args)
 				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				assert.Equal(t, CodeUsage, exitCode(err), "usage errors exit 2")
+				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "usage errors exit 2")
 				return
 			}
 			require.NoError(t, err, "args %v", tt.args)
@@ -165,7 +166,7 @@ func TestRunRun(t *testing.T) {
 			name:     "superseded while waiting for the lock",
 			args:     append(append([]string{"run", "--lock", "staging"}, idFlags...), "--", "true"),
 			objs:     []runtime.Object{heldBy43},
-			wantCode: CodeSuperseded,
+			wantCode: cmdutil.CodeSuperseded,
 			wantErr:  `superseded on lock "staging": build acme/web@main#43 holds it`,
 			wantLock: true,
 		},
@@ -178,7 +179,7 @@ func TestRunRun(t *testing.T) {
 		{
 			name:     "job lock and --lock differ",
 			args:     []string{"run", "--lock", "prod", "-f", "testdata/run/valid-job.yaml"},
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr:  `--lock "prod" and the job's spec.lock.namespace "staging" differ`,
 			noWrites: true,
 		},
@@ -186,7 +187,7 @@ func TestRunRun(t *testing.T) {
 			name:     "job in an unknown build cluster",
 			args:     []string{"run", "--lock", "staging", "-f", "-"},
 			stdin:    "{apiVersion: lockctl.dev/v1alpha1, kind: Job, metadata: {name: j}, spec: {job: j, type: periodic, cluster: gpu, podSpec: {containers: [{name: c, image: i}]}}}",
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr:  `job "j" runs in build cluster "gpu": name its context with --build-cluster gpu=CONTEXT`,
 			noWrites: true,
 		},
@@ -194,7 +195,7 @@ func TestRunRun(t *testing.T) {
 			name:     "job without a lock",
 			args:     []string{"run", "-f", "-"},
 			stdin:    "{apiVersion: lockctl.dev/v1alpha1, kind: Job, metadata: {name: j}, spec: {job: j, type: periodic, podSpec: {containers: [{name: c, image: i}]}}}",
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr:  "required flag --lock not set",
 			noWrites: true,
 		},
@@ -202,7 +203,7 @@ func TestRunRun(t *testing.T) {
 			name:     "bad job file",
 			args:     []string{"run", "--lock", "staging", "-f", "-"},
 			stdin:    "{apiVersion: lockctl.dev/v1alpha1, kind: Job, metadata: {name: j}, spec: {job: j, type: sometimes}}",
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr:  "spec.type",
 			noWrites: true,
 		},
@@ -213,7 +214,7 @@ func TestRunRun(t *testing.T) {
 			te := newTestEnv(t, tt.objs...)
 			te.f.IOStreams.In = strings.NewReader(tt.stdin)
 			err := te.run(tt.args...)
-			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
+			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code, err %v", err)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -294,7 +295,7 @@ func TestRunRunLockLost(t *testing.T) {
 	err = <-done
 
 	require.Error(t, err)
-	assert.Equal(t, CodeError, exitCode(err))
+	assert.Equal(t, cmdutil.CodeError, cmdutil.ExitCode(err))
 	assert.Contains(t, err.Error(), `lock "staging" was lost while sh -c`)
 	assert.ErrorIs(t, err, lock.ErrLost)
 	assert.Equal(t, "ready\ngot TERM\n", out.String(), "the command was stopped")
@@ -373,8 +374,8 @@ func TestRunRunJob(t *testing.T) {
 		golden   string
 		state    job.State
 	}{
-		{name: "succeeds", exitCode: 0, wantCode: CodeOK, golden: "run/job-succeeds.golden", state: job.Success},
-		{name: "fails", exitCode: 3, wantCode: CodeJobFailed, golden: "run/job-fails.golden", state: job.Failure},
+		{name: "succeeds", exitCode: 0, wantCode: cmdutil.CodeOK, golden: "run/job-succeeds.golden", state: job.Success},
+		{name: "fails", exitCode: 3, wantCode: cmdutil.CodeJobFailed, golden: "run/job-fails.golden", state: job.Failure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -387,7 +388,7 @@ func TestRunRunJob(t *testing.T) {
 			err := runWith(t, te, func(o *runOptions) { o.logs = fakeLogs },
 				append([]string{"run", "-f", "testdata/run/valid-job.yaml"}, idFlags...)...)
 
-			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
+			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code, err %v", err)
 			golden(t, tt.golden, errOut.String())
 			assert.Equal(t, "deploying web\ndone\n", out.String(), "the pod's logs, in order")
 			j, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), "deploy-web-42")
@@ -479,15 +480,15 @@ func TestJobOutcome(t *testing.T) {
 		want               string
 		wantCode           int
 	}{
-		{name: "success", state: job.Success, desc: "job succeeded", want: `job "j" (build ID 7 of job deploy) succeeded after 1m5s`, wantCode: CodeOK},
-		{name: "failure", state: job.Failure, desc: `job failed: container "main" exited with code 3`, want: `job "j" (build ID 7 of job deploy) failed after 1m5s: container "main" exited with code 3`, wantCode: CodeJobFailed},
-		{name: "error", state: job.Error, desc: `container "main" was OOMKilled`, want: `job "j" (build ID 7 of job deploy) ended in error after 1m5s: container "main" was OOMKilled`, wantCode: CodeJobFailed},
-		{name: "scheduling timeout", state: job.Error, reason: job.ReasonTimeout, desc: "pod scheduling timeout", want: `job "j" (build ID 7 of job deploy) timed out after 1m5s: pod scheduling timeout`, wantCode: CodeTimeout},
-		{name: "running timeout", state: job.Aborted, reason: job.ReasonTimeout, desc: "pod running timeout", want: `job "j" (build ID 7 of job deploy) was aborted after 1m5s: pod running timeout`, wantCode: CodeTimeout},
-		{name: "superseded", state: job.Aborted, reason: job.ReasonSuperseded, desc: "superseded by a newer run (j2)", want: `job "j" (build ID 7 of job deploy) was aborted after 1m5s: superseded by a newer run (j2)`, wantCode: CodeSuperseded},
-		{name: "aborted by someone", state: job.Aborted, reason: job.ReasonAbortRequested, desc: "aborted by bob", want: `job "j" (build ID 7 of job deploy) was aborted after 1m5s: aborted by bob`, wantCode: CodeError},
-		{name: "session ended", state: job.Aborted, reason: job.ReasonSessionEnded, desc: "the lockctl run that started it ended", want: `job "j" (build ID 7 of job deploy) was aborted after 1m5s: the lockctl run that started it ended`, wantCode: CodeError},
-		{name: "words alone decide nothing", state: job.Error, desc: "superseded by a timeout", want: `job "j" (build ID 7 of job deploy) ended in error after 1m5s: superseded by a timeout`, wantCode: CodeJobFailed},
+		{name: "success", state: job.Success, desc: "job succeeded", want: `job "j" (build ID 7 of job deploy) succeeded after 1m5s`, wantCode: cmdutil.CodeOK},
+		{name: "failure", state: job.Failure, desc: `job failed: container "main" exited with code 3`, want: `job "j" (build ID 7 of job deploy) failed after 1m5s: container "main" exited with code 3`, wantCode: cmdutil.CodeJobFailed},
+		{name: "error", state: job.Error, desc: `container "main" was OOMKilled`, want: `job "j" (build ID 7 of job deploy) ended in error after 1m5s: container "main" was OOMKilled`, wantCode: cmdutil.CodeJobFailed},
+		{name: "scheduling timeout", state: job.Error, reason: job.ReasonTimeout, desc: "pod scheduling timeout", want: `job "j" (build ID 7 of job deploy) timed out after 1m5s: pod scheduling timeout`, wantCode: cmdutil.CodeTimeout},
+		{name: "running timeout", state: job.Aborted, reason: job.ReasonTimeout, desc: "pod running timeout", want: `job "j" (build ID 7 of job deploy) was aborted after 1m5s: pod running timeout`, wantCode: cmdutil.CodeTimeout},
+		{name: "superseded", state: job.Aborted, reason: job.ReasonSuperseded, desc: "superseded by a newer run (j2)", want: `job "j" (build ID 7 of job deploy) was aborted after 1m5s: superseded by a newer run (j2)`, wantCode: cmdutil.CodeSuperseded},
+		{name: "aborted by someone", state: job.Aborted, reason: job.ReasonAbortRequested, desc: "aborted by bob", want: `job "j" (build ID 7 of job deploy) was aborted after 1m5s: aborted by bob`, wantCode: cmdutil.CodeError},
+		{name: "session ended", state: job.Aborted, reason: job.ReasonSessionEnded, desc: "the lockctl run that started it ended", want: `job "j" (build ID 7 of job deploy) was aborted after 1m5s: the lockctl run that started it ended`, wantCode: cmdutil.CodeError},
+		{name: "words alone decide nothing", state: job.Error, desc: "superseded by a timeout", want: `job "j" (build ID 7 of job deploy) ended in error after 1m5s: superseded by a timeout`, wantCode: cmdutil.CodeJobFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -495,10 +496,10 @@ func TestJobOutcome(t *testing.T) {
 			j := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}, Spec: job.JobSpec{Job: "deploy"}, Status: job.JobStatus{State: tt.state, Reason: tt.reason, Description: tt.desc, BuildID: "7"}}
 			got, _, err := jobOutcome(j, 65*time.Second)
 			assert.Equal(t, tt.want, got, "summary of %s", tt.name)
-			assert.Equal(t, tt.wantCode, exitCode(err), "exit code of %s", tt.name)
+			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code of %s", tt.name)
 			if err != nil {
 				var buf bytes.Buffer
-				printError(&buf, err, 0)
+				cmdutil.PrintError(&buf, err, 0)
 				assert.Empty(t, buf.String(), "the summary says it all")
 			}
 		})

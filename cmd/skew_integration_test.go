@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/servertime"
 )
@@ -33,9 +34,9 @@ func lockctlSkewed(t *testing.T, env *testenv.Env, ns string, off time.Duration,
 	f.Clock, f.ServerClock = local, servertime.New(local)
 	err := Run(t.Context(), f, append(args, "--kubeconfig", env.Kubeconfig, "-n", ns))
 	if err != nil {
-		printError(&errOut, err, 0)
+		cmdutil.PrintError(&errOut, err, 0)
 	}
-	return errOut.String(), exitCode(err)
+	return errOut.String(), cmdutil.ExitCode(err)
 }
 
 // TestIntegrationCLIClockSkew: lockctl's own lock clients judge expiries
@@ -48,11 +49,11 @@ func TestIntegrationCLIClockSkew(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	errOut, code := lockctlSkewed(t, env, ns, -time.Hour, append([]string{"acquire", "staging", "--ttl", "30m"}, identityFlags("web", "1")...)...)
-	assert.Equal(t, CodeOK, code, "the slow holder takes the free lock; stderr:\n%s", errOut)
+	assert.Equal(t, cmdutil.CodeOK, code, "the slow holder takes the free lock; stderr:\n%s", errOut)
 
 	errOut, code = lockctlSkewed(t, env, ns, time.Hour, append([]string{"acquire", "staging", "--timeout", "3s"}, identityFlags("api", "1")...)...)
-	assert.Equal(t, CodeTimeout, code, "the fast contender does not take the live lock; stderr:\n%s", errOut)
+	assert.Equal(t, cmdutil.CodeTimeout, code, "the fast contender does not take the live lock; stderr:\n%s", errOut)
 
 	errOut, code = lockctlSkewed(t, env, ns, -time.Hour, append([]string{"release", "staging"}, identityFlags("web", "1")...)...)
-	assert.Equal(t, CodeOK, code, "the holder still holds it; stderr:\n%s", errOut)
+	assert.Equal(t, cmdutil.CodeOK, code, "the holder still holds it; stderr:\n%s", errOut)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -40,7 +41,7 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 			it is free (state free, no holder).
 
 			No lock is not a failure: status says so on stderr and exits 0.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# Every lock, as a table
 			lockctl status
@@ -81,7 +82,7 @@ func (o *statusOptions) validate() error {
 	}
 	if o.AllNamespaces {
 		// NOTE: as kubectl: a lock is named within one lock namespace.
-		return flagErrorf("a lock cannot be shown by name across all namespaces: drop -A, or NAMESPACE to list every lock")
+		return cmdutil.FlagErrorf("a lock cannot be shown by name across all namespaces: drop -A, or NAMESPACE to list every lock")
 	}
 	return validateTarget(o.Target)
 }

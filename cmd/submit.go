@@ -10,6 +10,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/job"
 )
@@ -39,7 +40,7 @@ func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
 			a larger file and a second job after "---". Submitting a job whose
 			name exists already fails; use metadata.generateName for a new name
 			on every submit. The job's name is printed on stdout.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# Submit, then follow the job's logs
 			JOB=$(lockctl submit -f deploy.yaml) && lockctl logs "$JOB" -f
@@ -65,7 +66,7 @@ func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
 
 func (o *submitOptions) validate() error {
 	if o.Filename == "" {
-		return flagErrorf("required flag -f/--filename not set")
+		return cmdutil.FlagErrorf("required flag -f/--filename not set")
 	}
 	return nil
 }
@@ -80,11 +81,11 @@ func runSubmit(ctx context.Context, o *submitOptions) error {
 		return err
 	}
 	if j.Namespace != "" && j.Namespace != store.Namespace() {
-		return &UsageError{Err: fmt.Errorf("the job's namespace %q does not match the namespace %q: pass -n %s", j.Namespace, store.Namespace(), j.Namespace)}
+		return &cmdutil.UsageError{Err: fmt.Errorf("the job's namespace %q does not match the namespace %q: pass -n %s", j.Namespace, store.Namespace(), j.Namespace)}
 	}
 	created, err := store.Create(ctx, j)
 	if err != nil {
-		return usageIfInvalid(err)
+		return cmdutil.UsageIfInvalid(err)
 	}
 	fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q triggered in namespace %q\n", created.Name, created.Namespace)
 	if o.Output != "" {
@@ -102,7 +103,7 @@ func readJob(f *Factory, name string) (*job.Job, error) {
 		return nil, err
 	}
 	j, err := job.Parse(data, source)
-	return j, usageIfInvalid(err)
+	return j, cmdutil.UsageIfInvalid(err)
 }
 
 // readJobFile reads a job file, "-" meaning stdin. It reads no more than
@@ -114,7 +115,7 @@ func readJobFile(f *Factory, name string) ([]byte, string, error) {
 		data, err := readLimited(f.IOStreams.In, "<stdin>")
 		switch {
 		case errors.As(err, &tooLarge):
-			return nil, "", &UsageError{Err: err}
+			return nil, "", &cmdutil.UsageError{Err: err}
 		case err != nil:
 			return nil, "", fmt.Errorf("read stdin: %w", err)
 		}
@@ -122,18 +123,18 @@ func readJobFile(f *Factory, name string) ([]byte, string, error) {
 	}
 	file, err := os.Open(name)
 	if err != nil {
-		return nil, "", &UsageError{Err: fmt.Errorf("read job file: %w", err)}
+		return nil, "", &cmdutil.UsageError{Err: fmt.Errorf("read job file: %w", err)}
 	}
 	defer file.Close()
 	if st, err := file.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > job.MaxFileSize {
-		return nil, "", &UsageError{Err: &job.TooLargeError{Source: name, Size: st.Size()}}
+		return nil, "", &cmdutil.UsageError{Err: &job.TooLargeError{Source: name, Size: st.Size()}}
 	}
 	data, err := readLimited(file, name)
 	switch {
 	case errors.As(err, &tooLarge):
-		return nil, "", &UsageError{Err: err}
+		return nil, "", &cmdutil.UsageError{Err: err}
 	case err != nil:
-		return nil, "", &UsageError{Err: fmt.Errorf("read job file: %w", err)}
+		return nil, "", &cmdutil.UsageError{Err: fmt.Errorf("read job file: %w", err)}
 	}
 	return data, name, nil
 }

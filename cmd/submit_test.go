@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -66,25 +67,25 @@ func TestRunSubmit(t *testing.T) {
 		{
 			name:     "invalid file",
 			args:     []string{"-f", "../testdata/invalid-pull-without-number.yaml"},
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr:  "invalid job ../testdata/invalid-pull-without-number.yaml:\n  spec.refs.pulls[0].number: Required value",
 		},
 		{
 			name:     "syntax error",
 			args:     []string{"-f", "../testdata/invalid-yaml-syntax.yaml"},
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr:  "parse ../testdata/invalid-yaml-syntax.yaml: line 7: mapping values are not allowed in this context",
 		},
 		{
 			name:     "missing file",
 			args:     []string{"-f", "nope.yaml"},
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr:  "read job file: open nope.yaml: no such file or directory",
 		},
 		{
 			name:     "file larger than a job record",
 			args:     []string{"-f", bigFile},
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr: "parse " + bigFile + ": job file is 3.0 MiB (3145872 bytes), larger than 1 MiB (1048576 bytes), the most a job record (a ConfigMap) can hold: " +
 				"keep large scripts in the container image or in a ConfigMap the pod mounts",
 		},
@@ -92,7 +93,7 @@ func TestRunSubmit(t *testing.T) {
 			name:     "stdin larger than a job record",
 			args:     []string{"-f", "-"},
 			stdin:    oneJob + "#" + strings.Repeat("x", 3<<20) + "\n",
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr: "parse <stdin>: job file is larger than 1 MiB (1048576 bytes), the most a job record (a ConfigMap) can hold: " +
 				"keep large scripts in the container image or in a ConfigMap the pod mounts",
 		},
@@ -100,7 +101,7 @@ func TestRunSubmit(t *testing.T) {
 			name:     "two documents",
 			args:     []string{"-f", "-"},
 			stdin:    oneJob + "---\n" + oneJob,
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr:  "parse <stdin>: job file holds 2 documents; one job per file: put each job in a file of its own",
 		},
 		{
@@ -114,7 +115,7 @@ func TestRunSubmit(t *testing.T) {
 			name:     "other namespace",
 			args:     []string{"-f", "-"},
 			stdin:    "apiVersion: lockctl.dev/v1alpha1\nkind: Job\nmetadata: {name: a, namespace: prod}\nspec: {job: x, type: periodic, podSpec: {containers: [{name: a, image: b}]}}\n",
-			wantCode: CodeUsage,
+			wantCode: cmdutil.CodeUsage,
 			wantErr:  `the job's namespace "prod" does not match the namespace "default": pass -n prod`,
 		},
 	}
@@ -124,7 +125,7 @@ func TestRunSubmit(t *testing.T) {
 			te := newTestEnv(t)
 			te.f.IOStreams.In = strings.NewReader(tt.stdin)
 			err := te.run(append([]string{"submit"}, tt.args...)...)
-			assert.Equal(t, tt.wantCode, exitCode(err), "exit code")
+			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code")
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantErr, err.Error())
@@ -172,14 +173,14 @@ func TestReadJobFile(t *testing.T) {
 		{name: "file at the limit", file: exact, wantLen: job.MaxFileSize},
 		{name: "stdin at the limit", file: "-", stdin: strings.NewReader(strings.Repeat("x", job.MaxFileSize)), wantLen: job.MaxFileSize},
 		{
-			name: "file over the limit", file: over, wantCode: CodeUsage,
+			name: "file over the limit", file: over, wantCode: cmdutil.CodeUsage,
 			wantErr: "parse " + over + ": job file is 1.0 MiB (1048577 bytes), larger than 1 MiB (1048576 bytes)",
 		},
 		{
-			name: "endless stdin", file: "-", stdin: &endlessReader{}, wantCode: CodeUsage,
+			name: "endless stdin", file: "-", stdin: &endlessReader{}, wantCode: cmdutil.CodeUsage,
 			wantErr: "parse <stdin>: job file is larger than 1 MiB (1048576 bytes)",
 		},
-		{name: "a directory", file: dir, wantCode: CodeUsage, wantErr: "read job file: read " + dir + ": is a directory"},
+		{name: "a directory", file: dir, wantCode: cmdutil.CodeUsage, wantErr: "read job file: read " + dir + ": is a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,7 +196,7 @@ func TestReadJobFile(t *testing.T) {
 			require.Error(t, err)
 			assert.Nil(t, data)
 			assert.True(t, strings.HasPrefix(err.Error(), tt.wantErr), "error %q\nwant prefix %q", err.Error(), tt.wantErr)
-			assert.Equal(t, tt.wantCode, exitCode(err), "exit code")
+			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code")
 			if r, ok := tt.stdin.(*endlessReader); ok {
 				assert.LessOrEqual(t, r.n, int64(job.MaxFileSize+64<<10), "stops reading past the limit")
 			}

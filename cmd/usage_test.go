@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
 // TestRunUsageErrors: usage errors exit 2 everywhere, with a message that
@@ -32,7 +34,7 @@ func TestRunUsageErrors(t *testing.T) {
 			require.Error(t, err, "args %v", tt.args)
 			assert.Equal(t, tt.wantErr, err.Error(), "args %v", tt.args)
 			assert.NotContains(t, err.Error(), "strconv", "args %v", tt.args)
-			assert.Equal(t, CodeUsage, exitCode(err), "args %v exit 2", tt.args)
+			assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "args %v exit 2", tt.args)
 			assert.Empty(t, te.out.String(), "no help on stdout for %v", tt.args)
 		})
 	}

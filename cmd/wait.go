@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/job"
@@ -57,7 +58,7 @@ func newWaitCmd(f *Factory, runF func(*waitOptions) error) *cobra.Command {
 			is 0 once every job has ended, whatever its state. When --timeout
 			passes first the exit status is 4; a job that does not exist is an
 			error (1) at once.
-		`) + "\n" + exitCodeHelp,
+		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# Submit, then wait for the job in a later pipeline step
 			lockctl submit -f deploy.yaml && lockctl wait deploy-web-42 --timeout 30m
@@ -93,7 +94,7 @@ func newWaitCmd(f *Factory, runF func(*waitOptions) error) *cobra.Command {
 
 func (o *waitOptions) validate() error {
 	if o.Timeout < 0 {
-		return flagErrorf("--timeout must not be negative, got %s", o.Timeout)
+		return cmdutil.FlagErrorf("--timeout must not be negative, got %s", o.Timeout)
 	}
 	seen := map[string]bool{}
 	for i, n := range o.Names {
@@ -101,7 +102,7 @@ func (o *waitOptions) validate() error {
 		n = strings.TrimPrefix(n, "job/")
 		o.Names[i] = n
 		if seen[n] {
-			return flagErrorf("job %q is named twice", n)
+			return cmdutil.FlagErrorf("job %q is named twice", n)
 		}
 		seen[n] = true
 	}
@@ -121,7 +122,7 @@ func runWait(ctx context.Context, o *waitOptions) error {
 		j, err := waitForJob(waitCtx, store, name, o.f)
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("job %q did not end within %s: %w", name, o.Timeout, ErrWaitTimeout)
+				return fmt.Errorf("job %q did not end within %s: %w", name, o.Timeout, cmdutil.ErrWaitTimeout)
 			}
 			return err
 		}
@@ -156,7 +157,7 @@ func runWait(ctx context.Context, o *waitOptions) error {
 func waitForJob(ctx context.Context, store *job.Store, name string, f *Factory) (*job.Job, error) {
 	j, err := store.Get(ctx, name)
 	if err != nil {
-		return nil, jobLookupError(err, name, store.Namespace())
+		return nil, cmdutil.JobLookupError(err, name, store.Namespace())
 	}
 	if j.IsTerminal() {
 		return j, nil

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -86,7 +87,7 @@ func TestRunWait(t *testing.T) {
 		},
 		{
 			name: "failed", args: []string{"wait", "deploy-web-1"}, end: map[string]job.State{"deploy-web-1": job.Failure},
-			wantOut: "job \"deploy-web-1\" (build ID 7 of job deploy-web) failed after 3m\n", wantCode: CodeJobFailed,
+			wantOut: "job \"deploy-web-1\" (build ID 7 of job deploy-web) failed after 3m\n", wantCode: cmdutil.CodeJobFailed,
 		},
 		{
 			name: "failed but finished", args: []string{"wait", "deploy-web-1", "--for", "finished"}, end: map[string]job.State{"deploy-web-1": job.Failure},
@@ -94,16 +95,16 @@ func TestRunWait(t *testing.T) {
 		},
 		{
 			name: "timed out in the cluster", args: []string{"wait", "deploy-web-1"}, end: map[string]job.State{"deploy-web-1": job.Error}, reason: job.ReasonTimeout,
-			wantOut: "job \"deploy-web-1\" (build ID 7 of job deploy-web) timed out after 3m\n", wantCode: CodeTimeout,
+			wantOut: "job \"deploy-web-1\" (build ID 7 of job deploy-web) timed out after 3m\n", wantCode: cmdutil.CodeTimeout,
 		},
 		{
 			name: "aborted", args: []string{"wait", "deploy-web-1"}, end: map[string]job.State{"deploy-web-1": job.Aborted},
-			wantOut: "job \"deploy-web-1\" (build ID 7 of job deploy-web) was aborted after 3m\n", wantCode: CodeError,
+			wantOut: "job \"deploy-web-1\" (build ID 7 of job deploy-web) was aborted after 3m\n", wantCode: cmdutil.CodeError,
 		},
 		{
 			name: "the first that did not succeed picks the code", args: []string{"wait", "deploy-web-2", "deploy-web-1"},
 			end:     map[string]job.State{"deploy-web-1": job.Success, "deploy-web-2": job.Failure},
-			wantOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) failed after 2m\njob \"deploy-web-1\" (build ID 7 of job deploy-web) succeeded after 4m\n", wantCode: CodeJobFailed,
+			wantOut: "job \"deploy-web-2\" (build ID 7 of job deploy-web) failed after 2m\njob \"deploy-web-1\" (build ID 7 of job deploy-web) succeeded after 4m\n", wantCode: cmdutil.CodeJobFailed,
 		},
 		{
 			name: "as yaml", args: []string{"wait", "deploy-web-1", "-o", "yaml"}, end: map[string]job.State{"deploy-web-1": job.Success},
@@ -116,12 +117,12 @@ func TestRunWait(t *testing.T) {
 		},
 		{
 			name: "no such job", args: []string{"wait", "nosuch"},
-			wantErr: `job "nosuch" not found in namespace "default"`, wantCode: CodeError,
+			wantErr: `job "nosuch" not found in namespace "default"`, wantCode: cmdutil.CodeError,
 		},
 		{
 			name: "wait timed out", args: []string{"wait", "deploy-web-1", "--timeout", "1ms"},
 			wantErrOut: "waiting for job \"deploy-web-1\" to end (triggered)\n",
-			wantErr:    `job "deploy-web-1" did not end within 1ms: timed out waiting`, wantCode: CodeTimeout,
+			wantErr:    `job "deploy-web-1" did not end within 1ms: timed out waiting`, wantCode: cmdutil.CodeTimeout,
 		},
 	}
 	for _, tt := range tests {
@@ -135,7 +136,7 @@ func TestRunWait(t *testing.T) {
 				}
 			}
 			err := te.run(tt.args...)
-			assert.Equal(t, tt.wantCode, exitCode(err), "exit code, err %v", err)
+			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code, err %v", err)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantErr, err.Error())

@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func TestExplainLockErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			msg, hint := explain(tt.err)
+			msg, hint := Explain(tt.err)
 			assert.Equal(t, tt.wantMsg, msg, "message of %T", tt.err)
 			assert.Equal(t, tt.wantHint, hint, "hint of %T", tt.err)
 		})
@@ -93,7 +93,7 @@ func TestExitCodeTimeouts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, exitCode(tt.err), "exit code of %v", tt.err)
+			assert.Equal(t, tt.want, ExitCode(tt.err), "exit code of %v", tt.err)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"context"
@@ -18,17 +18,17 @@ import (
 	"github.com/lockctl/lockctl/scheduler"
 )
 
-// explain turns err into one line a person can act on, and a hint saying
+// Explain turns err into one line a person can act on, and a hint saying
 // what to do. API and network errors lose their wrapping; lockctl's own
 // errors keep their message.
-func explain(err error) (msg, hint string) {
+func Explain(err error) (msg, hint string) {
 	var (
 		superseded     *lock.SupersededError
 		timeout        *lock.TimeoutError
 		notHolder      *lock.NotHolderError
 		tokenErr       *lock.TokenError
 		held           *lock.HeldError
-		noJob          *jobNotFoundError
+		noJob          *JobNotFoundError
 		noConfig       *kubeclient.NoKubeconfigError
 		untrusted      *kubeclient.UntrustedServerError
 		unknownContext *kubeclient.UnknownContextError
@@ -106,21 +106,21 @@ func explain(err error) (msg, hint string) {
 	return err.Error(), ""
 }
 
-// jobNotFoundError is a job named on the command line that does not exist.
-type jobNotFoundError struct{ Name, Namespace string }
+// JobNotFoundError is a job named on the command line that does not exist.
+type JobNotFoundError struct{ Name, Namespace string }
 
-func (e *jobNotFoundError) Error() string {
+func (e *JobNotFoundError) Error() string {
 	return fmt.Sprintf("job %q not found in namespace %q", e.Name, e.Namespace)
 }
 
 // Is matches job.ErrNotFound.
-func (e *jobNotFoundError) Is(target error) bool { return target == job.ErrNotFound }
+func (e *JobNotFoundError) Is(target error) bool { return target == job.ErrNotFound }
 
-// jobLookupError makes a job.ErrNotFound for the job called name in
-// namespace ns a *jobNotFoundError; other errors pass unchanged.
-func jobLookupError(err error, name, ns string) error {
+// JobLookupError makes a job.ErrNotFound for the job called name in
+// namespace ns a *JobNotFoundError; other errors pass unchanged.
+func JobLookupError(err error, name, ns string) error {
 	if errors.Is(err, job.ErrNotFound) {
-		return &jobNotFoundError{Name: name, Namespace: ns}
+		return &JobNotFoundError{Name: name, Namespace: ns}
 	}
 	return err
 }
@@ -168,13 +168,21 @@ func contextHint(e *kubeclient.UnknownContextError) string {
 	return "fix the ALIAS=CONTEXT of --build-cluster (or buildClusters in --config); `kubectl config get-contexts` lists the contexts"
 }
 
-// kubeconfigError keeps kubeconfig problems recognisable by explain. A
+// KubeconfigError keeps kubeconfig problems recognisable by Explain. A
 // *UsageError (a --context that is not there) already says what is wrong
 // and passes unchanged.
-func kubeconfigError(err error) error {
+func KubeconfigError(err error) error {
 	var usage *UsageError
 	if errors.As(err, &usage) {
 		return err
 	}
 	return fmt.Errorf("load kubeconfig: %w", err)
+}
+
+// UsageIfInvalid turns a bad job or config file into a usage error (exit 2).
+func UsageIfInvalid(err error) error {
+	if errors.Is(err, job.ErrInvalid) || errors.Is(err, scheduler.ErrConfig) {
+		return &UsageError{Err: err}
+	}
+	return err
 }

@@ -1,4 +1,4 @@
-package cmd
+package cmdutil
 
 import (
 	"encoding/json"
@@ -15,6 +15,8 @@ import (
 	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/term"
 )
+
+var testNow = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
 // testConsole is a console on a buffer with a fake clock.
 func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*term.Console, *clitest.SyncBuffer) {
@@ -87,7 +89,7 @@ func TestConsoleText(t *testing.T) {
 			c.Statusf(term.StyleGood, logrus.Fields{"lock": "staging"}, "lock %q acquired", "staging")
 			log.WithFields(logrus.Fields{"job": "deploy-1", "from": "pending", "to": "success"}).Info("job state changed")
 			log.WithField("lock", "staging").WithError(errors.New("connection refused")).Warn("cannot renew")
-			printConsoleError(c, errors.New(`acquire lock "staging": boom`), 0)
+			PrintConsoleError(c, errors.New(`acquire lock "staging": boom`), 0)
 			assert.Equal(t, tt.want, buf.String())
 		})
 	}
@@ -102,7 +104,7 @@ func TestConsoleJSON(t *testing.T) {
 	_, err := c.StatusWriter().Write([]byte("lock \"staging\" released\nsecond line\n"))
 	require.NoError(t, err)
 	log.WithFields(logrus.Fields{"job": "deploy-1", "from": "pending", "to": "success"}).Info("job state changed")
-	printConsoleError(c, &FlagError{Err: errors.New("unknown flag: --nope"), Command: "lockctl acquire"}, 0)
+	PrintConsoleError(c, &FlagError{Err: errors.New("unknown flag: --nope"), Command: "lockctl acquire"}, 0)
 	c.SetStatus(nil)
 
 	var got []map[string]any
@@ -131,6 +133,6 @@ func TestConsoleQuiet(t *testing.T) {
 	_, err := c.StatusWriter().Write([]byte("status too\n"))
 	require.NoError(t, err)
 	log.Warn("a warning")
-	printConsoleError(c, errors.New("boom"), 0)
+	PrintConsoleError(c, errors.New("boom"), 0)
 	assert.Equal(t, "10:00:00 WARNING: a warning\n10:00:00 error: boom\n", buf.String(), "-q drops status lines, never warnings or errors")
 }

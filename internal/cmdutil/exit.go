@@ -1,4 +1,8 @@
-package cmd
+// Package cmdutil is what lockctl's commands share about errors: the exit
+// codes (part of lockctl's interface, SPEC.md §4), the error types that
+// pick them, and how an error is reported on stderr: one line a person can
+// act on, then a hint.
+package cmdutil
 
 import (
 	"errors"
@@ -30,8 +34,8 @@ const (
 	CodeJobFailed = 5
 )
 
-// exitCodeHelp is the exit-status table printed in --help and the README.
-const exitCodeHelp = `Exit status:
+// ExitCodeHelp is the exit-status table printed in --help and the README.
+const ExitCodeHelp = `Exit status:
   0  done (lock acquired or released, job succeeded, pass finished)
   1  error (API, permissions, invalid stored object)
   2  usage (bad flags, bad job or config file)
@@ -49,15 +53,15 @@ type FlagError struct {
 func (e *FlagError) Error() string { return e.Err.Error() }
 func (e *FlagError) Unwrap() error { return e.Err }
 
-// flagErrorf returns a *FlagError with a formatted message.
-func flagErrorf(format string, args ...any) error {
+// FlagErrorf returns a *FlagError with a formatted message.
+func FlagErrorf(format string, args ...any) error {
 	return &FlagError{Err: fmt.Errorf(format, args...)}
 }
 
-// plainFlagError rewrites pflag's parse errors, which end in Go's
+// PlainFlagError rewrites pflag's parse errors, which end in Go's
 // "strconv.ParseInt: parsing "abc": invalid syntax", to say what the flag
 // wants instead.
-func plainFlagError(err error) error {
+func PlainFlagError(err error) error {
 	msg := err.Error()
 	i := strings.Index(msg, ": strconv.Parse")
 	if i < 0 {
@@ -75,10 +79,10 @@ func plainFlagError(err error) error {
 	return errors.New(msg[:i] + ": " + want)
 }
 
-// unknownCommandError makes cobra's "unknown command" a usage error on one
+// UnknownCommandError makes cobra's "unknown command" a usage error on one
 // line, its "Did you mean this?" block folded into `; did you mean "x"?`, so
 // that every stderr line carries the timestamp prefix.
-func unknownCommandError(err error) error {
+func UnknownCommandError(err error) error {
 	if err == nil || !strings.HasPrefix(err.Error(), "unknown command ") {
 		return err
 	}
@@ -111,9 +115,9 @@ func (e *UsageError) Unwrap() error { return e.Err }
 // lockctl run unchanged.
 type ExitError = run.ExitError
 
-// isOutcome reports whether err is how a job or a command ended (its
+// IsOutcome reports whether err is how a job or a command ended (its
 // status), rather than something that went wrong.
-func isOutcome(err error) bool {
+func IsOutcome(err error) bool {
 	var exitErr *ExitError
 	return errors.As(err, &exitErr) || errors.Is(err, SilentError)
 }
@@ -122,9 +126,9 @@ func isOutcome(err error) bool {
 // already said why.
 var SilentError = errors.New("silent error")
 
-// exitCode maps an error to lockctl's exit code. It is the only place that
+// ExitCode maps an error to lockctl's exit code. It is the only place that
 // does.
-func exitCode(err error) int {
+func ExitCode(err error) int {
 	var (
 		flagErr  *FlagError
 		usageErr *UsageError
