@@ -39,6 +39,7 @@ func Main() int {
 	f := NewFactory(streams)
 	f.Executable = filepath.Base(os.Args[0])
 	logutil.RouteKlog(f.Log, func() int { return f.Verbosity })
+	logutil.RouteStdLog(f.Log)
 	err := Run(ctx, f, os.Args[1:])
 	signal.Stop(sigs)
 	// NOTE: the signal is read from the context's cause, which the

@@ -9,16 +9,13 @@ import (
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
-	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
-	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -233,8 +230,6 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 }
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
-	loopLogFormat(o.f.Log.Logger)
-	o.f.console().UseFormat(o.f.Log.Logger.Formatter)
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	if o.f.Getenv("GOMEMLIMIT") == "" {
 		limitCtx, stopLimit := context.WithCancel(ctx)
@@ -385,15 +380,4 @@ func healthHandler(check func() error) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-}
-
-// loopLogFormat gives a reconcile loop's log full dates: it is read later,
-// line by line, unlike a command's messages, which carry the time of day.
-// Its status lines take the same form (console.useFormat). JX_LOG_FORMAT
-// still picks json.
-func loopLogFormat(l *logrus.Logger) {
-	switch l.Formatter.(type) {
-	case *term.TextFormat, *jxlog.JenkinsXTextFormat:
-		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339, DisableColors: true})
-	}
 }

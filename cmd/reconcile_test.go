@@ -1,17 +1,15 @@
 package cmd
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
-	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -205,20 +203,30 @@ func TestRunReconcile(t *testing.T) {
 	}
 }
 
-func TestLoopLogFormat(t *testing.T) {
+// TestReconcileLogTimeOfDay: outside a terminal every line lockctl
+// reconcile writes to stderr (log entries, status lines, errors) starts
+// with the UTC time of day, as every other command's lines do; no line is
+// logrus's own logfmt (time="..." level=...).
+func TestReconcileLogTimeOfDay(t *testing.T) {
 	t.Parallel()
-	l := logrus.New()
-	l.SetFormatter(jxlog.NewJenkinsXTextFormat())
-	var buf bytes.Buffer
-	l.SetOutput(&buf)
-	loopLogFormat(l)
-	l.WithField("job", "deploy-1").WithField("to", "success").Info("job state changed")
-	assert.Regexp(t, `^time="[0-9T:+-]+Z?" level=info msg="job state changed" job=deploy-1 to=success\n$`, buf.String())
+	dir := t.TempDir()
+	badConfig := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(badConfig, []byte("timeouts: {pending: soon}\n"), 0o644))
+	te := newTestEnv(t)
+	storeJobs(t, te, "deploy-web-1")
 
-	json := &logrus.JSONFormatter{}
-	l.SetFormatter(json)
-	loopLogFormat(l)
-	assert.Same(t, json, l.Formatter, "JX_LOG_FORMAT=json stays")
+	require.NoError(t, te.run("reconcile", "--once", "-v", "2"))
+	err := te.run("reconcile", "--once", "--config", badConfig)
+	require.Error(t, err)
+	cmdutil.PrintConsoleError(te.f.console(), err, 0)
+
+	out := te.errOut.String()
+	assert.Regexp(t, `(?m)^\d\d:\d\d:\d\d error: config `, out, "the error")
+	assert.Regexp(t, `(?m)^\d\d:\d\d:\d\d DEBUG: `, out, "the loop's log entries")
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		assert.Regexp(t, `^\d\d:\d\d:\d\d \S`, line)
+		assert.NotContains(t, line, "level=")
+	}
 }
 
 func TestHealthHandler(t *testing.T) {

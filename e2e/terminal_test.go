@@ -45,6 +45,7 @@ func stderrCases() []struct {
 		{name: "release again", args: append([]string{"release", "staging"}, id("web", 1)...)},
 		{name: "run a command", args: append([]string{"run", "--lock", "qa", "-v", "1", "--", "sh", "-c", "echo deployed"}, id("web", 2)...)},
 		{name: "status", args: []string{"status", "staging"}},
+		{name: "reconcile once", args: []string{"reconcile", "--once", "-v", "1"}},
 		{name: "usage error", args: []string{"acquire"}, wantCode: 2},
 		{name: "unknown flag", args: []string{"release", "staging", "--nope"}, wantCode: 2},
 	}

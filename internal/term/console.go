@@ -140,14 +140,6 @@ func (c *Console) SetQuiet(quiet bool) {
 	c.quiet = quiet
 }
 
-// UseFormat makes every line an entry in format, the form of a log read
-// line by line (the reconcile loop's).
-func (c *Console) UseFormat(format logrus.Formatter) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.format = format
-}
-
 // Structured reports whether lines are entries in a log format (json).
 func (c *Console) Structured() bool {
 	c.mu.Lock()
