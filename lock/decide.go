@@ -61,6 +61,10 @@ type Decision struct {
 	// Freeze is the freeze that holds the lock, when one does: the
 	// contender waits for it to end unless it ignores freezes.
 	Freeze *Freeze
+	// CancelRequested is set when the decision asks the holder (this
+	// claim, as it was) to stop: the contender has cancel-in-progress and
+	// the holder is an older run of its branch.
+	CancelRequested *Claim
 }
 
 // Decide computes the next state of the lock for contender me at time now.
@@ -166,6 +170,15 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 	}
 
+	if !rec.unheld() && asksToCancel(rec.Holder, me) {
+		// cancel-in-progress: the holder, an older run of our branch, is
+		// asked to stop; it stops, releases, and hands the lock to us.
+		rec.Holder.CancelRequest = &CancelRequest{Identity: me.Identity, Session: me.Session, At: ts}
+		asked := rec.Holder
+		d.CancelRequested = &asked
+		changed = true
+	}
+
 	if by := supersededBy(rec, me, policy, false); by != nil {
 		if rec.remove(me.Session) {
 			changed = true
@@ -248,8 +261,10 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 	prev := rec.Holder
 	rec.Holder = holding(me, ts, now)
 	if prev.Session == me.Session || SameHolder(prev, me) {
-		// A hand-over in spite of a freeze stays on record.
+		// A hand-over in spite of a freeze stays on record, and so does a
+		// newer build's request to stop.
 		rec.Holder.IgnoredFreeze = prev.IgnoredFreeze
+		rec.Holder.CancelRequest = prev.CancelRequest
 	}
 	if prev.Session == me.Session && !prev.HandedOver && (prev.Token != "" || prev.TokenPending) {
 		// Still the same hold: it keeps its token.
@@ -372,6 +387,10 @@ func (c Claim) deepCopy() Claim {
 	if c.Expires != nil {
 		e := *c.Expires
 		c.Expires = &e
+	}
+	if c.CancelRequest != nil {
+		r := *c.CancelRequest
+		c.CancelRequest = &r
 	}
 	return c
 }

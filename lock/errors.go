@@ -97,6 +97,23 @@ func (e *SupersededError) Error() string {
 // Is matches ErrSuperseded.
 func (e *SupersededError) Is(target error) bool { return target == ErrSuperseded }
 
+// CancelRequestedError is what Renew returns, having renewed the hold,
+// once a newer build of the holder's branch asked it to stop
+// (run --cancel-in-progress). It matches ErrSuperseded: the holder stops
+// what it runs, releases and exits as superseded.
+type CancelRequestedError struct {
+	Target string
+	// By is the build that asked; it holds the lock next.
+	By Identity
+}
+
+func (e *CancelRequestedError) Error() string {
+	return fmt.Sprintf("superseded on lock %q: build %s asked this run to stop (cancel-in-progress)", e.Target, e.By)
+}
+
+// Is matches ErrSuperseded.
+func (e *CancelRequestedError) Is(target error) bool { return target == ErrSuperseded }
+
 // TimeoutError reports who held the lock when the wait ended: the
 // caller's deadline passed before it held the lock.
 type TimeoutError struct {

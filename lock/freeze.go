@@ -280,8 +280,13 @@ func (r *Record) overridden(ts metav1.MicroTime, now time.Time) {
 	}
 }
 
-// firstEligible returns the first waiter that may take the lock at now.
+// firstEligible returns the first waiter that may take the lock at now:
+// the build that asked the holder to stop (CancelRequest) when it still
+// waits, else the first in the queue.
 func (r *Record) firstEligible(now time.Time) *Claim {
+	if a := r.cancelAsker(); a != nil && r.mayTake(*a, now) {
+		return a
+	}
 	for _, w := range r.Waiters {
 		if r.mayTake(w, now) {
 			w := w

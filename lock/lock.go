@@ -124,6 +124,14 @@ type Request struct {
 	// IgnoreFreeze takes the lock even while it is frozen (an emergency);
 	// the freeze records who did.
 	IgnoreFreeze bool
+	// Cancelable says the contender, once it holds the lock, stops what it
+	// runs when a newer build of its branch asks it to (it watches for a
+	// *CancelRequestedError from Renew): lockctl run. acquire is not.
+	Cancelable bool
+	// CancelInProgress asks the holder to stop when it is an older
+	// Cancelable build of the contender's branch; the contender holds the
+	// lock next (docs/2026-12-03-cancel-in-progress.md).
+	CancelInProgress bool
 	// Unordered says the build number only tells this contender apart
 	// (a developer's terminal, a CI without a build counter): it is served
 	// first come, first served and never supersedes nor is superseded.
@@ -331,7 +339,8 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 	if _, err := ParsePriority(string(req.Priority)); err != nil {
 		return Claim{}, err
 	}
-	me := Claim{Identity: req.Identity, Session: req.Session, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target}
+	me := Claim{Identity: req.Identity, Session: req.Session, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
+		Cancelable: req.Cancelable, cancelInProgress: req.CancelInProgress}
 	if me.Session == "" {
 		me.Session = newSession()
 	}

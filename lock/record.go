@@ -217,6 +217,14 @@ type Claim struct {
 	// frozen (IgnoreFreeze): the freeze, as Freeze.Describe renders it. Its
 	// history entry keeps it. Added in record version 1.4.
 	IgnoredFreeze string `json:"ignoredFreeze,omitempty"`
+	// Cancelable marks a claimant that stops what it runs when a newer
+	// build of its branch asks it to (CancelRequest): a lockctl run. Added
+	// in record version 1.5.
+	Cancelable bool `json:"cancelable,omitempty"`
+	// CancelRequest, on a Cancelable holder, is the newer build that asked
+	// it to stop (run --cancel-in-progress); it stops, releases, and the
+	// lock goes to that build next. Added in record version 1.5.
+	CancelRequest *CancelRequest `json:"cancelRequest,omitempty"`
 
 	// Released marks the holder of a free lock: the lock was released with
 	// nobody waiting and is kept, for its history, as this placeholder
@@ -227,6 +235,10 @@ type Claim struct {
 
 	// target is the lock's target, carried for Decide when creating.
 	target string
+	// cancelInProgress makes the contender ask an older Cancelable run of
+	// its branch holding the lock to stop (Request.CancelInProgress); it is
+	// never stored.
+	cancelInProgress bool
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
 	unknown map[string]json.RawMessage
@@ -260,7 +272,7 @@ type Record struct {
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-var RecordVersion = schema.Version{Major: 1, Minor: 4}
+var RecordVersion = schema.Version{Major: 1, Minor: 5}
 
 var (
 	recordFields  = schema.Fields(Record{})
@@ -512,6 +524,11 @@ func validateClaim(c *Claim) *fieldErr {
 	}
 	if c.Pod != nil && (c.Pod.Name == "" || c.Pod.Namespace == "") {
 		return &fieldErr{"pod", "name and namespace are required"}
+	}
+	if r := c.CancelRequest; r != nil {
+		if _, err := r.BuildNumber(); err != nil || r.Session == "" {
+			return &fieldErr{"cancelRequest", "needs the build and session of the build that asked"}
+		}
 	}
 	return nil
 }

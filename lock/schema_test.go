@@ -32,6 +32,10 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		Holder: Claim{
 			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"},
 			Session:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
+			Cancelable: true,
+			CancelRequest: &CancelRequest{
+				Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}, Session: "c3", At: metav1.NewMicroTime(since.Add(time.Minute)),
+			},
 		},
 		Waiters: []Claim{{
 			Identity: Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"},
@@ -107,6 +111,9 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v1.0.json", wantVersion: current},
 		{file: "v1.1.json", wantVersion: current},
 		{file: "v1.2.json", wantVersion: current},
+		{file: "v1.3.json", wantVersion: current},
+		{file: "v1.4.json", wantVersion: current},
+		{file: "v2.4-frozen.json", wantVersion: FrozenRecordVersion.String()},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
 		{file: "v" + FrozenRecordVersion.String() + "-frozen.json", wantVersion: FrozenRecordVersion.String()},

@@ -209,7 +209,9 @@ var ErrLost = errors.New("lock lost")
 
 // Renew pushes the expiry of a held lock ttl past now, for holders that stay
 // alive without a pod (a terminal running a command). It returns an error
-// matching ErrLost when the caller no longer holds the lock.
+// matching ErrLost when the caller no longer holds the lock, and a
+// *CancelRequestedError, having renewed, while a newer build asks the
+// holder to stop (Request.CancelInProgress).
 func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 	for attempt := 0; attempt < 10; attempt++ {
 		cm, err := c.get(ctx, h.Target)
@@ -238,6 +240,11 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 		written, err := c.write(ctx, h.Target, cm, Decision{Record: rec})
 		if err == nil {
 			h.remember(written)
+			if r := rec.Holder.CancelRequest; r != nil {
+				// Renewed all the same: the holder keeps the lock while it
+				// stops.
+				return &CancelRequestedError{Target: h.Target, By: r.Identity}
+			}
 		}
 		if !errors.Is(err, errRetry) {
 			return err
