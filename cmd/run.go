@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -41,7 +43,9 @@ type runOptions struct {
 
 	lockFlags
 	clusterFlags
+	// Target is the first of Targets, the locks to hold (--lock, repeated).
 	Target   string
+	Targets  []string
 	Filename string
 	Command  []string
 	TTL      time.Duration
@@ -50,8 +54,11 @@ type runOptions struct {
 	Priority lock.Priority
 	// IgnoreFreeze takes a frozen lock (an emergency); the freeze records it.
 	IgnoreFreeze bool
-	Progress     string
-	DryRun       bool
+	// CancelInProgress asks an older run of this branch holding the lock
+	// to stop (docs/2026-12-03-cancel-in-progress.md).
+	CancelInProgress bool
+	Progress         string
+	DryRun           bool
 }
 
 func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
@@ -60,7 +67,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	o := &runOptions{f: f, childErr: f.IOStreams.ErrOut, TTL: defaultRunTTL, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
 	o.perProcess = true
 	c := &cobra.Command{
-		Use:   "run --lock NAMESPACE (-f FILE | -- COMMAND [ARG...])",
+		Use:   "run --lock NAMESPACE [--lock NAMESPACE...] (-f FILE | -- COMMAND [ARG...])",
 		Short: "Lock a namespace, run a job or a command, follow it, release the lock",
 		Long: heredoc.Doc(`
 			Take the deploy lock of the --lock namespace (waiting as acquire does),
@@ -76,6 +83,20 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 
 			With -- COMMAND, the command runs here with stdin, stdout and stderr
 			passed through.
+
+			With several --lock flags run holds all those locks, all or nothing:
+			taken one after the other in the order of their names (as acquire
+			takes several), so that runs and acquires with overlapping sets never
+			deadlock. Each is renewed while the job or the command runs; losing
+			any of them stops it as losing the only one would. Each acquired
+			line shows that lock's fencing token; all are released at the end.
+
+			With --cancel-in-progress (GitHub Actions' cancel-in-progress), an
+			older lockctl run of the same owner/repo/branch holding the lock is
+			asked to stop: at its next renewal it sends its command SIGTERM or
+			aborts its job, releases, and exits 3; this run holds the lock next.
+			A holder that is not a run (lockctl acquire) is never interrupted,
+			nor is a local build (a terminal), which has no build order.
 
 			The lock expires --ttl after run stops renewing it (every third of
 			--ttl), so a killed terminal frees it within that. The job's pod is
@@ -98,8 +119,9 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			  0  the job or the command succeeded
 			  1  error (API, permissions), the lock was lost, or someone aborted the job
 			  2  usage (bad flags, bad job or config file)
-			  3  superseded: a newer build waits for or holds the lock, or a newer
-			     run of the presubmit replaced the job
+			  3  superseded: a newer build waits for or holds the lock, asked this
+			     run to stop (--cancel-in-progress), or a newer run of the presubmit
+			     replaced the job
 			  4  timed out waiting for the lock (--timeout), or the job's pod timed out
 			  5  the job failed or ended in error
 			  N  with -- COMMAND: the command's exit status (128+n when signal n ended it;
@@ -116,6 +138,12 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			# The same for a local script; its exit status is lockctl's
 			lockctl run --lock staging -- ./deploy.sh --env staging
 
+			# Hold two locks while migrating (all or nothing, in name order)
+			lockctl run --lock staging --lock db-migrations -- ./migrate.sh
+
+			# CI: a newer build of the branch stops the older run still deploying
+			lockctl run --lock staging --cancel-in-progress -f deploy.yaml
+
 			# Show the pod the job would create, touching nothing
 			lockctl run --dry-run -f deploy.yaml
 		`),
@@ -123,6 +151,9 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				o.Command = args
+			}
+			if len(o.Targets) > 0 {
+				o.Target = o.Targets[0]
 			}
 			if err := o.validate(); err != nil {
 				return err
@@ -134,7 +165,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 		},
 	}
 	fs := c.Flags()
-	fs.StringVar(&o.Target, "lock", o.Target, "namespace whose deploy lock to hold (default for a job: its spec.lock.namespace)")
+	fs.StringArrayVar(&o.Targets, "lock", o.Targets, "namespace whose deploy lock to hold; repeat to hold several, all or nothing (default for a job: its spec.lock.namespace)")
 	fs.StringVarP(&o.Filename, "filename", "f", o.Filename, `job file, YAML or JSON; "-" reads stdin`)
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print the pod the job would create and touch nothing")
 	o.addIdentityFlags(fs)
@@ -144,6 +175,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	fs.Var(policyFlag{&o.Policy}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
 	addPriorityFlag(fs, &o.Priority)
 	fs.BoolVar(&o.IgnoreFreeze, "ignore-freeze", o.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
+	fs.BoolVar(&o.CancelInProgress, "cancel-in-progress", o.CancelInProgress, "ask an older lockctl run of this owner/repo/branch holding the lock to stop (it exits 3); this run holds the lock next")
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display: auto, tty or plain")
 	o.addClusterFlags(fs)
 	return c
@@ -171,8 +203,8 @@ func (o *runOptions) validate() error {
 	case o.Target == "" && len(o.Command) > 0:
 		return cmdutil.FlagErrorf("required flag --lock not set: name the namespace to lock")
 	}
-	if o.Target != "" {
-		if err := validateTarget(o.Target); err != nil {
+	if len(o.Targets) > 0 {
+		if err := validateTargets(o.Targets); err != nil {
 			return err
 		}
 	}
@@ -320,29 +352,43 @@ func (o *runOptions) acquire(ctx context.Context, d *term.Console, jobs *run.Job
 	obs := &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	wait := progress.NewWait(o.f.console(), o.f.lockClock())
-	req := lock.Request{
-		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
-	}
 	var sweep *run.Sweep
-	if jobs != nil {
-		// NOTE: the list of jobs to sweep starts beside the write that takes
-		// the lock, once no other holder can act, not after it.
-		req.OnTaking = func() { sweep = jobs.StartSweep(ctx) }
+	var sweepOnce sync.Once
+	var reqs []lock.Request
+	for _, target := range o.Targets {
+		req := lock.Request{
+			Target: target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
+			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
+			Cancelable: true, CancelInProgress: o.CancelInProgress,
+		}
+		if jobs != nil {
+			// NOTE: the list of jobs to sweep starts beside the write that
+			// takes the (first) lock, once no other holder can act, not
+			// after it.
+			req.OnTaking = func() { sweepOnce.Do(func() { sweep = jobs.StartSweep(ctx) }) }
+		}
+		reqs = append(reqs, req)
+	}
+	names := fmt.Sprintf("lock %q", o.Target)
+	if len(o.Targets) > 1 {
+		names = fmt.Sprintf("locks %q", o.Targets)
 	}
 	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
-	h, err := run.Acquire(waitCtx, locks, req, obs)
+	h, err := run.AcquireAll(waitCtx, locks, reqs, obs)
 	wait.Finish()
 	if err != nil {
 		if ctx.Err() != nil {
-			d.Statusf(term.StyleWarn, nil, "interrupted while waiting for lock %q; left the queue", o.Target)
+			d.Statusf(term.StyleWarn, nil, "interrupted while waiting for %s; left the queue", names)
 		}
-		return nil, nil, fmt.Errorf("acquire lock %q: %w", o.Target, err)
+		return nil, nil, fmt.Errorf("acquire %s: %w", names, err)
 	}
-	d.Statusf(term.StyleGood, nil, "lock %q acquired by %s after %s (%s)", o.Target, id, term.HumanDuration(h.Held().Waited), h.Describe())
-	if f := h.Held().IgnoredFreeze; f != nil {
-		d.Statusf(term.StyleWarn, nil, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", o.Target, f.Describe())
+	for _, held := range h.Helds() {
+		d.Statusf(term.StyleGood, nil, "lock %q acquired by %s after %s (%s), fencing token %s",
+			held.Target, id, term.HumanDuration(held.Waited), locks.Describe(held.Target), held.Token)
+		if f := held.IgnoredFreeze; f != nil {
+			d.Statusf(term.StyleWarn, nil, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", held.Target, f.Describe())
+		}
 	}
 	if jobs != nil {
 		if sweep == nil {
@@ -438,9 +484,11 @@ func (o *runOptions) lockFromJob(j *job.Job) error {
 	}
 	switch ns := j.Spec.Lock.Namespace; {
 	case o.Target == "":
-		o.Target = ns
-	case o.Target != ns:
-		return &cmdutil.UsageError{Err: fmt.Errorf("--lock %q and the job's spec.lock.namespace %q differ: run holds one lock, drop one of them", o.Target, ns)}
+		o.Target, o.Targets = ns, []string{ns}
+	case len(o.Targets) > 1 && !slices.Contains(o.Targets, ns):
+		return &cmdutil.UsageError{Err: fmt.Errorf("the job's spec.lock.namespace %q is not among --lock %q: add --lock %s, or drop the job's spec.lock", ns, o.Targets, ns)}
+	case len(o.Targets) == 1 && o.Target != ns:
+		return &cmdutil.UsageError{Err: fmt.Errorf("--lock %q and the job's spec.lock.namespace %q differ: drop one of them, or give both as --lock to hold both", o.Target, ns)}
 	}
 	j.Spec.Lock = nil
 	return nil

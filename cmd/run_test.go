@@ -43,11 +43,11 @@ func TestNewRunCmd(t *testing.T) {
 		wantErr string
 	}{
 		{name: "job, lock from its spec", args: []string{"-f", "job.yaml"}, want: job(nil)},
-		{name: "job with a lock", args: []string{"--lock", "staging", "-f", "job.yaml"}, want: job(func(o *runOptions) { o.Target = "staging" })},
+		{name: "job with a lock", args: []string{"--lock", "staging", "-f", "job.yaml"}, want: job(func(o *runOptions) { o.Target, o.Targets = "staging", []string{"staging"} })},
 		{
 			name: "command",
 			args: []string{"--lock", "staging", "--", "sh", "-c", "exit 7"},
-			want: runOptions{Target: "staging", Command: []string{"sh", "-c", "exit 7"}, TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			want: runOptions{Target: "staging", Targets: []string{"staging"}, Command: []string{"sh", "-c", "exit 7"}, TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
 		},
 		{
 			name: "every flag",
@@ -55,13 +55,22 @@ func TestNewRunCmd(t *testing.T) {
 				"--pod", "ci/p", "--lock-namespace", "locks", "--ttl", "1m", "--timeout", "5m", "--policy", "fifo", "--priority", "low", "--progress", "plain",
 				"--config", "lockctl.yaml", "--build-cluster", "gpu=gpu-ctx", "--pod-namespace", "pods"},
 			want: job(func(o *runOptions) {
-				o.Target, o.DryRun = "staging", true
+				o.Target, o.Targets, o.DryRun = "staging", []string{"staging"}, true
 				o.lockFlags = lockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"}
 				o.clusterFlags = clusterFlags{ConfigFile: "lockctl.yaml", BuildClusters: []string{"gpu=gpu-ctx"}, PodNamespace: "pods"}
 				o.TTL, o.Timeout, o.Policy, o.Progress = time.Minute, 5*time.Minute, lock.PolicyFIFO, "plain"
 				o.Priority = lock.PriorityLow
 			}),
 		},
+		{
+			name: "several locks, cancel-in-progress",
+			args: []string{"--lock", "staging", "--lock", "db-migrations", "--cancel-in-progress", "--", "true"},
+			want: runOptions{
+				Target: "staging", Targets: []string{"staging", "db-migrations"}, Command: []string{"true"}, CancelInProgress: true,
+				TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",
+			},
+		},
+		{name: "a lock named twice", args: []string{"--lock", "staging", "--lock", "staging", "--", "true"}, wantErr: `"staging" is named twice`},
 		{name: "nothing to run", args: []string{"--lock", "staging"}, wantErr: "nothing to run: give a job with -f FILE or a command after --"},
 		{name: "job and command", args: []string{"--lock", "staging", "-f", "job.yaml", "--", "true"}, wantErr: "give either -f FILE or -- COMMAND, not both"},
 		{name: "command without --", args: []string{"--lock", "staging", "deploy.sh"}, wantErr: `unexpected argument "deploy.sh": put the command after --`},
@@ -144,7 +153,7 @@ func TestRunRun(t *testing.T) {
 			args:    append(append([]string{"run", "--lock", "staging", "--progress", "plain"}, idFlags...), "--", "sh", "-c", "read x; echo got $x"),
 			stdin:   "abc\n",
 			wantOut: "got abc\n",
-			wantErrOut: "10:00:00 lock \"staging\" acquired by acme/web@main#42 after 0s (default/lockctl-lock-staging)\n" +
+			wantErrOut: "10:00:00 lock \"staging\" acquired by acme/web@main#42 after 0s (default/lockctl-lock-staging), fencing token 1\n" +
 				"10:00:00 running sh -c 'read x; echo got $x'\n" +
 				"10:00:00 command exited with status 0\n" +
 				"10:00:00 lock \"staging\" released\n",

@@ -85,8 +85,9 @@ func (c *Command) String() string { return QuoteCommand(c.argv) }
 // gets SIGTERM if this process dies without cleaning up (SIGKILL), so it
 // never outlives the lock by more than it takes to stop.
 //
-// When ctx ends or h is lost, Run signals the command, waits for it and
-// returns an error wrapping ctx.Err() or lock.ErrLost.
+// When ctx ends, h is lost, or a newer build asks h to stop
+// (cancel-in-progress), Run signals the command, waits for it and returns
+// an error wrapping ctx.Err(), lock.ErrLost or lock.ErrSuperseded.
 func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 	obs = observerOrNop(obs)
 	cmdline := c.String()
@@ -127,7 +128,14 @@ func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 			obs.SignalFailed(err)
 		}
 		obs.Exited(c.child.ProcessState, <-exited)
-		return fmt.Errorf("lock %q was lost while %s ran: %w", h.Target(), cmdline, lost)
+		return fmt.Errorf("lock %q was lost while %s ran: %w", h.LostTarget(), cmdline, lost)
+	case asked := <-h.Cancelled():
+		obs.Stopping(Stop{Command: c.argv, Cancelled: asked, Signal: syscall.SIGTERM})
+		if err := signalChild(c.child.Process, syscall.SIGTERM, !c.interactive); err != nil {
+			obs.SignalFailed(err)
+		}
+		obs.Exited(c.child.ProcessState, <-exited)
+		return fmt.Errorf("%s stopped: %w", cmdline, asked)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 const (
 	ReasonInterrupted = "aborted: lockctl run was interrupted"
 	ReasonLockLost    = "aborted: lockctl run lost its lock"
+	ReasonCancelled   = "aborted: a newer build of its branch asked lockctl run to stop (cancel-in-progress)"
 	reasonNoLoop      = "aborted: lockctl run could not start its reconcile loop"
 )
 
@@ -333,7 +334,14 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods cor
 		cctx, cancel := CleanupContext(ctx)
 		defer cancel()
 		aerr := jr.abort(cctx, ReasonLockLost)
-		return nil, errors.Join(fmt.Errorf("lock %q was lost while job %q ran: %w", jr.h.Target(), jr.name, lost), aerr)
+		return nil, errors.Join(fmt.Errorf("lock %q was lost while job %q ran: %w", jr.h.LostTarget(), jr.name, lost), aerr)
+	case asked := <-jr.h.Cancelled():
+		jr.obs.Stopping(Stop{Job: jr.name, Cancelled: asked})
+		stop(0)
+		cctx, cancel := CleanupContext(ctx)
+		defer cancel()
+		aerr := jr.abort(cctx, ReasonCancelled)
+		return nil, errors.Join(fmt.Errorf("job %q stopped: %w", jr.name, asked), aerr)
 	case res := <-final:
 		if res.err != nil {
 			stop(0)

@@ -56,6 +56,9 @@ type Stop struct {
 	// Lost is the error of the renewal that found the lock taken; nil when
 	// the run was interrupted (its context ended).
 	Lost error
+	// Cancelled is the *lock.CancelRequestedError of a newer build that
+	// asked the run to stop (cancel-in-progress); nil otherwise.
+	Cancelled error
 	// Signal is what the command is sent; nil when it is only waited for
 	// (it got the terminal's Ctrl-C itself) or has not started.
 	Signal os.Signal

@@ -39,7 +39,8 @@ const ExitCodeHelp = `Exit status:
   0  done (lock acquired or released, job succeeded, pass finished)
   1  error (API, permissions, invalid stored object)
   2  usage (bad flags, bad job or config file)
-  3  superseded: a newer build of the same repository/branch waits or holds the lock
+  3  superseded: a newer build of the same repository/branch waits or holds the lock,
+     or asked this run to stop (run --cancel-in-progress)
   4  timed out waiting (acquire --no-wait: the lock is held)
   5  the job ran and failed (run, wait, logs -f; run -- CMD exits with the command's own status)`
 

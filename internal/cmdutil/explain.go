@@ -24,6 +24,7 @@ import (
 func Explain(err error) (msg, hint string) {
 	var (
 		superseded     *lock.SupersededError
+		cancelled      *lock.CancelRequestedError
 		timeout        *lock.TimeoutError
 		notHolder      *lock.NotHolderError
 		tokenErr       *lock.TokenError
@@ -49,7 +50,7 @@ func Explain(err error) (msg, hint string) {
 		return err.Error(), "ask for those verbs on those resources in a Role bound to you (docs/rbac.md lists what lockctl needs); nothing was written"
 	case errors.As(err, &away):
 		return err.Error(), "the next pass drives their jobs once they answer; `lockctl get clusters` shows what each last answered"
-	case errors.As(err, &superseded):
+	case errors.As(err, &superseded), errors.As(err, &cancelled):
 		return err.Error(), "nothing to do: the newer build deploys instead of this one"
 	case errors.As(err, &timeout) && timeout.Freeze.FromWindow():
 		return err.Error(), "a recurring freeze window (ConfigMap " + lock.FreezeWindowsName + "): wait for it to end, or in an emergency acquire with --ignore-freeze (recorded)"

@@ -126,6 +126,10 @@ func (r *Run) Stopping(s run.Stop) {
 	r.mu.Unlock()
 	target, ttl := r.Target, term.HumanDuration(r.TTL)
 	switch {
+	case s.Job != "" && s.Cancelled != nil:
+		r.printf(term.StyleBad, "%v: aborting job %q, then releasing", s.Cancelled, s.Job)
+	case s.Cancelled != nil:
+		r.printf(term.StyleBad, "%v: stopping the command with SIGTERM, then releasing", s.Cancelled)
 	case s.Job != "" && s.Lost != nil:
 		r.printf(term.StyleBad, "%v: aborting job %q", s.Lost, s.Job)
 	case s.Job != "":
