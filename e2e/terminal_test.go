@@ -136,8 +136,10 @@ func TestIntegrationCLILiveLine(t *testing.T) {
 	var stderr clitest.SyncBuffer
 	waiter.Stderr = &stderr
 	require.NoError(t, waiter.Start())
-	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), clearLine+"waiting for lock") },
-		time.Minute, 50*time.Millisecond, "the live line shows")
+	// NOTE: at 40 columns the live line takes a short form that keeps
+	// the holder.
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), clearLine+`"live": held by acme/web@main#1`) },
+		time.Minute, 50*time.Millisecond, "the live line shows, naming the holder")
 	time.Sleep(1500 * time.Millisecond) // a redraw or two
 	o := c.run(t, append([]string{"release", "live"}, id("web", 1)...)...)
 	require.Equal(t, 0, o.code, o.stderr)
@@ -148,7 +150,7 @@ func TestIntegrationCLILiveLine(t *testing.T) {
 	assert.Contains(t, out, clearLine+"lock \"live\" acquired by acme/api@main#1", "the result line starts on a cleared row")
 	for _, seg := range strings.Split(out, clearLine) {
 		for _, row := range strings.SplitAfter(seg, "\n") {
-			if strings.HasPrefix(row, "waiting for lock") {
+			if strings.HasPrefix(row, `"live":`) || strings.HasPrefix(row, "waiting for lock") {
 				assert.Less(t, utf8.RuneCountInString(strings.TrimSuffix(row, "\n")), 40, "the live line fits the terminal: %q", row)
 				assert.NotContains(t, row, "\n", "the live line is never ended by another line: %q", row)
 			}
@@ -270,8 +272,9 @@ func shellQuote(s string) string {
 
 // TestIntegrationCLITerminal waits for a lock on a real (pseudo-)terminal
 // 40 columns wide, without --progress: lockctl finds the terminal and its
-// width itself, keeps the live line inside it, writes the -v 1 debug line
-// on a row of its own, and colours the result unless NO_COLOR is set.
+// width itself, keeps the live line inside it in a short form that still
+// names the holder whole, writes the -v 1 debug line on a row of its own,
+// and colours the result unless NO_COLOR is set.
 func TestIntegrationCLITerminal(t *testing.T) {
 	t.Parallel()
 	scriptWorks(t)
@@ -280,7 +283,8 @@ func TestIntegrationCLITerminal(t *testing.T) {
 
 	waiter := c.startOnTerminal(t, nil, append([]string{"acquire", "tty", "-v", "1"}, id("api", 1)...)...)
 	// NOTE: two draws of the live line, so a redraw is checked too.
-	waiter.waitFor(t, clearLine+"waiting for lock", 2)
+	// At 40 columns the live line takes a short form that keeps the holder.
+	waiter.waitFor(t, clearLine+`"tty": held by acme/web@main#1`, 2)
 	o := c.run(t, append([]string{"release", "tty"}, id("web", 1)...)...)
 	require.Equal(t, 0, o.code, o.stderr)
 	got := waiter.wait(t)
@@ -290,8 +294,9 @@ func TestIntegrationCLITerminal(t *testing.T) {
 	assert.Regexp(t, `(?m)^\d+\r$`, got, "the fencing token on stdout")
 	assert.NotRegexp(t, `(?m)^\d\d:\d\d:\d\d `, got, "no timestamps on a terminal")
 	for _, seg := range strings.Split(got, clearLine) {
-		if row, _, _ := strings.Cut(seg, "\r\n"); strings.HasPrefix(row, "waiting for lock") {
+		if row, _, _ := strings.Cut(seg, "\r\n"); strings.HasPrefix(row, `"tty":`) || strings.HasPrefix(row, "waiting for lock") {
 			assert.Less(t, utf8.RuneCountInString(row), ttyColumns, "the live line fits the terminal: %q", row)
+			assert.Contains(t, row, "held by acme/web@main#1", "the live line names the holder whole")
 		}
 	}
 

@@ -63,14 +63,16 @@ func (p *Wait) Update(pr lock.Progress) {
 	p.print(true)
 }
 
-// line is the live line: the wait as it is now.
+// line is the live line: the wait as it is now, in its full form and the
+// shorter ones of narrowWait, for the console to pick the first that fits
+// the terminal.
 func (p *Wait) line(now time.Time) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
 		return ""
 	}
-	return describeWait(*p.last, now)
+	return strings.Join(append([]string{describeWait(*p.last, now)}, narrowWait(*p.last, now)...), "\n")
 }
 
 // Finish ends the live line and stops the repeats; call it once the
@@ -177,4 +179,33 @@ func describeWait(pr lock.Progress, now time.Time) string {
 	}
 	fmt.Fprintf(&b, "; waited %s", term.HumanDuration(now.Sub(pr.Started)))
 	return b.String()
+}
+
+// narrowWait is the wait in shorter forms than describeWait's, for a live
+// line on a narrow terminal, longest first: the holder comes before the
+// place in the queue and the time waited, so that it is never the part cut
+// off (at 40 columns the full form showed "held by acme/a…", and whose lock
+// it was could not be read).
+func narrowWait(pr lock.Progress, now time.Time) []string {
+	who := fmt.Sprintf("%q: ", pr.Target)
+	if pr.Freeze != nil {
+		who += "frozen; "
+	}
+	if !pr.Held() {
+		return []string{
+			fmt.Sprintf("%snot held; #%d in queue; waited %s", who, pr.Position, term.HumanDuration(now.Sub(pr.Started))),
+			who + "not held",
+		}
+	}
+	who += "held by " + pr.Holder.Identity.String()
+	stale := ""
+	if !pr.HolderAlive {
+		stale = ", stale"
+	}
+	held := fmt.Sprintf("%s for %s%s", who, term.HumanDuration(now.Sub(pr.Holder.Since.Time)), stale)
+	return []string{
+		fmt.Sprintf("%s; #%d in queue; waited %s", held, pr.Position, term.HumanDuration(now.Sub(pr.Started))),
+		held,
+		who + stale,
+	}
 }

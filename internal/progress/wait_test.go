@@ -69,10 +69,10 @@ func TestWaitProgress(t *testing.T) {
 			},
 		},
 		{
-			name:     "terminal: the live line, cut to 40 columns",
+			name:     "terminal: the live line in the form that fits 40 columns, the holder kept",
 			terminal: true,
 			check: func(t *testing.T, out string) {
-				live := term.ClearLine + `waiting for lock "staging": held by ac…`
+				live := term.ClearLine + `"staging": held by acme/web@main#41`
 				assert.Equal(t, strings.Repeat(live, 31)+term.ClearLine, out, "drawn at once and every second, then cleared")
 			},
 		},
@@ -93,6 +93,56 @@ func TestWaitProgress(t *testing.T) {
 			}
 			p.Finish()
 			tt.check(t, buf.String())
+		})
+	}
+}
+
+// TestWaitLiveLineForms: the live line's forms, longest first; the
+// console shows the first that fits the terminal. The holder is in every
+// form, and comes before the queue and the time waited.
+func TestWaitLiveLineForms(t *testing.T) {
+	t.Parallel()
+	web := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute))}
+	tests := []struct {
+		name string
+		pr   lock.Progress
+		want []string
+	}{
+		{
+			name: "held",
+			pr:   lock.Progress{Target: "staging", Holder: web, HolderAlive: true, Position: 2, Started: testNow.Add(-30 * time.Second)},
+			want: []string{
+				`waiting for lock "staging": held by acme/web@main#41 for 1m; queue position 2; waited 30s`,
+				`"staging": held by acme/web@main#41 for 1m; #2 in queue; waited 30s`,
+				`"staging": held by acme/web@main#41 for 1m`,
+				`"staging": held by acme/web@main#41`,
+			},
+		},
+		{
+			name: "stale holder",
+			pr:   lock.Progress{Target: "staging", Holder: web, Position: 1, Started: testNow},
+			want: []string{
+				`waiting for lock "staging": held by acme/web@main#41 for 1m, stale; queue position 1; waited 0s`,
+				`"staging": held by acme/web@main#41 for 1m, stale; #1 in queue; waited 0s`,
+				`"staging": held by acme/web@main#41 for 1m, stale`,
+				`"staging": held by acme/web@main#41, stale`,
+			},
+		},
+		{
+			name: "not held",
+			pr:   lock.Progress{Target: "staging", Position: 1, Started: testNow},
+			want: []string{
+				`waiting for lock "staging": not held; queue position 1; waited 0s`,
+				`"staging": not held; #1 in queue; waited 0s`,
+				`"staging": not held`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := &Wait{last: &tt.pr}
+			assert.Equal(t, tt.want, strings.Split(p.line(testNow), "\n"))
 		})
 	}
 }

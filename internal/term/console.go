@@ -187,7 +187,10 @@ func (c *Console) writeLocked(b []byte) {
 }
 
 // SetStatus sets what the live line shows, redrawn every second; nil
-// removes it. Only a live console has a live line.
+// removes it. Only a live console has a live line. status may give
+// shorter forms of the line after the full one, one a line: the live line
+// shows the first form that fits the terminal, else the last one cut to
+// fit (fitWidth), so a narrow terminal still shows what matters most.
 func (c *Console) SetStatus(status func(now time.Time) string) {
 	c.mu.Lock()
 	if !c.liveLocked() || c.quiet {
@@ -253,8 +256,9 @@ func (c *Console) columns() int {
 	return defaultTerminalWidth
 }
 
-// fitWidth cuts line so that it fits on one row of a terminal width
-// columns wide, ending it with "…" when cut. It keeps the last column
+// fitWidth returns the first of the forms of a live line (its lines,
+// longest first) that fits on one row of a terminal width columns wide,
+// else the last one cut to fit, ending with "…". It keeps the last column
 // free: a line that fills the row makes some terminals wrap, and the next
 // redraw would then leave a copy behind.
 func fitWidth(line string, width int) string {
@@ -262,10 +266,13 @@ func fitWidth(line string, width int) string {
 	if max < 1 {
 		max = 1
 	}
-	if utf8.RuneCountInString(line) <= max {
-		return line
+	forms := strings.Split(line, "\n")
+	for _, f := range forms {
+		if utf8.RuneCountInString(f) <= max {
+			return f
+		}
 	}
-	runes := []rune(line)
+	runes := []rune(forms[len(forms)-1])
 	return string(runes[:max-1]) + "…"
 }
 

@@ -54,6 +54,9 @@ func TestFitWidth(t *testing.T) {
 		{name: "wider", line: "waiting for lock", width: 10, want: "waiting …"},
 		{name: "runes, not bytes", line: "ééééé", width: 5, want: "ééé…"},
 		{name: "tiny terminal", line: "abc", width: 1, want: "…"},
+		{name: "the full form fits", line: "waiting for lock\nlock", width: 20, want: "waiting for lock"},
+		{name: "a shorter form fits", line: "waiting for lock\nlock held\nlock", width: 12, want: "lock held"},
+		{name: "no form fits: the last is cut", line: "waiting for lock\nlock held", width: 6, want: "lock…"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
