@@ -9,6 +9,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/job"
 )
 
 // TestIntegrationRunSeveralLocks: run holds two locks while its command
@@ -60,6 +65,27 @@ func TestIntegrationRunCancelInProgress(t *testing.T) {
 		data, err := os.ReadFile(marker)
 		require.NoError(t, err, "the command got SIGTERM")
 		assert.Equal(t, "TERM\n", string(data))
+		require.Equal(t, 0, o.code, o.stderr)
+		assert.Equal(t, "deployed 42\n", o.stdout, "the newer build ran next")
+	})
+	t.Run("an older run's job is aborted", func(t *testing.T) {
+		t.Parallel()
+		c := newCLI(t)
+		older := startRun(t, c, append([]string{"run", "--lock", "staging", "--ttl", ttl, "-f", writeJob(t, "deploy-41", "")}, id("web", 41)...)...)
+		older.waitFor(t, `container "main" is running`)
+		o := c.run(t, append(append([]string{"run", "--lock", "staging", "--ttl", ttl, "--cancel-in-progress"}, id("web", 42)...), "--", "echo", "deployed 42")...)
+		code, stderr := older.wait(t)
+		assert.Equal(t, 3, code, "the older run exits 3 (superseded): %s", stderr)
+		assertInOrder(t, stderr, []string{
+			`build acme/web@main#42 asked this run to stop (cancel-in-progress): aborting job "deploy-41"`,
+			`job "deploy-41" aborted, pod "deploy-41" deleted`,
+			`lock "staging" released`,
+		})
+		j := getJob(t, c, "deploy-41")
+		assert.Equal(t, job.Aborted, j.Status.State)
+		assert.Equal(t, job.ReasonSuperseded, j.Status.Reason)
+		_, err := testenv.Get(t).Client.CoreV1().Pods(c.namespace).Get(t.Context(), "deploy-41", metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "pod deleted, got %v", err)
 		require.Equal(t, 0, o.code, o.stderr)
 		assert.Equal(t, "deployed 42\n", o.stdout, "the newer build ran next")
 	})

@@ -28,6 +28,9 @@ const (
 	// ReasonSuperseded: a contender gave up because a newer build of its
 	// branch waits or holds the lock.
 	ReasonSuperseded = "Superseded"
+	// ReasonCancelRequested: a newer build with cancel-in-progress asked
+	// the holder, an older lockctl run of its branch, to stop.
+	ReasonCancelRequested = "CancelRequested"
 	// ReasonFrozen: someone froze the lock (lockctl freeze).
 	ReasonFrozen = "Frozen"
 	// ReasonUnfrozen: someone lifted the freeze (lockctl unfreeze).

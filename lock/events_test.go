@@ -90,6 +90,17 @@ func TestLockEvents(t *testing.T) {
 			do:   acquireAs("42"),
 			want: []string{"Normal Lock/Superseded on lockctl-lock-staging: acme/web@main#42 gave up: superseded by acme/web@main#43"},
 		},
+		{
+			name: "an older run asked to stop (cancel-in-progress)",
+			objs: []runtime.Object{lockObject(t, record(runClaim(held(claim("b", "web", "main", "41"), t0))))},
+			do: func(ctx context.Context, c *Client) error {
+				req := request("42")
+				req.CancelInProgress = true
+				_, _, err := c.TryAcquire(ctx, req)
+				return err
+			},
+			want: []string{"Normal Lock/CancelRequested on lockctl-lock-staging: acme/web@main#42 asked acme/web@main#41 to stop (cancel-in-progress)"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

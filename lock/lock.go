@@ -470,6 +470,9 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 			c.stepEvents(ctx, res, cur, me, why)
 		}
 	}
+	if d.CancelRequested != nil && d.Record != nil {
+		c.event(ctx, res.cm, false, ReasonCancelRequested, fmt.Sprintf("%s asked %s to stop (cancel-in-progress)", me.Identity, d.CancelRequested.Identity))
+	}
 	switch d.Outcome {
 	case Acquired:
 		// The take-over write's version, or the token recorded since.

@@ -326,21 +326,21 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods cor
 		stop(0)
 		cctx, cancel := CleanupContext(ctx)
 		defer cancel()
-		aerr := jr.abort(cctx, ReasonInterrupted)
+		aerr := jr.abort(cctx, job.ReasonAbortRequested, ReasonInterrupted)
 		return nil, errors.Join(fmt.Errorf("run job %q: %w", jr.name, ctx.Err()), aerr)
 	case lost := <-jr.h.Lost():
 		jr.obs.Stopping(Stop{Job: jr.name, Lost: lost})
 		stop(0)
 		cctx, cancel := CleanupContext(ctx)
 		defer cancel()
-		aerr := jr.abort(cctx, ReasonLockLost)
+		aerr := jr.abort(cctx, job.ReasonAbortRequested, ReasonLockLost)
 		return nil, errors.Join(fmt.Errorf("lock %q was lost while job %q ran: %w", jr.h.LostTarget(), jr.name, lost), aerr)
 	case asked := <-jr.h.Cancelled():
 		jr.obs.Stopping(Stop{Job: jr.name, Cancelled: asked})
 		stop(0)
 		cctx, cancel := CleanupContext(ctx)
 		defer cancel()
-		aerr := jr.abort(cctx, ReasonCancelled)
+		aerr := jr.abort(cctx, job.ReasonSuperseded, ReasonCancelled)
 		return nil, errors.Join(fmt.Errorf("job %q stopped: %w", jr.name, asked), aerr)
 	case res := <-final:
 		if res.err != nil {
@@ -353,8 +353,8 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods cor
 }
 
 // abort aborts the job, deleting its pod, and tells the observer.
-func (jr *jobRun) abort(ctx context.Context, why string) error {
-	j, err := jr.js.abort(ctx, jr.name, job.ReasonAbortRequested, why)
+func (jr *jobRun) abort(ctx context.Context, reason, why string) error {
+	j, err := jr.js.abort(ctx, jr.name, reason, why)
 	jr.obs.Aborted(jr.name, j, err)
 	if err != nil {
 		return fmt.Errorf("abort job %q: %w", jr.name, err)

@@ -139,6 +139,9 @@ func waitFields(pr lock.Progress, now time.Time) logrus.Fields {
 		delete(fields, "held_for")
 		delete(fields, "stale")
 	}
+	if r := pr.Holder.CancelRequest; r != nil && pr.Held() {
+		fields["stop_asked_by"] = r.Identity.String()
+	}
 	if f := pr.Freeze; f != nil {
 		fields["frozen_until"] = f.Until.UTC().Format(time.RFC3339)
 		fields["frozen_by"] = f.By.String()
@@ -164,6 +167,9 @@ func describeWait(pr lock.Progress, now time.Time) string {
 		fmt.Fprintf(&b, " for %s", term.HumanDuration(now.Sub(pr.Holder.Since.Time)))
 		if !pr.HolderAlive {
 			b.WriteString(", stale")
+		}
+		if r := pr.Holder.CancelRequest; r != nil {
+			fmt.Fprintf(&b, ", asked to stop by %s (cancel-in-progress)", r.Identity)
 		}
 	}
 	fmt.Fprintf(&b, "; queue position %d", pr.Position)

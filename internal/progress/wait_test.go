@@ -146,3 +146,23 @@ func TestWaitLiveLineForms(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeWaitCancelRequested: the waiting line says when the holder
+// was asked to stop (cancel-in-progress), and by whom.
+func TestDescribeWaitCancelRequested(t *testing.T) {
+	t.Parallel()
+	newer := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
+	pr := lock.Progress{
+		Target: "staging",
+		Holder: lock.Claim{
+			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
+			CancelRequest: &lock.CancelRequest{Identity: newer, Session: "s42"},
+		},
+		HolderAlive: true,
+		Position:    1,
+		Started:     testNow,
+	}
+	assert.Equal(t, `waiting for lock "staging": held by acme/web@main#41 for 1m, asked to stop by acme/web@main#42 (cancel-in-progress); queue position 1; waited 0s`,
+		describeWait(pr, testNow))
+	assert.Equal(t, "acme/web@main#42", waitFields(pr, testNow)["stop_asked_by"])
+}
