@@ -219,9 +219,11 @@ func TestRunGetJobsWatch(t *testing.T) {
 			go func() { done <- Run(ctx, te.f, tt.args) }()
 
 			<-watching
+			// Both ends step the fake clock before the watch brings either:
+			// a row's AGE is read when it is printed.
 			ended := endJob(t, te, "deploy-web-1", job.Success, "", time.Minute)
-			fw.Modify(jobConfigMap(t, ended))
 			later := endJob(t, te, "deploy-web-2", job.Failure, "", time.Minute)
+			fw.Modify(jobConfigMap(t, ended))
 			fw.Modify(jobConfigMap(t, later))
 			fw.Delete(jobConfigMap(t, later))
 			for !tt.printed(out.String()) {
