@@ -163,7 +163,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	if err != nil {
 		return err
 	}
-	locks, err := newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
+	locks, err := newTakingLockClient(o.f, &o.lockFlags)
 	if err != nil {
 		return err
 	}

@@ -161,6 +161,21 @@ func newFreezeAwareLockClient(ctx context.Context, f *Factory, l *lockFlags) (*l
 	return c, nil
 }
 
+// newTakingLockClient is newLockClient for the commands that take locks:
+// the lock namespace's freeze windows are read beside the first read of
+// the lock (one round trip for both), and a lock is read before it is
+// written, since it usually exists (it is kept, free, after its first
+// release): a free lock costs a read and an update, not a create lost to
+// it, a read and an update.
+func newTakingLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
+	c, err := newLockClient(f, l)
+	if err != nil {
+		return nil, err
+	}
+	c.ReadFirst, c.LoadWindowsOnRead = true, true
+	return c, nil
+}
+
 // lockClientIn returns a lock client for the lock namespace ns;
 // metav1.NamespaceAll lists the locks of every namespace.
 func lockClientIn(f *Factory, ns string) (*lock.Client, error) {

@@ -338,7 +338,7 @@ func releaseAfter(ctx context.Context, h *run.Hold, err error) error {
 // it until released; then it aborts the jobs among jobs (nil: none) that
 // earlier runs left behind. The observer shows the run on d.
 func (o *runOptions) acquire(ctx context.Context, d *term.Console, jobs *run.Jobs) (*progress.Run, *run.Hold, error) {
-	locks, err := newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
+	locks, err := newTakingLockClient(o.f, &o.lockFlags)
 	if err != nil {
 		return nil, nil, err
 	}

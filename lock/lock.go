@@ -80,7 +80,20 @@ type Client struct {
 	// order. A caller that may exit without ReleaseHeld must call
 	// WaitEvents, or those Events may be lost.
 	EventsInBackground bool
+	// ReadFirst makes Acquire read a lock before its first write even when
+	// its clock has heard from the API server already. Without it a free
+	// lock's first request is a blind create, the cheapest way to take a
+	// lock that does not exist yet; for callers whose locks usually exist
+	// (a lock is kept, free, after its first release, for its history)
+	// that create is lost, and a read and an update follow it.
+	ReadFirst bool
+	// LoadWindowsOnRead makes the first read of a lock load the freeze
+	// windows too (LoadFreezeWindows), side by side in one round trip,
+	// while FreezeWindows is nil; an error reading them fails that read.
+	// Acquire then reads the lock before deciding anything.
+	LoadWindowsOnRead bool
 
+	windowsMu   sync.Mutex
 	nodesDenied atomic.Bool
 }
 
@@ -644,6 +657,54 @@ func (c *Client) decode(cm *corev1.ConfigMap, target string) (*Record, error) {
 }
 
 func (c *Client) get(ctx context.Context, target string) (*corev1.ConfigMap, error) {
+	if c.windowsPending() {
+		return c.getWithWindows(ctx, target)
+	}
+	return c.getLock(ctx, target)
+}
+
+// windowsPending reports whether the next read of a lock is to load the
+// freeze windows beside it (LoadWindowsOnRead).
+func (c *Client) windowsPending() bool {
+	if !c.LoadWindowsOnRead || c.namespace == metav1.NamespaceAll {
+		return false
+	}
+	c.windowsMu.Lock()
+	defer c.windowsMu.Unlock()
+	return c.FreezeWindows == nil
+}
+
+// getWithWindows reads target's lock and the freeze windows side by side,
+// and keeps the windows in c.FreezeWindows. An error reading the windows
+// wins: without them no decision may be made.
+func (c *Client) getWithWindows(ctx context.Context, target string) (*corev1.ConfigMap, error) {
+	c.windowsMu.Lock()
+	defer c.windowsMu.Unlock()
+	if c.FreezeWindows != nil {
+		return c.getLock(ctx, target)
+	}
+	var (
+		ws   []FreezeWindow
+		werr error
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		ws, werr = LoadFreezeWindows(ctx, c.cms, c.namespace)
+	}()
+	cm, err := c.getLock(ctx, target)
+	<-done
+	if werr != nil {
+		return nil, werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.FreezeWindows = append([]FreezeWindow{}, ws...) // loaded: not nil
+	return cm, nil
+}
+
+func (c *Client) getLock(ctx context.Context, target string) (*corev1.ConfigMap, error) {
 	cm, err := c.cms.ConfigMaps(c.namespace).Get(ctx, Name(target), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil

@@ -74,10 +74,12 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	// before the first decision: an expiry stamped on a slow local clock
 	// would be over at once for everyone else, one on a fast clock would
 	// keep a dead holder's lock for the difference. The read that teaches
-	// it is the lock itself.
+	// it is the lock itself. A caller whose locks usually exist reads
+	// first too (ReadFirst), as does one that still has the freeze windows
+	// to load (LoadWindowsOnRead): they are read beside the lock.
 	var first *corev1.ConfigMap
 	req := w.req
-	if !c.clockReady() {
+	if !c.clockReady() || c.ReadFirst || c.windowsPending() {
 		cm, err := c.get(ctx, w.req.Target)
 		if err != nil {
 			return nil, err
