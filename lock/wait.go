@@ -108,10 +108,17 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			return res.held, nil
 		}
 	}
-	lost := 0 // writes lost to other contenders before joining the queue
+	// NOTE: watched before any back-off, which a lock turning free ends.
+	w.lockEvents = w.watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.cms.ConfigMaps(c.namespace).List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return c.cms.ConfigMaps(c.namespace).Watch(ctx, o)
+	}, Name(w.req.Target), &corev1.ConfigMap{})
+	lost := 0      // writes lost to other contenders before joining the queue
+	woken := false // a back-off ended by the watch seeing the lock free
 	if err != nil {
 		lost++
-		if err := w.backOff(ctx, lost, c.Clock.Since(w.started)); err != nil {
+		if woken, err = w.backOff(ctx, lost, c.Clock.Since(w.started)); err != nil {
 			return nil, w.giveUp(w.waitError(ctx, err, Claim{}))
 		}
 	} else {
@@ -119,18 +126,16 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 		w.joined, w.holder = true, res.rec.Holder
 		last = w.report(res, last)
 	}
-	w.lockEvents = w.watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		return c.cms.ConfigMaps(c.namespace).List(ctx, o)
-	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		return c.cms.ConfigMaps(c.namespace).Watch(ctx, o)
-	}, Name(w.req.Target), &corev1.ConfigMap{})
 
 	round := c.Clock.Now()
-	cm, err := c.get(ctx, w.req.Target)
-	if err != nil {
-		return nil, err
+	if !woken {
+		// The watch's version of the lock may lag; a read is fresh.
+		cm, err := c.get(ctx, w.req.Target)
+		if err != nil {
+			return nil, err
+		}
+		w.cm = cm
 	}
-	w.cm = cm
 	var (
 		refresh bool          // w.cm must be read again before deciding
 		delay   time.Duration // the pause after a transient API error
@@ -155,8 +160,14 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			refresh = true
 			if !w.joined {
 				lost++
-				if err := w.backOff(ctx, lost, c.Clock.Since(round)); err != nil {
+				woken, err := w.backOff(ctx, lost, c.Clock.Since(round))
+				if err != nil {
 					return nil, w.giveUp(w.waitError(ctx, err, w.holder))
+				}
+				// A lock the watch saw turn free is taken from that version.
+				refresh = !woken
+				if woken {
+					round = c.Clock.Now()
 				}
 			}
 			continue
@@ -205,19 +216,39 @@ const maxJoinBackOff = 2 * time.Second
 // lost update is shorter than that of the first, lost create, which the
 // whole burst answered, and a window that shrank sent the losers back into
 // the contenders still spread over the first one. At most maxJoinBackOff.
-func (w *waiter) backOff(ctx context.Context, lost int, round time.Duration) error {
+//
+// The pause ends early, reporting true, when the watch of the lock sees it
+// free (nobody holds it, nobody waits) or gone: the queue was served while
+// this contender paused, and the lock would otherwise stay free for the
+// rest of the pause. w.cm is then the version the watch saw.
+func (w *waiter) backOff(ctx context.Context, lost int, round time.Duration) (bool, error) {
 	window := min(max(16*round<<min(lost-1, 10), 2*w.window), maxJoinBackOff)
 	w.window = window
 	if window <= 0 {
-		return nil
+		return false, nil
 	}
 	t := w.c.Clock.NewTimer(rand.N(window))
 	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
+	var events <-chan watch.Event
+	if w.lockEvents != nil {
+		events = w.lockEvents.ResultChan()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-t.C():
+			return false, nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			w.onLockEvent(ev)
+			if ev.Type == watch.Deleted && w.cm == nil || isFree(w.cm) {
+				return true, nil
+			}
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -101,7 +102,11 @@ func TestWaiterBackOff(t *testing.T) {
 			c.Clock = clk
 			w := &waiter{c: c, window: tt.last}
 			done := make(chan error, 1)
-			go func() { done <- w.backOff(t.Context(), tt.lost, tt.round) }()
+			go func() {
+				woken, err := w.backOff(t.Context(), tt.lost, tt.round)
+				assert.False(t, woken)
+				done <- err
+			}()
 			if tt.wantWindow == 0 {
 				require.NoError(t, <-done)
 				return
@@ -119,6 +124,40 @@ func TestWaiterBackOff(t *testing.T) {
 		c.Clock = testingclock.NewFakeClock(time.Unix(0, 0))
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		assert.ErrorIs(t, (&waiter{c: c}).backOff(ctx, 1, time.Second), context.Canceled)
+		_, err := (&waiter{c: c}).backOff(ctx, 1, time.Second)
+		assert.ErrorIs(t, err, context.Canceled)
 	})
+
+	// A lock the watch sees free, or gone, ends the pause at once; one
+	// held or queued for does not.
+	for _, tt := range []struct {
+		name string
+		ev   func(t *testing.T) watch.Event
+	}{
+		{name: "freed", ev: func(t *testing.T) watch.Event {
+			return watch.Event{Type: watch.Modified, Object: lockObject(t, freeRecord())}
+		}},
+		{name: "deleted", ev: func(t *testing.T) watch.Event {
+			return watch.Event{Type: watch.Deleted, Object: lockObject(t, freeRecord(queued(claim("w", "db", "main", "1"), t0)))}
+		}},
+	} {
+		t.Run("woken when "+tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := testingclock.NewFakeClock(t0)
+			c := New(nil, nil, lockNS)
+			c.Clock = clk
+			events := watch.NewFakeWithChanSize(3, false)
+			w := &waiter{c: c, req: Request{Target: "staging"}, lockEvents: events}
+			events.Add(lockObject(t, record(held(claim("h", "api", "main", "7"), t0))))
+			events.Modify(lockObject(t, freeRecord(queued(claim("w", "db", "main", "1"), t0))))
+			events.Action(tt.ev(t).Type, tt.ev(t).Object)
+			woken, err := w.backOff(t.Context(), 1, time.Second)
+			require.NoError(t, err)
+			assert.True(t, woken, "the pause ended without the clock moving")
+			if tt.name == "freed" {
+				require.NotNil(t, w.cm)
+				assert.True(t, isFree(w.cm), "the free version is the one to write on")
+			}
+		})
+	}
 }
