@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -18,10 +21,12 @@ func (r *Recorder) JobChanged(ctx context.Context, before, after *job.Job) {
 	if r == nil || before.Status.State == after.Status.State && before.IsTerminal() == after.IsTerminal() {
 		return
 	}
-	cm, err := job.ToConfigMap(after)
-	if err != nil {
-		return
-	}
+	// NOTE: the Event names the record by reference only: encoding the
+	// whole job (pod template and all) for it cost every write an
+	// allocation the size of the record.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: after.Name, Namespace: after.Namespace, UID: after.UID, ResourceVersion: after.ResourceVersion,
+	}}
 	warning := after.Status.State == job.Failure || after.Status.State == job.Error
 	from := string(before.Status.State)
 	if from == "" {
