@@ -243,6 +243,15 @@ func (r *Reconciler) finishedEntries(ctx context.Context, entries ledger, jobs [
 	for _, name := range sortedKeys(entries) {
 		j := byName[name]
 		if j == nil {
+			// A complete job may be left out of jobs: read it alone from
+			// the cache, if there is one.
+			if _, cached := r.read.(*cacheReader); cached {
+				if got, err := r.read.job(ctx, name); err == nil {
+					j = got
+				}
+			}
+		}
+		if j == nil {
 			got, err := r.store.Get(ctx, name)
 			switch {
 			case errors.Is(err, job.ErrNotFound):

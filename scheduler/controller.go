@@ -260,7 +260,7 @@ func (c *Controller) startJobs(ctx, life context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.jobInf.HasSynced, c.ledgerInf.HasSynced) {
 		return fmt.Errorf("sync job caches: %w", context.Cause(ctx))
 	}
-	c.opts.Metrics.setJobSource(c.allJobs)
+	c.opts.Metrics.setJobSource(c.eachJob)
 	return nil
 }
 
@@ -477,7 +477,8 @@ func (c *Controller) once(steps context.Context, name string) error {
 	return err
 }
 
-// allJobs returns every job in the cache.
+// allJobs returns every job in the cache that is not complete (see
+// decode).
 func (c *Controller) allJobs() []*job.Job {
 	var out []*job.Job
 	for _, obj := range c.jobInf.GetIndexer().List() {
@@ -486,6 +487,24 @@ func (c *Controller) allJobs() []*job.Job {
 		}
 	}
 	return out
+}
+
+// eachJob tells add of every job in the cache: its state, job name and
+// type, read from the labels every record carries when the job is complete
+// (decode keeps none of those).
+func (c *Controller) eachJob(add func(state job.State, name string, typ job.Type)) {
+	for _, obj := range c.jobInf.GetIndexer().List() {
+		cm, ok := obj.(*corev1.ConfigMap)
+		switch {
+		case !ok || !job.IsJobConfigMap(cm):
+		case cm.Labels[job.LabelComplete] == "true":
+			add(job.State(cm.Labels[job.LabelState]), cm.Labels[job.LabelJob], job.Type(cm.Labels[job.LabelType]))
+		default:
+			if j := c.decode(cm); j != nil {
+				add(j.Status.State, j.Spec.Job, j.Spec.Type)
+			}
+		}
+	}
 }
 
 func (c *Controller) activeJobs() []*job.Job {
@@ -504,9 +523,18 @@ func (c *Controller) activeJobs() []*job.Job {
 // every job (admission, superseding, metrics) read. The result is shared:
 // callers must not change it, and must not write it (job.Store refuses a
 // job without a pod spec); a job to be written is read with decodeFull.
+// A complete job (labelled so) is nil and not kept: it never moves again,
+// and no pass acts on it (admission reads a complete job of its ledger
+// with cacheReader.job), so keeping a decoded copy of every job that ever
+// ran, decoded again at every admission pass, cost memory and time for
+// nothing.
 func (c *Controller) decode(obj any) *job.Job {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok || !job.IsJobConfigMap(cm) {
+		return nil
+	}
+	if cm.Labels[job.LabelComplete] == "true" {
+		c.decoded.Delete(cm.Name)
 		return nil
 	}
 	if d, ok := c.decoded.Load(cm.Name); ok && d.(decodedJob).rv == cm.ResourceVersion {

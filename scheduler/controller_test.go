@@ -120,6 +120,15 @@ lockctl_jobs{job="deploy-web",state="success",type="periodic"} 1
 `
 	assert.Eventually(t, func() bool { return testutil.CollectAndCompare(m.jobs, strings.NewReader(want)) == nil },
 		10*time.Second, 10*time.Millisecond, "lockctl_jobs follows the cache")
+	require.Eventually(t, func() bool {
+		_, kept := c.decoded.Load("a")
+		return !kept
+	}, 10*time.Second, 10*time.Millisecond, "no decoded copy of a complete job is kept")
+	var passed []string
+	for _, j := range c.allJobs() {
+		passed = append(passed, j.Name)
+	}
+	assert.Equal(t, []string{"b"}, passed, "the passes over every job leave complete ones out")
 
 	cancel()
 	select {

@@ -83,9 +83,10 @@ func (m *Metrics) cluster(alias string, status ClusterState) {
 	}
 }
 
-// setJobSource makes lockctl_jobs count the jobs list returns at scrape time.
-func (m *Metrics) setJobSource(list func() []*job.Job) {
+// setJobSource makes lockctl_jobs count, at scrape time, the jobs each
+// tells add of: each job's state, job name and type.
+func (m *Metrics) setJobSource(each func(add func(state job.State, name string, typ job.Type))) {
 	if m != nil {
-		m.jobs.list.Store(&list)
+		m.jobs.each.Store(&each)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // gauge is never out of step with the cache.
 type jobsCollector struct {
 	desc *prometheus.Desc
-	list atomic.Pointer[func() []*job.Job]
+	each atomic.Pointer[func(add func(state job.State, name string, typ job.Type))]
 }
 
 var _ prometheus.Collector = (*jobsCollector)(nil)
@@ -22,15 +22,15 @@ func (c *jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 // Collect implements prometheus.Collector.
 func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
-	list := c.list.Load()
-	if list == nil {
+	each := c.each.Load()
+	if each == nil {
 		return
 	}
 	type key struct{ state, name, typ string }
 	counts := map[key]int{}
-	for _, j := range (*list)() {
-		counts[key{string(j.Status.State), j.Spec.Job, string(j.Spec.Type)}]++
-	}
+	(*each)(func(state job.State, name string, typ job.Type) {
+		counts[key{string(state), name, string(typ)}]++
+	})
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.state, k.name, k.typ)
 	}

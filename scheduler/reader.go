@@ -33,7 +33,9 @@ type reader interface {
 	// job returns the job record called name, or an error matching
 	// job.ErrNotFound.
 	job(ctx context.Context, name string) (*job.Job, error)
-	// jobs returns every job record.
+	// jobs returns every job record that is not complete; it may leave out
+	// the complete ones (terminal, labelled job.LabelComplete), which no
+	// pass over every job acts on.
 	jobs(ctx context.Context) ([]*job.Job, error)
 	// pod returns the pod called name in the build cluster, nil if there is
 	// none. fresh asks for a read from the API server instead of a cache.
