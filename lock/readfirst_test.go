@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -105,4 +107,57 @@ func TestLoadWindowsOnReadOnce(t *testing.T) {
 	_, err = c.get(t.Context(), "staging")
 	require.NoError(t, err)
 	assert.Equal(t, []string{Name("staging")}, gets(cs), "loaded once")
+}
+
+// TestInterruptedAfterJoining: a contender queued by its first write whose
+// wait ends at once (the caller's context ends as soon as the wait is
+// reported) leaves the queue again, and reads nothing in between.
+func TestInterruptedAfterJoining(t *testing.T) {
+	t.Parallel()
+	theirs := held(claim("h", "api", "main", "7"), t0)
+	c, cs := newTestClient(t, t0.Add(time.Minute), onlyVerbs(t, "get", "update", "list", "watch"), lockObject(t, record(theirs)))
+	casConfigMaps(cs)
+	// The fake ignores contexts; a real client's read fails once its
+	// context ended.
+	c.cms = ctxConfigMaps{cs.CoreV1()}
+	c.ReadFirst, c.LoadWindowsOnRead = true, true
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req := request("42")
+	req.OnProgress = func(Progress) { cancel() }
+	_, err := c.Acquire(ctx, req)
+	require.ErrorIs(t, err, context.Canceled)
+
+	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), Name("staging"), metav1.GetOptions{})
+	require.NoError(t, err)
+	rec, err := Decode(cm)
+	require.NoError(t, err)
+	assert.Empty(t, rec.Waiters, "the interrupted contender left the queue")
+	assert.Equal(t, "api", rec.Holder.Repo)
+	var writes []string
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "update" {
+			writes = append(writes, a.GetVerb())
+		}
+	}
+	assert.Len(t, writes, 2, "joined, then left")
+}
+
+// ctxConfigMaps is a ConfigMaps client whose reads fail once their context
+// ended, as a real client's do.
+type ctxConfigMaps struct{ corev1client.ConfigMapsGetter }
+
+func (c ctxConfigMaps) ConfigMaps(ns string) corev1client.ConfigMapInterface {
+	return ctxConfigMapReads{c.ConfigMapsGetter.ConfigMaps(ns)}
+}
+
+type ctxConfigMapReads struct {
+	corev1client.ConfigMapInterface
+}
+
+func (c ctxConfigMapReads) Get(ctx context.Context, name string, o metav1.GetOptions) (*corev1.ConfigMap, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.ConfigMapInterface.Get(ctx, name, o)
 }

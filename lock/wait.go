@@ -128,11 +128,17 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	}
 
 	round := c.Clock.Now()
-	if !woken {
+	switch {
+	case woken:
+		// w.cm is the version the watch saw free.
+	case w.joined:
+		// The version our own write made: nothing to read.
+		w.cm = res.cm
+	default:
 		// The watch's version of the lock may lag; a read is fresh.
 		cm, err := c.get(ctx, w.req.Target)
 		if err != nil {
-			return nil, err
+			return nil, w.giveUp(err)
 		}
 		w.cm = cm
 	}
