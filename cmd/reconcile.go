@@ -32,12 +32,14 @@ const (
 )
 
 // defaultMemoryLimit is the soft memory limit of lockctl reconcile when
-// GOMEMLIMIT is not set, while its live heap is small (under about 57 MiB,
+// GOMEMLIMIT is not set, while its live heap is small (under about 45 MiB,
 // some 10,000 jobs): it keeps the heap from growing to twice the live set
 // between collections under the default GOGC. A larger live heap raises it
 // (scheduler.KeepMemoryLimit), so many records never make the collector
-// run without pause.
-const defaultMemoryLimit = 80 << 20
+// run without pause. At 80 MiB the limit, not the live set, set the peak
+// RSS of a 10,000-job run (the limit plus about 37 MiB of binary pages):
+// docs/benchmarks.md §4.
+const defaultMemoryLimit = 64 << 20
 
 // memoryLimitCheck is how often the soft memory limit follows the live heap.
 const memoryLimitCheck = 10 * time.Second
@@ -121,8 +123,9 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			bad config file exits 2, naming the key.
 
 			Unless GOMEMLIMIT is set, the loop runs with a soft memory limit of
-			100 MiB (the Go runtime collects garbage more often near it; it is
-			not a hard cap). For tens of thousands of jobs, set GOMEMLIMIT higher.
+			64 MiB, raised with the live heap to 1.25 times it plus 8 MiB (the Go
+			runtime collects garbage more often near it; it is not a hard cap).
+			GOMEMLIMIT sets a fixed limit instead.
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: examples(`
 			# The loop, with a global limit and metrics
