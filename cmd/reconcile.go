@@ -36,9 +36,9 @@ const (
 // some 10,000 jobs): it keeps the heap from growing to twice the live set
 // between collections under the default GOGC. A larger live heap raises it
 // (scheduler.KeepMemoryLimit), so many records never make the collector
-// run without pause. At 80 MiB the limit, not the live set, set the peak
-// RSS of a 10,000-job run (the limit plus about 37 MiB of binary pages):
-// docs/benchmarks.md §4.
+// run without pause. At 10,000 jobs the live heap raises it above this
+// start before the peak (docs/benchmarks.md §4: 64 or 80 MiB made no
+// difference there); a smaller loop stays nearer it.
 const defaultMemoryLimit = 64 << 20
 
 // memoryLimitCheck is how often the soft memory limit follows the live heap.
