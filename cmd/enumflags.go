@@ -15,6 +15,9 @@ type policyFlag struct{ p *lock.Policy }
 
 func (f policyFlag) String() string { return string(*f.p) }
 func (f policyFlag) Type() string   { return "newest|fifo" }
+
+// Allowed lists the values, for completion.
+func (f policyFlag) Allowed() []string { return []string{"newest", "fifo"} }
 func (f policyFlag) Set(s string) error {
 	p, err := lock.ParsePolicy(s)
 	if err != nil {
@@ -29,6 +32,9 @@ type priorityFlag struct{ p *lock.Priority }
 
 func (f priorityFlag) String() string { return string(*f.p) }
 func (f priorityFlag) Type() string   { return "high|normal|low" }
+
+// Allowed lists the values, for completion.
+func (f priorityFlag) Allowed() []string { return []string{"high", "normal", "low"} }
 func (f priorityFlag) Set(s string) error {
 	p, err := lock.ParsePriority(s)
 	if err != nil {
@@ -52,6 +58,9 @@ type outputFlag struct {
 
 func (f outputFlag) String() string { return *f.v }
 func (f outputFlag) Type() string   { return strings.Join(f.allowed, "|") }
+
+// Allowed lists the values, for completion.
+func (f outputFlag) Allowed() []string { return f.allowed }
 func (f outputFlag) Set(s string) error {
 	for _, a := range f.allowed {
 		if s == a {
