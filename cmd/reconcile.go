@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/metricsserver"
 	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -287,7 +285,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		return cmdutil.UsageIfInvalid(err)
 	}
 	if o.MetricsAddr != "" {
-		stop, err := serveMetrics(ctx, o.f, o.MetricsAddr, reg, readiness(c))
+		stop, err := metricsserver.Start(ctx, o.MetricsAddr, reg, readiness(c), o.f.Log)
 		if err != nil {
 			return err
 		}
@@ -342,45 +340,4 @@ func readiness(c *scheduler.Controller) func() error {
 		}
 		return nil
 	}
-}
-
-// serveMetrics serves reg on addr until stop is called: /metrics in
-// Prometheus format, /healthz (200 while the process serves) and /readyz
-// (200 when ready returns nil, else 503 with its error), for a Deployment's
-// probes.
-func serveMetrics(ctx context.Context, f *Factory, addr string, reg *prometheus.Registry, ready func() error) (stop func(), err error) {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("serve metrics: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/healthz", healthHandler(func() error { return nil }))
-	mux.Handle("/readyz", healthHandler(ready))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			f.Log.WithError(err).Error("metrics server stopped")
-		}
-	}()
-	return func() {
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}, nil
-}
-
-// healthHandler answers 200 "ok" when check returns nil, else 503 with the
-// error, as kube-apiserver's /healthz and /readyz do.
-func healthHandler(check func() error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if err := check(); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "not ready: %v\n", err)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
 }
