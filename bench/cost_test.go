@@ -9,50 +9,20 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// lockctlBinary builds the lockctl binary once, as `make build` does.
-func lockctlBinary(b testing.TB) string {
-	b.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "lockctl-bench-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		binPath = filepath.Join(dir, "lockctl")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binPath, ".")
-		cmd.Dir = filepath.Dir(filepath.Dir(file))
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build lockctl: %v\n%s", err, out)
-		}
-	})
-	require.NoError(b, buildErr)
-	return binPath
-}
 
 // BenchmarkReconcileCost measures how the reconcile loop's cost grows with
 // the number of jobs (LOCKCTL_BENCH_COST_JOBS, default 1000,10000): the
@@ -130,7 +100,7 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int) costRun {
 		environ = append(environ, "GOMEMLIMIT="+v)
 		r.memLimit = ", GOMEMLIMIT=" + v
 	}
-	cmd := exec.CommandContext(ctx, lockctlBinary(b), "reconcile", "-n", ns, "--metrics-addr", metricsAddr)
+	cmd := exec.CommandContext(ctx, clitest.Binary(b), "reconcile", "-n", ns, "--metrics-addr", metricsAddr)
 	cmd.Env = environ
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -153,7 +123,7 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int) costRun {
 	for {
 		select {
 		case err := <-exited:
-			b.Fatalf("lockctl reconcile exited early: %v: %s", err, lastLines(stderr.String(), 5))
+			b.Fatalf("lockctl reconcile exited early: %v: %s", err, clitest.LastLines(stderr.String(), 5))
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			b.Fatalf("lockctl reconcile: %v", context.Cause(ctx))
@@ -223,14 +193,6 @@ func vmHWM(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // BenchmarkColdStart times a whole `lockctl acquire` process on a free lock
 // against `kubectl create configmap` of the same size (the kubectl on PATH),
 // alternating the two, LOCKCTL_BENCH_COLD_RUNS times each (default 30).
@@ -240,7 +202,7 @@ func BenchmarkColdStart(b *testing.B) {
 	if err != nil {
 		b.Skip("no kubectl on PATH to compare with")
 	}
-	bin := lockctlBinary(b)
+	bin := clitest.Binary(b)
 	runs := envInt("LOCKCTL_BENCH_COLD_RUNS", 30)
 	var lk, kc Sample
 	for range b.N {

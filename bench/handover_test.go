@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -196,36 +197,6 @@ func BenchmarkHandover(b *testing.B) {
 	})
 }
 
-// acquisition is what a waiting Acquire returned, and when.
-type acquisition struct {
-	at   time.Time
-	held *lock.Held
-	err  error
-}
-
-// acquireQueued starts Acquire for req and returns once the contender is
-// queued, with the channel its result arrives on.
-func acquireQueued(ctx context.Context, b testing.TB, l *lock.Client, req lock.Request) <-chan acquisition {
-	b.Helper()
-	queued := make(chan struct{})
-	var once sync.Once
-	req.OnProgress = func(lock.Progress) { once.Do(func() { close(queued) }) }
-	done := make(chan acquisition, 1)
-	go func() {
-		h, err := l.Acquire(ctx, req)
-		done <- acquisition{at: time.Now(), held: h, err: err}
-	}()
-	select {
-	case <-queued:
-		return done
-	case r := <-done:
-		b.Fatalf("%s did not wait: held=%v err=%v", req.Identity, r.held != nil, r.err)
-	case <-ctx.Done():
-		b.Fatalf("%s not queued: %v", req.Identity, context.Cause(ctx))
-	}
-	return nil
-}
-
 // lockReleaseHandovers hands one lock n times between two contenders, each
 // with its own client, and returns the hand-over latencies (just before
 // Release until the waiter's Acquire returns) and the duration of the
@@ -243,15 +214,15 @@ func lockReleaseHandovers(b *testing.B, env *testenv.Env, n int) (handovers, rel
 	for i := range n {
 		cur := clients[i%2]
 		next := identity(repos[(i+1)%2], i+2)
-		done := acquireQueued(ctx, b, clients[(i+1)%2], lock.Request{Target: target, Identity: next})
+		done := clitest.AcquireQueued(ctx, b, clients[(i+1)%2], lock.Request{Target: target, Identity: next})
 		start := time.Now()
 		res, err := cur.Release(ctx, target, holder, lock.ReleaseOptions{})
 		releases = append(releases, time.Since(start))
 		require.NoError(b, err, "release %s", holder)
 		require.NotNil(b, res.HandedTo, "handed to the waiter")
 		r := <-done
-		require.NoError(b, r.err, "acquire %s", next)
-		handovers = append(handovers, r.at.Sub(start))
+		require.NoError(b, r.Err, "acquire %s", next)
+		handovers = append(handovers, r.At.Sub(start))
 		holder = next
 	}
 	_, err = clients[n%2].Release(ctx, target, holder, lock.ReleaseOptions{})
@@ -278,17 +249,17 @@ func lockPodHandovers(b *testing.B, env *testenv.Env, n int) (handovers, kwok, a
 	require.NoError(b, err)
 	for i := range n {
 		next := identity(repos[(i+1)%2], i+2)
-		done := acquireQueued(ctx, b, clients[(i+1)%2], lock.Request{Target: target, Identity: next, Pod: podRef(i + 1)})
+		done := clitest.AcquireQueued(ctx, b, clients[(i+1)%2], lock.Request{Target: target, Identity: next, Pod: podRef(i + 1)})
 		start := time.Now()
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"0"}}}`, testenv.AnnotationExitCode)
 		_, err := env.Client.CoreV1().Pods(ns).Patch(ctx, pods[i].Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		require.NoError(b, err, "finish pod %s", pods[i].Name)
 		r := <-done
-		require.NoError(b, r.err, "acquire %s", next)
-		handovers = append(handovers, r.at.Sub(start))
+		require.NoError(b, r.Err, "acquire %s", next)
+		handovers = append(handovers, r.At.Sub(start))
 		if at, ok := succeeded.at(pods[i].Name); ok {
 			kwok = append(kwok, at.Sub(start))
-			after = append(after, r.at.Sub(at))
+			after = append(after, r.At.Sub(at))
 		}
 	}
 	return handovers, kwok, after

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	testenv.Main(m)
+	clitest.Cleanup()
 }
 
 // envInt reads a positive integer knob of the benchmarks, such as

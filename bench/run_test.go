@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -53,7 +54,7 @@ func runArgs(target string, i int, command ...string) []string {
 // (not timed: the proxy spares the processes their TLS handshake).
 func BenchmarkRunContention(b *testing.B) {
 	env := testenv.Get(b)
-	bin := lockctlBinary(b)
+	bin := clitest.Binary(b)
 	procs := envInt("LOCKCTL_BENCH_RUN_PROCS", 20)
 	hold := envInt("LOCKCTL_BENCH_RUN_HOLD_MS", 50)
 	rounds := envInt("LOCKCTL_BENCH_RUN_ROUNDS", 5)
@@ -212,7 +213,7 @@ func readStamp(b *testing.B, path string) int64 {
 // as a lock does after its first release (kept for its history).
 func BenchmarkRunUncontended(b *testing.B) {
 	env := testenv.Get(b)
-	bin := lockctlBinary(b)
+	bin := clitest.Binary(b)
 	runs := envInt("LOCKCTL_BENCH_COLD_RUNS", 30)
 	var walls, versions Sample
 	var fresh, again Counts

@@ -3,17 +3,15 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 )
 
@@ -21,30 +19,13 @@ import (
 var lockctlBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "lockctl-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	lockctlBin = filepath.Join(dir, "lockctl")
-	if err := buildLockctl(lockctlBin); err != nil {
+	var err error
+	if lockctlBin, err = clitest.Build(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	testenv.Main(m)
-	os.RemoveAll(dir)
-}
-
-func buildLockctl(out string) error {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(file))
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build lockctl: %v\n%s", err, b)
-	}
-	return nil
+	clitest.Cleanup()
 }
 
 // cli runs lockctl against one control plane and namespace.
@@ -89,18 +70,8 @@ func (c *cli) run(t *testing.T, args ...string) outcome {
 
 func (c *cli) runCmd(t *testing.T, cmd *exec.Cmd) outcome {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	o := outcome{stdout: stdout.String(), stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		o.code = exitErr.ExitCode()
-	case err != nil:
-		t.Fatalf("run lockctl %v: %v", cmd.Args[1:], err)
-	}
-	return o
+	o := clitest.RunCmd(t, cmd)
+	return outcome{code: o.Code, stdout: o.Stdout, stderr: o.Stderr}
 }
 
 // id returns the identity flags of acme/<repo>@main#<build>.

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -47,14 +48,14 @@ func TestIntegrationHolderProcessCrash(t *testing.T) {
 		case <-time.After(time.Second):
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		done := acquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
+		done := clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
 		time.Sleep(time.Until(started.Add(killAfter)))
 		killedAt := time.Now()
 		holder.kill()
 
-		r := await(t, done, ttl+takeoverSlack+10*time.Second, fmt.Sprintf("round %d: waiter", i))
+		r := clitest.Await(t, done, ttl+takeoverSlack+10*time.Second, fmt.Sprintf("round %d: waiter", i))
 		cancel()
-		require.NoError(t, r.err, "round %d: the waiter takes the lock", i)
+		require.NoError(t, r.Err, "round %d: the waiter takes the lock", i)
 		var heldAt time.Time
 		select {
 		case heldAt = <-holder.held:
@@ -62,12 +63,12 @@ func TestIntegrationHolderProcessCrash(t *testing.T) {
 		}
 		if heldAt.IsZero() {
 			t.Logf("round %d: holder killed after %s before holding; waiter held after %s", i,
-				killAfter.Round(time.Millisecond), r.at.Sub(started).Round(time.Millisecond))
+				killAfter.Round(time.Millisecond), r.At.Sub(started).Round(time.Millisecond))
 		} else {
 			t.Logf("round %d: holder held at %s, killed at %s; waiter held %s after the kill", i,
-				heldAt.Sub(started).Round(time.Millisecond), killedAt.Sub(started).Round(time.Millisecond), r.at.Sub(killedAt).Round(time.Millisecond))
-			assert.False(t, r.at.Before(killedAt), "round %d: waiter held the lock %s before the live holder was killed", i, killedAt.Sub(r.at))
-			assert.LessOrEqual(t, r.at.Sub(killedAt), ttl+takeoverSlack, "round %d: taken over within the TTL of the kill", i)
+				heldAt.Sub(started).Round(time.Millisecond), killedAt.Sub(started).Round(time.Millisecond), r.At.Sub(killedAt).Round(time.Millisecond))
+			assert.False(t, r.At.Before(killedAt), "round %d: waiter held the lock %s before the live holder was killed", i, killedAt.Sub(r.At))
+			assert.LessOrEqual(t, r.At.Sub(killedAt), ttl+takeoverSlack, "round %d: taken over within the TTL of the kill", i)
 		}
 		_, err := waiter.Release(t.Context(), target, identity("waiter", 1), lock.ReleaseOptions{})
 		require.NoError(t, err)
@@ -102,7 +103,7 @@ func TestIntegrationHolderPodKilled(t *testing.T) {
 			Target: target, Identity: identity("holder", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name},
 		})
 		require.NoError(t, err, "round %d: holder", i)
-		done := acquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
+		done := clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
 		time.Sleep(rand.N(1500 * time.Millisecond))
 
 		killedAt := time.Now()
@@ -114,18 +115,18 @@ func TestIntegrationHolderPodKilled(t *testing.T) {
 		}
 		require.NoError(t, err, "round %d: %s", i, how)
 
-		r := await(t, done, 30*time.Second, fmt.Sprintf("round %d: waiter", i))
+		r := clitest.Await(t, done, 30*time.Second, fmt.Sprintf("round %d: waiter", i))
 		cancel()
-		require.NoError(t, r.err, "round %d: the waiter takes the lock after %s", i, how)
-		assert.False(t, r.at.Before(killedAt), "round %d: waiter held the lock before the holder pod was killed", i)
-		assert.LessOrEqual(t, r.at.Sub(killedAt), takeoverSlack, "round %d: taken over soon after %s", i, how)
+		require.NoError(t, r.Err, "round %d: the waiter takes the lock after %s", i, how)
+		assert.False(t, r.At.Before(killedAt), "round %d: waiter held the lock before the holder pod was killed", i)
+		assert.LessOrEqual(t, r.At.Sub(killedAt), takeoverSlack, "round %d: taken over soon after %s", i, how)
 		got, err := pods.Get(t.Context(), pod.Name, metav1.GetOptions{})
 		if err == nil {
 			assert.NotEqual(t, corev1.PodRunning, got.Status.Phase, "round %d: the holder pod no longer runs when the waiter holds", i)
 		} else {
 			assert.True(t, apierrors.IsNotFound(err), "round %d: %v", i, err)
 		}
-		t.Logf("round %d: %s; waiter held %s later", i, how, r.at.Sub(killedAt).Round(time.Millisecond))
+		t.Logf("round %d: %s; waiter held %s later", i, how, r.At.Sub(killedAt).Round(time.Millisecond))
 		_, err = waiter.Release(t.Context(), target, identity("waiter", 1), lock.ReleaseOptions{})
 		require.NoError(t, err)
 	}

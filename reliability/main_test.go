@@ -1,10 +1,8 @@
 package reliability
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,44 +69,4 @@ func lockClient(t testing.TB, cfg *rest.Config, ns string) *lock.Client {
 	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
 	require.NoError(t, err)
 	return lock.New(cs.CoreV1(), cs.CoreV1(), ns)
-}
-
-// acquisition is what an Acquire returned, and when.
-type acquisition struct {
-	at   time.Time
-	held *lock.Held
-	err  error
-}
-
-// acquireQueued starts Acquire and returns once the contender waits in the
-// queue (or already got the lock), with the channel its result arrives on.
-func acquireQueued(ctx context.Context, t testing.TB, l *lock.Client, req lock.Request) <-chan acquisition {
-	t.Helper()
-	queued := make(chan struct{})
-	var once sync.Once
-	req.OnProgress = func(lock.Progress) { once.Do(func() { close(queued) }) }
-	done := make(chan acquisition, 1)
-	go func() {
-		h, err := l.Acquire(ctx, req)
-		once.Do(func() { close(queued) })
-		done <- acquisition{at: time.Now(), held: h, err: err}
-	}()
-	select {
-	case <-queued:
-	case <-ctx.Done():
-		t.Fatalf("%s not queued: %v", req.Identity, context.Cause(ctx))
-	}
-	return done
-}
-
-// await returns the result of an acquisition or fails after d.
-func await(t testing.TB, done <-chan acquisition, d time.Duration, what string) acquisition {
-	t.Helper()
-	select {
-	case r := <-done:
-		return r
-	case <-time.After(d):
-		t.Fatalf("%s: no result after %s", what, d)
-	}
-	return acquisition{}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -60,7 +60,7 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 			defer cancel()
 			_, err := holder.Acquire(ctx, lock.Request{Target: target, Identity: identity("holder", 1), TTL: tt.holdTTL})
 			require.NoError(t, err)
-			var done <-chan acquisition
+			var done <-chan clitest.Acquisition
 			cliDone := make(chan outcome, 1)
 			if tt.cli {
 				lockctl(t) // built before the clock below starts: a build on a busy machine takes longer
@@ -73,7 +73,7 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 					return err == nil && l != nil && len(l.Status.Waiters) == 1
 				}, 30*time.Second, 50*time.Millisecond, "the lockctl process queues")
 			} else {
-				done = acquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
+				done = clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
 			}
 
 			require.NoError(t, env.RestartAPIServer(ctx, tt.down), "restart kube-apiserver")
@@ -86,8 +86,8 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 				require.Equal(t, 0, o.code, "the lockctl process takes the lock; stderr:\n%s", o.stderr)
 				assert.NotRegexp(t, `(?m)^[IWEF]\d{4} `, o.stderr, "no client-go (klog) lines")
 			} else {
-				r := await(t, done, time.Minute, "waiter")
-				require.NoError(t, r.err, "the waiter resumes by itself and takes the lock")
+				r := clitest.Await(t, done, time.Minute, "waiter")
+				require.NoError(t, r.Err, "the waiter resumes by itself and takes the lock")
 			}
 
 			got, err := waiter.Get(ctx, target)
@@ -135,7 +135,7 @@ func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
 	logger.SetLevel(logrus.DebugLevel)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("reconcile loop log (last 60 lines):\n%s", lastLines(logs.String(), 60))
+			t.Logf("reconcile loop log (last 60 lines):\n%s", clitest.LastLines(logs.String(), 60))
 		}
 	})
 	c, err := scheduler.NewController(env.Client, ns, map[string]kubernetes.Interface{job.DefaultCluster: env.Client},
@@ -205,13 +205,4 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
-}
-
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
