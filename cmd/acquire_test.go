@@ -67,21 +67,8 @@ func TestNewAcquireCmd(t *testing.T) {
 			for k, v := range tt.env {
 				te.env[k] = v
 			}
-			var got *acquireOptions
-			root := newRootCmd(te.f)
-			root.RemoveCommand(findCmd(root, "acquire"))
-			root.AddCommand(newAcquireCmd(te.f, func(o *acquireOptions) error { got = o; return nil }))
-			root.SetArgs(append([]string{"acquire"}, tt.args...))
-			err := root.Execute()
-			if tt.wantErr != "" {
-				require.Error(t, err, "args %v", tt.args)
-				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "usage errors exit 2")
-				return
-			}
-			require.NoError(t, err, "args %v", tt.args)
-			got.f = nil
-			assert.Equal(t, tt.want, *got, "args %v", tt.args)
+			got, err := parseArgsIn(t, te, []string{"acquire"}, tt.args, newAcquireCmd)
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *acquireOptions) { o.f = nil })
 		})
 	}
 }

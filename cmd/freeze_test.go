@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
 func TestNewFreezeCmd(t *testing.T) {
@@ -39,21 +37,8 @@ func TestNewFreezeCmd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
-			var got *freezeOptions
-			root := newRootCmd(te.f)
-			root.RemoveCommand(findCmd(root, "freeze"))
-			root.AddCommand(newFreezeCmd(te.f, func(o *freezeOptions) error { got = o; return nil }))
-			root.SetArgs(append([]string{"freeze"}, tt.args...))
-			err := root.Execute()
-			if tt.wantErr != "" {
-				require.Error(t, err, "args %v", tt.args)
-				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "usage errors exit 2")
-				return
-			}
-			require.NoError(t, err, "args %v", tt.args)
-			got.f = nil
-			assert.Equal(t, tt.want, *got, "args %v", tt.args)
+			got, err := parseArgsIn(t, te, []string{"freeze"}, tt.args, newFreezeCmd)
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *freezeOptions) { o.f = nil })
 		})
 	}
 }

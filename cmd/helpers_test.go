@@ -27,6 +27,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -148,6 +149,43 @@ func TestHelpGolden(t *testing.T) {
 			golden(t, filepath.Join("help", name+".golden"), te.out.String())
 		})
 	}
+}
+
+// parseArgs runs `lockctl <path...> args` with the command at path replaced
+// by newCmd(runF), and returns the options runF captured and the error.
+func parseArgs[T any](t *testing.T, path []string, args []string, newCmd func(*Factory, func(*T) error) *cobra.Command) (*T, error) {
+	t.Helper()
+	return parseArgsIn(t, newTestEnv(t), path, args, newCmd)
+}
+
+// parseArgsIn is parseArgs on te, whose environment a test has set.
+func parseArgsIn[T any](t *testing.T, te *testEnv, path []string, args []string, newCmd func(*Factory, func(*T) error) *cobra.Command) (*T, error) {
+	t.Helper()
+	root := newRootCmd(te.f)
+	parent := root
+	for _, name := range path[:len(path)-1] {
+		parent = findCmd(parent, name)
+	}
+	parent.RemoveCommand(findCmd(parent, path[len(path)-1]))
+	var got *T
+	parent.AddCommand(newCmd(te.f, func(o *T) error { got = o; return nil }))
+	root.SetArgs(append(append([]string{}, path...), args...))
+	return got, root.Execute()
+}
+
+// assertParsed checks what parseArgs returned: the wanted usage error, or
+// the wanted options once clear has dropped what is not compared.
+func assertParsed[T any](t *testing.T, got *T, err error, wantErr string, want T, clear func(*T)) {
+	t.Helper()
+	if wantErr != "" {
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), wantErr)
+		assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err))
+		return
+	}
+	require.NoError(t, err)
+	clear(got)
+	assert.Equal(t, want, *got)
 }
 
 func findCmd(root *cobra.Command, name string) *cobra.Command {

@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
 func TestNewHistoryCmd(t *testing.T) {
@@ -28,21 +26,8 @@ func TestNewHistoryCmd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
-			var got *historyOptions
-			root := newRootCmd(te.f)
-			root.RemoveCommand(findCmd(root, "history"))
-			root.AddCommand(newHistoryCmd(te.f, func(o *historyOptions) error { got = o; return nil }))
-			root.SetArgs(append([]string{"history"}, tt.args...))
-			err := root.Execute()
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err))
-				return
-			}
-			require.NoError(t, err)
-			got.f = nil
-			assert.Equal(t, tt.want, *got, "args %v", tt.args)
+			got, err := parseArgsIn(t, te, []string{"history"}, tt.args, newHistoryCmd)
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *historyOptions) { o.f = nil })
 		})
 	}
 }

@@ -31,21 +31,8 @@ func TestNewReleaseCmd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
-			var got *releaseOptions
-			root := newRootCmd(te.f)
-			root.RemoveCommand(findCmd(root, "release"))
-			root.AddCommand(newReleaseCmd(te.f, func(o *releaseOptions) error { got = o; return nil }))
-			root.SetArgs(append([]string{"release"}, tt.args...))
-			err := root.Execute()
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err))
-				return
-			}
-			require.NoError(t, err)
-			got.f = nil
-			assert.Equal(t, tt.want, *got, "args %v", tt.args)
+			got, err := parseArgsIn(t, te, []string{"release"}, tt.args, newReleaseCmd)
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *releaseOptions) { o.f = nil })
 		})
 	}
 }

@@ -32,20 +32,8 @@ func TestNewStatusCmd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
-			var got *statusOptions
-			root := newRootCmd(te.f)
-			root.RemoveCommand(findCmd(root, "status"))
-			root.AddCommand(newStatusCmd(te.f, func(o *statusOptions) error { got = o; return nil }))
-			root.SetArgs(append([]string{"status"}, tt.args...))
-			err := root.Execute()
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr, "args %v", tt.args)
-				return
-			}
-			require.NoError(t, err)
-			got.f = nil
-			assert.Equal(t, tt.want, *got, "args %v", tt.args)
+			got, err := parseArgsIn(t, te, []string{"status"}, tt.args, newStatusCmd)
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *statusOptions) { o.f = nil })
 		})
 	}
 }
