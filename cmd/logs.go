@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
+	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/run"
 )
@@ -188,11 +189,11 @@ func firstNonEmpty(vals ...string) string {
 // reconciler records it a moment later), says how it ended on ErrOut and
 // returns the error that picks the exit status, as run does.
 func (o *logsOptions) jobEnd(ctx context.Context, store *job.Store, name string) error {
-	j, err := waitForJob(ctx, store, name, o.f)
+	j, err := progress.WaitJob(ctx, o.f.console(), o.f.Clock, store, name)
 	if err != nil {
 		return err
 	}
-	line, style, outcome := jobOutcome(j, ranFor(j))
+	line, style, outcome := progress.JobOutcome(j, progress.RanFor(j))
 	o.f.console().Statusf(style, logrus.Fields{"job": j.Name, "state": string(j.Status.State)}, "%s", line)
 	return outcome
 }

@@ -295,7 +295,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 	if err == nil {
 		var summary string
 		var style term.Style
-		summary, style, err = jobOutcome(final, o.f.Clock.Since(obs.SubmittedAt()))
+		summary, style, err = progress.JobOutcome(final, o.f.Clock.Since(obs.SubmittedAt()))
 		d.Statusf(style, nil, "%s", summary)
 	}
 	return releaseAfter(ctx, h, cmdutil.UsageIfInvalid(err))
@@ -518,43 +518,4 @@ func displayJobName(j *job.Job) string {
 		return j.Name
 	}
 	return j.GenerateName + "*"
-}
-
-// jobOutcome is how a finished job ends lockctl run: the summary line, its
-// style, and the error that picks the exit status.
-func jobOutcome(j *job.Job, took time.Duration) (string, term.Style, error) {
-	what := fmt.Sprintf("job %q", j.Name)
-	// NOTE: "build ID ... of job ..." and never "#N" or "build N": the
-	// lock holder's CI build (acme/web@main#45) is another number.
-	switch id := j.Status.BuildID; {
-	case id != "" && j.Spec.Job != "":
-		what += fmt.Sprintf(" (build ID %s of job %s)", id, j.Spec.Job)
-	case id != "":
-		what += fmt.Sprintf(" (build ID %s)", id)
-	}
-	desc := j.Status.Description
-	why := progress.Detail(desc)
-	after := " after " + term.HumanDuration(took)
-	timedOut := j.Status.Reason == job.ReasonTimeout
-	switch j.Status.State {
-	case job.Success:
-		return what + " succeeded" + after + why, term.StyleGood, nil
-	case job.Failure:
-		return what + " failed" + after + why, term.StyleBad, cmdutil.SilentError
-	case job.Error:
-		if timedOut {
-			return what + " timed out" + after + why, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeTimeout}
-		}
-		return what + " ended in error" + after + why, term.StyleBad, cmdutil.SilentError
-	case job.Aborted:
-		line := what + " was aborted" + after + why
-		switch {
-		case j.Status.Reason == job.ReasonSuperseded:
-			return line, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeSuperseded}
-		case timedOut:
-			return line, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeTimeout}
-		}
-		return line, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeError}
-	}
-	return what + " ended in state " + string(j.Status.State) + after + why, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeError}
 }

@@ -5,17 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
-	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -119,7 +117,7 @@ func runWait(ctx context.Context, o *waitOptions) error {
 	jobs := make([]*job.Job, 0, len(o.Names))
 	var failed error
 	for _, name := range o.Names {
-		j, err := waitForJob(waitCtx, store, name, o.f)
+		j, err := progress.WaitJob(waitCtx, o.f.console(), o.f.Clock, store, name)
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("job %q did not end within %s: %w", name, o.Timeout, cmdutil.ErrWaitTimeout)
@@ -127,7 +125,7 @@ func runWait(ctx context.Context, o *waitOptions) error {
 			return err
 		}
 		jobs = append(jobs, j)
-		line, _, outcome := jobOutcome(j, ranFor(j))
+		line, _, outcome := progress.JobOutcome(j, progress.RanFor(j))
 		if o.Output == "" {
 			fmt.Fprintln(o.f.IOStreams.Out, line)
 		}
@@ -147,47 +145,4 @@ func runWait(ctx context.Context, o *waitOptions) error {
 		}
 	}
 	return failed
-}
-
-// waitForJob returns the job called name once it has ended (job.Store's
-// Wait). A job that does not exist is an error at once, not a wait for it
-// to appear. While it waits it says so on the console, then prints each
-// state the job moves to; a live console also shows the state and the
-// time waited on its live line.
-func waitForJob(ctx context.Context, store *job.Store, name string, f *Factory) (*job.Job, error) {
-	j, err := store.Get(ctx, name)
-	if err != nil {
-		return nil, cmdutil.JobLookupError(err, name, store.Namespace())
-	}
-	if j.IsTerminal() {
-		return j, nil
-	}
-	cons := f.console()
-	cons.Statusf(term.StyleNone, logrus.Fields{"job": name, "state": string(j.Status.State)}, "waiting for job %q to end (%s)", name, j.Status.State)
-	var mu sync.Mutex
-	state, since := j.Status.State, f.Clock.Now()
-	cons.SetStatus(func(now time.Time) string {
-		mu.Lock()
-		defer mu.Unlock()
-		return fmt.Sprintf("waiting for job %q: %s, %s", name, state, term.HumanDuration(now.Sub(since)))
-	})
-	defer cons.SetStatus(nil)
-	return store.Wait(ctx, name, func(j *job.Job) {
-		mu.Lock()
-		changed := j.Status.State != state && !j.IsTerminal()
-		state = j.Status.State
-		mu.Unlock()
-		if changed {
-			cons.Statusf(term.StyleNone, logrus.Fields{"job": name, "state": string(j.Status.State)}, "job %q is %s", name, j.Status.State)
-		}
-	})
-}
-
-// ranFor is how long a finished job took, from its submission to its end;
-// 0 when either time is missing.
-func ranFor(j *job.Job) time.Duration {
-	if j.Status.StartTime == nil || j.Status.CompletionTime == nil {
-		return 0
-	}
-	return j.Status.CompletionTime.Sub(j.Status.StartTime.Time)
 }
