@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/internal/clitest"
 )
 
 // writeLabelledJob writes a job file like writeJob's, with labels, whose
@@ -80,7 +82,7 @@ func TestIntegrationCLIGetJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	watching := c.command(ctx, "get", "jobs", "-w", "-l", "app=get-web")
-	var stdout, stderr lockedBuffer
+	var stdout, stderr clitest.SyncBuffer
 	watching.Stdout, watching.Stderr = &stdout, &stderr
 	require.NoError(t, watching.Start())
 	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "get-web") }, time.Minute, 50*time.Millisecond, "the job first")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -46,7 +46,7 @@ func TestIntegrationLogs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := c.command(ctx, "logs", "logs-evicted", "-f")
-	var stdout, stderr lockedBuffer
+	var stdout, stderr clitest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	require.Eventually(t, func() bool { return stdout.String() == kwokLog }, time.Minute, 50*time.Millisecond, "the first pod's log")
@@ -73,23 +73,4 @@ func TestIntegrationLogs(t *testing.T) {
 	assert.Equal(t, 1, exitErr.ExitCode(), "with the exit status of an aborted job; stderr: %s", &stderr)
 	assert.Contains(t, stderr.String(), `job "logs-evicted" is aborted`)
 	assert.Regexp(t, `job "logs-evicted" \(build ID \d+ of job deploy-web\) was aborted after`, stderr.String())
-}
-
-// lockedBuffer is a strings.Builder safe for a process writing while the
-// test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -54,7 +55,7 @@ func TestIntegrationRunFollowsAcrossEviction(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
 			cmd := c.command(ctx, append([]string{"run", "--lock", "staging", "-f", writeJob(t, name, "")}, id("web", 1)...)...)
-			var stdout, stderr lockedBuffer
+			var stdout, stderr clitest.SyncBuffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			require.NoError(t, cmd.Start())
 			require.Eventually(t, func() bool { return stdout.String() == kwokLog }, time.Minute, 50*time.Millisecond,
