@@ -1,16 +1,13 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -19,6 +16,7 @@ import (
 	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/podwatch"
 	"github.com/lockctl/lockctl/run"
 )
 
@@ -109,7 +107,11 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 	if err != nil {
 		return err
 	}
-	return printPodLogs(ctx, o.f.IOStreams.Out, pods, pod, o.Container)
+	err = podwatch.PrintLogs(ctx, o.f.IOStreams.Out, pods, pod, o.Container)
+	if errors.As(err, new(*podwatch.NoContainerError)) {
+		return &cmdutil.UsageError{Err: err}
+	}
+	return err
 }
 
 // buildCluster returns the pods client and pod namespace of the job's build
@@ -133,47 +135,6 @@ func (o *logsOptions) buildCluster(j *job.Job, jobNS string) (corev1client.PodsG
 	}
 	podNS := firstNonEmpty(o.PodNamespace, cfg.PodNamespace, jobNS)
 	return kubeclient.CoreV1(cs), podNS, nil
-}
-
-// printPodLogs prints the logs so far of each container that started.
-func printPodLogs(ctx context.Context, w io.Writer, pods corev1client.PodsGetter, pod *corev1.Pod, only string) error {
-	var names []string
-	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		if only == "" || c.Name == only {
-			names = append(names, c.Name)
-		}
-	}
-	if len(names) == 0 {
-		return &cmdutil.UsageError{Err: fmt.Errorf("pod %q has no container %q", pod.Name, only)}
-	}
-	var errs []error
-	for _, name := range names {
-		prefix := ""
-		if len(names) > 1 {
-			prefix = "[" + name + "] "
-		}
-		if err := copyLogs(ctx, w, pods, pod, name, prefix); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func copyLogs(ctx context.Context, w io.Writer, pods corev1client.PodsGetter, pod *corev1.Pod, container, prefix string) error {
-	rc, err := pods.Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container}).Stream(ctx)
-	if apierrors.IsBadRequest(err) {
-		return nil // the container has not started
-	}
-	if err != nil {
-		return fmt.Errorf("logs of container %q: %w", container, err)
-	}
-	defer rc.Close()
-	sc := bufio.NewScanner(rc)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fmt.Fprintf(w, "%s%s\n", prefix, sc.Text())
-	}
-	return sc.Err()
 }
 
 func firstNonEmpty(vals ...string) string {

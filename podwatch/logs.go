@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
@@ -462,4 +463,55 @@ func (lw *lineWriter) close() {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	lw.closed = true
+}
+
+// NoContainerError is PrintLogs's error for a container the pod does not
+// have.
+type NoContainerError struct{ Pod, Container string }
+
+func (e *NoContainerError) Error() string {
+	return fmt.Sprintf("pod %q has no container %q", e.Pod, e.Container)
+}
+
+// PrintLogs writes to w the logs so far of each container of pod that
+// started, init containers first, or of the container called only when
+// only is set. Lines get a "[container] " prefix when there are several.
+func PrintLogs(ctx context.Context, w io.Writer, pods corev1client.PodsGetter, pod *corev1.Pod, only string) error {
+	var names []string
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if only == "" || c.Name == only {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return &NoContainerError{Pod: pod.Name, Container: only}
+	}
+	var errs []error
+	for _, name := range names {
+		prefix := ""
+		if len(names) > 1 {
+			prefix = "[" + name + "] "
+		}
+		if err := copyLogs(ctx, w, pods, pod, name, prefix); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func copyLogs(ctx context.Context, w io.Writer, pods corev1client.PodsGetter, pod *corev1.Pod, container, prefix string) error {
+	rc, err := pods.Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+	if apierrors.IsBadRequest(err) {
+		return nil // the container has not started
+	}
+	if err != nil {
+		return fmt.Errorf("logs of container %q: %w", container, err)
+	}
+	defer rc.Close()
+	sc := bufio.NewScanner(rc)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fmt.Fprintf(w, "%s%s\n", prefix, sc.Text())
+	}
+	return sc.Err()
 }
