@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock"
 )
 
 // abortOptions configure `lockctl abort`.
@@ -57,7 +58,7 @@ func runAbort(ctx context.Context, o *abortOptions) error {
 	}
 	reason := o.Reason
 	if reason == "" {
-		reason = "aborted by " + localUser(o.f.Getenv)
+		reason = "aborted by " + lock.LocalUser(o.f.Getenv)
 	}
 	j, err := store.Abort(ctx, o.Name, job.ReasonAbortRequested, reason)
 	switch {

@@ -21,6 +21,7 @@ import (
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
 )
 
@@ -55,7 +56,7 @@ type Factory struct {
 	Getenv func(string) string
 	// LocalEnv describes the user, host, working directory and terminal
 	// session, for holder identities outside CI.
-	LocalEnv func() LocalEnv
+	LocalEnv func() lock.LocalEnv
 	// Log is the logger, writing to IOStreams.ErrOut.
 	Log *logrus.Entry
 	// Verbosity is -v, set once flags are parsed.
@@ -116,7 +117,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		ServerClock: servertime.New(clock.RealClock{}),
 		Getenv:      os.Getenv,
 	}
-	f.LocalEnv = func() LocalEnv { return realLocalEnv(f.Getenv) }
+	f.LocalEnv = func() lock.LocalEnv { return lock.ReadLocalEnv(f.Getenv) }
 	trimConfigFlags(f.ConfigFlags)
 	// jx-logging reads JX_LOG_FORMAT (text, json) and JX_LOG_LEVEL.
 	jxlog.SetOutput(streams.ErrOut)

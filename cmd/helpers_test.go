@@ -48,7 +48,7 @@ type testEnv struct {
 	errOut *bytes.Buffer
 	env    map[string]string
 	// local is the machine and shell outside CI: no git checkout.
-	local LocalEnv
+	local lock.LocalEnv
 }
 
 func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
@@ -60,7 +60,7 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 		out:    out,
 		errOut: errOut,
 		env:    map[string]string{},
-		local:  LocalEnv{User: "dev", Host: "laptop", Session: 4242, PID: 5151},
+		local:  lock.LocalEnv{User: "dev", Host: "laptop", Session: 4242, PID: 5151},
 	}
 	// Number writes as the API server does, so tokens and preconditions
 	// see real resourceVersions.
@@ -93,7 +93,7 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 		InPod:        func() (string, string, bool) { return "", "", false },
 		Clock:        te.clock,
 		Getenv:       func(k string) string { return te.env[k] },
-		LocalEnv:     func() LocalEnv { return te.local },
+		LocalEnv:     func() lock.LocalEnv { return te.local },
 		Log:          logrus.NewEntry(logger),
 		IsTerminal:   func() bool { return false },
 	}

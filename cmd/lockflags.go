@@ -130,14 +130,6 @@ func (l *lockFlags) pod(f *Factory) *lock.PodRef {
 	return &lock.PodRef{Namespace: ns, Name: l.Pod}
 }
 
-// LocalEnv is what lockctl knows about the machine and shell it runs in
-// (lock.LocalEnv).
-type LocalEnv = lock.LocalEnv
-
-func realLocalEnv(getenv func(string) string) LocalEnv { return lock.ReadLocalEnv(getenv) }
-
-func localUser(getenv func(string) string) string { return lock.LocalUser(getenv) }
-
 // newLockClient returns a lock client for the resolved lock namespace.
 func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
 	ns, err := l.lockNamespace(f)

@@ -25,7 +25,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		name          string
 		flags         lockFlags
 		env           map[string]string
-		local         *LocalEnv
+		local         *lock.LocalEnv
 		want          lock.Identity
 		wantUnordered bool
 		wantErr       string
@@ -53,7 +53,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		},
 		{
 			name:  "no session: the process",
-			local: &LocalEnv{User: "dev", Host: "laptop", PID: 99},
+			local: &lock.LocalEnv{User: "dev", Host: "laptop", PID: 99},
 			want:  lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "99"}, wantUnordered: true,
 		},
 		{

@@ -157,7 +157,7 @@ func (o *releaseOptions) breaker(id lock.Identity) string {
 	if id == (lock.Identity{}) {
 		var err error
 		if id, _, err = o.identity(o.f); err != nil {
-			return localUser(o.f.Getenv)
+			return lock.LocalUser(o.f.Getenv)
 		}
 	}
 	return id.String()
