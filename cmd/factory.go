@@ -4,13 +4,10 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 
 	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
 	"github.com/sirupsen/logrus"
-	xterm "golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -24,9 +21,6 @@ import (
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
 )
-
-// inClusterNamespaceFile holds the namespace of the pod lockctl runs in.
-const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // Factory holds lockctl's dependencies. Clients are built lazily, so --help
 // and flag parsing never read a kubeconfig; tests replace any field.
@@ -118,7 +112,7 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		Getenv:      os.Getenv,
 	}
 	f.LocalEnv = func() lock.LocalEnv { return lock.ReadLocalEnv(f.Getenv) }
-	trimConfigFlags(f.ConfigFlags)
+	kubeclient.TrimConfigFlags(f.ConfigFlags)
 	// jx-logging reads JX_LOG_FORMAT (text, json) and JX_LOG_LEVEL.
 	jxlog.SetOutput(streams.ErrOut)
 	f.Log = jxlog.Logger()
@@ -160,30 +154,9 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 		}
 		return ns, nil
 	}
-	f.InPod = func() (string, string, bool) {
-		data, err := os.ReadFile(inClusterNamespaceFile)
-		if err != nil {
-			return "", "", false
-		}
-		name := f.Getenv("POD_NAME")
-		if name == "" {
-			name, _ = os.Hostname()
-		}
-		return strings.TrimSpace(string(data)), name, name != ""
-	}
-	f.IsTerminal = func() bool {
-		file, ok := streams.ErrOut.(*os.File)
-		return ok && xterm.IsTerminal(int(file.Fd()))
-	}
-	f.TerminalWidth = func() int {
-		if file, ok := streams.ErrOut.(*os.File); ok {
-			if w, _, err := xterm.GetSize(int(file.Fd())); err == nil && w > 0 {
-				return w
-			}
-		}
-		w, _ := strconv.Atoi(f.Getenv("COLUMNS"))
-		return w
-	}
+	f.InPod = func() (string, string, bool) { return kubeclient.InPod(f.Getenv) }
+	f.IsTerminal = func() bool { return term.IsTerminal(streams.ErrOut) }
+	f.TerminalWidth = func() int { return term.Width(streams.ErrOut, f.Getenv) }
 	return f
 }
 
@@ -212,30 +185,6 @@ func (f *Factory) tuneRESTConfig(cfg *rest.Config) {
 		cfg.QPS, cfg.Burst = f.QPS, f.Burst
 	}
 	cfg.UserAgent = "lockctl/" + version
-}
-
-// trimConfigFlags drops the kubectl flags lockctl has no use for, so they
-// do not clutter --help.
-func trimConfigFlags(c *genericclioptions.ConfigFlags) {
-	c.CacheDir = nil
-	c.CertFile = nil
-	c.KeyFile = nil
-	c.CAFile = nil
-	c.BearerToken = nil
-	c.Impersonate = nil
-	c.ImpersonateUID = nil
-	c.ImpersonateGroup = nil
-	c.ImpersonateUserExtra = nil
-	c.ProxyURL = nil
-	c.APIServer = nil
-	c.Username = nil
-	c.Password = nil
-	c.ClusterName = nil
-	c.AuthInfoName = nil
-	c.Insecure = nil
-	c.TLSServerName = nil
-	c.DisableCompression = nil
-	c.Timeout = nil
 }
 
 // eventRecorder returns the recorder of the audit trail's Events (lock

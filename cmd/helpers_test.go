@@ -28,6 +28,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -83,7 +84,7 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 	logger.Formatter = &logrus.TextFormatter{DisableTimestamp: true}
 	ns := "default"
 	flags := genericclioptions.NewConfigFlags(false)
-	trimConfigFlags(flags)
+	kubeclient.TrimConfigFlags(flags)
 	te.f = &Factory{
 		IOStreams:    genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut},
 		ConfigFlags:  flags,

@@ -9,13 +9,16 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
+	xterm "golang.org/x/term"
 	"k8s.io/utils/clock"
 )
 
@@ -435,4 +438,22 @@ func (f *jsonFormat) Format(e *logrus.Entry) ([]byte, error) {
 		cp.Data = logrus.Fields{}
 	}
 	return (&logrus.JSONFormatter{TimestampFormat: time.RFC3339}).Format(&cp)
+}
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
+	file, ok := w.(*os.File)
+	return ok && xterm.IsTerminal(int(file.Fd()))
+}
+
+// Width returns the columns of the terminal w is, else $COLUMNS; 0 means
+// unknown.
+func Width(w io.Writer, getenv func(string) string) int {
+	if file, ok := w.(*os.File); ok {
+		if cols, _, err := xterm.GetSize(int(file.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	cols, _ := strconv.Atoi(getenv("COLUMNS"))
+	return cols
 }
