@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/term"
@@ -185,13 +184,4 @@ func (f *Factory) tuneRESTConfig(cfg *rest.Config) {
 		cfg.QPS, cfg.Burst = f.QPS, f.Burst
 	}
 	cfg.UserAgent = "lockctl/" + version
-}
-
-// eventRecorder returns the recorder of the audit trail's Events (lock
-// changes, job state changes) written through cs; Events it cannot write are
-// logged at -v 1 and fail nothing.
-func (f *Factory) eventRecorder(cs kubernetes.Interface) *events.Recorder {
-	rec := events.NewRecorder(cs.EventsV1())
-	rec.Clock, rec.Log = f.Clock, f.Log
-	return rec
 }

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -128,57 +127,4 @@ func (l *lockFlags) pod(f *Factory) *lock.PodRef {
 		ns, _ = f.Namespace()
 	}
 	return &lock.PodRef{Namespace: ns, Name: l.Pod}
-}
-
-// newLockClient returns a lock client for the resolved lock namespace.
-func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
-	ns, err := l.lockNamespace(f)
-	if err != nil {
-		return nil, err
-	}
-	return lockClientIn(f, ns)
-}
-
-// newFreezeAwareLockClient is newLockClient with the lock namespace's
-// recurring freeze windows loaded, for the commands that take, hand over
-// or show locks.
-func newFreezeAwareLockClient(ctx context.Context, f *Factory, l *lockFlags) (*lock.Client, error) {
-	c, err := newLockClient(f, l)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.LoadFreezeWindows(ctx); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// newTakingLockClient is newLockClient for the commands that take locks:
-// the lock namespace's freeze windows are read beside the first read of
-// the lock (one round trip for both), and a lock is read before it is
-// written, since it usually exists (it is kept, free, after its first
-// release): a free lock costs a read and an update, not a create lost to
-// it, a read and an update.
-func newTakingLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
-	c, err := newLockClient(f, l)
-	if err != nil {
-		return nil, err
-	}
-	c.ReadFirst, c.LoadWindowsOnRead = true, true
-	return c, nil
-}
-
-// lockClientIn returns a lock client for the lock namespace ns;
-// metav1.NamespaceAll lists the locks of every namespace.
-func lockClientIn(f *Factory, ns string) (*lock.Client, error) {
-	cs, err := f.Clientset()
-	if err != nil {
-		return nil, err
-	}
-	c := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
-	c.Nodes = cs.CoreV1()
-	c.Clock = f.lockClock()
-	c.Log = f.Log
-	c.Events = f.eventRecorder(cs)
-	return c, nil
 }
