@@ -1,5 +1,7 @@
-// Package cmd is lockctl's command line: cobra wiring, flags and printing.
-// The work itself lives in the lock, scheduler and podwatch packages.
+// Package cmd is lockctl's command line: cobra wiring, flags, validation,
+// calling library code, printing and exit codes. The work itself lives in
+// the library packages (lock, job, scheduler, podwatch, run) and the CLI's
+// own internal packages (printers, progress, cmdutil, completion).
 package cmd
 
 import (
