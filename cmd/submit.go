@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -106,48 +104,12 @@ func readJob(f *Factory, name string) (*job.Job, error) {
 	return j, cmdutil.UsageIfInvalid(err)
 }
 
-// readJobFile reads a job file, "-" meaning stdin. It reads no more than
-// job.MaxFileSize+1 bytes: a larger file is a usage error naming its size
-// (a *job.TooLargeError), refused before it is read into memory.
+// readJobFile reads a job file, "-" meaning stdin (job.ReadFile). A file
+// that cannot be read, and one too large, is a usage error.
 func readJobFile(f *Factory, name string) ([]byte, string, error) {
-	var tooLarge *job.TooLargeError
-	if name == "-" {
-		data, err := readLimited(f.IOStreams.In, "<stdin>")
-		switch {
-		case errors.As(err, &tooLarge):
-			return nil, "", &cmdutil.UsageError{Err: err}
-		case err != nil:
-			return nil, "", fmt.Errorf("read stdin: %w", err)
-		}
-		return data, "<stdin>", nil
-	}
-	file, err := os.Open(name)
-	if err != nil {
-		return nil, "", &cmdutil.UsageError{Err: fmt.Errorf("read job file: %w", err)}
-	}
-	defer file.Close()
-	if st, err := file.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > job.MaxFileSize {
-		return nil, "", &cmdutil.UsageError{Err: &job.TooLargeError{Source: name, Size: st.Size()}}
-	}
-	data, err := readLimited(file, name)
-	switch {
-	case errors.As(err, &tooLarge):
+	data, source, err := job.ReadFile(name, f.IOStreams.In)
+	if err != nil && (name != "-" || errors.As(err, new(*job.TooLargeError))) {
 		return nil, "", &cmdutil.UsageError{Err: err}
-	case err != nil:
-		return nil, "", &cmdutil.UsageError{Err: fmt.Errorf("read job file: %w", err)}
 	}
-	return data, name, nil
-}
-
-// readLimited reads r to its end, or returns a *job.TooLargeError once it
-// has read more than job.MaxFileSize bytes.
-func readLimited(r io.Reader, source string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, job.MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > job.MaxFileSize {
-		return nil, &job.TooLargeError{Source: source}
-	}
-	return data, nil
+	return data, source, err
 }
