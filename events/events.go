@@ -2,7 +2,8 @@
 // records, locks), so `kubectl get events` and `kubectl describe configmap`
 // show what happened to them. Writing is best-effort: an Event that cannot
 // be written is logged at debug level and never fails the operation it
-// reports.
+// reports. A long-running loop writes them in the background
+// (Recorder.Background), from a bounded queue.
 package events
 
 import (
@@ -10,6 +11,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +42,16 @@ type Recorder struct {
 	Clock clock.PassiveClock
 	// Log receives the Events that could not be written; nil discards.
 	Log *logrus.Entry
+	// Jobs says which job state changes JobChanged records; "" means
+	// JobEventsAll.
+	Jobs JobEvents
+	// Metrics counts the Events written, failed and dropped; nil counts
+	// nothing.
+	Metrics *Metrics
+
+	bgMu  sync.RWMutex
+	bg    *background // set by Background
+	drops atomic.Int64
 }
 
 // NewRecorder returns a Recorder writing through events, reporting as the
@@ -90,13 +103,13 @@ func (r *Recorder) Event(ctx context.Context, cm *corev1.ConfigMap, warning bool
 			UID: cm.UID, ResourceVersion: cm.ResourceVersion,
 		},
 	}
-	// NOTE: a context of its own, so an Event still goes out when the
-	// operation it reports was interrupted just after.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
-	if _, err := r.events.Events(cm.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		r.log().WithError(err).WithField("reason", reason).Debug("could not write an event")
+	r.bgMu.RLock()
+	bg := r.bg
+	r.bgMu.RUnlock()
+	if bg != nil && bg.enqueue(r, ev) {
+		return
 	}
+	r.write(context.WithoutCancel(ctx), ev)
 }
 
 func (r *Recorder) log() *logrus.Entry {

@@ -2,6 +2,7 @@ package events
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +73,70 @@ func TestJobChanged(t *testing.T) {
 			assert.Equal(t, clock.Now(), ev.EventTime.Time)
 		})
 	}
+}
+
+func TestJobChangedLevels(t *testing.T) {
+	t.Parallel()
+	mk := func(state job.State, mod func(*job.JobStatus)) *job.Job {
+		j := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "deploy-1", Namespace: "ci"}, Status: job.JobStatus{State: state, Description: "why"}}
+		if mod != nil {
+			mod(&j.Status)
+		}
+		return j
+	}
+	done := func(s *job.JobStatus) { now := metav1.Now(); s.CompletionTime = &now }
+	changes := []struct {
+		name          string
+		before, after *job.Job
+		want          string // type and reason of the Event; "" for none
+	}{
+		{"started", mk(job.Triggered, nil), mk(job.Pending, nil), "Normal Pending"},
+		{"succeeded", mk(job.Pending, nil), mk(job.Success, nil), "Normal Success"},
+		{"failed", mk(job.Pending, nil), mk(job.Failure, nil), "Warning Failure"},
+		{"error", mk(job.Pending, nil), mk(job.Error, nil), "Warning Error"},
+		{"timed out", mk(job.Pending, nil), mk(job.Error, func(s *job.JobStatus) { s.Reason = job.ReasonTimeout }), "Warning Error"},
+		{"aborted by someone", mk(job.Pending, nil), mk(job.Aborted, func(s *job.JobStatus) { s.Reason = job.ReasonAbortRequested }), "Warning Aborted"},
+		{"abort completed", mk(job.Aborted, nil), mk(job.Aborted, done), "Warning Aborted"},
+		{"running timeout", mk(job.Pending, nil), mk(job.Aborted, func(s *job.JobStatus) { s.Reason = job.ReasonTimeout; done(s) }), "Warning Aborted"},
+		{"superseded is routine", mk(job.Pending, nil), mk(job.Aborted, func(s *job.JobStatus) { s.Reason = job.ReasonSuperseded; done(s) }), "Normal Aborted"},
+		{"pod lost and replaced", mk(job.Pending, nil), mk(job.Pending, func(s *job.JobStatus) { s.Revivals = 1 }), "Warning PodLost"},
+		{"nothing changed", mk(job.Pending, nil), mk(job.Pending, func(s *job.JobStatus) { s.Description = "other" }), ""},
+	}
+	for _, level := range []JobEvents{"", JobEventsAll, JobEventsWarnings, JobEventsNone} {
+		for _, c := range changes {
+			t.Run(string(level)+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				cs := fake.NewClientset()
+				rec := NewRecorder(cs.EventsV1())
+				rec.Jobs = level
+				rec.JobChanged(t.Context(), c.before, c.after)
+				list, err := cs.EventsV1().Events("ci").List(t.Context(), metav1.ListOptions{})
+				require.NoError(t, err)
+				want := c.want
+				switch {
+				case level == JobEventsNone:
+					want = ""
+				case level == JobEventsWarnings && !strings.HasPrefix(want, "Warning"):
+					want = ""
+				}
+				if want == "" {
+					assert.Empty(t, list.Items)
+					return
+				}
+				require.Len(t, list.Items, 1)
+				assert.Equal(t, want, list.Items[0].Type+" "+list.Items[0].Reason)
+			})
+		}
+	}
+}
+
+func TestParseJobEvents(t *testing.T) {
+	t.Parallel()
+	for _, s := range JobEventsValues {
+		got, err := ParseJobEvents(s)
+		require.NoError(t, err)
+		assert.Equal(t, JobEvents(s), got)
+	}
+	_, err := ParseJobEvents("some")
+	assert.EqualError(t, err, `must be one of all, warnings, none, not "some"`)
 }

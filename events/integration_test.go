@@ -2,6 +2,11 @@ package events
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
 
 	"github.com/sirupsen/logrus"
 	"testing"
@@ -9,7 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
@@ -113,4 +121,70 @@ func TestIntegrationLockEvents(t *testing.T) {
 		"Normal Acquired: hand-over confirmed by acme/api@main#1, fencing token " + held.Token,
 		"Warning ForceReleased: hold of acme/api@main#1 broken with --force by alice@console",
 	}, got, "kubectl get events shows the lock's changes")
+}
+
+// TestIntegrationBackgroundJobEvents records the state changes of many jobs
+// at once through a Recorder writing in the background, through a client
+// of its own, on the real API server: once stopped, every Event is there,
+// none dropped, and each job's Events were written in the order its state
+// changed (the API server's resourceVersions follow the recorded times).
+func TestIntegrationBackgroundJobEvents(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	own, err := kubernetes.NewForConfig(rest.CopyConfig(env.RESTConfig))
+	require.NoError(t, err)
+	rec := NewRecorder(own.EventsV1())
+	stop := rec.Background(DefaultQueueCapacity, DefaultWriters)
+	store := job.NewStore(env.Client.CoreV1(), ns, job.WithChangeHook(rec.JobChanged))
+
+	const jobs = 20
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Go(func() {
+			j, err := store.Create(t.Context(), &job.Job{
+				TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("deploy-%02d", i)},
+				Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,
+					PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+			})
+			if !assert.NoError(t, err) {
+				return
+			}
+			for _, st := range []job.JobStatus{
+				{State: job.Pending, Description: "pod created", StartTime: j.Status.StartTime},
+				{State: job.Pending, Description: "pod lost, replacing it", StartTime: j.Status.StartTime, Revivals: 1},
+				{State: job.Success, Description: "job succeeded", StartTime: j.Status.StartTime, Revivals: 1},
+			} {
+				if j, err = store.UpdateStatus(t.Context(), j, st); !assert.NoError(t, err) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	stop(t.Context())
+	assert.Zero(t, rec.Dropped())
+
+	list, err := env.Client.EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	byJob := map[string][]eventsv1.Event{}
+	for _, ev := range list.Items {
+		byJob[ev.Regarding.Name] = append(byJob[ev.Regarding.Name], ev)
+	}
+	require.Len(t, byJob, jobs)
+	for name, evs := range byJob {
+		sort.Slice(evs, func(a, b int) bool { return evs[a].EventTime.Before(&evs[b].EventTime) })
+		var reasons []string
+		for k, ev := range evs {
+			reasons = append(reasons, ev.Reason)
+			if k > 0 {
+				prev, err1 := strconv.ParseInt(evs[k-1].ResourceVersion, 10, 64)
+				cur, err2 := strconv.ParseInt(ev.ResourceVersion, 10, 64)
+				require.NoError(t, errors.Join(err1, err2))
+				assert.Less(t, prev, cur, "%s: %s written after %s", name, ev.Reason, evs[k-1].Reason)
+			}
+		}
+		assert.Equal(t, []string{"Pending", ReasonPodLost, "Success"}, reasons, name)
+	}
 }

@@ -14,11 +14,54 @@ import (
 // writeTimeout bounds the write of one Event.
 const writeTimeout = 5 * time.Second
 
+// JobEvents says which changes of a job JobChanged records as Events.
+type JobEvents string
+
+const (
+	// JobEventsAll records every state change of a job, and every pod it
+	// lost and replaced: the default.
+	JobEventsAll JobEvents = "all"
+	// JobEventsWarnings records only what went wrong, the Warning Events:
+	// a job that failed, ended in error (timeouts included) or was aborted
+	// (by someone, a running timeout or its session ending; a run
+	// superseded by a newer one is routine), and a pod lost and replaced.
+	JobEventsWarnings JobEvents = "warnings"
+	// JobEventsNone records no job Events (lock Events are unaffected).
+	JobEventsNone JobEvents = "none"
+)
+
+// JobEventsValues lists the values of JobEvents, for flags and completion.
+var JobEventsValues = []string{string(JobEventsAll), string(JobEventsWarnings), string(JobEventsNone)}
+
+// ParseJobEvents parses all, warnings or none.
+func ParseJobEvents(s string) (JobEvents, error) {
+	switch e := JobEvents(s); e {
+	case JobEventsAll, JobEventsWarnings, JobEventsNone:
+		return e, nil
+	}
+	return "", fmt.Errorf("must be one of all, warnings, none, not %q", s)
+}
+
+// ReasonPodLost is the reason of the Warning Event of a job whose pod was
+// lost (evicted, its node gone) and is replaced.
+const ReasonPodLost = "PodLost"
+
 // JobChanged records a job's move from one state to another on its record:
 // reason is the new state, capitalised ("Pending", "Success"), the note
-// says from what, and the job's description.
+// says from what, and the job's description. A pod lost and replaced (the
+// job stays pending, its revivals count up) is a PodLost Warning. r.Jobs
+// says which of them are recorded.
 func (r *Recorder) JobChanged(ctx context.Context, before, after *job.Job) {
-	if r == nil || before.Status.State == after.Status.State && before.IsTerminal() == after.IsTerminal() {
+	if r == nil || r.Jobs == JobEventsNone {
+		return
+	}
+	moved := before.Status.State != after.Status.State || before.IsTerminal() != after.IsTerminal()
+	revived := after.Status.Revivals > before.Status.Revivals
+	if !moved && !revived {
+		return
+	}
+	warning := !moved || isWarning(after)
+	if r.Jobs == JobEventsWarnings && !warning {
 		return
 	}
 	// NOTE: the Event names the record by reference only: encoding the
@@ -27,7 +70,6 @@ func (r *Recorder) JobChanged(ctx context.Context, before, after *job.Job) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: after.Name, Namespace: after.Namespace, UID: after.UID, ResourceVersion: after.ResourceVersion,
 	}}
-	warning := after.Status.State == job.Failure || after.Status.State == job.Error
 	from := string(before.Status.State)
 	if from == "" {
 		from = "new"
@@ -36,7 +78,23 @@ func (r *Recorder) JobChanged(ctx context.Context, before, after *job.Job) {
 	if after.Status.Reason != "" {
 		note += " (" + after.Status.Reason + ")"
 	}
-	r.Event(ctx, cm, warning, "Reconcile", reasonOf(after.Status.State), note)
+	reason := reasonOf(after.Status.State)
+	if !moved {
+		reason = ReasonPodLost
+	}
+	r.Event(ctx, cm, warning, "Reconcile", reason, note)
+}
+
+// isWarning reports whether a job's new state is a Warning Event: it
+// failed, ended in error, or was aborted other than by a newer run.
+func isWarning(j *job.Job) bool {
+	switch j.Status.State {
+	case job.Failure, job.Error:
+		return true
+	case job.Aborted:
+		return j.Status.Reason != job.ReasonSuperseded
+	}
+	return false
 }
 
 func reasonOf(s job.State) string {
