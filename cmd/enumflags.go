@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -48,6 +49,23 @@ func (f priorityFlag) Set(s string) error {
 func addPriorityFlag(fs *pflag.FlagSet, p *lock.Priority) {
 	fs.Var(priorityFlag{p}, "priority", "place in the queue: high waits ahead of normal, normal ahead of low; a waiter rises one level every "+
 		term.HumanDuration(lock.PriorityAgeing)+" it waits; never displaces the holder")
+}
+
+// jobEventsFlag is an enum flag for --job-events.
+type jobEventsFlag struct{ e *events.JobEvents }
+
+func (f jobEventsFlag) String() string { return string(*f.e) }
+func (f jobEventsFlag) Type() string   { return strings.Join(events.JobEventsValues, "|") }
+
+// Allowed lists the values, for completion.
+func (f jobEventsFlag) Allowed() []string { return events.JobEventsValues }
+func (f jobEventsFlag) Set(s string) error {
+	e, err := events.ParseJobEvents(s)
+	if err != nil {
+		return err
+	}
+	*f.e = e
+	return nil
 }
 
 // outputFlag is an enum flag for -o.

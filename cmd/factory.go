@@ -33,6 +33,10 @@ type Factory struct {
 	// ClientsetFor returns the client of a named kubeconfig context; ""
 	// means the current one.
 	ClientsetFor func(context string) (kubernetes.Interface, error)
+	// EventsClientset returns a client of the current context with a
+	// client-side rate limiter of its own, for the reconcile loop's Events;
+	// nil means Clientset.
+	EventsClientset func() (kubernetes.Interface, error)
 	// Namespace returns -n, else the current context's namespace.
 	Namespace func() (string, error)
 	// InPod returns the namespace and name of the pod lockctl runs in, and
@@ -131,6 +135,13 @@ func NewFactory(streams genericiooptions.IOStreams) *Factory {
 	}
 	f.Clientset = func() (kubernetes.Interface, error) {
 		cs, err := kc.Clientset()
+		if err != nil {
+			return nil, cmdutil.KubeconfigError(usageIfUnknownContext(err))
+		}
+		return cs, nil
+	}
+	f.EventsClientset = func() (kubernetes.Interface, error) {
+		cs, err := kc.SeparateClientset()
 		if err != nil {
 			return nil, cmdutil.KubeconfigError(usageIfUnknownContext(err))
 		}

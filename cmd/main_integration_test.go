@@ -212,3 +212,56 @@ func TestIntegrationRetentionFromConfig(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond, "reconcile --once with retention {jobs: 1ms} prunes the finished jobs")
 	assert.True(t, podGone("by-loop"), "and their pods")
 }
+
+// TestIntegrationReconcileJobEvents drives jobs to success and to failure
+// with lockctl reconcile --once on the real API server, with each
+// --job-events setting, and reads the job records' Events as kubectl get
+// events does: all records every state change, warnings only the failure,
+// none nothing. The Events are written by the time the pass returns.
+func TestIntegrationReconcileJobEvents(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	for _, tt := range []struct {
+		setting string
+		want    []string
+	}{
+		{setting: "all", want: []string{
+			"ok Normal Pending", "ok Normal Success",
+			"fails Normal Pending", "fails Warning Failure",
+		}},
+		{setting: "warnings", want: []string{"fails Warning Failure"}},
+		{setting: "none", want: nil},
+	} {
+		t.Run(tt.setting, func(t *testing.T) {
+			t.Parallel()
+			ns := env.Namespace(t)
+			store := job.NewStore(env.Client.CoreV1(), ns)
+			for name, code := range map[string]string{"ok": "0", "fails": "3"} {
+				_, errOut, rc := lockctlIn(t, env, ns, "submit", "-f", jobFile(t, name, map[string]string{testenv.AnnotationExitCode: code}, ""))
+				require.Equal(t, cmdutil.CodeOK, rc, errOut)
+			}
+			require.Eventually(t, func() bool {
+				_, _, rc := lockctlIn(t, env, ns, "reconcile", "--once", "--job-events", tt.setting)
+				if rc != cmdutil.CodeOK {
+					return false
+				}
+				for _, name := range []string{"ok", "fails"} {
+					if j, err := store.Get(t.Context(), name); err != nil || !j.IsTerminal() {
+						return false
+					}
+				}
+				return true
+			}, time.Minute, 200*time.Millisecond, "passes drive both jobs to their end")
+
+			list, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+			require.NoError(t, err)
+			var got []string
+			for _, ev := range list.Items {
+				if ev.InvolvedObject.Kind == "ConfigMap" {
+					got = append(got, ev.InvolvedObject.Name+" "+ev.Type+" "+ev.Reason)
+				}
+			}
+			assert.ElementsMatch(t, tt.want, got, "--job-events=%s", tt.setting)
+		})
+	}
+}

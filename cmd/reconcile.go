@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/metricsserver"
 	"github.com/lockctl/lockctl/run"
@@ -42,6 +44,10 @@ const defaultMemoryLimit = 64 << 20
 // memoryLimitCheck is how often the soft memory limit follows the live heap.
 const memoryLimitCheck = 10 * time.Second
 
+// eventsFlushTimeout bounds how long lockctl reconcile, stopping, writes the
+// Events still queued.
+const eventsFlushTimeout = 5 * time.Second
+
 // reconcileOptions configure `lockctl reconcile`.
 type reconcileOptions struct {
 	f *Factory
@@ -62,6 +68,7 @@ type reconcileOptions struct {
 	Job                string
 	KubeAPIQPS         float32
 	KubeAPIBurst       int
+	JobEvents          events.JobEvents
 
 	// changed reports whether a flag was given, so it overrides --config.
 	changed func(name string) bool
@@ -77,6 +84,7 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 		Workers:            scheduler.DefaultWorkers,
 		KubeAPIQPS:         DefaultKubeAPIQPS,
 		KubeAPIBurst:       DefaultKubeAPIBurst,
+		JobEvents:          events.JobEventsAll,
 		retentionFlags: retentionFlags{
 			JobRetention: scheduler.DefaultJobRetention,
 			PodRetention: scheduler.DefaultPodRetention,
@@ -119,6 +127,14 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			timeouts, revivalLimit, podNamespace, buildClusters, jobURLTemplate,
 			workers, retention: {jobs: 168h, pods: 24h}); flags override it. A
 			bad config file exits 2, naming the key.
+
+			Every job state change is an Event on the job record (kubectl get
+			events), written in the background through a client of its own, so
+			Events never slow the loop; --job-events=warnings records only
+			failures, errors, timeouts, aborts and lost pods, none no job Events
+			(two requests fewer per job; lock Events are always recorded). An
+			Event that can not be queued (more than 1,000 waiting) is dropped
+			and counted in lockctl_events_total{result="dropped"}.
 
 			Unless GOMEMLIMIT is set, the loop runs with a soft memory limit of
 			64 MiB, raised with the live heap to 1.25 times it plus 8 MiB (the Go
@@ -165,6 +181,7 @@ func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Job, "job", o.Job, "reconcile only the job record of this name")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "client-side limit of requests per second to each API server; negative means no limit")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests allowed at once above --kube-api-qps")
+	fs.Var(jobEventsFlag{&o.JobEvents}, "job-events", "job state changes recorded as Events: all, warnings (failures, errors, timeouts, aborts, lost pods) or none")
 	o.addClusterFlags(fs)
 	o.addLockNamespaceFlag(fs)
 	o.addRetentionFlags(fs)
@@ -270,16 +287,27 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	opts.Locker = run.NewPodLocker(locks)
-	// NOTE: the locks of lockctl run sessions live beside the job records,
-	// so the job cluster's client reads them.
-	opts.Sessions = run.NewSessions(jobs.CoreV1(), o.f.lockClock())
-	opts.OnJobChange = o.f.eventRecorder(jobs).JobChanged
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Metrics, err = scheduler.NewMetrics(reg); err != nil {
 		return err
 	}
+	rec, err := o.eventRecorder(jobs, reg)
+	if err != nil {
+		return err
+	}
+	stopEvents := rec.Background(events.DefaultQueueCapacity, events.DefaultWriters)
+	defer func() {
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsFlushTimeout)
+		defer cancel()
+		stopEvents(flush)
+	}()
+	locks.Events = rec
+	opts.Locker = run.NewPodLocker(locks)
+	// NOTE: the locks of lockctl run sessions live beside the job records,
+	// so the job cluster's client reads them.
+	opts.Sessions = run.NewSessions(jobs.CoreV1(), o.f.lockClock())
+	opts.OnJobChange = rec.JobChanged
 	c, err := scheduler.NewController(jobs, ns, clusters, opts)
 	if err != nil {
 		return cmdutil.UsageIfInvalid(err)
@@ -330,6 +358,28 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		}
 	}
 	return errors.Join(err, perr)
+}
+
+// eventRecorder returns the loop's recorder of Events (job state changes as
+// --job-events says, lock changes), counted in reg. It writes through a
+// client of its own (f.EventsClientset, a rate limiter of its own at the
+// same settings), so Events never take the state machine's requests'
+// budget; jobs is the fallback.
+func (o *reconcileOptions) eventRecorder(jobs kubernetes.Interface, reg prometheus.Registerer) (*events.Recorder, error) {
+	cs := jobs
+	if o.f.EventsClientset != nil {
+		var err error
+		if cs, err = o.f.EventsClientset(); err != nil {
+			return nil, err
+		}
+	}
+	rec := o.f.eventRecorder(cs)
+	rec.Jobs = o.JobEvents
+	var err error
+	if rec.Metrics, err = events.NewMetrics(reg); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
 
 // readiness reports the loop not ready until its caches are filled.

@@ -10,7 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -21,7 +25,7 @@ func TestNewReconcileCmd(t *testing.T) {
 	defaults := func(mod func(o *reconcileOptions)) reconcileOptions {
 		o := reconcileOptions{
 			UnscheduledTimeout: 5 * time.Minute, PendingTimeout: 10 * time.Minute, RunningTimeout: 48 * time.Hour,
-			RevivalLimit: 3, Workers: 16, KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst,
+			RevivalLimit: 3, Workers: 16, KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst, JobEvents: events.JobEventsAll,
 			retentionFlags: retentionFlags{JobRetention: 7 * 24 * time.Hour, PodRetention: 24 * time.Hour},
 		}
 		if mod != nil {
@@ -55,6 +59,9 @@ func TestNewReconcileCmd(t *testing.T) {
 			args: []string{"--kube-api-qps", "-1"},
 			want: defaults(func(o *reconcileOptions) { o.KubeAPIQPS = -1 }),
 		},
+		{name: "warnings only", args: []string{"--job-events", "warnings"}, want: defaults(func(o *reconcileOptions) { o.JobEvents = events.JobEventsWarnings })},
+		{name: "no job events", args: []string{"--job-events=none"}, want: defaults(func(o *reconcileOptions) { o.JobEvents = events.JobEventsNone })},
+		{name: "bad job events", args: []string{"--job-events", "some"}, wantErr: `invalid argument "some" for "--job-events" flag: must be one of all, warnings, none, not "some"`},
 		{name: "zero qps", args: []string{"--kube-api-qps", "0"}, wantErr: "--kube-api-qps must not be 0: give a positive limit, or a negative number for none"},
 		{name: "zero burst", args: []string{"--kube-api-burst", "0"}, wantErr: "--kube-api-burst must be at least 1 with a positive --kube-api-qps"},
 		{name: "dry run alone", args: []string{"--dry-run"}, wantErr: "--dry-run needs --once"},
@@ -223,5 +230,46 @@ func TestReconcileLogTimeOfDay(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		assert.Regexp(t, `^\d\d:\d\d:\d\d \S`, line)
 		assert.NotContains(t, line, "level=")
+	}
+}
+
+// TestReconcileJobEvents: --job-events picks which job state changes become
+// Events, written through the Events' own client (Factory.EventsClientset),
+// none through the client of the state machine's writes.
+func TestReconcileJobEvents(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want []string // the Events' type and reason
+	}{
+		{args: nil, want: []string{"Normal Pending"}},
+		{args: []string{"--job-events", "all"}, want: []string{"Normal Pending"}},
+		{args: []string{"--job-events", "warnings"}, want: nil},
+		{args: []string{"--job-events", "none"}, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			evcs := fake.NewClientset()
+			te.f.EventsClientset = func() (kubernetes.Interface, error) { return evcs, nil }
+			storeJobs(t, te, "deploy-web-1")
+
+			require.NoError(t, te.run(append([]string{"reconcile", "--once"}, tt.args...)...))
+			got, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), "deploy-web-1")
+			require.NoError(t, err)
+			require.Equal(t, job.Pending, got.Status.State)
+
+			list, err := evcs.EventsV1().Events("default").List(t.Context(), metav1.ListOptions{})
+			require.NoError(t, err)
+			var reasons []string
+			for _, ev := range list.Items {
+				reasons = append(reasons, ev.Type+" "+ev.Reason)
+			}
+			assert.Equal(t, tt.want, reasons, "Events written by the time reconcile --once returned")
+			for _, a := range te.cs.Actions() {
+				assert.NotEqual(t, "events", a.GetResource().Resource, "no Event goes through the state machine's client")
+			}
+		})
 	}
 }

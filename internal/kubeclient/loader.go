@@ -31,6 +31,7 @@ type Loader struct {
 	WrapCurrent transport.WrapperFunc
 
 	once   sync.Once
+	cfg    *rest.Config
 	cs     kubernetes.Interface
 	cfgErr error
 }
@@ -55,9 +56,23 @@ func (l *Loader) Clientset() (kubernetes.Interface, error) {
 		if l.WrapCurrent != nil {
 			cfg.Wrap(l.WrapCurrent)
 		}
+		l.cfg = cfg
 		l.cs, l.cfgErr = kubernetes.NewForConfig(cfg)
 	})
 	return l.cs, l.cfgErr
+}
+
+// SeparateClientset returns a new clientset of the current context, as
+// Clientset's but with a client-side rate limiter of its own (the same
+// settings, another token bucket), as Kubernetes components give their
+// Events: its requests never wait behind Clientset's, nor Clientset's
+// behind them. Both share client-go's cached transport (one HTTP/2
+// connection, multiplexed).
+func (l *Loader) SeparateClientset() (kubernetes.Interface, error) {
+	if _, err := l.Clientset(); err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rest.CopyConfig(l.cfg))
 }
 
 // ClientsetFor returns a new clientset of the kubeconfig context name; ""
