@@ -143,6 +143,7 @@ func (r *Reconciler) Admit(ctx context.Context) (map[string]bool, map[string]str
 			delete(entries, name)
 		}
 		newly, waits := r.fill(entries, jobs)
+		r.waiting.Store(int64(len(waits)))
 		if len(newly) == 0 && len(gone) == 0 || r.opts.DryRun {
 			return names(entries), waits, nil
 		}
@@ -164,6 +165,26 @@ func (r *Reconciler) Admit(ctx context.Context) (map[string]bool, map[string]str
 		return names(entries), waits, nil
 	}
 	return nil, nil, fmt.Errorf("admission pass: %w", job.ErrConflict)
+}
+
+// admissionIdle reports whether an admission pass would do nothing: the
+// last pass left no job waiting and the ledger holds no entry to free. A
+// job that comes under a limit runs a pass itself (admit), and a ledger
+// changed by another reconciler queues one when the cache sees it; so the
+// passes queued for every job that completes and every pod that stops,
+// each a walk over every job, are skipped while no limit is in use.
+func (r *Reconciler) admissionIdle(ctx context.Context) bool {
+	r.admitMu.Lock()
+	defer r.admitMu.Unlock()
+	if r.waiting.Load() != 0 {
+		return false
+	}
+	cm, err := r.currentLedger(ctx, false)
+	if err != nil {
+		return false
+	}
+	entries, err := decodeLedger(cm)
+	return err == nil && len(entries) == 0
 }
 
 // fill admits, in start order, every triggered job whose limits have room,

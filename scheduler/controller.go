@@ -353,6 +353,9 @@ func (c *Controller) step(base context.Context, key string) (Result, error) {
 	ctx, cancel := context.WithTimeoutCause(base, stepTimeout, errStepTimeout)
 	defer cancel()
 	if key == admissionKey {
+		if c.r.admissionIdle(ctx) {
+			return Result{}, nil
+		}
 		_, _, err := c.r.Admit(ctx)
 		return Result{}, err
 	}

@@ -166,3 +166,25 @@ func TestAdmissionLostRaceRetries(t *testing.T) {
 	assert.Equal(t, job.Pending, h.get("b").Status.State, "the pass repeats on a fresh ledger")
 	assert.Equal(t, job.Triggered, h.get("c").Status.State)
 }
+
+// TestAdmissionIdle: the admission passes queued for every completion are
+// skipped while they could do nothing (no job waits, the ledger is empty),
+// and run again as soon as a job waits or the ledger holds an entry.
+func TestAdmissionIdle(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	assert.False(t, h.r.admissionIdle(t.Context()), "no pass has run yet: not known to be idle")
+	h.submit("free")
+	_, _, err := h.r.Admit(t.Context())
+	require.NoError(t, err)
+	assert.True(t, h.r.admissionIdle(t.Context()), "no limit in use: nothing to admit or free")
+
+	h.submit("limited-1", func(j *job.Job) { j.Spec.MaxConcurrency = 1 })
+	h.submit("limited-2", func(j *job.Job) { j.Spec.MaxConcurrency = 1 })
+	h.mustReconcile("limited-1")
+	assert.Equal(t, job.Pending, h.get("limited-1").Status.State)
+	assert.False(t, h.r.admissionIdle(t.Context()), "the ledger holds limited-1")
+	h.mustReconcile("limited-2")
+	assert.Equal(t, job.Triggered, h.get("limited-2").Status.State, "limited-2 waits for limited-1")
+	assert.False(t, h.r.admissionIdle(t.Context()))
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"text/template"
 
 	"github.com/sirupsen/logrus"
@@ -46,6 +47,9 @@ type Reconciler struct {
 
 	admitMu    sync.Mutex
 	lastLedger *corev1.ConfigMap
+	// waiting is how many jobs the last admission pass left waiting; -1
+	// until a pass has run (see admissionIdle).
+	waiting atomic.Int64
 
 	planMu sync.Mutex
 	plan   []string
@@ -70,6 +74,7 @@ func NewReconciler(cms corev1client.ConfigMapsGetter, namespace string, clusters
 		opts:      opts,
 		clock:     opts.Clock,
 	}
+	r.waiting.Store(-1)
 	r.store = job.NewStore(cms, namespace, job.WithClock(opts.Clock), job.WithBuildIDBlock(func(jobName string) int {
 		if r.idBlock == nil {
 			return 0
