@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
@@ -35,30 +36,39 @@ import (
 //   - its peak Go heap (go_memstats_heap_alloc_bytes and heap_inuse from
 //     its --metrics-addr endpoint, sampled every 200 ms).
 //
+// It runs once per --job-events setting in LOCKCTL_BENCH_JOB_EVENTS
+// (default all,none; all is the binary's default).
 // LOCKCTL_BENCH_COST_GOMEMLIMIT, when set, is passed to the binary as
 // GOMEMLIMIT.
 func BenchmarkReconcileCost(b *testing.B) {
 	env := testenv.Get(b)
+	settings := envJobEvents(b)
 	for _, n := range envInts("LOCKCTL_BENCH_COST_JOBS", []int{1000, 10000}) {
-		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
-			var r costRun
-			for range b.N {
-				r = reconcileProcess(b, env, n)
-			}
-			b.ReportMetric(float64(r.counts.Total())/float64(n), "req/job")
-			b.ReportMetric(float64(r.counts.Writes())/float64(n), "writes/job")
-			b.ReportMetric(float64(r.rss)/(1<<20), "peak-rss-MiB")
-			b.ReportMetric(float64(r.heapAlloc)/(1<<20), "peak-heap-alloc-MiB")
-			b.ReportMetric(float64(r.heapInuse)/(1<<20), "peak-heap-inuse-MiB")
-			b.ReportMetric(r.terminal.Seconds(), "terminal-s")
-			b.ReportMetric(0, "ns/op")
-			b.Logf("%d jobs, lockctl reconcile (defaults%s):", n, r.memLimit)
-			b.Logf("  %.2f requests per job (%s)", float64(r.counts.Total())/float64(n), verbs(r.counts))
-			b.Logf("  by resource: %s", perJob(r.counts, n))
-			b.Logf("  peak RSS %.1f MiB; peak Go heap %.1f MiB allocated, %.1f MiB in use; all jobs terminal after %s",
-				float64(r.rss)/(1<<20), float64(r.heapAlloc)/(1<<20), float64(r.heapInuse)/(1<<20), r.terminal.Round(time.Millisecond))
-		})
+		for _, e := range settings {
+			b.Run(fmt.Sprintf("jobs=%d/job-events=%s", n, e), func(b *testing.B) {
+				benchmarkReconcileCost(b, env, n, e)
+			})
+		}
 	}
+}
+
+func benchmarkReconcileCost(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEvents) {
+	var r costRun
+	for range b.N {
+		r = reconcileProcess(b, env, n, jobEvents)
+	}
+	b.ReportMetric(float64(r.counts.Total())/float64(n), "req/job")
+	b.ReportMetric(float64(r.counts.Writes())/float64(n), "writes/job")
+	b.ReportMetric(float64(r.rss)/(1<<20), "peak-rss-MiB")
+	b.ReportMetric(float64(r.heapAlloc)/(1<<20), "peak-heap-alloc-MiB")
+	b.ReportMetric(float64(r.heapInuse)/(1<<20), "peak-heap-inuse-MiB")
+	b.ReportMetric(r.terminal.Seconds(), "terminal-s")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("%d jobs, lockctl reconcile --job-events=%s (defaults otherwise%s):", n, jobEvents, r.memLimit)
+	b.Logf("  %.2f requests per job (%s)", float64(r.counts.Total())/float64(n), verbs(r.counts))
+	b.Logf("  by resource: %s", perJob(r.counts, n))
+	b.Logf("  peak RSS %.1f MiB; peak Go heap %.1f MiB allocated, %.1f MiB in use; all jobs terminal after %s",
+		float64(r.rss)/(1<<20), float64(r.heapAlloc)/(1<<20), float64(r.heapInuse)/(1<<20), r.terminal.Round(time.Millisecond))
 }
 
 // perJob renders counts by verb and resource divided by n jobs.
@@ -82,7 +92,7 @@ type costRun struct {
 
 // reconcileProcess runs `lockctl reconcile` on n fresh jobs until all are
 // terminal and returns its peak memory and its request counts.
-func reconcileProcess(b *testing.B, env *testenv.Env, n int) costRun {
+func reconcileProcess(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEvents) costRun {
 	ctx := within(b, 45*time.Minute)
 	ns := env.Namespace(b)
 	setup := setupClient(b, env)
@@ -100,7 +110,7 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int) costRun {
 		environ = append(environ, "GOMEMLIMIT="+v)
 		r.memLimit = ", GOMEMLIMIT=" + v
 	}
-	cmd := exec.CommandContext(ctx, clitest.Binary(b), "reconcile", "-n", ns, "--metrics-addr", metricsAddr)
+	cmd := exec.CommandContext(ctx, clitest.Binary(b), "reconcile", "-n", ns, "--metrics-addr", metricsAddr, "--job-events", string(jobEvents))
 	cmd.Env = environ
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -136,11 +146,13 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int) costRun {
 		}
 		r.terminal = time.Since(start)
 		sample()
-		r.counts = proxy.Counts()
 		_ = cmd.Process.Signal(os.Interrupt)
 		if err := <-exited; err != nil {
 			b.Logf("lockctl reconcile stopped: %v", err)
 		}
+		// NOTE: counted once it has exited: it writes the Events still
+		// queued before it does.
+		r.counts = proxy.Counts()
 		return r
 	}
 }

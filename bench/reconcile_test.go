@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -61,9 +64,12 @@ func withClientSettings(cfg *rest.Config, qps float32, burst int) *rest.Config {
 // BenchmarkReconcile measures the reconcile loop on N triggered jobs
 // without limits (LOCKCTL_BENCH_JOBS, default 1000,5000): the time until
 // every job is pending and until every job is terminal, with kwok finishing
-// each pod as soon as it runs. lockctl runs with the client settings of
-// `lockctl reconcile` (--kube-api-qps, --kube-api-burst defaults) and
-// DefaultWorkers workers.
+// each pod as soon as it runs. lockctl runs as `lockctl reconcile` does: its
+// client settings (--kube-api-qps, --kube-api-burst defaults),
+// DefaultWorkers workers, and its job Events written in the background
+// through a client of their own, once per --job-events setting in
+// LOCKCTL_BENCH_JOB_EVENTS (default all,none; all is the default of
+// lockctl reconcile).
 //
 // In the same run it measures the server-bound ceiling for that work: with
 // clients that have no client-side rate limit and as many workers, create
@@ -72,47 +78,87 @@ func withClientSettings(cfg *rest.Config, qps float32, burst int) *rest.Config {
 // Every pod names the fake node (spec.nodeName), so kube-scheduler's own
 // client rate limit does not bind either side. It reports lockctl/ceiling
 // as a throughput ratio (1 = as fast as the ceiling), jobs per second, and
-// the API requests per job.
+// the API requests per job (Events included). Metrics of a setting other
+// than all are prefixed with it ("none-terminal-ratio").
 func BenchmarkReconcile(b *testing.B) {
 	env := testenv.Get(b)
+	settings := envJobEvents(b)
 	for _, n := range envInts("LOCKCTL_BENCH_JOBS", []int{1000, 5000}) {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
-			var lk, ceil reconcileRun
+			lk := make([]reconcileRun, len(settings))
+			var ceil reconcileRun
 			for range b.N {
-				lk = runReconciler(b, env, n)
+				for i, e := range settings {
+					lk[i] = runReconciler(b, env, n, e)
+				}
 				ceil = runCeiling(b, env, n)
 			}
-			pendingRatio := ceil.pending.Seconds() / lk.pending.Seconds()
-			terminalRatio := ceil.terminal.Seconds() / lk.terminal.Seconds()
-			b.ReportMetric(lk.pending.Seconds(), "pending-s")
-			b.ReportMetric(lk.terminal.Seconds(), "terminal-s")
 			b.ReportMetric(ceil.pending.Seconds(), "ceiling-pending-s")
 			b.ReportMetric(ceil.terminal.Seconds(), "ceiling-terminal-s")
-			b.ReportMetric(pendingRatio, "pending-ratio")
-			b.ReportMetric(terminalRatio, "terminal-ratio")
-			b.ReportMetric(float64(lk.counts.Total())/float64(n), "req/job")
-			b.ReportMetric(float64(lk.counts.Writes())/float64(n), "writes/job")
 			b.ReportMetric(float64(ceil.counts.Total())/float64(n), "ceiling-req/job")
-			b.ReportMetric(float64(n)/lk.terminal.Seconds(), "jobs/s")
 			b.ReportMetric(float64(n)/ceil.terminal.Seconds(), "ceiling-jobs/s")
 			b.ReportMetric(0, "ns/op")
-			b.Logf("%d triggered jobs, no limits; lockctl: client QPS %v burst %d, %d workers; server-bound ceiling: no client rate limit, %d workers",
+			b.Logf("%d triggered jobs, no limits; lockctl: client QPS %v burst %d (Events: a client of their own, the same settings), %d workers; server-bound ceiling: no client rate limit, %d workers",
 				n, lockctlQPS, lockctlBurst, scheduler.DefaultWorkers, scheduler.DefaultWorkers)
-			b.Logf("%-10s %12s %12s %10s %10s  %s", "", "all pending", "all terminal", "jobs/s", "req/job", "requests")
-			b.Logf("%-10s %12s %12s %10.1f %10.2f  %s", "lockctl", lk.pending.Round(time.Millisecond), lk.terminal.Round(time.Millisecond),
-				float64(n)/lk.terminal.Seconds(), float64(lk.counts.Total())/float64(n), verbs(lk.counts))
-			b.Logf("%-10s %12s %12s %10.1f %10.2f  %s", "ceiling", ceil.pending.Round(time.Millisecond), ceil.terminal.Round(time.Millisecond),
+			b.Logf("%-22s %12s %12s %10s %10s  %s", "", "all pending", "all terminal", "jobs/s", "req/job", "requests")
+			for i, e := range settings {
+				r := lk[i]
+				prefix := ""
+				if e != events.JobEventsAll {
+					prefix = string(e) + "-"
+				}
+				pendingRatio := ceil.pending.Seconds() / r.pending.Seconds()
+				terminalRatio := ceil.terminal.Seconds() / r.terminal.Seconds()
+				b.ReportMetric(r.pending.Seconds(), prefix+"pending-s")
+				b.ReportMetric(r.terminal.Seconds(), prefix+"terminal-s")
+				b.ReportMetric(pendingRatio, prefix+"pending-ratio")
+				b.ReportMetric(terminalRatio, prefix+"terminal-ratio")
+				b.ReportMetric(float64(r.counts.Total())/float64(n), prefix+"req/job")
+				b.ReportMetric(float64(r.counts.Writes())/float64(n), prefix+"writes/job")
+				b.ReportMetric(float64(n)/r.terminal.Seconds(), prefix+"jobs/s")
+				b.Logf("%-22s %12s %12s %10.1f %10.2f  %s", "lockctl job-events="+string(e), r.pending.Round(time.Millisecond), r.terminal.Round(time.Millisecond),
+					float64(n)/r.terminal.Seconds(), float64(r.counts.Total())/float64(n), verbs(r.counts))
+			}
+			b.Logf("%-22s %12s %12s %10.1f %10.2f  %s", "ceiling", ceil.pending.Round(time.Millisecond), ceil.terminal.Round(time.Millisecond),
 				float64(n)/ceil.terminal.Seconds(), float64(ceil.counts.Total())/float64(n), verbs(ceil.counts))
-			b.Logf("lockctl by resource: %s", resources(lk.counts))
-			b.Logf("lockctl/server-bound ceiling throughput: %.2f to pending, %.2f to terminal", pendingRatio, terminalRatio)
+			for i, e := range settings {
+				r := lk[i]
+				b.Logf("job-events=%s: lockctl/server-bound ceiling throughput %.2f to pending, %.2f to terminal; Events dropped %d",
+					e, ceil.pending.Seconds()/r.pending.Seconds(), ceil.terminal.Seconds()/r.terminal.Seconds(), r.dropped)
+				b.Logf("  by resource: %s", resources(r.counts))
+				b.Logf("  pod seen Succeeded → record seen terminal: %s", r.lag)
+			}
 		})
 	}
+}
+
+// envJobEvents reads the --job-events settings to measure from
+// LOCKCTL_BENCH_JOB_EVENTS (comma-separated), default all,none.
+func envJobEvents(b *testing.B) []events.JobEvents {
+	var out []events.JobEvents
+	for _, f := range strings.Split(os.Getenv("LOCKCTL_BENCH_JOB_EVENTS"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		e, err := events.ParseJobEvents(f)
+		require.NoError(b, err, "LOCKCTL_BENCH_JOB_EVENTS")
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return []events.JobEvents{events.JobEventsAll, events.JobEventsNone}
+	}
+	return out
 }
 
 // reconcileRun is the outcome of one reconcile experiment.
 type reconcileRun struct {
 	pending, terminal time.Duration
 	counts            Counts
+	// lag is, per job, from its pod seen Succeeded to its record seen
+	// terminal (lockctl only).
+	lag Sample
+	// dropped counts the Events the background queue dropped (lockctl only).
+	dropped int64
 }
 
 // setupClient is a fast client for preparing experiments and playing
@@ -205,8 +251,9 @@ func finishPods(ctx context.Context, cs kubernetes.Interface, ns string, onDone 
 }
 
 // runReconciler submits n jobs and runs a scheduler.Controller on them
-// with lockctl's client settings until every job is terminal.
-func runReconciler(b *testing.B, env *testenv.Env, n int) reconcileRun {
+// with lockctl's client settings and job Events as --job-events=jobEvents
+// until every job is terminal.
+func runReconciler(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEvents) reconcileRun {
 	ctx := within(b, 45*time.Minute)
 	ns := env.Namespace(b)
 	setup := setupClient(b, env)
@@ -215,6 +262,9 @@ func runReconciler(b *testing.B, env *testenv.Env, n int) reconcileRun {
 	var (
 		pendingN, terminalN atomic.Int32
 		states              sync.Map // name → job.State
+		succeededAt         sync.Map // pod name → when it was seen Succeeded
+		lagMu               sync.Mutex
+		lag                 Sample // pod seen Succeeded → record seen terminal
 		allPending          = make(chan time.Time, 1)
 		allTerminal         = make(chan time.Time, 1)
 	)
@@ -237,8 +287,17 @@ func runReconciler(b *testing.B, env *testenv.Env, n int) reconcileRun {
 			}
 		}
 		if !(&job.JobStatus{State: was}).IsTerminal() && j.IsTerminal() {
-			if int(terminalN.Add(1)) == n {
-				allTerminal <- time.Now()
+			now := time.Now()
+			if at, ok := succeededAt.Load(job.PodName(j)); ok {
+				lagMu.Lock()
+				lag = append(lag, now.Sub(at.(time.Time)))
+				lagMu.Unlock()
+			}
+			switch int(terminalN.Add(1)) {
+			case n / 2:
+				profileGoroutines(b, fmt.Sprintf("goroutines-half-terminal-%d-%s.txt", n, jobEvents))
+			case n:
+				allTerminal <- now
 			}
 		}
 	}
@@ -248,14 +307,22 @@ func runReconciler(b *testing.B, env *testenv.Env, n int) reconcileRun {
 	})
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
-	finishPods(ctx, setup, ns, nil)
+	finishPods(ctx, setup, ns, func(p *corev1.Pod) { succeededAt.Store(p.Name, time.Now()) })
 
 	var counter Counter
-	cs := newClientset(b, counter.Wrap(withClientSettings(env.RESTConfig, lockctlQPS, lockctlBurst)))
-	c, err := scheduler.NewController(cs, ns, map[string]kubernetes.Interface{job.DefaultCluster: cs}, scheduler.Options{PodNamespace: ns})
+	cfg := counter.Wrap(withClientSettings(env.RESTConfig, lockctlQPS, lockctlBurst))
+	cs := newClientset(b, cfg)
+	// NOTE: as lockctl reconcile: the Events' clientset is a copy with a
+	// token bucket of its own, written in the background.
+	rec := events.NewRecorder(newClientset(b, cfg).EventsV1())
+	rec.Jobs = jobEvents
+	stopEvents := rec.Background(events.DefaultQueueCapacity, events.DefaultWriters)
+	c, err := scheduler.NewController(cs, ns, map[string]kubernetes.Interface{job.DefaultCluster: cs},
+		scheduler.Options{PodNamespace: ns, OnJobChange: rec.JobChanged})
 	require.NoError(b, err)
 	runCtx, stop := context.WithCancel(ctx)
 	stopped := make(chan error, 1)
+	defer profileCPU(b, fmt.Sprintf("cpu-lockctl-%d-%s.pprof", n, jobEvents))()
 	start := time.Now()
 	go func() { stopped <- c.Run(runCtx) }()
 	defer func() {
@@ -278,8 +345,49 @@ func runReconciler(b *testing.B, env *testenv.Env, n int) reconcileRun {
 			b.Fatalf("%d of %d jobs reached the state: %v", w.cnt.Load(), n, context.Cause(ctx))
 		}
 	}
+	stopEvents(ctx) // the Events still queued are written, and counted
 	out.counts = counter.Counts()
+	out.lag = lag
+	out.dropped = rec.Dropped()
 	return out
+}
+
+// profileDir is where LOCKCTL_BENCH_PROFILE asks BenchmarkReconcile to
+// write profiles of the benchmark process while lockctl's loop runs; ""
+// writes none.
+func profileDir() string { return os.Getenv("LOCKCTL_BENCH_PROFILE") }
+
+// profileCPU starts a CPU profile into name in profileDir and returns what
+// stops it.
+func profileCPU(b *testing.B, name string) (stop func()) {
+	if profileDir() == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(profileDir(), name))
+	require.NoError(b, err)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Logf("no CPU profile: %v", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// profileGoroutines writes every goroutine's stack into name in profileDir.
+func profileGoroutines(b *testing.B, name string) {
+	if profileDir() == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(profileDir(), name))
+	if err != nil {
+		b.Logf("no goroutine profile: %v", err)
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("goroutine").WriteTo(f, 2)
 }
 
 // runCeiling does what the reconciler does for n jobs as directly as the
