@@ -316,7 +316,7 @@ func runReconciler(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEv
 	// token bucket of its own, written in the background.
 	rec := events.NewRecorder(newClientset(b, cfg).EventsV1())
 	rec.Jobs = jobEvents
-	stopEvents := rec.Background(events.DefaultQueueCapacity, events.DefaultWriters)
+	stopEvents := rec.Background(events.DefaultQueueCapacity, scheduler.DefaultWorkers)
 	c, err := scheduler.NewController(cs, ns, map[string]kubernetes.Interface{job.DefaultCluster: cs},
 		scheduler.Options{PodNamespace: ns, OnJobChange: rec.JobChanged})
 	require.NoError(b, err)

@@ -296,7 +296,8 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	stopEvents := rec.Background(events.DefaultQueueCapacity, events.DefaultWriters)
+	// NOTE: as many writers as workers: at most one Event per state write.
+	stopEvents := rec.Background(events.DefaultQueueCapacity, opts.Workers)
 	defer func() {
 		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsFlushTimeout)
 		defer cancel()
