@@ -215,7 +215,8 @@ func BenchmarkRunUncontended(b *testing.B) {
 	env := testenv.Get(b)
 	bin := clitest.Binary(b)
 	runs := envInt("LOCKCTL_BENCH_COLD_RUNS", 30)
-	var walls, versions Sample
+	var walls Sample
+	var versions startSample
 	var fresh, again Counts
 	counted := 5
 	for range b.N {
@@ -230,12 +231,7 @@ func BenchmarkRunUncontended(b *testing.B) {
 			require.NoError(b, err, "%s", out)
 			// The floor of any lockctl process, alternating with the runs:
 			// the same binary started, initialised and exited, no request.
-			cmd = exec.Command(bin, "version")
-			cmd.Env = environ
-			start = time.Now()
-			out, err = cmd.CombinedOutput()
-			versions = append(versions, time.Since(start))
-			require.NoError(b, err, "%s", out)
+			versions.add(startOnce(b, bin, environ))
 		}
 		count := func(target func(i int) string) Counts {
 			proxy := startCountingProxy(b, env)
@@ -254,14 +250,14 @@ func BenchmarkRunUncontended(b *testing.B) {
 	per := func(c Counts) float64 { return float64(c.Total()) / float64(counted) }
 	events := func(c Counts) float64 { return float64(c.ByResource["create events"]) / float64(counted) }
 	report(b, "", walls)
-	report(b, "version-", versions)
+	versions.report(b, "version-")
 	b.ReportMetric(per(fresh), "req/run")
 	b.ReportMetric(per(fresh)-events(fresh), "req/run-without-events")
 	b.ReportMetric(per(again), "req/run-existing-lock")
 	b.ReportMetric(per(again)-events(again), "req/run-existing-lock-without-events")
 	b.ReportMetric(0, "ns/op")
 	b.Logf("lockctl run --lock X -- true on a free lock, whole process: %s", walls)
-	b.Logf("  lockctl version (process start and exit, no request), alternating: %s", versions)
+	b.Logf("  lockctl version (process start and exit, no request), alternating: %s", &versions)
 	b.Logf("  requests per run, new lock: %.1f, of which %.1f best-effort Events (%s)", per(fresh), events(fresh), resources(fresh))
 	b.Logf("  requests per run, existing free lock: %.1f, of which %.1f best-effort Events (%s)", per(again), events(again), resources(again))
 }
