@@ -2,14 +2,13 @@ package cmd
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"sync"
 
 	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
 	"github.com/sirupsen/logrus"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -21,12 +20,18 @@ import (
 	"github.com/lockctl/lockctl/servertime"
 )
 
+// IOStreams are the standard streams a command reads and writes.
+type IOStreams struct {
+	In          io.Reader
+	Out, ErrOut io.Writer
+}
+
 // Factory holds lockctl's dependencies. Clients are built lazily, so --help
 // and flag parsing never read a kubeconfig; tests replace any field.
 type Factory struct {
-	IOStreams genericiooptions.IOStreams
-	// ConfigFlags are the kubectl flags: --kubeconfig, --context, -n.
-	ConfigFlags *genericclioptions.ConfigFlags
+	IOStreams IOStreams
+	// ConfigFlags are the kubeconfig flags: --kubeconfig, --context, -n.
+	ConfigFlags *kubeclient.ConfigFlags
 
 	// Clientset returns the client of the current context.
 	Clientset func() (kubernetes.Interface, error)
@@ -106,16 +111,15 @@ func (f *Factory) lockClock() clock.WithTicker {
 }
 
 // NewFactory returns the real dependencies on the process's streams.
-func NewFactory(streams genericiooptions.IOStreams) *Factory {
+func NewFactory(streams IOStreams) *Factory {
 	f := &Factory{
 		IOStreams:   streams,
-		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		ConfigFlags: &kubeclient.ConfigFlags{},
 		Clock:       clock.RealClock{},
 		ServerClock: servertime.New(clock.RealClock{}),
 		Getenv:      os.Getenv,
 	}
 	f.LocalEnv = func() lock.LocalEnv { return lock.ReadLocalEnv(f.Getenv) }
-	kubeclient.TrimConfigFlags(f.ConfigFlags)
 	// jx-logging reads JX_LOG_FORMAT (text, json) and JX_LOG_LEVEL.
 	jxlog.SetOutput(streams.ErrOut)
 	f.Log = jxlog.Logger()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -83,11 +82,9 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 	logger.Out = errOut
 	logger.Formatter = &logrus.TextFormatter{DisableTimestamp: true}
 	ns := "default"
-	flags := genericclioptions.NewConfigFlags(false)
-	kubeclient.TrimConfigFlags(flags)
 	te.f = &Factory{
-		IOStreams:    genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut},
-		ConfigFlags:  flags,
+		IOStreams:    IOStreams{In: in, Out: out, ErrOut: errOut},
+		ConfigFlags:  &kubeclient.ConfigFlags{},
 		Clientset:    func() (kubernetes.Interface, error) { return te.cs, nil },
 		ClientsetFor: func(string) (kubernetes.Interface, error) { return te.cs, nil },
 		Namespace:    func() (string, error) { return ns, nil },
@@ -215,4 +212,9 @@ func lockConfigMap(t *testing.T, target string, holder lock.Claim, waiters ...lo
 func ptrMicro(t time.Time) *metav1.MicroTime {
 	m := metav1.NewMicroTime(t)
 	return &m
+}
+
+// discardStreams are streams that read nothing and write nowhere.
+func discardStreams() IOStreams {
+	return IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -106,8 +105,8 @@ func writeTwoContexts(t *testing.T) string {
 func TestContextFlagUnknown(t *testing.T) {
 	t.Parallel()
 	path, ctx := writeTwoContexts(t), "nosuch"
-	f := NewFactory(genericiooptions.NewTestIOStreamsDiscard())
-	f.ConfigFlags.KubeConfig, f.ConfigFlags.Context = &path, &ctx
+	f := NewFactory(discardStreams())
+	f.ConfigFlags.KubeConfig, f.ConfigFlags.Context = path, ctx
 	_, err := f.Namespace()
 	require.Error(t, err)
 	assert.Equal(t, `context "nosuch" not found in the kubeconfig (available: dev, prod)`, err.Error())
@@ -120,8 +119,8 @@ func TestContextFlagUnknown(t *testing.T) {
 	assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "the client says the same")
 
 	good := "prod"
-	f = NewFactory(genericiooptions.NewTestIOStreamsDiscard())
-	f.ConfigFlags.KubeConfig, f.ConfigFlags.Context = &path, &good
+	f = NewFactory(discardStreams())
+	f.ConfigFlags.KubeConfig, f.ConfigFlags.Context = path, good
 	ns, err := f.Namespace()
 	require.NoError(t, err, "a context that is there")
 	assert.Equal(t, "default", ns)
@@ -133,8 +132,8 @@ func TestContextFlagUnknown(t *testing.T) {
 func TestClusterClientsUnknownContext(t *testing.T) {
 	t.Parallel()
 	path := writeTwoContexts(t)
-	f := NewFactory(genericiooptions.NewTestIOStreamsDiscard())
-	f.ConfigFlags.KubeConfig = &path
+	f := NewFactory(discardStreams())
+	f.ConfigFlags.KubeConfig = path
 	clients, err := clusterClients(f, map[string]string{"default": "", "gpu": "no-such-context", "ci": "prod"})
 	require.Error(t, err)
 	assert.Equal(t, `build cluster "gpu": context "no-such-context" not found in the kubeconfig (available: dev, prod)`, err.Error())

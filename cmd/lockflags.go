@@ -42,8 +42,8 @@ func (l *lockFlags) lockNamespace(f *Factory) (string, error) {
 	if l.LockNamespace != "" {
 		return l.LockNamespace, nil
 	}
-	if f.ConfigFlags.Namespace != nil && *f.ConfigFlags.Namespace != "" {
-		return *f.ConfigFlags.Namespace, nil
+	if f.ConfigFlags.Namespace != "" {
+		return f.ConfigFlags.Namespace, nil
 	}
 	if ns, _, ok := f.InPod(); ok {
 		return ns, nil

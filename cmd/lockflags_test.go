@@ -222,7 +222,7 @@ func TestLockNamespaceDefault(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newTestEnv(t).f
-			f.ConfigFlags.Namespace = &tt.n
+			f.ConfigFlags.Namespace = tt.n
 			f.InPod = func() (string, string, bool) { return tt.pod, "p", tt.pod != "" }
 			got, err := (&lockFlags{LockNamespace: tt.flag}).lockNamespace(f)
 			require.NoError(t, err)

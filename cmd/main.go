@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/logutil"
 )
@@ -22,7 +20,7 @@ import (
 // its exit code. SIGINT and SIGTERM cancel the command's context once; a
 // second signal ends the process at once.
 func Main() int {
-	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	streams := IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 

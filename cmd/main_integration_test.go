@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/testenv"
@@ -31,7 +30,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func lockctlIn(t *testing.T, env *testenv.Env, ns string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	f := NewFactory(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	err := Run(t.Context(), f, append(args, "--kubeconfig", env.Kubeconfig, "-n", ns))
 	if err != nil {
 		cmdutil.PrintError(&errOut, err, 0)

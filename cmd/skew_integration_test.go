@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
@@ -29,7 +28,7 @@ func (s skewedClock) Since(t time.Time) time.Duration { return s.Now().Sub(t) }
 func lockctlSkewed(t *testing.T, env *testenv.Env, ns string, off time.Duration, args ...string) (string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	f := NewFactory(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	local := skewedClock{off: off}
 	f.Clock, f.ServerClock = local, servertime.New(local)
 	err := Run(t.Context(), f, append(args, "--kubeconfig", env.Kubeconfig, "-n", ns))

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/watchlist"
@@ -34,30 +33,6 @@ func (c coreV1) IsWatchListSemanticsUnSupported() bool {
 
 // inClusterNamespaceFile holds the namespace of the pod lockctl runs in.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-// TrimConfigFlags drops the kubectl flags lockctl has no use for, so they
-// do not clutter --help.
-func TrimConfigFlags(c *genericclioptions.ConfigFlags) {
-	c.CacheDir = nil
-	c.CertFile = nil
-	c.KeyFile = nil
-	c.CAFile = nil
-	c.BearerToken = nil
-	c.Impersonate = nil
-	c.ImpersonateUID = nil
-	c.ImpersonateGroup = nil
-	c.ImpersonateUserExtra = nil
-	c.ProxyURL = nil
-	c.APIServer = nil
-	c.Username = nil
-	c.Password = nil
-	c.ClusterName = nil
-	c.AuthInfoName = nil
-	c.Insecure = nil
-	c.TLSServerName = nil
-	c.DisableCompression = nil
-	c.Timeout = nil
-}
 
 // InPod returns the namespace and name of the pod this process runs in,
 // from the service account's namespace file and $POD_NAME (else the host

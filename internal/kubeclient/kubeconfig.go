@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -146,8 +145,8 @@ func RootCause(err error) string {
 // are when flags' --context names one the kubeconfig does not have.
 // Without a kubeconfig to read it returns nil and leaves the error to the
 // loader.
-func CheckContext(flags *genericclioptions.ConfigFlags) error {
-	name := ptrString(flags.Context)
+func CheckContext(flags *ConfigFlags) error {
+	name := flags.Context
 	if name == "" {
 		return nil
 	}

@@ -5,14 +5,13 @@ import (
 	"slices"
 	"sync"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport"
 )
 
-// Loader builds clientsets from the kubeconfig that kubectl's flags pick:
+// Loader builds clientsets from the kubeconfig that the flags pick:
 // the current context's once, on first use, and those of other contexts
 // (build clusters) on every call. A missing kubeconfig is a
 // *NoKubeconfigError rather than client-go's quiet fallback to
@@ -20,7 +19,7 @@ import (
 // *UntrustedServerError.
 type Loader struct {
 	// Flags are the kubeconfig flags (--kubeconfig, --context, -n, ...).
-	Flags *genericclioptions.ConfigFlags
+	Flags *ConfigFlags
 	// Getenv reads KUBECONFIG, HOME and the in-cluster variables.
 	Getenv func(string) string
 	// Tune adjusts every REST config (rate limit, user agent); nil leaves
@@ -40,7 +39,7 @@ type Loader struct {
 // built on first use.
 func (l *Loader) Clientset() (kubernetes.Interface, error) {
 	l.once.Do(func() {
-		if l.cfgErr = FindKubeconfig(ptrString(l.Flags.KubeConfig), l.Getenv); l.cfgErr != nil {
+		if l.cfgErr = FindKubeconfig(l.Flags.KubeConfig, l.Getenv); l.cfgErr != nil {
 			return
 		}
 		if l.cfgErr = CheckContext(l.Flags); l.cfgErr != nil {
@@ -102,8 +101,8 @@ func (l *Loader) ClientsetFor(name string) (kubernetes.Interface, error) {
 // --context, else the kubeconfig's current context; "" when the
 // kubeconfig cannot be read.
 func (l *Loader) ContextName() string {
-	if l.Flags.Context != nil && *l.Flags.Context != "" {
-		return *l.Flags.Context
+	if l.Flags.Context != "" {
+		return l.Flags.Context
 	}
 	raw, err := l.Flags.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
@@ -116,11 +115,4 @@ func (l *Loader) tune(cfg *rest.Config) {
 	if l.Tune != nil {
 		l.Tune(cfg)
 	}
-}
-
-func ptrString(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
