@@ -343,7 +343,8 @@ func (o *runOptions) acquire(ctx context.Context, d *term.Console, jobs *run.Job
 		return nil, nil, err
 	}
 	// NOTE: the Hold waits for the Events of the acquisition before it
-	// releases the lock; the command need not wait for them to start.
+	// exits, after its release's write; neither the command nor the next
+	// holder waits for them.
 	locks.EventsInBackground = true
 	id, unordered, err := o.identity(o.f)
 	if err != nil {

@@ -76,9 +76,10 @@ type Client struct {
 	// EventsInBackground makes Acquire return as soon as the lock is held,
 	// recording the Events of the acquisition in a goroutine: the caller's
 	// work starts a round trip sooner. Held.WaitEvents waits for them, and
-	// ReleaseHeld does so before it writes, so a lock's Events keep their
-	// order. A caller that may exit without ReleaseHeld must call
-	// WaitEvents, or those Events may be lost.
+	// ReleaseHeld does so after its write and before the release's own
+	// Events, so a lock's Events keep their order. A caller that may exit
+	// without ReleaseHeld must call WaitEvents, or those Events may be
+	// lost.
 	EventsInBackground bool
 	// ReadFirst makes Acquire read a lock before its first write even when
 	// its clock has heard from the API server already. Without it a free

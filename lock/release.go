@@ -41,6 +41,18 @@ type ReleaseOptions struct {
 	// otherwise Release refuses with a *TokenError and changes nothing.
 	// "" means the holder is matched by identity.
 	Token string
+
+	// beforeEvents, when set, is called after the release's write and
+	// before its Events are recorded (ReleaseHeld waits there for the
+	// Events of the acquisition).
+	beforeEvents func()
+}
+
+// eventsTurn returns once the release's Events may be recorded.
+func (o ReleaseOptions) eventsTurn() {
+	if o.beforeEvents != nil {
+		o.beforeEvents()
+	}
 }
 
 // Release gives up target's lock held by id. When others wait, the first
@@ -74,9 +86,13 @@ func (c *Client) Release(ctx context.Context, target string, id Identity, o Rele
 // saves reading the lock when nothing changed since, as when nobody waits;
 // the write is a compare-and-swap on that version, so a lock that changed
 // meanwhile is read again and decided on afresh, as Release does. The
-// Events of the acquisition are recorded first (Held.WaitEvents).
+// Events of the acquisition (Held.WaitEvents) are waited for after the
+// write and before the release's own Events, so the lock's Events keep
+// their order while the next holder does not wait for them; ReleaseHeld
+// returns once both are written.
 func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*Released, error) {
-	h.WaitEvents(ctx)
+	defer h.WaitEvents(ctx)
+	o.beforeEvents = func() { h.WaitEvents(ctx) }
 	id := h.Holder.Identity
 	if cm := h.lastCM(); cm != nil && o.Token == "" && !o.Force {
 		rec, err := Decode(cm)
@@ -106,6 +122,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 			return nil, err
 		}
 		log.WithField("err", err).Warn("deleted a lock this lockctl cannot read")
+		o.eventsTurn()
 		c.event(ctx, cm, true, ReasonForceReleased, fmt.Sprintf("unreadable lock deleted with --force by %s: %v", o.by(id), err))
 		return &Released{Forced: true, Invalid: err}, nil
 	case err != nil:
@@ -169,6 +186,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 			return nil, err
 		}
 		log.WithField("holder", holder.Identity.String()).Debug("lock released; it stays frozen")
+		o.eventsTurn()
 		c.releaseEvents(ctx, written, res, o.by(id))
 		return res, nil
 	}
@@ -182,6 +200,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 			return nil, err
 		}
 		log.WithField("holder", holder.Identity.String()).Debug("lock released")
+		o.eventsTurn()
 		c.releaseEvents(ctx, written, res, o.by(id))
 		return res, nil
 	}
@@ -198,6 +217,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 	handed := rec.Holder
 	res.HandedTo = &handed
 	log.WithField("holder", handed.Identity.String()).Debug("lock handed over")
+	o.eventsTurn()
 	c.releaseEvents(ctx, written, res, o.by(id))
 	return res, nil
 }

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -132,8 +133,10 @@ func (g *gatedEvents) Event(ctx context.Context, cm *corev1.ConfigMap, warning b
 }
 
 // TestEventsInBackground: Acquire returns before the Event of the
-// acquisition is written; ReleaseHeld writes nothing until it is, so the
-// lock's Events keep their order.
+// acquisition is written; ReleaseHeld writes the release without waiting
+// for it, but records the release's Event and returns only once it is, so
+// the lock's Events keep their order and are written before the caller
+// exits.
 func TestEventsInBackground(t *testing.T) {
 	t.Parallel()
 	c, cs := newTestClient(t, t0, casConfigMaps)
@@ -147,12 +150,16 @@ func TestEventsInBackground(t *testing.T) {
 		_, err := c.ReleaseHeld(t.Context(), h, ReleaseOptions{})
 		released <- err
 	}()
+	require.Eventually(t, func() bool { return slices.Contains(verbs(cs), "update configmaps") }, 10*time.Second, time.Millisecond,
+		"the release is written while the Event of the acquisition waits")
 	select {
 	case err := <-released:
-		t.Fatalf("released (%v) before the Event of the acquisition was written", err)
+		t.Fatalf("ReleaseHeld returned (%v) before the Event of the acquisition was written", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	assert.Equal(t, []string{"create configmaps"}, verbs(cs), "nothing written while the Event waits")
+	rec.mu.Lock()
+	assert.Empty(t, rec.events, "no Event of the release before the acquisition's")
+	rec.mu.Unlock()
 	close(rec.gate)
 	require.NoError(t, <-released)
 	rec.mu.Lock()

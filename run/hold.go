@@ -156,11 +156,6 @@ func (h *Hold) renew(ctx context.Context, l *lock.Held) {
 func (h *Hold) Release(ctx context.Context) error {
 	h.cancel()
 	h.wg.Wait()
-	// NOTE: a lost lock is not released, but the Events of its
-	// acquisition are still to be written before the process exits.
-	for _, l := range h.held {
-		l.WaitEvents(ctx)
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {
@@ -171,6 +166,11 @@ func (h *Hold) Release(ctx context.Context) error {
 	for i := len(h.held) - 1; i >= 0; i-- {
 		l := h.held[i]
 		if h.isLost[l.Target] {
+			// NOTE: a lost lock is not released, but the Events of its
+			// acquisition are still to be written before the process
+			// exits. ReleaseHeld waits for those of the others after its
+			// write.
+			l.WaitEvents(ctx)
 			continue
 		}
 		rel, err := h.locks.ReleaseHeld(ctx, l, lock.ReleaseOptions{})
