@@ -158,10 +158,14 @@ func (c *Controller) addHandlers() error {
 		UpdateFunc: func(old, cur any) {
 			c.enqueue(nameOf(cur))
 			if completed(cur) && !completed(old) {
+				// NOTE: forgotten here, not only by the next walk over
+				// every job (decode), which admissionIdle may skip.
+				c.decoded.Delete(nameOf(cur))
 				c.queue.Add(admissionKey)
 			}
 		},
 		DeleteFunc: func(obj any) {
+			c.decoded.Delete(nameOf(obj))
 			c.enqueue(nameOf(obj))
 			c.queue.Add(admissionKey)
 		},

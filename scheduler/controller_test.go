@@ -278,3 +278,38 @@ func TestTrimJobRecord(t *testing.T) {
 		assert.Equal(t, "{not json", got.(*corev1.ConfigMap).Data[job.DataSpec])
 	})
 }
+
+// TestNoDecodedCopyOfCompleteJobsWithoutLimits: with no limit in use the
+// admission passes are skipped (admissionIdle), so no walk over every job
+// forgets the decoded copy of a job that completed; the job records'
+// informer does.
+func TestNoDecodedCopyOfCompleteJobsWithoutLimits(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	c := h.controller(Options{Metrics: m})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	h.submit("a")
+	require.Eventually(t, func() bool { return h.pod("a") != nil }, 10*time.Second, 10*time.Millisecond, "a's pod")
+	require.Eventually(t, func() bool {
+		_ = testutil.CollectAndCount(m.jobs) // a scrape decodes every job not complete
+		_, kept := c.decoded.Load("a")
+		return kept
+	}, 10*time.Second, 10*time.Millisecond, "a scrape keeps a decoded copy of a running job")
+	pod := h.pod("a")
+	pod.Status.Phase = corev1.PodSucceeded
+	_, err = h.build.CoreV1().Pods(podNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return h.get("a").Status.State == job.Success }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, kept := c.decoded.Load("a")
+		return !kept
+	}, 10*time.Second, 10*time.Millisecond, "no decoded copy of a complete job is kept")
+	cancel()
+	require.NoError(t, <-done)
+}
