@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
@@ -281,24 +279,16 @@ func runJob(ctx context.Context, o *runOptions) error {
 		return &cmdutil.UsageError{Err: fmt.Errorf("the job's namespace %q does not match the namespace %q: pass -n %s", j.Namespace, jobs.Namespace(), j.Namespace)}
 	}
 
-	d := o.newDisplay()
-	defer d.SetStatus(nil)
-	obs, h, err := o.acquire(ctx, d, jobs)
-	if err != nil {
-		return err
-	}
-	final, err := jobs.Run(ctx, h, j, d.Around(o.f.IOStreams.Out), obs)
-	d.SetStatus(nil)
+	res, err := o.run(ctx, jobs, func(ro *run.Options) { ro.Job, ro.Out = j, o.f.IOStreams.Out })
 	if errors.Is(err, job.ErrExists) {
 		err = &cmdutil.UsageError{Err: fmt.Errorf("%w: give the job metadata.generateName for a new name on every run", err)}
 	}
-	if err == nil {
-		var summary string
-		var style term.Style
-		summary, style, err = progress.JobOutcome(final, o.f.Clock.Since(obs.SubmittedAt()))
-		d.Statusf(style, nil, "%s", summary)
+	if err == nil && res.Job != nil {
+		// The observer said how the job ended; its outcome picks the exit
+		// status.
+		_, _, err = progress.JobOutcome(res.Job, 0)
 	}
-	return releaseAfter(ctx, h, cmdutil.UsageIfInvalid(err))
+	return afterRelease(cmdutil.UsageIfInvalid(err), res.ReleaseErr)
 }
 
 // runCommand holds the lock while a local command runs, and exits with the
@@ -308,39 +298,19 @@ func runCommand(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	res, err := o.run(ctx, o.sweeper(), func(ro *run.Options) { ro.Command = c })
+	return afterRelease(err, res.ReleaseErr)
+}
+
+// run runs what set puts in the run.Options built from the flags, holding
+// the locks as acquire waits for them, shown on the console; jobs (nil:
+// none) are where jobs earlier runs left behind are looked for.
+func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Options)) (run.Result, error) {
 	d := o.newDisplay()
 	defer d.SetStatus(nil)
-	obs, h, err := o.acquire(ctx, d, o.sweeper())
-	if err != nil {
-		return err
-	}
-	return releaseAfter(ctx, h, c.Run(ctx, h, obs))
-}
-
-// releaseAfter releases the lock once the run ended with err, and returns
-// what ends lockctl: err, or the failed release instead of the job's or
-// the command's status.
-func releaseAfter(ctx context.Context, h *run.Hold, err error) error {
-	cctx, cancel := run.CleanupContext(ctx)
-	defer cancel()
-	rerr := h.Release(cctx)
-	if rerr != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		// Not a wait: exit 1, and say which step ran out of time.
-		rerr = fmt.Errorf("cleanup after the run timed out: %w", rerr)
-	}
-	if rerr != nil && (err == nil || cmdutil.IsOutcome(err)) {
-		return rerr
-	}
-	return errors.Join(err, rerr)
-}
-
-// acquire waits for the lock as acquire does, with its display, then holds
-// it until released; then it aborts the jobs among jobs (nil: none) that
-// earlier runs left behind. The observer shows the run on d.
-func (o *runOptions) acquire(ctx context.Context, d *term.Console, jobs *run.Jobs) (*progress.Run, *run.Hold, error) {
 	locks, err := newTakingLockClient(o.f, &o.lockFlags)
 	if err != nil {
-		return nil, nil, err
+		return run.Result{}, err
 	}
 	// NOTE: the Hold waits for the Events of the acquisition before it
 	// exits, after its release's write; neither the command nor the next
@@ -348,56 +318,36 @@ func (o *runOptions) acquire(ctx context.Context, d *term.Console, jobs *run.Job
 	locks.EventsInBackground = true
 	id, unordered, err := o.identity(o.f)
 	if err != nil {
-		return nil, nil, err
+		return run.Result{}, err
 	}
-	obs := &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	wait := progress.NewWait(o.f.console(), o.f.lockClock())
-	var sweep *run.Sweep
-	var sweepOnce sync.Once
-	var reqs []lock.Request
+	ro := run.Options{
+		Locks: locks, Timeout: o.Timeout, Jobs: jobs,
+		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
+	}
 	for _, target := range o.Targets {
-		req := lock.Request{
+		ro.Requests = append(ro.Requests, lock.Request{
 			Target: target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
 			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
 			Cancelable: true, CancelInProgress: o.CancelInProgress,
-		}
-		if jobs != nil {
-			// NOTE: the list of jobs to sweep starts beside the write that
-			// takes the (first) lock, once no other holder can act, not
-			// after it.
-			req.OnTaking = func() { sweepOnce.Do(func() { sweep = jobs.StartSweep(ctx) }) }
-		}
-		reqs = append(reqs, req)
+		})
 	}
-	names := fmt.Sprintf("lock %q", o.Target)
-	if len(o.Targets) > 1 {
-		names = fmt.Sprintf("locks %q", o.Targets)
+	set(&ro)
+	return run.Run(ctx, ro)
+}
+
+// afterRelease is what ends lockctl once the run ended with err and the
+// release with rerr: err, or the failed release instead of the job's or
+// the command's status.
+func afterRelease(err, rerr error) error {
+	switch {
+	case rerr == nil:
+		return err
+	case err == nil || cmdutil.IsOutcome(err):
+		return rerr
 	}
-	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
-	defer cancel()
-	h, err := run.AcquireAll(waitCtx, locks, reqs, obs)
-	wait.Finish()
-	if err != nil {
-		if ctx.Err() != nil {
-			d.Statusf(term.StyleWarn, nil, "interrupted while waiting for %s; left the queue", names)
-		}
-		return nil, nil, fmt.Errorf("acquire %s: %w", names, err)
-	}
-	for _, held := range h.Helds() {
-		d.Statusf(term.StyleGood, nil, "lock %q acquired by %s after %s (%s), fencing token %s",
-			held.Target, id, term.HumanDuration(held.Waited), locks.Describe(held.Target), held.Token)
-		if f := held.IgnoredFreeze; f != nil {
-			d.Statusf(term.StyleWarn, nil, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", held.Target, f.Describe())
-		}
-	}
-	if jobs != nil {
-		if sweep == nil {
-			sweep = jobs.StartSweep(ctx)
-		}
-		sweep.Finish(ctx, h.Session(), obs)
-	}
-	return obs, h, nil
+	return errors.Join(err, rerr)
 }
 
 // newDisplay returns the display of this run on the console, live as

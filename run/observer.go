@@ -13,6 +13,12 @@ import (
 // display is one. Calls come from several goroutines, never at once for one
 // run; they should not block.
 type Observer interface {
+	// Waited: the wait for the locks ended, with the *AcquireError that
+	// ended it, or nil when all are held.
+	Waited(err error)
+	// Acquired: the lock of held.Target is held; describe names its
+	// object ("NAMESPACE/NAME").
+	Acquired(held *lock.Held, describe string)
 	// RenewFailed: a renewal of the hold failed for a reason other than
 	// losing the lock; the next one is in retryIn.
 	RenewFailed(target string, retryIn time.Duration, err error)
@@ -29,6 +35,10 @@ type Observer interface {
 	// taken away); the follow goes on with the pod that replaces it, or
 	// ends with the job.
 	Replaced(r Replacement)
+	// JobEnded: the job's run ended, before the locks are released: final
+	// is the job's last record, or nil with the error that ended the run
+	// first.
+	JobEnded(final *job.Job, err error)
 	// JobChanged: the record of the job, not finished, has a new
 	// description (a pod recreated, an abort by someone else).
 	JobChanged(j *job.Job)
@@ -71,11 +81,14 @@ type NopObserver struct{}
 
 var _ Observer = NopObserver{}
 
+func (NopObserver) Waited(error)                             {}
+func (NopObserver) Acquired(*lock.Held, string)              {}
 func (NopObserver) RenewFailed(string, time.Duration, error) {}
 func (NopObserver) Released(string, *lock.Released)          {}
 func (NopObserver) LeftBehind(*job.Job, string, error)       {}
 func (NopObserver) Submitted(*job.Job, string)               {}
 func (NopObserver) PodEvent(podwatch.Event)                  {}
+func (NopObserver) JobEnded(*job.Job, error)                 {}
 func (NopObserver) JobChanged(*job.Job)                      {}
 func (NopObserver) Replaced(Replacement)                     {}
 func (NopObserver) Stopping(Stop)                            {}

@@ -4,6 +4,7 @@
 package progress
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -32,6 +33,9 @@ type Run struct {
 	// Target and TTL are the lock's, for the messages of an interrupted run.
 	Target string
 	TTL    time.Duration
+	// Wait shows the wait for the locks; it is finished when the wait
+	// ends. nil means nothing shows it.
+	Wait *Wait
 
 	mu       sync.Mutex
 	started  time.Time       // when the job was submitted
@@ -51,6 +55,34 @@ func (r *Run) now() time.Time {
 		return time.Now()
 	}
 	return r.Clock.Now()
+}
+
+func (r *Run) Waited(err error) {
+	if r.Wait != nil {
+		r.Wait.Finish()
+	}
+	var ae *run.AcquireError
+	if errors.As(err, &ae) && ae.Interrupted {
+		r.printf(term.StyleWarn, "interrupted while waiting for %s; left the queue", ae.Names())
+	}
+}
+
+func (r *Run) Acquired(held *lock.Held, describe string) {
+	r.printf(term.StyleGood, "lock %q acquired by %s after %s (%s), fencing token %s",
+		held.Target, held.Holder.Identity, term.HumanDuration(held.Waited), describe, held.Token)
+	if f := held.IgnoredFreeze; f != nil {
+		r.printf(term.StyleWarn, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", held.Target, f.Describe())
+	}
+}
+
+// JobEnded clears the live line and, when the job finished, says how.
+func (r *Run) JobEnded(final *job.Job, err error) {
+	r.Console.SetStatus(nil)
+	if err != nil || final == nil {
+		return
+	}
+	summary, style, _ := JobOutcome(final, r.now().Sub(r.SubmittedAt()))
+	r.printf(style, "%s", summary)
 }
 
 func (r *Run) RenewFailed(target string, retryIn time.Duration, err error) {

@@ -1,0 +1,157 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// Options configure Run.
+type Options struct {
+	// Locks takes, renews and releases the locks. Required.
+	Locks *lock.Client
+	// Requests are the locks to hold, all or nothing, one request a lock;
+	// each TTL must be positive. Their OnTaking is Run's. Required.
+	Requests []lock.Request
+	// Timeout bounds the wait for the locks; 0 means no limit.
+	Timeout time.Duration
+	// Jobs is where jobs live. Run looks among them for the jobs earlier
+	// runs left behind and aborts them once it holds the locks; nil means
+	// it does not (a command only). Required with Job.
+	Jobs *Jobs
+	// Job is submitted and driven to its end while the locks are held; nil
+	// runs Command instead.
+	Job *job.Job
+	// Command runs while the locks are held when Job is nil.
+	Command *Command
+	// Out receives the logs of the job's pod; nil discards them.
+	Out io.Writer
+	// Observer is told what happens; nil means nobody is.
+	Observer Observer
+}
+
+// Result is what a Run that held its locks ran into.
+type Result struct {
+	// Job is the job's final record; nil for a command, or for a job that
+	// did not finish (Run's error says why).
+	Job *job.Job
+	// ReleaseErr is the error of releasing the locks once the job or the
+	// command ended; nil when they were released (or lost).
+	ReleaseErr error
+}
+
+// AcquireError is the error of a Run that did not get its locks.
+type AcquireError struct {
+	// Targets are the locks asked for.
+	Targets []string
+	// Interrupted is set when the run's context ended while it waited: it
+	// left the queue.
+	Interrupted bool
+	Err         error
+}
+
+func (e *AcquireError) Error() string { return "acquire " + e.Names() + ": " + e.Err.Error() }
+
+func (e *AcquireError) Unwrap() error { return e.Err }
+
+// Names names the locks for messages: lock "a", or locks ["a" "b"].
+func (e *AcquireError) Names() string {
+	if len(e.Targets) == 1 {
+		return fmt.Sprintf("lock %q", e.Targets[0])
+	}
+	return fmt.Sprintf("locks %q", e.Targets)
+}
+
+// Run is lockctl run: it waits for the locks of o.Requests (as long as
+// o.Timeout allows), holds them (Hold), aborts the jobs earlier runs left
+// behind, runs o.Job or o.Command, then releases the locks, telling
+// o.Observer what happens on the way.
+//
+// An error before the locks are held is an *AcquireError, and Result is
+// empty. Otherwise the error is the job's or the command's (the command's
+// exit status is an *ExitError; a job that finished, in whatever state,
+// is no error and is Result.Job) and Result.ReleaseErr that of the
+// release, which runs, bounded, even when ctx has ended.
+func Run(ctx context.Context, o Options) (Result, error) {
+	obs := observerOrNop(o.Observer)
+	h, err := acquire(ctx, o, obs)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	if o.Job != nil {
+		res.Job, err = o.Jobs.Run(ctx, h, o.Job, outOrDiscard(o.Out), obs)
+		obs.JobEnded(res.Job, err)
+	} else {
+		err = o.Command.Run(ctx, h, obs)
+	}
+	res.ReleaseErr = release(ctx, h)
+	return res, err
+}
+
+// acquire waits for the locks, then holds them; the list of the jobs to
+// sweep starts beside the write that takes the first lock, and the sweep
+// ends once all are held.
+func acquire(ctx context.Context, o Options, obs Observer) (*Hold, error) {
+	var sweep *Sweep
+	var sweepOnce sync.Once
+	reqs := make([]lock.Request, len(o.Requests))
+	targets := make([]string, len(o.Requests))
+	for i, req := range o.Requests {
+		if o.Jobs != nil {
+			// NOTE: the list of jobs to sweep starts beside the write that
+			// takes the (first) lock, once no other holder can act, not
+			// after it.
+			req.OnTaking = func() { sweepOnce.Do(func() { sweep = o.Jobs.StartSweep(ctx) }) }
+		}
+		reqs[i], targets[i] = req, req.Target
+	}
+	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
+	defer cancel()
+	h, err := AcquireAll(waitCtx, o.Locks, reqs, obs)
+	if err != nil {
+		err = &AcquireError{Targets: targets, Interrupted: ctx.Err() != nil, Err: err}
+	}
+	obs.Waited(err)
+	if err != nil {
+		return nil, err
+	}
+	for _, held := range h.Helds() {
+		obs.Acquired(held, o.Locks.Describe(held.Target))
+	}
+	if o.Jobs != nil {
+		if sweep == nil {
+			sweep = o.Jobs.StartSweep(ctx)
+		}
+		sweep.Finish(ctx, h.Session(), obs)
+	}
+	return h, nil
+}
+
+// release releases h once the run ended, bounded by CleanupContext; a
+// release that ran out of time says so.
+func release(ctx context.Context, h *Hold) error {
+	cctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	err := h.Release(cctx)
+	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// Not a wait: exit 1, and say which step ran out of time.
+		err = fmt.Errorf("cleanup after the run timed out: %w", err)
+	}
+	return err
+}
+
+func outOrDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
