@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
@@ -80,4 +81,23 @@ func (cf *clusterFlags) clusterContexts(c *scheduler.Config) (map[string]string,
 		out[job.DefaultCluster] = ""
 	}
 	return out, nil
+}
+
+// clusters returns the job namespace (-n), the clientset of its cluster
+// and a clientset per build cluster of c and --build-cluster.
+func (cf *clusterFlags) clusters(f *Factory, c *scheduler.Config) (string, kubernetes.Interface, map[string]kubernetes.Interface, error) {
+	contexts, err := cf.clusterContexts(c)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ns, err := f.Namespace()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	jobs, err := f.Clientset()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	clusters, err := clusterClients(f, contexts)
+	return ns, jobs, clusters, err
 }

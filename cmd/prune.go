@@ -8,8 +8,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/scheduler"
@@ -114,36 +112,16 @@ func newSinker(f *Factory, cf *clusterFlags, opts scheduler.SinkerOptions) (*sch
 	if err != nil {
 		return nil, err
 	}
-	contexts, err := cf.clusterContexts(cfg)
+	ns, jobs, clusters, err := cf.clusters(f, cfg)
 	if err != nil {
 		return nil, err
 	}
-	ns, err := f.Namespace()
-	if err != nil {
-		return nil, err
-	}
-	jobs, err := f.Clientset()
-	if err != nil {
-		return nil, err
-	}
-	clusters, err := clusterClients(f, contexts)
-	if err != nil {
-		return nil, err
-	}
-	if opts, err = withConfigRetention(opts, cfg); err != nil {
-		return nil, err
+	if opts, err = cfg.Retention.Apply(opts); err != nil {
+		return nil, &cmdutil.UsageError{Err: err}
 	}
 	opts.PodNamespace = firstNonEmpty(cf.PodNamespace, cfg.PodNamespace)
 	opts.Clock, opts.Log = f.Clock, f.Log
-	return scheduler.NewSinker(jobs.CoreV1(), ns, podsGetters(clusters), opts), nil
-}
-
-func podsGetters(clusters map[string]kubernetes.Interface) map[string]corev1client.PodsGetter {
-	out := make(map[string]corev1client.PodsGetter, len(clusters))
-	for alias, cs := range clusters {
-		out[alias] = cs.CoreV1()
-	}
-	return out
+	return scheduler.NewSinker(jobs.CoreV1(), ns, scheduler.PodsGetters(clusters), opts), nil
 }
 
 // printPruned prints one line per deleted object on Out, and a count on
@@ -188,21 +166,4 @@ func (r *retentionFlags) sinkerOptions(changed func(name string) bool) scheduler
 		return d
 	}
 	return scheduler.SinkerOptions{JobRetention: age("job-retention", r.JobRetention), PodRetention: age("pod-retention", r.PodRetention)}
-}
-
-// withConfigRetention fills the retention ages that opts leaves at 0 (no
-// flag given) from the config file's retention; what both leave at 0 gets
-// the default.
-func withConfigRetention(opts scheduler.SinkerOptions, cfg *scheduler.Config) (scheduler.SinkerOptions, error) {
-	fromFile, err := cfg.Retention.SinkerOptions()
-	if err != nil {
-		return opts, &cmdutil.UsageError{Err: err}
-	}
-	if opts.JobRetention == 0 {
-		opts.JobRetention = fromFile.JobRetention
-	}
-	if opts.PodRetention == 0 {
-		opts.PodRetention = fromFile.PodRetention
-	}
-	return opts, nil
 }

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,19 +29,6 @@ const (
 	DefaultKubeAPIQPS   = 500
 	DefaultKubeAPIBurst = 1000
 )
-
-// defaultMemoryLimit is the soft memory limit of lockctl reconcile when
-// GOMEMLIMIT is not set, while its live heap is small (under about 45 MiB,
-// some 10,000 jobs): it keeps the heap from growing to twice the live set
-// between collections under the default GOGC. A larger live heap raises it
-// (scheduler.KeepMemoryLimit), so many records never make the collector
-// run without pause. At 10,000 jobs the live heap raises it above this
-// start before the peak (docs/benchmarks.md §4: 64 or 80 MiB made no
-// difference there); a smaller loop stays nearer it.
-const defaultMemoryLimit = 64 << 20
-
-// memoryLimitCheck is how often the soft memory limit follows the live heap.
-const memoryLimitCheck = 10 * time.Second
 
 // eventsFlushTimeout bounds how long lockctl reconcile, stopping, writes the
 // Events still queued.
@@ -252,7 +238,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if o.f.Getenv("GOMEMLIMIT") == "" {
 		limitCtx, stopLimit := context.WithCancel(ctx)
 		defer stopLimit()
-		go scheduler.KeepMemoryLimit(limitCtx, defaultMemoryLimit, memoryLimitCheck)
+		go scheduler.KeepMemoryLimit(limitCtx, scheduler.DefaultMemoryLimit, scheduler.MemoryLimitCheck)
 	}
 	cfg, err := o.loadConfig()
 	if err != nil {
@@ -262,25 +248,8 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	contexts, err := o.clusterContexts(cfg)
+	ns, jobs, clusters, err := o.clusters(o.f, cfg)
 	if err != nil {
-		return err
-	}
-	ns, err := o.f.Namespace()
-	if err != nil {
-		return err
-	}
-	jobs, err := o.f.Clientset()
-	if err != nil {
-		return err
-	}
-	clusters, err := clusterClients(o.f, contexts)
-	if err != nil {
-		return err
-	}
-	// NOTE: missing permissions are found before anything is written, and
-	// an unreachable job API server fails here, at once.
-	if err := scheduler.Preflight(ctx, jobs, ns, clusters, opts.PodNamespace, opts.DryRun); err != nil {
 		return err
 	}
 	locks, err := newLockClient(o.f, &o.lockFlags)
@@ -289,8 +258,13 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if opts.Metrics, err = scheduler.NewMetrics(reg); err != nil {
-		return err
+	lo := scheduler.LoopOptions{Options: opts, Registry: reg}
+	if o.Job == "" {
+		sopts, err := cfg.Retention.Apply(o.sinkerOptions(o.changed))
+		if err != nil {
+			return &cmdutil.UsageError{Err: err}
+		}
+		lo.Prune = &sopts
 	}
 	rec, err := o.eventRecorder(jobs, reg)
 	if err != nil {
@@ -304,61 +278,36 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		stopEvents(flush)
 	}()
 	locks.Events = rec
-	opts.Locker = run.NewPodLocker(locks)
+	lo.Locker = run.NewPodLocker(locks)
 	// NOTE: the locks of lockctl run sessions live beside the job records,
 	// so the job cluster's client reads them.
-	opts.Sessions = run.NewSessions(jobs.CoreV1(), o.f.lockClock())
-	opts.OnJobChange = rec.JobChanged
-	c, err := scheduler.NewController(jobs, ns, clusters, opts)
+	lo.Sessions = run.NewSessions(jobs.CoreV1(), o.f.lockClock())
+	lo.OnJobChange = rec.JobChanged
+	loop, err := scheduler.NewLoop(ctx, jobs, ns, clusters, lo)
 	if err != nil {
 		return cmdutil.UsageIfInvalid(err)
 	}
 	if o.MetricsAddr != "" {
-		stop, err := metricsserver.Start(ctx, o.MetricsAddr, reg, readiness(c), o.f.Log)
+		stop, err := metricsserver.Start(ctx, o.MetricsAddr, reg, loop.Ready, o.f.Log)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	var sinker *scheduler.Sinker
-	if o.Job == "" {
-		sopts, err := withConfigRetention(o.sinkerOptions(o.changed), cfg)
-		if err != nil {
-			return err
-		}
-		sopts.PodNamespace, sopts.DryRun = opts.PodNamespace, o.DryRun
-		sopts.Clock, sopts.Log = o.f.Clock, o.f.Log
-		if sopts.Metrics, err = scheduler.NewPruneMetrics(reg); err != nil {
-			return err
-		}
-		sinker = scheduler.NewSinker(jobs.CoreV1(), ns, podsGetters(clusters), sopts)
-	}
 	if !o.Once {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "reconciling jobs in namespace %q until interrupted\n", ns)
-		if sinker != nil {
-			pruned := make(chan struct{})
-			defer func() { <-pruned }()
-			go func() {
-				defer close(pruned)
-				sinker.Run(ctx, scheduler.DefaultPruneInterval)
-			}()
-		}
-		return c.Run(ctx)
+		return loop.Run(ctx)
 	}
-	err = c.RunOnce(ctx)
-	for _, line := range c.Reconciler().Plan() {
+	res, err := loop.RunOnce(ctx)
+	for _, line := range res.Plan {
 		fmt.Fprintln(o.f.IOStreams.Out, line)
 	}
-	if sinker == nil || ctx.Err() != nil {
-		return err
-	}
-	res, perr := sinker.Prune(ctx)
-	if res != nil && o.DryRun {
-		for _, p := range res.Deleted {
+	if res.Pruned != nil && o.DryRun {
+		for _, p := range res.Pruned.Deleted {
 			fmt.Fprintf(o.f.IOStreams.Out, "would delete %s\n", p)
 		}
 	}
-	return errors.Join(err, perr)
+	return err
 }
 
 // eventRecorder returns the loop's recorder of Events (job state changes as
@@ -381,14 +330,4 @@ func (o *reconcileOptions) eventRecorder(jobs kubernetes.Interface, reg promethe
 		return nil, err
 	}
 	return rec, nil
-}
-
-// readiness reports the loop not ready until its caches are filled.
-func readiness(c *scheduler.Controller) func() error {
-	return func() error {
-		if !c.HasSynced() {
-			return errors.New("caches of job records and pods not yet filled")
-		}
-		return nil
-	}
 }

@@ -137,7 +137,7 @@ func TestReconcileRetention(t *testing.T) {
 			require.NoError(t, err, tt.config)
 			got, err := parseArgs(t, []string{"reconcile"}, tt.args, newReconcileCmd)
 			require.NoError(t, err, tt.args)
-			opts, err := withConfigRetention(got.sinkerOptions(got.changed), cfg)
+			opts, err := cfg.Retention.Apply(got.sinkerOptions(got.changed))
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantJobs, opts.JobRetention, "job retention of %q with %v", tt.config, tt.args)
 			assert.Equal(t, tt.wantPods, opts.PodRetention, "pod retention of %q with %v", tt.config, tt.args)

@@ -7,6 +7,20 @@ import (
 	"time"
 )
 
+// DefaultMemoryLimit is the soft memory limit of lockctl reconcile when
+// GOMEMLIMIT is not set, while its live heap is small (under about 45 MiB,
+// some 10,000 jobs): it keeps the heap from growing to twice the live set
+// between collections under the default GOGC. A larger live heap raises it
+// (KeepMemoryLimit), so many records never make the collector run without
+// pause. At 10,000 jobs the live heap raises it above this start before
+// the peak (docs/benchmarks.md §4: 64 or 80 MiB made no difference there);
+// a smaller loop stays nearer it.
+const DefaultMemoryLimit = 64 << 20
+
+// MemoryLimitCheck is how often KeepMemoryLimit follows the live heap in
+// lockctl reconcile.
+const MemoryLimitCheck = 10 * time.Second
+
 // memoryHeadroom is what the soft memory limit leaves above the heap for the
 // runtime's own memory: goroutine stacks, GC metadata, free spans not yet
 // returned.

@@ -69,6 +69,23 @@ type ConfigRetention struct {
 	Pods string `json:"pods,omitempty"`
 }
 
+// Apply fills the retention ages that opts leaves at 0 (no flag given)
+// from r; an age both leave at 0 is the default. A bad key is a
+// *ConfigError.
+func (r ConfigRetention) Apply(opts SinkerOptions) (SinkerOptions, error) {
+	fromFile, err := r.SinkerOptions()
+	if err != nil {
+		return opts, err
+	}
+	if opts.JobRetention == 0 {
+		opts.JobRetention = fromFile.JobRetention
+	}
+	if opts.PodRetention == 0 {
+		opts.PodRetention = fromFile.PodRetention
+	}
+	return opts, nil
+}
+
 // SinkerOptions returns the ages as SinkerOptions retention fields (0 for
 // an empty key, which means the default; negative for 0, which means
 // forever), or a *ConfigError naming a bad key.

@@ -252,3 +252,39 @@ func TestConfigRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigRetentionApply: an age given (not 0) wins over the file's; the
+// file fills the ages left at 0, and what both leave at 0 stays 0, the
+// default.
+func TestConfigRetentionApply(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		retention  ConfigRetention
+		given      SinkerOptions
+		want       SinkerOptions
+		wantErrKey string
+	}{
+		{name: "neither", want: SinkerOptions{}},
+		{name: "the file", retention: ConfigRetention{Jobs: "720h", Pods: "0"}, want: SinkerOptions{JobRetention: 720 * time.Hour, PodRetention: -1}},
+		{
+			name: "a given age wins", retention: ConfigRetention{Jobs: "720h", Pods: "6h"}, given: SinkerOptions{PodRetention: time.Hour},
+			want: SinkerOptions{JobRetention: 720 * time.Hour, PodRetention: time.Hour},
+		},
+		{name: "a bad key", retention: ConfigRetention{Pods: "1d"}, wantErrKey: "retention.pods"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := tt.retention.Apply(tt.given)
+			if tt.wantErrKey != "" {
+				var ce *ConfigError
+				require.ErrorAs(t, err, &ce, "%+v", tt.retention)
+				assert.Equal(t, tt.wantErrKey, ce.Key)
+				return
+			}
+			require.NoError(t, err, "%+v", tt.retention)
+			assert.Equal(t, tt.want, got, "%+v over %+v", tt.retention, tt.given)
+		})
+	}
+}

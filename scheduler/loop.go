@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// LoopOptions configure NewLoop.
+type LoopOptions struct {
+	// Options configure the Controller; NewLoop sets Metrics.
+	Options
+	// Prune configures the pruning beside the loop, as lockctl prune
+	// prunes; NewLoop sets its PodNamespace, DryRun, Clock and Log from
+	// Options, and its Metrics. nil means the loop does not prune.
+	Prune *SinkerOptions
+	// Registry receives the metrics of the loop and of its pruning; nil
+	// means a registry of the loop's own, which nobody reads.
+	Registry prometheus.Registerer
+}
+
+// Loop is lockctl reconcile: a Controller driving the jobs of a job
+// namespace in their build clusters, and the Sinker pruning beside it.
+type Loop struct {
+	c      *Controller
+	sinker *Sinker
+}
+
+// NewLoop checks with Preflight that the caller may do what the loop does
+// (before anything is written; an unreachable job API server fails here,
+// at once), then builds the loop over the job records in namespace of jobs,
+// whose pods run in clusters (alias → clientset). An invalid o is an error
+// wrapping ErrConfig.
+func NewLoop(ctx context.Context, jobs kubernetes.Interface, namespace string, clusters map[string]kubernetes.Interface, o LoopOptions) (*Loop, error) {
+	if err := Preflight(ctx, jobs, namespace, clusters, o.PodNamespace, o.DryRun); err != nil {
+		return nil, err
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	var err error
+	if o.Metrics, err = NewMetrics(reg); err != nil {
+		return nil, err
+	}
+	c, err := NewController(jobs, namespace, clusters, o.Options)
+	if err != nil {
+		return nil, err
+	}
+	l := &Loop{c: c}
+	if o.Prune != nil {
+		sopts := *o.Prune
+		sopts.PodNamespace, sopts.DryRun = o.PodNamespace, o.DryRun
+		sopts.Clock, sopts.Log = o.Clock, o.Log
+		if sopts.Metrics, err = NewPruneMetrics(reg); err != nil {
+			return nil, err
+		}
+		l.sinker = NewSinker(jobs.CoreV1(), namespace, PodsGetters(clusters), sopts)
+	}
+	return l, nil
+}
+
+// Controller returns the loop's controller.
+func (l *Loop) Controller() *Controller { return l.c }
+
+// Ready is the loop's readiness: an error until the caches of job records
+// and pods are filled.
+func (l *Loop) Ready() error {
+	if !l.c.HasSynced() {
+		return errors.New("caches of job records and pods not yet filled")
+	}
+	return nil
+}
+
+// Run reconciles until ctx ends, pruning (when it does) at start and every
+// DefaultPruneInterval; it returns once the step in flight has finished.
+func (l *Loop) Run(ctx context.Context) error {
+	if l.sinker != nil {
+		pruned := make(chan struct{})
+		defer func() { <-pruned }()
+		go func() {
+			defer close(pruned)
+			l.sinker.Run(ctx, DefaultPruneInterval)
+		}()
+	}
+	return l.c.Run(ctx)
+}
+
+// OnceResult is what one pass of the loop did.
+type OnceResult struct {
+	// Plan is what a dry run would do, a line an action (Reconciler.Plan).
+	Plan []string
+	// Pruned is what the pruning after the pass deleted, or would delete;
+	// nil when it did not run.
+	Pruned *PruneResult
+}
+
+// RunOnce looks at every unfinished job once, then, unless ctx has ended,
+// prunes once (when the loop prunes). The error joins the pass's and the
+// pruning's.
+func (l *Loop) RunOnce(ctx context.Context) (OnceResult, error) {
+	err := l.c.RunOnce(ctx)
+	res := OnceResult{Plan: l.c.Reconciler().Plan()}
+	if l.sinker == nil || ctx.Err() != nil {
+		return res, err
+	}
+	var perr error
+	res.Pruned, perr = l.sinker.Prune(ctx)
+	return res, errors.Join(err, perr)
+}
+
+// PodsGetters returns the pods client of each build cluster (alias →
+// clientset), as NewSinker takes them.
+func PodsGetters(clusters map[string]kubernetes.Interface) map[string]corev1client.PodsGetter {
+	out := make(map[string]corev1client.PodsGetter, len(clusters))
+	for alias, cs := range clusters {
+		out[alias] = cs.CoreV1()
+	}
+	return out
+}
