@@ -1,7 +1,10 @@
 // Package cmd is lockctl's command line: cobra wiring, flags, validation,
 // calling library code, printing and exit codes. The work itself lives in
 // the library packages (lock, job, scheduler, podwatch, run) and the CLI's
-// own internal packages (printers, progress, cmdutil, completion).
+// own internal packages (printers, progress, cmdutil, completion); a verb
+// whose work spans packages calls one entry point with options built from
+// its flags: run.Run for lockctl run, scheduler.NewLoop for lockctl
+// reconcile.
 package cmd
 
 import (
