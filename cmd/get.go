@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
@@ -214,20 +212,10 @@ func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job
 		}
 		return jobs, nil
 	}
-	jobs := make([]*job.Job, 0, len(o.Names))
-	var missing []string
-	for _, name := range o.Names {
-		j, err := store.Get(ctx, name)
-		switch {
-		case errors.Is(err, job.ErrNotFound):
-			missing = append(missing, name)
-		case err != nil:
-			return nil, err
-		default:
-			jobs = append(jobs, j)
-		}
+	jobs, missing, err := store.GetAll(ctx, o.Names)
+	if err != nil {
+		return nil, err
 	}
-	var err error
 	switch {
 	case len(missing) == 1:
 		err = &cmdutil.JobNotFoundError{Name: missing[0], Namespace: store.Namespace()}
@@ -244,25 +232,7 @@ func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job
 // ends, which is how -w ends: interrupted, it exits as lockctl does on a
 // signal.
 func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *printers.JobPrinter, shown []*job.Job) error {
-	seen := make(map[string]string, len(shown))
-	for _, j := range shown {
-		seen[j.Namespace+"/"+j.Name] = j.ResourceVersion
-	}
-	named := make(map[string]bool, len(o.Names))
-	for _, n := range o.Names {
-		named[n] = true
-	}
-	return store.Watch(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector}, func(ev watch.EventType, j *job.Job) error {
-		if len(named) > 0 && !named[j.Name] {
-			return nil
-		}
-		key := j.Namespace + "/" + j.Name
-		if ev != watch.Deleted && seen[key] == j.ResourceVersion {
-			return nil // the informer's first list: printed already
-		}
-		seen[key] = j.ResourceVersion
-		return p.Print(j)
-	})
+	return store.WatchAfter(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector}, o.Names, shown, p.Print)
 }
 
 // quoteAll is names quoted and joined with commas.

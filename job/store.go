@@ -358,3 +358,21 @@ func displayName(j *Job) string {
 	}
 	return j.GenerateName + "*"
 }
+
+// GetAll returns the job records named, in the order given, leaving out
+// those that do not exist, which missing names. Any other error ends it.
+func (s *Store) GetAll(ctx context.Context, names []string) (jobs []*Job, missing []string, err error) {
+	jobs = make([]*Job, 0, len(names))
+	for _, name := range names {
+		j, err := s.Get(ctx, name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			missing = append(missing, name)
+		case err != nil:
+			return nil, nil, err
+		default:
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, missing, nil
+}

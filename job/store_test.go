@@ -436,3 +436,22 @@ func TestNextBuildIDCorrupt(t *testing.T) {
 	_, err := s.NextBuildID(t.Context(), "x")
 	assert.ErrorIs(t, err, ErrCorrupt)
 }
+
+// TestStoreGetAll: the jobs named come in the order given; those that do
+// not exist are named apart.
+func TestStoreGetAll(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newStore(t)
+	for _, name := range []string{"a", "b"} {
+		_, err := s.Create(t.Context(), newJob(name))
+		require.NoError(t, err, name)
+	}
+	jobs, missing, err := s.GetAll(t.Context(), []string{"b", "nope", "a", "gone"})
+	require.NoError(t, err)
+	var names []string
+	for _, j := range jobs {
+		names = append(names, j.Name)
+	}
+	assert.Equal(t, []string{"b", "a"}, names, "in the order given")
+	assert.Equal(t, []string{"nope", "gone"}, missing)
+}

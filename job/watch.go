@@ -60,3 +60,29 @@ func (s *Store) Watch(ctx context.Context, opts ListOptions, fn func(watch.Event
 	}
 	return nil
 }
+
+// WatchAfter is Watch for a caller that has shown the records shown, as
+// listed: fn gets every change after them, not the records of the
+// informer's first list again. With names, only the records named are
+// watched.
+func (s *Store) WatchAfter(ctx context.Context, opts ListOptions, names []string, shown []*Job, fn func(*Job) error) error {
+	seen := make(map[string]string, len(shown))
+	for _, j := range shown {
+		seen[j.Namespace+"/"+j.Name] = j.ResourceVersion
+	}
+	named := make(map[string]bool, len(names))
+	for _, n := range names {
+		named[n] = true
+	}
+	return s.Watch(ctx, opts, func(ev watch.EventType, j *Job) error {
+		if len(named) > 0 && !named[j.Name] {
+			return nil
+		}
+		key := j.Namespace + "/" + j.Name
+		if ev != watch.Deleted && seen[key] == j.ResourceVersion {
+			return nil // the informer's first list: shown already
+		}
+		seen[key] = j.ResourceVersion
+		return fn(j)
+	})
+}
