@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/logutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/progress"
 	"github.com/lockctl/lockctl/internal/term"
@@ -241,18 +241,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 	if err := o.lockFromJob(j); err != nil {
 		return err
 	}
-	cfg, err := o.loadConfig()
-	if err != nil {
-		return err
-	}
-	opts, err := cfg.Options()
-	if err != nil {
-		return &cmdutil.UsageError{Err: err}
-	}
-	if o.PodNamespace != "" {
-		opts.PodNamespace = o.PodNamespace
-	}
-	contexts, err := o.clusterContexts(cfg)
+	opts, contexts, err := o.jobsConfig()
 	if err != nil {
 		return err
 	}
@@ -357,6 +346,24 @@ func (o *runOptions) newDisplay() *term.Console {
 	return o.f.console()
 }
 
+// jobsConfig returns the scheduler options of --config (--pod-namespace
+// wins) and the build clusters' contexts.
+func (o *runOptions) jobsConfig() (scheduler.Options, map[string]string, error) {
+	cfg, err := o.loadConfig()
+	if err != nil {
+		return scheduler.Options{}, nil, err
+	}
+	opts, err := cfg.Options()
+	if err != nil {
+		return opts, nil, &cmdutil.UsageError{Err: err}
+	}
+	if o.PodNamespace != "" {
+		opts.PodNamespace = o.PodNamespace
+	}
+	contexts, err := o.clusterContexts(cfg)
+	return opts, contexts, err
+}
+
 // newJobs returns where run's jobs live: the job namespace, the build
 // clusters and the reconciler options.
 func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string) (*run.Jobs, error) {
@@ -386,24 +393,11 @@ func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string)
 // jobs left behind by earlier runs, or nil when there are none to use (no
 // jobs or no build cluster configured): the command runs anyway.
 func (o *runOptions) sweeper() *run.Jobs {
-	jobs, err := func() (*run.Jobs, error) {
-		cfg, err := o.loadConfig()
-		if err != nil {
-			return nil, err
-		}
-		opts, err := cfg.Options()
-		if err != nil {
-			return nil, err
-		}
-		if o.PodNamespace != "" {
-			opts.PodNamespace = o.PodNamespace
-		}
-		contexts, err := o.clusterContexts(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return o.newJobs(opts, contexts)
-	}()
+	opts, contexts, err := o.jobsConfig()
+	var jobs *run.Jobs
+	if err == nil {
+		jobs, err = o.newJobs(opts, contexts)
+	}
 	if err != nil {
 		o.f.Log.WithError(err).Debug("not looking for jobs left behind by earlier runs")
 		return nil
@@ -419,29 +413,18 @@ func (o *runOptions) libraryLog(level logrus.Level) *logrus.Entry {
 	if o.f.Verbosity >= 1 {
 		return o.f.Log
 	}
-	l := logrus.New()
-	l.SetOutput(o.f.Log.Logger.Out)
-	l.SetFormatter(o.f.Log.Logger.Formatter)
-	l.SetLevel(min(level, o.f.Log.Logger.GetLevel()))
-	return logrus.NewEntry(l)
+	return logutil.AtMost(o.f.Log, level)
 }
 
-// lockFromJob makes run hold the lock a job asks for: --lock defaults to
-// spec.lock.namespace, and spec.lock leaves the submitted job, whose pod
-// must not wait for the lock run holds for it.
+// lockFromJob makes run hold the lock a job asks for (run.LockFromJob).
 func (o *runOptions) lockFromJob(j *job.Job) error {
-	if j.Spec.Lock == nil {
-		return nil
+	targets, err := run.LockFromJob(j, o.Targets)
+	if err != nil {
+		return &cmdutil.UsageError{Err: err}
 	}
-	switch ns := j.Spec.Lock.Namespace; {
-	case o.Target == "":
-		o.Target, o.Targets = ns, []string{ns}
-	case len(o.Targets) > 1 && !slices.Contains(o.Targets, ns):
-		return &cmdutil.UsageError{Err: fmt.Errorf("the job's spec.lock.namespace %q is not among --lock %q: add --lock %s, or drop the job's spec.lock", ns, o.Targets, ns)}
-	case len(o.Targets) == 1 && o.Target != ns:
-		return &cmdutil.UsageError{Err: fmt.Errorf("--lock %q and the job's spec.lock.namespace %q differ: drop one of them, or give both as --lock to hold both", o.Target, ns)}
+	if len(targets) > 0 {
+		o.Target, o.Targets = targets[0], targets
 	}
-	j.Spec.Lock = nil
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -385,4 +386,25 @@ func (jr *jobRun) onJob(j *job.Job) {
 	if changed {
 		jr.obs.JobChanged(j)
 	}
+}
+
+// LockFromJob returns the locks a run of j holds, given the targets asked
+// for (--lock): spec.lock.namespace when none is, else targets, which must
+// then name it. It takes spec.lock out of j: the pod of the submitted job
+// must not wait for the lock the run holds for it. A job without spec.lock
+// leaves targets as they are.
+func LockFromJob(j *job.Job, targets []string) ([]string, error) {
+	if j.Spec.Lock == nil {
+		return targets, nil
+	}
+	switch ns := j.Spec.Lock.Namespace; {
+	case len(targets) == 0:
+		targets = []string{ns}
+	case len(targets) > 1 && !slices.Contains(targets, ns):
+		return nil, fmt.Errorf("the job's spec.lock.namespace %q is not among --lock %q: add --lock %s, or drop the job's spec.lock", ns, targets, ns)
+	case len(targets) == 1 && targets[0] != ns:
+		return nil, fmt.Errorf("--lock %q and the job's spec.lock.namespace %q differ: drop one of them, or give both as --lock to hold both", targets[0], ns)
+	}
+	j.Spec.Lock = nil
+	return targets, nil
 }

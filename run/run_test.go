@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -112,6 +113,43 @@ func TestRun(t *testing.T) {
 			}
 			assert.NoError(t, res.ReleaseErr)
 			assert.Equal(t, tt.want, obs.events, "what the observer was told")
+		})
+	}
+}
+
+// TestLockFromJob: spec.lock gives the lock when --lock does not, must be
+// among those given otherwise, and leaves the job.
+func TestLockFromJob(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		lock    string // spec.lock.namespace; "" for none
+		targets []string
+		want    []string
+		wantErr string
+	}{
+		{name: "no spec.lock", targets: []string{"prod"}, want: []string{"prod"}},
+		{name: "spec.lock alone", lock: "staging", want: []string{"staging"}},
+		{name: "the same", lock: "staging", targets: []string{"staging"}, want: []string{"staging"}},
+		{name: "among several", lock: "staging", targets: []string{"db", "staging"}, want: []string{"db", "staging"}},
+		{name: "differ", lock: "staging", targets: []string{"prod"}, wantErr: `--lock "prod" and the job's spec.lock.namespace "staging" differ`},
+		{name: "not among several", lock: "staging", targets: []string{"db", "prod"}, wantErr: `the job's spec.lock.namespace "staging" is not among --lock ["db" "prod"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			j := &job.Job{}
+			if tt.lock != "" {
+				j.Spec.Lock = &job.LockSpec{Namespace: tt.lock}
+			}
+			got, err := LockFromJob(j, tt.targets)
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr, "%s over %q", tt.lock, tt.targets)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got, "%s over %q", tt.lock, tt.targets)
+			assert.Nil(t, j.Spec.Lock, "spec.lock leaves the job")
 		})
 	}
 }

@@ -23,3 +23,14 @@ func OrDiscard(log *logrus.Entry) *logrus.Entry {
 	}
 	return log
 }
+
+// AtMost returns a logger writing where log writes, as log formats, that
+// logs only at level or above (and not below log's own level): for a
+// library whose lower lines would repeat what the caller shows.
+func AtMost(log *logrus.Entry, level logrus.Level) *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(log.Logger.Out)
+	l.SetFormatter(log.Logger.Formatter)
+	l.SetLevel(min(level, log.Logger.GetLevel()))
+	return logrus.NewEntry(l)
+}
