@@ -110,6 +110,11 @@ func (f *Factory) lockClock() clock.WithTicker {
 	return f.Clock
 }
 
+// jxLogger is jx-logging's logger, made once: jxlog.Logger initialises its
+// global on first use without a lock, so factories made at once (parallel
+// tests, a library caller's goroutines) would race on it.
+var jxLogger = sync.OnceValue(jxlog.Logger)
+
 // NewFactory returns the real dependencies on the process's streams.
 func NewFactory(streams IOStreams) *Factory {
 	f := &Factory{
@@ -122,7 +127,7 @@ func NewFactory(streams IOStreams) *Factory {
 	f.LocalEnv = func() lock.LocalEnv { return lock.ReadLocalEnv(f.Getenv) }
 	// jx-logging reads JX_LOG_FORMAT (text, json) and JX_LOG_LEVEL.
 	jxlog.SetOutput(streams.ErrOut)
-	f.Log = jxlog.Logger()
+	f.Log = jxLogger()
 
 	// The loader reads f's fields when it builds a client, not now: a
 	// caller (a test) may set f.Getenv or f.ServerClock after NewFactory.
