@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,13 +103,15 @@ func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(ti
 // BenchmarkProcessStart times the floor of every lockctl process, `lockctl
 // version` (start, init, exit; no request), LOCKCTL_BENCH_START_RUNS times
 // (default 50), with its package inits (GODEBUG=inittrace=1) and the
-// binary's size. With LOCKCTL_BENCH_BASELINE_BIN naming another build
+// binary's size, alternating with the floor of any Go program on this
+// machine: a hello world built the same way. With LOCKCTL_BENCH_BASELINE_BIN naming another build
 // (say, main's, built as `make build` builds it), the two alternate, so a
 // cut is measured side by side. It needs no control plane.
 func BenchmarkProcessStart(b *testing.B) {
-	bins := []struct{ prefix, path string }{{"", clitest.Binary(b)}}
+	type binary struct{ name, prefix, path string }
+	bins := []binary{{"lockctl version", "", clitest.Binary(b)}, {"Go hello world", "hello-", buildHello(b)}}
 	if base := os.Getenv("LOCKCTL_BENCH_BASELINE_BIN"); base != "" {
-		bins = append(bins, struct{ prefix, path string }{"baseline-", base})
+		bins = append(bins, binary{"baseline version", "baseline-", base})
 	}
 	runs := envInt("LOCKCTL_BENCH_START_RUNS", 50)
 	environ := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir()}
@@ -125,7 +128,7 @@ func BenchmarkProcessStart(b *testing.B) {
 		st, err := os.Stat(bin.path)
 		require.NoError(b, err)
 		b.ReportMetric(float64(st.Size())/1e6, bin.prefix+"binary-MB")
-		b.Logf("%s (%.1f MB): lockctl version: %s", bin.path, float64(st.Size())/1e6, &samples[i])
+		b.Logf("%s (%s, %.1f MB): %s", bin.name, bin.path, float64(st.Size())/1e6, &samples[i])
 	}
 	b.ReportMetric(0, "ns/op")
 }
@@ -139,4 +142,21 @@ func TestParseInitTrace(t *testing.T) {
 	require.Equal(t, 3, n)
 	require.InDelta(t, 12.371, MS(clock), 1e-6)
 	require.InDelta(t, 86, MS(mainAt), 1e-6)
+}
+
+// buildHello builds a Go hello world (fmt.Println) as the CLI is built
+// (-trimpath, stripped, CGO off): the floor of any Go process here.
+func buildHello(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	src := "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n"
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o600))
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n"), 0o600))
+	bin := filepath.Join(dir, "hello")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	return bin
 }
