@@ -51,41 +51,67 @@ func runArgs(target string, i int, command ...string) []string {
 // start and end; the gap between one command's end and the next one's start
 // is what the lock costs per hand-over, process exit and start included. A
 // last round runs through a counting proxy to count requests per process
-// (not timed: the proxy spares the processes their TLS handshake).
+// (not timed: the proxy spares the processes their TLS handshake). With
+// LOCKCTL_BENCH_BASELINE_BIN naming another build (say, main's), its rounds
+// alternate with this build's, each on a lock of its own, so a change is
+// measured side by side under the same load.
 func BenchmarkRunContention(b *testing.B) {
 	env := testenv.Get(b)
-	bin := clitest.Binary(b)
+	type side struct {
+		prefix, name, bin string
+		gaps, walls       Sample
+		first, later      Sample // the first gap of each round, and the others
+		parts             gapParts
+		counts            Counts
+	}
+	sides := []*side{{name: "this build", bin: clitest.Binary(b)}}
+	if base := os.Getenv("LOCKCTL_BENCH_BASELINE_BIN"); base != "" {
+		sides = append(sides, &side{prefix: "baseline-", name: "baseline " + base, bin: base})
+	}
 	procs := envInt("LOCKCTL_BENCH_RUN_PROCS", 20)
 	hold := envInt("LOCKCTL_BENCH_RUN_HOLD_MS", 50)
 	rounds := envInt("LOCKCTL_BENCH_RUN_ROUNDS", 5)
-	var gaps, walls Sample
-	var parts gapParts
-	var counts Counts
 	for range b.N {
 		ns := env.Namespace(b)
 		for r := range rounds {
-			g, w := runRound(b, env, ns, bin, runEnviron(b, env.Kubeconfig, ns), fmt.Sprintf("round-%d", r), procs, hold, &parts)
-			gaps, walls = append(gaps, g...), append(walls, w)
+			for i, s := range sides {
+				g, w := runRound(b, env, ns, s.bin, runEnviron(b, env.Kubeconfig, ns), fmt.Sprintf("round-%d-%d", r, i), procs, hold, &s.parts)
+				s.gaps, s.walls = append(s.gaps, g...), append(s.walls, w)
+				if len(g) > 0 {
+					s.first, s.later = append(s.first, g[0]), append(s.later, g[1:]...)
+				}
+			}
 		}
-		proxy := startCountingProxy(b, env)
-		runRound(b, env, ns, bin, runEnviron(b, proxy.Kubeconfig, ns), "counted", procs, hold, nil)
-		counts = proxy.Counts()
+		for i, s := range sides {
+			proxy := startCountingProxy(b, env)
+			runRound(b, env, ns, s.bin, runEnviron(b, proxy.Kubeconfig, ns), fmt.Sprintf("counted-%d", i), procs, hold, nil)
+			s.counts = proxy.Counts()
+		}
 	}
-	report(b, "gap-", gaps)
-	report(b, "release-", parts.release)
-	report(b, "confirm-", parts.confirm)
-	report(b, "start-", parts.start)
-	b.ReportMetric(float64(counts.Total())/float64(procs), "req/process")
-	b.ReportMetric(float64(counts.Conflicts)/float64(procs), "conflicts/process")
+	for _, s := range sides {
+		report(b, s.prefix+"gap-", s.gaps)
+		report(b, s.prefix+"first-gap-", s.first)
+		report(b, s.prefix+"later-gap-", s.later)
+		report(b, s.prefix+"release-", s.parts.release)
+		report(b, s.prefix+"confirm-", s.parts.confirm)
+		report(b, s.prefix+"start-", s.parts.start)
+		b.ReportMetric(float64(s.counts.Total())/float64(procs), s.prefix+"req/process")
+		b.ReportMetric(float64(s.counts.Conflicts)/float64(procs), s.prefix+"conflicts/process")
+	}
 	b.ReportMetric(0, "ns/op")
 	b.Logf("%d lockctl run processes at once on one lock, %d ms commands, %d rounds", procs, hold, rounds)
-	b.Logf("  gap, one command's end -> the next one's start: %s", gaps)
-	b.Logf("  of which (%d gaps seen whole by a watch of the lock in this process):", len(parts.release))
-	b.Logf("    end -> the hand-over write seen (holder's exit, release): %s", parts.release)
-	b.Logf("    hand-over seen -> confirmation seen (watch fan-out, the next one's write): %s", parts.confirm)
-	b.Logf("    confirmation seen -> the next command's start (acquire returns, sweep, start): %s", parts.start)
-	b.Logf("  whole round (all %d held once): %s", procs, walls)
-	b.Logf("  requests per process (counted round): %.1f (%s), %d conflicts", float64(counts.Total())/float64(procs), resources(counts), counts.Conflicts)
+	for _, s := range sides {
+		b.Logf("%s:", s.name)
+		b.Logf("  gap, one command's end -> the next one's start: %s", s.gaps)
+		b.Logf("    the first of each round (the others still starting and joining): %s", s.first)
+		b.Logf("    the others: %s", s.later)
+		b.Logf("  of which (%d gaps seen whole by a watch of the lock in this process):", len(s.parts.release))
+		b.Logf("    end -> the hand-over write seen (holder's exit, release): %s", s.parts.release)
+		b.Logf("    hand-over seen -> confirmation seen (watch fan-out, the next one's write): %s", s.parts.confirm)
+		b.Logf("    confirmation seen -> the next command's start (acquire returns, sweep, start): %s", s.parts.start)
+		b.Logf("  whole round (all %d held once): %s", procs, s.walls)
+		b.Logf("  requests per process (counted round): %.1f (%s), %d conflicts", float64(s.counts.Total())/float64(procs), resources(s.counts), s.counts.Conflicts)
+	}
 }
 
 // gapParts splits the gaps between commands at the moments a watch of the
