@@ -305,6 +305,10 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 	// exits, after its release's write; neither the command nor the next
 	// holder waits for them.
 	locks.EventsInBackground = true
+	// NOTE: the watch of a lock waited for is kept while it is held, so the
+	// release writes on the newest version (waiters joined meanwhile) and
+	// the next holder is not kept waiting by a lost write and a read.
+	locks.KeepWatching = true
 	id, unordered, err := o.identity(o.f)
 	if err != nil {
 		return run.Result{}, err

@@ -93,6 +93,16 @@ type Client struct {
 	// while FreezeWindows is nil; an error reading them fails that read.
 	// Acquire then reads the lock before deciding anything.
 	LoadWindowsOnRead bool
+	// KeepWatching keeps the watch of the lock that Acquire waited with
+	// running once the lock is held, so that ReleaseHeld writes on the
+	// newest version seen: waiters that joined the queue while the lock was
+	// held no longer make the release's first write lose, and a lost write
+	// is tried again on the version the watch brings instead of a fresh
+	// read. A hold taken without waiting has no watch; its release starts
+	// one only when its first write loses. ReleaseHeld stops the watch, and
+	// so does Held.StopWatching, which a caller that does not release a
+	// Held it got must call.
+	KeepWatching bool
 
 	windowsMu   sync.Mutex
 	nodesDenied atomic.Bool
@@ -220,6 +230,9 @@ type Held struct {
 	// events is closed once the Events of the acquisition are recorded;
 	// nil when they were recorded before Acquire returned.
 	events <-chan struct{}
+	// watching is the watch of the lock kept while it is held
+	// (Client.KeepWatching); nil when none.
+	watching *heldWatch
 }
 
 // WaitEvents waits, as long as ctx allows, until the Events of the
@@ -238,6 +251,8 @@ func (h *Held) WaitEvents(ctx context.Context) {
 type lastSeen struct {
 	mu sync.Mutex
 	cm *corev1.ConfigMap
+	// changed is closed, and replaced, when cm changes; nil until asked for.
+	changed chan struct{}
 }
 
 // remember keeps cm as the version of the lock h last saw.
@@ -249,6 +264,10 @@ func (h *Held) remember(cm *corev1.ConfigMap) {
 	defer h.last.mu.Unlock()
 	if h.last.cm == nil || h.last.cm.UID != cm.UID || !rvOlder(cm.ResourceVersion, h.last.cm.ResourceVersion) {
 		h.last.cm = cm
+		if h.last.changed != nil {
+			close(h.last.changed)
+			h.last.changed = nil
+		}
 	}
 }
 
@@ -273,6 +292,11 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
 	defer w.stop()
 	w.started = c.Clock.Now()
 	held, err := c.acquire(ctx, w)
+	if held != nil && c.KeepWatching && w.lockEvents != nil {
+		// NOTE: handed to the hold, so w.stop leaves it running.
+		held.keep(w.lockEvents)
+		w.lockEvents = nil
+	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
 		!errors.Is(err, ErrTimeout) && !errors.Is(err, ErrSuperseded) && !errors.Is(err, ErrHeld) {
 		err = &TimeoutError{Target: req.Target, Holder: w.holder, Waited: c.Clock.Since(w.started), Freeze: w.freeze}

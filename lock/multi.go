@@ -69,6 +69,7 @@ func (c *Client) releaseTaken(ctx context.Context, held []*Held) {
 	defer cancel()
 	for i := len(held) - 1; i >= 0; i-- {
 		h := held[i]
+		h.StopWatching()
 		if h.Reentered {
 			continue
 		}

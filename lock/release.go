@@ -90,20 +90,42 @@ func (c *Client) Release(ctx context.Context, target string, id Identity, o Rele
 // write and before the release's own Events, so the lock's Events keep
 // their order while the next holder does not wait for them; ReleaseHeld
 // returns once both are written.
+//
+// With Client.KeepWatching the version written on is the newest the watch
+// of the lock brought, and a write lost to another (a waiter joining the
+// queue) is tried again on the version the watch brings next rather than
+// on a fresh read; a hold without a watch starts one, from the version its
+// write lost on, at its first lost write. The watch stops when ReleaseHeld
+// returns.
 func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*Released, error) {
 	defer h.WaitEvents(ctx)
+	defer h.StopWatching()
 	o.beforeEvents = func() { h.WaitEvents(ctx) }
 	id := h.Holder.Identity
-	if cm := h.lastCM(); cm != nil && o.Token == "" && !o.Force {
+	for attempt := 0; attempt < 20 && o.Token == "" && !o.Force; attempt++ {
+		cm := h.lastCM()
+		if cm == nil {
+			break
+		}
 		rec, err := Decode(cm)
 		// NOTE: only a version in which h holds the lock is written on:
 		// any other outcome (not the holder, free, unreadable) is decided
 		// on a fresh read.
-		if err == nil && !rec.IsFree() && rec.Holder.Session == h.Session && rec.Holder.Identity == id {
-			res, err := c.releaseOnce(ctx, h.Target, id, o, cm)
-			if !errors.Is(err, errRetry) {
-				return res, err
-			}
+		if err != nil || rec.IsFree() || rec.Holder.Session != h.Session || rec.Holder.Identity != id {
+			break
+		}
+		res, err := c.releaseOnce(ctx, h.Target, id, o, cm)
+		if !errors.Is(err, errRetry) {
+			return res, err
+		}
+		if !c.KeepWatching {
+			break
+		}
+		if h.watching == nil {
+			h.keep(c.watchFrom(ctx, cm))
+		}
+		if !h.awaitNewer(ctx, c.Clock, cm) {
+			break
 		}
 	}
 	return c.Release(ctx, h.Target, id, o)

@@ -170,6 +170,7 @@ func (h *Hold) Release(ctx context.Context) error {
 			// acquisition are still to be written before the process
 			// exits. ReleaseHeld waits for those of the others after its
 			// write.
+			l.StopWatching()
 			l.WaitEvents(ctx)
 			continue
 		}

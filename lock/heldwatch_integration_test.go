@@ -1,0 +1,142 @@
+package lock
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/lockctl/lockctl/internal/testenv"
+)
+
+// requestLog records a client's requests as "VERB" or "WATCH" with the
+// path.
+type requestLog struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (l *requestLog) RoundTrip(req *http.Request) (*http.Response, error) {
+	verb := req.Method
+	if req.URL.Query().Get("watch") == "true" {
+		verb = "WATCH"
+	}
+	l.mu.Lock()
+	l.reqs = append(l.reqs, verb)
+	l.mu.Unlock()
+	return l.next.RoundTrip(req)
+}
+
+// take returns the requests recorded since the last take.
+func (l *requestLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.reqs
+	l.reqs = nil
+	return out
+}
+
+// TestIntegrationKeepWatching: with Client.KeepWatching, a holder that
+// waited keeps the watch of the lock while it holds it, so its release
+// writes once on the newest version although a waiter joined meanwhile;
+// a holder that took the lock at once (no watch) whose release loses to a
+// waiter's join starts a watch from the version it lost on and writes again
+// on the version it brings, reading nothing. Either way the lock is handed
+// to the first waiter, and the watch ends with the release.
+func TestIntegrationKeepWatching(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	newClient := func() (*Client, *requestLog) {
+		log := &requestLog{}
+		cfg := rest.CopyConfig(env.RESTConfig)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
+		cs, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		c := New(cs.CoreV1(), cs.CoreV1(), ns)
+		c.KeepWatching = true
+		return c, log
+	}
+	req := func(repo string) Request {
+		return Request{Target: "staging", Identity: Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Policy: PolicyFIFO, TTL: time.Minute}
+	}
+
+	first, firstLog := newClient()
+	h1, err := first.Acquire(ctx, req("web"))
+	require.NoError(t, err)
+	assert.Nil(t, h1.watching, "taken at once: nothing watched")
+
+	second, secondLog := newClient()
+	queued := make(chan struct{})
+	var once sync.Once
+	r2 := req("api")
+	r2.OnProgress = func(Progress) { once.Do(func() { close(queued) }) }
+	done := make(chan *Held, 1)
+	go func() {
+		h, err := second.Acquire(ctx, r2)
+		assert.NoError(t, err)
+		done <- h
+	}()
+	select {
+	case <-queued:
+	case <-ctx.Done():
+		t.Fatal("the second contender did not queue")
+	}
+
+	firstLog.take()
+	rel, err := first.ReleaseHeld(ctx, h1, ReleaseOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, rel.HandedTo)
+	assert.Equal(t, "api", rel.HandedTo.Repo)
+	assert.Equal(t, []string{http.MethodPut, "WATCH", http.MethodPut}, firstLog.take(),
+		"the write on the taken version loses to the join; the next is on the version a watch from it brought, nothing read")
+
+	var h2 *Held
+	select {
+	case h2 = <-done:
+	case <-ctx.Done():
+		t.Fatal("the second contender did not get the lock")
+	}
+	require.NotNil(t, h2)
+	require.NotNil(t, h2.watching, "waited: the watch is kept")
+
+	// A third contender joins while the second holds the lock.
+	third, _ := newClient()
+	_, p, err := third.TryAcquire(ctx, req("ops"))
+	require.NoError(t, err)
+	require.NotNil(t, p, "the third contender waits")
+	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, Name("staging"), metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return h2.lastCM().ResourceVersion == cm.ResourceVersion }, time.Minute, 10*time.Millisecond,
+		"the holder's watch brings the version of the join")
+
+	secondLog.take()
+	rel, err = second.ReleaseHeld(ctx, h2, ReleaseOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, rel.HandedTo)
+	assert.Equal(t, "ops", rel.HandedTo.Repo)
+	var writes []string
+	for _, r := range secondLog.take() {
+		if !strings.HasPrefix(r, "WATCH") {
+			writes = append(writes, r)
+		}
+	}
+	assert.Equal(t, []string{http.MethodPut}, writes, "one write, on the version the watch brought")
+	select {
+	case <-h2.watching.done:
+	case <-ctx.Done():
+		t.Fatal("the watch did not end with the release")
+	}
+	h2.StopWatching() // again: nothing happens
+}
