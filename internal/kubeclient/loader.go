@@ -111,8 +111,11 @@ func (l *Loader) ContextName() string {
 	return raw.CurrentContext
 }
 
+// tune adjusts every REST config the Loader builds: Tune, and one
+// connection at start (OneConnAtStart).
 func (l *Loader) tune(cfg *rest.Config) {
 	if l.Tune != nil {
 		l.Tune(cfg)
 	}
+	cfg.Wrap(OneConnAtStart)
 }
