@@ -13,16 +13,30 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/logutil"
 )
 
+// cliGCPercent is the garbage collector's GOGC for lockctl's commands
+// unless GOGC is set. At the default 100 a lockctl run -- true collected
+// several times on its way through a heap of a few MiB (clients, TLS,
+// decoding), a quarter of the process's CPU (perf stat: 17.3 ms of task
+// clock at 100, 12.9 ms at 400); a command's live heap is small, so the
+// heap it lets grow stays small too. lockctl reconcile, which runs for
+// long and keeps many records, goes back to 100 (runReconcile) under its
+// soft memory limit.
+const cliGCPercent = 400
+
 // Main runs lockctl with the process's arguments and streams and returns
 // its exit code. SIGINT and SIGTERM cancel the command's context once; a
 // second signal ends the process at once.
 func Main() int {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(cliGCPercent)
+	}
 	streams := IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

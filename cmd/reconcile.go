@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -235,6 +236,11 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	if o.f.Getenv("GOGC") == "" {
+		// NOTE: Main raised it for the short commands (cliGCPercent); the
+		// loop's memory is kept by the soft limit below with the default.
+		debug.SetGCPercent(100)
+	}
 	if o.f.Getenv("GOMEMLIMIT") == "" {
 		limitCtx, stopLimit := context.WithCancel(ctx)
 		defer stopLimit()
