@@ -236,54 +236,85 @@ func readStamp(b *testing.B, path string) int64 {
 // process on a free lock, LOCKCTL_BENCH_COLD_RUNS times (default 30), and
 // counts the requests of such runs through a counting proxy: on a lock that
 // does not exist yet (a new target each run) and on one that exists, free,
-// as a lock does after its first release (kept for its history).
+// as a lock does after its first release (kept for its history). With
+// LOCKCTL_BENCH_BASELINE_BIN naming another build, the two alternate run
+// by run (each on locks of its own), so a change is measured side by side;
+// its figures carry the prefix baseline-.
 func BenchmarkRunUncontended(b *testing.B) {
 	env := testenv.Get(b)
-	bin := clitest.Binary(b)
+	bins := []struct{ prefix, path string }{{"", clitest.Binary(b)}}
+	if base := os.Getenv("LOCKCTL_BENCH_BASELINE_BIN"); base != "" {
+		bins = append(bins, struct{ prefix, path string }{"baseline-", base})
+	}
 	runs := envInt("LOCKCTL_BENCH_COLD_RUNS", 30)
-	var walls Sample
-	var versions startSample
-	var fresh, again Counts
+	type figures struct {
+		walls        Sample
+		versions     startSample
+		fresh, again Counts
+	}
+	got := make([]figures, len(bins))
 	counted := 5
+	b.Logf("load average at the start: %s", loadAverage())
 	for range b.N {
 		ns := env.Namespace(b)
 		environ := runEnviron(b, env.Kubeconfig, ns)
 		for i := range runs {
-			cmd := exec.Command(bin, runArgs(fmt.Sprintf("free-%03d", i), i, "true")...)
-			cmd.Env = environ
-			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			walls = append(walls, time.Since(start))
-			require.NoError(b, err, "%s", out)
-			// The floor of any lockctl process, alternating with the runs:
-			// the same binary started, initialised and exited, no request.
-			versions.add(startOnce(b, bin, environ))
-		}
-		count := func(target func(i int) string) Counts {
-			proxy := startCountingProxy(b, env)
-			environ := runEnviron(b, proxy.Kubeconfig, ns)
-			for i := range counted {
-				cmd := exec.Command(bin, runArgs(target(i), i, "true")...)
+			for k, bin := range bins {
+				cmd := exec.Command(bin.path, runArgs(fmt.Sprintf("%sfree-%03d", bin.prefix, i), i, "true")...)
 				cmd.Env = environ
+				start := time.Now()
 				out, err := cmd.CombinedOutput()
+				got[k].walls = append(got[k].walls, time.Since(start))
 				require.NoError(b, err, "%s", out)
+				// The floor of any lockctl process, alternating with the runs:
+				// the same binary started, initialised and exited, no request.
+				got[k].versions.add(startOnce(b, bin.path, environ))
 			}
-			return proxy.Counts()
 		}
-		fresh = count(func(i int) string { return fmt.Sprintf("counted-%03d", i) })
-		again = count(func(int) string { return "free-000" })
+		for k, bin := range bins {
+			count := func(target func(i int) string) Counts {
+				proxy := startCountingProxy(b, env)
+				environ := runEnviron(b, proxy.Kubeconfig, ns)
+				for i := range counted {
+					cmd := exec.Command(bin.path, runArgs(target(i), i, "true")...)
+					cmd.Env = environ
+					out, err := cmd.CombinedOutput()
+					require.NoError(b, err, "%s", out)
+				}
+				return proxy.Counts()
+			}
+			got[k].fresh = count(func(i int) string { return fmt.Sprintf("%scounted-%03d", bin.prefix, i) })
+			got[k].again = count(func(int) string { return bin.prefix + "free-000" })
+		}
 	}
+	b.Logf("load average at the end: %s", loadAverage())
 	per := func(c Counts) float64 { return float64(c.Total()) / float64(counted) }
 	events := func(c Counts) float64 { return float64(c.ByResource["create events"]) / float64(counted) }
-	report(b, "", walls)
-	versions.report(b, "version-")
-	b.ReportMetric(per(fresh), "req/run")
-	b.ReportMetric(per(fresh)-events(fresh), "req/run-without-events")
-	b.ReportMetric(per(again), "req/run-existing-lock")
-	b.ReportMetric(per(again)-events(again), "req/run-existing-lock-without-events")
+	for k, bin := range bins {
+		g := &got[k]
+		report(b, bin.prefix, g.walls)
+		g.versions.report(b, bin.prefix+"version-")
+		b.ReportMetric(per(g.fresh), bin.prefix+"req/run")
+		b.ReportMetric(per(g.fresh)-events(g.fresh), bin.prefix+"req/run-without-events")
+		b.ReportMetric(per(g.again), bin.prefix+"req/run-existing-lock")
+		b.ReportMetric(per(g.again)-events(g.again), bin.prefix+"req/run-existing-lock-without-events")
+		b.Logf("%s: lockctl run --lock X -- true on a free lock, whole process: %s", bin.path, g.walls)
+		b.Logf("  lockctl version (process start and exit, no request), alternating: %s", &g.versions)
+		b.Logf("  requests per run, new lock: %.1f, of which %.1f best-effort Events (%s)", per(g.fresh), events(g.fresh), resources(g.fresh))
+		b.Logf("  requests per run, existing free lock: %.1f, of which %.1f best-effort Events (%s)", per(g.again), events(g.again), resources(g.again))
+	}
 	b.ReportMetric(0, "ns/op")
-	b.Logf("lockctl run --lock X -- true on a free lock, whole process: %s", walls)
-	b.Logf("  lockctl version (process start and exit, no request), alternating: %s", &versions)
-	b.Logf("  requests per run, new lock: %.1f, of which %.1f best-effort Events (%s)", per(fresh), events(fresh), resources(fresh))
-	b.Logf("  requests per run, existing free lock: %.1f, of which %.1f best-effort Events (%s)", per(again), events(again), resources(again))
+}
+
+// loadAverage returns the 1-, 5- and 15-minute load averages, or why not.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
