@@ -8,6 +8,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -35,24 +36,18 @@ func newAbortCmd(f *Factory, runF func(*abortOptions) error) *cobra.Command {
 			that has already finished, changes nothing, says so on stderr and
 			exits 0.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			lockctl abort deploy-web-42 --reason "bad commit"
 		`),
-		Args: exactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if runF != nil {
-				return runF(o)
-			}
-			return runAbort(c.Context(), o)
-		},
+		Args: cli.ExactArgs(1),
+		RunE: runE(o, runF, runAbort, func(_ *cobra.Command, args []string) { o.Name = args[0] }),
 	}
 	c.Flags().StringVar(&o.Reason, "reason", o.Reason, "why, recorded as the job's description (default: aborted by USER)")
 	return c
 }
 
 func runAbort(ctx context.Context, o *abortOptions) error {
-	store, err := jobStore(o.f)
+	store, err := o.f.JobStore()
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/progress"
@@ -22,7 +23,7 @@ import (
 type acquireOptions struct {
 	f *Factory
 
-	lockFlags
+	cli.LockFlags
 	// Target is the first of Targets, the locks to take.
 	Target   string
 	Targets  []string
@@ -88,7 +89,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			one "NAMESPACE TOKEN" line per lock. Release them together with
 			lockctl release NAMESPACE [NAMESPACE...].
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# In a pipeline: lock, deploy, release even when the deploy fails
 			lockctl acquire staging --timeout 30m && ./deploy.sh; lockctl release staging
 
@@ -111,34 +112,25 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			# Two locks, all or nothing, released together
 			lockctl acquire staging db-migrations --timeout 30m && ./migrate-and-deploy.sh; lockctl release staging db-migrations
 		`),
-		Args: minArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Target, o.Targets = args[0], args
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runAcquire(c.Context(), o)
-		},
+		Args: cli.MinArgs(1),
+		RunE: runE(o, runF, runAcquire, func(_ *cobra.Command, args []string) { o.Target, o.Targets = args[0], args }),
 	}
 	fs := c.Flags()
-	o.addIdentityFlags(fs)
-	o.addLockNamespaceFlag(fs)
+	o.AddIdentityFlags(fs)
+	o.AddLockNamespaceFlag(fs)
 	fs.DurationVar(&o.TTL, "ttl", o.TTL, "how long the lock lasts when the holder runs outside a pod")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting after this long (exit 4); 0 waits forever")
 	fs.BoolVar(&o.NoWait, "no-wait", o.NoWait, "try once: if the lock is held, say by whom and exit 4 without queueing")
-	fs.Var(policyFlag{&o.Policy}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
-	addPriorityFlag(fs, &o.Priority)
+	cli.AddPolicyFlag(fs, &o.Policy)
+	cli.AddPriorityFlag(fs, &o.Priority)
 	fs.BoolVar(&o.IgnoreFreeze, "ignore-freeze", o.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display while waiting: auto, tty or plain")
-	addOutputFlag(fs, &o.Output, "json", "yaml")
+	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
 	return c
 }
 
 func (o *acquireOptions) validate() error {
-	if err := validateTargets(o.Targets); err != nil {
+	if err := cli.ValidateTargets(o.Targets); err != nil {
 		return err
 	}
 	if o.TTL <= 0 {
@@ -159,22 +151,22 @@ func (o *acquireOptions) validate() error {
 }
 
 func runAcquire(ctx context.Context, o *acquireOptions) error {
-	id, unordered, err := o.identity(o.f)
+	id, unordered, err := o.Identity(o.f)
 	if err != nil {
 		return err
 	}
-	locks, err := newTakingLockClient(o.f, &o.lockFlags)
+	locks, err := cli.NewTakingLockClient(o.f, &o.LockFlags)
 	if err != nil {
 		return err
 	}
-	setProgress(o.f, o.Progress)
+	o.f.SetProgress(o.Progress)
 	if len(o.Targets) > 1 {
 		return o.acquireAll(ctx, locks, id, unordered)
 	}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	wait := progress.NewWait(o.f.console(), o.f.lockClock())
+	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
 	req := lock.Request{
-		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
+		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
 	}
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
@@ -185,7 +177,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			// Main exits 128+signal without a message: say what became of
 			// the place in the queue (Acquire gave it up).
-			o.f.console().Statusf(term.StyleWarn, logrus.Fields{"lock": o.Target, "holder": id.String()},
+			o.f.Console().Statusf(term.StyleWarn, logrus.Fields{"lock": o.Target, "holder": id.String()},
 				"interrupted while waiting for lock %q; left the queue", o.Target)
 		}
 		return fmt.Errorf("acquire lock %q: %w", o.Target, err)
@@ -195,10 +187,10 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", o.Target, f.Describe())
 	}
 	if held.Reentered {
-		o.f.console().Statusf(term.StyleNone, fields, "lock %q already held by %s since %s; nothing to do (%s)",
+		o.f.Console().Statusf(term.StyleNone, fields, "lock %q already held by %s since %s; nothing to do (%s)",
 			o.Target, id, held.Holder.Since.UTC().Format(time.RFC3339), locks.Describe(o.Target))
 	} else {
-		o.f.console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
+		o.f.Console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
 			o.Target, id, term.HumanDuration(held.Waited), locks.Describe(o.Target))
 	}
 	if o.Output != "" {
@@ -217,19 +209,19 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 func setProgress(f *Factory, progress string) {
 	switch progress {
 	case "tty":
-		f.console().SetLive(true)
+		f.Console().SetLive(true)
 	case "plain":
-		f.console().SetLive(false)
+		f.Console().SetLive(false)
 	}
 }
 
 // acquireAll takes the locks of o.Targets, all or nothing (lock.AcquireAll).
 func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id lock.Identity, unordered bool) error {
-	wait := progress.NewWait(o.f.console(), o.f.lockClock())
+	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
 	var reqs []lock.Request
 	for _, target := range o.Targets {
 		reqs = append(reqs, lock.Request{
-			Target: target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
+			Target: target, Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
 		})
 	}
@@ -240,7 +232,7 @@ func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id 
 	wait.Finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			o.f.console().Statusf(term.StyleWarn, logrus.Fields{"holder": id.String()},
+			o.f.Console().Statusf(term.StyleWarn, logrus.Fields{"holder": id.String()},
 				"interrupted while waiting for locks %s; left the queue and gave back the locks taken", names)
 		}
 		return fmt.Errorf("acquire locks %s: %w", names, err)
@@ -252,9 +244,9 @@ func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id 
 			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", held.Target, f.Describe())
 		}
 		if held.Reentered {
-			o.f.console().Statusf(term.StyleNone, fields, "lock %q already held by %s; nothing to do (%s)", held.Target, id, locks.Describe(held.Target))
+			o.f.Console().Statusf(term.StyleNone, fields, "lock %q already held by %s; nothing to do (%s)", held.Target, id, locks.Describe(held.Target))
 		} else {
-			o.f.console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
+			o.f.Console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
 				held.Target, id, term.HumanDuration(held.Waited), locks.Describe(held.Target))
 		}
 		if o.Output == "" {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -34,7 +35,7 @@ func TestNewAcquireCmd(t *testing.T) {
 			args: []string{"staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42", "--pod", "ci/p",
 				"--lock-namespace", "locks", "--ttl", "5m", "--timeout", "30s", "--policy", "fifo", "--priority", "high", "--progress", "plain", "-o", "yaml"},
 			want: acquireOptions{
-				lockFlags: lockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"},
+				LockFlags: cli.LockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"},
 				Target:    "staging", Targets: []string{"staging"}, TTL: 5 * time.Minute, Timeout: 30 * time.Second, Policy: lock.PolicyFIFO, Priority: lock.PriorityHigh, Progress: "plain", Output: "yaml",
 			},
 		},
@@ -42,7 +43,7 @@ func TestNewAcquireCmd(t *testing.T) {
 			name: "flags from LOCKCTL_ environment, command line wins",
 			args: []string{"staging", "--ttl", "2m"},
 			env:  map[string]string{"LOCKCTL_LOCK_NAMESPACE": "locks", "LOCKCTL_TTL": "9m", "LOCKCTL_TIMEOUT": "1m"},
-			want: acquireOptions{lockFlags: lockFlags{LockNamespace: "locks"}, Target: "staging", Targets: []string{"staging"}, TTL: 2 * time.Minute, Timeout: time.Minute, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			want: acquireOptions{LockFlags: cli.LockFlags{LockNamespace: "locks"}, Target: "staging", Targets: []string{"staging"}, TTL: 2 * time.Minute, Timeout: time.Minute, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
 		},
 		{
 			name: "no-wait",
@@ -206,4 +207,31 @@ func TestRunAcquireSeveral(t *testing.T) {
 	require.NoError(t, te.run(append([]string{"release", "staging", "db-migrations"}, idFlags...)...))
 	assert.Contains(t, te.errOut.String(), `lock "staging" released`)
 	assert.Contains(t, te.errOut.String(), `lock "db-migrations" released`)
+}
+
+func TestRunAcquireRefusesHostileIdentity(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "terminal escape in the owner", args: []string{"--owner", "acme\x1b[2J"}, wantErr: `invalid identity: --owner "acme\x1b[2J" contains control characters`},
+		{name: "newline in the branch", args: []string{"--branch", "main\nfake line"}, wantErr: `invalid identity: --branch "main\nfake line" contains control characters`},
+		{name: "oversized owner", args: []string{"--owner", strings.Repeat("o", 100<<10)}, wantErr: "invalid identity: --owner is 102400 bytes long"},
+	}
+	for _, tt := range tests {
+		for _, verb := range []string{"acquire", "release"} {
+			t.Run(verb+" "+tt.name, func(t *testing.T) {
+				t.Parallel()
+				te := newTestEnv(t)
+				args := append([]string{verb, "staging", "--repo", "web", "--build", "1"}, tt.args...)
+				err := te.run(args...)
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "exit code")
+				assert.Empty(t, te.cs.Actions(), "no API call")
+			})
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/cobra"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/completion"
 	"github.com/lockctl/lockctl/job"
@@ -29,7 +30,7 @@ func newCompletionCmd(f *Factory) *cobra.Command {
 			distributions install with bash; on macOS: brew install
 			bash-completion@2.
 		`),
-		Example: examples(`
+		Example: cli.Examples(`
 			# bash, current shell / permanently
 			source <(lockctl completion bash)
 			lockctl completion bash > /etc/bash_completion.d/lockctl
@@ -40,7 +41,7 @@ func newCompletionCmd(f *Factory) *cobra.Command {
 			# fish
 			lockctl completion fish > ~/.config/fish/completions/lockctl.fish
 		`),
-		Args:      exactArgs(1),
+		Args:      cli.ExactArgs(1),
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		RunE: func(c *cobra.Command, args []string) error {
 			out := f.IOStreams.Out
@@ -71,9 +72,9 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 		Clientset: f.Clientset,
 		RawConfig: func() (clientcmdapi.Config, error) { return f.ConfigFlags.ToRawKubeConfigLoader().RawConfig() },
 		LockNamespace: func(flag string) (string, error) {
-			return (&lockFlags{LockNamespace: flag}).lockNamespace(f)
+			return (&cli.LockFlags{LockNamespace: flag}).ResolveLockNamespace(f)
 		},
-		JobStore: func() (*job.Store, error) { return jobStore(f) },
+		JobStore: func() (*job.Store, error) { return f.JobStore() },
 		Prepare:  func(c *cobra.Command) { _ = flagsFromEnv(c.Flags(), f.Getenv) },
 	}
 	completion.Register(root, map[string]cobra.CompletionFunc{

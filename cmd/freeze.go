@@ -8,6 +8,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
@@ -17,7 +18,7 @@ import (
 type freezeOptions struct {
 	f *Factory
 
-	lockFlags
+	cli.LockFlags
 	Target string
 	For    time.Duration
 	Until  string
@@ -51,7 +52,7 @@ func newFreezeCmd(f *Factory, runF func(*freezeOptions) error) *cobra.Command {
 			windows.yaml: a list of name, schedule (cron), duration, reason
 			and targets.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# Freeze production over the release party
 			lockctl freeze production --for 2h --reason "release 4.2 party"
 
@@ -61,30 +62,21 @@ func newFreezeCmd(f *Factory, runF func(*freezeOptions) error) *cobra.Command {
 			# Lift it early
 			lockctl unfreeze production
 		`),
-		Args: exactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Target = args[0]
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runFreeze(c.Context(), o)
-		},
+		Args: cli.ExactArgs(1),
+		RunE: runE(o, runF, runFreeze, func(_ *cobra.Command, args []string) { o.Target = args[0] }),
 	}
 	fs := c.Flags()
 	fs.DurationVar(&o.For, "for", o.For, "how long the freeze lasts from now")
 	fs.StringVar(&o.Until, "until", o.Until, "when the freeze ends, RFC 3339 (2026-12-24T08:00:00Z)")
 	fs.StringVar(&o.Reason, "reason", o.Reason, "why, shown to everyone who waits (required)")
-	o.addIdentityFlags(fs)
-	o.addLockNamespaceFlag(fs)
-	addOutputFlag(fs, &o.Output, "json", "yaml")
+	o.AddIdentityFlags(fs)
+	o.AddLockNamespaceFlag(fs)
+	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
 	return c
 }
 
 func (o *freezeOptions) validate() error {
-	if err := validateTarget(o.Target); err != nil {
+	if err := cli.ValidateTarget(o.Target); err != nil {
 		return err
 	}
 	switch {
@@ -107,11 +99,11 @@ func (o *freezeOptions) validate() error {
 }
 
 func runFreeze(ctx context.Context, o *freezeOptions) error {
-	id, _, err := o.identity(o.f)
+	id, _, err := o.Identity(o.f)
 	if err != nil {
 		return err
 	}
-	locks, err := newLockClient(o.f, &o.lockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
 	if err != nil {
 		return err
 	}
@@ -134,7 +126,7 @@ func runFreeze(ctx context.Context, o *freezeOptions) error {
 type unfreezeOptions struct {
 	f *Factory
 
-	lockFlags
+	cli.LockFlags
 	Target string
 }
 
@@ -150,27 +142,20 @@ func newUnfreezeCmd(f *Factory, runF func(*unfreezeOptions) error) *cobra.Comman
 			ConfigMap lockctl-freeze-windows cannot be lifted while it lasts
 			(exit 1): edit that ConfigMap, or acquire with --ignore-freeze.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			lockctl unfreeze production
 		`),
-		Args: exactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Target = args[0]
-			if err := validateTarget(o.Target); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runUnfreeze(c.Context(), o)
-		},
+		Args: cli.ExactArgs(1),
+		RunE: runE(o, runF, runUnfreeze, func(_ *cobra.Command, args []string) { o.Target = args[0] }),
 	}
-	o.addLockNamespaceFlag(c.Flags())
+	o.AddLockNamespaceFlag(c.Flags())
 	return c
 }
 
+func (o *unfreezeOptions) validate() error { return cli.ValidateTarget(o.Target) }
+
 func runUnfreeze(ctx context.Context, o *unfreezeOptions) error {
-	locks, err := newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
+	locks, err := cli.NewFreezeAwareLockClient(ctx, o.f, &o.LockFlags)
 	if err != nil {
 		return err
 	}

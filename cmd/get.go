@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/job"
@@ -46,7 +47,7 @@ func newGetCmd(f *Factory) *cobra.Command {
 			reachability of the build clusters as the reconcile loop last
 			recorded it.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			lockctl get jobs
 			lockctl get jobs deploy-web-42 -o yaml
 			lockctl get clusters
@@ -99,7 +100,7 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 			No jobs is not a failure: get says so on stderr and exits 0. A NAME
 			that does not exist is an error, after the jobs that do.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# Every job in the namespace
 			lockctl get jobs -n ci
 
@@ -120,23 +121,14 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 			lockctl get jobs -l '!lockctl.dev/complete' -o name | xargs -r lockctl wait
 		`),
 		Args: cobra.ArbitraryArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Names = args
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runGetJobs(c.Context(), o)
-		},
+		RunE: runE(o, runF, runGetJobs, func(_ *cobra.Command, args []string) { o.Names = args }),
 	}
 	fs := c.Flags()
 	fs.StringVar(&o.Job, "job", o.Job, "show only runs of this job name (spec.job)")
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "label selector: key=value, key!=value, 'key in (a,b)', key, !key, comma-separated")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the jobs of every namespace (-n is then ignored)")
 	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "after the jobs, print every change until interrupted")
-	addOutputFlag(fs, &o.Output, "wide", "name", "json", "yaml")
+	cli.AddOutputFlag(fs, &o.Output, "wide", "name", "json", "yaml")
 	return c
 }
 
@@ -164,7 +156,7 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 			return err
 		}
 	}
-	store, err := jobStoreIn(o.f, ns)
+	store, err := o.f.JobStoreIn(ns)
 	if err != nil {
 		return err
 	}
@@ -258,18 +250,13 @@ func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.
 			Nothing recorded yet is not a failure: get says so on stderr and
 			exits 0.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			lockctl get clusters -n ci
 		`),
-		Args: noArgs(),
-		RunE: func(c *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return runGetClusters(c.Context(), o)
-		},
+		Args: cli.NoArgs(),
+		RunE: runE(o, runF, runGetClusters, nil),
 	}
-	addOutputFlag(c.Flags(), &o.Output, "json", "yaml")
+	cli.AddOutputFlag(c.Flags(), &o.Output, "json", "yaml")
 	return c
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
+	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -214,7 +214,13 @@ func ptrMicro(t time.Time) *metav1.MicroTime {
 	return &m
 }
 
-// discardStreams are streams that read nothing and write nowhere.
-func discardStreams() IOStreams {
-	return IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
+// createJobPod creates the pod of a stored job in the fake cluster.
+func createJobPod(t *testing.T, te *testEnv, name string, mod func(*corev1.Pod)) {
+	t.Helper()
+	j, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), name)
+	require.NoError(t, err)
+	pod := job.NewPod(j, "default", "7")
+	mod(pod)
+	_, err = te.cs.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{})
+	require.NoError(t, err)
 }

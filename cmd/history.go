@@ -7,6 +7,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
@@ -16,7 +17,7 @@ import (
 type historyOptions struct {
 	f *Factory
 
-	lockFlags
+	cli.LockFlags
 	Target string
 	Output string
 }
@@ -41,32 +42,25 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 			Reading changes nothing. A lock never taken has no history: history
 			says so on stderr and exits 0.
 		`, lock.MaxHistory) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# Who deployed to staging lately
 			lockctl history staging
 
 			# The same, for a script
 			lockctl history staging -o json | jq -r '.entries[] | select(.ended == "broken") | .by'
 		`),
-		Args: exactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Target = args[0]
-			if err := validateTarget(o.Target); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runHistory(c.Context(), o)
-		},
+		Args: cli.ExactArgs(1),
+		RunE: runE(o, runF, runHistory, func(_ *cobra.Command, args []string) { o.Target = args[0] }),
 	}
-	o.addLockNamespaceFlag(c.Flags())
-	addOutputFlag(c.Flags(), &o.Output, "json", "yaml")
+	o.AddLockNamespaceFlag(c.Flags())
+	cli.AddOutputFlag(c.Flags(), &o.Output, "json", "yaml")
 	return c
 }
 
+func (o *historyOptions) validate() error { return cli.ValidateTarget(o.Target) }
+
 func runHistory(ctx context.Context, o *historyOptions) error {
-	locks, err := newLockClient(o.f, &o.lockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/progress"
@@ -24,7 +25,7 @@ import (
 type logsOptions struct {
 	f *Factory
 
-	clusterFlags
+	cli.ClusterFlags
 	Name      string
 	Follow    bool
 	Container string
@@ -48,7 +49,7 @@ func newLogsCmd(f *Factory, runF func(*logsOptions) error) *cobra.Command {
 			succeeded, 5 failed or ended in error, 4 timed out, 3 superseded,
 			1 aborted. Without -f, logs exits 0 whatever the job's state.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# Logs so far
 			lockctl logs deploy-web-42
 
@@ -58,27 +59,20 @@ func newLogsCmd(f *Factory, runF func(*logsOptions) error) *cobra.Command {
 			# Follow a job running in another cluster
 			lockctl logs deploy-web-42 -f --build-cluster gpu=gpu-context
 		`),
-		Args: exactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if err := o.validateClusters(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runLogs(c.Context(), o)
-		},
+		Args: cli.ExactArgs(1),
+		RunE: runE(o, runF, runLogs, func(_ *cobra.Command, args []string) { o.Name = args[0] }),
 	}
 	fs := c.Flags()
 	fs.BoolVarP(&o.Follow, "follow", "f", o.Follow, "stream the logs until the pod finishes")
 	fs.StringVarP(&o.Container, "container", "c", o.Container, "only this container (default: all)")
-	o.addClusterFlags(fs)
+	o.AddClusterFlags(fs)
 	return c
 }
 
+func (o *logsOptions) validate() error { return o.ValidateClusters() }
+
 func runLogs(ctx context.Context, o *logsOptions) error {
-	store, err := jobStore(o.f)
+	store, err := o.f.JobStore()
 	if err != nil {
 		return err
 	}
@@ -117,11 +111,11 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 // buildCluster returns the pods client and pod namespace of the job's build
 // cluster.
 func (o *logsOptions) buildCluster(j *job.Job, jobNS string) (corev1client.PodsGetter, string, error) {
-	cfg, err := o.loadConfig()
+	cfg, err := o.LoadConfig()
 	if err != nil {
 		return nil, "", err
 	}
-	contexts, err := o.clusterContexts(cfg)
+	contexts, err := o.ClusterContexts(cfg)
 	if err != nil {
 		return nil, "", err
 	}
@@ -150,12 +144,12 @@ func firstNonEmpty(vals ...string) string {
 // reconciler records it a moment later), says how it ended on ErrOut and
 // returns the error that picks the exit status, as run does.
 func (o *logsOptions) jobEnd(ctx context.Context, store *job.Store, name string) error {
-	j, err := progress.WaitJob(ctx, o.f.console(), o.f.Clock, store, name)
+	j, err := progress.WaitJob(ctx, o.f.Console(), o.f.Clock, store, name)
 	if err != nil {
 		return err
 	}
 	line, style, outcome := progress.JobOutcome(j, progress.RanFor(j))
-	o.f.console().Statusf(style, logrus.Fields{"job": j.Name, "state": string(j.Status.State)}, "%s", line)
+	o.f.Console().Statusf(style, logrus.Fields{"job": j.Name, "state": string(j.Status.State)}, "%s", line)
 	return outcome
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 )
@@ -22,7 +23,7 @@ func TestNewLogsCmd(t *testing.T) {
 		{name: "job", args: []string{"a"}, want: logsOptions{Name: "a"}},
 		{name: "follow one container", args: []string{"a", "-f", "-c", "main"}, want: logsOptions{Name: "a", Follow: true, Container: "main"}},
 		{name: "build cluster", args: []string{"a", "--build-cluster", "gpu=ctx"},
-			want: logsOptions{Name: "a", clusterFlags: clusterFlags{BuildClusters: []string{"gpu=ctx"}}}},
+			want: logsOptions{Name: "a", ClusterFlags: cli.ClusterFlags{BuildClusters: []string{"gpu=ctx"}}}},
 		{name: "bad build cluster", args: []string{"a", "--build-cluster", "gpu"}, wantErr: `invalid --build-cluster "gpu": want ALIAS=CONTEXT`},
 		{name: "no job", args: nil, wantErr: "accepts 1 arg(s), received 0"},
 	}

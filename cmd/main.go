@@ -1,7 +1,8 @@
 // Package cmd is lockctl's command line: cobra wiring, flags, validation,
 // calling library code, printing and exit codes. The work itself lives in
 // the library packages (lock, job, scheduler, podwatch, run) and the CLI's
-// own internal packages (printers, progress, cmdutil, completion); a verb
+// own internal packages (cli: the Factory and the flags commands share;
+// printers, progress, cmdutil, completion); a verb
 // whose work spans packages calls one entry point with options built from
 // its flags: run.Run for lockctl run, scheduler.NewLoop for lockctl
 // reconcile.
@@ -71,7 +72,7 @@ func Main() int {
 		return cmdutil.CodeOK
 	}
 	// NOTE: the console, not f's ErrOut: -q discards status, never errors.
-	cmdutil.PrintConsoleError(f.console(), err, f.Verbosity)
+	cmdutil.PrintConsoleError(f.Console(), err, f.Verbosity)
 	return cmdutil.ExitCode(err)
 }
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -17,7 +17,7 @@ import (
 type pruneOptions struct {
 	f *Factory
 
-	clusterFlags
+	cli.ClusterFlags
 	OlderThan    time.Duration
 	PodOlderThan time.Duration
 	DryRun       bool
@@ -51,30 +51,21 @@ func newPruneCmd(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
 			With --config, the ages not given as flags come from the file's
 			retention (jobs, pods), as for lockctl reconcile.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# What would go?
 			lockctl prune --dry-run
 
 			# Daily from cron: records after 30 days, pods after 6 hours
 			lockctl prune -n ci --older-than 720h --pod-older-than 6h
 		`),
-		Args: noArgs(),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.changed = c.Flags().Changed
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runPrune(c.Context(), o)
-		},
+		Args: cli.NoArgs(),
+		RunE: runE(o, runF, runPrune, func(c *cobra.Command, _ []string) { o.changed = c.Flags().Changed }),
 	}
 	fs := c.Flags()
 	fs.DurationVar(&o.OlderThan, "older-than", o.OlderThan, "delete job records that finished longer ago than this")
 	fs.DurationVar(&o.PodOlderThan, "pod-older-than", o.PodOlderThan, "delete the pods of jobs that finished longer ago than this")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print what would be deleted, delete nothing")
-	o.addClusterFlags(fs)
+	o.AddClusterFlags(fs)
 	return c
 }
 
@@ -82,7 +73,7 @@ func (o *pruneOptions) validate() error {
 	if o.OlderThan <= 0 || o.PodOlderThan <= 0 {
 		return cmdutil.FlagErrorf("--older-than and --pod-older-than must be more than 0")
 	}
-	return o.validateClusters()
+	return o.ValidateClusters()
 }
 
 func runPrune(ctx context.Context, o *pruneOptions) error {
@@ -93,7 +84,7 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 	if o.changed("pod-older-than") {
 		opts.PodRetention = o.PodOlderThan
 	}
-	s, err := newSinker(o.f, &o.clusterFlags, opts)
+	s, err := newSinker(o.f, &o.ClusterFlags, opts)
 	if err != nil {
 		return err
 	}
@@ -107,12 +98,12 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 // newSinker builds a Sinker over the job namespace and the build clusters
 // named by --config and --build-cluster. A retention age left at 0 in opts
 // comes from the config file, else the default.
-func newSinker(f *Factory, cf *clusterFlags, opts scheduler.SinkerOptions) (*scheduler.Sinker, error) {
-	cfg, err := cf.loadConfig()
+func newSinker(f *Factory, cf *cli.ClusterFlags, opts scheduler.SinkerOptions) (*scheduler.Sinker, error) {
+	cfg, err := cf.LoadConfig()
 	if err != nil {
 		return nil, err
 	}
-	ns, jobs, clusters, err := cf.clusters(f, cfg)
+	ns, jobs, clusters, err := cf.Clusters(f, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -139,31 +130,4 @@ func printPruned(f *Factory, res *scheduler.PruneResult, dry bool) {
 		return
 	}
 	fmt.Fprintf(f.IOStreams.ErrOut, "%s %d job records and %d pods\n", verb, res.Count("job"), res.Count("pod"))
-}
-
-// retentionFlags are the reconcile loop's pruning flags.
-type retentionFlags struct {
-	JobRetention time.Duration
-	PodRetention time.Duration
-}
-
-func (r *retentionFlags) addRetentionFlags(fs *pflag.FlagSet) {
-	fs.DurationVar(&r.JobRetention, "job-retention", r.JobRetention, "prune job records this long after they finished; 0 keeps them")
-	fs.DurationVar(&r.PodRetention, "pod-retention", r.PodRetention, "prune the pods of jobs this long after they finished; 0 keeps them")
-}
-
-// sinkerOptions turns the flags given into SinkerOptions: 0 (the config
-// file's age, else the default) for a flag not given, negative (forever)
-// for a flag given as 0.
-func (r *retentionFlags) sinkerOptions(changed func(name string) bool) scheduler.SinkerOptions {
-	age := func(flag string, d time.Duration) time.Duration {
-		switch {
-		case !changed(flag):
-			return 0
-		case d <= 0:
-			return -1
-		}
-		return d
-	}
-	return scheduler.SinkerOptions{JobRetention: age("job-retention", r.JobRetention), PodRetention: age("pod-retention", r.PodRetention)}
 }

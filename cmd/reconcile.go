@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/lockctl/lockctl/events"
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/metricsserver"
 	"github.com/lockctl/lockctl/run"
@@ -39,9 +40,9 @@ const eventsFlushTimeout = 5 * time.Second
 type reconcileOptions struct {
 	f *Factory
 
-	clusterFlags
-	lockFlags
-	retentionFlags
+	cli.ClusterFlags
+	cli.LockFlags
+	cli.RetentionFlags
 	Once               bool
 	DryRun             bool
 	MaxConcurrency     int
@@ -72,7 +73,7 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 		KubeAPIQPS:         DefaultKubeAPIQPS,
 		KubeAPIBurst:       DefaultKubeAPIBurst,
 		JobEvents:          events.JobEventsAll,
-		retentionFlags: retentionFlags{
+		RetentionFlags: cli.RetentionFlags{
 			JobRetention: scheduler.DefaultJobRetention,
 			PodRetention: scheduler.DefaultPodRetention,
 		},
@@ -128,7 +129,7 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			runtime collects garbage more often near it; it is not a hard cap).
 			GOMEMLIMIT sets a fixed limit instead.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# The loop, with a global limit and metrics
 			lockctl reconcile -n ci --max-concurrency 10 --metrics-addr :9090
 
@@ -138,17 +139,8 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			# What would the next pass do?
 			lockctl reconcile --once --dry-run
 		`),
-		Args: noArgs(),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.changed = c.Flags().Changed
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runReconcile(c.Context(), o)
-		},
+		Args: cli.NoArgs(),
+		RunE: runE(o, runF, runReconcile, func(c *cobra.Command, _ []string) { o.changed = c.Flags().Changed }),
 	}
 	o.addFlags(c.Flags())
 	return c
@@ -168,10 +160,10 @@ func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Job, "job", o.Job, "reconcile only the job record of this name")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "client-side limit of requests per second to each API server; negative means no limit")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests allowed at once above --kube-api-qps")
-	fs.Var(jobEventsFlag{&o.JobEvents}, "job-events", "job state changes recorded as Events: all, warnings (failures, errors, timeouts, aborts, lost pods) or none")
-	o.addClusterFlags(fs)
-	o.addLockNamespaceFlag(fs)
-	o.addRetentionFlags(fs)
+	cli.AddJobEventsFlag(fs, &o.JobEvents)
+	o.AddClusterFlags(fs)
+	o.AddLockNamespaceFlag(fs)
+	o.AddRetentionFlags(fs)
 }
 
 func (o *reconcileOptions) validate() error {
@@ -207,7 +199,7 @@ func (o *reconcileOptions) validate() error {
 	if o.KubeAPIQPS > 0 && o.KubeAPIBurst < 1 {
 		return cmdutil.FlagErrorf("--kube-api-burst must be at least 1 with a positive --kube-api-qps")
 	}
-	return o.validateClusters()
+	return o.ValidateClusters()
 }
 
 // options merges --config with the flags given, which win.
@@ -246,7 +238,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		defer stopLimit()
 		go scheduler.KeepMemoryLimit(limitCtx, scheduler.DefaultMemoryLimit, scheduler.MemoryLimitCheck)
 	}
-	cfg, err := o.loadConfig()
+	cfg, err := o.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -254,11 +246,11 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	ns, jobs, clusters, err := o.clusters(o.f, cfg)
+	ns, jobs, clusters, err := o.Clusters(o.f, cfg)
 	if err != nil {
 		return err
 	}
-	locks, err := newLockClient(o.f, &o.lockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
 	if err != nil {
 		return err
 	}
@@ -266,7 +258,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	lo := scheduler.LoopOptions{Options: opts, Registry: reg}
 	if o.Job == "" {
-		sopts, err := cfg.Retention.Apply(o.sinkerOptions(o.changed))
+		sopts, err := cfg.Retention.Apply(o.SinkerOptions(o.changed))
 		if err != nil {
 			return &cmdutil.UsageError{Err: err}
 		}
@@ -287,7 +279,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	lo.Locker = run.NewPodLocker(locks)
 	// NOTE: the locks of lockctl run sessions live beside the job records,
 	// so the job cluster's client reads them.
-	lo.Sessions = run.NewSessions(jobs.CoreV1(), o.f.lockClock())
+	lo.Sessions = run.NewSessions(jobs.CoreV1(), o.f.LockClock())
 	lo.OnJobChange = rec.JobChanged
 	loop, err := scheduler.NewLoop(ctx, jobs, ns, clusters, lo)
 	if err != nil {
@@ -329,7 +321,7 @@ func (o *reconcileOptions) eventRecorder(jobs kubernetes.Interface, reg promethe
 			return nil, err
 		}
 	}
-	rec := o.f.eventRecorder(cs)
+	rec := o.f.EventRecorder(cs)
 	rec.Jobs = o.JobEvents
 	var err error
 	if rec.Metrics, err = events.NewMetrics(reg); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/lockctl/lockctl/events"
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -26,7 +27,7 @@ func TestNewReconcileCmd(t *testing.T) {
 		o := reconcileOptions{
 			UnscheduledTimeout: 5 * time.Minute, PendingTimeout: 10 * time.Minute, RunningTimeout: 48 * time.Hour,
 			RevivalLimit: 3, Workers: 16, KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst, JobEvents: events.JobEventsAll,
-			retentionFlags: retentionFlags{JobRetention: 7 * 24 * time.Hour, PodRetention: 24 * time.Hour},
+			RetentionFlags: cli.RetentionFlags{JobRetention: 7 * 24 * time.Hour, PodRetention: 24 * time.Hour},
 		}
 		if mod != nil {
 			mod(&o)
@@ -137,7 +138,7 @@ func TestReconcileRetention(t *testing.T) {
 			require.NoError(t, err, tt.config)
 			got, err := parseArgs(t, []string{"reconcile"}, tt.args, newReconcileCmd)
 			require.NoError(t, err, tt.args)
-			opts, err := cfg.Retention.Apply(got.sinkerOptions(got.changed))
+			opts, err := cfg.Retention.Apply(got.SinkerOptions(got.changed))
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantJobs, opts.JobRetention, "job retention of %q with %v", tt.config, tt.args)
 			assert.Equal(t, tt.wantPods, opts.PodRetention, "pod retention of %q with %v", tt.config, tt.args)
@@ -222,7 +223,7 @@ func TestReconcileLogTimeOfDay(t *testing.T) {
 	require.NoError(t, te.run("reconcile", "--once", "-v", "2"))
 	err := te.run("reconcile", "--once", "--config", badConfig)
 	require.Error(t, err)
-	cmdutil.PrintConsoleError(te.f.console(), err, 0)
+	cmdutil.PrintConsoleError(te.f.Console(), err, 0)
 
 	out := te.errOut.String()
 	assert.Regexp(t, `(?m)^\d\d:\d\d:\d\d error: config `, out, "the error")

@@ -7,6 +7,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -15,7 +16,7 @@ import (
 type releaseOptions struct {
 	f *Factory
 
-	lockFlags
+	cli.LockFlags
 	// Target is the first of Targets, the locks to release.
 	Target  string
 	Targets []string
@@ -50,7 +51,7 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 			together, the last in name order first; a failure on one does not
 			stop the others, and is reported at the end.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# Release in a pipeline's finally block
 			lockctl release staging
 
@@ -63,27 +64,18 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 			# Release locks taken together
 			lockctl release staging db-migrations
 		`),
-		Args: minArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Target, o.Targets = args[0], args
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runRelease(c.Context(), o)
-		},
+		Args: cli.MinArgs(1),
+		RunE: runE(o, runF, runRelease, func(_ *cobra.Command, args []string) { o.Target, o.Targets = args[0], args }),
 	}
-	o.addIdentityFlags(c.Flags())
-	o.addLockNamespaceFlag(c.Flags())
+	o.AddIdentityFlags(c.Flags())
+	o.AddLockNamespaceFlag(c.Flags())
 	c.Flags().BoolVar(&o.Force, "force", o.Force, "release the lock whoever holds it, or delete a corrupt lock")
 	c.Flags().StringVar(&o.Token, "token", o.Token, "release the lock if its holder's fencing token (printed by acquire) is this one, whatever the caller's identity")
 	return c
 }
 
 func (o *releaseOptions) validate() error {
-	if err := validateTargets(o.Targets); err != nil {
+	if err := cli.ValidateTargets(o.Targets); err != nil {
 		return err
 	}
 	if o.Token != "" && len(o.Targets) > 1 {
@@ -99,11 +91,11 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	var id lock.Identity
 	if (!o.Force && o.Token == "") || o.Build != "" {
 		var err error
-		if id, _, err = o.identity(o.f); err != nil {
+		if id, _, err = o.Identity(o.f); err != nil {
 			return err
 		}
 	}
-	locks, err := newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
+	locks, err := cli.NewFreezeAwareLockClient(ctx, o.f, &o.LockFlags)
 	if err != nil {
 		return err
 	}
@@ -156,7 +148,7 @@ func (o *releaseOptions) breaker(id lock.Identity) string {
 	}
 	if id == (lock.Identity{}) {
 		var err error
-		if id, _, err = o.identity(o.f); err != nil {
+		if id, _, err = o.Identity(o.f); err != nil {
 			return lock.LocalUser(o.f.Getenv)
 		}
 	}

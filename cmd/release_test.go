@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -22,7 +23,7 @@ func TestNewReleaseCmd(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", args: []string{"staging"}, want: releaseOptions{Target: "staging", Targets: []string{"staging"}}},
-		{name: "force", args: []string{"staging", "--force", "--build", "3"}, want: releaseOptions{Target: "staging", Targets: []string{"staging"}, Force: true, lockFlags: lockFlags{Build: "3"}}},
+		{name: "force", args: []string{"staging", "--force", "--build", "3"}, want: releaseOptions{Target: "staging", Targets: []string{"staging"}, Force: true, LockFlags: cli.LockFlags{Build: "3"}}},
 		{name: "token", args: []string{"staging", "--token", "1234"}, want: releaseOptions{Target: "staging", Targets: []string{"staging"}, Token: "1234"}},
 		{name: "token and force", args: []string{"staging", "--token", "1234", "--force"}, wantErr: "--token and --force exclude each other"},
 		{name: "a token for two locks", args: []string{"a", "b", "--token", "7"}, wantErr: "--token names the hold of one lock: give one NAMESPACE"},

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"strings"
 
 	"github.com/MakeNowJust/heredoc"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 )
 
@@ -39,7 +41,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 			LOCKCTL_LOCK_NAMESPACE, --context from LOCKCTL_CONTEXT; a flag on the
 			command line wins.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# Hold the lock of namespace staging while a pipeline deploys to it
 			lockctl acquire staging && ./deploy.sh; lockctl release staging
 
@@ -102,7 +104,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 // live line share one form on stderr.
 func setupLogging(f *Factory, g *globalOptions) {
 	f.Verbosity = g.Verbosity
-	c := f.console()
+	c := f.Console()
 	c.SetQuiet(g.Quiet)
 	f.IOStreams.ErrOut = c.StatusWriter()
 	f.Log.Logger.SetOutput(c.LogWriter())
@@ -139,4 +141,25 @@ func flagsFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 		}
 	})
 	return err
+}
+
+// runE is the RunE of a command with options o, as each runs: complete
+// (nil: nothing to do) fills o from the command line's arguments, then
+// o.validate() checks o when o has the method, and o goes to runF, the
+// tests' hook, when set, else to run with the command's context.
+func runE[O any](o O, runF func(O) error, run func(context.Context, O) error, complete func(c *cobra.Command, args []string)) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		if complete != nil {
+			complete(c, args)
+		}
+		if v, ok := any(o).(interface{ validate() error }); ok {
+			if err := v.validate(); err != nil {
+				return err
+			}
+		}
+		if runF != nil {
+			return runF(o)
+		}
+		return run(c.Context(), o)
+	}
 }

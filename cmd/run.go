@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/logutil"
 	"github.com/lockctl/lockctl/internal/printers"
@@ -39,8 +40,8 @@ type runOptions struct {
 	// server.
 	logs podwatch.LogOpener
 
-	lockFlags
-	clusterFlags
+	cli.LockFlags
+	cli.ClusterFlags
 	// Target is the first of Targets, the locks to hold (--lock, repeated).
 	Target   string
 	Targets  []string
@@ -63,7 +64,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	// NOTE: the command's stderr is captured now, before -q replaces
 	// ErrOut with io.Discard.
 	o := &runOptions{f: f, childErr: f.IOStreams.ErrOut, TTL: defaultRunTTL, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
-	o.perProcess = true
+	o.PerProcess = true
 	c := &cobra.Command{
 		Use:   "run --lock NAMESPACE [--lock NAMESPACE...] (-f FILE | -- COMMAND [ARG...])",
 		Short: "Lock a namespace, run a job or a command, follow it, release the lock",
@@ -126,7 +127,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			     127 when it is not found)
 			  130, 143  interrupted by SIGINT, SIGTERM
 		`),
-		Example: examples(`
+		Example: cli.Examples(`
 			# Deploy from a terminal: lock staging, run the job, follow it, release
 			lockctl run --lock staging -f deploy.yaml
 
@@ -146,36 +147,29 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			lockctl run --dry-run -f deploy.yaml
 		`),
 		Args: runArgs,
-		RunE: func(c *cobra.Command, args []string) error {
+		RunE: runE(o, runF, runRun, func(_ *cobra.Command, args []string) {
 			if len(args) > 0 {
 				o.Command = args
 			}
 			if len(o.Targets) > 0 {
 				o.Target = o.Targets[0]
 			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runRun(c.Context(), o)
-		},
+		}),
 	}
 	fs := c.Flags()
 	fs.StringArrayVar(&o.Targets, "lock", o.Targets, "namespace whose deploy lock to hold; repeat to hold several, all or nothing (default for a job: its spec.lock.namespace)")
 	fs.StringVarP(&o.Filename, "filename", "f", o.Filename, `job file, YAML or JSON; "-" reads stdin`)
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print the pod the job would create and touch nothing")
-	o.addIdentityFlags(fs)
-	o.addLockNamespaceFlag(fs)
+	o.AddIdentityFlags(fs)
+	o.AddLockNamespaceFlag(fs)
 	fs.DurationVar(&o.TTL, "ttl", o.TTL, "how long the lock outlives run when run stops renewing it (a killed terminal)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting for the lock after this long (exit 4); 0 waits forever")
-	fs.Var(policyFlag{&o.Policy}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
-	addPriorityFlag(fs, &o.Priority)
+	cli.AddPolicyFlag(fs, &o.Policy)
+	cli.AddPriorityFlag(fs, &o.Priority)
 	fs.BoolVar(&o.IgnoreFreeze, "ignore-freeze", o.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
 	fs.BoolVar(&o.CancelInProgress, "cancel-in-progress", o.CancelInProgress, "ask an older lockctl run of this owner/repo/branch holding the lock to stop (it exits 3); this run holds the lock next")
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display: auto, tty or plain")
-	o.addClusterFlags(fs)
+	o.AddClusterFlags(fs)
 	return c
 }
 
@@ -202,7 +196,7 @@ func (o *runOptions) validate() error {
 		return cmdutil.FlagErrorf("required flag --lock not set: name the namespace to lock")
 	}
 	if len(o.Targets) > 0 {
-		if err := validateTargets(o.Targets); err != nil {
+		if err := cli.ValidateTargets(o.Targets); err != nil {
 			return err
 		}
 	}
@@ -217,7 +211,7 @@ func (o *runOptions) validate() error {
 	default:
 		return cmdutil.FlagErrorf("--progress must be auto, tty or plain, got %q", o.Progress)
 	}
-	return o.validateClusters()
+	return o.ValidateClusters()
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
@@ -297,7 +291,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Options)) (run.Result, error) {
 	d := o.newDisplay()
 	defer d.SetStatus(nil)
-	locks, err := newTakingLockClient(o.f, &o.lockFlags)
+	locks, err := cli.NewTakingLockClient(o.f, &o.LockFlags)
 	if err != nil {
 		return run.Result{}, err
 	}
@@ -309,19 +303,19 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 	// release writes on the newest version (waiters joined meanwhile) and
 	// the next holder is not kept waiting by a lost write and a read.
 	locks.KeepWatching = true
-	id, unordered, err := o.identity(o.f)
+	id, unordered, err := o.Identity(o.f)
 	if err != nil {
 		return run.Result{}, err
 	}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	wait := progress.NewWait(o.f.console(), o.f.lockClock())
+	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
 	ro := run.Options{
 		Locks: locks, Timeout: o.Timeout, Jobs: jobs,
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
 	}
 	for _, target := range o.Targets {
 		ro.Requests = append(ro.Requests, lock.Request{
-			Target: target, Identity: id, Unordered: unordered, Pod: o.pod(o.f), TTL: o.TTL, Policy: o.Policy,
+			Target: target, Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
 			Cancelable: true, CancelInProgress: o.CancelInProgress,
 		})
@@ -346,14 +340,14 @@ func afterRelease(err, rerr error) error {
 // newDisplay returns the display of this run on the console, live as
 // --progress says.
 func (o *runOptions) newDisplay() *term.Console {
-	setProgress(o.f, o.Progress)
-	return o.f.console()
+	o.f.SetProgress(o.Progress)
+	return o.f.Console()
 }
 
 // jobsConfig returns the scheduler options of --config (--pod-namespace
 // wins) and the build clusters' contexts.
 func (o *runOptions) jobsConfig() (scheduler.Options, map[string]string, error) {
-	cfg, err := o.loadConfig()
+	cfg, err := o.LoadConfig()
 	if err != nil {
 		return scheduler.Options{}, nil, err
 	}
@@ -364,7 +358,7 @@ func (o *runOptions) jobsConfig() (scheduler.Options, map[string]string, error) 
 	if o.PodNamespace != "" {
 		opts.PodNamespace = o.PodNamespace
 	}
-	contexts, err := o.clusterContexts(cfg)
+	contexts, err := o.ClusterContexts(cfg)
 	return opts, contexts, err
 }
 
@@ -379,16 +373,16 @@ func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string)
 	if err != nil {
 		return nil, err
 	}
-	clusters, err := clusterClients(o.f, contexts)
+	clusters, err := o.f.ClusterClients(contexts)
 	if err != nil {
 		return nil, err
 	}
 	opts.Clock, opts.Log = o.f.Clock, o.libraryLog(logrus.WarnLevel)
-	opts.OnJobChange = o.f.eventRecorder(cs).JobChanged
+	opts.OnJobChange = o.f.EventRecorder(cs).JobChanged
 	jobs, err := run.NewJobs(run.JobsOptions{
 		Namespace: ns, Jobs: cs, Clusters: clusters, Scheduler: opts,
 		Logs: o.logs, FollowLog: o.libraryLog(logrus.ErrorLevel), Log: o.f.Log,
-		LockClock: o.f.lockClock(),
+		LockClock: o.f.LockClock(),
 	})
 	return jobs, cmdutil.UsageIfInvalid(err)
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
@@ -55,8 +56,8 @@ func TestNewRunCmd(t *testing.T) {
 				"--config", "lockctl.yaml", "--build-cluster", "gpu=gpu-ctx", "--pod-namespace", "pods"},
 			want: job(func(o *runOptions) {
 				o.Target, o.Targets, o.DryRun = "staging", []string{"staging"}, true
-				o.lockFlags = lockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"}
-				o.clusterFlags = clusterFlags{ConfigFile: "lockctl.yaml", BuildClusters: []string{"gpu=gpu-ctx"}, PodNamespace: "pods"}
+				o.LockFlags = cli.LockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"}
+				o.ClusterFlags = cli.ClusterFlags{ConfigFile: "lockctl.yaml", BuildClusters: []string{"gpu=gpu-ctx"}, PodNamespace: "pods"}
 				o.TTL, o.Timeout, o.Policy, o.Progress = time.Minute, 5*time.Minute, lock.PolicyFIFO, "plain"
 				o.Priority = lock.PriorityLow
 			}),
@@ -94,8 +95,8 @@ func TestNewRunCmd(t *testing.T) {
 			}
 			require.NoError(t, err, "args %v", tt.args)
 			got.f, got.childErr = nil, nil
-			assert.True(t, got.perProcess, "run's local build is its process")
-			got.perProcess = false
+			assert.True(t, got.PerProcess, "run's local build is its process")
+			got.PerProcess = false
 			assert.Equal(t, tt.want, *got, "args %v", tt.args)
 		})
 	}

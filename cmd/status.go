@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
@@ -17,7 +18,7 @@ import (
 type statusOptions struct {
 	f *Factory
 
-	lockFlags
+	cli.LockFlags
 	Target        string
 	AllNamespaces bool
 	Output        string
@@ -42,7 +43,7 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 
 			No lock is not a failure: status says so on stderr and exits 0.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# Every lock, as a table
 			lockctl status
 
@@ -55,24 +56,17 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 			# Who holds staging, and with which token (empty when free)
 			lockctl status staging -o json | jq -r '.status.state, .status.token'
 		`),
-		Args: maxArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
+		Args: cli.MaxArgs(1),
+		RunE: runE(o, runF, runStatus, func(_ *cobra.Command, args []string) {
 			if len(args) == 1 {
 				o.Target = args[0]
 			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runStatus(c.Context(), o)
-		},
+		}),
 	}
 	fs := c.Flags()
-	o.addLockNamespaceFlag(fs)
+	o.AddLockNamespaceFlag(fs)
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the locks of every lock namespace (--lock-namespace is then ignored)")
-	addOutputFlag(fs, &o.Output, "json", "yaml")
+	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
 	return c
 }
 
@@ -84,16 +78,16 @@ func (o *statusOptions) validate() error {
 		// NOTE: as kubectl: a lock is named within one lock namespace.
 		return cmdutil.FlagErrorf("a lock cannot be shown by name across all namespaces: drop -A, or NAMESPACE to list every lock")
 	}
-	return validateTarget(o.Target)
+	return cli.ValidateTarget(o.Target)
 }
 
 func runStatus(ctx context.Context, o *statusOptions) error {
 	var locks *lock.Client
 	var err error
 	if o.AllNamespaces {
-		locks, err = lockClientIn(o.f, metav1.NamespaceAll)
+		locks, err = o.f.LockClientIn(metav1.NamespaceAll)
 	} else {
-		locks, err = newFreezeAwareLockClient(ctx, o.f, &o.lockFlags)
+		locks, err = cli.NewFreezeAwareLockClient(ctx, o.f, &o.LockFlags)
 	}
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/job"
@@ -39,26 +40,18 @@ func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
 			name exists already fails; use metadata.generateName for a new name
 			on every submit. The job's name is printed on stdout.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# Submit, then follow the job's logs
 			JOB=$(lockctl submit -f deploy.yaml) && lockctl logs "$JOB" -f
 
 			# From stdin
 			generate-job | lockctl submit -f -
 		`),
-		Args: noArgs(),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runSubmit(c.Context(), o)
-		},
+		Args: cli.NoArgs(),
+		RunE: runE(o, runF, runSubmit, nil),
 	}
 	c.Flags().StringVarP(&o.Filename, "filename", "f", o.Filename, `job file, YAML or JSON; "-" reads stdin`)
-	addOutputFlag(c.Flags(), &o.Output, "json", "yaml")
+	cli.AddOutputFlag(c.Flags(), &o.Output, "json", "yaml")
 	return c
 }
 
@@ -74,7 +67,7 @@ func runSubmit(ctx context.Context, o *submitOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := jobStore(o.f)
+	store, err := o.f.JobStore()
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/printers"
 )
 
@@ -37,19 +38,14 @@ func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of lockctl",
-		Example: examples(`
+		Example: cli.Examples(`
 			lockctl version
 			lockctl version -o json
 		`),
-		Args: noArgs(),
-		RunE: func(c *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return runVersion(c.Context(), o)
-		},
+		Args: cli.NoArgs(),
+		RunE: runE(o, runF, runVersion, nil),
 	}
-	addOutputFlag(c.Flags(), &o.Output, "json", "yaml")
+	cli.AddOutputFlag(c.Flags(), &o.Output, "json", "yaml")
 	return c
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/progress"
@@ -57,7 +58,7 @@ func newWaitCmd(f *Factory, runF func(*waitOptions) error) *cobra.Command {
 			passes first the exit status is 4; a job that does not exist is an
 			error (1) at once.
 		`) + "\n" + cmdutil.ExitCodeHelp,
-		Example: examples(`
+		Example: cli.Examples(`
 			# Submit, then wait for the job in a later pipeline step
 			lockctl submit -f deploy.yaml && lockctl wait deploy-web-42 --timeout 30m
 
@@ -70,23 +71,14 @@ func newWaitCmd(f *Factory, runF func(*waitOptions) error) *cobra.Command {
 			# Every job that has not ended yet
 			lockctl get jobs -l '!lockctl.dev/complete' -o name | xargs -r lockctl wait --for finished
 		`),
-		Args: wrapArgs(cobra.MinimumNArgs(1)),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Names = args
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runWait(c.Context(), o)
-		},
+		Args: cli.WrapArgs(cobra.MinimumNArgs(1)),
+		RunE: runE(o, runF, runWait, func(_ *cobra.Command, args []string) { o.Names = args }),
 	}
 	fs := c.Flags()
-	fs.Var(outputFlag{v: &o.For, allowed: []string{waitForSucceeded, waitForFinished}}, "for",
+	fs.Var(cli.EnumFlag(&o.For, waitForSucceeded, waitForFinished), "for",
 		"condition: succeeded (exit 0 only if every job succeeded) or finished (exit 0 once every job ended)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting after this long (exit 4); 0 waits forever")
-	addOutputFlag(fs, &o.Output, "json", "yaml")
+	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
 	return c
 }
 
@@ -108,7 +100,7 @@ func (o *waitOptions) validate() error {
 }
 
 func runWait(ctx context.Context, o *waitOptions) error {
-	store, err := jobStore(o.f)
+	store, err := o.f.JobStore()
 	if err != nil {
 		return err
 	}
@@ -117,7 +109,7 @@ func runWait(ctx context.Context, o *waitOptions) error {
 	jobs := make([]*job.Job, 0, len(o.Names))
 	var failed error
 	for _, name := range o.Names {
-		j, err := progress.WaitJob(waitCtx, o.f.console(), o.f.Clock, store, name)
+		j, err := progress.WaitJob(waitCtx, o.f.Console(), o.f.Clock, store, name)
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("job %q did not end within %s: %w", name, o.Timeout, cmdutil.ErrWaitTimeout)

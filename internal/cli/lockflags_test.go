@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"errors"
@@ -15,15 +15,15 @@ import (
 
 func TestLockFlagsIdentity(t *testing.T) {
 	t.Parallel()
-	flags := lockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}
-	with := func(f func(*lockFlags)) lockFlags {
+	flags := LockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}
+	with := func(f func(*LockFlags)) LockFlags {
 		l := flags
 		f(&l)
 		return l
 	}
 	tests := []struct {
 		name          string
-		flags         lockFlags
+		flags         LockFlags
 		env           map[string]string
 		local         *lock.LocalEnv
 		want          lock.Identity
@@ -34,7 +34,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		{
 			name:  "prow environment, flags win",
 			env:   map[string]string{"REPO_OWNER": "org", "REPO_NAME": "api", "PULL_BASE_REF": "release", "BUILD_ID": "12"},
-			flags: lockFlags{Build: "13"},
+			flags: LockFlags{Build: "13"},
 			want:  lock.Identity{Owner: "org", Repo: "api", Branch: "release", Build: "13"},
 		},
 		{
@@ -48,7 +48,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		},
 		{
 			name:  "lockctl run: the process, not the session",
-			flags: lockFlags{perProcess: true},
+			flags: LockFlags{PerProcess: true},
 			want:  lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "5151"}, wantUnordered: true,
 		},
 		{
@@ -58,7 +58,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		},
 		{
 			name:  "local with --repo: still first come first served",
-			flags: lockFlags{Repo: "one"},
+			flags: LockFlags{Repo: "one"},
 			want:  lock.Identity{Owner: "dev@laptop", Repo: "one", Branch: "local", Build: "4242"}, wantUnordered: true,
 		},
 		{
@@ -74,37 +74,37 @@ func TestLockFlagsIdentity(t *testing.T) {
 		{
 			name:  "argo with --build: ordered",
 			env:   map[string]string{"ARGO_WORKFLOW_NAME": "deploy-1"},
-			flags: lockFlags{Build: "3"},
+			flags: LockFlags{Build: "3"},
 			want:  lock.Identity{Owner: "argo", Repo: "deploy-1", Branch: "workflow", Build: "3"},
 		},
 		{
 			name:    "terminal escape in a flag",
-			flags:   with(func(l *lockFlags) { l.Owner = "acme\x1b[2J" }),
+			flags:   with(func(l *LockFlags) { l.Owner = "acme\x1b[2J" }),
 			wantErr: `invalid identity: --owner "acme\x1b[2J" contains control characters: set --owner to printable text of at most 253 bytes`,
 		},
 		{
 			name:    "newline in a flag",
-			flags:   with(func(l *lockFlags) { l.Branch = "main\nfake line" }),
+			flags:   with(func(l *LockFlags) { l.Branch = "main\nfake line" }),
 			wantErr: `invalid identity: --branch "main\nfake line" contains control characters: set --branch to printable text of at most 253 bytes`,
 		},
 		{
 			name:    "oversized flag",
-			flags:   with(func(l *lockFlags) { l.Repo = strings.Repeat("r", 100<<10) }),
+			flags:   with(func(l *LockFlags) { l.Repo = strings.Repeat("r", 100<<10) }),
 			wantErr: "invalid identity: --repo is 102400 bytes long, more than the 253 allowed: set --repo to printable text of at most 253 bytes",
 		},
 		{
 			name:    "invalid UTF-8 in a flag",
-			flags:   with(func(l *lockFlags) { l.Repo = "web\xff" }),
+			flags:   with(func(l *LockFlags) { l.Repo = "web\xff" }),
 			wantErr: `invalid identity: --repo "web\xff" is not valid UTF-8: set --repo to printable text of at most 253 bytes`,
 		},
 		{
 			name:    "build not a number",
-			flags:   with(func(l *lockFlags) { l.Build = "1e9" }),
+			flags:   with(func(l *LockFlags) { l.Build = "1e9" }),
 			wantErr: `invalid identity: --build "1e9" is not a non-negative integer: set --build to a non-negative integer that grows with every build of the branch`,
 		},
 		{
 			name:    "blank flag",
-			flags:   with(func(l *lockFlags) { l.Owner = " " }),
+			flags:   with(func(l *LockFlags) { l.Owner = " " }),
 			wantErr: "invalid identity: --owner is empty: set --owner to printable text of at most 253 bytes",
 		},
 		{
@@ -128,7 +128,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		{
 			name:  "bad environment overridden by a flag",
 			env:   map[string]string{"REPO_OWNER": "org\x1b", "REPO_NAME": "api", "BRANCH_NAME": "main", "BUILD_NUMBER": "3"},
-			flags: lockFlags{Owner: "org"},
+			flags: LockFlags{Owner: "org"},
 			want:  lock.Identity{Owner: "org", Repo: "api", Branch: "main", Build: "3"},
 		},
 		{
@@ -136,22 +136,22 @@ func TestLockFlagsIdentity(t *testing.T) {
 			env:     map[string]string{"USER": "me\x07"},
 			wantErr: `invalid identity: owner "me\a@laptop" contains control characters (from $USER): fix the variable, or override it with --owner set to printable text of at most 253 bytes`,
 		},
-		{name: "pod name", flags: with(func(l *lockFlags) { l.Pod = "ci/runner-1" }), want: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
+		{name: "pod name", flags: with(func(l *LockFlags) { l.Pod = "ci/runner-1" }), want: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
 		{
 			name:    "pod with a control character",
-			flags:   with(func(l *lockFlags) { l.Pod = "runner\x1b" }),
+			flags:   with(func(l *LockFlags) { l.Pod = "runner\x1b" }),
 			wantErr: `invalid --pod "runner\x1b": name: a lowercase RFC 1123 subdomain must consist of`,
 		},
 		{
 			name:    "pod with a bad namespace",
-			flags:   with(func(l *lockFlags) { l.Pod = "/runner" }),
+			flags:   with(func(l *LockFlags) { l.Pod = "/runner" }),
 			wantErr: `invalid --pod "/runner": namespace: a lowercase RFC 1123 label must consist of`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			te := newTestEnv(t)
+			te := newTestFactory(t)
 			for k, v := range tt.env {
 				te.env[k] = v
 			}
@@ -159,7 +159,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 			if tt.local != nil {
 				te.local = *tt.local
 			}
-			id, unordered, err := l.identity(te.f)
+			id, unordered, err := l.Identity(te.f)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 				assert.Equal(t, tt.want, id)
@@ -174,33 +174,6 @@ func TestLockFlagsIdentity(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\x1b", "no control characters in the message")
 			assert.Less(t, len(err.Error()), 1024, "a readable message, not the whole value")
 		})
-	}
-}
-
-func TestRunAcquireRefusesHostileIdentity(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
-		{name: "terminal escape in the owner", args: []string{"--owner", "acme\x1b[2J"}, wantErr: `invalid identity: --owner "acme\x1b[2J" contains control characters`},
-		{name: "newline in the branch", args: []string{"--branch", "main\nfake line"}, wantErr: `invalid identity: --branch "main\nfake line" contains control characters`},
-		{name: "oversized owner", args: []string{"--owner", strings.Repeat("o", 100<<10)}, wantErr: "invalid identity: --owner is 102400 bytes long"},
-	}
-	for _, tt := range tests {
-		for _, verb := range []string{"acquire", "release"} {
-			t.Run(verb+" "+tt.name, func(t *testing.T) {
-				t.Parallel()
-				te := newTestEnv(t)
-				args := append([]string{verb, "staging", "--repo", "web", "--build", "1"}, tt.args...)
-				err := te.run(args...)
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
-				assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "exit code")
-				assert.Empty(t, te.cs.Actions(), "no API call")
-			})
-		}
 	}
 }
 
@@ -221,10 +194,10 @@ func TestLockNamespaceDefault(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newTestEnv(t).f
+			f := newTestFactory(t).f
 			f.ConfigFlags.Namespace = tt.n
 			f.InPod = func() (string, string, bool) { return tt.pod, "p", tt.pod != "" }
-			got, err := (&lockFlags{LockNamespace: tt.flag}).lockNamespace(f)
+			got, err := (&LockFlags{LockNamespace: tt.flag}).ResolveLockNamespace(f)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got, "flag %q, -n %q, pod namespace %q", tt.flag, tt.n, tt.pod)
 		})
@@ -235,14 +208,39 @@ func TestLockNamespaceDefault(t *testing.T) {
 // clock (Factory.ServerClock), and read nodes (docs/2026-12-03-lock-clock.md).
 func TestNewLockClientClock(t *testing.T) {
 	t.Parallel()
-	te := newTestEnv(t)
-	c, err := newLockClient(te.f, &lockFlags{})
+	te := newTestFactory(t)
+	c, err := NewLockClient(te.f, &LockFlags{})
 	require.NoError(t, err)
 	assert.Same(t, te.clock, c.Clock, "without a server clock, the factory's clock")
 	assert.NotNil(t, c.Nodes, "holder pods' nodes are read")
 
 	te.f.ServerClock = servertime.New(te.clock)
-	c, err = newLockClient(te.f, &lockFlags{})
+	c, err = NewLockClient(te.f, &LockFlags{})
 	require.NoError(t, err)
 	assert.Same(t, te.f.ServerClock, c.Clock, "the API server's clock")
+}
+
+// TestLockFlagsPodRef: --pod as NAMESPACE/NAME, or NAME in the namespace
+// of the pod lockctl runs in, else the context's; no --pod is this pod.
+func TestLockFlagsPodRef(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		flag, podNS string
+		want        *lock.PodRef
+	}{
+		{name: "outside a pod, no --pod: none", want: nil},
+		{name: "in a pod, no --pod: this pod", podNS: "build", want: &lock.PodRef{Namespace: "build", Name: "self"}},
+		{name: "NAMESPACE/NAME", flag: "ci/runner", podNS: "build", want: &lock.PodRef{Namespace: "ci", Name: "runner"}},
+		{name: "NAME in a pod: the pod's namespace", flag: "runner", podNS: "build", want: &lock.PodRef{Namespace: "build", Name: "runner"}},
+		{name: "NAME outside a pod: the context's namespace", flag: "runner", want: &lock.PodRef{Namespace: "default", Name: "runner"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newTestFactory(t).f
+			f.InPod = func() (string, string, bool) { return tt.podNS, "self", tt.podNS != "" }
+			assert.Equal(t, tt.want, (&LockFlags{Pod: tt.flag}).PodRef(f), "--pod %q, pod namespace %q", tt.flag, tt.podNS)
+		})
+	}
 }

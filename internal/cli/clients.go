@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"context"
@@ -15,20 +15,20 @@ import (
 	"github.com/lockctl/lockctl/lock"
 )
 
-// newLockClient returns a lock client for the resolved lock namespace.
-func newLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
-	ns, err := l.lockNamespace(f)
+// NewLockClient returns a lock client for the lock namespace l resolves.
+func NewLockClient(f *Factory, l *LockFlags) (*lock.Client, error) {
+	ns, err := l.ResolveLockNamespace(f)
 	if err != nil {
 		return nil, err
 	}
-	return lockClientIn(f, ns)
+	return f.LockClientIn(ns)
 }
 
-// newFreezeAwareLockClient is newLockClient with the lock namespace's
+// NewFreezeAwareLockClient is NewLockClient with the lock namespace's
 // recurring freeze windows loaded, for the commands that take, hand over
 // or show locks.
-func newFreezeAwareLockClient(ctx context.Context, f *Factory, l *lockFlags) (*lock.Client, error) {
-	c, err := newLockClient(f, l)
+func NewFreezeAwareLockClient(ctx context.Context, f *Factory, l *LockFlags) (*lock.Client, error) {
+	c, err := NewLockClient(f, l)
 	if err != nil {
 		return nil, err
 	}
@@ -38,14 +38,14 @@ func newFreezeAwareLockClient(ctx context.Context, f *Factory, l *lockFlags) (*l
 	return c, nil
 }
 
-// newTakingLockClient is newLockClient for the commands that take locks:
+// NewTakingLockClient is NewLockClient for the commands that take locks:
 // the lock namespace's freeze windows are read beside the first read of
 // the lock (one round trip for both), and a lock is read before it is
 // written, since it usually exists (it is kept, free, after its first
 // release): a free lock costs a read and an update, not a create lost to
 // it, a read and an update.
-func newTakingLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
-	c, err := newLockClient(f, l)
+func NewTakingLockClient(f *Factory, l *LockFlags) (*lock.Client, error) {
+	c, err := NewLockClient(f, l)
 	if err != nil {
 		return nil, err
 	}
@@ -53,34 +53,34 @@ func newTakingLockClient(f *Factory, l *lockFlags) (*lock.Client, error) {
 	return c, nil
 }
 
-// lockClientIn returns a lock client for the lock namespace ns;
+// LockClientIn returns a lock client for the lock namespace ns;
 // metav1.NamespaceAll lists the locks of every namespace.
-func lockClientIn(f *Factory, ns string) (*lock.Client, error) {
+func (f *Factory) LockClientIn(ns string) (*lock.Client, error) {
 	cs, err := f.Clientset()
 	if err != nil {
 		return nil, err
 	}
 	c := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
 	c.Nodes = cs.CoreV1()
-	c.Clock = f.lockClock()
+	c.Clock = f.LockClock()
 	c.Log = f.Log
-	c.Events = f.eventRecorder(cs)
+	c.Events = f.EventRecorder(cs)
 	return c, nil
 }
 
-// jobStore returns the store of the job records in the -n namespace of the
+// JobStore returns the store of the job records in the -n namespace of the
 // current context; the status changes it writes are recorded as Events.
-func jobStore(f *Factory) (*job.Store, error) {
+func (f *Factory) JobStore() (*job.Store, error) {
 	ns, err := f.Namespace()
 	if err != nil {
 		return nil, err
 	}
-	return jobStoreIn(f, ns)
+	return f.JobStoreIn(ns)
 }
 
-// jobStoreIn is jobStore for the job records in ns; metav1.NamespaceAll
+// JobStoreIn is JobStore for the job records in ns; metav1.NamespaceAll
 // ("") reads those of every namespace.
-func jobStoreIn(f *Factory, ns string) (*job.Store, error) {
+func (f *Factory) JobStoreIn(ns string) (*job.Store, error) {
 	cs, err := f.Clientset()
 	if err != nil {
 		return nil, err
@@ -89,13 +89,13 @@ func jobStoreIn(f *Factory, ns string) (*job.Store, error) {
 	// reconcile loop's are. The client goes through kubeclient so that
 	// Store.Wait's informer knows whether the clientset serves streaming
 	// lists (client-go's fakes do not).
-	return job.NewStore(kubeclient.CoreV1(cs), ns, job.WithClock(f.Clock), job.WithChangeHook(f.eventRecorder(cs).JobChanged)), nil
+	return job.NewStore(kubeclient.CoreV1(cs), ns, job.WithClock(f.Clock), job.WithChangeHook(f.EventRecorder(cs).JobChanged)), nil
 }
 
-// clusterClients returns a clientset per build-cluster alias. Clusters whose
+// ClusterClients returns a clientset per build-cluster alias. Clusters whose
 // context is missing from the kubeconfig are a *cmdutil.UsageError naming them and
 // the contexts there are.
-func clusterClients(f *Factory, contexts map[string]string) (map[string]kubernetes.Interface, error) {
+func (f *Factory) ClusterClients(contexts map[string]string) (map[string]kubernetes.Interface, error) {
 	out := make(map[string]kubernetes.Interface, len(contexts))
 	aliases := make([]string, 0, len(contexts))
 	for a := range contexts {
@@ -121,10 +121,10 @@ func clusterClients(f *Factory, contexts map[string]string) (map[string]kubernet
 	return out, errors.Join(errs...)
 }
 
-// eventRecorder returns the recorder of the audit trail's Events (lock
+// EventRecorder returns the recorder of the audit trail's Events (lock
 // changes, job state changes) written through cs; Events it cannot write are
 // logged at -v 1 and fail nothing.
-func (f *Factory) eventRecorder(cs kubernetes.Interface) *events.Recorder {
+func (f *Factory) EventRecorder(cs kubernetes.Interface) *events.Recorder {
 	rec := events.NewRecorder(cs.EventsV1())
 	rec.Clock, rec.Log = f.Clock, f.Log
 	return rec

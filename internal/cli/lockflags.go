@@ -1,30 +1,30 @@
-package cmd
+package cli
 
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
 
-// lockFlags are the flags shared by the commands that touch locks.
-type lockFlags struct {
+// LockFlags are the flags shared by the commands that touch locks: the
+// holder identity, --pod and --lock-namespace.
+type LockFlags struct {
 	Owner, Repo, Branch, Build string
 	Pod                        string
 	LockNamespace              string
 
-	// perProcess makes the local build lockctl's process ID instead of the
+	// PerProcess (not a flag) makes the local build lockctl's process ID instead of the
 	// terminal session: lockctl run holds its lock for one process only,
 	// and two runs from one shell must queue, not share the lock.
-	perProcess bool
+	PerProcess bool
 }
 
-func (l *lockFlags) addIdentityFlags(fs *pflag.FlagSet) {
+// AddIdentityFlags binds --owner, --repo, --branch, --build and --pod.
+func (l *LockFlags) AddIdentityFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&l.Owner, "owner", l.Owner, "repository owner of this build (default: from the CI environment, else USER@HOST)")
 	fs.StringVar(&l.Repo, "repo", l.Repo, "repository of this build (default: from the CI environment, else the git checkout's origin, else \"local\")")
 	fs.StringVar(&l.Branch, "branch", l.Branch, "branch of this build (default: from the CI environment, else the git checkout's branch, else \"local\")")
@@ -32,13 +32,14 @@ func (l *lockFlags) addIdentityFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&l.Pod, "pod", l.Pod, "pod the holder runs in, as NAME or NAMESPACE/NAME (default: this pod, when lockctl runs in one)")
 }
 
-func (l *lockFlags) addLockNamespaceFlag(fs *pflag.FlagSet) {
+// AddLockNamespaceFlag binds --lock-namespace.
+func (l *LockFlags) AddLockNamespaceFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&l.LockNamespace, "lock-namespace", l.LockNamespace, "namespace holding the lock objects (default: -n, else this pod's namespace, else the context's)")
 }
 
-// lockNamespace resolves --lock-namespace: the flag, else -n, else the pod
-// lockctl runs in, else the context's namespace.
-func (l *lockFlags) lockNamespace(f *Factory) (string, error) {
+// ResolveLockNamespace resolves --lock-namespace: the flag, else -n, else
+// the pod lockctl runs in, else the context's namespace.
+func (l *LockFlags) ResolveLockNamespace(f *Factory) (string, error) {
 	if l.LockNamespace != "" {
 		return l.LockNamespace, nil
 	}
@@ -51,16 +52,16 @@ func (l *lockFlags) lockNamespace(f *Factory) (string, error) {
 	return f.Namespace()
 }
 
-// identity resolves the holder identity: flags win over the CI
+// Identity resolves the holder identity: flags win over the CI
 // environment, which wins over the local defaults (lock.ResolveIdentity: user@host,
 // the git checkout's repository and branch, the terminal session as build).
 // unordered is true when the build only tells holders apart (a local or
 // hashed build): such claims are served first come, first served. A field
 // lock.Identity.Validate refuses is a *cmdutil.FlagError naming the flag or
 // environment variable it came from.
-func (l *lockFlags) identity(f *Factory) (id lock.Identity, unordered bool, err error) {
+func (l *LockFlags) Identity(f *Factory) (id lock.Identity, unordered bool, err error) {
 	flags := lock.Identity{Owner: l.Owner, Repo: l.Repo, Branch: l.Branch, Build: l.Build}
-	id, src, unordered := lock.ResolveIdentity(flags, f.Getenv, f.LocalEnv, l.perProcess)
+	id, src, unordered := lock.ResolveIdentity(flags, f.Getenv, f.LocalEnv, l.PerProcess)
 	if err := id.Validate(); err != nil {
 		var ie *lock.IdentityError
 		if !errors.As(err, &ie) {
@@ -71,23 +72,13 @@ func (l *lockFlags) identity(f *Factory) (id lock.Identity, unordered bool, err 
 	return id, unordered, l.validatePod()
 }
 
-// validatePod checks --pod, NAME or NAMESPACE/NAME, as the API server
-// would check the names.
-func (l *lockFlags) validatePod() error {
+// validatePod checks --pod, NAME or NAMESPACE/NAME (lock.ParsePodRef).
+func (l *LockFlags) validatePod() error {
 	if l.Pod == "" {
 		return nil
 	}
-	ns, name, ok := strings.Cut(l.Pod, "/")
-	if !ok {
-		ns, name = "", l.Pod
-	}
-	if ns != "" || ok {
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return cmdutil.FlagErrorf("invalid --pod %q: namespace: %s", l.Pod, errs[0])
-		}
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return cmdutil.FlagErrorf("invalid --pod %q: name: %s", l.Pod, errs[0])
+	if _, err := lock.ParsePodRef(l.Pod); err != nil {
+		return cmdutil.FlagErrorf("invalid --pod %q: %v", l.Pod, err)
 	}
 	return nil
 }
@@ -110,8 +101,10 @@ func identityError(ie *lock.IdentityError, source string) error {
 	return cmdutil.FlagErrorf("invalid identity: %s (from %s): fix the variable, or override it with %s set to %s", ie.Describe(ie.Field), source, flag, want)
 }
 
-// pod resolves --pod, defaulting to the pod lockctl runs in.
-func (l *lockFlags) pod(f *Factory) *lock.PodRef {
+// PodRef resolves --pod, defaulting to the pod lockctl runs in; a bare
+// NAME is in that pod's namespace, else the context's. Identity has
+// checked --pod.
+func (l *LockFlags) PodRef(f *Factory) *lock.PodRef {
 	podNS, podName, inPod := f.InPod()
 	switch {
 	case l.Pod == "" && inPod:
@@ -119,12 +112,13 @@ func (l *lockFlags) pod(f *Factory) *lock.PodRef {
 	case l.Pod == "":
 		return nil
 	}
-	if ns, name, ok := strings.Cut(l.Pod, "/"); ok {
-		return &lock.PodRef{Namespace: ns, Name: name}
+	ref, _ := lock.ParsePodRef(l.Pod)
+	if ref.Namespace != "" {
+		return &ref
 	}
-	ns := podNS
-	if ns == "" {
-		ns, _ = f.Namespace()
+	ref.Namespace = podNS
+	if ref.Namespace == "" {
+		ref.Namespace, _ = f.Namespace()
 	}
-	return &lock.PodRef{Namespace: ns, Name: l.Pod}
+	return &ref
 }

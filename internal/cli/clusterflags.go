@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"fmt"
@@ -13,23 +13,25 @@ import (
 	"github.com/lockctl/lockctl/scheduler"
 )
 
-// clusterFlags are the flags naming the build clusters: --config and
-// --build-cluster, shared by reconcile and logs.
-type clusterFlags struct {
+// ClusterFlags are the flags naming the build clusters: --config,
+// --build-cluster and --pod-namespace, shared by reconcile, prune, run and
+// logs.
+type ClusterFlags struct {
 	ConfigFile    string
 	BuildClusters []string
 	PodNamespace  string
 }
 
-func (cf *clusterFlags) addClusterFlags(fs *pflag.FlagSet) {
+// AddClusterFlags binds the flags to fs.
+func (cf *ClusterFlags) AddClusterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&cf.ConfigFile, "config", cf.ConfigFile, "reconcile loop configuration file (YAML); flags override it")
 	fs.StringArrayVar(&cf.BuildClusters, "build-cluster", cf.BuildClusters,
 		"build cluster as ALIAS=CONTEXT (repeatable); without any, alias \"default\" is the current context")
 	fs.StringVar(&cf.PodNamespace, "pod-namespace", cf.PodNamespace, "namespace of job pods in the build clusters (default: the job namespace)")
 }
 
-// validateClusters checks the --build-cluster values.
-func (cf *clusterFlags) validateClusters() error {
+// ValidateClusters checks the --build-cluster values.
+func (cf *ClusterFlags) ValidateClusters() error {
 	_, err := parseClusterPairs(cf.BuildClusters)
 	return err
 }
@@ -46,9 +48,9 @@ func parseClusterPairs(pairs []string) (map[string]string, error) {
 	return out, nil
 }
 
-// loadConfig reads --config; no file gives the empty configuration. A bad
+// LoadConfig reads --config; no file gives the empty configuration. A bad
 // file is a usage error naming the key.
-func (cf *clusterFlags) loadConfig() (*scheduler.Config, error) {
+func (cf *ClusterFlags) LoadConfig() (*scheduler.Config, error) {
 	if cf.ConfigFile == "" {
 		return &scheduler.Config{}, nil
 	}
@@ -63,9 +65,9 @@ func (cf *clusterFlags) loadConfig() (*scheduler.Config, error) {
 	return c, nil
 }
 
-// clusterContexts merges the config's build clusters with --build-cluster
+// ClusterContexts merges the config's build clusters with --build-cluster
 // (flags win); with neither, alias "default" is the current context ("").
-func (cf *clusterFlags) clusterContexts(c *scheduler.Config) (map[string]string, error) {
+func (cf *ClusterFlags) ClusterContexts(c *scheduler.Config) (map[string]string, error) {
 	flags, err := parseClusterPairs(cf.BuildClusters)
 	if err != nil {
 		return nil, err
@@ -83,10 +85,10 @@ func (cf *clusterFlags) clusterContexts(c *scheduler.Config) (map[string]string,
 	return out, nil
 }
 
-// clusters returns the job namespace (-n), the clientset of its cluster
+// Clusters returns the job namespace (-n), the clientset of its cluster
 // and a clientset per build cluster of c and --build-cluster.
-func (cf *clusterFlags) clusters(f *Factory, c *scheduler.Config) (string, kubernetes.Interface, map[string]kubernetes.Interface, error) {
-	contexts, err := cf.clusterContexts(c)
+func (cf *ClusterFlags) Clusters(f *Factory, c *scheduler.Config) (string, kubernetes.Interface, map[string]kubernetes.Interface, error) {
+	contexts, err := cf.ClusterContexts(c)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -98,6 +100,6 @@ func (cf *clusterFlags) clusters(f *Factory, c *scheduler.Config) (string, kuber
 	if err != nil {
 		return "", nil, nil, err
 	}
-	clusters, err := clusterClients(f, contexts)
+	clusters, err := f.ClusterClients(contexts)
 	return ns, jobs, clusters, err
 }

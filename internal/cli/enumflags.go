@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"fmt"
@@ -28,6 +28,11 @@ func (f policyFlag) Set(s string) error {
 	return nil
 }
 
+// AddPolicyFlag binds --policy to p.
+func AddPolicyFlag(fs *pflag.FlagSet, p *lock.Policy) {
+	fs.Var(policyFlag{p}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
+}
+
 // priorityFlag is an enum flag for --priority.
 type priorityFlag struct{ p *lock.Priority }
 
@@ -45,8 +50,8 @@ func (f priorityFlag) Set(s string) error {
 	return nil
 }
 
-// addPriorityFlag binds --priority to p.
-func addPriorityFlag(fs *pflag.FlagSet, p *lock.Priority) {
+// AddPriorityFlag binds --priority to p.
+func AddPriorityFlag(fs *pflag.FlagSet, p *lock.Priority) {
 	fs.Var(priorityFlag{p}, "priority", "place in the queue: high waits ahead of normal, normal ahead of low; a waiter rises one level every "+
 		term.HumanDuration(lock.PriorityAgeing)+" it waits; never displaces the holder")
 }
@@ -68,18 +73,24 @@ func (f jobEventsFlag) Set(s string) error {
 	return nil
 }
 
-// outputFlag is an enum flag for -o.
-type outputFlag struct {
+// AddJobEventsFlag binds --job-events to e.
+func AddJobEventsFlag(fs *pflag.FlagSet, e *events.JobEvents) {
+	fs.Var(jobEventsFlag{e}, "job-events", "job state changes recorded as Events: all, warnings (failures, errors, timeouts, aborts, lost pods) or none")
+}
+
+// enumFlag is a string flag taking one of a fixed set of values (-o,
+// wait's --for).
+type enumFlag struct {
 	v       *string
 	allowed []string
 }
 
-func (f outputFlag) String() string { return *f.v }
-func (f outputFlag) Type() string   { return strings.Join(f.allowed, "|") }
+func (f enumFlag) String() string { return *f.v }
+func (f enumFlag) Type() string   { return strings.Join(f.allowed, "|") }
 
 // Allowed lists the values, for completion.
-func (f outputFlag) Allowed() []string { return f.allowed }
-func (f outputFlag) Set(s string) error {
+func (f enumFlag) Allowed() []string { return f.allowed }
+func (f enumFlag) Set(s string) error {
 	for _, a := range f.allowed {
 		if s == a {
 			*f.v = s
@@ -89,6 +100,13 @@ func (f outputFlag) Set(s string) error {
 	return fmt.Errorf("must be one of %s", strings.Join(f.allowed, ", "))
 }
 
-func addOutputFlag(fs *pflag.FlagSet, v *string, allowed ...string) {
-	fs.VarP(outputFlag{v: v, allowed: allowed}, "output", "o", "output format: "+strings.Join(allowed, ", "))
+// EnumFlag returns a flag value setting v to one of allowed; other values
+// are refused naming them, and completion offers them.
+func EnumFlag(v *string, allowed ...string) pflag.Value {
+	return enumFlag{v: v, allowed: allowed}
+}
+
+// AddOutputFlag binds -o/--output to v, one of allowed.
+func AddOutputFlag(fs *pflag.FlagSet, v *string, allowed ...string) {
+	fs.VarP(EnumFlag(v, allowed...), "output", "o", "output format: "+strings.Join(allowed, ", "))
 }

@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"errors"
@@ -105,7 +105,7 @@ func writeTwoContexts(t *testing.T) string {
 func TestContextFlagUnknown(t *testing.T) {
 	t.Parallel()
 	path, ctx := writeTwoContexts(t), "nosuch"
-	f := NewFactory(discardStreams())
+	f := NewFactory(discardStreams(), "test")
 	f.ConfigFlags.KubeConfig, f.ConfigFlags.Context = path, ctx
 	_, err := f.Namespace()
 	require.Error(t, err)
@@ -119,7 +119,7 @@ func TestContextFlagUnknown(t *testing.T) {
 	assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "the client says the same")
 
 	good := "prod"
-	f = NewFactory(discardStreams())
+	f = NewFactory(discardStreams(), "test")
 	f.ConfigFlags.KubeConfig, f.ConfigFlags.Context = path, good
 	ns, err := f.Namespace()
 	require.NoError(t, err, "a context that is there")
@@ -132,9 +132,9 @@ func TestContextFlagUnknown(t *testing.T) {
 func TestClusterClientsUnknownContext(t *testing.T) {
 	t.Parallel()
 	path := writeTwoContexts(t)
-	f := NewFactory(discardStreams())
+	f := NewFactory(discardStreams(), "test")
 	f.ConfigFlags.KubeConfig = path
-	clients, err := clusterClients(f, map[string]string{"default": "", "gpu": "no-such-context", "ci": "prod"})
+	clients, err := f.ClusterClients(map[string]string{"default": "", "gpu": "no-such-context", "ci": "prod"})
 	require.Error(t, err)
 	assert.Equal(t, `build cluster "gpu": context "no-such-context" not found in the kubeconfig (available: dev, prod)`, err.Error())
 	assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "a context that is not there is bad input")

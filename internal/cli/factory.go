@@ -1,0 +1,231 @@
+// Package cli is what lockctl's commands share below their flags, as helm's
+// pkg/cli and kubectl's cmd/util are: the Factory of dependencies (streams,
+// lazily built clients, clocks, the console), the kubeconfig, identity,
+// lock-namespace and build-cluster flags and how they resolve, the enum
+// flag types, and cobra argument checks that report usage errors. Package
+// cmd keeps the commands.
+package cli
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+
+	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/kubeclient"
+	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/servertime"
+)
+
+// IOStreams are the standard streams a command reads and writes.
+type IOStreams struct {
+	In          io.Reader
+	Out, ErrOut io.Writer
+}
+
+// Factory holds lockctl's dependencies. Clients are built lazily, so --help
+// and flag parsing never read a kubeconfig; tests replace any field.
+type Factory struct {
+	IOStreams IOStreams
+	// ConfigFlags are the kubeconfig flags: --kubeconfig, --context, -n.
+	ConfigFlags *kubeclient.ConfigFlags
+
+	// Clientset returns the client of the current context.
+	Clientset func() (kubernetes.Interface, error)
+	// ClientsetFor returns the client of a named kubeconfig context; ""
+	// means the current one.
+	ClientsetFor func(context string) (kubernetes.Interface, error)
+	// EventsClientset returns a client of the current context with a
+	// client-side rate limiter of its own, for the reconcile loop's Events;
+	// nil means Clientset.
+	EventsClientset func() (kubernetes.Interface, error)
+	// Namespace returns -n, else the current context's namespace.
+	Namespace func() (string, error)
+	// InPod returns the namespace and name of the pod lockctl runs in, and
+	// false outside a pod.
+	InPod func() (namespace, name string, ok bool)
+
+	// Clock is the time source; clock.RealClock outside tests.
+	Clock clock.WithTicker
+	// ServerClock follows the API server's clock, learnt from the answers
+	// to the clients built here; locks judge expiries on it
+	// (docs/2026-12-03-lock-clock.md). nil means Clock.
+	ServerClock *servertime.Clock
+	// Getenv reads the environment (CI identity, LOCKCTL_* flags).
+	Getenv func(string) string
+	// LocalEnv describes the user, host, working directory and terminal
+	// session, for holder identities outside CI.
+	LocalEnv func() lock.LocalEnv
+	// Log is the logger, writing to IOStreams.ErrOut.
+	Log *logrus.Entry
+	// Verbosity is -v, set once flags are parsed.
+	Verbosity int
+	// IsTerminal reports whether ErrOut is a terminal, for live progress.
+	IsTerminal func() bool
+	// TerminalWidth returns the columns of the terminal ErrOut is; 0 (or
+	// a nil TerminalWidth) means unknown.
+	TerminalWidth func() int
+	// Executable is the name lockctl was started as: "kubectl-lockctl"
+	// makes help and usage read "kubectl lockctl ..." (a kubectl plugin).
+	// Empty means "lockctl".
+	Executable string
+	// QPS and Burst are the client-side rate limit of the clients built
+	// from now on: 0 means the CLI's (cliQPS, cliBurst), a negative QPS no
+	// client-side limit. lockctl reconcile sets them from --kube-api-qps and
+	// --kube-api-burst before it builds a client.
+	QPS   float32
+	Burst int
+	// UserAgent is the User-Agent of the clients built; NewFactory sets
+	// lockctl/VERSION, "" means client-go's.
+	UserAgent string
+
+	consoleOnce sync.Once
+	cons        *term.Console
+}
+
+// Console returns where lockctl's own lines on stderr go, built on first
+// use from IOStreams.ErrOut as it is then (before -q replaces it).
+func (f *Factory) Console() *term.Console {
+	f.consoleOnce.Do(func() {
+		var structured logrus.Formatter
+		if f.Log != nil {
+			structured = f.Log.Logger.Formatter
+		}
+		f.cons = term.New(f.IOStreams.ErrOut, f.Clock, term.Options{
+			Terminal:   f.IsTerminal != nil && f.IsTerminal(),
+			Width:      f.TerminalWidth,
+			Getenv:     f.Getenv,
+			Structured: structured,
+		})
+	})
+	return f.cons
+}
+
+// LockClock is the clock locks judge expiries on: ServerClock, which the
+// clients of the current context teach the API server's time, else Clock.
+func (f *Factory) LockClock() clock.WithTicker {
+	if f.ServerClock != nil {
+		return f.ServerClock
+	}
+	return f.Clock
+}
+
+// jxLogger is jx-logging's logger, made once: jxlog.Logger initialises its
+// global on first use without a lock, so factories made at once (parallel
+// tests, a library caller's goroutines) would race on it.
+var jxLogger = sync.OnceValue(jxlog.Logger)
+
+// NewFactory returns the real dependencies on the process's streams;
+// version is lockctl's, sent in the clients' User-Agent.
+func NewFactory(streams IOStreams, version string) *Factory {
+	f := &Factory{
+		IOStreams:   streams,
+		UserAgent:   "lockctl/" + version,
+		ConfigFlags: &kubeclient.ConfigFlags{},
+		Clock:       clock.RealClock{},
+		ServerClock: servertime.New(clock.RealClock{}),
+		Getenv:      os.Getenv,
+	}
+	f.LocalEnv = func() lock.LocalEnv { return lock.ReadLocalEnv(f.Getenv) }
+	// jx-logging reads JX_LOG_FORMAT (text, json) and JX_LOG_LEVEL.
+	jxlog.SetOutput(streams.ErrOut)
+	f.Log = jxLogger()
+
+	// The loader reads f's fields when it builds a client, not now: a
+	// caller (a test) may set f.Getenv or f.ServerClock after NewFactory.
+	kc := &kubeclient.Loader{
+		Flags:  f.ConfigFlags,
+		Getenv: func(key string) string { return f.Getenv(key) },
+		Tune:   f.tuneRESTConfig,
+		WrapCurrent: func(rt http.RoundTripper) http.RoundTripper {
+			if f.ServerClock == nil {
+				return rt
+			}
+			return f.ServerClock.WrapTransport(rt)
+		},
+	}
+	f.Clientset = func() (kubernetes.Interface, error) {
+		cs, err := kc.Clientset()
+		if err != nil {
+			return nil, cmdutil.KubeconfigError(usageIfUnknownContext(err))
+		}
+		return cs, nil
+	}
+	f.EventsClientset = func() (kubernetes.Interface, error) {
+		cs, err := kc.SeparateClientset()
+		if err != nil {
+			return nil, cmdutil.KubeconfigError(usageIfUnknownContext(err))
+		}
+		return cs, nil
+	}
+	f.ClientsetFor = func(name string) (kubernetes.Interface, error) {
+		cs, err := kc.ClientsetFor(name)
+		if err != nil && !errors.As(err, new(*kubeclient.UnknownContextError)) {
+			return nil, cmdutil.KubeconfigError(err)
+		}
+		return cs, err
+	}
+	f.Namespace = func() (string, error) {
+		if err := kubeclient.CheckContext(f.ConfigFlags); err != nil {
+			return "", usageIfUnknownContext(err)
+		}
+		ns, _, err := f.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return "", cmdutil.KubeconfigError(err)
+		}
+		return ns, nil
+	}
+	f.InPod = func() (string, string, bool) { return kubeclient.InPod(f.Getenv) }
+	f.IsTerminal = func() bool { return term.IsTerminal(streams.ErrOut) }
+	f.TerminalWidth = func() int { return term.Width(streams.ErrOut, f.Getenv) }
+	return f
+}
+
+// usageIfUnknownContext makes a --context the kubeconfig lacks a
+// *cmdutil.UsageError (exit 2).
+func usageIfUnknownContext(err error) error {
+	var uc *kubeclient.UnknownContextError
+	if errors.As(err, &uc) && uc.Flag == "--context" {
+		return &cmdutil.UsageError{Err: err}
+	}
+	return err
+}
+
+// The client-side rate limit of the CLI's commands: above client-go's
+// default (5 QPS), which a command waiting on a busy lock could hit.
+const (
+	cliQPS   = 50
+	cliBurst = 100
+)
+
+// tuneRESTConfig sets the client-side rate limit: f.QPS and f.Burst when
+// set, else the CLI's; a negative QPS turns the limiter off.
+func (f *Factory) tuneRESTConfig(cfg *rest.Config) {
+	cfg.QPS, cfg.Burst = cliQPS, cliBurst
+	if f.QPS != 0 {
+		cfg.QPS, cfg.Burst = f.QPS, f.Burst
+	}
+	if f.UserAgent != "" {
+		cfg.UserAgent = f.UserAgent
+	}
+}
+
+// SetProgress makes the console live or plain as --progress says: auto
+// keeps the console's own choice (live on a terminal outside CI).
+func (f *Factory) SetProgress(progress string) {
+	switch progress {
+	case "tty":
+		f.Console().SetLive(true)
+	case "plain":
+		f.Console().SetLive(false)
+	}
+}
