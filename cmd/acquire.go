@@ -160,78 +160,34 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	o.f.SetProgress(o.Progress)
-	if len(o.Targets) > 1 {
-		return o.acquireAll(ctx, locks, id, unordered)
-	}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
-	req := lock.Request{
-		Target: o.Target, Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
-	}
-	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
-	defer cancel()
-	held, err := locks.Acquire(ctx, req)
-	wait.Finish()
-	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			// Main exits 128+signal without a message: say what became of
-			// the place in the queue (Acquire gave it up).
-			o.f.Console().Statusf(term.StyleWarn, logrus.Fields{"lock": o.Target, "holder": id.String()},
-				"interrupted while waiting for lock %q; left the queue", o.Target)
-		}
-		return fmt.Errorf("acquire lock %q: %w", o.Target, err)
-	}
-	fields := logrus.Fields{"lock": o.Target, "holder": id.String(), "token": held.Token}
-	if f := held.IgnoredFreeze; f != nil {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", o.Target, f.Describe())
-	}
-	if held.Reentered {
-		o.f.Console().Statusf(term.StyleNone, fields, "lock %q already held by %s since %s; nothing to do (%s)",
-			o.Target, id, held.Holder.Since.UTC().Format(time.RFC3339), locks.Describe(o.Target))
-	} else {
-		o.f.Console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
-			o.Target, id, term.HumanDuration(held.Waited), locks.Describe(o.Target))
-	}
-	if o.Output != "" {
-		l, err := locks.Get(ctx, o.Target)
-		if err != nil {
-			return err
-		}
-		return printers.Object(o.f.IOStreams.Out, o.Output, l)
-	}
-	fmt.Fprintln(o.f.IOStreams.Out, held.Token)
-	return nil
-}
-
-// setProgress makes the console live or plain as --progress says: auto
-// keeps the console's own choice (live on a terminal outside CI).
-func setProgress(f *Factory, progress string) {
-	switch progress {
-	case "tty":
-		f.Console().SetLive(true)
-	case "plain":
-		f.Console().SetLive(false)
-	}
-}
-
-// acquireAll takes the locks of o.Targets, all or nothing (lock.AcquireAll).
-func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id lock.Identity, unordered bool) error {
-	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
-	var reqs []lock.Request
-	for _, target := range o.Targets {
-		reqs = append(reqs, lock.Request{
+	reqs := make([]lock.Request, len(o.Targets))
+	for i, target := range o.Targets {
+		reqs[i] = lock.Request{
 			Target: target, Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
-		})
+		}
 	}
-	names := fmt.Sprintf("%q", o.Targets)
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
+	// NOTE: one lock or several, all or nothing (lock.AcquireAll).
 	all, err := locks.AcquireAll(ctx, reqs)
 	wait.Finish()
+	single := len(o.Targets) == 1
 	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+		if single {
+			if interrupted {
+				// Main exits 128+signal without a message: say what became of
+				// the place in the queue (Acquire gave it up).
+				o.f.Console().Statusf(term.StyleWarn, logrus.Fields{"lock": o.Target, "holder": id.String()},
+					"interrupted while waiting for lock %q; left the queue", o.Target)
+			}
+			return fmt.Errorf("acquire lock %q: %w", o.Target, err)
+		}
+		names := fmt.Sprintf("%q", o.Targets)
+		if interrupted {
 			o.f.Console().Statusf(term.StyleWarn, logrus.Fields{"holder": id.String()},
 				"interrupted while waiting for locks %s; left the queue and gave back the locks taken", names)
 		}
@@ -239,30 +195,47 @@ func (o *acquireOptions) acquireAll(ctx context.Context, locks *lock.Client, id 
 	}
 	var items []lock.Lock
 	for _, held := range all {
-		fields := logrus.Fields{"lock": held.Target, "holder": id.String(), "token": held.Token}
-		if f := held.IgnoredFreeze; f != nil {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", held.Target, f.Describe())
-		}
-		if held.Reentered {
-			o.f.Console().Statusf(term.StyleNone, fields, "lock %q already held by %s; nothing to do (%s)", held.Target, id, locks.Describe(held.Target))
-		} else {
-			o.f.Console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
-				held.Target, id, term.HumanDuration(held.Waited), locks.Describe(held.Target))
-		}
-		if o.Output == "" {
+		o.printAcquired(held, id, locks, single)
+		switch {
+		case o.Output == "" && single:
+			fmt.Fprintln(o.f.IOStreams.Out, held.Token)
+		case o.Output == "":
 			fmt.Fprintf(o.f.IOStreams.Out, "%s %s\n", held.Target, held.Token)
-			continue
-		}
-		l, err := locks.Get(ctx, held.Target)
-		if err != nil {
-			return err
-		}
-		if l != nil {
-			items = append(items, *l)
+		default:
+			l, err := locks.Get(ctx, held.Target)
+			if err != nil {
+				return err
+			}
+			if single {
+				return printers.Object(o.f.IOStreams.Out, o.Output, l)
+			}
+			if l != nil {
+				items = append(items, *l)
+			}
 		}
 	}
-	if o.Output != "" {
-		return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
+	if o.Output == "" {
+		return nil
 	}
-	return nil
+	return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
+}
+
+// printAcquired says on stderr that held was taken (or was already held),
+// and warns when a freeze was ignored; with one lock, a re-entry says
+// since when.
+func (o *acquireOptions) printAcquired(held *lock.Held, id lock.Identity, locks *lock.Client, single bool) {
+	fields := logrus.Fields{"lock": held.Target, "holder": id.String(), "token": held.Token}
+	if f := held.IgnoredFreeze; f != nil {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", held.Target, f.Describe())
+	}
+	switch {
+	case held.Reentered && single:
+		o.f.Console().Statusf(term.StyleNone, fields, "lock %q already held by %s since %s; nothing to do (%s)",
+			held.Target, id, held.Holder.Since.UTC().Format(time.RFC3339), locks.Describe(held.Target))
+	case held.Reentered:
+		o.f.Console().Statusf(term.StyleNone, fields, "lock %q already held by %s; nothing to do (%s)", held.Target, id, locks.Describe(held.Target))
+	default:
+		o.f.Console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
+			held.Target, id, term.HumanDuration(held.Waited), locks.Describe(held.Target))
+	}
 }
