@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,17 +128,8 @@ func (o *logsOptions) buildCluster(j *job.Job, jobNS string) (corev1client.PodsG
 	if err != nil {
 		return nil, "", err
 	}
-	podNS := firstNonEmpty(o.PodNamespace, cfg.PodNamespace, jobNS)
+	podNS := cmp.Or(o.PodNamespace, cfg.PodNamespace, jobNS)
 	return kubeclient.CoreV1(cs), podNS, nil
-}
-
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // jobEnd waits for the job's final state once its pod has finished (the

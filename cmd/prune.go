@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -110,7 +111,7 @@ func newSinker(f *Factory, cf *cli.ClusterFlags, opts scheduler.SinkerOptions) (
 	if opts, err = cfg.Retention.Apply(opts); err != nil {
 		return nil, &cmdutil.UsageError{Err: err}
 	}
-	opts.PodNamespace = firstNonEmpty(cf.PodNamespace, cfg.PodNamespace)
+	opts.PodNamespace = cmp.Or(cf.PodNamespace, cfg.PodNamespace)
 	opts.Clock, opts.Log = f.Clock, f.Log
 	return scheduler.NewSinker(jobs.CoreV1(), ns, scheduler.PodsGetters(clusters), opts), nil
 }

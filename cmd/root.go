@@ -5,17 +5,11 @@ import (
 	"strings"
 
 	"github.com/MakeNowJust/heredoc"
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 )
-
-// envPrefix prefixes the environment variables that set flags:
-// LOCKCTL_LOCK_NAMESPACE sets --lock-namespace.
-const envPrefix = "LOCKCTL_"
 
 // kubectlPluginPrefix starts the name of a kubectl plugin's executable.
 const kubectlPluginPrefix = "kubectl-"
@@ -51,10 +45,10 @@ func newRootCmd(f *Factory) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
-			if err := flagsFromEnv(c.Flags(), f.Getenv); err != nil {
+			if err := cli.FlagsFromEnv(c.Flags(), f.Getenv); err != nil {
 				return err
 			}
-			setupLogging(f, g)
+			f.SetupLogging(g.Verbosity, g.Quiet)
 			return nil
 		},
 	}
@@ -97,50 +91,6 @@ func newRootCmd(f *Factory) *cobra.Command {
 	)
 	registerCompletions(root, f)
 	return root
-}
-
-// setupLogging maps -v and -q onto the logger and the status stream, and
-// sends both through the console, so status lines, log entries and the
-// live line share one form on stderr.
-func setupLogging(f *Factory, g *globalOptions) {
-	f.Verbosity = g.Verbosity
-	c := f.Console()
-	c.SetQuiet(g.Quiet)
-	f.IOStreams.ErrOut = c.StatusWriter()
-	f.Log.Logger.SetOutput(c.LogWriter())
-	f.Log.Logger.SetFormatter(c.LogFormatter())
-	level := logrus.InfoLevel
-	switch {
-	case g.Quiet:
-		level = logrus.WarnLevel
-	case g.Verbosity == 1:
-		level = logrus.DebugLevel
-	case g.Verbosity >= 2:
-		level = logrus.TraceLevel
-	case f.Getenv("JX_LOG_LEVEL") != "":
-		return // jx-logging already applied it
-	}
-	f.Log.Logger.SetLevel(level)
-}
-
-// flagsFromEnv sets every flag not given on the command line from its
-// LOCKCTL_* environment variable.
-func flagsFromEnv(fs *pflag.FlagSet, getenv func(string) string) error {
-	var err error
-	fs.VisitAll(func(fl *pflag.Flag) {
-		if err != nil || fl.Changed {
-			return
-		}
-		name := envPrefix + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		v := getenv(name)
-		if v == "" {
-			return
-		}
-		if serr := fs.Set(fl.Name, v); serr != nil {
-			err = cmdutil.FlagErrorf("invalid value %q in %s for --%s: %v", v, name, fl.Name, serr)
-		}
-	})
-	return err
 }
 
 // runE is the RunE of a command with options o, as each runs: complete

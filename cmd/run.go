@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -434,7 +435,7 @@ func (o *runOptions) printPod(j *job.Job, podNS string) error {
 		ns = metav1.NamespaceDefault
 	}
 	j.Namespace = ns
-	pod := job.NewPod(j, firstNonEmpty(podNS, ns), dryRunBuildID)
+	pod := job.NewPod(j, cmp.Or(podNS, ns), dryRunBuildID)
 	if pod.Name == "" {
 		pod.GenerateName = j.GenerateName
 	}
