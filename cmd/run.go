@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"github.com/lockctl/lockctl/internal/logutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/internal/progress"
-	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
@@ -222,10 +220,6 @@ func runRun(ctx context.Context, o *runOptions) error {
 	return runCommand(ctx, o)
 }
 
-// dryRunBuildID stands for the build ID in the pod --dry-run prints; the
-// real one is given when the job starts.
-const dryRunBuildID = "0"
-
 // runJob submits a job while holding the lock and drives it to its end in
 // this process, following its pod.
 func runJob(ctx context.Context, o *runOptions) error {
@@ -236,13 +230,13 @@ func runJob(ctx context.Context, o *runOptions) error {
 	if err := o.lockFromJob(j); err != nil {
 		return err
 	}
-	opts, contexts, err := o.jobsConfig()
+	opts, contexts, err := o.JobsConfig()
 	if err != nil {
 		return err
 	}
 	if _, ok := contexts[j.ClusterAlias()]; !ok {
 		return &cmdutil.UsageError{Err: fmt.Errorf("job %q runs in build cluster %q: name its context with --build-cluster %s=CONTEXT",
-			displayJobName(j), j.ClusterAlias(), j.ClusterAlias())}
+			j.DisplayName(), j.ClusterAlias(), j.ClusterAlias())}
 	}
 	if o.DryRun {
 		return o.printPod(j, opts.PodNamespace)
@@ -272,7 +266,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 		// status.
 		_, _, err = progress.JobOutcome(res.Job, 0)
 	}
-	return afterRelease(cmdutil.UsageIfInvalid(err), res.ReleaseErr)
+	return cmdutil.JoinRelease(cmdutil.UsageIfInvalid(err), res.ReleaseErr)
 }
 
 // runCommand holds the lock while a local command runs, and exits with the
@@ -283,14 +277,14 @@ func runCommand(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	res, err := o.run(ctx, o.sweeper(), func(ro *run.Options) { ro.Command = c })
-	return afterRelease(err, res.ReleaseErr)
+	return cmdutil.JoinRelease(err, res.ReleaseErr)
 }
 
 // run runs what set puts in the run.Options built from the flags, holding
 // the locks as acquire waits for them, shown on the console; jobs (nil:
 // none) are where jobs earlier runs left behind are looked for.
 func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Options)) (run.Result, error) {
-	d := o.newDisplay()
+	d := o.f.SetProgress(o.Progress)
 	defer d.SetStatus(nil)
 	locks, err := cli.NewTakingLockClient(o.f, &o.LockFlags)
 	if err != nil {
@@ -325,44 +319,6 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 	return run.Run(ctx, ro)
 }
 
-// afterRelease is what ends lockctl once the run ended with err and the
-// release with rerr: err, or the failed release instead of the job's or
-// the command's status.
-func afterRelease(err, rerr error) error {
-	switch {
-	case rerr == nil:
-		return err
-	case err == nil || cmdutil.IsOutcome(err):
-		return rerr
-	}
-	return errors.Join(err, rerr)
-}
-
-// newDisplay returns the display of this run on the console, live as
-// --progress says.
-func (o *runOptions) newDisplay() *term.Console {
-	o.f.SetProgress(o.Progress)
-	return o.f.Console()
-}
-
-// jobsConfig returns the scheduler options of --config (--pod-namespace
-// wins) and the build clusters' contexts.
-func (o *runOptions) jobsConfig() (scheduler.Options, map[string]string, error) {
-	cfg, err := o.LoadConfig()
-	if err != nil {
-		return scheduler.Options{}, nil, err
-	}
-	opts, err := cfg.Options()
-	if err != nil {
-		return opts, nil, &cmdutil.UsageError{Err: err}
-	}
-	if o.PodNamespace != "" {
-		opts.PodNamespace = o.PodNamespace
-	}
-	contexts, err := o.ClusterContexts(cfg)
-	return opts, contexts, err
-}
-
 // newJobs returns where run's jobs live: the job namespace, the build
 // clusters and the reconciler options.
 func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string) (*run.Jobs, error) {
@@ -392,7 +348,7 @@ func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string)
 // jobs left behind by earlier runs, or nil when there are none to use (no
 // jobs or no build cluster configured): the command runs anyway.
 func (o *runOptions) sweeper() *run.Jobs {
-	opts, contexts, err := o.jobsConfig()
+	opts, contexts, err := o.JobsConfig()
 	var jobs *run.Jobs
 	if err == nil {
 		jobs, err = o.newJobs(opts, contexts)
@@ -434,21 +390,10 @@ func (o *runOptions) printPod(j *job.Job, podNS string) error {
 		// NOTE: a dry run needs no cluster, so no kubeconfig either.
 		ns = metav1.NamespaceDefault
 	}
-	j.Namespace = ns
-	pod := job.NewPod(j, cmp.Or(podNS, ns), dryRunBuildID)
-	if pod.Name == "" {
-		pod.GenerateName = j.GenerateName
-	}
+	pod := run.DryRunPod(j, ns, podNS)
 	fmt.Fprintf(o.f.IOStreams.Out, "# The pod of job %q as lockctl run would create it. Its name (with\n"+
 		"# generateName), build ID (%s here) and job UID are given when the job is\n"+
 		"# submitted and starts; run also adds the annotation %s.\n",
-		displayJobName(j), dryRunBuildID, run.AnnotationSession)
+		j.DisplayName(), run.DryRunBuildID, run.AnnotationSession)
 	return printers.Object(o.f.IOStreams.Out, "yaml", pod)
-}
-
-func displayJobName(j *job.Job) string {
-	if j.Name != "" {
-		return j.Name
-	}
-	return j.GenerateName + "*"
 }

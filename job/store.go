@@ -99,7 +99,7 @@ func (s *Store) Create(ctx context.Context, j *Job) (*Job, error) {
 		return nil, fmt.Errorf("create job %q: %w", j.Name, ErrExists)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create job %q: %w", displayName(j), err)
+		return nil, fmt.Errorf("create job %q: %w", j.DisplayName(), err)
 	}
 	return FromConfigMap(out)
 }
@@ -352,7 +352,9 @@ func FromConfigMap(cm *corev1.ConfigMap) (*Job, error) {
 	return j, nil
 }
 
-func displayName(j *Job) string {
+// DisplayName is the job's name, or its generateName and "*" before the
+// API server has named it.
+func (j *Job) DisplayName() string {
 	if j.Name != "" {
 		return j.Name
 	}

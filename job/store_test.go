@@ -455,3 +455,9 @@ func TestStoreGetAll(t *testing.T) {
 	assert.Equal(t, []string{"b", "a"}, names, "in the order given")
 	assert.Equal(t, []string{"nope", "gone"}, missing)
 }
+
+func TestDisplayName(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "deploy-web-42", (&Job{ObjectMeta: metav1.ObjectMeta{Name: "deploy-web-42", GenerateName: "deploy-web-"}}).DisplayName(), "the name once given")
+	assert.Equal(t, "deploy-web-*", (&Job{ObjectMeta: metav1.ObjectMeta{GenerateName: "deploy-web-"}}).DisplayName(), "before: generateName and *")
+}

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
@@ -407,4 +409,21 @@ func LockFromJob(j *job.Job, targets []string) ([]string, error) {
 	}
 	j.Spec.Lock = nil
 	return targets, nil
+}
+
+// DryRunBuildID stands for the build ID in the pod DryRunPod returns; the
+// real one is given when the job starts.
+const DryRunBuildID = "0"
+
+// DryRunPod is the pod lockctl run would create for j, touching nothing
+// (lockctl run --dry-run): j is put in namespace, its pod in podNamespace
+// ("" means namespace), under DryRunBuildID; a job without a name keeps
+// its generateName. The session annotation is added only by a real run.
+func DryRunPod(j *job.Job, namespace, podNamespace string) *corev1.Pod {
+	j.Namespace = namespace
+	pod := job.NewPod(j, cmp.Or(podNamespace, namespace), DryRunBuildID)
+	if pod.Name == "" {
+		pod.GenerateName = j.GenerateName
+	}
+	return pod
 }

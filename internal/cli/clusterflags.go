@@ -103,3 +103,21 @@ func (cf *ClusterFlags) Clusters(f *Factory, c *scheduler.Config) (string, kuber
 	clusters, err := f.ClusterClients(contexts)
 	return ns, jobs, clusters, err
 }
+
+// JobsConfig returns the scheduler options of --config (--pod-namespace
+// wins) and the build clusters' contexts, for the jobs lockctl run drives.
+func (cf *ClusterFlags) JobsConfig() (scheduler.Options, map[string]string, error) {
+	cfg, err := cf.LoadConfig()
+	if err != nil {
+		return scheduler.Options{}, nil, err
+	}
+	opts, err := cfg.Options()
+	if err != nil {
+		return opts, nil, &cmdutil.UsageError{Err: err}
+	}
+	if cf.PodNamespace != "" {
+		opts.PodNamespace = cf.PodNamespace
+	}
+	contexts, err := cf.ClusterContexts(cfg)
+	return opts, contexts, err
+}

@@ -220,12 +220,14 @@ func (f *Factory) tuneRESTConfig(cfg *rest.Config) {
 }
 
 // SetProgress makes the console live or plain as --progress says: auto
-// keeps the console's own choice (live on a terminal outside CI).
-func (f *Factory) SetProgress(progress string) {
+// keeps the console's own choice (live on a terminal outside CI). It
+// returns the console.
+func (f *Factory) SetProgress(progress string) *term.Console {
 	switch progress {
 	case "tty":
 		f.Console().SetLive(true)
 	case "plain":
 		f.Console().SetLive(false)
 	}
+	return f.Console()
 }

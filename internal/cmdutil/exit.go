@@ -157,3 +157,17 @@ func ExitCode(err error) int {
 // waited for, as fmt.Errorf("job %q did not end within %s: %w", …). A
 // context deadline that is not such a wait (a cleanup, an API call) exits 1.
 var ErrWaitTimeout = errors.New("timed out waiting")
+
+// JoinRelease is the error that ends a command which held locks, once its
+// work ended with err and the release of the locks with rerr: err, or the
+// failed release instead of an outcome (the job's or the command's status,
+// IsOutcome), or both joined.
+func JoinRelease(err, rerr error) error {
+	switch {
+	case rerr == nil:
+		return err
+	case err == nil || IsOutcome(err):
+		return rerr
+	}
+	return errors.Join(err, rerr)
+}
