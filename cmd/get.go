@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/MakeNowJust/heredoc"
@@ -208,12 +207,7 @@ func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case len(missing) == 1:
-		err = &cmdutil.JobNotFoundError{Name: missing[0], Namespace: store.Namespace()}
-	case len(missing) > 1:
-		err = fmt.Errorf("jobs %s not found in namespace %q", quoteAll(missing), store.Namespace())
-	}
+	err = cmdutil.JobsNotFound(missing, store.Namespace())
 	if len(jobs) == 0 {
 		return nil, err
 	}
@@ -225,15 +219,6 @@ func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job
 // signal.
 func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *printers.JobPrinter, shown []*job.Job) error {
 	return store.WatchAfter(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector}, o.Names, shown, p.Print)
-}
-
-// quoteAll is names quoted and joined with commas.
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = strconv.Quote(n)
-	}
-	return strings.Join(q, ", ")
 }
 
 func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.Command {

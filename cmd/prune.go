@@ -3,7 +3,6 @@ package cmd
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -91,7 +91,7 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 	}
 	res, err := s.Prune(ctx)
 	if res != nil {
-		printPruned(o.f, res, o.DryRun)
+		printers.Pruned(o.f.IOStreams.Out, o.f.IOStreams.ErrOut, res, o.DryRun)
 	}
 	return err
 }
@@ -114,21 +114,4 @@ func newSinker(f *Factory, cf *cli.ClusterFlags, opts scheduler.SinkerOptions) (
 	opts.PodNamespace = cmp.Or(cf.PodNamespace, cfg.PodNamespace)
 	opts.Clock, opts.Log = f.Clock, f.Log
 	return scheduler.NewSinker(jobs.CoreV1(), ns, scheduler.PodsGetters(clusters), opts), nil
-}
-
-// printPruned prints one line per deleted object on Out, and a count on
-// ErrOut.
-func printPruned(f *Factory, res *scheduler.PruneResult, dry bool) {
-	verb := "deleted"
-	if dry {
-		verb = "would delete"
-	}
-	for _, p := range res.Deleted {
-		fmt.Fprintf(f.IOStreams.Out, "%s %s\n", verb, p)
-	}
-	if len(res.Deleted) == 0 {
-		fmt.Fprintln(f.IOStreams.ErrOut, "nothing to prune")
-		return
-	}
-	fmt.Fprintf(f.IOStreams.ErrOut, "%s %d job records and %d pods\n", verb, res.Count("job"), res.Count("pod"))
 }

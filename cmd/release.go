@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -104,7 +105,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		all, err := locks.ReleaseAll(ctx, o.Targets, id, ro)
 		for i, res := range all {
 			if res != nil {
-				o.printReleased(o.Targets[i], id, res)
+				printers.Released(o.f.IOStreams.ErrOut, o.Targets[i], id, res, o.Token)
 			}
 		}
 		return err
@@ -113,30 +114,8 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if err != nil {
 		return fmt.Errorf("release lock %q: %w", o.Target, err)
 	}
-	o.printReleased(o.Target, id, res)
+	printers.Released(o.f.IOStreams.ErrOut, o.Target, id, res, o.Token)
 	return nil
-}
-
-// printReleased says what the release of target did.
-func (o *releaseOptions) printReleased(target string, id lock.Identity, res *lock.Released) {
-	out := o.f.IOStreams.ErrOut
-	switch {
-	case res.Invalid != nil:
-		fmt.Fprintf(out, "deleted corrupt lock %q: %v\n", target, res.Invalid)
-	case res.LeftQueue:
-		fmt.Fprintf(out, "lock %q was not held by %s; left the queue\n", target, id)
-	case res.Previous == nil:
-		fmt.Fprintf(out, "lock %q is not held; nothing to release\n", target)
-	case res.Forced:
-		fmt.Fprintf(out, "broke lock %q held by %s since %s\n", target, res.Previous.Identity, res.Previous.Since.UTC().Format("2006-01-02T15:04:05Z"))
-	case o.Token != "":
-		fmt.Fprintf(out, "lock %q released (held by %s under fencing token %s)\n", target, res.Previous.Identity, o.Token)
-	default:
-		fmt.Fprintf(out, "lock %q released\n", target)
-	}
-	if res.HandedTo != nil {
-		fmt.Fprintf(out, "lock %q now held by %s\n", target, res.HandedTo.Identity)
-	}
 }
 
 // breaker names who breaks a lock with --force, for its Events and history:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -116,6 +117,22 @@ func (e *JobNotFoundError) Error() string {
 
 // Is matches job.ErrNotFound.
 func (e *JobNotFoundError) Is(target error) bool { return target == job.ErrNotFound }
+
+// JobsNotFound is the error of the jobs named on the command line that do
+// not exist in namespace ns: nil for none, a *JobNotFoundError for one.
+func JobsNotFound(missing []string, ns string) error {
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return &JobNotFoundError{Name: missing[0], Namespace: ns}
+	}
+	q := make([]string, len(missing))
+	for i, n := range missing {
+		q[i] = strconv.Quote(n)
+	}
+	return fmt.Errorf("jobs %s not found in namespace %q", strings.Join(q, ", "), ns)
+}
 
 // JobLookupError makes a job.ErrNotFound for the job called name in
 // namespace ns a *JobNotFoundError; other errors pass unchanged.

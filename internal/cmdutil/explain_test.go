@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -96,4 +97,13 @@ func TestExitCodeTimeouts(t *testing.T) {
 			assert.Equal(t, tt.want, ExitCode(tt.err), "exit code of %v", tt.err)
 		})
 	}
+}
+
+func TestJobsNotFound(t *testing.T) {
+	t.Parallel()
+	assert.NoError(t, JobsNotFound(nil, "ci"), "none missing")
+	one := JobsNotFound([]string{"deploy-web-42"}, "ci")
+	assert.Equal(t, &JobNotFoundError{Name: "deploy-web-42", Namespace: "ci"}, one, "one: the typed error, with its hint")
+	assert.ErrorIs(t, one, job.ErrNotFound)
+	assert.EqualError(t, JobsNotFound([]string{"a", "b\x1b"}, "ci"), `jobs "a", "b\x1b" not found in namespace "ci"`, "several, quoted")
 }

@@ -1,0 +1,49 @@
+package printers
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/scheduler"
+)
+
+// Released says on out what the release of the lock of target did: id is
+// the caller's identity, token the fencing token given to release by ("":
+// none).
+func Released(out io.Writer, target string, id lock.Identity, res *lock.Released, token string) {
+	switch {
+	case res.Invalid != nil:
+		fmt.Fprintf(out, "deleted corrupt lock %q: %v\n", target, res.Invalid)
+	case res.LeftQueue:
+		fmt.Fprintf(out, "lock %q was not held by %s; left the queue\n", target, id)
+	case res.Previous == nil:
+		fmt.Fprintf(out, "lock %q is not held; nothing to release\n", target)
+	case res.Forced:
+		fmt.Fprintf(out, "broke lock %q held by %s since %s\n", target, res.Previous.Identity, res.Previous.Since.UTC().Format("2006-01-02T15:04:05Z"))
+	case token != "":
+		fmt.Fprintf(out, "lock %q released (held by %s under fencing token %s)\n", target, res.Previous.Identity, token)
+	default:
+		fmt.Fprintf(out, "lock %q released\n", target)
+	}
+	if res.HandedTo != nil {
+		fmt.Fprintf(out, "lock %q now held by %s\n", target, res.HandedTo.Identity)
+	}
+}
+
+// Pruned prints one line per object deleted (or, with dry, that would be)
+// on out, and a count, or "nothing to prune", on errOut.
+func Pruned(out, errOut io.Writer, res *scheduler.PruneResult, dry bool) {
+	verb := "deleted"
+	if dry {
+		verb = "would delete"
+	}
+	for _, p := range res.Deleted {
+		fmt.Fprintf(out, "%s %s\n", verb, p)
+	}
+	if len(res.Deleted) == 0 {
+		fmt.Fprintln(errOut, "nothing to prune")
+		return
+	}
+	fmt.Fprintf(errOut, "%s %d job records and %d pods\n", verb, res.Count("job"), res.Count("pod"))
+}
