@@ -2,14 +2,12 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
@@ -104,26 +102,19 @@ func runWait(ctx context.Context, o *waitOptions) error {
 	if err != nil {
 		return err
 	}
-	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
-	defer cancel()
 	jobs := make([]*job.Job, 0, len(o.Names))
 	var failed error
-	for _, name := range o.Names {
-		j, err := progress.WaitJob(waitCtx, o.f.Console(), o.f.Clock, store, name)
-		if err != nil {
-			if ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("job %q did not end within %s: %w", name, o.Timeout, cmdutil.ErrWaitTimeout)
-			}
-			return err
-		}
+	err = progress.WaitJobs(ctx, o.f.Console(), o.f.Clock, store, o.Names, o.Timeout, func(j *job.Job, line string, outcome error) {
 		jobs = append(jobs, j)
-		line, _, outcome := progress.JobOutcome(j, progress.RanFor(j))
 		if o.Output == "" {
 			fmt.Fprintln(o.f.IOStreams.Out, line)
 		}
 		if failed == nil && o.For == waitForSucceeded {
 			failed = outcome
 		}
+	})
+	if err != nil {
+		return err
 	}
 	if o.Output != "" {
 		var err error

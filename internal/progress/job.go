@@ -2,11 +2,13 @@ package progress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
@@ -45,6 +47,28 @@ func WaitJob(ctx context.Context, cons *term.Console, clk clock.PassiveClock, st
 			cons.Statusf(term.StyleNone, logrus.Fields{"job": name, "state": string(j.Status.State)}, "job %q is %s", name, j.Status.State)
 		}
 	})
+}
+
+// WaitJobs waits for each job named in turn, as WaitJob does, within
+// timeout (0 means no limit), and gives ended each job as it is found
+// ended, with its JobOutcome line and error. A job that does not exist is
+// an error at once; the timeout passing first is an error naming the job
+// waited for and matching cmdutil.ErrWaitTimeout (exit 4).
+func WaitJobs(ctx context.Context, cons *term.Console, clk clock.PassiveClock, store *job.Store, names []string, timeout time.Duration, ended func(j *job.Job, line string, outcome error)) error {
+	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
+	defer cancel()
+	for _, name := range names {
+		j, err := WaitJob(waitCtx, cons, clk, store, name)
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("job %q did not end within %s: %w", name, timeout, cmdutil.ErrWaitTimeout)
+			}
+			return err
+		}
+		line, _, outcome := JobOutcome(j, RanFor(j))
+		ended(j, line, outcome)
+	}
+	return nil
 }
 
 // RanFor is how long a finished job took, from its submission to its end;

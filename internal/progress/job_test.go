@@ -6,9 +6,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/term"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -44,4 +50,51 @@ func TestJobOutcome(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWaitJobs: jobs already ended are reported at once, in the order
+// named, with their outcomes; a missing job is an error at once; the
+// timeout passing first names the job waited for and exits 4.
+func TestWaitJobs(t *testing.T) {
+	t.Parallel()
+	start := metav1.NewMicroTime(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	end := metav1.NewTime(start.Add(90 * time.Second))
+	stored := func(name string, state job.State, done bool) runtime.Object {
+		j := &job.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci"},
+			Spec: job.JobSpec{Job: "deploy-web", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: "main"},
+				PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+			Status: job.JobStatus{State: state, StartTime: &start, BuildID: "7"},
+		}
+		if done {
+			j.Status.CompletionTime = &end
+		}
+		cm, err := job.ToConfigMap(j)
+		require.NoError(t, err)
+		return cm
+	}
+	cs := fake.NewClientset(stored("ok", job.Success, true), stored("bad", job.Failure, true), stored("slow", job.Pending, false))
+	clk := testingclock.NewFakeClock(start.Time)
+	store := job.NewStore(cs.CoreV1(), "ci", job.WithClock(clk))
+	cons := term.New(&bytes.Buffer{}, clk, term.Options{})
+
+	var names, lines []string
+	var outcomes []error
+	err := WaitJobs(t.Context(), cons, clk, store, []string{"bad", "ok"}, 0, func(j *job.Job, line string, outcome error) {
+		names, lines, outcomes = append(names, j.Name), append(lines, line), append(outcomes, outcome)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"bad", "ok"}, names, "in the order named")
+	require.Len(t, outcomes, 2)
+	assert.Equal(t, cmdutil.CodeJobFailed, cmdutil.ExitCode(outcomes[0]), "a failed job's outcome: %v", outcomes[0])
+	assert.NoError(t, outcomes[1], "a job that succeeded")
+	assert.Contains(t, lines[1], "succeeded", "the summary line")
+
+	err = WaitJobs(t.Context(), cons, clk, store, []string{"ok", "none"}, 0, func(*job.Job, string, error) {})
+	assert.ErrorIs(t, err, job.ErrNotFound, "a job that does not exist")
+
+	// NOTE: a deadline already past: the store's wait ends at once.
+	err = WaitJobs(t.Context(), cons, clk, store, []string{"slow"}, time.Nanosecond, func(*job.Job, string, error) {})
+	assert.ErrorIs(t, err, cmdutil.ErrWaitTimeout, "the timeout: %v", err)
+	assert.Contains(t, err.Error(), `job "slow" did not end within 1ns`)
 }
