@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/cli"
@@ -264,7 +263,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		}
 		lo.Prune = &sopts
 	}
-	rec, err := o.eventRecorder(jobs, reg)
+	rec, err := o.f.LoopEventRecorder(jobs, o.JobEvents, reg)
 	if err != nil {
 		return err
 	}
@@ -306,26 +305,4 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		}
 	}
 	return err
-}
-
-// eventRecorder returns the loop's recorder of Events (job state changes as
-// --job-events says, lock changes), counted in reg. It writes through a
-// client of its own (f.EventsClientset, a rate limiter of its own at the
-// same settings), so Events never take the state machine's requests'
-// budget; jobs is the fallback.
-func (o *reconcileOptions) eventRecorder(jobs kubernetes.Interface, reg prometheus.Registerer) (*events.Recorder, error) {
-	cs := jobs
-	if o.f.EventsClientset != nil {
-		var err error
-		if cs, err = o.f.EventsClientset(); err != nil {
-			return nil, err
-		}
-	}
-	rec := o.f.EventRecorder(cs)
-	rec.Jobs = o.JobEvents
-	var err error
-	if rec.Metrics, err = events.NewMetrics(reg); err != nil {
-		return nil, err
-	}
-	return rec, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/lockctl/lockctl/events"
@@ -128,4 +129,26 @@ func (f *Factory) EventRecorder(cs kubernetes.Interface) *events.Recorder {
 	rec := events.NewRecorder(cs.EventsV1())
 	rec.Clock, rec.Log = f.Clock, f.Log
 	return rec
+}
+
+// LoopEventRecorder returns the reconcile loop's recorder of Events (job
+// state changes as jobEvents says, lock changes), counted in reg. It writes
+// through a client of its own (EventsClientset, a rate limiter of its own
+// at the same settings), so Events never take the state machine's
+// requests' budget; fallback is the client when EventsClientset is nil.
+func (f *Factory) LoopEventRecorder(fallback kubernetes.Interface, jobEvents events.JobEvents, reg prometheus.Registerer) (*events.Recorder, error) {
+	cs := fallback
+	if f.EventsClientset != nil {
+		var err error
+		if cs, err = f.EventsClientset(); err != nil {
+			return nil, err
+		}
+	}
+	rec := f.EventRecorder(cs)
+	rec.Jobs = jobEvents
+	var err error
+	if rec.Metrics, err = events.NewMetrics(reg); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
