@@ -223,7 +223,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 // runJob submits a job while holding the lock and drives it to its end in
 // this process, following its pod.
 func runJob(ctx context.Context, o *runOptions) error {
-	j, err := readJob(o.f, o.Filename)
+	j, err := cli.ReadJob(o.f.IOStreams.In, o.Filename)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/MakeNowJust/heredoc"
@@ -11,7 +10,6 @@ import (
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
-	"github.com/lockctl/lockctl/job"
 )
 
 // submitOptions configure `lockctl submit`.
@@ -63,7 +61,7 @@ func (o *submitOptions) validate() error {
 }
 
 func runSubmit(ctx context.Context, o *submitOptions) error {
-	j, err := readJob(o.f, o.Filename)
+	j, err := cli.ReadJob(o.f.IOStreams.In, o.Filename)
 	if err != nil {
 		return err
 	}
@@ -84,25 +82,4 @@ func runSubmit(ctx context.Context, o *submitOptions) error {
 	}
 	_, err = fmt.Fprintln(o.f.IOStreams.Out, created.Name)
 	return err
-}
-
-// readJob reads and parses a job file, "-" meaning stdin. A bad file is a
-// usage error.
-func readJob(f *Factory, name string) (*job.Job, error) {
-	data, source, err := readJobFile(f, name)
-	if err != nil {
-		return nil, err
-	}
-	j, err := job.Parse(data, source)
-	return j, cmdutil.UsageIfInvalid(err)
-}
-
-// readJobFile reads a job file, "-" meaning stdin (job.ReadFile). A file
-// that cannot be read, and one too large, is a usage error.
-func readJobFile(f *Factory, name string) ([]byte, string, error) {
-	data, source, err := job.ReadFile(name, f.IOStreams.In)
-	if err != nil && (name != "-" || errors.As(err, new(*job.TooLargeError))) {
-		return nil, "", &cmdutil.UsageError{Err: err}
-	}
-	return data, source, err
 }
