@@ -120,9 +120,9 @@ func (o *logsOptions) buildCluster(j *job.Job, jobNS string) (corev1client.PodsG
 	if err != nil {
 		return nil, "", err
 	}
-	ctxName, ok := contexts[j.ClusterAlias()]
-	if !ok {
-		return nil, "", &cmdutil.UsageError{Err: fmt.Errorf("job %q runs in build cluster %q: name its context with --build-cluster %s=CONTEXT", j.Name, j.ClusterAlias(), j.ClusterAlias())}
+	ctxName, err := cli.JobContext(contexts, j)
+	if err != nil {
+		return nil, "", err
 	}
 	cs, err := o.f.ClientsetFor(ctxName)
 	if err != nil {

@@ -234,9 +234,8 @@ func runJob(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := contexts[j.ClusterAlias()]; !ok {
-		return &cmdutil.UsageError{Err: fmt.Errorf("job %q runs in build cluster %q: name its context with --build-cluster %s=CONTEXT",
-			j.DisplayName(), j.ClusterAlias(), j.ClusterAlias())}
+	if _, err := cli.JobContext(contexts, j); err != nil {
+		return err
 	}
 	if o.DryRun {
 		return o.printPod(j, opts.PodNamespace)

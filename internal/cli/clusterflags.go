@@ -121,3 +121,15 @@ func (cf *ClusterFlags) JobsConfig() (scheduler.Options, map[string]string, erro
 	contexts, err := cf.ClusterContexts(cfg)
 	return opts, contexts, err
 }
+
+// JobContext returns the kubeconfig context of the build cluster j runs in,
+// among contexts (alias → context, as ClusterContexts returns them); a
+// cluster not there is a usage error saying how to name it.
+func JobContext(contexts map[string]string, j *job.Job) (string, error) {
+	ctx, ok := contexts[j.ClusterAlias()]
+	if !ok {
+		return "", &cmdutil.UsageError{Err: fmt.Errorf("job %q runs in build cluster %q: name its context with --build-cluster %s=CONTEXT",
+			j.DisplayName(), j.ClusterAlias(), j.ClusterAlias())}
+	}
+	return ctx, nil
+}

@@ -7,8 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/job"
 )
 
 // TestJobsConfig: the scheduler options and build clusters lockctl run
@@ -52,4 +54,19 @@ func TestJobsConfig(t *testing.T) {
 			assert.Equal(t, tt.wantContexts, contexts, "build clusters")
 		})
 	}
+}
+
+func TestJobContext(t *testing.T) {
+	t.Parallel()
+	contexts := map[string]string{"default": "", "gpu": "gpu-context"}
+	gpu := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "train-1"}, Spec: job.JobSpec{Cluster: "gpu"}}
+	got, err := JobContext(contexts, gpu)
+	require.NoError(t, err)
+	assert.Equal(t, "gpu-context", got)
+	got, err = JobContext(contexts, &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "", got, "no cluster: default, the current context")
+	_, err = JobContext(map[string]string{"default": ""}, &job.Job{ObjectMeta: metav1.ObjectMeta{GenerateName: "train-"}, Spec: job.JobSpec{Cluster: "gpu"}})
+	assert.EqualError(t, err, `job "train-*" runs in build cluster "gpu": name its context with --build-cluster gpu=CONTEXT`)
+	assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "exit code")
 }
