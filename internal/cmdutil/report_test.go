@@ -10,34 +10,10 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/term/termtest"
 )
-
-var testNow = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-
-// testConsole is a console on a buffer with a fake clock.
-func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*term.Console, *clitest.SyncBuffer) {
-	t.Helper()
-	var buf clitest.SyncBuffer
-	c := term.New(&buf, testingclock.NewFakeClock(testNow), term.Options{
-		Terminal: terminal,
-		Width:    func() int { return width },
-		Getenv:   func(k string) string { return env[k] },
-	})
-	return c, &buf
-}
-
-// consoleLogger is a logger writing through c, as setupLogging makes it.
-func consoleLogger(c *term.Console) *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(c.LogWriter())
-	l.SetFormatter(c.LogFormatter())
-	l.SetLevel(logrus.DebugLevel)
-	return logrus.NewEntry(l)
-}
 
 func TestConsoleText(t *testing.T) {
 	t.Parallel()
@@ -84,8 +60,8 @@ func TestConsoleText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, buf := testConsole(t, tt.terminal, 80, tt.env)
-			log := consoleLogger(c)
+			c, buf, _ := termtest.Console(t, tt.terminal, 80, tt.env)
+			log := termtest.Logger(c)
 			c.Statusf(term.StyleGood, logrus.Fields{"lock": "staging"}, "lock %q acquired", "staging")
 			log.WithFields(logrus.Fields{"job": "deploy-1", "from": "pending", "to": "success"}).Info("job state changed")
 			log.WithField("lock", "staging").WithError(errors.New("connection refused")).Warn("cannot renew")
@@ -97,8 +73,8 @@ func TestConsoleText(t *testing.T) {
 
 func TestConsoleJSON(t *testing.T) {
 	t.Parallel()
-	c, buf := testConsole(t, true, 80, map[string]string{"JX_LOG_FORMAT": "json"})
-	log := consoleLogger(c)
+	c, buf, _ := termtest.Console(t, true, 80, map[string]string{"JX_LOG_FORMAT": "json"})
+	log := termtest.Logger(c)
 	c.SetStatus(func(time.Time) string { return "never shown" })
 	c.Statusf(term.StyleGood, logrus.Fields{"lock": "staging", "token": "42"}, "lock %q acquired", "staging")
 	_, err := c.StatusWriter().Write([]byte("lock \"staging\" released\nsecond line\n"))
@@ -126,9 +102,9 @@ func TestConsoleJSON(t *testing.T) {
 
 func TestConsoleQuiet(t *testing.T) {
 	t.Parallel()
-	c, buf := testConsole(t, false, 0, nil)
+	c, buf, _ := termtest.Console(t, false, 0, nil)
 	c.SetQuiet(true)
-	log := consoleLogger(c)
+	log := termtest.Logger(c)
 	c.Statusf(term.StyleNone, nil, "status")
 	_, err := c.StatusWriter().Write([]byte("status too\n"))
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package term
+package term_test
 
 import (
 	"bytes"
@@ -8,37 +8,14 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/internal/clitest"
+	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/term/termtest"
 )
-
-var testNow = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-
-// testConsole is a console on a buffer with a fake clock.
-func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*Console, *clitest.SyncBuffer, *testingclock.FakeClock) {
-	t.Helper()
-	var buf clitest.SyncBuffer
-	clk := testingclock.NewFakeClock(testNow)
-	c := New(&buf, clk, Options{
-		Terminal: terminal,
-		Width:    func() int { return width },
-		Getenv:   func(k string) string { return env[k] },
-	})
-	return c, &buf, clk
-}
-
-// consoleLogger is a logger writing through c, as setupLogging makes it.
-func consoleLogger(c *Console) *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(c.LogWriter())
-	l.SetFormatter(c.LogFormatter())
-	l.SetLevel(logrus.DebugLevel)
-	return logrus.NewEntry(l)
-}
 
 func TestFitWidth(t *testing.T) {
 	t.Parallel()
@@ -61,7 +38,7 @@ func TestFitWidth(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := fitWidth(tt.line, tt.width)
+			got := term.FitWidth(tt.line, tt.width)
 			assert.Equal(t, tt.want, got, "fitWidth(%q, %d)", tt.line, tt.width)
 			assert.Less(t, utf8.RuneCountInString(got), max(tt.width, 2), "never as wide as the terminal")
 		})
@@ -70,27 +47,27 @@ func TestFitWidth(t *testing.T) {
 
 func TestConsoleLiveLine(t *testing.T) {
 	t.Parallel()
-	c, buf, clk := testConsole(t, true, 30, map[string]string{"NO_COLOR": "1"})
-	log := consoleLogger(c)
+	c, buf, clk := termtest.Console(t, true, 30, map[string]string{"NO_COLOR": "1"})
+	log := termtest.Logger(c)
 	c.SetStatus(func(now time.Time) string {
-		return "waiting for lock \"staging\": held by acme/web@main#41 for " + now.Sub(testNow).String()
+		return "waiting for lock \"staging\": held by acme/web@main#41 for " + now.Sub(termtest.Now).String()
 	})
 	log.WithField("lock", "staging").Debug("watch restarted")
-	c.Statusf(StyleGood, nil, "lock %q acquired", "staging")
+	c.Statusf(term.StyleGood, nil, "lock %q acquired", "staging")
 	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond, "the live line is redrawn every second")
 	before := len(buf.String())
 	clk.Step(time.Second)
 	require.Eventually(t, func() bool { return len(buf.String()) > before }, 5*time.Second, time.Millisecond, "redrawn")
 	c.SetStatus(nil)
 
-	live := ClearLine + "waiting for lock \"staging\": …"
+	live := term.ClearLine + "waiting for lock \"staging\": …"
 	want := live +
-		ClearLine + "DEBUG: watch restarted lock=staging\n" + live +
-		ClearLine + "lock \"staging\" acquired\n" + live +
+		term.ClearLine + "DEBUG: watch restarted lock=staging\n" + live +
+		term.ClearLine + "lock \"staging\" acquired\n" + live +
 		live +
-		ClearLine
+		term.ClearLine
 	assert.Equal(t, want, buf.String(), "log lines go above the live line, which is cut to the terminal's 30 columns")
-	for _, l := range strings.Split(buf.String(), ClearLine) {
+	for _, l := range strings.Split(buf.String(), term.ClearLine) {
 		if !strings.HasSuffix(l, "\n") {
 			assert.Less(t, utf8.RuneCountInString(l), 30, "the live line is never as wide as the terminal: %q", l)
 		}
@@ -99,21 +76,21 @@ func TestConsoleLiveLine(t *testing.T) {
 
 func TestConsolePlainInCIHasNoColour(t *testing.T) {
 	t.Parallel()
-	c, buf, _ := testConsole(t, true, 80, map[string]string{"CI": "true"})
-	c.Statusf(StyleGood, nil, "done")
+	c, buf, _ := termtest.Console(t, true, 80, map[string]string{"CI": "true"})
+	c.Statusf(term.StyleGood, nil, "done")
 	assert.Equal(t, "10:00:00 done\n", buf.String(), "a plain console writes no escape codes")
 }
 
 func TestConsoleAround(t *testing.T) {
 	t.Parallel()
-	c, buf, _ := testConsole(t, true, 80, map[string]string{"NO_COLOR": "1"})
+	c, buf, _ := termtest.Console(t, true, 80, map[string]string{"NO_COLOR": "1"})
 	var logs bytes.Buffer
 	c.SetStatus(func(time.Time) string { return "pod Running" })
 	_, err := c.Around(&logs).Write([]byte("log line\n"))
 	require.NoError(t, err)
 	c.SetStatus(nil)
 	assert.Equal(t, "log line\n", logs.String())
-	assert.Equal(t, ClearLine+"pod Running"+ClearLine+ClearLine+"pod Running"+ClearLine, buf.String(),
+	assert.Equal(t, term.ClearLine+"pod Running"+term.ClearLine+term.ClearLine+"pod Running"+term.ClearLine, buf.String(),
 		"the live line leaves before a container's output and comes back after it")
 }
 
@@ -134,34 +111,34 @@ func TestConsoleStatusAndLogs(t *testing.T) {
 			name: "live",
 			live: true,
 			want: "lock acquired\n" +
-				ClearLine + "pod Running; 0s" + ClearLine + "pod is Running\n" + ClearLine + "pod Running; 0s" +
-				ClearLine + "log line\n" + ClearLine + "pod Running; 0s" +
-				ClearLine + "pod Running; 1s" +
-				ClearLine + "done\n" + ClearLine + "pod Running; 1s" + ClearLine,
+				term.ClearLine + "pod Running; 0s" + term.ClearLine + "pod is Running\n" + term.ClearLine + "pod Running; 0s" +
+				term.ClearLine + "log line\n" + term.ClearLine + "pod Running; 0s" +
+				term.ClearLine + "pod Running; 1s" +
+				term.ClearLine + "done\n" + term.ClearLine + "pod Running; 1s" + term.ClearLine,
 		},
 		{
 			name: "live in colour",
 			live: true, color: true,
 			want: "\033[32mlock acquired\033[0m\n" +
-				ClearLine + "pod Running; 0s" + ClearLine + "pod is Running\n" + ClearLine + "pod Running; 0s" +
-				ClearLine + "log line\n" + ClearLine + "pod Running; 0s" +
-				ClearLine + "pod Running; 1s" +
-				ClearLine + "\033[31mdone\033[0m\n" + ClearLine + "pod Running; 1s" + ClearLine,
+				term.ClearLine + "pod Running; 0s" + term.ClearLine + "pod is Running\n" + term.ClearLine + "pod Running; 0s" +
+				term.ClearLine + "log line\n" + term.ClearLine + "pod Running; 0s" +
+				term.ClearLine + "pod Running; 1s" +
+				term.ClearLine + "\033[31mdone\033[0m\n" + term.ClearLine + "pod Running; 1s" + term.ClearLine,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			clk := testingclock.NewFakeClock(testNow)
+			clk := testingclock.NewFakeClock(termtest.Now)
 			var buf clitest.SyncBuffer
 			env := map[string]string{}
 			if !tt.color {
 				env["NO_COLOR"] = "1"
 			}
-			d := New(&buf, clk, Options{Terminal: tt.live, Getenv: func(k string) string { return env[k] }})
-			d.Statusf(StyleGood, nil, "lock acquired")
-			d.SetStatus(func(now time.Time) string { return "pod Running; " + HumanDuration(now.Sub(testNow)) })
-			d.Statusf(StyleNone, nil, "pod is Running")
+			d := term.New(&buf, clk, term.Options{Terminal: tt.live, Getenv: func(k string) string { return env[k] }})
+			d.Statusf(term.StyleGood, nil, "lock acquired")
+			d.SetStatus(func(now time.Time) string { return "pod Running; " + term.HumanDuration(now.Sub(termtest.Now)) })
+			d.Statusf(term.StyleNone, nil, "pod is Running")
 			_, err := io.WriteString(d.Around(&buf), "log line\n")
 			require.NoError(t, err)
 			if tt.live {
@@ -172,7 +149,7 @@ func TestConsoleStatusAndLogs(t *testing.T) {
 			if tt.live {
 				require.Eventually(t, func() bool { return len(buf.String()) > before }, 5*time.Second, time.Millisecond, "redrawn each second")
 			}
-			d.Statusf(StyleBad, nil, "done")
+			d.Statusf(term.StyleBad, nil, "done")
 			d.SetStatus(nil)
 			assert.Equal(t, tt.want, buf.String())
 		})
@@ -185,6 +162,6 @@ func TestHumanDuration(t *testing.T) {
 		-time.Second: "0s", 42 * time.Second: "42s", time.Minute: "1m", 80 * time.Second: "1m20s",
 		5*time.Minute + 10*time.Second: "5m10s", 3*time.Hour + 4*time.Minute: "3h4m", 72 * time.Hour: "3d",
 	} {
-		assert.Equal(t, want, HumanDuration(d), "HumanDuration(%s)", d)
+		assert.Equal(t, want, term.HumanDuration(d), "HumanDuration(%s)", d)
 	}
 }
