@@ -9,27 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/term/termtest"
 	"github.com/lockctl/lockctl/lock"
 )
 
-var testNow = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-
-// testConsole is a console on a buffer with a fake clock.
-func testConsole(t *testing.T, terminal bool, width int, env map[string]string) (*term.Console, *clitest.SyncBuffer, *testingclock.FakeClock) {
-	t.Helper()
-	var buf clitest.SyncBuffer
-	clk := testingclock.NewFakeClock(testNow)
-	c := term.New(&buf, clk, term.Options{
-		Terminal: terminal,
-		Width:    func() int { return width },
-		Getenv:   func(k string) string { return env[k] },
-	})
-	return c, &buf, clk
-}
+var testNow = termtest.Now
 
 func TestWaitProgress(t *testing.T) {
 	t.Parallel()
@@ -80,7 +66,7 @@ func TestWaitProgress(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, buf, clk := testConsole(t, tt.terminal, 40, tt.env)
+			c, buf, clk := termtest.Console(t, tt.terminal, 40, tt.env)
 			p := NewWait(c, clk)
 			p.Update(pr)
 			for i := 0; i < 30; i++ {
