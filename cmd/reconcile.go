@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -227,16 +226,9 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
-	if o.f.Getenv("GOGC") == "" {
-		// NOTE: Main raised it for the short commands (cliGCPercent); the
-		// loop's memory is kept by the soft limit below with the default.
-		debug.SetGCPercent(100)
-	}
-	if o.f.Getenv("GOMEMLIMIT") == "" {
-		limitCtx, stopLimit := context.WithCancel(ctx)
-		defer stopLimit()
-		go scheduler.KeepMemoryLimit(limitCtx, scheduler.DefaultMemoryLimit, scheduler.MemoryLimitCheck)
-	}
+	// NOTE: Main raised GOGC for the short commands (cliGCPercent); the
+	// loop's goes back to the default, under a soft memory limit.
+	defer scheduler.TuneRuntime(ctx, o.f.Getenv)()
 	cfg, err := o.LoadConfig()
 	if err != nil {
 		return err

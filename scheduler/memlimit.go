@@ -26,6 +26,23 @@ const MemoryLimitCheck = 10 * time.Second
 // returned.
 const memoryHeadroom = 8 << 20
 
+// TuneRuntime sets the Go runtime up for the reconcile loop: the garbage
+// collector at the default GOGC (100) unless GOGC is set, and, unless
+// GOMEMLIMIT is set, the soft memory limit KeepMemoryLimit keeps from
+// DefaultMemoryLimit until ctx ends or the returned stop is called.
+// getenv reads the environment.
+func TuneRuntime(ctx context.Context, getenv func(string) string) (stop func()) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(100)
+	}
+	if getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	ctx, stop = context.WithCancel(ctx)
+	go KeepMemoryLimit(ctx, DefaultMemoryLimit, MemoryLimitCheck)
+	return stop
+}
+
 // KeepMemoryLimit keeps the soft memory limit (debug.SetMemoryLimit) of a
 // long-running loop at floor while the live heap is small, and raises it
 // with the live heap (as the last collection found it) once that outgrows
