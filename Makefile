@@ -53,7 +53,7 @@ localcluster:
 	CGO_ENABLED=0 go build -o bin/localcluster ./hack/localcluster
 
 bench: tools ## run the benchmarks against the local control plane, printing figures
-	go test -run '^$$' -bench . -benchtime 1x -timeout 120m ./...
+	go test -v -run '^$$' -bench . -benchtime 1x -timeout 120m ./...
 
 FUZZTIME ?= 30s
 fuzz: ## fuzz the lock-record decoder and the job-file parser, FUZZTIME each
