@@ -133,19 +133,11 @@ func (o *acquireOptions) validate() error {
 	if err := cli.ValidateTargets(o.Targets); err != nil {
 		return err
 	}
-	if o.TTL <= 0 {
-		return cmdutil.FlagErrorf("--ttl must be positive, got %s", o.TTL)
-	}
-	if o.Timeout < 0 {
-		return cmdutil.FlagErrorf("--timeout must not be negative, got %s", o.Timeout)
+	if err := cli.ValidateWait(o.TTL, o.Timeout, o.Progress); err != nil {
+		return err
 	}
 	if o.NoWait && o.Timeout != 0 {
 		return cmdutil.FlagErrorf("--no-wait and --timeout exclude each other: --no-wait does not wait at all")
-	}
-	switch o.Progress {
-	case "auto", "tty", "plain":
-	default:
-		return cmdutil.FlagErrorf("--progress must be auto, tty or plain, got %q", o.Progress)
 	}
 	return nil
 }

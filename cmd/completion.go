@@ -96,7 +96,7 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 		"lock":           cp.TargetsOrNamespaces,
 		"job":            cp.JobNames,
 		"reconcile/job":  cp.Jobs,
-		"progress":       cobra.FixedCompletions([]string{"auto", "tty", "plain"}, cobra.ShellCompDirectiveNoFileComp),
+		"progress":       cobra.FixedCompletions(cli.ProgressModes, cobra.ShellCompDirectiveNoFileComp),
 		"filename":       completion.JobFiles,
 		"config":         completion.YAMLFiles,
 		"kubeconfig":     completion.AnyFile,

@@ -199,16 +199,8 @@ func (o *runOptions) validate() error {
 			return err
 		}
 	}
-	if o.TTL <= 0 {
-		return cmdutil.FlagErrorf("--ttl must be positive, got %s", o.TTL)
-	}
-	if o.Timeout < 0 {
-		return cmdutil.FlagErrorf("--timeout must not be negative, got %s", o.Timeout)
-	}
-	switch o.Progress {
-	case "auto", "tty", "plain":
-	default:
-		return cmdutil.FlagErrorf("--progress must be auto, tty or plain, got %q", o.Progress)
+	if err := cli.ValidateWait(o.TTL, o.Timeout, o.Progress); err != nil {
+		return err
 	}
 	return o.ValidateClusters()
 }
