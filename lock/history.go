@@ -166,10 +166,23 @@ func (w *waiter) takeFree(ctx context.Context) (*stepResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.saw(cm)
 	if !isFree(cm) {
 		return nil, errRetry
 	}
 	return w.c.step(ctx, w.req, w.me, cm, nil)
+}
+
+// saw notes the holder of a version of the lock the waiter read, so that a
+// wait that times out before the waiter joins the queue still says who held
+// the lock.
+func (w *waiter) saw(cm *corev1.ConfigMap) {
+	if cm == nil {
+		return
+	}
+	if rec, err := Decode(cm); err == nil {
+		w.holder = rec.holderOrNone()
+	}
 }
 
 func isFree(cm *corev1.ConfigMap) bool {

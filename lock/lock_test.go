@@ -606,6 +606,33 @@ func TestAcquireNoWait(t *testing.T) {
 	}
 }
 
+// TestAcquireTimeoutBeforeJoiningNamesHolder: a wait whose deadline passes
+// in the back-off after a lost first write (the create of a lock that
+// exists), before it joined the queue, still says who holds the lock: the
+// read that found it held told. (On a slow API server the back-off after a
+// slow first round can outlast a short --timeout.)
+func TestAcquireTimeoutBeforeJoiningNamesHolder(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(time.Minute)
+	theirs := held(claim("h", "api", "main", "7"), t0)
+	c, cs := newTestClient(t, now, nil, lockObject(t, record(theirs)))
+	// NOTE: each read takes 100 ms of the fake clock, so the back-off after
+	// the lost create has a window; the fake clock never fires its timer,
+	// so the wait ends by the deadline, in the back-off.
+	clock := c.Clock.(*testingclock.FakeClock)
+	cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		clock.Step(100 * time.Millisecond)
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Acquire(ctx, request("42"))
+	var te *TimeoutError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "api", te.Holder.Repo, "the holder the read found")
+	assert.Contains(t, err.Error(), "held by acme/api@main#7")
+}
+
 // TestAcquireDeadlineIsTimeout: whatever call the caller's deadline cuts
 // short, Acquire reports a timed-out wait, not the bare context error.
 func TestAcquireDeadlineIsTimeout(t *testing.T) {

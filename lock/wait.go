@@ -85,6 +85,7 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 			return nil, err
 		}
 		first = cm
+		w.saw(cm)
 		// The wait counts on the clock as it now is.
 		w.started = c.Clock.Now()
 	} else {
@@ -119,7 +120,7 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	if err != nil {
 		lost++
 		if woken, err = w.backOff(ctx, lost, c.Clock.Since(w.started)); err != nil {
-			return nil, w.giveUp(w.waitError(ctx, err, Claim{}))
+			return nil, w.giveUp(w.waitError(ctx, err, w.holder))
 		}
 	} else {
 		// The first write queued us.
