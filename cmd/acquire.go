@@ -154,13 +154,10 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	o.f.SetProgress(o.Progress)
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
-	reqs := make([]lock.Request, len(o.Targets))
-	for i, target := range o.Targets {
-		reqs[i] = lock.Request{
-			Target: target, Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
-			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
-		}
-	}
+	reqs := lock.RequestsFor(lock.Request{
+		Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
+		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
+	}, o.Targets)
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
 	// NOTE: one lock or several, all or nothing (lock.AcquireAll).

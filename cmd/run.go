@@ -298,13 +298,11 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 	ro := run.Options{
 		Locks: locks, Timeout: o.Timeout, Jobs: jobs,
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
-	}
-	for _, target := range o.Targets {
-		ro.Requests = append(ro.Requests, lock.Request{
-			Target: target, Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
+		Requests: lock.RequestsFor(lock.Request{
+			Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
 			Cancelable: true, CancelInProgress: o.CancelInProgress,
-		})
+		}, o.Targets),
 	}
 	set(&ro)
 	return run.Run(ctx, ro)

@@ -12,6 +12,17 @@ import (
 // failed, which runs even when the caller's context is done.
 const releaseTimeout = 30 * time.Second
 
+// RequestsFor returns the requests of one caller for several locks, as
+// AcquireAll takes them: base for each target, with its Target set.
+func RequestsFor(base Request, targets []string) []Request {
+	reqs := make([]Request, len(targets))
+	for i, target := range targets {
+		reqs[i] = base
+		reqs[i].Target = target
+	}
+	return reqs
+}
+
 // AcquireAll takes the locks of several targets, all or nothing: one
 // Request per target, with the same fields otherwise. The locks are taken
 // one after the other in the global order of their targets (sorted by
