@@ -15,11 +15,8 @@ func ParsePodRef(s string) (PodRef, error) {
 	ns, name, ok := strings.Cut(s, "/")
 	if !ok {
 		ns, name = "", s
-	}
-	if ok {
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return PodRef{}, fmt.Errorf("namespace: %s", errs[0])
-		}
+	} else if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return PodRef{}, fmt.Errorf("namespace: %s", errs[0])
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return PodRef{}, fmt.Errorf("name: %s", errs[0])
