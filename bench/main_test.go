@@ -43,6 +43,24 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// lockctlBuild is a lockctl binary a benchmark starts: name for its log
+// lines, prefix for its metrics.
+type lockctlBuild struct{ name, prefix, path string }
+
+// lockctlBuilds returns the lockctl builds a benchmark of processes
+// compares: this one, and the build LOCKCTL_BENCH_BASELINE_BIN names, if
+// any (say, main's, built as `make build` builds it), whose metrics carry
+// the prefix baseline-; the benchmark alternates them, so a change is
+// measured side by side under the same load.
+func lockctlBuilds(b *testing.B) []lockctlBuild {
+	b.Helper()
+	builds := []lockctlBuild{{name: "this build", path: clitest.Binary(b)}}
+	if base := os.Getenv("LOCKCTL_BENCH_BASELINE_BIN"); base != "" {
+		builds = append(builds, lockctlBuild{name: "baseline " + base, prefix: "baseline-", path: base})
+	}
+	return builds
+}
+
 // newClientset builds a clientset of its own (own rate limiter and
 // connections) from cfg, as a separate lockctl process would have.
 func newClientset(b testing.TB, cfg *rest.Config) kubernetes.Interface {

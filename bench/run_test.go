@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -64,9 +63,9 @@ func BenchmarkRunContention(b *testing.B) {
 		parts             gapParts
 		counts            Counts
 	}
-	sides := []*side{{name: "this build", bin: clitest.Binary(b)}}
-	if base := os.Getenv("LOCKCTL_BENCH_BASELINE_BIN"); base != "" {
-		sides = append(sides, &side{prefix: "baseline-", name: "baseline " + base, bin: base})
+	var sides []*side
+	for _, build := range lockctlBuilds(b) {
+		sides = append(sides, &side{prefix: build.prefix, name: build.name, bin: build.path})
 	}
 	procs := envInt("LOCKCTL_BENCH_RUN_PROCS", 20)
 	hold := envInt("LOCKCTL_BENCH_RUN_HOLD_MS", 50)
@@ -242,10 +241,7 @@ func readStamp(b *testing.B, path string) int64 {
 // its figures carry the prefix baseline-.
 func BenchmarkRunUncontended(b *testing.B) {
 	env := testenv.Get(b)
-	bins := []struct{ prefix, path string }{{"", clitest.Binary(b)}}
-	if base := os.Getenv("LOCKCTL_BENCH_BASELINE_BIN"); base != "" {
-		bins = append(bins, struct{ prefix, path string }{"baseline-", base})
-	}
+	bins := lockctlBuilds(b)
 	runs := envInt("LOCKCTL_BENCH_COLD_RUNS", 30)
 	type figures struct {
 		walls        Sample

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lockctl/lockctl/internal/clitest"
 )
 
 // startRun is one `lockctl version` process: its wall time and, from a second run under GODEBUG=inittrace=1, the packages it
@@ -103,16 +101,11 @@ func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(ti
 // BenchmarkProcessStart times the floor of every lockctl process, `lockctl
 // version` (start, init, exit; no request), LOCKCTL_BENCH_START_RUNS times
 // (default 50), with its package inits (GODEBUG=inittrace=1) and the
-// binary's size, alternating with the floor of any Go program on this
-// machine: a hello world built the same way. With LOCKCTL_BENCH_BASELINE_BIN naming another build
-// (say, main's, built as `make build` builds it), the two alternate, so a
-// cut is measured side by side. It needs no control plane.
+// binary's size, alternating with the baseline build, if any
+// (lockctlBuilds), and with the floor of any Go program on this machine: a
+// hello world built the same way. It needs no control plane.
 func BenchmarkProcessStart(b *testing.B) {
-	type binary struct{ name, prefix, path string }
-	bins := []binary{{"lockctl version", "", clitest.Binary(b)}, {"Go hello world", "hello-", buildHello(b)}}
-	if base := os.Getenv("LOCKCTL_BENCH_BASELINE_BIN"); base != "" {
-		bins = append(bins, binary{"baseline version", "baseline-", base})
-	}
+	bins := append(lockctlBuilds(b), lockctlBuild{name: "Go hello world", prefix: "hello-", path: buildHello(b)})
 	runs := envInt("LOCKCTL_BENCH_START_RUNS", 50)
 	environ := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir()}
 	samples := make([]startSample, len(bins))
