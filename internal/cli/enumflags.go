@@ -11,71 +11,45 @@ import (
 	"github.com/lockctl/lockctl/lock"
 )
 
-// policyFlag is an enum flag for --policy.
-type policyFlag struct{ p *lock.Policy }
+// parsedFlag is an enum flag whose values its package parses (--policy,
+// --priority, --job-events).
+type parsedFlag[T ~string] struct {
+	v       *T
+	allowed []string
+	parse   func(string) (T, error)
+}
 
-func (f policyFlag) String() string { return string(*f.p) }
-func (f policyFlag) Type() string   { return "newest|fifo" }
+func (f parsedFlag[T]) String() string { return string(*f.v) }
+func (f parsedFlag[T]) Type() string   { return strings.Join(f.allowed, "|") }
 
 // Allowed lists the values, for completion.
-func (f policyFlag) Allowed() []string { return []string{"newest", "fifo"} }
-func (f policyFlag) Set(s string) error {
-	p, err := lock.ParsePolicy(s)
+func (f parsedFlag[T]) Allowed() []string { return f.allowed }
+func (f parsedFlag[T]) Set(s string) error {
+	v, err := f.parse(s)
 	if err != nil {
 		return err
 	}
-	*f.p = p
+	*f.v = v
 	return nil
 }
 
 // AddPolicyFlag binds --policy to p.
 func AddPolicyFlag(fs *pflag.FlagSet, p *lock.Policy) {
-	fs.Var(policyFlag{p}, "policy", "who waits when the lock is created: newest (older builds of a branch give up) or fifo")
-}
-
-// priorityFlag is an enum flag for --priority.
-type priorityFlag struct{ p *lock.Priority }
-
-func (f priorityFlag) String() string { return string(*f.p) }
-func (f priorityFlag) Type() string   { return "high|normal|low" }
-
-// Allowed lists the values, for completion.
-func (f priorityFlag) Allowed() []string { return []string{"high", "normal", "low"} }
-func (f priorityFlag) Set(s string) error {
-	p, err := lock.ParsePriority(s)
-	if err != nil {
-		return err
-	}
-	*f.p = p
-	return nil
+	fs.Var(parsedFlag[lock.Policy]{p, []string{"newest", "fifo"}, lock.ParsePolicy}, "policy",
+		"who waits when the lock is created: newest (older builds of a branch give up) or fifo")
 }
 
 // AddPriorityFlag binds --priority to p.
 func AddPriorityFlag(fs *pflag.FlagSet, p *lock.Priority) {
-	fs.Var(priorityFlag{p}, "priority", "place in the queue: high waits ahead of normal, normal ahead of low; a waiter rises one level every "+
-		term.HumanDuration(lock.PriorityAgeing)+" it waits; never displaces the holder")
-}
-
-// jobEventsFlag is an enum flag for --job-events.
-type jobEventsFlag struct{ e *events.JobEvents }
-
-func (f jobEventsFlag) String() string { return string(*f.e) }
-func (f jobEventsFlag) Type() string   { return strings.Join(events.JobEventsValues, "|") }
-
-// Allowed lists the values, for completion.
-func (f jobEventsFlag) Allowed() []string { return events.JobEventsValues }
-func (f jobEventsFlag) Set(s string) error {
-	e, err := events.ParseJobEvents(s)
-	if err != nil {
-		return err
-	}
-	*f.e = e
-	return nil
+	fs.Var(parsedFlag[lock.Priority]{p, []string{"high", "normal", "low"}, lock.ParsePriority}, "priority",
+		"place in the queue: high waits ahead of normal, normal ahead of low; a waiter rises one level every "+
+			term.HumanDuration(lock.PriorityAgeing)+" it waits; never displaces the holder")
 }
 
 // AddJobEventsFlag binds --job-events to e.
 func AddJobEventsFlag(fs *pflag.FlagSet, e *events.JobEvents) {
-	fs.Var(jobEventsFlag{e}, "job-events", "job state changes recorded as Events: all, warnings (failures, errors, timeouts, aborts, lost pods) or none")
+	fs.Var(parsedFlag[events.JobEvents]{e, events.JobEventsValues, events.ParseJobEvents}, "job-events",
+		"job state changes recorded as Events: all, warnings (failures, errors, timeouts, aborts, lost pods) or none")
 }
 
 // enumFlag is a string flag taking one of a fixed set of values (-o,
