@@ -18,8 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -64,7 +66,9 @@ func TestIntegrationShippedServiceAccount(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	apply(t, env.RESTConfig, render(t, variants[0], ns), false)
+	objs := render(t, variants[0], ns)
+	apply(t, env.RESTConfig, objs, false)
+	awaitRoles(t, env, ns, objs, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "lockctl", Namespace: ns})
 	cfg, kubeconfig := serviceAccountConfig(t, env, ns, "lockctl")
 	cli := func(args ...string) outcome {
 		t.Helper()
@@ -208,6 +212,21 @@ func apply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured, dr
 		}
 		_, err = ri.Create(t.Context(), u, opts)
 		require.NoError(t, err, "the API server accepts %s", key(u))
+	}
+}
+
+// awaitRoles waits until the authorizer grants subject the rules of every
+// Role in objs: the RBAC authorizer sees new Roles and RoleBindings through
+// its informers, a moment after the create returned.
+func awaitRoles(t *testing.T, env *testenv.Env, ns string, objs []*unstructured.Unstructured, subject rbacv1.Subject) {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() != "Role" {
+			continue
+		}
+		var role rbacv1.Role
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role), key(u))
+		env.AwaitAllowed(t, ns, subject, role.Rules)
 	}
 }
 

@@ -200,17 +200,7 @@ func boundCLI(t *testing.T, env *testenv.Env, ns string, rules []rbacv1.PolicyRu
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "deployer-"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = c.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: sa.Name},
-		Rules:      rules,
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = c.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	env.Grant(t, ns, sa.Name, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}, rules)
 	tok, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))},
 	}, metav1.CreateOptions{})

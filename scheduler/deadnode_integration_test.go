@@ -87,21 +87,10 @@ func (it *itest) updatePodStatus(name string, change func(*corev1.Pod)) *corev1.
 func (it *itest) withoutNodes() kubernetes.Interface {
 	it.t.Helper()
 	user := "reconciler-" + it.ns
-	rbac := it.env.Client.RbacV1()
-	_, err := rbac.Roles(it.ns).Create(it.t.Context(), &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "reconciler"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(it.t, err)
-	_, err = rbac.RoleBindings(it.ns).Create(it.t.Context(), &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "reconciler"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "reconciler"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: "rbac.authorization.k8s.io", Name: user}},
-	}, metav1.CreateOptions{})
-	require.NoError(it.t, err)
+	it.env.Grant(it.t, it.ns, "reconciler", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	})
 	cfg := rest.CopyConfig(it.env.RESTConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	cs, err := kubernetes.NewForConfig(cfg)

@@ -260,21 +260,10 @@ func TestIntegrationPreflight(t *testing.T) {
 	t.Parallel()
 	it := newITest(t)
 	user := "no-watch-" + it.ns
-	rbac := it.env.Client.RbacV1()
-	_, err := rbac.Roles(it.ns).Create(t.Context(), &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "partial"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = rbac.RoleBindings(it.ns).Create(t.Context(), &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "partial"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "partial"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: "rbac.authorization.k8s.io", Name: user}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	it.env.Grant(t, it.ns, "partial", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
+	})
 	cfg := rest.CopyConfig(it.env.RESTConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	cs, err := kubernetes.NewForConfig(cfg)
