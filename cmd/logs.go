@@ -79,7 +79,7 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 	}
 	j, err := store.Get(ctx, o.Name)
 	if err != nil {
-		return err
+		return cmdutil.JobLookupError(err, o.Name, store.Namespace())
 	}
 	pods, podNS, err := o.buildCluster(j, store.Namespace())
 	if err != nil {

@@ -49,6 +49,7 @@ func TestRunLogs(t *testing.T) {
 		{name: "one container", args: []string{"logs", "deploy-web-2"}, wantOut: "fake logs\n"},
 		{name: "containers prefixed", args: []string{"logs", "deploy-web-2"}, init: true, wantOut: "[clone] fake logs\n[main] fake logs\n"},
 		{name: "one of several", args: []string{"logs", "deploy-web-2", "-c", "main"}, init: true, wantOut: "fake logs\n"},
+		{name: "missing job", args: []string{"logs", "nope"}, wantErr: `job "nope" not found in namespace "default"`, wantCode: cmdutil.CodeError},
 		{name: "not started", args: []string{"logs", "deploy-web-1"}, wantErr: `job "deploy-web-1" has no pod yet (triggered): wait for it with -f`, wantCode: cmdutil.CodeError},
 		{name: "unknown cluster", args: []string{"logs", "deploy-web-2", "--build-cluster", "gpu=x"},
 			wantErr: `job "deploy-web-2" runs in build cluster "default": name its context with --build-cluster default=CONTEXT`, wantCode: cmdutil.CodeUsage},

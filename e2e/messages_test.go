@@ -51,8 +51,8 @@ func TestIntegrationCLIUntrustedServer(t *testing.T) {
 	assert.Contains(t, o.stderr, `hint: check the certificate-authority (or certificate-authority-data) of the cluster of context "`+testenv.ContextName+`"`)
 }
 
-// TestIntegrationCLIJobMessages: abort and get jobs name the job that is
-// not there, and a second abort says the job is already aborted.
+// TestIntegrationCLIJobMessages: abort, get jobs, logs and wait name the
+// job that is not there, and a second abort says the job is already aborted.
 func TestIntegrationCLIJobMessages(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
@@ -60,6 +60,12 @@ func TestIntegrationCLIJobMessages(t *testing.T) {
 	assert.Equal(t, 1, o.code, o.stderr)
 	assert.Contains(t, o.stderr, `error: job "nosuch" not found in namespace "`+c.namespace+`"`)
 	assert.Contains(t, o.stderr, "hint: list the jobs there with `lockctl get jobs -n "+c.namespace+"`")
+	for _, args := range [][]string{{"logs", "nosuch"}, {"logs", "nosuch", "-f"}, {"wait", "nosuch"}} {
+		o = c.run(t, args...)
+		assert.Equal(t, 1, o.code, "%v: %s", args, o.stderr)
+		assert.Contains(t, o.stderr, `error: job "nosuch" not found in namespace "`+c.namespace+`"`, args)
+		assert.Contains(t, o.stderr, "hint: list the jobs there with `lockctl get jobs -n "+c.namespace+"`", args)
+	}
 
 	o = c.run(t, "submit", "-f", writeJob(t, "abort-me", ""))
 	require.Equal(t, 0, o.code, o.stderr)
