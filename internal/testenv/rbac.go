@@ -55,27 +55,28 @@ func userOf(s rbacv1.Subject) string {
 // awaitAllowed polls SubjectAccessReviews until user may do everything the
 // rules grant in ns.
 func (e *Env) awaitAllowed(ctx context.Context, ns, user string, rules []rbacv1.PolicyRule) error {
+	var wants []authorizationv1.ResourceAttributes
+	for _, r := range rules {
+		for _, group := range r.APIGroups {
+			for _, resource := range r.Resources {
+				for _, verb := range r.Verbs {
+					wants = append(wants, authorizationv1.ResourceAttributes{Namespace: ns, Group: group, Resource: resource, Verb: verb})
+				}
+			}
+		}
+	}
 	var denied string
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, r := range rules {
-			for _, group := range r.APIGroups {
-				for _, resource := range r.Resources {
-					for _, verb := range r.Verbs {
-						review, err := e.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-							Spec: authorizationv1.SubjectAccessReviewSpec{
-								User:               user,
-								ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Group: group, Resource: resource, Verb: verb},
-							},
-						}, metav1.CreateOptions{})
-						if err != nil {
-							return false, err
-						}
-						if !review.Status.Allowed {
-							denied = verb + " " + resource
-							return false, nil
-						}
-					}
-				}
+		for _, want := range wants {
+			review, err := e.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &want},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return false, err
+			}
+			if !review.Status.Allowed {
+				denied = want.Verb + " " + want.Resource
+				return false, nil
 			}
 		}
 		return true, nil
