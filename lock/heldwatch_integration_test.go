@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,34 +15,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testenv"
 )
-
-// requestLog records a client's requests as "VERB" or "WATCH" with the
-// path.
-type requestLog struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	reqs []string
-}
-
-func (l *requestLog) RoundTrip(req *http.Request) (*http.Response, error) {
-	verb := req.Method
-	if req.URL.Query().Get("watch") == "true" {
-		verb = "WATCH"
-	}
-	l.mu.Lock()
-	l.reqs = append(l.reqs, verb)
-	l.mu.Unlock()
-	return l.next.RoundTrip(req)
-}
-
-// take returns the requests recorded since the last take.
-func (l *requestLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.reqs
-	l.reqs = nil
-	return out
-}
 
 // TestIntegrationKeepWatching: with Client.KeepWatching, a holder that
 // waited keeps the watch of the lock while it holds it, so its release
@@ -58,10 +29,9 @@ func TestIntegrationKeepWatching(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	newClient := func() (*Client, *requestLog) {
-		log := &requestLog{}
+	newClient := func() (*Client, *testenv.RequestLog) {
 		cfg := rest.CopyConfig(env.RESTConfig)
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
+		log := testenv.RecordRequests(cfg)
 		cs, err := kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
 		c := New(cs.CoreV1(), cs.CoreV1(), ns)
@@ -94,12 +64,12 @@ func TestIntegrationKeepWatching(t *testing.T) {
 		t.Fatal("the second contender did not queue")
 	}
 
-	firstLog.take()
+	firstLog.Take()
 	rel, err := first.ReleaseHeld(ctx, h1, ReleaseOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, rel.HandedTo)
 	assert.Equal(t, "api", rel.HandedTo.Repo)
-	assert.Equal(t, []string{http.MethodPut, "WATCH", http.MethodPut}, firstLog.take(),
+	assert.Equal(t, []string{http.MethodPut, "WATCH", http.MethodPut}, testenv.Verbs(firstLog.Take()),
 		"the write on the taken version loses to the join; the next is on the version a watch from it brought, nothing read")
 
 	var h2 *Held
@@ -121,15 +91,15 @@ func TestIntegrationKeepWatching(t *testing.T) {
 	require.Eventually(t, func() bool { return h2.lastCM().ResourceVersion == cm.ResourceVersion }, time.Minute, 10*time.Millisecond,
 		"the holder's watch brings the version of the join")
 
-	secondLog.take()
+	secondLog.Take()
 	rel, err = second.ReleaseHeld(ctx, h2, ReleaseOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, rel.HandedTo)
 	assert.Equal(t, "ops", rel.HandedTo.Repo)
 	var writes []string
-	for _, r := range secondLog.take() {
-		if !strings.HasPrefix(r, "WATCH") {
-			writes = append(writes, r)
+	for _, verb := range testenv.Verbs(secondLog.Take()) {
+		if verb != "WATCH" {
+			writes = append(writes, verb)
 		}
 	}
 	assert.Equal(t, []string{http.MethodPut}, writes, "one write, on the version the watch brought")

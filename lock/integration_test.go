@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -118,35 +117,19 @@ func TestIntegrationAcquireFreeAndRelease(t *testing.T) {
 	assert.Nil(t, res.Previous)
 }
 
-// countingTransport counts the requests of a client by method and path.
-type countingTransport struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	reqs []string
-}
-
-func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c.mu.Lock()
-	c.reqs = append(c.reqs, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery)
-	c.mu.Unlock()
-	return c.next.RoundTrip(req)
-}
-
 func TestIntegrationFreeLockTakenWithOneRequest(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	counted := &countingTransport{}
 	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counted.next = rt; return counted })
+	counted := testenv.RecordRequests(cfg)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	l := newClient(t, cs, ns)
 
 	mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "1")})
-	counted.mu.Lock()
-	assert.Len(t, counted.reqs, 1, "a free lock is taken with one create and nothing watched: %v", counted.reqs)
-	counted.mu.Unlock()
+	reqs := counted.Take()
+	assert.Len(t, reqs, 1, "a free lock is taken with one create and nothing watched: %v", reqs)
 
 	// A second contender finds the lock held: its create loses and it waits.
 	done, queued := acquireAsync(t.Context(), newClient(t, env.Client, ns), lock.Request{Target: "staging", Identity: identity("api", "1")})
