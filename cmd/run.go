@@ -53,7 +53,7 @@ type runOptions struct {
 	// IgnoreFreeze takes a frozen lock (an emergency); the freeze records it.
 	IgnoreFreeze bool
 	// CancelInProgress asks an older run of this branch holding the lock
-	// to stop (docs/2026-12-03-cancel-in-progress.md).
+	// to stop (docs/adr/0026-cancel-in-progress.md).
 	CancelInProgress bool
 	Progress         string
 	DryRun           bool
@@ -100,7 +100,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			--ttl), so a killed terminal frees it within that. The job's pod is
 			tied to this run's hold on the lock: once the hold of a run that died
 			has expired, its pod is deleted by a running lockctl reconcile, or
-			else by the next lockctl run (docs/2026-12-02-run-session.md).
+			else by the next lockctl run (docs/adr/0006-run-session.md).
 
 			Ctrl-C (or SIGTERM) once aborts the job, which deletes its pod, or
 			passes the signal to the command and waits for it; then the lock is

@@ -154,7 +154,7 @@ type Request struct {
 	Cancelable bool
 	// CancelInProgress asks the holder to stop when it is an older
 	// Cancelable build of the contender's branch; the contender holds the
-	// lock next (docs/2026-12-03-cancel-in-progress.md).
+	// lock next (docs/adr/0026-cancel-in-progress.md).
 	CancelInProgress bool
 	// Unordered says the build number only tells this contender apart
 	// (a developer's terminal, a CI without a build counter): it is served

@@ -58,7 +58,7 @@ type Factory struct {
 	Clock clock.WithTicker
 	// ServerClock follows the API server's clock, learnt from the answers
 	// to the clients built here; locks judge expiries on it
-	// (docs/2026-12-03-lock-clock.md). nil means Clock.
+	// (docs/adr/0015-lock-clock.md). nil means Clock.
 	ServerClock *servertime.Clock
 	// Getenv reads the environment (CI identity, LOCKCTL_* flags).
 	Getenv func(string) string

@@ -205,7 +205,7 @@ func TestLockNamespaceDefault(t *testing.T) {
 }
 
 // TestNewLockClientClock: lock clients judge expiries on the API server's
-// clock (Factory.ServerClock), and read nodes (docs/2026-12-03-lock-clock.md).
+// clock (Factory.ServerClock), and read nodes (docs/adr/0015-lock-clock.md).
 func TestNewLockClientClock(t *testing.T) {
 	t.Parallel()
 	te := newTestFactory(t)
