@@ -177,7 +177,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 	}
 }
 
-// TestLockNamespaceDefault pins the order README and --help give:
+// TestLockNamespaceDefault pins the order docs/configuration.md and --help give:
 // --lock-namespace, else -n, else the pod's namespace, else the context's.
 func TestLockNamespaceDefault(t *testing.T) {
 	t.Parallel()
