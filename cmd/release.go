@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
@@ -128,7 +129,7 @@ func (o *releaseOptions) breaker(id lock.Identity) string {
 	if id == (lock.Identity{}) {
 		var err error
 		if id, _, err = o.Identity(o.f); err != nil {
-			return lock.LocalUser(o.f.Getenv)
+			return identity.LocalUser(o.f.Getenv)
 		}
 	}
 	return id.String()

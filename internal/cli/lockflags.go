@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -53,7 +54,7 @@ func (l *LockFlags) ResolveLockNamespace(f *Factory) (string, error) {
 }
 
 // Identity resolves the holder identity: flags win over the CI
-// environment, which wins over the local defaults (lock.ResolveIdentity: user@host,
+// environment, which wins over the local defaults (identity.Resolve: user@host,
 // the git checkout's repository and branch, the terminal session as build).
 // unordered is true when the build only tells holders apart (a local or
 // hashed build): such claims are served first come, first served. A field
@@ -61,7 +62,7 @@ func (l *LockFlags) ResolveLockNamespace(f *Factory) (string, error) {
 // environment variable it came from.
 func (l *LockFlags) Identity(f *Factory) (id lock.Identity, unordered bool, err error) {
 	flags := lock.Identity{Owner: l.Owner, Repo: l.Repo, Branch: l.Branch, Build: l.Build}
-	id, src, unordered := lock.ResolveIdentity(flags, f.Getenv, f.LocalEnv, l.PerProcess)
+	id, src, unordered := identity.Resolve(flags, f.Getenv, f.LocalEnv, l.PerProcess)
 	if err := id.Validate(); err != nil {
 		var ie *lock.IdentityError
 		if !errors.As(err, &ie) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
@@ -25,7 +26,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		name          string
 		flags         LockFlags
 		env           map[string]string
-		local         *lock.LocalEnv
+		local         *identity.LocalEnv
 		want          lock.Identity
 		wantUnordered bool
 		wantErr       string
@@ -53,7 +54,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		},
 		{
 			name:  "no session: the process",
-			local: &lock.LocalEnv{User: "dev", Host: "laptop", PID: 99},
+			local: &identity.LocalEnv{User: "dev", Host: "laptop", PID: 99},
 			want:  lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "99"}, wantUnordered: true,
 		},
 		{

@@ -1,13 +1,15 @@
-package lock
+package identity
 
 import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"github.com/lockctl/lockctl/lock"
 )
 
-// CIEnvironment is what IdentityFromEnv learned from a CI system.
-type CIEnvironment struct {
+// CI is what FromEnv learned from a CI system.
+type CI struct {
 	// Name is the CI system recognised ("prow", "github-actions", …), or
 	// "ci" for an unknown one that sets $CI, or "" outside CI.
 	Name string
@@ -17,7 +19,7 @@ type CIEnvironment struct {
 	Unordered bool
 }
 
-// IdentityFromEnv reads the identity a CI system exposes through getenv
+// FromEnv reads the identity a CI system exposes through getenv
 // (os.Getenv), and names the environment variable each field came from
 // ("$REPO_OWNER"), by field name ("owner", "repo", "branch", "build").
 // Fields the environment does not give are left empty; a CI system that
@@ -28,8 +30,8 @@ type CIEnvironment struct {
 // passes those parameters as environment), GitHub Actions, GitLab CI,
 // Jenkins, Buildkite, CircleCI, Azure Pipelines, Bitbucket Pipelines,
 // Woodpecker, Drone and Argo Workflows.
-func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, CIEnvironment) {
-	var id Identity
+func FromEnv(getenv func(string) string) (lock.Identity, map[string]string, CI) {
+	var id lock.Identity
 	src := map[string]string{}
 	// set sets *dst, unless already set, from the first of vars that is set.
 	set := func(field string, dst *string, vars ...string) {
@@ -54,7 +56,7 @@ func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, C
 			}
 		}
 	}
-	ci := CIEnvironment{}
+	ci := CI{}
 	switch {
 	case getenv("REPO_OWNER") != "" || getenv("REPO_NAME") != "":
 		ci.Name = "prow"
@@ -134,7 +136,7 @@ func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, C
 		// tells workflows apart. All of it is the same in every step of a
 		// workflow (a step's host name is not), so one step can release
 		// what another acquired; such claims are served in arrival order.
-		ci = CIEnvironment{Name: "argo-workflows", Unordered: true}
+		ci = CI{Name: "argo-workflows", Unordered: true}
 		id.Owner, id.Branch = "argo", "workflow"
 		set("repo", &id.Repo, "ARGO_WORKFLOW_NAME")
 		id.Build, src["build"] = hashBuild(getenv("ARGO_WORKFLOW_NAME")), "$ARGO_WORKFLOW_NAME"

@@ -1,4 +1,4 @@
-package lock
+package identity
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/lockctl/lockctl/lock"
 )
 
 // LocalEnv is what lockctl knows about the machine and shell it runs in,
@@ -37,7 +39,7 @@ func ReadLocalEnv(getenv func(string) string) LocalEnv {
 	return env
 }
 
-// ResolveIdentity returns the holder identity: a field set in flags (the
+// Resolve returns the holder identity: a field set in flags (the
 // --owner, --repo, --branch and --build flags) wins over the CI environment
 // read through getenv, which wins over the local defaults of local()
 // (localIdentity), called only when a field is still empty. src says where
@@ -45,8 +47,8 @@ func ReadLocalEnv(getenv func(string) string) LocalEnv {
 // variable, "" for a default. unordered is true when the build only tells
 // holders apart (a local or hashed build): such claims are served first
 // come, first served. The identity is not validated.
-func ResolveIdentity(flags Identity, getenv func(string) string, local func() LocalEnv, perProcess bool) (id Identity, src map[string]string, unordered bool) {
-	id, src, ci := IdentityFromEnv(getenv)
+func Resolve(flags lock.Identity, getenv func(string) string, local func() LocalEnv, perProcess bool) (id lock.Identity, src map[string]string, unordered bool) {
+	id, src, ci := FromEnv(getenv)
 	unordered = ci.Unordered
 	for _, o := range []struct {
 		name, flag string
@@ -88,7 +90,7 @@ func LocalUser(getenv func(string) string) string {
 // terminal session, or with perProcess lockctl's process ID. Such a build
 // only tells holders apart; claims with it are served first come, first
 // served. src records where each field came from.
-func localIdentity(id *Identity, src map[string]string, getenv func(string) string, env LocalEnv, perProcess bool) {
+func localIdentity(id *lock.Identity, src map[string]string, getenv func(string) string, env LocalEnv, perProcess bool) {
 	if id.Owner == "" {
 		user := env.User
 		src["owner"] = ""
