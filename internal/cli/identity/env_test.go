@@ -13,6 +13,12 @@ func ident(owner, repo, branch, build string) lock.Identity {
 	return lock.Identity{Owner: owner, Repo: repo, Branch: branch, Build: build}
 }
 
+// inSeq counts id's build in sequence seq.
+func inSeq(id lock.Identity, seq string) lock.Identity {
+	id.Sequence = seq
+	return id
+}
+
 func TestFromEnv(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -22,6 +28,7 @@ func TestFromEnv(t *testing.T) {
 		wantCI        string
 		wantUnordered bool
 		wantBuildFrom string
+		wantJob       lock.CIJob
 	}{
 		{name: "no CI", env: map[string]string{"HOME": "/root"}},
 		{
@@ -55,7 +62,37 @@ func TestFromEnv(t *testing.T) {
 			name: "buildkite",
 			env: map[string]string{"BUILDKITE": "true", "CI": "true", "BUILDKITE_REPO": "git@git.example:acme/web.git",
 				"BUILDKITE_ORGANIZATION_SLUG": "acme-org", "BUILDKITE_PIPELINE_SLUG": "web-deploy", "BUILDKITE_BRANCH": "main", "BUILDKITE_BUILD_NUMBER": "101"},
-			want: ident("acme", "web", "main", "101"), wantCI: "buildkite", wantBuildFrom: "$BUILDKITE_BUILD_NUMBER",
+			want: inSeq(ident("acme", "web", "main", "101"), "web-deploy"), wantCI: "buildkite", wantBuildFrom: "$BUILDKITE_BUILD_NUMBER",
+		},
+		{
+			name: "buildkite, one of a step's parallel jobs",
+			env: map[string]string{"BUILDKITE": "true", "BUILDKITE_REPO": "git@git.example:acme/web.git", "BUILDKITE_PIPELINE_SLUG": "web-deploy",
+				"BUILDKITE_BRANCH": "main", "BUILDKITE_BUILD_NUMBER": "101", "BUILDKITE_STEP_ID": "s-1", "BUILDKITE_PARALLEL_JOB": "2",
+				"BUILDKITE_JOB_ID": "j-9", "BUILDKITE_RETRY_COUNT": "1"},
+			want: inSeq(ident("acme", "web", "main", "101"), "web-deploy"), wantCI: "buildkite", wantBuildFrom: "$BUILDKITE_BUILD_NUMBER",
+			wantJob: lock.CIJob{Job: "s-1/2", JobID: "j-9"},
+		},
+		{
+			name: "github actions, a matrix job's attempt on its runner",
+			env: map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/web", "GITHUB_REF_NAME": "main", "GITHUB_RUN_NUMBER": "8",
+				"GITHUB_WORKFLOW": "Deploy", "GITHUB_WORKFLOW_REF": "acme/web/.github/workflows/deploy.yml@refs/heads/main",
+				"GITHUB_JOB": "deploy", "RUNNER_NAME": "GitHub Actions 3", "GITHUB_RUN_ATTEMPT": "2"},
+			want:   inSeq(ident("acme", "web", "main", "8"), ".github/workflows/deploy.yml"),
+			wantCI: "github-actions", wantBuildFrom: "$GITHUB_RUN_NUMBER",
+			wantJob: lock.CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
+		},
+		{
+			name: "github actions without GITHUB_WORKFLOW_REF (older servers): the workflow's name",
+			env: map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/web", "GITHUB_REF_NAME": "main", "GITHUB_RUN_NUMBER": "8",
+				"GITHUB_WORKFLOW": "Deploy"},
+			want: inSeq(ident("acme", "web", "main", "8"), "Deploy"), wantCI: "github-actions", wantBuildFrom: "$GITHUB_RUN_NUMBER",
+		},
+		{
+			name: "gitlab, a retried job",
+			env: map[string]string{"GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web", "CI_COMMIT_REF_NAME": "main",
+				"CI_PIPELINE_IID": "9", "CI_JOB_NAME": "deploy: [eu]", "CI_JOB_ID": "1007"},
+			want: ident("acme", "web", "main", "9"), wantCI: "gitlab", wantBuildFrom: "$CI_PIPELINE_IID",
+			wantJob: lock.CIJob{Job: "deploy: [eu]", JobID: "1007", Attempt: 1007},
 		},
 		{
 			name: "circleci",
@@ -119,6 +156,7 @@ func TestFromEnv(t *testing.T) {
 			assert.Equal(t, tt.wantCI, ci.Name, "CI recognised from %v", tt.env)
 			assert.Equal(t, tt.wantUnordered, ci.Unordered, "unordered from %v", tt.env)
 			assert.Equal(t, tt.wantBuildFrom, src["build"], "source of the build from %v", tt.env)
+			assert.Equal(t, tt.wantJob, ci.Job, "CI job from %v", tt.env)
 			again, _, _ := FromEnv(func(k string) string { return tt.env[k] })
 			assert.Equal(t, id, again, "the same environment gives the same identity")
 		})
