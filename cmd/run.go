@@ -289,7 +289,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 	// release writes on the newest version (waiters joined meanwhile) and
 	// the next holder is not kept waiting by a lost write and a read.
 	locks.KeepWatching = true
-	id, unordered, err := o.Identity(o.f)
+	holder, err := o.Identity(o.f)
 	if err != nil {
 		return run.Result{}, err
 	}
@@ -299,7 +299,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 		Locks: locks, Timeout: o.Timeout, Jobs: jobs,
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
 		Requests: lock.RequestsFor(lock.Request{
-			Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
+			Identity: holder.Identity, Job: holder.Job, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
 			Cancelable: true, CancelInProgress: o.CancelInProgress,
 		}, o.Targets),

@@ -1,13 +1,15 @@
-package lock
+package identity
 
 import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"github.com/lockctl/lockctl/lock"
 )
 
-// CIEnvironment is what IdentityFromEnv learned from a CI system.
-type CIEnvironment struct {
+// CI is what FromEnv learned from a CI system.
+type CI struct {
 	// Name is the CI system recognised ("prow", "github-actions", …), or
 	// "ci" for an unknown one that sets $CI, or "" outside CI.
 	Name string
@@ -15,21 +17,27 @@ type CIEnvironment struct {
 	// hash of a run's name or ID) and does not grow with every build: such
 	// claims are served first come, first served (Request.Unordered).
 	Unordered bool
+	// Job is the CI job lockctl runs in, when the CI system says: the unit
+	// that holds a lock once (lock.CIJob). Zero when it does not.
+	Job lock.CIJob
 }
 
-// IdentityFromEnv reads the identity a CI system exposes through getenv
+// FromEnv reads the identity a CI system exposes through getenv
 // (os.Getenv), and names the environment variable each field came from
 // ("$REPO_OWNER"), by field name ("owner", "repo", "branch", "build").
 // Fields the environment does not give are left empty; a CI system that
-// has no build counter gives no build, never a per-call number.
+// has no build counter gives no build, never a per-call number. The
+// identity's Sequence ("sequence") and the CI job (CI.Job: "job", "jobID",
+// "attempt") are set where the CI system gives them; docs/ci-identity.md
+// has the table of what each gives and what follows for the lock.
 //
 // Recognised: Prow and Jenkins X (REPO_OWNER, REPO_NAME, BRANCH_NAME,
 // BUILD_NUMBER; Tekton tasks follow the same convention when their pipeline
 // passes those parameters as environment), GitHub Actions, GitLab CI,
 // Jenkins, Buildkite, CircleCI, Azure Pipelines, Bitbucket Pipelines,
 // Woodpecker, Drone and Argo Workflows.
-func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, CIEnvironment) {
-	var id Identity
+func FromEnv(getenv func(string) string) (lock.Identity, map[string]string, CI) {
+	var id lock.Identity
 	src := map[string]string{}
 	// set sets *dst, unless already set, from the first of vars that is set.
 	set := func(field string, dst *string, vars ...string) {
@@ -54,7 +62,17 @@ func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, C
 			}
 		}
 	}
-	ci := CIEnvironment{}
+	ci := CI{}
+	// attempt sets the job's attempt from the first of vars that holds a
+	// number.
+	attempt := func(vars ...string) {
+		for _, v := range vars {
+			if n, err := strconv.ParseUint(getenv(v), 10, 64); err == nil && n > 0 {
+				ci.Job.Attempt, src["attempt"] = n, "$"+v
+				return
+			}
+		}
+	}
 	switch {
 	case getenv("REPO_OWNER") != "" || getenv("REPO_NAME") != "":
 		ci.Name = "prow"
@@ -68,12 +86,31 @@ func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, C
 		src["owner"], src["repo"] = "$GITHUB_REPOSITORY", "$GITHUB_REPOSITORY"
 		set("branch", &id.Branch, "GITHUB_REF_NAME")
 		set("build", &id.Build, "GITHUB_RUN_NUMBER")
+		// Run numbers count per workflow, so the workflow is the sequence:
+		// its file, from GITHUB_WORKFLOW_REF, else its name.
+		if wf := workflowPath(getenv("GITHUB_WORKFLOW_REF")); wf != "" {
+			id.Sequence, src["sequence"] = wf, "$GITHUB_WORKFLOW_REF"
+		}
+		set("sequence", &id.Sequence, "GITHUB_WORKFLOW")
+		// The jobs of a matrix share GITHUB_JOB; each runs on its own
+		// runner, which runs one job at a time. A re-run of a run's failed
+		// jobs starts once the whole run has ended, with the next
+		// GITHUB_RUN_ATTEMPT.
+		set("job", &ci.Job.Job, "GITHUB_JOB")
+		set("jobID", &ci.Job.JobID, "RUNNER_NAME")
+		attempt("GITHUB_RUN_ATTEMPT")
 	case getenv("GITLAB_CI") == "true":
 		ci.Name = "gitlab"
 		set("owner", &id.Owner, "CI_PROJECT_NAMESPACE")
 		set("repo", &id.Repo, "CI_PROJECT_NAME")
 		set("branch", &id.Branch, "CI_COMMIT_REF_NAME")
 		set("build", &id.Build, "CI_PIPELINE_IID")
+		// Job names are unique in a pipeline (parallel and matrix jobs get
+		// "deploy 1/3", "deploy: [eu]"); a retry is a new job with the same
+		// name and a higher CI_JOB_ID, started once the one retried ended.
+		set("job", &ci.Job.Job, "CI_JOB_NAME")
+		set("jobID", &ci.Job.JobID, "CI_JOB_ID")
+		attempt("CI_JOB_ID")
 	case getenv("BUILDKITE") == "true":
 		ci.Name = "buildkite"
 		fromURL("BUILDKITE_REPO")
@@ -81,6 +118,19 @@ func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, C
 		set("repo", &id.Repo, "BUILDKITE_PIPELINE_SLUG")
 		set("branch", &id.Branch, "BUILDKITE_BRANCH")
 		set("build", &id.Build, "BUILDKITE_BUILD_NUMBER")
+		// Build numbers count per pipeline, and one repository may have
+		// several pipelines.
+		set("sequence", &id.Sequence, "BUILDKITE_PIPELINE_SLUG")
+		// A job is a step's (one of its parallel copies); a retry is a new
+		// job, which waits: nothing tells it from a retry of another job
+		// of the same step (a matrix), so it never takes over.
+		if step := getenv("BUILDKITE_STEP_ID"); step != "" {
+			ci.Job.Job, src["job"] = step, "$BUILDKITE_STEP_ID"
+			if n := getenv("BUILDKITE_PARALLEL_JOB"); n != "" {
+				ci.Job.Job, src["job"] = step+"/"+n, "$BUILDKITE_STEP_ID/$BUILDKITE_PARALLEL_JOB"
+			}
+		}
+		set("jobID", &ci.Job.JobID, "BUILDKITE_JOB_ID")
 	case getenv("CIRCLECI") == "true":
 		ci.Name = "circleci"
 		set("owner", &id.Owner, "CIRCLE_PROJECT_USERNAME")
@@ -134,14 +184,32 @@ func IdentityFromEnv(getenv func(string) string) (Identity, map[string]string, C
 		// tells workflows apart. All of it is the same in every step of a
 		// workflow (a step's host name is not), so one step can release
 		// what another acquired; such claims are served in arrival order.
-		ci = CIEnvironment{Name: "argo-workflows", Unordered: true}
+		ci = CI{Name: "argo-workflows", Unordered: true}
 		id.Owner, id.Branch = "argo", "workflow"
 		set("repo", &id.Repo, "ARGO_WORKFLOW_NAME")
 		id.Build, src["build"] = hashBuild(getenv("ARGO_WORKFLOW_NAME")), "$ARGO_WORKFLOW_NAME"
 	case getenv("CI") != "" && getenv("CI") != "false":
 		ci.Name = "ci"
 	}
+	if ci.Job.Job == "" {
+		// A job ID or attempt without the job's name tells nothing.
+		ci.Job = lock.CIJob{}
+		delete(src, "jobID")
+		delete(src, "attempt")
+	}
 	return id, src, ci
+}
+
+// workflowPath returns the workflow file of a GitHub Actions run from its
+// GITHUB_WORKFLOW_REF ("acme/web/.github/workflows/deploy.yml@refs/heads/main"):
+// ".github/workflows/deploy.yml"; "" when ref does not name one.
+func workflowPath(ref string) string {
+	_, path, ok := strings.Cut(ref, "/.github/")
+	if !ok {
+		return ""
+	}
+	path, _, _ = strings.Cut(path, "@")
+	return ".github/" + path
 }
 
 // hashBuild turns a run's name or ID into a stable build number.

@@ -1,4 +1,4 @@
-package lock
+package identity
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/lockctl/lockctl/lock"
 )
 
 // LocalEnv is what lockctl knows about the machine and shell it runs in,
@@ -37,17 +39,30 @@ func ReadLocalEnv(getenv func(string) string) LocalEnv {
 	return env
 }
 
-// ResolveIdentity returns the holder identity: a field set in flags (the
+// Holder is who a command holds a lock as.
+type Holder struct {
+	lock.Identity
+	// Job is the CI job the command runs in, when the CI system says
+	// (CI.Job); zero otherwise.
+	Job lock.CIJob
+	// Unordered is true when the build only tells holders apart (a local
+	// or hashed build): such claims are served first come, first served.
+	Unordered bool
+	// Source says where each field came from, by field name ("owner",
+	// "sequence", "job"): "--owner" for a flag, "$VAR" for an environment
+	// variable, "" for a default.
+	Source map[string]string
+}
+
+// Resolve returns the holder identity: a field set in flags (the
 // --owner, --repo, --branch and --build flags) wins over the CI environment
 // read through getenv, which wins over the local defaults of local()
-// (localIdentity), called only when a field is still empty. src says where
-// each field came from: "--owner" for a flag, "$VAR" for an environment
-// variable, "" for a default. unordered is true when the build only tells
-// holders apart (a local or hashed build): such claims are served first
-// come, first served. The identity is not validated.
-func ResolveIdentity(flags Identity, getenv func(string) string, local func() LocalEnv, perProcess bool) (id Identity, src map[string]string, unordered bool) {
-	id, src, ci := IdentityFromEnv(getenv)
-	unordered = ci.Unordered
+// (localIdentity), called only when a field is still empty. A --build
+// drops the sequence the environment gives (the number is the flag's, not
+// the CI system's counter). The identity is not validated.
+func Resolve(flags lock.Identity, getenv func(string) string, local func() LocalEnv, perProcess bool) Holder {
+	id, src, ci := FromEnv(getenv)
+	unordered := ci.Unordered
 	for _, o := range []struct {
 		name, flag string
 		dst        *string
@@ -61,13 +76,15 @@ func ResolveIdentity(flags Identity, getenv func(string) string, local func() Lo
 	}
 	if flags.Build != "" {
 		unordered = false
+		id.Sequence = ""
+		delete(src, "sequence")
 	} else if id.Build == "" {
 		unordered = true
 	}
 	if id.Owner == "" || id.Repo == "" || id.Branch == "" || id.Build == "" {
 		localIdentity(&id, src, getenv, local(), perProcess)
 	}
-	return id, src, unordered
+	return Holder{Identity: id, Job: ci.Job, Unordered: unordered, Source: src}
 }
 
 // LocalUser is the login name: $USER, else the current user's, else
@@ -88,7 +105,7 @@ func LocalUser(getenv func(string) string) string {
 // terminal session, or with perProcess lockctl's process ID. Such a build
 // only tells holders apart; claims with it are served first come, first
 // served. src records where each field came from.
-func localIdentity(id *Identity, src map[string]string, getenv func(string) string, env LocalEnv, perProcess bool) {
+func localIdentity(id *lock.Identity, src map[string]string, getenv func(string) string, env LocalEnv, perProcess bool) {
 	if id.Owner == "" {
 		user := env.User
 		src["owner"] = ""
