@@ -133,6 +133,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	fs.BoolVar(&o.IgnoreFreeze, "ignore-freeze", o.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display while waiting: auto, tty or plain")
 	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
+	cli.MarkOverride(fs, "ignore-freeze")
 	return c
 }
 

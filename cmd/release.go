@@ -75,6 +75,7 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 	o.AddLockNamespaceFlag(c.Flags())
 	c.Flags().BoolVar(&o.Force, "force", o.Force, "release the lock whoever holds it, or delete a corrupt lock")
 	c.Flags().StringVar(&o.Token, "token", o.Token, "release the lock if its holder's fencing token (printed by acquire) is this one, whatever the caller's identity")
+	cli.MarkOverride(c.Flags(), "force", "token")
 	return c
 }
 

@@ -169,6 +169,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	fs.BoolVar(&o.CancelInProgress, "cancel-in-progress", o.CancelInProgress, "ask an older lockctl run of this owner/repo/branch holding the lock to stop (it exits 3); this run holds the lock next")
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display: auto, tty or plain")
 	o.AddClusterFlags(fs)
+	cli.MarkOverride(fs, "ignore-freeze")
 	return c
 }
 
