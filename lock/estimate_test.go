@@ -63,7 +63,7 @@ windows:
 		},
 		{
 			name: "the holder outlasted every past hold", history: "regular.json",
-			in:   EstimateInput{HolderSince: ago(10 * time.Minute), Ahead: 1},
+			in: EstimateInput{HolderSince: ago(10 * time.Minute), Ahead: 1},
 		},
 		{
 			name: "holds spread wide: a range", history: "spread.json",
