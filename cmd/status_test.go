@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,14 +28,22 @@ func TestNewStatusCmd(t *testing.T) {
 		{name: "every namespace", args: []string{"-A"}, want: statusOptions{AllNamespaces: true}},
 		{name: "two namespaces", args: []string{"a", "b"}, wantErr: "accepts at most 1 arg(s), received 2"},
 		{name: "name across namespaces", args: []string{"staging", "-A"}, wantErr: "a lock cannot be shown by name across all namespaces"},
-		{name: "bad output", args: []string{"-o", "table"}, wantErr: "must be one of json, yaml"},
+		{name: "bad output", args: []string{"-o", "table"}, wantErr: `invalid --output "table": use json, yaml, name, wide, jsonpath=`},
+		{name: "watch, kubectl's forms", args: []string{"-w", "--timeout", "1m", "-o", "custom-columns=T:.spec.target", "--no-headers", "--sort-by", ".metadata.name"},
+			want: statusOptions{Watch: true, Timeout: time.Minute, Output: "custom-columns=T:.spec.target", NoHeaders: true, SortBy: ".metadata.name"}},
+		{name: "jsonpath", args: []string{"staging", "-o", "jsonpath={.status.estimatedWait}"}, want: statusOptions{Target: "staging", Output: "jsonpath={.status.estimatedWait}"}},
+		{name: "bad jsonpath", args: []string{"-o", "jsonpath={.status"}, wantErr: `invalid --output "jsonpath={.status": unclosed action`},
+		{name: "bad column", args: []string{"-o", "custom-columns=TARGET"}, wantErr: `column "TARGET" is not HEADER:.json.path`},
+		{name: "template without its argument", args: []string{"-o", "go-template"}, wantErr: `go-template needs an argument`},
+		{name: "bad sort", args: []string{"--sort-by", "{.a"}, wantErr: `invalid --sort-by "{.a"`},
+		{name: "negative timeout", args: []string{"-w", "--timeout", "-1s"}, wantErr: "invalid --timeout -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			got, err := parseArgsIn(t, te, []string{"status"}, tt.args, newStatusCmd)
-			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *statusOptions) { o.f = nil })
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *statusOptions) { o.f, o.out = nil, nil })
 		})
 	}
 }
@@ -82,6 +92,20 @@ func TestRunStatus(t *testing.T) {
 		{name: "priorities table", args: []string{"status"}, objs: []*corev1.ConfigMap{heldLock(t, "42", hotfix, aged, waiter)}, golden: "status/priorities.golden"},
 		{name: "priorities yaml", args: []string{"status", "staging", "-o", "yaml"}, objs: []*corev1.ConfigMap{heldLock(t, "42", hotfix, aged, waiter)}, golden: "status/priorities.yaml.golden"},
 		{name: "json list", args: []string{"status", "-o", "json"}, objs: []*corev1.ConfigMap{heldLock(t, "42")}, golden: "status/list.json.golden"},
+		{name: "estimates", args: []string{"status"}, objs: []*corev1.ConfigMap{withHistory(t, heldLock(t, "42", waiter, hotfix), 5, 4*time.Minute)}, golden: "status/estimate.golden"},
+		{name: "estimates, wide", args: []string{"status", "-o", "wide"}, objs: []*corev1.ConfigMap{withHistory(t, heldLock(t, "42", waiter, hotfix), 5, 4*time.Minute)}, golden: "status/estimate-wide.golden"},
+		{name: "estimates as json", args: []string{"status", "staging", "-o", "json"}, objs: []*corev1.ConfigMap{withHistory(t, heldLock(t, "42", waiter), 5, 4*time.Minute)}, golden: "status/estimate.json.golden"},
+		{name: "estimate by jsonpath", args: []string{"status", "staging", "-o", `jsonpath={.status.estimatedWait} ({.status.basis}){range .status.waiters[*]}|{.build}: {.estimatedWait}{end}`},
+			objs: []*corev1.ConfigMap{withHistory(t, heldLock(t, "42", waiter), 5, 4*time.Minute)}, golden: "status/estimate.jsonpath.golden"},
+		{name: "names", args: []string{"status", "-o", "name"}, objs: []*corev1.ConfigMap{heldLock(t, "42"), tokened}, golden: "status/names.golden"},
+		{name: "list by jsonpath", args: []string{"status", "-A", "-o", `jsonpath={range .items[*]}{.spec.target}={.status.holder.build}{"\n"}{end}`},
+			objs: []*corev1.ConfigMap{heldLock(t, "42"), tokened}, golden: "status/list.jsonpath.golden"},
+		{name: "go-template", args: []string{"status", "-A", "-o", `go-template={{range .items}}{{.spec.target}} {{.status.state}}{{"\n"}}{{end}}`},
+			objs: []*corev1.ConfigMap{heldLock(t, "42"), tokened}, golden: "status/list.template.golden"},
+		{name: "custom columns sorted, no headers", args: []string{"status", "-A", "-o", "custom-columns=TARGET:.spec.target,BUILD:.status.holder.build,MISSING:.status.nothing", "--sort-by", "{.spec.target}", "--no-headers"},
+			objs: []*corev1.ConfigMap{heldLock(t, "42"), tokened}, golden: "status/columns.golden"},
+		{name: "sorted by token, wide, no headers", args: []string{"status", "-A", "-o", "wide", "--sort-by", ".status.holder.build", "--no-headers"},
+			objs: []*corev1.ConfigMap{tokened, heldLock(t, "42")}, golden: "status/sorted.golden"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,4 +124,25 @@ func TestRunStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withHistory adds n past holds of d each, back to back and ended an hour
+// before testNow, to the lock record of cm.
+func withHistory(t *testing.T, cm *corev1.ConfigMap, n int, d time.Duration) *corev1.ConfigMap {
+	t.Helper()
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
+	start := testNow.Add(-time.Hour - time.Duration(n)*d)
+	var hist []any
+	for i := 0; i < n; i++ {
+		hist = append(hist, map[string]any{
+			"owner": "acme", "repo": "web", "branch": "main", "build": fmt.Sprint(30 + i),
+			"since": metav1.NewMicroTime(start.Add(time.Duration(i) * d)), "until": metav1.NewMicroTime(start.Add(time.Duration(i+1) * d)), "ended": "released",
+		})
+	}
+	rec["history"] = hist
+	data, err := json.Marshal(rec)
+	require.NoError(t, err)
+	cm.Annotations[lock.RecordAnnotation] = string(data)
+	return cm
 }

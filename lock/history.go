@@ -110,8 +110,17 @@ func (r *Record) free(ts metav1.MicroTime) {
 // IsFree reports whether the record is a free lock kept for its history.
 func (r *Record) IsFree() bool { return r.Holder.Released }
 
-// History is what `lockctl history` shows of a lock.
+// KindLockHistory is the kind of the History objects `lockctl history -o`
+// prints.
+const KindLockHistory = "LockHistory"
+
+// History is what `lockctl history` shows of a lock: a Kubernetes-style
+// object (apiVersion, kind and metadata naming the lock, so that -o name
+// and templates read it as kubectl's do) with the holds.
 type History struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+
 	Target string `json:"target"`
 	// Holder is the current hold; nil when the lock is free.
 	Holder *Hold `json:"holder,omitempty"`
@@ -131,7 +140,11 @@ type Hold struct {
 // current holder. A lock that was never taken (or whose holder pod was
 // deleted with it) has an empty history.
 func (c *Client) History(ctx context.Context, target string) (*History, error) {
-	out := &History{Target: target, Entries: []HistoryEntry{}}
+	out := &History{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLockHistory},
+		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
+		Target:     target, Entries: []HistoryEntry{},
+	}
 	cm, err := c.get(ctx, target)
 	if err != nil || cm == nil {
 		return out, err
