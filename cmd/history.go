@@ -126,11 +126,7 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 		}
 	}
 	return watchUntil(ctx, o.Timeout, func(ctx context.Context) error {
-		return locks.Watch(ctx, lock.WatchOptions{Target: o.Target}, func(lock.Lock) error {
-			h, err := locks.History(ctx, o.Target)
-			if err != nil {
-				return err
-			}
+		return locks.WatchHistory(ctx, o.Target, func(h *lock.History) error {
 			if !o.out.IsTable() {
 				return hp.Print(h)
 			}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/lock"
 )
@@ -145,4 +148,81 @@ func withHistory(t *testing.T, cm *corev1.ConfigMap, n int, d time.Duration) *co
 	require.NoError(t, err)
 	cm.Annotations[lock.RecordAnnotation] = string(data)
 	return cm
+}
+
+// TestRunStatusWatch: status -w and history -w print the table (or the
+// objects), then a row (an object) for every change of the lock: a
+// hand-over, then the lock deleted.
+func TestRunStatusWatch(t *testing.T) {
+	t.Parallel()
+	web := lock.Claim{
+		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"},
+		Session:  "s42", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)), Expires: ptrMicro(testNow.Add(time.Hour)),
+	}
+	api := lock.Claim{
+		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
+		Session:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Hour)),
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		golden  string
+		printed func(out string) bool
+	}{
+		{name: "table", args: []string{"status", "-w"}, golden: "status/watch.golden", printed: lines(4)},
+		{name: "one lock as json", args: []string{"status", "staging", "-w", "-o", "json"}, golden: "status/watch.json.golden",
+			printed: func(out string) bool { return strings.Count(out, "\n}\n") == 3 }},
+		{name: "custom columns", args: []string{"status", "-w", "-o", "custom-columns=TARGET:.spec.target,STATE:.status.state,HOLDER:.status.holder.build"},
+			golden: "status/watch-columns.golden", printed: lines(4)},
+		{name: "history", args: []string{"history", "staging", "-w"}, golden: "history/watch.golden", printed: lines(4)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			first := lockConfigMap(t, "staging", web, api)
+			first.ResourceVersion = "1"
+			_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(), first, metav1.CreateOptions{})
+			require.NoError(t, err)
+			fw := watch.NewFake()
+			watching := make(chan struct{})
+			te.cs.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+				close(watching)
+				return true, fw, nil
+			})
+			out := &syncWriter{writes: make(chan string, 100)}
+			te.f.IOStreams.Out = out
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- Run(ctx, te.f, tt.args) }()
+
+			<-watching
+			handed := lockConfigMap(t, "staging", api)
+			handed.ResourceVersion = "2"
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal([]byte(handed.Annotations[lock.RecordAnnotation]), &rec))
+			rec["history"] = []any{map[string]any{"owner": "acme", "repo": "web", "branch": "main", "build": "42",
+				"since": web.Since, "until": metav1.NewMicroTime(testNow), "ended": "handedOver", "by": "acme/api@main#5"}}
+			data, err := json.Marshal(rec)
+			require.NoError(t, err)
+			handed.Annotations[lock.RecordAnnotation] = string(data)
+			fw.Modify(handed)
+			fw.Delete(handed)
+			for !tt.printed(out.String()) {
+				<-out.writes
+			}
+			cancel()
+			err = <-done
+			require.ErrorIs(t, err, context.Canceled, "-w ends when interrupted")
+			golden(t, tt.golden, out.String())
+		})
+	}
+}
+
+// TestRunStatusWatchTimeout: --timeout ends -w without an error.
+func TestRunStatusWatchTimeout(t *testing.T) {
+	t.Parallel()
+	te := newTestEnv(t)
+	require.NoError(t, te.run("status", "-w", "--timeout", "50ms"))
+	assert.Equal(t, "10:00:00 no locks in namespace \"default\"\n", te.errOut.String())
 }

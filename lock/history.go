@@ -140,11 +140,7 @@ type Hold struct {
 // current holder. A lock that was never taken (or whose holder pod was
 // deleted with it) has an empty history.
 func (c *Client) History(ctx context.Context, target string) (*History, error) {
-	out := &History{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLockHistory},
-		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
-		Target:     target, Entries: []HistoryEntry{},
-	}
+	out := c.newHistory(target)
 	cm, err := c.get(ctx, target)
 	if err != nil || cm == nil {
 		return out, err
@@ -153,14 +149,28 @@ func (c *Client) History(ctx context.Context, target string) (*History, error) {
 	if err != nil {
 		return nil, err
 	}
+	out.fill(rec)
+	return out, nil
+}
+
+// newHistory is the empty history of target's lock.
+func (c *Client) newHistory(target string) *History {
+	return &History{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLockHistory},
+		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
+		Target:     target, Entries: []HistoryEntry{},
+	}
+}
+
+// fill sets h's holder and entries, newest first, from rec.
+func (h *History) fill(rec *Record) {
 	if !rec.IsFree() {
-		h := rec.Holder
-		out.Holder = &Hold{Identity: h.Identity, Pod: h.Pod, Since: h.Since, Expires: h.Expires}
+		c := rec.Holder
+		h.Holder = &Hold{Identity: c.Identity, Pod: c.Pod, Since: c.Since, Expires: c.Expires}
 	}
 	for i := len(rec.History) - 1; i >= 0; i-- {
-		out.Entries = append(out.Entries, rec.History[i])
+		h.Entries = append(h.Entries, rec.History[i])
 	}
-	return out, nil
 }
 
 // staleEnding says how a holder judged not alive for why ended.

@@ -14,6 +14,11 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 )
 
+// noWatchList tells an informer whether to list without streaming.
+type noWatchList bool
+
+func (n noWatchList) IsWatchListSemanticsUnSupported() bool { return bool(n) }
+
 // WatchOptions say which locks Watch follows and what the caller has
 // shown already.
 type WatchOptions struct {
@@ -33,6 +38,34 @@ type WatchOptions struct {
 // released and kept for its history, is passed on in state free. Like a
 // wait it rides out watch and API server restarts.
 func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(Lock) error) error {
+	return c.watchLocks(ctx, opts, func(ev watch.EventType, cm *corev1.ConfigMap) error {
+		if ev == watch.Deleted {
+			return fn(c.freeView(cm))
+		}
+		return fn(c.view(ctx, cm))
+	})
+}
+
+// WatchHistory calls fn with the history of target's lock (as History
+// reads it) each time the lock changes, until ctx ends or fn returns an
+// error, as Watch does. A deleted lock has an empty history.
+func (c *Client) WatchHistory(ctx context.Context, target string, fn func(*History) error) error {
+	return c.watchLocks(ctx, WatchOptions{Target: target}, func(ev watch.EventType, cm *corev1.ConfigMap) error {
+		h := c.newHistory(target)
+		if ev != watch.Deleted {
+			rec, err := c.decode(cm, target)
+			if err != nil {
+				return err
+			}
+			h.fill(rec)
+		}
+		return fn(h)
+	})
+}
+
+// watchLocks calls fn with every change to the locks opts selects after
+// those shown.
+func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watch.EventType, *corev1.ConfigMap) error) error {
 	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
 	var fieldSel string
 	if opts.Target != "" {
@@ -54,7 +87,11 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(Lock) err
 		seen[k] = v
 	}
 	var fnErr error
-	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.ConfigMap{}, nil, func(ev watch.Event) (bool, error) {
+	// NOTE: a plain LIST then WATCH, not a streaming list: a lock
+	// namespace has few locks, and the clients the lock package is given
+	// (wrapped, or fakes) do not all say whether they can stream.
+	lwws := cache.ToListWatcherWithWatchListSemantics(lw, noWatchList(true))
+	_, err := watchtools.UntilWithSync(ctx, lwws, &corev1.ConfigMap{}, nil, func(ev watch.Event) (bool, error) {
 		cm, ok := ev.Object.(*corev1.ConfigMap)
 		if !ok || !IsLock(cm) {
 			return false, nil
@@ -64,13 +101,7 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(Lock) err
 			return false, nil // the first list: shown already
 		}
 		seen[key] = cm.ResourceVersion
-		var l Lock
-		if ev.Type == watch.Deleted {
-			l = c.freeView(cm)
-		} else {
-			l = c.view(ctx, cm)
-		}
-		if fnErr = fn(l); fnErr != nil {
+		if fnErr = fn(ev.Type, cm); fnErr != nil {
 			return true, nil
 		}
 		return false, nil
