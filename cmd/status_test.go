@@ -226,3 +226,34 @@ func TestRunStatusWatchTimeout(t *testing.T) {
 	require.NoError(t, te.run("status", "-w", "--timeout", "50ms"))
 	assert.Equal(t, "10:00:00 no locks in namespace \"default\"\n", te.errOut.String())
 }
+
+// TestTimestamps: stderr lines start with the UTC time off a terminal,
+// not in GitHub Actions or GitLab CI logs (which time each line), and as
+// --timestamps says.
+func TestTimestamps(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{name: "a pipe", want: "10:00:00 no locks in namespace \"default\"\n"},
+		{name: "GitHub Actions", env: map[string]string{"GITHUB_ACTIONS": "true"}, want: "no locks in namespace \"default\"\n"},
+		{name: "GitLab CI", env: map[string]string{"GITLAB_CI": "true"}, want: "no locks in namespace \"default\"\n"},
+		{name: "GitLab CI, --timestamps=true", env: map[string]string{"GITLAB_CI": "true"}, args: []string{"--timestamps=true"}, want: "10:00:00 no locks in namespace \"default\"\n"},
+		{name: "--timestamps=false", args: []string{"--timestamps=false"}, want: "no locks in namespace \"default\"\n"},
+		{name: "LOCKCTL_TIMESTAMPS=false", env: map[string]string{"LOCKCTL_TIMESTAMPS": "false"}, want: "no locks in namespace \"default\"\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			for k, v := range tt.env {
+				te.env[k] = v
+			}
+			require.NoError(t, te.run(append([]string{"status"}, tt.args...)...))
+			assert.Equal(t, tt.want, te.errOut.String(), tt.name)
+		})
+	}
+}
