@@ -96,7 +96,7 @@ func (o *OutputFlags) Validate() error {
 	if o.SortBy != "" {
 		expr, err := relaxedJSONPath(o.SortBy)
 		if err == nil {
-			o.sortBy = jsonpath.New("sort-by")
+			o.sortBy = jsonpath.New("sort-by").AllowMissingKeys(true)
 			err = o.sortBy.Parse(expr)
 		}
 		if err != nil {
