@@ -82,7 +82,7 @@ current-context: kind-dev
 		{name: "--build-cluster: alias first", args: []string{"run", "--kubeconfig", kubeconfig, "--build-cluster", "gpu"}, want: nil, wantD: noSpace},
 		{name: "--build-cluster: then the context", args: []string{"run", "--kubeconfig", kubeconfig, "--build-cluster", "gpu=prod"},
 			want: []string{"gpu=prod-eu\tcluster c1"}, wantD: noFiles},
-		{name: "-o", args: []string{"status", "-o", ""}, want: []string{"json", "yaml"}, wantD: noFiles},
+		{name: "-o", args: []string{"status", "-o", ""}, want: []string{"wide", "name", "json", "yaml"}, wantD: noFiles},
 		{name: "wait: several job records", args: []string{"wait", ""}, want: []string{job}, wantD: noFiles},
 		{name: "wait --for", args: []string{"wait", "--for", ""}, want: []string{"succeeded", "finished"}, wantD: noFiles},
 		{name: "get jobs -o", args: []string{"get", "jobs", "-o", ""}, want: []string{"wide", "name", "json", "yaml"}, wantD: noFiles},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -27,14 +28,23 @@ type getJobsOptions struct {
 	Selector      string
 	AllNamespaces bool
 	Watch         bool
+	Timeout       time.Duration
 	Output        string
+	NoHeaders     bool
+	SortBy        string
+
+	out *printers.OutputFlags // Output, NoHeaders and SortBy parsed
 }
 
 // getClustersOptions configure `lockctl get clusters`.
 type getClustersOptions struct {
 	f *Factory
 
-	Output string
+	Output    string
+	NoHeaders bool
+	SortBy    string
+
+	out *printers.OutputFlags // Output, NoHeaders and SortBy parsed
 }
 
 func newGetCmd(f *Factory) *cobra.Command {
@@ -85,7 +95,9 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 			job's state, age, pod and description; -o wide adds its build
 			cluster, refs, queue and reason; -o name prints job/NAME, one a
 			line; -o json and -o yaml print Kubernetes-style objects
-			(metadata, spec, status).
+			(metadata, spec, status); -o jsonpath=…, -o go-template=… and
+			-o custom-columns=… work as in kubectl get, and --sort-by orders
+			the rows.
 
 			-l selects jobs by label, set-based selectors included: the job's
 			own labels (metadata.labels of its file) and those lockctl keeps on
@@ -94,7 +106,7 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 			every namespace.
 
 			-w prints the jobs, then a line (or an object) for every change
-			until interrupted, as kubectl get -w does.
+			until interrupted or --timeout, as kubectl get -w does.
 
 			No jobs is not a failure: get says so on stderr and exits 0. A NAME
 			that does not exist is an error, after the jobs that do.
@@ -116,6 +128,9 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 			# Follow the jobs as the reconcile loop drives them
 			lockctl get jobs -w
 
+			# Names and states only, newest first
+			lockctl get jobs -o custom-columns=NAME:.metadata.name,STATE:.status.state --sort-by=.metadata.creationTimestamp
+
 			# Wait for every job that has not ended
 			lockctl get jobs -l '!lockctl.dev/complete' -o name | xargs -r lockctl wait
 		`),
@@ -127,11 +142,19 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "label selector: key=value, key!=value, 'key in (a,b)', key, !key, comma-separated")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the jobs of every namespace (-n is then ignored)")
 	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "after the jobs, print every change until interrupted")
-	cli.AddOutputFlag(fs, &o.Output, "wide", "name", "json", "yaml")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "with -w, stop watching after this long (0 means until interrupted)")
+	cli.AddReadOutputFlags(fs, &o.Output, &o.NoHeaders, &o.SortBy, true, true)
 	return c
 }
 
 func (o *getJobsOptions) validate() error {
+	var err error
+	if o.out, err = printers.ParseOutput(o.Output, o.NoHeaders, o.SortBy, true, true); err != nil {
+		return cmdutil.FlagErrorf("%v", err)
+	}
+	if o.Timeout < 0 {
+		return cmdutil.FlagErrorf("invalid --timeout %s: it cannot be negative", o.Timeout)
+	}
 	if _, err := labels.Parse(o.Selector); err != nil {
 		return cmdutil.FlagErrorf("invalid --selector %q: %v", o.Selector, err)
 	}
@@ -159,7 +182,7 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 	if err != nil {
 		return err
 	}
-	p := &printers.JobPrinter{W: o.f.IOStreams.Out, Format: o.Output, Namespaces: o.AllNamespaces, Now: o.f.Clock.Now}
+	p := printers.NewJobPrinter(o.f.IOStreams.Out, o.out, o.AllNamespaces, o.f.Clock.Now)
 	jobs, lookupErr := o.jobs(ctx, store)
 	if jobs == nil {
 		return lookupErr
@@ -217,8 +240,10 @@ func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job
 // watch prints every change to the jobs shown (shown, as printed) until ctx
 // ends, which is how -w ends: interrupted, it exits as lockctl does on a
 // signal.
-func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *printers.JobPrinter, shown []*job.Job) error {
-	return store.WatchAfter(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector}, o.Names, shown, p.Print)
+func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *printers.Printer[*job.Job], shown []*job.Job) error {
+	return watchUntil(ctx, o.Timeout, func(ctx context.Context) error {
+		return store.WatchAfter(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector}, o.Names, shown, p.Print)
+	})
 }
 
 func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.Command {
@@ -241,8 +266,16 @@ func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.
 		Args: cli.NoArgs(),
 		RunE: runE(o, runF, runGetClusters, nil),
 	}
-	cli.AddOutputFlag(c.Flags(), &o.Output, "json", "yaml")
+	cli.AddReadOutputFlags(c.Flags(), &o.Output, &o.NoHeaders, &o.SortBy, false, true)
 	return c
+}
+
+func (o *getClustersOptions) validate() error {
+	var err error
+	if o.out, err = printers.ParseOutput(o.Output, o.NoHeaders, o.SortBy, false, true); err != nil {
+		return cmdutil.FlagErrorf("%v", err)
+	}
+	return nil
 }
 
 func runGetClusters(ctx context.Context, o *getClustersOptions) error {
@@ -264,8 +297,10 @@ func runGetClusters(ctx context.Context, o *getClustersOptions) error {
 			return nil
 		}
 	}
-	if o.Output != "" {
-		return printers.Object(o.f.IOStreams.Out, o.Output, st)
+	if !o.out.IsTable() {
+		// NOTE: json and yaml print the status by alias, as they always
+		// have; it is no Kubernetes object, so -o name has nothing to name.
+		return printers.PrintObject(o.f.IOStreams.Out, o.out, st)
 	}
-	return printers.ClusterTable(o.f.IOStreams.Out, st, o.f.Clock.Now())
+	return printers.NewClusterPrinter(o.f.IOStreams.Out, o.out, o.f.Clock.Now).PrintAll(printers.ClusterRows(st), true)
 }

@@ -62,13 +62,13 @@ func TestNewGetJobsCmd(t *testing.T) {
 		{name: "names and a selector", args: []string{"a", "-l", "team=web"}, wantErr: "name jobs, or select them with --selector or --job, not both"},
 		{name: "names and --job", args: []string{"a", "--job", "deploy-web"}, wantErr: "name jobs, or select them with --selector or --job, not both"},
 		{name: "names across namespaces", args: []string{"a", "-A"}, wantErr: "a job cannot be shown by name across all namespaces"},
-		{name: "bad output", args: []string{"-o", "table"}, wantErr: "must be one of wide, name, json, yaml"},
+		{name: "bad output", args: []string{"-o", "table"}, wantErr: `invalid --output "table": use json, yaml, name, wide`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := parseArgs(t, []string{"get", "jobs"}, tt.args, newGetJobsCmd)
-			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *getJobsOptions) { o.f = nil })
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *getJobsOptions) { o.f, o.out = nil, nil })
 		})
 	}
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -18,8 +19,14 @@ type historyOptions struct {
 	f *Factory
 
 	cli.LockFlags
-	Target string
-	Output string
+	Target    string
+	Watch     bool
+	Timeout   time.Duration
+	Output    string
+	NoHeaders bool
+	SortBy    string
+
+	out *printers.OutputFlags // Output, NoHeaders and SortBy parsed
 }
 
 func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command {
@@ -39,6 +46,14 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 			released lock is kept, free, for its history; a lock whose holder
 			pod is deleted is garbage-collected with it.
 
+			-o json and -o yaml print a LockHistory object; -o name,
+			-o jsonpath=…, -o go-template=… work as in kubectl get.
+			-o custom-columns=… and --sort-by take each hold's fields (owner,
+			repo, branch, build, since, until, ended, by, reason).
+
+			-w prints the history, then a row (or an object) for every change
+			(a new holder, a hold that ended) until interrupted or --timeout.
+
 			Reading changes nothing. A lock never taken has no history: history
 			says so on stderr and exits 0.
 		`, lock.MaxHistory) + "\n" + cmdutil.ExitCodeHelp,
@@ -48,16 +63,34 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 
 			# The same, for a script
 			lockctl history staging -o json | jq -r '.entries[] | select(.ended == "broken") | .by'
+
+			# The longest holds first
+			lockctl history staging -o custom-columns=BUILD:.build,FROM:.since,UNTIL:.until --sort-by=.since
+
+			# Follow who takes production
+			lockctl history production -w
 		`),
 		Args: cli.ExactArgs(1),
 		RunE: runE(o, runF, runHistory, func(_ *cobra.Command, args []string) { o.Target = args[0] }),
 	}
-	o.AddLockNamespaceFlag(c.Flags())
-	cli.AddOutputFlag(c.Flags(), &o.Output, "json", "yaml")
+	fs := c.Flags()
+	o.AddLockNamespaceFlag(fs)
+	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "after the history, print every change until interrupted")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "with -w, stop watching after this long (0 means until interrupted)")
+	cli.AddReadOutputFlags(fs, &o.Output, &o.NoHeaders, &o.SortBy, false, true)
 	return c
 }
 
-func (o *historyOptions) validate() error { return cli.ValidateTarget(o.Target) }
+func (o *historyOptions) validate() error {
+	var err error
+	if o.out, err = printers.ParseOutput(o.Output, o.NoHeaders, o.SortBy, false, true); err != nil {
+		return cmdutil.FlagErrorf("%v", err)
+	}
+	if o.Timeout < 0 {
+		return cmdutil.FlagErrorf("invalid --timeout %s: it cannot be negative", o.Timeout)
+	}
+	return cli.ValidateTarget(o.Target)
+}
 
 func runHistory(ctx context.Context, o *historyOptions) error {
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
@@ -70,13 +103,50 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 	}
 	if h.Holder == nil && len(h.Entries) == 0 {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q has no history (%s)\n", o.Target, locks.Describe(o.Target))
-		if o.Output == "" {
+		if o.Output == "" && !o.Watch {
 			return nil
 		}
 	}
-	if o.Output != "" {
-		return printers.Object(o.f.IOStreams.Out, o.Output, h)
+	// The object forms print the history whole, once per change with -w.
+	hp := &printers.Printer[*lock.History]{W: o.f.IOStreams.Out, Flags: o.out}
+	if !o.out.IsTable() {
+		if err := hp.Print(h); err != nil || !o.Watch {
+			return err
+		}
 	}
-	printers.HistoryTable(o.f.IOStreams.Out, h, o.f.Clock.Now())
-	return nil
+	p := printers.NewHoldPrinter(o.f.IOStreams.Out, o.out, o.f.Clock.Now)
+	shown := map[string]bool{}
+	if o.out.IsTable() {
+		holds := printers.Holds(h)
+		for _, e := range holds {
+			shown[holdKey(e)] = true
+		}
+		if err := p.PrintAll(holds, !o.Watch); err != nil || !o.Watch {
+			return err
+		}
+	}
+	return watchUntil(ctx, o.Timeout, func(ctx context.Context) error {
+		return locks.WatchHistory(ctx, o.Target, func(h *lock.History) error {
+			if !o.out.IsTable() {
+				return hp.Print(h)
+			}
+			// A row for each hold not shown: a new holder, a hold that ended.
+			holds := printers.Holds(h)
+			for i := len(holds) - 1; i >= 0; i-- {
+				if k := holdKey(holds[i]); !shown[k] {
+					shown[k] = true
+					if err := p.Print(holds[i]); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// holdKey tells the holds of a history apart, the current one from the
+// same hold once it ended.
+func holdKey(e lock.HistoryEntry) string {
+	return fmt.Sprintf("%s|%s|%s|%s", e.Identity, e.Since.UTC().Format(time.RFC3339Nano), e.Until.UTC().Format(time.RFC3339Nano), e.Ended)
 }

@@ -20,14 +20,14 @@ func TestNewHistoryCmd(t *testing.T) {
 		{name: "table", args: []string{"staging"}, want: historyOptions{Target: "staging"}},
 		{name: "json", args: []string{"staging", "-o", "json"}, want: historyOptions{Target: "staging", Output: "json"}},
 		{name: "no namespace", args: nil, wantErr: "accepts 1 arg(s), received 0"},
-		{name: "bad output", args: []string{"staging", "-o", "wide"}, wantErr: "must be one of json, yaml"},
+		{name: "bad output", args: []string{"staging", "-o", "wide"}, wantErr: `invalid --output "wide": this command has no wide table`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			got, err := parseArgsIn(t, te, []string{"history"}, tt.args, newHistoryCmd)
-			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *historyOptions) { o.f = nil })
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *historyOptions) { o.f, o.out = nil, nil })
 		})
 	}
 }

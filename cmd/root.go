@@ -17,12 +17,13 @@ const kubectlPluginPrefix = "kubectl-"
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	Verbosity int
-	Quiet     bool
+	Verbosity  int
+	Quiet      bool
+	Timestamps string
 }
 
 func newRootCmd(f *Factory) *cobra.Command {
-	g := &globalOptions{}
+	g := &globalOptions{Timestamps: "auto"}
 	root := &cobra.Command{
 		Use:   "lockctl",
 		Short: "Deploy safely to Kubernetes: namespace locks, job pods and their reconcile loop",
@@ -53,6 +54,9 @@ func newRootCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			f.SetupLogging(g.Verbosity, g.Quiet)
+			if g.Timestamps != "auto" {
+				f.Console().SetTimestamps(g.Timestamps == "true")
+			}
 			for _, v := range ignored {
 				fmt.Fprintln(f.IOStreams.ErrOut, cli.IgnoredWarning(v))
 			}
@@ -75,6 +79,11 @@ func newRootCmd(f *Factory) *cobra.Command {
 	f.ConfigFlags.AddFlags(pf)
 	pf.IntVarP(&g.Verbosity, "verbosity", "v", g.Verbosity, "log detail: 0 status, 1 debug, 2 detail, 3+ trace")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", g.Quiet, "print nothing but results and errors")
+	pf.Var(cli.EnumFlag(&g.Timestamps, "auto", "true", "false"), "timestamps",
+		"start stderr lines outside a terminal with the UTC time: auto (yes, except in GitHub Actions and GitLab CI logs, which time each line), true or false")
+	// NOTE: hidden, as the rarely needed override of auto; docs/output.md
+	// has it. Shown, it would be in the help of every command.
+	_ = pf.MarkHidden("timestamps")
 
 	// NOTE: one command a line, in the order of --help (cobra sorts it), so
 	// that adding one is a one-line change.

@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -21,7 +23,13 @@ type statusOptions struct {
 	cli.LockFlags
 	Target        string
 	AllNamespaces bool
+	Watch         bool
+	Timeout       time.Duration
 	Output        string
+	NoHeaders     bool
+	SortBy        string
+
+	out *printers.OutputFlags // Output, NoHeaders and SortBy parsed
 }
 
 func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
@@ -36,10 +44,22 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 			ahead) and the queue, in the order it is served, each waiter marked
 			with its priority unless normal ("(high)", "(low, aged to normal)").
 
+			EST. WAIT is how long a contender that joined the queue now would
+			wait for its turn, estimated from the lock's last holds, the queue
+			and the freezes ahead; "-" when the history is too short to say.
+			-o wide adds what each estimate is made from (BASIS) and each
+			waiter's own estimate.
+
 			-o json and -o yaml print Lock objects; status.state is held,
 			stale, free or invalid, status.token the holder's fencing token,
-			and times are RFC 3339. The lock of NAMESPACE is printed even when
-			it is free (state free, no holder).
+			status.estimatedWait and status.basis the estimate (each waiter
+			has its own), and times are RFC 3339. The lock of NAMESPACE is
+			printed even when it is free (state free, no holder). -o name,
+			-o jsonpath=…, -o go-template=… and -o custom-columns=… work as in
+			kubectl get; --sort-by orders the rows.
+
+			-w prints the locks, then a row (or an object) for every change
+			until interrupted or --timeout, as kubectl get -w does.
 
 			No lock is not a failure: status says so on stderr and exits 0.
 		`) + "\n" + cmdutil.ExitCodeHelp,
@@ -55,6 +75,16 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 
 			# Who holds staging, and with which token (empty when free)
 			lockctl status staging -o json | jq -r '.status.state, .status.token'
+			lockctl status staging -o jsonpath='{.status.state} {.status.token}{"\n"}'
+
+			# How long until a deploy queued now gets production
+			lockctl status production -o jsonpath='{.status.estimatedWait} ({.status.basis}){"\n"}'
+
+			# Targets and holders only, oldest hold first
+			lockctl status -o custom-columns=TARGET:.spec.target,HOLDER:.status.holder.owner --sort-by=.status.holder.since
+
+			# Follow every lock as it changes hands
+			lockctl status -w
 		`),
 		Args: cli.MaxArgs(1),
 		RunE: runE(o, runF, runStatus, func(_ *cobra.Command, args []string) {
@@ -66,11 +96,20 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 	fs := c.Flags()
 	o.AddLockNamespaceFlag(fs)
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the locks of every lock namespace (--lock-namespace is then ignored)")
-	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
+	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "after the locks, print every change until interrupted")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "with -w, stop watching after this long (0 means until interrupted)")
+	cli.AddReadOutputFlags(fs, &o.Output, &o.NoHeaders, &o.SortBy, true, true)
 	return c
 }
 
 func (o *statusOptions) validate() error {
+	var err error
+	if o.out, err = printers.ParseOutput(o.Output, o.NoHeaders, o.SortBy, true, true); err != nil {
+		return cmdutil.FlagErrorf("%v", err)
+	}
+	if o.Timeout < 0 {
+		return cmdutil.FlagErrorf("invalid --timeout %s: it cannot be negative", o.Timeout)
+	}
 	if o.Target == "" {
 		return nil
 	}
@@ -92,6 +131,8 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
+	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, o.AllNamespaces, locks.Clock.Now)
+	var items []lock.Lock
 	if o.Target != "" {
 		l, err := locks.Get(ctx, o.Target)
 		if err != nil {
@@ -104,18 +145,24 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 			} else {
 				fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free (%s)\n", o.Target, locks.Describe(o.Target))
 			}
-			if o.Output == "" {
+			if o.Output == "" && !o.Watch {
 				return nil
 			}
 			l = &free
 		}
-		if o.Output != "" {
-			return printers.Object(o.f.IOStreams.Out, o.Output, l)
+		items = []lock.Lock{*l}
+		// NOTE: as kubectl does, one name gives the object, not a List.
+		if o.Watch {
+			err = p.PrintAll(items, false)
+		} else {
+			err = p.Print(*l)
 		}
-		printers.LockTable(o.f.IOStreams.Out, []lock.Lock{*l}, false, locks.Clock.Now())
-		return nil
+		if err != nil || !o.Watch {
+			return err
+		}
+		return o.watch(ctx, locks, p, items)
 	}
-	items, err := locks.List(ctx)
+	items, err = locks.List(ctx)
 	if err != nil {
 		return err
 	}
@@ -125,14 +172,40 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 			where = "in any namespace"
 		}
 		fmt.Fprintln(o.f.IOStreams.ErrOut, "no locks "+where)
-		if o.Output == "" {
+		if o.Output == "" && !o.Watch {
 			return nil
 		}
 	}
-	if o.Output != "" {
-		return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
-	}
 	// NOTE: ages count on the clock the lock was stamped on, the API server's.
-	printers.LockTable(o.f.IOStreams.Out, items, o.AllNamespaces, locks.Clock.Now())
-	return nil
+	if err := p.PrintAll(items, !o.Watch); err != nil || !o.Watch {
+		return err
+	}
+	return o.watch(ctx, locks, p, items)
+}
+
+// watch prints every change to the locks after those shown, until ctx
+// ends (interrupted) or --timeout passes, which ends -w without error.
+func (o *statusOptions) watch(ctx context.Context, locks *lock.Client, p *printers.Printer[lock.Lock], shown []lock.Lock) error {
+	opts := lock.WatchOptions{Target: o.Target, Shown: map[string]string{}}
+	for _, l := range shown {
+		if l.ResourceVersion != "" {
+			opts.Shown[l.Namespace+"/"+l.Name] = l.ResourceVersion
+		}
+	}
+	return watchUntil(ctx, o.Timeout, func(ctx context.Context) error { return locks.Watch(ctx, opts, p.Print) })
+}
+
+// watchUntil runs watch (a -w) until its context ends; a timeout (0 means
+// none) ends it without error, as its end by design.
+func watchUntil(ctx context.Context, timeout time.Duration, watch func(context.Context) error) error {
+	if timeout <= 0 {
+		return watch(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := watch(wctx)
+	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		return nil
+	}
+	return err
 }

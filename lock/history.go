@@ -116,8 +116,17 @@ func (r *Record) free(ts metav1.MicroTime) {
 // IsFree reports whether the record is a free lock kept for its history.
 func (r *Record) IsFree() bool { return r.Holder.Released }
 
-// History is what `lockctl history` shows of a lock.
+// KindLockHistory is the kind of the History objects `lockctl history -o`
+// prints.
+const KindLockHistory = "LockHistory"
+
+// History is what `lockctl history` shows of a lock: a Kubernetes-style
+// object (apiVersion, kind and metadata naming the lock, so that -o name
+// and templates read it as kubectl's do) with the holds.
 type History struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+
 	Target string `json:"target"`
 	// Holder is the current hold; nil when the lock is free.
 	Holder *Hold `json:"holder,omitempty"`
@@ -137,7 +146,7 @@ type Hold struct {
 // current holder. A lock that was never taken (or whose holder pod was
 // deleted with it) has an empty history.
 func (c *Client) History(ctx context.Context, target string) (*History, error) {
-	out := &History{Target: target, Entries: []HistoryEntry{}}
+	out := c.newHistory(target)
 	cm, err := c.get(ctx, target)
 	if err != nil || cm == nil {
 		return out, err
@@ -146,14 +155,28 @@ func (c *Client) History(ctx context.Context, target string) (*History, error) {
 	if err != nil {
 		return nil, err
 	}
+	out.fill(rec)
+	return out, nil
+}
+
+// newHistory is the empty history of target's lock.
+func (c *Client) newHistory(target string) *History {
+	return &History{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLockHistory},
+		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
+		Target:     target, Entries: []HistoryEntry{},
+	}
+}
+
+// fill sets h's holder and entries, newest first, from rec.
+func (h *History) fill(rec *Record) {
 	if !rec.IsFree() {
-		h := rec.Holder
-		out.Holder = &Hold{Identity: h.Identity, Pod: h.Pod, Since: h.Since, Expires: h.Expires}
+		c := rec.Holder
+		h.Holder = &Hold{Identity: c.Identity, Pod: c.Pod, Since: c.Since, Expires: c.Expires}
 	}
 	for i := len(rec.History) - 1; i >= 0; i-- {
-		out.Entries = append(out.Entries, rec.History[i])
+		h.Entries = append(h.Entries, rec.History[i])
 	}
-	return out, nil
 }
 
 // staleEnding says how a holder judged not alive for why ended.

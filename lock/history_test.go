@@ -115,5 +115,9 @@ func TestHistoryOfNoLock(t *testing.T) {
 	c, _ := newTestClient(t, t0, nil)
 	h, err := c.History(t.Context(), "staging")
 	require.NoError(t, err)
-	assert.Equal(t, &History{Target: "staging", Entries: []HistoryEntry{}}, h)
+	assert.Equal(t, &History{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLockHistory},
+		ObjectMeta: metav1.ObjectMeta{Name: Name("staging"), Namespace: "locks"},
+		Target:     "staging", Entries: []HistoryEntry{},
+	}, h, "an object -o name and templates read")
 }

@@ -200,6 +200,20 @@ type Progress struct {
 	// Freeze is set while the lock is frozen: the contender waits for it
 	// to end even when nobody holds the lock (Holder.Session is then "").
 	Freeze *Freeze
+	// Wait is what the estimate of the contender's wait is made from (see
+	// Estimate); nil when there is nothing to make it from.
+	Wait *EstimateInput
+}
+
+// Estimate is the contender's wait for its turn as EstimateWait sees it
+// at now; nil when the history says nothing.
+func (p *Progress) Estimate(now time.Time) *Estimate {
+	if p.Wait == nil {
+		return nil
+	}
+	in := *p.Wait
+	in.Now = now
+	return EstimateWait(in)
 }
 
 // Held reports whether anyone holds the lock; a frozen lock may wait with
@@ -366,7 +380,7 @@ func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress,
 			res.held.Waited = 0
 			return res.held, nil, nil
 		}
-		return nil, res.progress(req.Target, now), nil
+		return nil, res.progress(c, req.Target, now), nil
 	}
 }
 
@@ -412,7 +426,7 @@ type stepResult struct {
 	held     *Held
 }
 
-func (r *stepResult) progress(target string, started time.Time) *Progress {
+func (r *stepResult) progress(c *Client, target string, started time.Time) *Progress {
 	if r.rec == nil {
 		return nil
 	}
@@ -426,6 +440,11 @@ func (r *stepResult) progress(target string, started time.Time) *Progress {
 	}
 	if p.Position > 0 {
 		p.Ahead = append([]Claim(nil), r.rec.Waiters[:p.Position-1]...)
+		p.Wait = &EstimateInput{Target: target, History: r.rec.History, Ahead: p.Position - 1, Freeze: r.rec.Freeze, Windows: c.FreezeWindows}
+		if p.Held() && p.HolderAlive {
+			since := p.Holder.Since.Time
+			p.Wait.HolderSince = &since
+		}
 	}
 	return p
 }

@@ -312,6 +312,14 @@ type Claim struct {
 	// Priority. It is only set in the Lock that status shows, never stored
 	// in the record.
 	Effective Priority `json:"effectivePriority,omitempty"`
+	// EstimatedWait is how long the waiter should expect to wait for its
+	// turn, as EstimateWait renders it; empty when the history says
+	// nothing. Like Effective, only set in the Lock that status shows,
+	// never stored.
+	EstimatedWait string `json:"estimatedWait,omitempty"`
+	// Basis says what EstimatedWait is made from ("median hold 4m over
+	// the last 20"); only set with EstimatedWait.
+	Basis string `json:"basis,omitempty"`
 	// IgnoreFreeze marks a contender that takes the lock even while it is
 	// frozen (an emergency); the freeze records it in Overrides when it
 	// does. Added in record version 1.4.

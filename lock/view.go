@@ -68,6 +68,14 @@ type LockStatus struct {
 	Freeze *Freeze `json:"freeze,omitempty"`
 	// Invalid is set when the stored record cannot be read.
 	Invalid string `json:"invalid,omitempty"`
+	// EstimatedWait is how long a contender that joined the queue now
+	// would wait for its turn, as EstimateWait renders it ("about 11
+	// min", "8-15 min"); empty when the history says nothing. Each waiter
+	// has its own (Claim.EstimatedWait).
+	EstimatedWait string `json:"estimatedWait,omitempty"`
+	// Basis says what EstimatedWait is made from ("median hold 4m over
+	// the last 20").
+	Basis string `json:"basis,omitempty"`
 }
 
 // Get returns target's lock, or nil when there is none or it is free (kept
@@ -118,7 +126,7 @@ func (c *Client) List(ctx context.Context) ([]Lock, error) {
 }
 
 func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
-	l := c.viewRecord(ctx, cm)
+	l, rec := c.viewRecord(ctx, cm)
 	switch {
 	case l.Status.Invalid != "":
 		l.Status.State = StateInvalid
@@ -130,11 +138,36 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
 	default:
 		l.Status.State = StateStale
 	}
+	if rec != nil {
+		c.estimate(&l, rec)
+	}
 	return l
 }
 
-// viewRecord is view without the state.
-func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) Lock {
+// estimate sets the wait estimates of l's waiters, and of a contender
+// that would join now, from rec's history (EstimateWait).
+func (c *Client) estimate(l *Lock, rec *Record) {
+	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.FreezeWindows, Now: c.Clock.Now()}
+	if h := l.Status.Holder; h != nil && l.Status.Alive {
+		since := h.Since.Time
+		in.HolderSince = &since
+	}
+	for i := range l.Status.Waiters {
+		in.Ahead = i
+		e := EstimateWait(in)
+		l.Status.Waiters[i].EstimatedWait, l.Status.Waiters[i].Basis = e.String(), e.Basis()
+	}
+	in.Ahead = len(l.Status.Waiters)
+	if l.Status.Holder == nil && in.Ahead == 0 && !rec.Freeze.ActiveAt(in.Now) && l.Status.Freeze == nil {
+		return // free: no wait at all
+	}
+	e := EstimateWait(in)
+	l.Status.EstimatedWait, l.Status.Basis = e.String(), e.Basis()
+}
+
+// viewRecord is view without the state, and the record it read (nil when
+// it cannot be read).
+func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (Lock, *Record) {
 	l := Lock{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
 		ObjectMeta: metav1.ObjectMeta{
@@ -146,7 +179,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) Lock {
 	if err != nil {
 		l.Status.Invalid = err.Error()
 		l.Spec.Target = cm.Labels[TargetLabel]
-		return l
+		return l, nil
 	}
 	l.Spec = LockSpec{Target: rec.Target, Policy: rec.Policy}
 	now := c.Clock.Now()
@@ -176,7 +209,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) Lock {
 	if rec.unheld() {
 		l.Status.Holder, l.Status.Token = nil, ""
 		l.Status.Liveness = "free"
-		return l
+		return l, rec
 	}
 	if h.Pod == nil {
 		l.Status.Alive = h.Expires.After(now)
@@ -185,7 +218,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) Lock {
 		} else {
 			l.Status.Liveness = "expired " + now.Sub(h.Expires.Time).Round(time.Second).String() + " ago"
 		}
-		return l
+		return l, rec
 	}
 	pod, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
 	switch {
@@ -201,7 +234,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) Lock {
 	default:
 		l.Status.Liveness = "pod " + h.Pod.String() + " gone"
 	}
-	return l
+	return l, rec
 }
 
 // ErrLost means a holder found the lock no longer its own.

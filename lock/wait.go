@@ -474,7 +474,7 @@ func (w *waiter) watchOne(list cache.ListWithContextFunc, wat cache.WatchFuncWit
 // report tells req.OnProgress of the wait after res, when it changed since
 // last, and returns what was reported last.
 func (w *waiter) report(res *stepResult, last *Progress) *Progress {
-	p := res.progress(w.req.Target, w.started)
+	p := res.progress(w.c, w.req.Target, w.started)
 	if p == nil || w.req.OnProgress == nil || sameProgress(last, p) {
 		return last
 	}

@@ -8,9 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
@@ -46,128 +44,39 @@ func ListOf[T any](items []T) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
 }
 
-// JobPrinter prints jobs in one -o format: a table (wide with -o wide),
-// job/NAME lines, or objects. A table keeps its column widths from one
-// print to the next, growing them as needed, so the rows of -w line up.
-type JobPrinter struct {
-	// W is where the jobs go.
-	W io.Writer
-	// Format is the -o format: "" (a table), wide, name, json or yaml.
-	Format string
-	// Namespaces adds a NAMESPACE column to tables (-A).
-	Namespaces bool
-	// Now is the time ages are counted to.
-	Now func() time.Time
-
-	widths  []int
-	printed int // objects printed so far
-}
-
-// PrintAll prints jobs; as a table with its header, and as one List object
-// when list is set (otherwise one object each, as -w prints them).
-func (p *JobPrinter) PrintAll(jobs []*job.Job, list bool) error {
-	switch p.Format {
-	case "json", "yaml":
-		if list {
-			p.printed++
-			return Object(p.W, p.Format, ListOf(jobs))
-		}
-		for _, j := range jobs {
-			if err := p.Print(j); err != nil {
-				return err
+// NewJobPrinter returns the printer of jobs in flags' form on w: the
+// table has a NAMESPACE column with namespaces (-A), ages count to now.
+func NewJobPrinter(w io.Writer, flags *OutputFlags, namespaces bool, now func() time.Time) *Printer[*job.Job] {
+	return &Printer[*job.Job]{
+		W: w, Flags: flags,
+		Header: func(wide bool) []string {
+			h := []string{"NAME", "JOB", "TYPE", "STATE", "AGE", "POD", "BUILD"}
+			if wide {
+				h = append(h, "CLUSTER", "REFS", "QUEUE", "REASON")
 			}
-		}
-		return nil
-	case "name":
-		for _, j := range jobs {
-			if err := p.Print(j); err != nil {
-				return err
+			h = append(h, "DESCRIPTION")
+			if namespaces {
+				h = append([]string{"NAMESPACE"}, h...)
 			}
-		}
-		return nil
-	}
-	if len(jobs) == 0 && list {
-		return nil
-	}
-	rows := [][]string{p.header()}
-	for _, j := range jobs {
-		rows = append(rows, p.row(j))
-	}
-	return p.rows(rows)
-}
-
-// Print prints one job: a table row, its name or the object.
-func (p *JobPrinter) Print(j *job.Job) error {
-	switch p.Format {
-	case "json", "yaml":
-		if p.printed > 0 && p.Format == "yaml" {
-			if _, err := fmt.Fprintln(p.W, "---"); err != nil {
-				return err
+			return h
+		},
+		Row: func(j *job.Job, wide bool) []string {
+			age := "-"
+			if st := j.Status.StartTime; st != nil {
+				age = term.HumanDuration(now().Sub(st.Time))
 			}
-		}
-		p.printed++
-		return Object(p.W, p.Format, j)
-	case "name":
-		_, err := fmt.Fprintf(p.W, "job/%s\n", j.Name)
-		return err
-	}
-	if p.widths == nil {
-		return p.rows([][]string{p.header(), p.row(j)})
-	}
-	return p.rows([][]string{p.row(j)})
-}
-
-func (p *JobPrinter) header() []string {
-	h := []string{"NAME", "JOB", "TYPE", "STATE", "AGE", "POD", "BUILD"}
-	if p.Format == "wide" {
-		h = append(h, "CLUSTER", "REFS", "QUEUE", "REASON")
-	}
-	h = append(h, "DESCRIPTION")
-	if p.Namespaces {
-		h = append([]string{"NAMESPACE"}, h...)
-	}
-	return h
-}
-
-func (p *JobPrinter) row(j *job.Job) []string {
-	age := "-"
-	if st := j.Status.StartTime; st != nil {
-		age = term.HumanDuration(p.Now().Sub(st.Time))
-	}
-	r := []string{j.Name, j.Spec.Job, string(j.Spec.Type), string(j.Status.State), age,
-		OrDash(j.Status.PodName), OrDash(j.Status.BuildID)}
-	if p.Format == "wide" {
-		r = append(r, j.ClusterAlias(), OrDash(refsString(j.Spec.Refs)), OrDash(j.Spec.Queue), OrDash(j.Status.Reason))
-	}
-	r = append(r, OrDash(j.Status.Description))
-	if p.Namespaces {
-		r = append([]string{j.Namespace}, r...)
-	}
-	return r
-}
-
-// rows prints table rows as kubectl does: columns three spaces apart, the
-// last one unpadded.
-func (p *JobPrinter) rows(rows [][]string) error {
-	for _, r := range rows {
-		for i, cell := range r[:len(r)-1] {
-			if i == len(p.widths) {
-				p.widths = append(p.widths, 0)
+			r := []string{j.Name, j.Spec.Job, string(j.Spec.Type), string(j.Status.State), age,
+				OrDash(j.Status.PodName), OrDash(j.Status.BuildID)}
+			if wide {
+				r = append(r, j.ClusterAlias(), OrDash(refsString(j.Spec.Refs)), OrDash(j.Spec.Queue), OrDash(j.Status.Reason))
 			}
-			p.widths[i] = max(p.widths[i], utf8.RuneCountInString(cell))
-		}
+			r = append(r, OrDash(j.Status.Description))
+			if namespaces {
+				r = append([]string{j.Namespace}, r...)
+			}
+			return r
+		},
 	}
-	var b strings.Builder
-	for _, r := range rows {
-		for i, cell := range r[:len(r)-1] {
-			b.WriteString(cell)
-			b.WriteString(strings.Repeat(" ", p.widths[i]-utf8.RuneCountInString(cell)+3))
-		}
-		b.WriteString(r[len(r)-1])
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(p.W, b.String())
-	return err
 }
 
 // refsString is refs as org/repo@baseRef, with #N for each pull.
@@ -185,22 +94,37 @@ func refsString(r *job.Refs) string {
 	return s
 }
 
-// LockTable prints locks as kubectl prints resources, with the lock
-// namespace first when withNamespace is set.
-func LockTable(w io.Writer, items []lock.Lock, withNamespace bool, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	if withNamespace {
-		fmt.Fprint(tw, "NAMESPACE\t")
+// NewLockPrinter returns the printer of locks in flags' form on w: the
+// table has the lock namespace first with namespaces (-A), ages count to
+// now. The table's EST. WAIT is how long a contender that joined now
+// would wait; -o wide adds its basis and each waiter's own estimate.
+func NewLockPrinter(w io.Writer, flags *OutputFlags, namespaces bool, now func() time.Time) *Printer[lock.Lock] {
+	return &Printer[lock.Lock]{
+		W: w, Flags: flags,
+		Header: func(wide bool) []string {
+			h := []string{"TARGET", "HOLDER", "TOKEN", "SINCE", "LIVENESS", "EST. WAIT"}
+			if wide {
+				h = append(h, "BASIS")
+			}
+			h = append(h, "WAITING")
+			if namespaces {
+				h = append([]string{"NAMESPACE"}, h...)
+			}
+			return h
+		},
+		Row: func(l lock.Lock, wide bool) []string { return lockRow(l, namespaces, wide, now()) },
 	}
-	fmt.Fprintln(tw, "TARGET\tHOLDER\tTOKEN\tSINCE\tLIVENESS\tWAITING")
-	for _, l := range items {
-		if withNamespace {
-			fmt.Fprintf(tw, "%s\t", l.Namespace)
+}
+
+func lockRow(l lock.Lock, namespaces, wide bool, now time.Time) []string {
+	var r []string
+	if l.Status.Invalid != "" {
+		r = []string{OrDash(l.Spec.Target), "<invalid>", "-", "-", l.Status.Invalid, "-"}
+		if wide {
+			r = append(r, "-")
 		}
-		if l.Status.Invalid != "" {
-			fmt.Fprintf(tw, "%s\t<invalid>\t-\t-\t%s\t-\n", OrDash(l.Spec.Target), l.Status.Invalid)
-			continue
-		}
+		r = append(r, "-")
+	} else {
 		holder, since, liveness := "-", "-", l.Status.Liveness
 		if h := l.Status.Holder; h != nil {
 			holder, since = h.Identity.String(), term.HumanDuration(now.Sub(h.Since.Time))
@@ -217,18 +141,30 @@ func LockTable(w io.Writer, items []lock.Lock, withNamespace bool, now time.Time
 		if f := l.Status.Freeze; f != nil {
 			liveness += "; " + f.Describe()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Spec.Target, holder, OrDash(l.Status.Token), since, liveness, waiting(l.Status.Waiters))
+		r = []string{l.Spec.Target, holder, OrDash(l.Status.Token), since, liveness, OrDash(l.Status.EstimatedWait)}
+		if wide {
+			r = append(r, OrDash(l.Status.Basis))
+		}
+		r = append(r, waiting(l.Status.Waiters, wide))
 	}
-	tw.Flush()
+	if namespaces {
+		r = append([]string{l.Namespace}, r...)
+	}
+	return r
 }
 
-func waiting(ws []lock.Claim) string {
+// waiting is the queue in one cell: 1:acme/api@main#7(high),2:…; wide
+// adds each waiter's estimate: 1:acme/api@main#7 (about 4 min).
+func waiting(ws []lock.Claim, wide bool) string {
 	if len(ws) == 0 {
 		return "-"
 	}
 	names := make([]string, len(ws))
 	for i, w := range ws {
 		names[i] = fmt.Sprintf("%d:%s%s", i+1, w.Identity, priorityNote(w))
+		if wide && w.EstimatedWait != "" {
+			names[i] += " (" + w.EstimatedWait + ")"
+		}
 	}
 	return strings.Join(names, ",")
 }
@@ -254,19 +190,36 @@ func OrDash(s string) string {
 	return s
 }
 
-// HistoryTable prints the holds newest first, with times as ages.
-func HistoryTable(w io.Writer, h *lock.History, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "HOLDER\tPOD\tFROM\tUNTIL\tHELD\tENDED")
-	ago := func(t time.Time) string { return term.HumanDuration(now.Sub(t)) + " ago" }
+// Holding is how the current hold "ended" in the rows of a history: it
+// has not.
+const Holding lock.Ending = "holding"
+
+// Holds are the rows of a history: the current hold (ended Holding, no
+// until), then the past ones newest first.
+func Holds(h *lock.History) []lock.HistoryEntry {
+	var out []lock.HistoryEntry
 	if c := h.Holder; c != nil {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s\tholding\n", c.Identity, podOf(c.Pod), ago(c.Since.Time), term.HumanDuration(now.Sub(c.Since.Time)))
+		out = append(out, lock.HistoryEntry{Identity: c.Identity, Pod: c.Pod, Since: c.Since, Ended: Holding})
 	}
-	for _, e := range h.Entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Identity, podOf(e.Pod), ago(e.Since.Time), ago(e.Until.Time),
-			term.HumanDuration(e.Until.Sub(e.Since.Time)), describeEnding(e))
+	return append(out, h.Entries...)
+}
+
+// NewHoldPrinter returns the printer of a lock's holds (Holds) as table
+// rows on w, with times as ages counted to now.
+func NewHoldPrinter(w io.Writer, flags *OutputFlags, now func() time.Time) *Printer[lock.HistoryEntry] {
+	return &Printer[lock.HistoryEntry]{
+		W: w, Flags: flags,
+		Header: func(bool) []string { return []string{"HOLDER", "POD", "FROM", "UNTIL", "HELD", "ENDED"} },
+		Row: func(e lock.HistoryEntry, _ bool) []string {
+			t := now()
+			ago := func(at time.Time) string { return term.HumanDuration(t.Sub(at)) + " ago" }
+			if e.Ended == Holding {
+				return []string{e.Identity.String(), podOf(e.Pod), ago(e.Since.Time), "-", term.HumanDuration(t.Sub(e.Since.Time)), "holding"}
+			}
+			return []string{e.Identity.String(), podOf(e.Pod), ago(e.Since.Time), ago(e.Until.Time),
+				term.HumanDuration(e.Until.Sub(e.Since.Time)), describeEnding(e)}
+		},
 	}
-	tw.Flush()
 }
 
 func podOf(p *lock.PodRef) string {
@@ -285,19 +238,31 @@ func describeEnding(e lock.HistoryEntry) string {
 	return e.Describe()
 }
 
-// ClusterTable prints the build clusters' reachability, by alias, with
-// how long each has been in its state.
-func ClusterTable(w io.Writer, st map[string]scheduler.ClusterStatus, now time.Time) error {
-	aliases := make([]string, 0, len(st))
-	for a := range st {
-		aliases = append(aliases, a)
+// ClusterRow is a row of the build clusters' table.
+type ClusterRow struct {
+	Alias                   string `json:"cluster"`
+	scheduler.ClusterStatus `json:",inline"`
+}
+
+// ClusterRows are st's rows, by alias.
+func ClusterRows(st map[string]scheduler.ClusterStatus) []ClusterRow {
+	rows := make([]ClusterRow, 0, len(st))
+	for a, s := range st {
+		rows = append(rows, ClusterRow{Alias: a, ClusterStatus: s})
 	}
-	sort.Strings(aliases)
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tSTATE\tSINCE\tPOD NAMESPACE\tMESSAGE")
-	for _, a := range aliases {
-		s := st[a]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a, s.State, term.HumanDuration(now.Sub(s.Since.Time)), s.Namespace, OrDash(s.Message))
+	sort.Slice(rows, func(i, k int) bool { return rows[i].Alias < rows[k].Alias })
+	return rows
+}
+
+// NewClusterPrinter returns the printer of the build clusters'
+// reachability as table rows on w, with how long each has been in its
+// state, counted to now.
+func NewClusterPrinter(w io.Writer, flags *OutputFlags, now func() time.Time) *Printer[ClusterRow] {
+	return &Printer[ClusterRow]{
+		W: w, Flags: flags,
+		Header: func(bool) []string { return []string{"CLUSTER", "STATE", "SINCE", "POD NAMESPACE", "MESSAGE"} },
+		Row: func(r ClusterRow, _ bool) []string {
+			return []string{r.Alias, string(r.State), term.HumanDuration(now().Sub(r.Since.Time)), r.Namespace, OrDash(r.Message)}
+		},
 	}
-	return tw.Flush()
 }

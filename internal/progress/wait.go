@@ -142,6 +142,10 @@ func waitFields(pr lock.Progress, now time.Time) logrus.Fields {
 	if r := pr.Holder.CancelRequest; r != nil && pr.Held() {
 		fields["stop_asked_by"] = r.Identity.String()
 	}
+	if e := pr.Estimate(now); e != nil {
+		fields["estimated_wait"] = e.String()
+		fields["basis"] = e.Basis()
+	}
 	if f := pr.Freeze; f != nil {
 		fields["frozen_until"] = f.Until.UTC().Format(time.RFC3339)
 		fields["frozen_by"] = f.By.String()
@@ -183,6 +187,9 @@ func describeWait(pr lock.Progress, now time.Time) string {
 		}
 		fmt.Fprintf(&b, " (after %s)", strings.Join(names, ", "))
 	}
+	if e := pr.Estimate(now); e != nil {
+		fmt.Fprintf(&b, "; %s (%s)", e, e.Basis())
+	}
 	fmt.Fprintf(&b, "; waited %s", term.HumanDuration(now.Sub(pr.Started)))
 	return b.String()
 }
@@ -209,8 +216,12 @@ func narrowWait(pr lock.Progress, now time.Time) []string {
 		stale = ", stale"
 	}
 	held := fmt.Sprintf("%s for %s%s", who, term.HumanDuration(now.Sub(pr.Holder.Since.Time)), stale)
+	place := fmt.Sprintf("#%d in queue", pr.Position)
+	if e := pr.Estimate(now); e != nil {
+		place += ", " + e.String()
+	}
 	return []string{
-		fmt.Sprintf("%s; #%d in queue; waited %s", held, pr.Position, term.HumanDuration(now.Sub(pr.Started))),
+		fmt.Sprintf("%s; %s; waited %s", held, place, term.HumanDuration(now.Sub(pr.Started))),
 		held,
 		who + stale,
 	}

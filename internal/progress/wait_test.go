@@ -105,6 +105,18 @@ func TestWaitLiveLineForms(t *testing.T) {
 			},
 		},
 		{
+			name: "held, with an estimate from the history",
+			pr: lock.Progress{Target: "production", Holder: web, HolderAlive: true, Position: 3, Started: testNow.Add(-30 * time.Second),
+				Ahead: []lock.Claim{{Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}}, {Identity: lock.Identity{Owner: "acme", Repo: "db", Branch: "main", Build: "3"}}},
+				Wait:  &lock.EstimateInput{Target: "production", History: regularHolds(4*time.Minute, 20), Ahead: 2, HolderSince: &web.Since.Time}},
+			want: []string{
+				`waiting for lock "production": held by acme/web@main#41 for 1m; queue position 3 (after acme/api@main#7, acme/db@main#3); about 11 min (median hold 4m over the last 20); waited 30s`,
+				`"production": held by acme/web@main#41 for 1m; #3 in queue, about 11 min; waited 30s`,
+				`"production": held by acme/web@main#41 for 1m`,
+				`"production": held by acme/web@main#41`,
+			},
+		},
+		{
 			name: "stale holder",
 			pr:   lock.Progress{Target: "staging", Holder: web, Position: 1, Started: testNow},
 			want: []string{
@@ -151,4 +163,28 @@ func TestDescribeWaitCancelRequested(t *testing.T) {
 	assert.Equal(t, `waiting for lock "staging": held by acme/web@main#41 for 1m, asked to stop by acme/web@main#42 (cancel-in-progress); queue position 1; waited 0s`,
 		describeWait(pr, testNow))
 	assert.Equal(t, "acme/web@main#42", waitFields(pr, testNow)["stop_asked_by"])
+}
+
+// regularHolds is a history of n holds of d each, back to back, ending an
+// hour before testNow.
+func regularHolds(d time.Duration, n int) []lock.HistoryEntry {
+	out := make([]lock.HistoryEntry, n)
+	start := testNow.Add(-time.Hour - time.Duration(n)*d)
+	for i := range out {
+		out[i] = lock.HistoryEntry{Since: metav1.NewMicroTime(start.Add(time.Duration(i) * d)), Until: metav1.NewMicroTime(start.Add(time.Duration(i+1) * d)), Ended: lock.EndHandedOver}
+	}
+	return out
+}
+
+// TestWaitFieldsEstimate: the structured wait has the estimate and its
+// basis; without history it has neither.
+func TestWaitFieldsEstimate(t *testing.T) {
+	t.Parallel()
+	pr := lock.Progress{Target: "production", Position: 2, Started: testNow,
+		Wait: &lock.EstimateInput{Target: "production", History: regularHolds(2*time.Minute, 5), Ahead: 1}}
+	f := waitFields(pr, testNow)
+	assert.Equal(t, "about 2 min", f["estimated_wait"])
+	assert.Equal(t, "median hold 2m over the last 5", f["basis"])
+	pr.Wait.History = nil
+	assert.NotContains(t, waitFields(pr, testNow), "estimated_wait")
 }

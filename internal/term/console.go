@@ -59,7 +59,9 @@ const plainTimeLayout = time.TimeOnly
 //     one live line that is redrawn every second, never wider than the
 //     terminal and taken away before any other line is written; colour
 //     unless NO_COLOR is set;
-//   - plain (CI logs, pipes, files): every line starts with the UTC time.
+//   - plain (CI logs, pipes, files): every line starts with the UTC time,
+//     except in the logs of GitHub Actions and GitLab CI, which time every
+//     line themselves (TimestampedCI), or with --timestamps=false.
 type Console struct {
 	out   io.Writer
 	clock clock.WithTicker
@@ -70,6 +72,9 @@ type Console struct {
 	// colorOK is whether colour may be used on a live console: out is a
 	// terminal and NO_COLOR is not set.
 	colorOK bool
+	// stamp is whether plain lines start with the UTC time: not in the
+	// logs of CI systems that stamp every line themselves (TimestampedCI).
+	stamp bool
 
 	mu     sync.Mutex
 	live   bool
@@ -108,6 +113,7 @@ func New(out io.Writer, clk clock.WithTicker, o Options) *Console {
 		width:   o.Width,
 		colorOK: o.Terminal && !dumb && getenv("NO_COLOR") == "",
 		live:    o.Terminal && !dumb && getenv("CI") == "",
+		stamp:   TimestampedCI(getenv) == "",
 	}
 	switch strings.ToLower(getenv("JX_LOG_FORMAT")) {
 	case "", "text":
@@ -117,6 +123,28 @@ func New(out io.Writer, clk clock.WithTicker, o Options) *Console {
 		c.format = o.Structured
 	}
 	return c
+}
+
+// TimestampedCI names the CI system whose log viewer puts a time on every
+// line itself, where lockctl's own would be a second one: GitHub Actions
+// (GITHUB_ACTIONS=true) and GitLab CI (GITLAB_CI=true); "" elsewhere.
+func TimestampedCI(getenv func(string) string) string {
+	switch {
+	case getenv("GITHUB_ACTIONS") == "true":
+		return "GitHub Actions"
+	case getenv("GITLAB_CI") == "true":
+		return "GitLab CI"
+	}
+	return ""
+}
+
+// SetTimestamps makes plain lines start with the UTC time, or not, as
+// --timestamps asks; by default they do except in the logs of
+// TimestampedCI.
+func (c *Console) SetTimestamps(stamp bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stamp = stamp
 }
 
 // SetLive makes the console live (a live line, no timestamps) or plain,
@@ -176,8 +204,10 @@ func (c *Console) Line(level logrus.Level, style Style, fields logrus.Fields, ms
 			msg = esc + msg + ansiReset
 		}
 		b = []byte(msg + "\n")
-	default:
+	case c.stamp:
 		b = []byte(now.UTC().Format(plainTimeLayout) + " " + msg + "\n")
+	default:
+		b = []byte(msg + "\n")
 	}
 	c.writeLocked(b)
 }
@@ -378,10 +408,10 @@ var levelStyles = map[logrus.Level]Style{
 
 func (f *TextFormat) Format(e *logrus.Entry) ([]byte, error) {
 	f.c.mu.Lock()
-	live, color := f.c.live, f.c.colorOK
+	live, color, stamp := f.c.live, f.c.colorOK, f.c.stamp
 	f.c.mu.Unlock()
 	var b bytes.Buffer
-	if !live {
+	if !live && stamp {
 		b.WriteString(f.c.clock.Now().UTC().Format(plainTimeLayout))
 		b.WriteByte(' ')
 	}

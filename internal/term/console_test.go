@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	testingclock "k8s.io/utils/clock/testing"
@@ -165,3 +166,42 @@ func TestHumanDuration(t *testing.T) {
 		assert.Equal(t, want, term.HumanDuration(d), "HumanDuration(%s)", d)
 	}
 }
+
+// TestConsoleTimestampsPerCI: plain lines start with the UTC time, except
+// in the logs of GitHub Actions and GitLab CI, which time every line
+// themselves; --timestamps overrides either way.
+func TestConsoleTimestampsPerCI(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		env   map[string]string
+		stamp *bool // --timestamps; nil means auto
+		want  string
+	}{
+		{name: "a pipe", want: "10:00:00 waiting\n10:00:00 ERROR: lost\n"},
+		{name: "Jenkins", env: map[string]string{"CI": "true", "JENKINS_URL": "http://ci"}, want: "10:00:00 waiting\n10:00:00 ERROR: lost\n"},
+		{name: "GitHub Actions", env: map[string]string{"CI": "true", "GITHUB_ACTIONS": "true"}, want: "waiting\nERROR: lost\n"},
+		{name: "GitLab CI", env: map[string]string{"CI": "true", "GITLAB_CI": "true"}, want: "waiting\nERROR: lost\n"},
+		{name: "GitLab CI, --timestamps=true", env: map[string]string{"GITLAB_CI": "true"}, stamp: ptr(true), want: "10:00:00 waiting\n10:00:00 ERROR: lost\n"},
+		{name: "a pipe, --timestamps=false", stamp: ptr(false), want: "waiting\nERROR: lost\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, buf, _ := termtest.Console(t, false, 80, tt.env)
+			if tt.stamp != nil {
+				c.SetTimestamps(*tt.stamp)
+			}
+			c.Statusf(term.StyleNone, nil, "waiting")
+			f := c.LogFormatter()
+			b, err := f.Format(&logrus.Entry{Level: logrus.ErrorLevel, Message: "lost"})
+			require.NoError(t, err)
+			_, _ = buf.Write(b)
+			assert.Equal(t, tt.want, buf.String(), tt.name)
+		})
+	}
+	assert.Equal(t, "GitHub Actions", term.TimestampedCI(func(k string) string { return map[string]string{"GITHUB_ACTIONS": "true"}[k] }))
+	assert.Empty(t, term.TimestampedCI(func(string) string { return "" }))
+}
+
+func ptr[T any](v T) *T { return &v }

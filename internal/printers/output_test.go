@@ -1,0 +1,82 @@
+package printers
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+func testLocks() []lock.Lock {
+	mk := func(target, build string, token string) lock.Lock {
+		return lock.Lock{
+			TypeMeta:   metav1.TypeMeta{APIVersion: lock.APIVersion, Kind: lock.KindLock},
+			ObjectMeta: metav1.ObjectMeta{Name: lock.Name(target), Namespace: "ops"},
+			Spec:       lock.LockSpec{Target: target},
+			Status:     lock.LockStatus{State: lock.StateHeld, Token: token, Holder: &lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build}}},
+		}
+	}
+	return []lock.Lock{mk("staging", "9", "200"), mk("prod", "10", "17"), mk("dev", "8", "3")}
+}
+
+func TestOutputForms(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := filepath.Join(dir, "cols")
+	require.NoError(t, os.WriteFile(cols, []byte("TARGET   TOKEN\n.spec.target   {.status.token}\n"), 0o600))
+	tests := []struct {
+		name, output, sortBy string
+		noHeaders            bool
+		want                 string
+	}{
+		{name: "names", output: "name", want: "lock/lockctl-lock-staging\nlock/lockctl-lock-prod\nlock/lockctl-lock-dev\n"},
+		{name: "jsonpath over the list", output: "jsonpath={.items[*].spec.target}", want: "staging prod dev"},
+		{name: "go-template", output: `go-template={{range .items}}{{.status.holder.build}};{{end}}`, want: "9;10;8;"},
+		{name: "custom columns, sorted as text", output: "custom-columns=T:spec.target,B:.status.holder.build", sortBy: "{.status.holder.build}",
+			want: "T         B\nprod      10\ndev       8\nstaging   9\n"},
+		{name: "custom columns file, sorted by target, no headers", output: "custom-columns-file=" + cols, sortBy: ".spec.target", noHeaders: true,
+			want: "dev       3\nprod      17\nstaging   200\n"},
+		{name: "missing paths", output: "custom-columns=T:.spec.target,X:.status.nothing", sortBy: ".status.nothing",
+			want: "T         X\nstaging   <none>\nprod      <none>\ndev       <none>\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			flags, err := ParseOutput(tt.output, tt.noHeaders, tt.sortBy, true, true)
+			require.NoError(t, err, tt.output)
+			var out bytes.Buffer
+			p := NewLockPrinter(&out, flags, false, nil)
+			require.NoError(t, p.PrintAll(testLocks(), true))
+			assert.Equal(t, tt.want, out.String(), tt.output)
+		})
+	}
+}
+
+func TestParseOutputErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		output      string
+		wide, table bool
+		want        string
+	}{
+		{output: "wide", want: `invalid --output "wide": this command has no wide table`},
+		{output: "custom-columns=A:.a", wide: true, want: `invalid --output "custom-columns=A:.a": use json, yaml, name, wide, jsonpath=`},
+		{output: "json=x", table: true, want: "json takes no argument"},
+		{output: "jsonpath=", table: true, want: "jsonpath needs an argument"},
+		{output: "go-template={{.a", table: true, want: `invalid --output "go-template={{.a"`},
+		{output: "custom-columns-file=/nonexistent", table: true, want: "read custom-columns-file"},
+		{output: "custom-columns=A:.a,B", table: true, want: `column "B" is not HEADER:.json.path`},
+		{output: "table", table: true, want: `invalid --output "table": use json, yaml, name, jsonpath=`},
+	}
+	for _, tt := range tests {
+		_, err := ParseOutput(tt.output, false, "", tt.wide, tt.table)
+		require.Error(t, err, tt.output)
+		assert.Contains(t, err.Error(), tt.want, tt.output)
+	}
+}

@@ -1,0 +1,135 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// noWatchList tells an informer whether to list without streaming.
+type noWatchList bool
+
+func (n noWatchList) IsWatchListSemanticsUnSupported() bool { return bool(n) }
+
+// WatchOptions say which locks Watch follows and what the caller has
+// shown already.
+type WatchOptions struct {
+	// Target is the namespace whose lock to follow; "" follows every lock
+	// of the client's namespace (of every namespace for a client made for
+	// metav1.NamespaceAll).
+	Target string
+	// Shown are the resourceVersions of the locks the caller has shown,
+	// by namespace/name: the versions the watch's first list brings
+	// again are not passed on.
+	Shown map[string]string
+}
+
+// Watch calls fn with the view of a lock (as Get and List make it) each
+// time it changes, until ctx ends (it then returns an error wrapping
+// ctx.Err()) or fn returns an error, which it returns. A lock deleted, or
+// released and kept for its history, is passed on in state free. Like a
+// wait it rides out watch and API server restarts.
+func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(Lock) error) error {
+	return c.watchLocks(ctx, opts, func(ev watch.EventType, cm *corev1.ConfigMap) error {
+		if ev == watch.Deleted {
+			return fn(c.freeView(cm))
+		}
+		return fn(c.view(ctx, cm))
+	})
+}
+
+// WatchHistory calls fn with the history of target's lock (as History
+// reads it) each time the lock changes, until ctx ends or fn returns an
+// error, as Watch does. A deleted lock has an empty history.
+func (c *Client) WatchHistory(ctx context.Context, target string, fn func(*History) error) error {
+	return c.watchLocks(ctx, WatchOptions{Target: target}, func(ev watch.EventType, cm *corev1.ConfigMap) error {
+		h := c.newHistory(target)
+		if ev != watch.Deleted {
+			rec, err := c.decode(cm, target)
+			if err != nil {
+				return err
+			}
+			h.fill(rec)
+		}
+		return fn(h)
+	})
+}
+
+// watchLocks calls fn with every change to the locks opts selects after
+// those shown.
+func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watch.EventType, *corev1.ConfigMap) error) error {
+	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
+	var fieldSel string
+	if opts.Target != "" {
+		fieldSel = fields.OneTermEqualSelector("metadata.name", Name(opts.Target)).String()
+	}
+	cms := c.cms.ConfigMaps(c.namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector, o.FieldSelector = sel, fieldSel
+			return cms.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector, o.FieldSelector = sel, fieldSel
+			return cms.Watch(ctx, o)
+		},
+	}
+	seen := make(map[string]string, len(opts.Shown))
+	for k, v := range opts.Shown {
+		seen[k] = v
+	}
+	var fnErr error
+	// NOTE: a plain LIST then WATCH, not a streaming list: a lock
+	// namespace has few locks, and the clients the lock package is given
+	// (wrapped, or fakes) do not all say whether they can stream.
+	lwws := cache.ToListWatcherWithWatchListSemantics(lw, noWatchList(true))
+	_, err := watchtools.UntilWithSync(ctx, lwws, &corev1.ConfigMap{}, nil, func(ev watch.Event) (bool, error) {
+		cm, ok := ev.Object.(*corev1.ConfigMap)
+		if !ok || !IsLock(cm) {
+			return false, nil
+		}
+		key := cm.Namespace + "/" + cm.Name
+		if ev.Type != watch.Deleted && seen[key] == cm.ResourceVersion {
+			return false, nil // the first list: shown already
+		}
+		seen[key] = cm.ResourceVersion
+		if fnErr = fn(ev.Type, cm); fnErr != nil {
+			return true, nil
+		}
+		return false, nil
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if ctx.Err() != nil {
+		// NOTE: UntilWithSync says "timed out waiting for the condition"
+		// whatever ended ctx.
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("watch locks in namespace %q: %w", c.namespace, err)
+	}
+	return nil
+}
+
+// freeView is the view of the lock cm was once: deleted, so free.
+func (c *Client) freeView(cm *corev1.ConfigMap) Lock {
+	target := cm.Labels[TargetLabel]
+	if rec, err := Decode(cm); err == nil {
+		target = rec.Target
+	}
+	return Lock{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
+		ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID},
+		Spec:       LockSpec{Target: target},
+		Status:     LockStatus{State: StateFree, Liveness: "free"},
+	}
+}
