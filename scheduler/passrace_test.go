@@ -66,13 +66,12 @@ func onceOn(name string, change func()) k8stesting.ReactionFunc {
 func objectName(a k8stesting.Action) string {
 	switch a := a.(type) {
 	case k8stesting.GetAction:
+		// NOTE: a DeleteAction is a GetAction too (GetName).
 		return a.GetName()
 	case k8stesting.UpdateAction:
 		if cm, ok := a.GetObject().(*corev1.ConfigMap); ok {
 			return cm.Name
 		}
-	case k8stesting.DeleteAction:
-		return a.GetName()
 	}
 	return ""
 }
