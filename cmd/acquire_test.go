@@ -119,14 +119,14 @@ func TestRunAcquire(t *testing.T) {
 			args:       []string{"acquire", "staging", "--lock-namespace", "ci"},
 			env:        map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/web", "GITHUB_REF_NAME": "main", "GITHUB_RUN_NUMBER": "9"},
 			wantOut:    "1\n",
-			wantErrOut: "10:00:00 lock \"staging\" acquired by acme/web@main#9 after 0s (ci/lockctl-lock-staging)\n",
+			wantErrOut: "lock \"staging\" acquired by acme/web@main#9 after 0s (ci/lockctl-lock-staging)\n",
 		},
 		{
 			name:       "identity from GitLab CI",
 			args:       []string{"acquire", "staging"},
 			env:        map[string]string{"GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web", "CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "11"},
 			wantOut:    "1\n",
-			wantErrOut: "10:00:00 lock \"staging\" acquired by acme/web@main#11 after 0s (default/lockctl-lock-staging)\n",
+			wantErrOut: "lock \"staging\" acquired by acme/web@main#11 after 0s (default/lockctl-lock-staging)\n",
 		},
 		{
 			name:       "newer build of the branch holds the lock: superseded",

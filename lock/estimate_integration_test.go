@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -25,21 +26,21 @@ func TestIntegrationEstimateWait(t *testing.T) {
 	ns := env.Namespace(t)
 	l := newClient(t, env.Client, ns)
 	const hold = 2 * time.Second
-	req := func(repo, build string) lock.Request {
-		return lock.Request{Target: "production", Identity: identity(repo, build), Session: repo + build}
+	req := func(repo string, build int) lock.Request {
+		return lock.Request{Target: "production", Identity: clitest.Identity(repo, build), Session: fmt.Sprint(repo, build)}
 	}
-	release := func(repo, build string) {
-		_, err := l.Release(t.Context(), "production", identity(repo, build), lock.ReleaseOptions{})
-		require.NoError(t, err, "release %s#%s", repo, build)
+	release := func(repo string, build int) {
+		_, err := l.Release(t.Context(), "production", clitest.Identity(repo, build), lock.ReleaseOptions{})
+		require.NoError(t, err, "release %s#%d", repo, build)
 	}
 	// The history: regular holds.
 	for i := 1; i <= 6; i++ {
-		mustAcquire(t, l, req("hist", fmt.Sprint(i)))
+		mustAcquire(t, l, req("hist", i))
 		time.Sleep(hold) // NOTE: the hold's length, what the estimate learns from
-		release("hist", fmt.Sprint(i))
+		release("hist", i)
 	}
 
-	mustAcquire(t, l, req("a", "1"))
+	mustAcquire(t, l, req("a", 1))
 	aHeld := time.Now()
 	var (
 		mu       sync.Mutex
@@ -50,7 +51,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 	// it keeps it for hold (measure: not at all) and releases it.
 	contend := func(repo string, measure bool) (queued <-chan struct{}, done <-chan time.Time) {
 		q, d := make(chan struct{}), make(chan time.Time, 1)
-		r := req(repo, "1")
+		r := req(repo, 1)
 		var once sync.Once
 		r.OnProgress = func(p lock.Progress) {
 			once.Do(func() {
@@ -88,7 +89,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 	qw, dw := contend("w", true)
 	<-qw
 	time.Sleep(time.Until(aHeld.Add(hold))) // the rest of a's hold
-	release("a", "1")
+	release("a", 1)
 	<-db
 	<-dc
 	got := <-dw
