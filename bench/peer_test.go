@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -151,18 +150,7 @@ func peakRSS(b testing.TB, environ []string, bin string, args ...string) (float6
 	if _, err := os.Stat(timeBinary); err != nil {
 		return 0, false
 	}
-	report := filepath.Join(b.TempDir(), "rusage")
-	cmd := exec.Command(timeBinary, append([]string{"-f", "%M", "-o", report, "--", bin}, args...)...)
-	cmd.Env = environ
-	out, err := cmd.CombinedOutput()
-	require.NoError(b, err, "%s %v: %s", bin, args, out)
-	raw, err := os.ReadFile(report)
-	require.NoError(b, err)
-	fields := strings.Fields(string(raw))
-	require.NotEmpty(b, fields, "GNU time wrote nothing")
-	kib, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-	require.NoError(b, err, "GNU time: %q", raw)
-	return kib / 1024, true
+	return measure(b, environ, bin, args...).rssMiB, true
 }
 
 // rssSample is a set of peak RSS figures in MiB.
