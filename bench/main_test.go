@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	}
 	testenv.Main(m)
 	clitest.Cleanup()
+	cleanupPeer()
 }
 
 // envInt reads a positive integer knob of the benchmarks, such as

@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/events"
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -317,7 +318,7 @@ func runReconciler(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEv
 	rec := events.NewRecorder(newClientset(b, cfg).EventsV1())
 	rec.Jobs = jobEvents
 	stopEvents := rec.Background(events.DefaultQueueCapacity, scheduler.DefaultWorkers)
-	c, err := scheduler.NewController(cs, ns, map[string]kubernetes.Interface{job.DefaultCluster: cs},
+	c, err := scheduler.NewController(cs, ns, map[string]kubeclient.Interface{job.DefaultCluster: cs},
 		scheduler.Options{PodNamespace: ns, OnJobChange: rec.JobChanged})
 	require.NoError(b, err)
 	runCtx, stop := context.WithCancel(ctx)

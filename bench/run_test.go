@@ -50,31 +50,39 @@ func runArgs(target string, i int, command ...string) []string {
 // start and end; the gap between one command's end and the next one's start
 // is what the lock costs per hand-over, process exit and start included. A
 // last round runs through a counting proxy to count requests per process
-// (not timed: the proxy spares the processes their TLS handshake). With
-// LOCKCTL_BENCH_BASELINE_BIN naming another build (say, main's), its rounds
-// alternate with this build's, each on a lock of its own, so a change is
-// measured side by side under the same load.
+// (not timed: the proxy spares the processes their TLS handshake). The
+// peer (bench/leasepeer, client-go's leaderelection on a Lease, one process
+// per contender, as klock runs) runs the same rounds, alternating, with the
+// timings LOCKCTL_BENCH_PEER_TIMINGS names (default fast: 2 s, 1 s,
+// 200 ms). With LOCKCTL_BENCH_BASELINE_BIN naming another build (say,
+// main's), its rounds alternate too, each on a lock of its own, so a change
+// is measured side by side under the same load.
 func BenchmarkRunContention(b *testing.B) {
 	env := testenv.Get(b)
 	type side struct {
-		prefix, name, bin string
-		gaps, walls       Sample
-		first, later      Sample // the first gap of each round, and the others
-		parts             gapParts
-		counts            Counts
+		contender
+		gaps, walls  Sample
+		first, later Sample // the first gap of each round, and the others
+		parts        gapParts
+		counts       Counts
 	}
 	var sides []*side
-	for _, build := range lockctlBuilds(b) {
-		sides = append(sides, &side{prefix: build.prefix, name: build.name, bin: build.path})
+	for _, c := range append(lockctlContenders(b), peerContenders(b, "fast")...) {
+		sides = append(sides, &side{contender: c})
 	}
 	procs := envInt("LOCKCTL_BENCH_RUN_PROCS", 20)
 	hold := envInt("LOCKCTL_BENCH_RUN_HOLD_MS", 50)
 	rounds := envInt("LOCKCTL_BENCH_RUN_ROUNDS", 5)
+	b.Logf("load average at the start: %s", loadAverage())
 	for range b.N {
 		ns := env.Namespace(b)
 		for r := range rounds {
 			for i, s := range sides {
-				g, w := runRound(b, env, ns, s.bin, runEnviron(b, env.Kubeconfig, ns), fmt.Sprintf("round-%d-%d", r, i), procs, hold, &s.parts)
+				var parts *gapParts
+				if s.lockctl {
+					parts = &s.parts
+				}
+				g, w := runRound(b, env, ns, s.contender, runEnviron(b, env.Kubeconfig, ns), fmt.Sprintf("round-%d-%d", r, i), procs, hold, parts)
 				s.gaps, s.walls = append(s.gaps, g...), append(s.walls, w)
 				if len(g) > 0 {
 					s.first, s.later = append(s.first, g[0]), append(s.later, g[1:]...)
@@ -83,31 +91,39 @@ func BenchmarkRunContention(b *testing.B) {
 		}
 		for i, s := range sides {
 			proxy := startCountingProxy(b, env)
-			runRound(b, env, ns, s.bin, runEnviron(b, proxy.Kubeconfig, ns), fmt.Sprintf("counted-%d", i), procs, hold, nil)
+			runRound(b, env, ns, s.contender, runEnviron(b, proxy.Kubeconfig, ns), fmt.Sprintf("counted-%d", i), procs, hold, nil)
 			s.counts = proxy.Counts()
 		}
 	}
+	b.Logf("load average at the end: %s", loadAverage())
 	for _, s := range sides {
 		report(b, s.prefix+"gap-", s.gaps)
 		report(b, s.prefix+"first-gap-", s.first)
 		report(b, s.prefix+"later-gap-", s.later)
-		report(b, s.prefix+"release-", s.parts.release)
-		report(b, s.prefix+"confirm-", s.parts.confirm)
-		report(b, s.prefix+"start-", s.parts.start)
+		if s.lockctl {
+			report(b, s.prefix+"release-", s.parts.release)
+			report(b, s.prefix+"confirm-", s.parts.confirm)
+			report(b, s.prefix+"start-", s.parts.start)
+		}
 		b.ReportMetric(float64(s.counts.Total())/float64(procs), s.prefix+"req/process")
 		b.ReportMetric(float64(s.counts.Conflicts)/float64(procs), s.prefix+"conflicts/process")
 	}
+	for _, s := range sides[1:] {
+		b.ReportMetric(MS(s.gaps.Percentile(50))/MS(sides[0].gaps.Percentile(50)), strings.TrimSuffix(s.prefix, "-")+"-gap-p50/this")
+	}
 	b.ReportMetric(0, "ns/op")
-	b.Logf("%d lockctl run processes at once on one lock, %d ms commands, %d rounds", procs, hold, rounds)
+	b.Logf("%d processes at once on one lock, %d ms commands, %d rounds", procs, hold, rounds)
 	for _, s := range sides {
 		b.Logf("%s:", s.name)
 		b.Logf("  gap, one command's end -> the next one's start: %s", s.gaps)
 		b.Logf("    the first of each round (the others still starting and joining): %s", s.first)
 		b.Logf("    the others: %s", s.later)
-		b.Logf("  of which (%d gaps seen whole by a watch of the lock in this process):", len(s.parts.release))
-		b.Logf("    end -> the hand-over write seen (holder's exit, release): %s", s.parts.release)
-		b.Logf("    hand-over seen -> confirmation seen (watch fan-out, the next one's write): %s", s.parts.confirm)
-		b.Logf("    confirmation seen -> the next command's start (acquire returns, sweep, start): %s", s.parts.start)
+		if s.lockctl {
+			b.Logf("  of which (%d gaps seen whole by a watch of the lock in this process):", len(s.parts.release))
+			b.Logf("    end -> the hand-over write seen (holder's exit, release): %s", s.parts.release)
+			b.Logf("    hand-over seen -> confirmation seen (watch fan-out, the next one's write): %s", s.parts.confirm)
+			b.Logf("    confirmation seen -> the next command's start (acquire returns, sweep, start): %s", s.parts.start)
+		}
 		b.Logf("  whole round (all %d held once): %s", procs, s.walls)
 		b.Logf("  requests per process (counted round): %.1f (%s), %d conflicts", float64(s.counts.Total())/float64(procs), resources(s.counts), s.counts.Conflicts)
 	}
@@ -161,26 +177,29 @@ func watchLock(b *testing.B, env *testenv.Env, ns, target string) (stop func() [
 	}
 }
 
-// runRound starts procs `lockctl run` processes at once on one new lock
+// runRound starts procs processes of c at once on one new lock
 // and returns the gaps between the commands they ran, and the round's wall
 // time. parts, when set, gets the gaps split as the lock's watch saw them.
-func runRound(b *testing.B, env *testenv.Env, ns, bin string, environ []string, target string, procs, hold int, parts *gapParts) (Sample, time.Duration) {
+func runRound(b *testing.B, env *testenv.Env, ns string, c contender, environ []string, target string, procs, hold int, parts *gapParts) (Sample, time.Duration) {
 	dir := b.TempDir()
-	stopWatch := watchLock(b, env, ns, target)
+	stopWatch := func() []lockChange { return nil }
+	if parts != nil {
+		stopWatch = watchLock(b, env, ns, target)
+	}
 	cmds := make([]*exec.Cmd, procs)
 	outs := make([]*bytes.Buffer, procs)
 	for i := range cmds {
-		cmds[i] = exec.Command(bin, runArgs(target, i, stampedCommand(dir, strconv.Itoa(i), hold)...)...)
+		cmds[i] = exec.Command(c.path, c.args(ns, target, i, stampedCommand(dir, strconv.Itoa(i), hold)...)...)
 		cmds[i].Env = environ
 		outs[i] = &bytes.Buffer{}
 		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
 	}
 	start := time.Now()
-	for _, c := range cmds {
-		require.NoError(b, c.Start())
+	for _, cmd := range cmds {
+		require.NoError(b, cmd.Start())
 	}
-	for i, c := range cmds {
-		require.NoError(b, c.Wait(), "lockctl run %d: %s", i, outs[i])
+	for i, cmd := range cmds {
+		require.NoError(b, cmd.Wait(), "%s %d: %s", c.name, i, outs[i])
 	}
 	wall := time.Since(start)
 	changes := stopWatch()
@@ -232,72 +251,101 @@ func readStamp(b *testing.B, path string) int64 {
 }
 
 // BenchmarkRunUncontended times a whole `lockctl run --lock X -- true`
-// process on a free lock, LOCKCTL_BENCH_COLD_RUNS times (default 30), and
-// counts the requests of such runs through a counting proxy: on a lock that
-// does not exist yet (a new target each run) and on one that exists, free,
-// as a lock does after its first release (kept for its history). With
-// LOCKCTL_BENCH_BASELINE_BIN naming another build, the two alternate run
-// by run (each on locks of its own), so a change is measured side by side;
-// its figures carry the prefix baseline-.
+// process on a free lock, LOCKCTL_BENCH_COLD_RUNS times (default 30), its
+// wall and CPU time (user and system), side by side with the peer
+// (bench/leasepeer: client-go's leaderelection running `true` under a
+// Lease, as klock does, with the timings LOCKCTL_BENCH_PEER_TIMINGS names,
+// default klock's), run by run. It measures the peak RSS of
+// LOCKCTL_BENCH_RSS_RUNS more runs each (default 5) under GNU time, and
+// counts the requests of such runs through a counting proxy: on a lock
+// that does not exist yet (a new target each run) and on one that exists,
+// free, as a lock does after its first release (kept for its history).
+// With LOCKCTL_BENCH_BASELINE_BIN naming another build, it alternates too
+// (each on locks of its own); its figures carry the prefix baseline-.
 func BenchmarkRunUncontended(b *testing.B) {
 	env := testenv.Get(b)
-	bins := lockctlBuilds(b)
+	sides := append(lockctlContenders(b), peerContenders(b, "default")...)
 	runs := envInt("LOCKCTL_BENCH_COLD_RUNS", 30)
+	rssRuns := envInt("LOCKCTL_BENCH_RSS_RUNS", 5)
 	type figures struct {
-		walls        Sample
+		walls, cpus  Sample
+		rss          rssSample
 		versions     startSample
 		fresh, again Counts
 	}
-	got := make([]figures, len(bins))
+	got := make([]figures, len(sides))
 	counted := 5
 	b.Logf("load average at the start: %s", loadAverage())
 	for range b.N {
 		ns := env.Namespace(b)
 		environ := runEnviron(b, env.Kubeconfig, ns)
 		for i := range runs {
-			for k, bin := range bins {
-				cmd := exec.Command(bin.path, runArgs(fmt.Sprintf("%sfree-%03d", bin.prefix, i), i, "true")...)
-				cmd.Env = environ
-				start := time.Now()
-				out, err := cmd.CombinedOutput()
-				got[k].walls = append(got[k].walls, time.Since(start))
-				require.NoError(b, err, "%s", out)
-				// The floor of any lockctl process, alternating with the runs:
-				// the same binary started, initialised and exited, no request.
-				got[k].versions.add(startOnce(b, bin.path, environ))
+			for k, s := range sides {
+				r := runProcess(b, environ, s.path, s.args(ns, fmt.Sprintf("%sfree-%03d", s.prefix, i), i, "true")...)
+				got[k].walls, got[k].cpus = append(got[k].walls, r.wall), append(got[k].cpus, r.cpu)
+				if s.lockctl {
+					// The floor of any lockctl process, alternating with the
+					// runs: the same binary started, initialised and exited,
+					// no request.
+					got[k].versions.add(startOnce(b, s.path, environ))
+				}
 			}
 		}
-		for k, bin := range bins {
+		for i := range rssRuns {
+			for k, s := range sides {
+				if mib, ok := peakRSS(b, environ, s.path, s.args(ns, fmt.Sprintf("%srss-%03d", s.prefix, i), i, "true")...); ok {
+					got[k].rss = append(got[k].rss, mib)
+				}
+			}
+		}
+		for k, s := range sides {
 			count := func(target func(i int) string) Counts {
 				proxy := startCountingProxy(b, env)
 				environ := runEnviron(b, proxy.Kubeconfig, ns)
 				for i := range counted {
-					cmd := exec.Command(bin.path, runArgs(target(i), i, "true")...)
-					cmd.Env = environ
-					out, err := cmd.CombinedOutput()
-					require.NoError(b, err, "%s", out)
+					runProcess(b, environ, s.path, s.args(ns, target(i), i, "true")...)
 				}
 				return proxy.Counts()
 			}
-			got[k].fresh = count(func(i int) string { return fmt.Sprintf("%scounted-%03d", bin.prefix, i) })
-			got[k].again = count(func(int) string { return bin.prefix + "free-000" })
+			got[k].fresh = count(func(i int) string { return fmt.Sprintf("%scounted-%03d", s.prefix, i) })
+			got[k].again = count(func(int) string { return s.prefix + "free-000" })
 		}
 	}
 	b.Logf("load average at the end: %s", loadAverage())
 	per := func(c Counts) float64 { return float64(c.Total()) / float64(counted) }
 	events := func(c Counts) float64 { return float64(c.ByResource["create events"]) / float64(counted) }
-	for k, bin := range bins {
+	for k, s := range sides {
 		g := &got[k]
-		report(b, bin.prefix, g.walls)
-		g.versions.report(b, bin.prefix+"version-")
-		b.ReportMetric(per(g.fresh), bin.prefix+"req/run")
-		b.ReportMetric(per(g.fresh)-events(g.fresh), bin.prefix+"req/run-without-events")
-		b.ReportMetric(per(g.again), bin.prefix+"req/run-existing-lock")
-		b.ReportMetric(per(g.again)-events(g.again), bin.prefix+"req/run-existing-lock-without-events")
-		b.Logf("%s: lockctl run --lock X -- true on a free lock, whole process: %s", bin.path, g.walls)
-		b.Logf("  lockctl version (process start and exit, no request), alternating: %s", &g.versions)
+		report(b, s.prefix, g.walls)
+		report(b, s.prefix+"cpu-", g.cpus)
+		if len(g.rss) > 0 {
+			b.ReportMetric(g.rss.median(), s.prefix+"peak-rss-MiB")
+		}
+		if s.lockctl {
+			g.versions.report(b, s.prefix+"version-")
+		}
+		b.ReportMetric(per(g.fresh), s.prefix+"req/run")
+		b.ReportMetric(per(g.fresh)-events(g.fresh), s.prefix+"req/run-without-events")
+		b.ReportMetric(per(g.again), s.prefix+"req/run-existing-lock")
+		b.ReportMetric(per(g.again)-events(g.again), s.prefix+"req/run-existing-lock-without-events")
+		b.Logf("%s (%s): a free lock, `true` run under it, whole process: wall %s", s.name, s.path, g.walls)
+		b.Logf("  CPU (user+sys): %s; peak RSS: %s", g.cpus, g.rss)
+		if s.lockctl {
+			b.Logf("  lockctl version (process start and exit, no request), alternating: %s", &g.versions)
+		}
 		b.Logf("  requests per run, new lock: %.1f, of which %.1f best-effort Events (%s)", per(g.fresh), events(g.fresh), resources(g.fresh))
 		b.Logf("  requests per run, existing free lock: %.1f, of which %.1f best-effort Events (%s)", per(g.again), events(g.again), resources(g.again))
+	}
+	for k := 1; k < len(sides); k++ {
+		s := sides[k]
+		ratio := func(a, b Sample) float64 { return MS(a.Percentile(50)) / MS(b.Percentile(50)) }
+		b.ReportMetric(ratio(got[0].walls, got[k].walls), "wall-p50/"+strings.TrimSuffix(s.prefix, "-"))
+		b.ReportMetric(ratio(got[0].cpus, got[k].cpus), "cpu-p50/"+strings.TrimSuffix(s.prefix, "-"))
+		if got[k].rss.median() > 0 {
+			b.ReportMetric(got[0].rss.median()/got[k].rss.median(), "peak-rss/"+strings.TrimSuffix(s.prefix, "-"))
+		}
+		b.Logf("this build / %s: wall p50 %.2fx, CPU p50 %.2fx, peak RSS %.2fx", s.name,
+			ratio(got[0].walls, got[k].walls), ratio(got[0].cpus, got[k].cpus), got[0].rss.median()/max(got[k].rss.median(), 1e-9))
 	}
 	b.ReportMetric(0, "ns/op")
 }

@@ -13,8 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/lockctl/lockctl/internal/kubeclient"
 )
 
 // complete runs `lockctl __complete args...` as a shell does and returns
@@ -136,7 +137,7 @@ func TestCompletionNeverFails(t *testing.T) {
 			})
 		}},
 		{name: "no kubeconfig", env: func(te *testEnv) {
-			te.f.Clientset = func() (kubernetes.Interface, error) { return nil, errors.New("no configuration has been provided") }
+			te.f.Clientset = func() (kubeclient.Interface, error) { return nil, errors.New("no configuration has been provided") }
 			te.f.Namespace = func() (string, error) { return "", errors.New("no configuration has been provided") }
 		}},
 	}

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
@@ -86,8 +85,8 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 	te.f = &Factory{
 		IOStreams:    IOStreams{In: in, Out: out, ErrOut: errOut},
 		ConfigFlags:  &kubeclient.ConfigFlags{},
-		Clientset:    func() (kubernetes.Interface, error) { return te.cs, nil },
-		ClientsetFor: func(string) (kubernetes.Interface, error) { return te.cs, nil },
+		Clientset:    func() (kubeclient.Interface, error) { return te.cs, nil },
+		ClientsetFor: func(string) (kubeclient.Interface, error) { return te.cs, nil },
 		Namespace:    func() (string, error) { return ns, nil },
 		InPod:        func() (string, string, bool) { return "", "", false },
 		Clock:        te.clock,

@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -253,7 +253,7 @@ func TestReconcileJobEvents(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			evcs := fake.NewClientset()
-			te.f.EventsClientset = func() (kubernetes.Interface, error) { return evcs, nil }
+			te.f.EventsClientset = func() (kubeclient.Interface, error) { return evcs, nil }
 			storeJobs(t, te, "deploy-web-1")
 
 			require.NoError(t, te.run(append([]string{"reconcile", "--once"}, tt.args...)...))

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -53,7 +54,7 @@ func runReconcilerHelper() {
 			fmt.Println("reconciling")
 			for err == nil {
 				var c *scheduler.Controller
-				c, err = scheduler.NewController(cs, ns, map[string]kubernetes.Interface{job.DefaultCluster: cs}, opts)
+				c, err = scheduler.NewController(cs, ns, map[string]kubeclient.Interface{job.DefaultCluster: cs}, opts)
 				switch {
 				case err != nil:
 				case os.Getenv(helperEnv) == "reconciler-once":

@@ -12,9 +12,9 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/lockctl/lockctl/internal/clitest"
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -139,7 +139,7 @@ func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
 			t.Logf("reconcile loop log (last 60 lines):\n%s", clitest.LastLines(logs.String(), 60))
 		}
 	})
-	c, err := scheduler.NewController(env.Client, ns, map[string]kubernetes.Interface{job.DefaultCluster: env.Client},
+	c, err := scheduler.NewController(env.Client, ns, map[string]kubeclient.Interface{job.DefaultCluster: env.Client},
 		scheduler.Options{PodNamespace: ns, MaxConcurrency: helperMaxConcurrency, Log: logrus.NewEntry(logger)})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)

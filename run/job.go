@@ -13,7 +13,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
@@ -41,9 +40,9 @@ type JobsOptions struct {
 	// Namespace is the namespace of the job records.
 	Namespace string
 	// Jobs is the client of the cluster of the job records.
-	Jobs kubernetes.Interface
+	Jobs kubeclient.Interface
 	// Clusters are the build clusters by alias; the jobs' pods run there.
-	Clusters map[string]kubernetes.Interface
+	Clusters map[string]kubeclient.Interface
 	// Scheduler configures the reconcile loop that drives a run's job
 	// (limits, timeouts, pod namespace, clock, log), as for lockctl
 	// reconcile. Its Clock is the run's clock; nil means clock.RealClock.
@@ -116,7 +115,7 @@ func (js *Jobs) PodNamespace() string {
 // writing nothing. A missing permission is a *preflight.MissingError naming
 // the verb and resource.
 func (js *Jobs) Preflight(ctx context.Context, alias string) error {
-	clusters := map[string]kubernetes.Interface{}
+	clusters := map[string]kubeclient.Interface{}
 	if c, ok := js.opts.Clusters[alias]; ok {
 		clusters[alias] = c
 	}

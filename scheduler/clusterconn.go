@@ -16,10 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/preflight"
 	"github.com/lockctl/lockctl/job"
 )
@@ -101,7 +100,7 @@ func unavailable(cl *buildCluster, err error) error {
 // reachability. Jobs of a cluster that is not ready are not looked at.
 type clusterConn struct {
 	alias string
-	cs    kubernetes.Interface
+	cs    kubeclient.Interface
 	cl    *buildCluster
 
 	ready atomic.Bool
@@ -195,10 +194,10 @@ func (c *Controller) connect(ctx, life context.Context, cc *clusterConn) Cluster
 func (c *Controller) startCaches(ctx, parent context.Context, cc *clusterConn) error {
 	cctx, stop := context.WithCancel(parent)
 	podSelector := job.LabelManagedBy + "=" + job.ManagedByValue + "," + job.LabelRecordNamespace + "=" + c.namespace
-	pf := informers.NewSharedInformerFactoryWithOptions(cc.cs, resyncPeriod, informers.WithNamespace(cc.cl.namespace),
-		informers.WithTransform(cachePod),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podSelector }))
-	podInf := pf.Core().V1().Pods().Informer()
+	podInf := kubeclient.NewInformer[*corev1.PodList](cc.cs, cc.cs.CoreV1().Pods(cc.cl.namespace), &corev1.Pod{}, kubeclient.InformerOptions{
+		Resync: resyncPeriod, Transform: cachePod,
+		Tweak: func(o *metav1.ListOptions) { o.LabelSelector = podSelector },
+	})
 	if err := c.addPodHandlers(cc.alias, podInf); err != nil {
 		stop()
 		return err
@@ -216,16 +215,17 @@ func (c *Controller) startCaches(ctx, parent context.Context, cc *clusterConn) e
 	synced := []cache.InformerSynced{podInf.HasSynced}
 	var nodeInf cache.SharedIndexInformer
 	if c.mayReadNodes(ctx, cc) {
-		nf := informers.NewSharedInformerFactoryWithOptions(cc.cs, resyncPeriod, informers.WithTransform(trimNode))
-		nodeInf = nf.Core().V1().Nodes().Informer()
+		nodeInf = kubeclient.NewInformer[*corev1.NodeList](cc.cs, cc.cs.CoreV1().Nodes(), &corev1.Node{}, kubeclient.InformerOptions{
+			Resync: resyncPeriod, Transform: trimNode,
+		})
 		if err := c.addNodeHandlers(cc, nodeInf); err != nil {
 			stop()
 			return err
 		}
 		synced = append(synced, nodeInf.HasSynced)
-		nf.Start(cctx.Done())
+		go nodeInf.RunWithContext(cctx)
 	}
-	pf.Start(cctx.Done())
+	go podInf.RunWithContext(cctx)
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(sctx.Done(), synced...) {

@@ -12,12 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -51,8 +50,8 @@ type Controller struct {
 	namespace string
 	queue     workqueue.TypedRateLimitingInterface[string]
 
-	jobs      kubernetes.Interface
-	factories []informers.SharedInformerFactory
+	jobs      kubeclient.Interface
+	informers []cache.SharedIndexInformer
 	jobInf    cache.SharedIndexInformer
 	ledgerInf cache.SharedIndexInformer
 	conns     map[string]*clusterConn
@@ -70,7 +69,7 @@ type decodedJob struct {
 // NewController returns a Controller for the job records in namespace of the
 // jobs cluster, whose pods run in the given build clusters (alias →
 // clientset).
-func NewController(jobs kubernetes.Interface, namespace string, clusters map[string]kubernetes.Interface, opts Options) (*Controller, error) {
+func NewController(jobs kubeclient.Interface, namespace string, clusters map[string]kubeclient.Interface, opts Options) (*Controller, error) {
 	pods := make(map[string]corev1client.PodsGetter, len(clusters))
 	for alias, cs := range clusters {
 		pods[alias] = cs.CoreV1()
@@ -89,14 +88,16 @@ func NewController(jobs kubernetes.Interface, namespace string, clusters map[str
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: r.clock}),
 	}
-	strip := informers.WithTransform(stripManagedFields)
-	jobFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace), informers.WithTransform(trimJobRecord),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = job.Selector }))
-	ledgerFactory := informers.NewSharedInformerFactoryWithOptions(jobs, resyncPeriod, informers.WithNamespace(namespace), strip,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + LedgerName }))
-	c.jobInf = jobFactory.Core().V1().ConfigMaps().Informer()
-	c.ledgerInf = ledgerFactory.Core().V1().ConfigMaps().Informer()
-	c.factories = append(c.factories, jobFactory, ledgerFactory)
+	cms := jobs.CoreV1().ConfigMaps(namespace)
+	c.jobInf = kubeclient.NewInformer[*corev1.ConfigMapList](jobs, cms, &corev1.ConfigMap{}, kubeclient.InformerOptions{
+		Resync: resyncPeriod, Transform: trimJobRecord,
+		Tweak: func(o *metav1.ListOptions) { o.LabelSelector = job.Selector },
+	})
+	c.ledgerInf = kubeclient.NewInformer[*corev1.ConfigMapList](jobs, cms, &corev1.ConfigMap{}, kubeclient.InformerOptions{
+		Resync: resyncPeriod, Transform: stripManagedFields,
+		Tweak: func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + LedgerName },
+	})
+	c.informers = append(c.informers, c.jobInf, c.ledgerInf)
 	for alias, cs := range clusters {
 		cc := &clusterConn{alias: alias, cs: cs, cl: r.clusters[alias], poke: make(chan struct{}, 1)}
 		cc.cl.node = cc.node
@@ -258,8 +259,8 @@ func (c *Controller) startJobs(ctx, life context.Context) error {
 		}
 		return fmt.Errorf("list job records in namespace %q: %w", c.namespace, err)
 	}
-	for _, f := range c.factories {
-		f.Start(life.Done())
+	for _, inf := range c.informers {
+		go inf.RunWithContext(life)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.jobInf.HasSynced, c.ledgerInf.HasSynced) {
 		return fmt.Errorf("sync job caches: %w", context.Cause(ctx))

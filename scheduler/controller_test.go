@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -25,7 +25,7 @@ func (h *harness) controller(opts Options) *Controller {
 	if opts.PodNamespace == "" {
 		opts.PodNamespace = podNS
 	}
-	c, err := NewController(h.jobs, jobNS, map[string]kubernetes.Interface{job.DefaultCluster: h.build}, opts)
+	c, err := NewController(h.jobs, jobNS, map[string]kubeclient.Interface{job.DefaultCluster: h.build}, opts)
 	require.NoError(h.t, err)
 	return c
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/preflight"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
@@ -96,7 +97,7 @@ func TestIntegrationBuildClusterAwayAndBack(t *testing.T) {
 	t.Parallel()
 	it := newITest(t)
 	far := it.secondCluster()
-	it.run(Options{Log: testLog(t)}, map[string]kubernetes.Interface{"default": it.env.Client, "far": far.Client})
+	it.run(Options{Log: testLog(t)}, map[string]kubeclient.Interface{"default": it.env.Client, "far": far.Client})
 
 	it.submit("far-running", onCluster("far"))
 	it.waitState("far-running", job.Pending)
@@ -154,7 +155,7 @@ func TestIntegrationOnceWithUnreachableClusters(t *testing.T) {
 	it.submit("near")
 	it.submit("refused", onCluster("refused"))
 	it.submit("silent", onCluster("silent"))
-	c, err := NewController(it.env.Client, it.ns, map[string]kubernetes.Interface{
+	c, err := NewController(it.env.Client, it.ns, map[string]kubeclient.Interface{
 		"default": it.env.Client, "refused": closedPortClient(t), "silent": silentClient(t),
 	}, Options{})
 	require.NoError(t, err)
@@ -190,7 +191,7 @@ func TestIntegrationCancelWhileConnecting(t *testing.T) {
 	it := newITest(t)
 	it.submit("silent", onCluster("silent"))
 	for _, once := range []bool{false, true} {
-		c, err := NewController(it.env.Client, it.ns, map[string]kubernetes.Interface{"silent": silentClient(t)}, Options{})
+		c, err := NewController(it.env.Client, it.ns, map[string]kubeclient.Interface{"silent": silentClient(t)}, Options{})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
@@ -224,7 +225,7 @@ func TestIntegrationJobAPIServerUnreachable(t *testing.T) {
 	it := newITest(t)
 	for _, once := range []bool{false, true} {
 		cs := closedPortClient(t)
-		c, err := NewController(cs, it.ns, map[string]kubernetes.Interface{"default": it.env.Client}, Options{})
+		c, err := NewController(cs, it.ns, map[string]kubeclient.Interface{"default": it.env.Client}, Options{})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(t.Context(), probeTimeout+5*time.Second)
 		if once {
@@ -269,12 +270,12 @@ func TestIntegrationPreflight(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 
-	err = Preflight(t.Context(), cs, it.ns, map[string]kubernetes.Interface{"default": cs, "away": closedPortClient(t)}, "", false)
+	err = Preflight(t.Context(), cs, it.ns, map[string]kubeclient.Interface{"default": cs, "away": closedPortClient(t)}, "", false)
 	var missing *preflight.MissingError
 	require.ErrorAs(t, err, &missing)
 	assert.Equal(t, `missing permissions in build cluster "default": cannot watch pods -n `+it.ns, err.Error())
-	require.ErrorAs(t, Preflight(t.Context(), cs, it.ns, map[string]kubernetes.Interface{"default": cs}, "", true), &missing, "a dry run reads from watches too")
-	require.NoError(t, Preflight(t.Context(), it.env.Client, it.ns, map[string]kubernetes.Interface{"default": it.env.Client}, "", false))
+	require.ErrorAs(t, Preflight(t.Context(), cs, it.ns, map[string]kubeclient.Interface{"default": cs}, "", true), &missing, "a dry run reads from watches too")
+	require.NoError(t, Preflight(t.Context(), it.env.Client, it.ns, map[string]kubeclient.Interface{"default": it.env.Client}, "", false))
 
 	start := time.Now()
 	err = Preflight(t.Context(), closedPortClient(t), it.ns, nil, "", false)

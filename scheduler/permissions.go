@@ -7,8 +7,7 @@ import (
 	"sort"
 	"sync"
 
-	"k8s.io/client-go/kubernetes"
-
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/preflight"
 )
 
@@ -38,7 +37,7 @@ func PodPermissions(namespace string, dryRun bool) []preflight.Permission {
 // the job API server's error if it can not be asked. A build cluster that
 // does not answer is not an error here: the reconciler records it
 // unreachable and drives the others.
-func Preflight(ctx context.Context, jobs kubernetes.Interface, namespace string, clusters map[string]kubernetes.Interface, podNamespace string, dryRun bool) error {
+func Preflight(ctx context.Context, jobs kubeclient.Interface, namespace string, clusters map[string]kubeclient.Interface, podNamespace string, dryRun bool) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	if podNamespace == "" {

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/cmdutil"
@@ -96,8 +95,8 @@ func (f *Factory) JobStoreIn(ns string) (*job.Store, error) {
 // ClusterClients returns a clientset per build-cluster alias. Clusters whose
 // context is missing from the kubeconfig are a *cmdutil.UsageError naming them and
 // the contexts there are.
-func (f *Factory) ClusterClients(contexts map[string]string) (map[string]kubernetes.Interface, error) {
-	out := make(map[string]kubernetes.Interface, len(contexts))
+func (f *Factory) ClusterClients(contexts map[string]string) (map[string]kubeclient.Interface, error) {
+	out := make(map[string]kubeclient.Interface, len(contexts))
 	aliases := make([]string, 0, len(contexts))
 	for a := range contexts {
 		aliases = append(aliases, a)
@@ -125,7 +124,7 @@ func (f *Factory) ClusterClients(contexts map[string]string) (map[string]kuberne
 // EventRecorder returns the recorder of the audit trail's Events (lock
 // changes, job state changes) written through cs; Events it cannot write are
 // logged at -v 1 and fail nothing.
-func (f *Factory) EventRecorder(cs kubernetes.Interface) *events.Recorder {
+func (f *Factory) EventRecorder(cs kubeclient.Interface) *events.Recorder {
 	rec := events.NewRecorder(cs.EventsV1())
 	rec.Clock, rec.Log = f.Clock, f.Log
 	return rec
@@ -136,7 +135,7 @@ func (f *Factory) EventRecorder(cs kubernetes.Interface) *events.Recorder {
 // through a client of its own (EventsClientset, a rate limiter of its own
 // at the same settings), so Events never take the state machine's
 // requests' budget; fallback is the client when EventsClientset is nil.
-func (f *Factory) LoopEventRecorder(fallback kubernetes.Interface, jobEvents events.JobEvents, reg prometheus.Registerer) (*events.Recorder, error) {
+func (f *Factory) LoopEventRecorder(fallback kubeclient.Interface, jobEvents events.JobEvents, reg prometheus.Registerer) (*events.Recorder, error) {
 	cs := fallback
 	if f.EventsClientset != nil {
 		var err error

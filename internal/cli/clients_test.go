@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/lockctl/lockctl/events"
+	"github.com/lockctl/lockctl/internal/kubeclient"
 )
 
 // TestLoopEventRecorder: the reconcile loop's Events go through the
@@ -25,7 +25,7 @@ func TestLoopEventRecorder(t *testing.T) {
 		t.Parallel()
 		tf := newTestFactory(t)
 		separate, fallback := fake.NewClientset(), fake.NewClientset()
-		tf.f.EventsClientset = func() (kubernetes.Interface, error) { return separate, nil }
+		tf.f.EventsClientset = func() (kubeclient.Interface, error) { return separate, nil }
 		rec, err := tf.f.LoopEventRecorder(fallback, events.JobEventsWarnings, prometheus.NewRegistry())
 		require.NoError(t, err)
 		assert.Equal(t, events.JobEventsWarnings, rec.Jobs, "--job-events")
@@ -47,7 +47,7 @@ func TestLoopEventRecorder(t *testing.T) {
 		t.Parallel()
 		tf := newTestFactory(t)
 		boom := errors.New("no kubeconfig")
-		tf.f.EventsClientset = func() (kubernetes.Interface, error) { return nil, boom }
+		tf.f.EventsClientset = func() (kubeclient.Interface, error) { return nil, boom }
 		_, err := tf.f.LoopEventRecorder(fake.NewClientset(), events.JobEventsAll, prometheus.NewRegistry())
 		assert.ErrorIs(t, err, boom, "the events client's error")
 		tf.f.EventsClientset = nil

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -87,7 +87,7 @@ func (cf *ClusterFlags) ClusterContexts(c *scheduler.Config) (map[string]string,
 
 // Clusters returns the job namespace (-n), the clientset of its cluster
 // and a clientset per build cluster of c and --build-cluster.
-func (cf *ClusterFlags) Clusters(f *Factory, c *scheduler.Config) (string, kubernetes.Interface, map[string]kubernetes.Interface, error) {
+func (cf *ClusterFlags) Clusters(f *Factory, c *scheduler.Config) (string, kubeclient.Interface, map[string]kubeclient.Interface, error) {
 	contexts, err := cf.ClusterContexts(c)
 	if err != nil {
 		return "", nil, nil, err

@@ -15,7 +15,6 @@ import (
 
 	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
 	"github.com/sirupsen/logrus"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -40,14 +39,14 @@ type Factory struct {
 	ConfigFlags *kubeclient.ConfigFlags
 
 	// Clientset returns the client of the current context.
-	Clientset func() (kubernetes.Interface, error)
+	Clientset func() (kubeclient.Interface, error)
 	// ClientsetFor returns the client of a named kubeconfig context; ""
 	// means the current one.
-	ClientsetFor func(context string) (kubernetes.Interface, error)
+	ClientsetFor func(context string) (kubeclient.Interface, error)
 	// EventsClientset returns a client of the current context with a
 	// client-side rate limiter of its own, for the reconcile loop's Events;
 	// nil means Clientset.
-	EventsClientset func() (kubernetes.Interface, error)
+	EventsClientset func() (kubeclient.Interface, error)
 	// Namespace returns -n, else the current context's namespace.
 	Namespace func() (string, error)
 	// InPod returns the namespace and name of the pod lockctl runs in, and
@@ -153,21 +152,21 @@ func NewFactory(streams IOStreams, version string) *Factory {
 			return f.ServerClock.WrapTransport(rt)
 		},
 	}
-	f.Clientset = func() (kubernetes.Interface, error) {
+	f.Clientset = func() (kubeclient.Interface, error) {
 		cs, err := kc.Clientset()
 		if err != nil {
 			return nil, cmdutil.KubeconfigError(usageIfUnknownContext(err))
 		}
 		return cs, nil
 	}
-	f.EventsClientset = func() (kubernetes.Interface, error) {
+	f.EventsClientset = func() (kubeclient.Interface, error) {
 		cs, err := kc.SeparateClientset()
 		if err != nil {
 			return nil, cmdutil.KubeconfigError(usageIfUnknownContext(err))
 		}
 		return cs, nil
 	}
-	f.ClientsetFor = func(name string) (kubernetes.Interface, error) {
+	f.ClientsetFor = func(name string) (kubeclient.Interface, error) {
 		cs, err := kc.ClientsetFor(name)
 		if err != nil && !errors.As(err, new(*kubeclient.UnknownContextError)) {
 			return nil, cmdutil.KubeconfigError(err)

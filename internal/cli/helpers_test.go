@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -39,8 +38,8 @@ func newTestFactory(t *testing.T) *testFactory {
 	tf.f = &Factory{
 		IOStreams:    discardStreams(),
 		ConfigFlags:  &kubeclient.ConfigFlags{},
-		Clientset:    func() (kubernetes.Interface, error) { return tf.cs, nil },
-		ClientsetFor: func(string) (kubernetes.Interface, error) { return tf.cs, nil },
+		Clientset:    func() (kubeclient.Interface, error) { return tf.cs, nil },
+		ClientsetFor: func(string) (kubeclient.Interface, error) { return tf.cs, nil },
 		Namespace:    func() (string, error) { return "default", nil },
 		InPod:        func() (string, string, bool) { return "", "", false },
 		Clock:        tf.clock,

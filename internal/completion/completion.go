@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -31,7 +31,7 @@ const Timeout = 3 * time.Second
 // or the kubeconfig (contexts), through the functions it is given.
 type Lister struct {
 	// Clientset returns the client of the current context.
-	Clientset func() (kubernetes.Interface, error)
+	Clientset func() (kubeclient.Interface, error)
 	// RawConfig returns the kubeconfig, for its contexts.
 	RawConfig func() (clientcmdapi.Config, error)
 	// LockNamespace resolves the lock namespace from the command's

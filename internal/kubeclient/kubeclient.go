@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/watchlist"
 )
@@ -17,13 +16,13 @@ import (
 // lists. Informers (watchtools.UntilWithSync) ask the client they are given;
 // the typed client of client-go's fake clientset does not say that it
 // cannot serve them, while the clientset does.
-func CoreV1(cs kubernetes.Interface) corev1client.CoreV1Interface {
+func CoreV1(cs Interface) corev1client.CoreV1Interface {
 	return coreV1{CoreV1Interface: cs.CoreV1(), cs: cs}
 }
 
 type coreV1 struct {
 	corev1client.CoreV1Interface
-	cs kubernetes.Interface
+	cs Interface
 }
 
 // IsWatchListSemanticsUnSupported passes on the clientset's answer.

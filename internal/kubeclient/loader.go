@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport"
@@ -31,13 +30,13 @@ type Loader struct {
 
 	once   sync.Once
 	cfg    *rest.Config
-	cs     kubernetes.Interface
+	cs     Interface
 	cfgErr error
 }
 
 // Clientset returns the clientset of the current context (or --context),
 // built on first use.
-func (l *Loader) Clientset() (kubernetes.Interface, error) {
+func (l *Loader) Clientset() (Interface, error) {
 	l.once.Do(func() {
 		if l.cfgErr = FindKubeconfig(l.Flags.KubeConfig, l.Getenv); l.cfgErr != nil {
 			return
@@ -56,7 +55,7 @@ func (l *Loader) Clientset() (kubernetes.Interface, error) {
 			cfg.Wrap(l.WrapCurrent)
 		}
 		l.cfg = cfg
-		l.cs, l.cfgErr = kubernetes.NewForConfig(cfg)
+		l.cs, l.cfgErr = NewForConfig(cfg)
 	})
 	return l.cs, l.cfgErr
 }
@@ -67,17 +66,17 @@ func (l *Loader) Clientset() (kubernetes.Interface, error) {
 // Events: its requests never wait behind Clientset's, nor Clientset's
 // behind them. Both share client-go's cached transport (one HTTP/2
 // connection, multiplexed).
-func (l *Loader) SeparateClientset() (kubernetes.Interface, error) {
+func (l *Loader) SeparateClientset() (Interface, error) {
 	if _, err := l.Clientset(); err != nil {
 		return nil, err
 	}
-	return kubernetes.NewForConfig(rest.CopyConfig(l.cfg))
+	return NewForConfig(rest.CopyConfig(l.cfg))
 }
 
 // ClientsetFor returns a new clientset of the kubeconfig context name; ""
 // is Clientset. A context the kubeconfig does not have is an
 // *UnknownContextError.
-func (l *Loader) ClientsetFor(name string) (kubernetes.Interface, error) {
+func (l *Loader) ClientsetFor(name string) (Interface, error) {
 	if name == "" {
 		return l.Clientset()
 	}
@@ -94,7 +93,7 @@ func (l *Loader) ClientsetFor(name string) (kubernetes.Interface, error) {
 	}
 	l.tune(cfg)
 	TrustHint(cfg, name)
-	return kubernetes.NewForConfig(cfg)
+	return NewForConfig(cfg)
 }
 
 // ContextName is the kubeconfig context the current clientset uses:
