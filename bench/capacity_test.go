@@ -264,7 +264,7 @@ func measureLocks(ctx context.Context, b *testing.B, env *testenv.Env, ns string
 	l := newLockClient(b, env.RESTConfig, ns)
 	for i := range k {
 		target := fmt.Sprintf("team-%02d-prod", i)
-		_, err := l.Acquire(ctx, lock.Request{Target: target, Identity: identity(fmt.Sprintf("service-%02d", i), 1000+i), TTL: time.Hour})
+		_, err := l.Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity(fmt.Sprintf("service-%02d", i), 1000+i), TTL: time.Hour})
 		require.NoError(b, err)
 		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, lock.Name(target), metav1.GetOptions{})
 		require.NoError(b, err)
@@ -421,7 +421,7 @@ func countProcessWatches(ctx context.Context, b *testing.B, env *testenv.Env, pr
 	}
 	run = watches("run", "--lock", "capacity-run", "-q", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1", "--", "true")
 	l := newLockClient(b, env.RESTConfig, ns)
-	held, err := l.Acquire(ctx, lock.Request{Target: "capacity-wait", Identity: identity("holder", 1), TTL: time.Hour})
+	held, err := l.Acquire(ctx, lock.Request{Target: "capacity-wait", Identity: clitest.Identity("holder", 1), TTL: time.Hour})
 	require.NoError(b, err)
 	wait = watches("acquire", "capacity-wait", "--timeout", "2s", "-q", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1")
 	_, err = l.ReleaseHeld(ctx, held, lock.ReleaseOptions{})

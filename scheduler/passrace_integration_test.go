@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -43,7 +43,7 @@ func TestIntegrationOncePassDuplicates(t *testing.T) {
 				}
 			}
 		}
-		clusters := map[string]kubernetes.Interface{job.DefaultCluster: it.env.Client}
+		clusters := map[string]kubeclient.Interface{job.DefaultCluster: it.env.Client}
 
 		// The first runs start (their pods exist when they are superseded),
 		// then three newer runs of each arrive.
