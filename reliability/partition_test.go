@@ -50,7 +50,9 @@ func TestIntegrationPartitionedRun(t *testing.T) {
 	for _, tc := range []partitionCase{
 		{name: "TTL 6s, SIGTERM ignored", ttl: 6 * time.Second, ignoreTERM: true},
 		{name: "TTL 30s", ttl: 30 * time.Second},
-		{name: "TTL 30s, a 5s partition", ttl: 30 * time.Second, thawAfter: 5 * time.Second},
+		// NOTE: longer than the renewal period (10s), so a renewal falls in
+		// it, and shorter than the renew deadline (24s) less that period.
+		{name: "TTL 30s, an 11s partition", ttl: 30 * time.Second, thawAfter: 11 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -80,7 +82,7 @@ func partitionRun(t *testing.T, env *testenv.Env, tc partitionCase) {
 	// command ends by itself after 20s.
 	script := trap + `while :; do date +%s%N >> "$1"; sleep 0.05; done`
 	if tc.thawAfter > 0 {
-		script = `end=$(($(date +%s) + 20)); while [ "$(date +%s)" -lt "$end" ]; do date +%s%N >> "$1"; sleep 0.05; done`
+		script = `end=$(($(date +%s) + 25)); while [ "$(date +%s)" -lt "$end" ]; do date +%s%N >> "$1"; sleep 0.05; done`
 	}
 	ttl := tc.ttl.String()
 	holder := startLockctl(t, dir, "KUBECONFIG="+via,
@@ -142,7 +144,7 @@ func partitionRun(t *testing.T, env *testenv.Env, tc partitionCase) {
 		times, nextTimes := readTimes(t, holderLog), readTimes(t, nextLog)
 		require.NotEmpty(t, nextTimes)
 		assert.True(t, times[len(times)-1].Before(nextTimes[0]), "one command at a time")
-		t.Logf("partition of %s: the command ran its 20s (%d lines), exit 0; renewals failed meanwhile: %d lines",
+		t.Logf("partition of %s: the command ran its 25s (%d lines), exit 0; renewals reported failed meanwhile: %d",
 			tc.thawAfter, len(times), strings.Count(h.Stderr, "cannot renew"))
 		return
 	}
@@ -341,7 +343,6 @@ func TestIntegrationPartitionedLeaderElection(t *testing.T) {
 		})
 	}
 }
-
 
 // TestIntegrationPartitionedJobRun: a job run (run -f) whose connection
 // goes silent. Its lock is held by the run's session, not by the job's pod
