@@ -79,7 +79,7 @@ func partitionRun(t *testing.T, env *testenv.Env, tc partitionCase) {
 	}
 	// The command writes the time every 50ms: its last line is when it
 	// last ran (this machine's clock, the checker's). A short partition's
-	// command ends by itself after 20s.
+	// command ends by itself after 25s.
 	script := trap + `while :; do date +%s%N >> "$1"; sleep 0.05; done`
 	if tc.thawAfter > 0 {
 		script = `end=$(($(date +%s) + 25)); while [ "$(date +%s)" -lt "$end" ]; do date +%s%N >> "$1"; sleep 0.05; done`

@@ -33,7 +33,7 @@ import (
 const soakEnv = "LOCKCTL_SOAK"
 
 // soakShort is the length of the soak that runs with the suite.
-const soakShort = 75 * time.Second
+const soakShort = 60 * time.Second
 
 // soakLocks are the locks every process of the soak contends for.
 var soakLocks = []string{"alpha", "beta"}
@@ -297,14 +297,15 @@ func (s *soak) pipeline(n int) {
 }
 
 // chaos restarts the API server or freezes the proxy at random times
-// until end.
+// until end. The first fault is a partition longer than the runs' TTL, so
+// that every soak has holds expire under partitioned runs.
 func (s *soak) chaos(end time.Time) {
-	for {
-		time.Sleep(10*time.Second + rand.N(15*time.Second))
+	for i := 0; ; i++ {
+		time.Sleep(5*time.Second + rand.N(15*time.Second))
 		if !time.Now().Before(end) {
 			return
 		}
-		if rand.N(2) == 0 {
+		if i > 0 && rand.N(2) == 0 {
 			down := rand.N(2 * time.Second)
 			if err := s.env.RestartAPIServer(s.t.Context(), down); err != nil {
 				s.t.Errorf("restart the API server: %v", err)
@@ -316,6 +317,9 @@ func (s *soak) chaos(end time.Time) {
 		// A partition of 2-12s: shorter and longer than the runs' renew
 		// deadline (10s TTL: 7.34s).
 		d := 2*time.Second + rand.N(10*time.Second)
+		if i == 0 {
+			d = 12 * time.Second
+		}
 		s.proxy.Freeze()
 		time.Sleep(d)
 		s.proxy.Thaw()
