@@ -16,7 +16,7 @@ export LOCKCTL_REQUIRE_INTEGRATION := 1
 # bench, which drive a lockctl binary built without it.
 RACE_PKGS = $(shell go list ./... | grep -v -e /e2e -e /reliability -e /bench)
 
-.PHONY: fuzz help build image localcluster tools test unit integration soak demo up down bench lint golden clean
+.PHONY: fuzz help build image localcluster tools test unit integration soak demo up down bench lint golden docs clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ lint: ## golangci-lint (.golangci.yml: gofmt, vet, staticcheck, revive, ...), bu
 
 golden: ## rewrite golden files after an intended output change
 	go test ./cmd -run 'Golden|TestRun' -update
+
+docs: ## regenerate the command reference in docs/commands from the commands' help
+	go test ./cmd -run '^TestCommandReferenceGolden$$' -count=1 -update
 
 clean: ## remove build output (keeps the cached control-plane binaries)
 	rm -rf bin dist _output/local

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -115,7 +116,7 @@ func contend(b *testing.B, env *testenv.Env, n int, hold time.Duration) contenti
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id := identity(fmt.Sprintf("repo-%02d", i), 1)
+			id := clitest.Identity(fmt.Sprintf("repo-%02d", i), 1)
 			var once sync.Once
 			<-begin
 			_, err := l.Acquire(ctx, lock.Request{

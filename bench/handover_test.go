@@ -208,12 +208,12 @@ func lockReleaseHandovers(b *testing.B, env *testenv.Env, n int) (handovers, rel
 	repos := []string{"web", "api"}
 	const target = "staging"
 
-	holder := identity(repos[0], 1)
+	holder := clitest.Identity(repos[0], 1)
 	_, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: holder, Policy: lock.PolicyFIFO})
 	require.NoError(b, err)
 	for i := range n {
 		cur := clients[i%2]
-		next := identity(repos[(i+1)%2], i+2)
+		next := clitest.Identity(repos[(i+1)%2], i+2)
 		done := clitest.AcquireQueued(ctx, b, clients[(i+1)%2], lock.Request{Target: target, Identity: next})
 		start := time.Now()
 		res, err := cur.Release(ctx, target, holder, lock.ReleaseOptions{})
@@ -245,10 +245,10 @@ func lockPodHandovers(b *testing.B, env *testenv.Env, n int) (handovers, kwok, a
 	const target = "staging"
 	podRef := func(i int) *lock.PodRef { return &lock.PodRef{Namespace: ns, Name: pods[i].Name, UID: pods[i].UID} }
 
-	_, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: identity(repos[0], 1), Pod: podRef(0), Policy: lock.PolicyFIFO})
+	_, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity(repos[0], 1), Pod: podRef(0), Policy: lock.PolicyFIFO})
 	require.NoError(b, err)
 	for i := range n {
-		next := identity(repos[(i+1)%2], i+2)
+		next := clitest.Identity(repos[(i+1)%2], i+2)
 		done := clitest.AcquireQueued(ctx, b, clients[(i+1)%2], lock.Request{Target: target, Identity: next, Pod: podRef(i + 1)})
 		start := time.Now()
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"0"}}}`, testenv.AnnotationExitCode)

@@ -77,10 +77,6 @@ func newLockClient(b testing.TB, cfg *rest.Config, ns string) *lock.Client {
 	return lock.New(cs.CoreV1(), cs.CoreV1(), ns)
 }
 
-func identity(repo string, build int) lock.Identity {
-	return lock.Identity{Owner: "bench", Repo: repo, Branch: "main", Build: strconv.Itoa(build)}
-}
-
 // within returns a context that ends after d, for one experiment.
 func within(b testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeoutCause(context.Background(), d, fmt.Errorf("%s: experiment took longer than %s", b.Name(), d))

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // abortOptions configure `lockctl abort`.
@@ -53,7 +53,7 @@ func runAbort(ctx context.Context, o *abortOptions) error {
 	}
 	reason := o.Reason
 	if reason == "" {
-		reason = "aborted by " + lock.LocalUser(o.f.Getenv)
+		reason = "aborted by " + identity.LocalUser(o.f.Getenv)
 	}
 	j, err := store.Abort(ctx, o.Name, job.ReasonAbortRequested, reason)
 	switch {

@@ -77,6 +77,13 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			once with the token of that hold; another pod of the same build
 			waits like anyone else.
 
+			In CI the unit that holds is one job (docs/ci-identity.md): another
+			job of the same pipeline (a matrix sibling, a parallel job) waits,
+			a retried step of the job returns at once, and a re-run of the job
+			(GitHub's next run attempt, GitLab's retry) takes over its hold
+			with a new token. Newest-wins compares builds of one sequence only
+			(on GitHub, runs of one workflow).
+
 			With --no-wait, acquire tries once: if the lock is held it says by
 			whom and exits 4 without joining the queue or changing anything.
 
@@ -126,6 +133,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	fs.BoolVar(&o.IgnoreFreeze, "ignore-freeze", o.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display while waiting: auto, tty or plain")
 	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
+	cli.MarkOverride(fs, "ignore-freeze")
 	return c
 }
 
@@ -143,10 +151,11 @@ func (o *acquireOptions) validate() error {
 }
 
 func runAcquire(ctx context.Context, o *acquireOptions) error {
-	id, unordered, err := o.Identity(o.f)
+	holder, err := o.Identity(o.f)
 	if err != nil {
 		return err
 	}
+	id := holder.Identity
 	locks, err := cli.NewTakingLockClient(o.f, &o.LockFlags)
 	if err != nil {
 		return err
@@ -155,7 +164,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
 	reqs := lock.RequestsFor(lock.Request{
-		Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
+		Identity: id, Job: holder.Job, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
 	}, o.Targets)
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)

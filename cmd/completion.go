@@ -75,7 +75,7 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 			return (&cli.LockFlags{LockNamespace: flag}).ResolveLockNamespace(f)
 		},
 		JobStore: func() (*job.Store, error) { return f.JobStore() },
-		Prepare:  func(c *cobra.Command) { _ = cli.FlagsFromEnv(c.Flags(), f.Getenv) },
+		Prepare:  func(c *cobra.Command) { _, _ = cli.FlagsFromEnv(c.Flags(), f.Getenv) },
 	}
 	completion.Register(root, map[string]cobra.CompletionFunc{
 		"acquire":  completion.ManyArgs(cp.TargetsOrNamespaces),

@@ -99,7 +99,7 @@ func (o *freezeOptions) validate() error {
 }
 
 func runFreeze(ctx context.Context, o *freezeOptions) error {
-	id, _, err := o.Identity(o.f)
+	holder, err := o.Identity(o.f)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func runFreeze(ctx context.Context, o *freezeOptions) error {
 	if o.Until != "" {
 		until, _ = time.Parse(time.RFC3339, o.Until) // checked by validate
 	}
-	l, err := locks.Freeze(ctx, lock.FreezeRequest{Target: o.Target, By: id, Reason: o.Reason, Until: until})
+	l, err := locks.Freeze(ctx, lock.FreezeRequest{Target: o.Target, By: holder.Identity, Reason: o.Reason, Until: until})
 	if err != nil {
 		return fmt.Errorf("freeze lock %q: %w", o.Target, err)
 	}

@@ -25,6 +25,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/job"
@@ -48,7 +49,7 @@ type testEnv struct {
 	errOut *bytes.Buffer
 	env    map[string]string
 	// local is the machine and shell outside CI: no git checkout.
-	local lock.LocalEnv
+	local identity.LocalEnv
 }
 
 func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
@@ -60,7 +61,7 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 		out:    out,
 		errOut: errOut,
 		env:    map[string]string{},
-		local:  lock.LocalEnv{User: "dev", Host: "laptop", Session: 4242, PID: 5151},
+		local:  identity.LocalEnv{User: "dev", Host: "laptop", Session: 4242, PID: 5151},
 	}
 	// Number writes as the API server does, so tokens and preconditions
 	// see real resourceVersions.
@@ -91,7 +92,7 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 		InPod:        func() (string, string, bool) { return "", "", false },
 		Clock:        te.clock,
 		Getenv:       func(k string) string { return te.env[k] },
-		LocalEnv:     func() lock.LocalEnv { return te.local },
+		LocalEnv:     func() identity.LocalEnv { return te.local },
 		Log:          logrus.NewEntry(logger),
 		IsTerminal:   func() bool { return false },
 	}

@@ -24,7 +24,7 @@ import (
 // workers, and API Priority and Fairness (on by default since Kubernetes
 // 1.20, GA in 1.29) shares the server between clients, so the client-side
 // limit only guards against a runaway loop; a low one would make the client
-// itself the bottleneck (docs/2026-12-03-reconcile-client-rate-limit.md).
+// itself the bottleneck (docs/adr/0008-reconcile-client-rate-limit.md).
 const (
 	DefaultKubeAPIQPS   = 500
 	DefaultKubeAPIBurst = 1000
@@ -101,7 +101,7 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 
 			Any number of reconcilers may run at once, in any number of
 			processes: a job never gets two pods, a limit is never exceeded, a
-			job never moves backwards (docs/2026-12-02-concurrent-reconcilers.md).
+			job never moves backwards (docs/adr/0004-concurrent-reconcilers.md).
 			They should share one --config.
 
 			The loop also prunes, at start and every hour, as lockctl prune does:

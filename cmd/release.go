@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/printers"
 	"github.com/lockctl/lockctl/lock"
@@ -46,7 +47,9 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 			(the number acquire printed) is TOKEN, whatever the identity of
 			the caller: a later step, another shell or another machine can
 			release the hold it was handed. Another token is refused and
-			nothing changes.
+			nothing changes. In CI, a hold is its job's: another job of the
+			same pipeline (a later stage's, a matrix sibling's) releases it
+			only with --token; a re-run of the job releases it without.
 
 			Several namespaces (locks taken together by acquire) are released
 			together, the last in name order first; a failure on one does not
@@ -72,6 +75,7 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 	o.AddLockNamespaceFlag(c.Flags())
 	c.Flags().BoolVar(&o.Force, "force", o.Force, "release the lock whoever holds it, or delete a corrupt lock")
 	c.Flags().StringVar(&o.Token, "token", o.Token, "release the lock if its holder's fencing token (printed by acquire) is this one, whatever the caller's identity")
+	cli.MarkOverride(c.Flags(), "force", "token")
 	return c
 }
 
@@ -89,18 +93,22 @@ func (o *releaseOptions) validate() error {
 }
 
 func runRelease(ctx context.Context, o *releaseOptions) error {
-	var id lock.Identity
+	var (
+		id  lock.Identity
+		job lock.CIJob
+	)
 	if (!o.Force && o.Token == "") || o.Build != "" {
-		var err error
-		if id, _, err = o.Identity(o.f); err != nil {
+		holder, err := o.Identity(o.f)
+		if err != nil {
 			return err
 		}
+		id, job = holder.Identity, holder.Job
 	}
 	locks, err := cli.NewFreezeAwareLockClient(ctx, o.f, &o.LockFlags)
 	if err != nil {
 		return err
 	}
-	ro := lock.ReleaseOptions{Force: o.Force, By: o.breaker(id), Token: o.Token}
+	ro := lock.ReleaseOptions{Force: o.Force, By: o.breaker(id), Token: o.Token, Job: job}
 	if len(o.Targets) > 1 {
 		all, err := locks.ReleaseAll(ctx, o.Targets, id, ro)
 		for i, res := range all {
@@ -126,10 +134,11 @@ func (o *releaseOptions) breaker(id lock.Identity) string {
 		return ""
 	}
 	if id == (lock.Identity{}) {
-		var err error
-		if id, _, err = o.Identity(o.f); err != nil {
-			return lock.LocalUser(o.f.Getenv)
+		holder, err := o.Identity(o.f)
+		if err != nil {
+			return identity.LocalUser(o.f.Getenv)
 		}
+		id = holder.Identity
 	}
 	return id.String()
 }

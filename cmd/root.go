@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/MakeNowJust/heredoc"
@@ -33,7 +34,9 @@ func newRootCmd(f *Factory) *cobra.Command {
 
 			Every flag can also be set from the environment: --lock-namespace from
 			LOCKCTL_LOCK_NAMESPACE, --context from LOCKCTL_CONTEXT; a flag on the
-			command line wins.
+			command line wins. Overrides that break a lock's promises are taken
+			only from the command line, never from the environment (a variable set
+			for one is ignored with a warning): %s.
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# Hold the lock of namespace staging while a pipeline deploys to it
@@ -45,10 +48,14 @@ func newRootCmd(f *Factory) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
-			if err := cli.FlagsFromEnv(c.Flags(), f.Getenv); err != nil {
+			ignored, err := cli.FlagsFromEnv(c.Flags(), f.Getenv)
+			if err != nil {
 				return err
 			}
 			f.SetupLogging(g.Verbosity, g.Quiet)
+			for _, v := range ignored {
+				fmt.Fprintln(f.IOStreams.ErrOut, cli.IgnoredWarning(v))
+			}
 			return nil
 		},
 	}
@@ -90,6 +97,13 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newWaitCmd(f, nil),
 	)
 	registerCompletions(root, f)
+	// NOTE: the overrides are named from the flags marked so
+	// (cli.MarkOverride), not from a list of their own.
+	var overrides []string
+	for _, name := range cli.Overrides(root) {
+		overrides = append(overrides, "--"+name)
+	}
+	root.Long = strings.Replace(root.Long, "%s", strings.Join(overrides, ", "), 1)
 	return root
 }
 

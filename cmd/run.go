@@ -57,7 +57,7 @@ type runOptions struct {
 	// IgnoreFreeze takes a frozen lock (an emergency); the freeze records it.
 	IgnoreFreeze bool
 	// CancelInProgress asks an older run of this branch holding the lock
-	// to stop (docs/2026-12-03-cancel-in-progress.md).
+	// to stop (docs/adr/0026-cancel-in-progress.md).
 	CancelInProgress bool
 	Progress         string
 	DryRun           bool
@@ -113,7 +113,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			The job's pod is tied to this run's hold on the lock: once the hold
 			of a run that died has expired, its pod is deleted by a running
 			lockctl reconcile, or else by the next lockctl run
-			(docs/2026-12-02-run-session.md).
+			(docs/adr/0006-run-session.md).
 
 			Ctrl-C (or SIGTERM) once aborts the job, which deletes its pod, or
 			passes the signal to the command and waits for it; then the lock is
@@ -184,6 +184,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	fs.BoolVar(&o.CancelInProgress, "cancel-in-progress", o.CancelInProgress, "ask an older lockctl run of this owner/repo/branch holding the lock to stop (it exits 3); this run holds the lock next")
 	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display: auto, tty or plain")
 	o.AddClusterFlags(fs)
+	cli.MarkOverride(fs, "ignore-freeze")
 	return c
 }
 
@@ -323,7 +324,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 	// release writes on the newest version (waiters joined meanwhile) and
 	// the next holder is not kept waiting by a lost write and a read.
 	locks.KeepWatching = true
-	id, unordered, err := o.Identity(o.f)
+	holder, err := o.Identity(o.f)
 	if err != nil {
 		return run.Result{}, err
 	}
@@ -333,7 +334,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 		Locks: locks, Timeout: o.Timeout, KillGrace: o.KillGrace, Jobs: jobs,
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
 		Requests: lock.RequestsFor(lock.Request{
-			Identity: id, Unordered: unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
+			Identity: holder.Identity, Job: holder.Job, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
 			Cancelable: true, CancelInProgress: o.CancelInProgress,
 		}, o.Targets),

@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -70,60 +69,60 @@ func TestIntegrationShippedServiceAccount(t *testing.T) {
 	apply(t, env.RESTConfig, objs, false)
 	awaitRoles(t, env, ns, objs, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "lockctl", Namespace: ns})
 	cfg, kubeconfig := serviceAccountConfig(t, env, ns, "lockctl")
-	cli := func(args ...string) outcome {
+	cli := func(args ...string) clitest.Outcome {
 		t.Helper()
-		return runLockctl(t, []string{"KUBECONFIG=" + kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}, args...)
+		return clitest.Run(t, 2*time.Minute, t.TempDir(), []string{"KUBECONFIG=" + kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}, args...)
 	}
 	id := []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1"}
 
 	o := cli(append([]string{"acquire", "staging"}, id...)...)
-	require.Equal(t, 0, o.code, "acquire: %s", o.stderr)
+	require.Equal(t, 0, o.Code, "acquire: %s", o.Stderr)
 	o = cli("status")
-	require.Equal(t, 0, o.code, "status: %s", o.stderr)
-	assert.Contains(t, o.stdout, "acme/web@main#1")
+	require.Equal(t, 0, o.Code, "status: %s", o.Stderr)
+	assert.Contains(t, o.Stdout, "acme/web@main#1")
 	o = cli(append([]string{"release", "staging"}, id...)...)
-	require.Equal(t, 0, o.code, "release: %s", o.stderr)
+	require.Equal(t, 0, o.Code, "release: %s", o.Stderr)
 	// The audit trail is written with the shipped Role.
 	assert.Equal(t, []string{"Acquired", "Released"}, eventReasons(t, env, ns, lock.Name("staging")), "the lock's Events")
 	// history reads the holds kept in the lock's record.
 	o = cli("history", "staging")
-	require.Equal(t, 0, o.code, "history: %s", o.stderr)
-	assert.Regexp(t, `acme/web@main#1\s.*released`, o.stdout, "history shows the hold")
+	require.Equal(t, 0, o.Code, "history: %s", o.Stderr)
+	assert.Regexp(t, `acme/web@main#1\s.*released`, o.Stdout, "history shows the hold")
 
 	// run: lock, submit, drive the job in-process, follow its pod and logs.
-	o = cli(append([]string{"run", "--lock", "staging", "-f", writeJob(t, "deploy-run", "0")}, id...)...)
-	require.Equal(t, 0, o.code, "run: %s", o.stderr)
-	assert.Contains(t, o.stderr, `job "deploy-run" (build ID 1 of job `)
+	o = cli(append([]string{"run", "--lock", "staging", "-f", testenv.WriteJob(t, "deploy-run", "0")}, id...)...)
+	require.Equal(t, 0, o.Code, "run: %s", o.Stderr)
+	assert.Contains(t, o.Stderr, `job "deploy-run" (build ID 1 of job `)
 	assert.Subset(t, eventReasons(t, env, ns, "deploy-run"), []string{"Pending", "Success"}, "run's job state changes are Events on its record")
 
 	// abort: the job's state change is an Event on its record.
-	o = cli("submit", "-f", writeJob(t, "deploy-abort", "0"))
-	require.Equal(t, 0, o.code, "submit: %s", o.stderr)
+	o = cli("submit", "-f", testenv.WriteJob(t, "deploy-abort", "0"))
+	require.Equal(t, 0, o.Code, "submit: %s", o.Stderr)
 	o = cli("abort", "deploy-abort")
-	require.Equal(t, 0, o.code, "abort: %s", o.stderr)
+	require.Equal(t, 0, o.Code, "abort: %s", o.Stderr)
 	assert.Equal(t, []string{"Aborted"}, eventReasons(t, env, ns, "deploy-abort"), "abort is an Event on the job record")
 
 	// submit, then cron passes of reconcile until the job is done.
-	o = cli("submit", "-f", writeJob(t, "deploy-cron", "0"))
-	require.Equal(t, 0, o.code, "submit: %s", o.stderr)
+	o = cli("submit", "-f", testenv.WriteJob(t, "deploy-cron", "0"))
+	require.Equal(t, 0, o.Code, "submit: %s", o.Stderr)
 	store := job.NewStore(env.Client.CoreV1(), ns)
 	require.Eventually(t, func() bool {
 		o := cli("reconcile", "--once")
-		require.Equal(t, 0, o.code, "reconcile --once: %s", o.stderr)
+		require.Equal(t, 0, o.Code, "reconcile --once: %s", o.Stderr)
 		j, err := store.Get(t.Context(), "deploy-cron")
 		require.NoError(t, err)
 		return j.Status.State == job.Success
 	}, 2*time.Minute, time.Second, "reconcile --once passes drive the job to success")
 	o = cli("logs", "deploy-cron")
-	assert.Equal(t, 0, o.code, "logs: %s", o.stderr)
+	assert.Equal(t, 0, o.Code, "logs: %s", o.Stderr)
 	o = cli("get", "jobs")
-	assert.Equal(t, 0, o.code, "get jobs: %s", o.stderr)
+	assert.Equal(t, 0, o.Code, "get jobs: %s", o.Stderr)
 
 	// prune, as the loop does every hour: both finished jobs go.
 	o = cli("prune", "--older-than", "1ms", "--pod-older-than", "1ms")
-	require.Equal(t, 0, o.code, "prune: %s", o.stderr)
-	assert.Contains(t, o.stdout, `deleted job "`+ns+`/deploy-cron"`)
-	assert.Contains(t, o.stdout, `deleted job "`+ns+`/deploy-run"`)
+	require.Equal(t, 0, o.Code, "prune: %s", o.Stderr)
+	assert.Contains(t, o.Stdout, `deleted job "`+ns+`/deploy-cron"`)
+	assert.Contains(t, o.Stdout, `deleted job "`+ns+`/deploy-run"`)
 	left, err := store.List(t.Context(), job.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, left, "no job record left")
@@ -164,7 +163,7 @@ func loop(t *testing.T, kubeconfig, ns string) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	cmd := exec.Command(lockctlBinary(t), "reconcile", "--metrics-addr", addr)
+	cmd := exec.Command(clitest.Binary(t), "reconcile", "--metrics-addr", addr)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -248,46 +247,6 @@ func serviceAccountConfig(t *testing.T, env *testenv.Env, ns, sa string) (*rest.
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	require.NoError(t, err)
 	return cfg, path
-}
-
-// writeJob writes a job file whose pod kwok finishes with exitCode after a
-// second.
-func writeJob(t *testing.T, name, exitCode string) string {
-	t.Helper()
-	doc := fmt.Sprintf(`apiVersion: lockctl.dev/v1alpha1
-kind: Job
-metadata:
-  name: %s
-  annotations: {%s: %q, %s: 1s}
-spec:
-  job: deploy-web
-  type: postsubmit
-  refs: {org: acme, repo: web, baseRef: main}
-  podSpec:
-    containers: [{name: main, image: alpine, command: [sh, -c, "./deploy.sh"]}]
-`, name, testenv.AnnotationExitCode, exitCode, testenv.AnnotationDuration)
-	path := filepath.Join(t.TempDir(), name+".yaml")
-	require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
-	return path
-}
-
-// lockctlBinary builds lockctl once per test binary.
-func lockctlBinary(t *testing.T) string {
-	t.Helper()
-	return clitest.Binary(t)
-}
-
-// outcome is what one lockctl process did.
-type outcome struct {
-	code           int
-	stdout, stderr string
-}
-
-// runLockctl runs the lockctl binary with a clean environment plus env.
-func runLockctl(t *testing.T, env []string, args ...string) outcome {
-	t.Helper()
-	o := clitest.Run(t, 2*time.Minute, t.TempDir(), env, args...)
-	return outcome{code: o.Code, stdout: o.Stdout, stderr: o.Stderr}
 }
 
 // eventReasons returns the reasons of the Events about the object named

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/lockctl/lockctl/internal/testenv"
 )
 
 // complete runs `lockctl __complete args...` as the shell completion
@@ -31,7 +33,7 @@ func TestIntegrationCLICompletion(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	require.Equal(t, 0, c.run(t, append([]string{"acquire", "staging"}, id("web", 1)...)...).code)
-	o := c.run(t, "submit", "-f", writeJob(t, "complete-me", ""))
+	o := c.run(t, "submit", "-f", testenv.WriteJob(t, "complete-me", ""))
 	require.Equal(t, 0, o.code, o.stderr)
 
 	got, directive := c.complete(t, "release", "")

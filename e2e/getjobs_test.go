@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/internal/clitest"
+	"github.com/lockctl/lockctl/internal/testenv"
 )
 
 // writeLabelledJob writes a job file like writeJob's, with labels, whose
@@ -24,7 +25,7 @@ func writeLabelledJob(t *testing.T, name string, labels map[string]string) strin
 	for k, v := range labels {
 		l = append(l, fmt.Sprintf("%s: %q", k, v))
 	}
-	path := writeJob(t, name, "0")
+	path := testenv.WriteJob(t, name, "0")
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	doc := strings.Replace(string(b), "metadata:\n", "metadata:\n  labels: {"+strings.Join(l, ", ")+"}\n", 1)

@@ -30,7 +30,7 @@ func TestIntegrationLogs(t *testing.T) {
 	loop := startRun(t, c, "reconcile")
 	loop.waitFor(t, "reconciling jobs")
 
-	o := c.run(t, "submit", "-f", writeJob(t, "logs-ok", "0"))
+	o := c.run(t, "submit", "-f", testenv.WriteJob(t, "logs-ok", "0"))
 	require.Equal(t, 0, o.code, o.stderr)
 	o = c.run(t, "logs", "logs-ok", "-f")
 	require.Equal(t, 0, o.code, o.stderr)
@@ -41,7 +41,7 @@ func TestIntegrationLogs(t *testing.T) {
 	assert.Equal(t, kwokLog, o.stdout, "after the end")
 
 	// An evicted pod is created again; logs -f follows the new one.
-	o = c.run(t, "submit", "-f", writeJob(t, "logs-evicted", ""))
+	o = c.run(t, "submit", "-f", testenv.WriteJob(t, "logs-evicted", ""))
 	require.Equal(t, 0, o.code, o.stderr)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

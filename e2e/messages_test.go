@@ -67,7 +67,7 @@ func TestIntegrationCLIJobMessages(t *testing.T) {
 		assert.Contains(t, o.stderr, "hint: list the jobs there with `lockctl get jobs -n "+c.namespace+"`", args)
 	}
 
-	o = c.run(t, "submit", "-f", writeJob(t, "abort-me", ""))
+	o = c.run(t, "submit", "-f", testenv.WriteJob(t, "abort-me", ""))
 	require.Equal(t, 0, o.code, o.stderr)
 	o = c.run(t, "get", "jobs", "--job", "nope")
 	assert.Equal(t, 0, o.code, o.stderr)

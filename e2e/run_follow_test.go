@@ -54,7 +54,7 @@ func TestIntegrationRunFollowsAcrossEviction(t *testing.T) {
 			name := tt.pod
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
-			cmd := c.command(ctx, append([]string{"run", "--lock", "staging", "-f", writeJob(t, name, "")}, id("web", 1)...)...)
+			cmd := c.command(ctx, append([]string{"run", "--lock", "staging", "-f", testenv.WriteJob(t, name, "")}, id("web", 1)...)...)
 			var stdout, stderr clitest.SyncBuffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			require.NoError(t, cmd.Start())

@@ -23,31 +23,6 @@ import (
 	"github.com/lockctl/lockctl/lock"
 )
 
-// writeJob writes a job file whose pod kwok finishes with exitCode after
-// 2s; an empty exitCode keeps it running until it is deleted.
-func writeJob(t *testing.T, name, exitCode string) string {
-	t.Helper()
-	annotations := ""
-	if exitCode != "" {
-		annotations = fmt.Sprintf("\n  annotations: {%s: %q, %s: 2s}", testenv.AnnotationExitCode, exitCode, testenv.AnnotationDuration)
-	}
-	doc := fmt.Sprintf(`apiVersion: lockctl.dev/v1alpha1
-kind: Job
-metadata:
-  name: %s%s
-spec:
-  job: deploy-web
-  type: postsubmit
-  refs: {org: acme, repo: web, baseRef: main}
-  podSpec:
-    containers: [{name: main, image: alpine, command: [sh, -c, "./deploy.sh"]}]
-    tolerations: [{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoSchedule}]
-`, name, annotations)
-	path := filepath.Join(t.TempDir(), name+".yaml")
-	require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
-	return path
-}
-
 // lockGone reports whether the lock of target has been released.
 func lockGone(t *testing.T, c *cli, target string) bool {
 	t.Helper()
@@ -113,7 +88,7 @@ func TestIntegrationRunJob(t *testing.T) {
 			t.Parallel()
 			c := newCLI(t)
 			name := "deploy-" + tt.name
-			o := c.run(t, append([]string{"run", "--lock", "staging", "-f", writeJob(t, name, tt.exitCode)}, id("web", 1)...)...)
+			o := c.run(t, append([]string{"run", "--lock", "staging", "-f", testenv.WriteJob(t, name, tt.exitCode)}, id("web", 1)...)...)
 			assert.Equal(t, tt.wantCode, o.code, "exit status; stderr:\n%s", o.stderr)
 			assertInOrder(t, o.stderr, tt.wantLines)
 			assert.Regexp(t, `(?m)^\d\d:\d\d:\d\d `, o.stderr, "plain timestamped lines without a terminal")
@@ -177,7 +152,7 @@ func TestIntegrationRunSerialises(t *testing.T) {
 func TestIntegrationRunJobInterrupted(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	p := startRun(t, c, append([]string{"run", "--lock", "staging", "-f", writeJob(t, "deploy-forever", "")}, id("web", 1)...)...)
+	p := startRun(t, c, append([]string{"run", "--lock", "staging", "-f", testenv.WriteJob(t, "deploy-forever", "")}, id("web", 1)...)...)
 	p.waitFor(t, `container "main" is running`)
 	require.NoError(t, p.cmd.Process.Signal(os.Interrupt))
 	code, stderr := p.wait(t)
@@ -219,7 +194,7 @@ func TestIntegrationRunKilled(t *testing.T) {
 	t.Run("job", func(t *testing.T) {
 		t.Parallel()
 		c := newCLI(t)
-		p := startRun(t, c, append([]string{"run", "--lock", "dev", "--ttl", ttl.String(), "-f", writeJob(t, "deploy-orphan", "")}, id("web", 1)...)...)
+		p := startRun(t, c, append([]string{"run", "--lock", "dev", "--ttl", ttl.String(), "-f", testenv.WriteJob(t, "deploy-orphan", "")}, id("web", 1)...)...)
 		p.waitFor(t, `container "main" is running`)
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
 		killed := time.Now()
@@ -240,7 +215,7 @@ func TestIntegrationRunKilled(t *testing.T) {
 		c := newCLI(t)
 		loop := startRun(t, c, "reconcile")
 		loop.waitFor(t, "reconciling jobs")
-		p := startRun(t, c, append([]string{"run", "--lock", "dev", "--ttl", ttl.String(), "-f", writeJob(t, "deploy-orphan", "")}, id("web", 1)...)...)
+		p := startRun(t, c, append([]string{"run", "--lock", "dev", "--ttl", ttl.String(), "-f", testenv.WriteJob(t, "deploy-orphan", "")}, id("web", 1)...)...)
 		p.waitFor(t, `container "main" is running`)
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
 		killed := time.Now()
@@ -265,7 +240,7 @@ func TestIntegrationRunKilled(t *testing.T) {
 func TestIntegrationRunDryRun(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	o := c.run(t, "run", "--dry-run", "-f", writeJob(t, "deploy-dry", "0"))
+	o := c.run(t, "run", "--dry-run", "-f", testenv.WriteJob(t, "deploy-dry", "0"))
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.Contains(t, o.stdout, "kind: Pod\n")
 	assert.Contains(t, o.stdout, "name: deploy-dry\n")

@@ -71,7 +71,7 @@ func TestIntegrationRunCancelInProgress(t *testing.T) {
 	t.Run("an older run's job is aborted", func(t *testing.T) {
 		t.Parallel()
 		c := newCLI(t)
-		older := startRun(t, c, append([]string{"run", "--lock", "staging", "--ttl", ttl, "-f", writeJob(t, "deploy-41", "")}, id("web", 41)...)...)
+		older := startRun(t, c, append([]string{"run", "--lock", "staging", "--ttl", ttl, "-f", testenv.WriteJob(t, "deploy-41", "")}, id("web", 41)...)...)
 		older.waitFor(t, `container "main" is running`)
 		o := c.run(t, append(append([]string{"run", "--lock", "staging", "--ttl", ttl, "--cancel-in-progress"}, id("web", 42)...), "--", "echo", "deployed 42")...)
 		code, stderr := older.wait(t)

@@ -53,7 +53,7 @@ func TestIntegrationCLIUsageErrors(t *testing.T) {
 	}
 }
 
-// TestIntegrationCLIReconcileConfig: the README's config file works as
+// TestIntegrationCLIReconcileConfig: docs/configuration.md's config file works as
 // pasted; a bad one, or a build cluster naming a context the kubeconfig
 // does not have, exits 2 naming the key or the contexts there are.
 func TestIntegrationCLIReconcileConfig(t *testing.T) {
@@ -61,10 +61,10 @@ func TestIntegrationCLIReconcileConfig(t *testing.T) {
 	c := newCLI(t)
 	dir := t.TempDir()
 
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
 	require.NoError(t, err)
-	_, rest, ok := strings.Cut(string(readme), "cat > lockctl.yaml <<'EOF'\n")
-	require.True(t, ok, "the README has the config example")
+	_, rest, ok := strings.Cut(string(page), "cat > lockctl.yaml <<'EOF'\n")
+	require.True(t, ok, "docs/configuration.md has the config example")
 	example, _, ok := strings.Cut(rest, "\nEOF\n")
 	require.True(t, ok)
 	require.Contains(t, example, "default: "+testenv.ContextName, "the example names the local control plane's context")
@@ -75,7 +75,7 @@ func TestIntegrationCLIReconcileConfig(t *testing.T) {
 	good := filepath.Join(dir, "lockctl.yaml")
 	require.NoError(t, os.WriteFile(good, []byte(example+"\n"), 0o644))
 	o := c.run(t, "reconcile", "--once", "--config", good)
-	assert.Equal(t, 0, o.code, "the README's config works: %s", o.stderr)
+	assert.Equal(t, 0, o.code, "the documented config works: %s", o.stderr)
 
 	for _, tt := range []struct {
 		name, doc, want string

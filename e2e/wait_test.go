@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -21,7 +22,7 @@ func TestIntegrationCLIWaitAndLogsExitStatus(t *testing.T) {
 	loop := startRun(t, c, "reconcile")
 	loop.waitFor(t, "reconciling jobs")
 	for name, code := range map[string]string{"wait-ok": "0", "wait-bad": "3", "wait-forever": ""} {
-		o := c.run(t, "submit", "-f", writeJob(t, name, code))
+		o := c.run(t, "submit", "-f", testenv.WriteJob(t, name, code))
 		require.Equal(t, 0, o.code, "submit %s: %s", name, o.stderr)
 	}
 

@@ -143,5 +143,5 @@ The local control plane keeps running. Try lockctl yourself:
   export KUBECONFIG=$KUBECONFIG
   bin/lockctl status --lock-namespace default
   bin/lockctl run --lock staging -- ./your-deploy.sh
-(README.md, "Try it", has more.) Stop it with: make down
+(README.md, "One example per command", has more.) Stop it with: make down
 EOT

@@ -54,7 +54,7 @@ func BuildIDCounterName(jobName string) string { return "lockctl.build-id." + jo
 // expects to be asked for soon: the rest are handed out later without a
 // write. Reserved IDs this process never hands out are skipped, and two
 // processes reserving blocks of one job name at once hand out their IDs
-// interleaved in time (docs/2026-12-03-build-id-blocks.md).
+// interleaved in time (docs/adr/0009-build-id-blocks.md).
 func (s *Store) NextBuildID(ctx context.Context, jobName string) (string, error) {
 	c := s.counterFor(jobName)
 	ch := make(chan idResult, 1)

@@ -6,7 +6,7 @@
 //
 // A job record is one ConfigMap in the job namespace, so a namespace-scoped
 // Role (configmaps: get, list, watch, create, update) is all lockctl needs;
-// docs/2026-12-02-job-records-in-configmaps.md records why. Status changes are
+// docs/adr/0005-job-records-in-configmaps.md records why. Status changes are
 // compare-and-swap updates on the ConfigMap's resourceVersion: a lost race is
 // returned as ErrConflict, never overwritten, and a terminal job is never
 // changed again (ErrTerminal).

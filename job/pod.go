@@ -13,7 +13,7 @@ import (
 // recorded it on the job and given the lock back. Other job pods go without
 // it: the record makes them recoverable, and a reconciler watching pods
 // judges a deleted pod by its last state
-// (docs/2026-12-03-finalizer-only-for-locks.md).
+// (docs/adr/0013-finalizer-only-for-locks.md).
 const Finalizer = "lockctl.dev/job"
 
 // LockGate is the scheduling gate that holds a job's pod back until the

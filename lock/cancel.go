@@ -6,7 +6,7 @@ import (
 
 // CancelRequest is a newer build's request that the holder, an older
 // lockctl run of its branch, stop what it runs and release the lock
-// (run --cancel-in-progress, docs/2026-12-03-cancel-in-progress.md). Added
+// (run --cancel-in-progress, docs/adr/0026-cancel-in-progress.md). Added
 // in record version 1.5.
 type CancelRequest struct {
 	// Identity is the build that asked; it holds the lock next.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/liveness"
 	"github.com/lockctl/lockctl/lock"
@@ -133,8 +134,8 @@ func TestIntegrationHolderOnDeadNode(t *testing.T) {
 			if tt.evict {
 				l.LostPodGrace = time.Hour // only the eviction counts here
 			}
-			mustAcquire(t, l, lock.Request{Target: target, Identity: identity("web", "1"), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
-			done, queued := acquireAsync(t.Context(), l, lock.Request{Target: target, Identity: identity("api", "1")})
+			mustAcquire(t, l, lock.Request{Target: target, Identity: clitest.Identity("web", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
+			done, queued := acquireAsync(t.Context(), l, lock.Request{Target: target, Identity: clitest.Identity("api", 1)})
 			awaitQueued(t, queued, "waiter")
 
 			var fault time.Time

@@ -51,8 +51,11 @@ type Decision struct {
 	// that write's resourceVersion is its fencing token.
 	TookOver bool
 	// Reentered is true when the contender already held the lock under
-	// another session with the same identity and pod (see SameHolder).
+	// another session with the same identity, job and pod (see SameHolder).
 	Reentered bool
+	// RanAgain is true when the contender takes the lock from its own CI
+	// job's earlier run (see RunsAgain); StaleHolder is that run.
+	RanAgain bool
 	// NextCheck is when the decision must be taken again even if nothing
 	// changes: the holder's expiry, the contender's renewal or the end of a
 	// freeze. Zero means only a change to the lock or the holder's pod
@@ -121,9 +124,20 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 		return acquire(rec, me, ts, now)
 	}
+	if !rec.unheld() && RunsAgain(rec.Holder, me) && rec.mayTake(me, now) {
+		// The holder's CI job runs again (a re-run, a retry): the run that
+		// took the lock is over, and its build's hold goes on in this one,
+		// ahead of the queue, as a new hold with a new token.
+		prev := rec.Holder
+		dd := acquire(rec, me, ts, now)
+		rec.overridden(ts, now)
+		dd.StaleHolder, dd.Freeze, dd.RanAgain = &prev, d.Freeze, true
+		return dd
+	}
 	if SameHolder(rec.Holder, me) {
-		// Re-entrance: another process of the holder's build (a later step,
-		// a retry) holds it already; the hold stays as it is.
+		// Re-entrance: another process of the holder's build and job (a
+		// later step, a retried step) holds it already; the hold stays as
+		// it is.
 		if rec.Holder.HandedOver {
 			d := acquire(rec, me, ts, now)
 			d.Reentered = true
@@ -241,11 +255,15 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 }
 
 // SameHolder reports whether claim c is the holder h again: the same
-// owner, repo, branch and build, and the same pod (by namespace and name,
-// and by UID when both know it), or no pod on either side. A different pod
-// with the same build is another contender.
+// owner, repo, branch, build and sequence, the same CI job (name, ID and
+// attempt; none on both sides is the same), and the same pod (by
+// namespace and name, and by UID when both know it), or no pod on either
+// side. A different pod or another job of the same build is another
+// contender, and so is a claim with a job against a holder without one (a
+// lockctl before record version 1.6 wrote it, and which job it was is not
+// known).
 func SameHolder(h, c Claim) bool {
-	if h.Identity != c.Identity || (h.Pod == nil) != (c.Pod == nil) {
+	if h.Identity != c.Identity || h.CIJob != c.CIJob || (h.Pod == nil) != (c.Pod == nil) {
 		return false
 	}
 	if h.Pod == nil {
@@ -255,12 +273,29 @@ func SameHolder(h, c Claim) bool {
 		(h.Pod.UID == "" || c.Pod.UID == "" || h.Pod.UID == c.Pod.UID)
 }
 
+// RunsAgain reports whether claim c is a later run of holder h's CI job: the
+// same build (identity and sequence) and job name, and a higher attempt
+// (GitHub Actions' re-run of a run, GitLab's retry of a job). The CI system
+// starts a job again only once its earlier run has ended, so that run's
+// hold is over and c takes it over. A holder or a claim without a job or
+// an attempt never runs again.
+func RunsAgain(h, c Claim) bool {
+	return h.Identity == c.Identity && h.Job != "" && h.Job == c.Job &&
+		h.Attempt > 0 && c.Attempt > h.Attempt
+}
+
+// otherJob reports whether a and b are two jobs of one build: both name
+// their job, and the name or ID differs.
+func otherJob(a, b Claim) bool {
+	return a.Job != "" && b.Job != "" && (a.Job != b.Job || a.JobID != b.JobID)
+}
+
 // acquire makes me the holder of rec, out of the queue.
 func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision {
 	rec.remove(me.Session)
 	prev := rec.Holder
 	rec.Holder = holding(me, ts, now)
-	if prev.Session == me.Session || SameHolder(prev, me) {
+	if prev.Session == me.Session || SameHolder(prev, me) || RunsAgain(prev, me) {
 		// A hand-over in spite of a freeze stays on record, and so does a
 		// newer build's request to stop.
 		rec.Holder.IgnoredFreeze = prev.IgnoredFreeze
@@ -299,9 +334,10 @@ func waiting(me Claim, ts metav1.MicroTime, now time.Time, ttl time.Duration) Cl
 }
 
 // supersededBy returns the claim that makes me give up under policy, or nil.
-// Under PolicyNewest that is a holder of the same branch with a higher
-// build, whatever its priority, or a waiter of the same branch and priority
-// with a higher build, or with the same build ahead of me. With waitersOnly
+// Under PolicyNewest that is a holder of the same branch and sequence with
+// a higher build, whatever its priority, or a waiter of the same branch,
+// sequence and priority with a higher build, or with the same build ahead
+// of me (unless it is another job of that build). With waitersOnly
 // the holder is not considered.
 func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim {
 	if policy != PolicyNewest {
@@ -318,7 +354,9 @@ func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim
 			continue
 		}
 		b := buildOf(w)
-		if b > mine || (b == mine && (pos == 0 || i < pos-1)) {
+		// NOTE: another job of the same build is not a duplicate of this
+		// one: both wait their turn.
+		if b > mine || (b == mine && !otherJob(w, me) && (pos == 0 || i < pos-1)) {
 			w := w
 			return &w
 		}
@@ -327,11 +365,13 @@ func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim
 }
 
 // competes reports whether one of a and b can supersede the other: both
-// are builds of the same branch whose numbers order them. An Unordered
-// claim (a developer's terminal, a CI without a build counter) competes
-// with nobody and is served first come, first served.
+// are builds of the same branch counted in the same sequence, whose
+// numbers order them. Builds of two sequences (two GitHub workflows) never
+// supersede each other. An Unordered claim (a developer's terminal, a CI
+// without a build counter) competes with nobody and is served first come,
+// first served.
 func competes(a, b Claim) bool {
-	return !a.Unordered && !b.Unordered && a.SameBranch(b.Identity)
+	return !a.Unordered && !b.Unordered && a.SameSequence(b.Identity)
 }
 
 // handOver makes c the holder from ts. Its expiry stays the short one it

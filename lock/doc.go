@@ -27,7 +27,7 @@
 // time, which never goes backwards, so no clock can push another holder's
 // expiry. Pod liveness (deletion timestamps, conditions, the node's Ready
 // condition) is written by the API server and controllers and is judged on
-// the same clock (docs/2026-12-03-lock-clock.md).
+// the same clock (docs/adr/0015-lock-clock.md).
 //
 // # What is guaranteed
 //

@@ -163,9 +163,20 @@ type NotHolderError struct {
 	// Namespace is the lock namespace.
 	Namespace string
 	Holder    Claim
+	// Caller is the caller's CI job when the holder is another job of the
+	// caller's build: such a job releases the hold only with its token.
+	Caller CIJob
 }
 
+// OtherJob reports whether the holder is another CI job of the caller's
+// build.
+func (e *NotHolderError) OtherJob() bool { return e.Caller.Known() }
+
 func (e *NotHolderError) Error() string {
+	if e.OtherJob() {
+		return fmt.Sprintf("lock on %q is held by %s in %s, another job than the caller's %s",
+			e.Target, e.Holder.Identity, e.Holder.CIJob.Describe(), e.Caller.Describe())
+	}
 	return fmt.Sprintf("lock on %q is held by %s, not by the caller", e.Target, e.Holder.Identity)
 }
 

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -58,10 +59,17 @@ func (c *Client) event(ctx context.Context, cm *corev1.ConfigMap, warning bool, 
 // describeClaim renders a claim for an Event note: the identity, and the
 // pod it lives in or its expiry.
 func describeClaim(cl Claim) string {
-	if cl.Pod != nil {
-		return fmt.Sprintf("%s (pod %s)", cl.Identity, cl.Pod)
+	var more []string
+	if cl.Known() {
+		more = append(more, cl.CIJob.Describe())
 	}
-	return cl.Identity.String()
+	if cl.Pod != nil {
+		more = append(more, "pod "+cl.Pod.String())
+	}
+	if len(more) == 0 {
+		return cl.Identity.String()
+	}
+	return fmt.Sprintf("%s (%s)", cl.Identity, strings.Join(more, ", "))
 }
 
 // stepEvents records what one written decision changed; cur is the record

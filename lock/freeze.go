@@ -15,7 +15,7 @@ import (
 
 // Freeze stops a lock from changing hands until Until: contenders wait (or
 // time out), the holder at the time keeps the lock, and only contenders
-// that ignore the freeze (an emergency) take it. docs/2026-12-03-freeze.md
+// that ignore the freeze (an emergency) take it. docs/adr/0022-freeze.md
 // has the design. A record with a freeze is written as major version 2
 // (FrozenRecordVersion), which lockctl releases that do not know freezes
 // refuse instead of ignoring it.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -27,7 +28,7 @@ func TestIntegrationFreeze(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	l := newClient(t, env.Client, ns)
-	holder := lock.Request{Target: "prod", Identity: identity("web", "1")}
+	holder := lock.Request{Target: "prod", Identity: clitest.Identity("web", 1)}
 	mustAcquire(t, l, holder)
 
 	f, err := l.Freeze(t.Context(), lock.FreezeRequest{Target: "prod", By: freezer, Reason: "release party", Until: time.Now().Add(time.Hour)})
@@ -38,7 +39,7 @@ func TestIntegrationFreeze(t *testing.T) {
 
 	// A newcomer times out, naming the freeze.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	_, err = l.Acquire(ctx, lock.Request{Target: "prod", Identity: identity("api", "1")})
+	_, err = l.Acquire(ctx, lock.Request{Target: "prod", Identity: clitest.Identity("api", 1)})
 	cancel()
 	var timeout *lock.TimeoutError
 	require.ErrorAs(t, err, &timeout)
@@ -46,7 +47,7 @@ func TestIntegrationFreeze(t *testing.T) {
 	assert.Equal(t, "release party", timeout.Freeze.Reason)
 
 	// The holder releases: the lock stays frozen, nobody takes it.
-	waiter, queued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: identity("api", "2")})
+	waiter, queued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("api", 2)})
 	p := awaitQueued(t, queued, "waiter")
 	require.NotNil(t, p.Freeze, "the waiting display has the freeze")
 	_, err = l.Release(t.Context(), "prod", holder.Identity, lock.ReleaseOptions{})
@@ -58,13 +59,13 @@ func TestIntegrationFreeze(t *testing.T) {
 	require.NotNil(t, got.Status.Freeze)
 
 	// An emergency takes it, recorded; the waiter still waits.
-	h := mustAcquire(t, l, lock.Request{Target: "prod", Identity: identity("hotfix", "9"), IgnoreFreeze: true})
+	h := mustAcquire(t, l, lock.Request{Target: "prod", Identity: clitest.Identity("hotfix", 9), IgnoreFreeze: true})
 	require.NotNil(t, h.IgnoredFreeze, "the holder knows it ignored a freeze")
 	got, err = l.Get(t.Context(), "prod")
 	require.NoError(t, err)
 	require.Len(t, got.Status.Freeze.Overrides, 1)
 	assert.Equal(t, "hotfix", got.Status.Freeze.Overrides[0].Repo, "who ignored the freeze is recorded")
-	_, err = l.Release(t.Context(), "prod", identity("hotfix", "9"), lock.ReleaseOptions{})
+	_, err = l.Release(t.Context(), "prod", clitest.Identity("hotfix", 9), lock.ReleaseOptions{})
 	require.NoError(t, err)
 
 	// Unfreeze: the waiter gets it, and the record is version 1 again.
@@ -74,7 +75,7 @@ func TestIntegrationFreeze(t *testing.T) {
 	r := await(t, waiter, "waiter after unfreeze")
 	require.NoError(t, r.err)
 	assert.Equal(t, "1", recordVersionMajor(t, env, ns, "prod"), "thawed, the record is major version 1 again")
-	_, err = l.Release(t.Context(), "prod", identity("api", "2"), lock.ReleaseOptions{})
+	_, err = l.Release(t.Context(), "prod", clitest.Identity("api", 2), lock.ReleaseOptions{})
 	require.NoError(t, err)
 
 	res, err = l.Unfreeze(t.Context(), "prod")
@@ -90,7 +91,7 @@ func TestIntegrationFreezeEndsByItself(t *testing.T) {
 	l := newClient(t, env.Client, env.Namespace(t))
 	_, err := l.Freeze(t.Context(), lock.FreezeRequest{Target: "qa", By: freezer, Reason: "short", Until: time.Now().Add(3 * time.Second)})
 	require.NoError(t, err)
-	h := mustAcquire(t, l, lock.Request{Target: "qa", Identity: identity("web", "1")})
+	h := mustAcquire(t, l, lock.Request{Target: "qa", Identity: clitest.Identity("web", 1)})
 	assert.Greater(t, h.Waited, time.Duration(0), "waited for the freeze to end")
 	got, err := l.Get(t.Context(), "qa")
 	require.NoError(t, err)
@@ -135,7 +136,7 @@ windows:
 	require.NoError(t, l.LoadFreezeWindows(t.Context()))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	_, err = l.Acquire(ctx, lock.Request{Target: "prod", Identity: identity("web", "1")})
+	_, err = l.Acquire(ctx, lock.Request{Target: "prod", Identity: clitest.Identity("web", 1)})
 	cancel()
 	var timeout *lock.TimeoutError
 	require.ErrorAs(t, err, &timeout)
@@ -147,12 +148,12 @@ windows:
 	var window *lock.WindowError
 	require.ErrorAs(t, err, &window, "unfreeze cannot lift a window")
 
-	mustAcquire(t, l, lock.Request{Target: "qa", Identity: identity("web", "1")})
+	mustAcquire(t, l, lock.Request{Target: "qa", Identity: clitest.Identity("web", 1)})
 
 	require.NoError(t, cms.Delete(t.Context(), lock.FreezeWindowsName, metav1.DeleteOptions{}))
 	l2 := newClient(t, env.Client, ns)
 	require.NoError(t, l2.LoadFreezeWindows(t.Context()))
-	h := mustAcquire(t, l2, lock.Request{Target: "prod", Identity: identity("web", "2")})
+	h := mustAcquire(t, l2, lock.Request{Target: "prod", Identity: clitest.Identity("web", 2)})
 	assert.Nil(t, h.IgnoredFreeze)
 	assert.Equal(t, "1", recordVersionMajor(t, env, ns, "prod"), "the window's freeze is gone with the window")
 }

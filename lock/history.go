@@ -28,6 +28,10 @@ const (
 	// EndLost: the holder's pod was gone, finished, replaced or lost with
 	// its node (Reason says which) and a contender removed it.
 	EndLost Ending = "lost"
+	// EndRanAgain: the holder's CI job ran again (a re-run or retry, By)
+	// and its new run took over the hold (Reason names the job). Added in
+	// record version 1.6.
+	EndRanAgain Ending = "ranAgain"
 )
 
 // HistoryEntry is one past hold of a lock. Added in record version 1.3.
@@ -66,6 +70,8 @@ func (h HistoryEntry) Describe() string {
 		return "handed over to " + printable(h.By)
 	case EndBroken:
 		return "broken by " + printable(h.By)
+	case EndRanAgain:
+		return "taken over by " + printable(h.By) + ", a new run of its job"
 	case EndExpired, EndLost:
 		if h.Reason != "" {
 			return string(h.Ended) + ": " + printable(h.Reason)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -22,18 +23,18 @@ func TestIntegrationHistory(t *testing.T) {
 	ns := env.Namespace(t)
 	l := newClient(t, env.Client, ns)
 	req := func(repo, build string) lock.Request {
-		return lock.Request{Target: "staging", Identity: identity(repo, build), Session: repo + build}
+		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}, Session: repo + build}
 	}
 
 	mustAcquire(t, l, req("web", "1"))
 	_, queued, err := l.TryAcquire(t.Context(), req("api", "1"))
 	require.NoError(t, err)
 	require.NotNil(t, queued, "api#1 waits")
-	res, err := l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{})
+	res, err := l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, res.HandedTo, "handed over to api#1")
 	mustAcquire(t, l, req("api", "1")) // confirms the hand-over
-	res, err = l.Release(t.Context(), "staging", identity("ops", "9"), lock.ReleaseOptions{Force: true, By: "alice@console"})
+	res, err = l.Release(t.Context(), "staging", clitest.Identity("ops", 9), lock.ReleaseOptions{Force: true, By: "alice@console"})
 	require.NoError(t, err)
 	require.True(t, res.Forced)
 
@@ -46,7 +47,7 @@ func TestIntegrationHistory(t *testing.T) {
 
 	// Taken again from free, by a holder in a pod that is then deleted.
 	pod := holderPod(t, env.Client, ns, "build-3")
-	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "3"), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
+	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 3), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
 	assert.NotEmpty(t, h.Token)
 	// NOTE: the lock is owned by its holder's pod in the same namespace,
 	// which garbage-collects it (and its history) with the pod; a holder

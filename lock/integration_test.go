@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -24,10 +25,6 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // waitTimeout bounds every wait in these tests; a healthy run needs a
 // fraction of it.
 const waitTimeout = time.Minute
-
-func identity(repo, build string) lock.Identity {
-	return lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}
-}
 
 func newClient(t *testing.T, c kubernetes.Interface, ns string) *lock.Client {
 	t.Helper()
@@ -95,13 +92,13 @@ func TestIntegrationAcquireFreeAndRelease(t *testing.T) {
 	ns := env.Namespace(t)
 	l := newClient(t, env.Client, ns)
 
-	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "1")})
+	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	assert.NotEmpty(t, h.Token, "fencing token")
 	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, lock.ManagedByValue, cm.Labels[lock.ManagedByLabel], "labelled as lockctl's")
 
-	res, err := l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{})
+	res, err := l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
 	require.NoError(t, err)
 	assert.NotNil(t, res.Previous)
 	got, err := l.Get(t.Context(), "staging")
@@ -112,7 +109,7 @@ func TestIntegrationAcquireFreeAndRelease(t *testing.T) {
 	require.Len(t, hist.Entries, 1, "the free lock keeps its history")
 	assert.Equal(t, lock.EndReleased, hist.Entries[0].Ended)
 
-	res, err = l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{})
+	res, err = l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
 	require.NoError(t, err, "releasing a free lock succeeds")
 	assert.Nil(t, res.Previous)
 }
@@ -127,18 +124,18 @@ func TestIntegrationFreeLockTakenWithOneRequest(t *testing.T) {
 	require.NoError(t, err)
 	l := newClient(t, cs, ns)
 
-	mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "1")})
+	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	reqs := counted.Take()
 	assert.Len(t, reqs, 1, "a free lock is taken with one create and nothing watched: %v", reqs)
 
 	// A second contender finds the lock held: its create loses and it waits.
-	done, queued := acquireAsync(t.Context(), newClient(t, env.Client, ns), lock.Request{Target: "staging", Identity: identity("api", "1")})
+	done, queued := acquireAsync(t.Context(), newClient(t, env.Client, ns), lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)})
 	awaitQueued(t, queued, "second contender")
-	_, err = l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{})
+	_, err = l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
 	require.NoError(t, err)
 	r := await(t, done, "second contender")
 	require.NoError(t, r.err)
-	assert.Equal(t, identity("api", "1"), r.held.Holder.Identity, "the waiter holds it after the release")
+	assert.Equal(t, clitest.Identity("api", 1), r.held.Holder.Identity, "the waiter holds it after the release")
 }
 
 func TestIntegrationWaitForRelease(t *testing.T) {
@@ -146,13 +143,13 @@ func TestIntegrationWaitForRelease(t *testing.T) {
 	env := testenv.Get(t)
 	l := newClient(t, env.Client, env.Namespace(t))
 
-	first := mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "1")})
-	done, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: identity("api", "1")})
+	first := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
+	done, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)})
 	p := awaitQueued(t, queued, "second contender")
 	assert.Equal(t, 1, p.Position, "first in the queue")
 	assert.Equal(t, "web", p.Holder.Repo, "sees the holder")
 
-	_, err := l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{})
+	_, err := l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
 	require.NoError(t, err)
 	r := await(t, done, "second contender")
 	require.NoError(t, r.err)
@@ -169,13 +166,13 @@ func TestIntegrationHolderPodEnds(t *testing.T) {
 		t.Run(end, func(t *testing.T) {
 			target := "pod-" + map[string]string{"finishes": "done", "is deleted": "gone"}[end]
 			pod := holderPod(t, env.Client, ns, target)
-			mustAcquire(t, l, lock.Request{Target: target, Identity: identity("web", "1"), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
+			mustAcquire(t, l, lock.Request{Target: target, Identity: clitest.Identity("web", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
 			cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
 			require.NoError(t, err)
 			require.Len(t, cm.OwnerReferences, 1, "the holder's pod owns the lock")
 			assert.Equal(t, pod.UID, cm.OwnerReferences[0].UID)
 
-			done, queued := acquireAsync(t.Context(), l, lock.Request{Target: target, Identity: identity("api", "1")})
+			done, queued := acquireAsync(t.Context(), l, lock.Request{Target: target, Identity: clitest.Identity("api", 1)})
 			awaitQueued(t, queued, "waiter")
 			if end == "finishes" {
 				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"0"}}}`, testenv.AnnotationExitCode)
@@ -195,9 +192,9 @@ func TestIntegrationExpiredLockTakenOver(t *testing.T) {
 	env := testenv.Get(t)
 	l := newClient(t, env.Client, env.Namespace(t))
 
-	mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "1"), TTL: 2 * time.Second})
+	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1), TTL: 2 * time.Second})
 	start := time.Now()
-	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("api", "1")})
+	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)})
 	assert.Equal(t, "api", h.Holder.Repo)
 	assert.GreaterOrEqual(t, time.Since(start), time.Second, "not before the expiry")
 }
@@ -206,13 +203,13 @@ func TestIntegrationNewestWins(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	l := newClient(t, env.Client, env.Namespace(t))
-	other := lock.Request{Target: "staging", Identity: identity("api", "1")}
+	other := lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)}
 
 	t.Run("an older build gives up when a newer one waits", func(t *testing.T) {
 		mustAcquire(t, l, other)
-		newer, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: identity("web", "43")})
+		newer, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 43)})
 		awaitQueued(t, queued, "newer build")
-		_, err := l.Acquire(t.Context(), lock.Request{Target: "staging", Identity: identity("web", "42")})
+		_, err := l.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("web", 42)})
 		var sup *lock.SupersededError
 		require.ErrorAs(t, err, &sup, "older build superseded")
 		assert.Equal(t, "43", sup.By.Build)
@@ -221,15 +218,15 @@ func TestIntegrationNewestWins(t *testing.T) {
 		require.NoError(t, err)
 		r := await(t, newer, "newer build")
 		require.NoError(t, r.err)
-		_, err = l.Release(t.Context(), "staging", identity("web", "43"), lock.ReleaseOptions{})
+		_, err = l.Release(t.Context(), "staging", clitest.Identity("web", 43), lock.ReleaseOptions{})
 		require.NoError(t, err)
 	})
 
 	t.Run("a newer arrival makes the older waiter give up", func(t *testing.T) {
 		mustAcquire(t, l, other)
-		older, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: identity("web", "44")})
+		older, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 44)})
 		awaitQueued(t, queued, "older build")
-		newer, queuedNewer := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: identity("web", "45")})
+		newer, queuedNewer := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 45)})
 		p := awaitQueued(t, queuedNewer, "newer build")
 		assert.Equal(t, 1, p.Position, "the newer build takes the older one's place")
 
@@ -239,7 +236,7 @@ func TestIntegrationNewestWins(t *testing.T) {
 		require.NoError(t, err)
 		r = await(t, newer, "newer build")
 		require.NoError(t, r.err)
-		_, err = l.Release(t.Context(), "staging", identity("web", "45"), lock.ReleaseOptions{})
+		_, err = l.Release(t.Context(), "staging", clitest.Identity("web", 45), lock.ReleaseOptions{})
 		require.NoError(t, err)
 	})
 }
@@ -249,9 +246,9 @@ func TestIntegrationReleaseByNonHolderRefused(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	l := newClient(t, env.Client, ns)
-	mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "1")})
+	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 
-	_, err := l.Release(t.Context(), "staging", identity("web", "2"), lock.ReleaseOptions{})
+	_, err := l.Release(t.Context(), "staging", clitest.Identity("web", 2), lock.ReleaseOptions{})
 	assert.ErrorIs(t, err, lock.ErrNotHolder)
 	got, err := l.Get(t.Context(), "staging")
 	require.NoError(t, err)
@@ -264,13 +261,13 @@ func TestIntegrationTimeoutLeavesLockAsFound(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	l := newClient(t, env.Client, ns)
-	mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "1")})
+	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	before, err := l.Get(t.Context(), "staging")
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	_, err = l.Acquire(ctx, lock.Request{Target: "staging", Identity: identity("api", "1")})
+	_, err = l.Acquire(ctx, lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)})
 	var te *lock.TimeoutError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, "web", te.Holder.Repo, "says who held it")
@@ -293,10 +290,10 @@ func TestIntegrationNotALockIsLeftAlone(t *testing.T) {
 	_, err := env.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), theirs, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	_, err = l.Acquire(t.Context(), lock.Request{Target: "staging", Identity: identity("web", "1")})
+	_, err = l.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	var nal *lock.NotALockError
 	require.ErrorAs(t, err, &nal)
-	_, err = l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{Force: true})
+	_, err = l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{Force: true})
 	require.ErrorAs(t, err, &nal)
 	got, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), theirs.Name, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -154,8 +154,12 @@ type Request struct {
 	Cancelable bool
 	// CancelInProgress asks the holder to stop when it is an older
 	// Cancelable build of the contender's branch; the contender holds the
-	// lock next (docs/2026-12-03-cancel-in-progress.md).
+	// lock next (docs/adr/0026-cancel-in-progress.md).
 	CancelInProgress bool
+	// Job is the CI job the contender runs in, when known: the unit that
+	// holds the lock once (see CIJob, SameHolder and RunsAgain). The zero
+	// value makes the build the unit, as before jobs were known.
+	Job CIJob
 	// Unordered says the build number only tells this contender apart
 	// (a developer's terminal, a CI without a build counter): it is served
 	// first come, first served and never supersedes nor is superseded.
@@ -377,7 +381,7 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 	if _, err := ParsePriority(string(req.Priority)); err != nil {
 		return Claim{}, err
 	}
-	me := Claim{Identity: req.Identity, Session: req.Session, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
+	me := Claim{Identity: req.Identity, CIJob: req.Job, Session: req.Session, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
 		Cancelable: req.Cancelable, cancelInProgress: req.CancelInProgress}
 	if me.Session == "" {
 		me.Session = newSession()
@@ -478,6 +482,9 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	if d.StaleHolder != nil {
 		log.WithField("holder", d.StaleHolder.Identity.String()).Debug("holder is no longer alive")
 	}
+	if d.RanAgain {
+		why = "its job runs again: " + me.CIJob.Describe()
+	}
 	if d.StaleHolder != nil && d.Record != nil {
 		by := ""
 		if d.HandedTo != nil {
@@ -485,7 +492,11 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 		} else if d.Outcome == Acquired {
 			by = me.Identity.String()
 		}
-		d.Record.ended(*d.StaleHolder, d.Record.Updated, staleEnding(*d.StaleHolder), by, why)
+		ending := staleEnding(*d.StaleHolder)
+		if d.RanAgain {
+			ending = EndRanAgain
+		}
+		d.Record.ended(*d.StaleHolder, d.Record.Updated, ending, by, why)
 	}
 	if d.Outcome == Acquired && req.OnTaking != nil {
 		req.OnTaking()

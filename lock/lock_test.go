@@ -258,6 +258,7 @@ func TestRelease(t *testing.T) {
 		objs       []runtime.Object
 		force      bool
 		token      string
+		job        CIJob
 		wantErr    error
 		wantDelete bool
 		wantFree   string // how the history says the hold ended
@@ -364,6 +365,34 @@ func TestRelease(t *testing.T) {
 			wantCalls:  []string{"get configmaps", "delete configmaps"},
 		},
 		{
+			name:      "held by another CI job of my build: refused",
+			objs:      []runtime.Object{lockObject(t, record(ofJob(mine, "deploy", "runner-1", 1)))},
+			job:       CIJob{Job: "cleanup", JobID: "runner-2", Attempt: 1},
+			wantErr:   &NotHolderError{},
+			wantCalls: []string{"get configmaps"},
+		},
+		{
+			name:      "held by a matrix sibling, the sibling waits behind me: I leave my own place only",
+			objs:      []runtime.Object{lockObject(t, record(ofJob(mine, "deploy", "runner-1", 1), queued(ofJob(claim("me", "web", "main", "42"), "deploy", "runner-2", 1), now)))},
+			job:       CIJob{Job: "deploy", JobID: "runner-2", Attempt: 1},
+			wantLeft:  true,
+			wantCalls: []string{"get configmaps", "update configmaps"},
+		},
+		{
+			name:      "held by an earlier run of my job: released",
+			objs:      []runtime.Object{lockObject(t, record(ofJob(mine, "deploy", "runner-1", 1)))},
+			job:       CIJob{Job: "deploy", JobID: "runner-7", Attempt: 2},
+			wantFree:  "released",
+			wantCalls: []string{"get configmaps", "update configmaps"},
+		},
+		{
+			name:      "held by my build, written without a job: released by identity",
+			objs:      []runtime.Object{lockObject(t, record(mine))},
+			job:       CIJob{Job: "deploy", JobID: "runner-1", Attempt: 1},
+			wantFree:  "released",
+			wantCalls: []string{"get configmaps", "update configmaps"},
+		},
+		{
 			name:      "not a lock, even with --force: refused",
 			objs:      []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name("staging"), Namespace: lockNS}}},
 			force:     true,
@@ -375,7 +404,7 @@ func TestRelease(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, cs := newTestClient(t, now, nil, tt.objs...)
-			res, err := c.Release(context.Background(), "staging", id, ReleaseOptions{Force: tt.force, Token: tt.token})
+			res, err := c.Release(context.Background(), "staging", id, ReleaseOptions{Force: tt.force, Token: tt.token, Job: tt.job})
 			assert.Equal(t, tt.wantCalls, verbs(cs), "API calls")
 			if tt.wantErr != nil {
 				require.Error(t, err)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -55,14 +56,14 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 	ns := env.Namespace(t)
 	l := newClient(t, env.Client, ns)
 
-	mustAcquire(t, l, lock.Request{Target: "staging", Identity: identity("web", "1")})
+	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	newerWriter(t, env.Client, ns, "staging")
 
 	st, err := l.Get(t.Context(), "staging")
 	require.NoError(t, err, "today's lockctl reads the newer record")
 	assert.Equal(t, "acme/web@main#1", st.Status.Holder.Identity.String())
 
-	done, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: identity("api", "2")})
+	done, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: clitest.Identity("api", 2)})
 	p := awaitQueued(t, queued, "api#2")
 	assert.Equal(t, 1, p.Position, "queued behind the holder")
 	rec := recordOf(t, env.Client, ns, "staging")
@@ -70,7 +71,7 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 	assert.Contains(t, rec, "notes", "joining the queue keeps the newer top-level field")
 	assert.Equal(t, "written by a newer lockctl", rec["holder"].(map[string]any)["note"], "and the holder's field")
 
-	_, err = l.Release(t.Context(), "staging", identity("web", "1"), lock.ReleaseOptions{})
+	_, err = l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
 	require.NoError(t, err, "today's holder releases the newer record")
 	r := await(t, done, "api#2")
 	require.NoError(t, r.err, "the waiter takes the lock handed over")
@@ -84,7 +85,7 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 
 	// The newer writer touches it again; today's holder still releases it.
 	newerWriter(t, env.Client, ns, "staging")
-	res, err := l.Release(t.Context(), "staging", identity("api", "2"), lock.ReleaseOptions{})
+	res, err := l.Release(t.Context(), "staging", clitest.Identity("api", 2), lock.ReleaseOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, res.Previous, "released by its holder")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -45,16 +46,16 @@ func TestIntegrationAcquireAll(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	l := newClient(t, env.Client, env.Namespace(t))
-	mustAcquire(t, l, lock.Request{Target: "b", Identity: identity("holder", "1")})
+	mustAcquire(t, l, lock.Request{Target: "b", Identity: clitest.Identity("holder", 1)})
 
-	first, firstQueued := acquireAllAsync(t.Context(), l, identity("one", "1"), "b", "a")
+	first, firstQueued := acquireAllAsync(t.Context(), l, clitest.Identity("one", 1), "b", "a")
 	p := awaitQueued(t, firstQueued, "first")
 	assert.Equal(t, "b", p.Target, "the first holds a and waits for b")
-	second, secondQueued := acquireAllAsync(t.Context(), l, identity("two", "1"), "a", "b")
+	second, secondQueued := acquireAllAsync(t.Context(), l, clitest.Identity("two", 1), "a", "b")
 	p = awaitQueued(t, secondQueued, "second")
 	assert.Equal(t, "a", p.Target, "the second waits for a, holding nothing")
 
-	_, err := l.Release(t.Context(), "b", identity("holder", "1"), lock.ReleaseOptions{})
+	_, err := l.Release(t.Context(), "b", clitest.Identity("holder", 1), lock.ReleaseOptions{})
 	require.NoError(t, err)
 	var r allResult
 	select {
@@ -67,7 +68,7 @@ func TestIntegrationAcquireAll(t *testing.T) {
 	assert.NotEmpty(t, r.held[0].Token)
 	assert.NotEmpty(t, r.held[1].Token)
 
-	_, err = l.ReleaseAll(t.Context(), []string{"a", "b"}, identity("one", "1"), lock.ReleaseOptions{})
+	_, err = l.ReleaseAll(t.Context(), []string{"a", "b"}, clitest.Identity("one", 1), lock.ReleaseOptions{})
 	require.NoError(t, err)
 	select {
 	case r = <-second:
@@ -83,10 +84,10 @@ func TestIntegrationAcquireAllGivesBack(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	l := newClient(t, env.Client, env.Namespace(t))
-	mustAcquire(t, l, lock.Request{Target: "b", Identity: identity("holder", "1")})
+	mustAcquire(t, l, lock.Request{Target: "b", Identity: clitest.Identity("holder", 1)})
 	_, err := l.AcquireAll(t.Context(), []lock.Request{
-		{Target: "a", Identity: identity("web", "1")},
-		{Target: "b", Identity: identity("web", "1"), NoWait: true},
+		{Target: "a", Identity: clitest.Identity("web", 1)},
+		{Target: "b", Identity: clitest.Identity("web", 1), NoWait: true},
 	})
 	var held *lock.HeldError
 	require.ErrorAs(t, err, &held, "b is held")

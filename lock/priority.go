@@ -7,7 +7,7 @@ import (
 )
 
 // Priority orders waiters: a higher priority is served ahead of a lower one,
-// never ahead of the holder. docs/2026-12-03-priority.md has the design.
+// never ahead of the holder. docs/adr/0018-priority.md has the design.
 type Priority string
 
 const (

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -18,15 +19,15 @@ func TestIntegrationPriorityServesHighFirst(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	l := newClient(t, env.Client, env.Namespace(t))
-	holder := lock.Request{Target: "prod", Identity: identity("web", "1")}
+	holder := lock.Request{Target: "prod", Identity: clitest.Identity("web", 1)}
 	mustAcquire(t, l, holder)
 
-	normal, normalQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: identity("api", "1")})
+	normal, normalQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("api", 1)})
 	awaitQueued(t, normalQueued, "normal waiter")
-	low, lowQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: identity("docs", "1"), Priority: lock.PriorityLow})
+	low, lowQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("docs", 1), Priority: lock.PriorityLow})
 	p := awaitQueued(t, lowQueued, "low waiter")
 	assert.Equal(t, 2, p.Position, "low queues behind normal")
-	high, highQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: identity("hotfix", "1"), Priority: lock.PriorityHigh})
+	high, highQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("hotfix", 1), Priority: lock.PriorityHigh})
 	p = awaitQueued(t, highQueued, "high waiter")
 	assert.Equal(t, 1, p.Position, "high queues ahead of normal and low")
 	assert.Equal(t, "web", p.Holder.Repo, "the holder keeps the lock")
@@ -65,14 +66,14 @@ func TestIntegrationPriorityNewestWinsWithinPriority(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	l := newClient(t, env.Client, env.Namespace(t))
-	holder := lock.Request{Target: "prod", Identity: identity("db", "1")}
+	holder := lock.Request{Target: "prod", Identity: clitest.Identity("db", 1)}
 	mustAcquire(t, l, holder)
 
-	normal41, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: identity("web", "41")})
+	normal41, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("web", 41)})
 	awaitQueued(t, q, "normal 41")
-	high42, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: identity("web", "42"), Priority: lock.PriorityHigh})
+	high42, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("web", 42), Priority: lock.PriorityHigh})
 	assert.Equal(t, 1, awaitQueued(t, q, "high 42").Position)
-	high43, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: identity("web", "43"), Priority: lock.PriorityHigh})
+	high43, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("web", 43), Priority: lock.PriorityHigh})
 	assert.Equal(t, 1, awaitQueued(t, q, "high 43").Position, "the newer high build takes the older one's place")
 
 	r := await(t, high42, "high 42")
@@ -85,6 +86,6 @@ func TestIntegrationPriorityNewestWinsWithinPriority(t *testing.T) {
 	r = await(t, normal41, "normal 41")
 	assert.ErrorIs(t, r.err, lock.ErrSuperseded, "the older normal build gives up once a newer build of its branch holds the lock")
 
-	_, err = l.Release(t.Context(), "prod", identity("web", "43"), lock.ReleaseOptions{})
+	_, err = l.Release(t.Context(), "prod", clitest.Identity("web", 43), lock.ReleaseOptions{})
 	require.NoError(t, err)
 }

@@ -60,12 +60,20 @@ func ParsePolicy(s string) (Policy, error) {
 }
 
 // Identity names a build: the repository and branch it deploys, and its
-// build number, which grows with every build of that branch.
+// build number, which grows with every build of that branch counted in
+// Sequence.
 type Identity struct {
 	Owner  string `json:"owner"`
 	Repo   string `json:"repo"`
 	Branch string `json:"branch"`
 	Build  string `json:"build"`
+	// Sequence names the counter Build is a number of, where a CI system
+	// keeps several for one branch (GitHub Actions counts runs per
+	// workflow: ".github/workflows/deploy.yml"). Builds are compared
+	// (newest wins) only within one sequence, and two builds with the same
+	// number in different sequences are two builds. "" is the branch's one
+	// sequence, as before the field existed. Added in record version 1.6.
+	Sequence string `json:"sequence,omitempty"`
 }
 
 // String renders the identity as owner/repo@branch#build. A field that is
@@ -86,6 +94,25 @@ func printable(s string) string {
 // and branch, whatever their build.
 func (id Identity) SameBranch(o Identity) bool {
 	return id.Owner == o.Owner && id.Repo == o.Repo && id.Branch == o.Branch
+}
+
+// SameSequence reports whether both identities are builds of the same
+// branch counted in the same sequence: only then do their build numbers
+// order them.
+func (id Identity) SameSequence(o Identity) bool {
+	return id.SameBranch(o) && id.Sequence == o.Sequence
+}
+
+// names reports whether id, given to Release, names the build o: the same
+// owner, repository, branch and build, and the same sequence when both
+// know one (a record written before sequences existed, or a caller naming
+// the build with flags alone, matches any).
+func (id Identity) names(o Identity) bool {
+	a, b := id, o
+	if a.Sequence == "" || b.Sequence == "" {
+		a.Sequence, b.Sequence = "", ""
+	}
+	return a == b
 }
 
 // BuildNumber parses Build. Build numbers are non-negative integers.
@@ -126,7 +153,8 @@ func (e *IdentityError) Describe(name string) string {
 	return fmt.Sprintf("%s %q %s", name, e.Value, e.Reason)
 }
 
-// Validate checks that every field is set, is printable text (valid UTF-8
+// Validate checks that every field but Sequence is set, that every field
+// set is printable text (valid UTF-8
 // without control characters, which would reach terminals through status
 // and logs) of at most MaxIdentityFieldLen bytes, and that the build is a
 // number. The error is an *IdentityError.
@@ -140,6 +168,11 @@ func (id Identity) Validate() error {
 	}
 	if _, err := id.BuildNumber(); err != nil {
 		return &IdentityError{Field: "build", Value: id.Build, Reason: "is not a non-negative integer"}
+	}
+	if id.Sequence != "" {
+		if err := validateIdentityField("sequence", id.Sequence); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -168,9 +201,79 @@ type PodRef struct {
 // String renders the pod as namespace/name.
 func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
 
+// CIJob names the CI job a claim comes from, within its build (the
+// Identity: the pipeline, workflow run or build of the CI system). It is
+// the unit that holds a lock once: two jobs of one build running at once
+// are two contenders. The zero value means a claim that knows no job (a
+// terminal, a pod, a CI system lockctl knows no jobs of, a lockctl before
+// record version 1.6): the build is the unit, as it was before. Added in
+// record version 1.6. docs/ci-identity.md lists what each CI system gives.
+type CIJob struct {
+	// Job is the job's name within its build, the same in every run of the
+	// job: GitHub Actions' job id ($GITHUB_JOB), GitLab's job name
+	// ($CI_JOB_NAME).
+	Job string `json:"job,omitempty"`
+	// JobID tells apart jobs of one build with the same Job that run at
+	// once, and is the same in every step of one run of the job: GitHub
+	// Actions' runner ($RUNNER_NAME: a runner runs one job at a time, and
+	// the jobs of a matrix share $GITHUB_JOB), GitLab's and Buildkite's
+	// job ID.
+	JobID string `json:"jobID,omitempty"`
+	// Attempt grows each time the job runs again (re-run, retry): GitHub
+	// Actions' $GITHUB_RUN_ATTEMPT, GitLab's $CI_JOB_ID (a retry is a new
+	// job with a higher ID). 0 means the CI system does not say: a run of
+	// the job never takes over another's hold.
+	Attempt uint64 `json:"attempt,omitempty"`
+}
+
+// Known reports whether j names a job.
+func (j CIJob) Known() bool { return j != CIJob{} }
+
+// Describe renders the job as "job JOB (JOBID, attempt N)", or "" for none.
+// (Not String: a Claim embeds both CIJob and Identity, and prints as its
+// Identity.)
+func (j CIJob) Describe() string {
+	if !j.Known() {
+		return ""
+	}
+	s := "job " + printable(j.Job)
+	var more []string
+	if j.JobID != "" {
+		more = append(more, printable(j.JobID))
+	}
+	if j.Attempt > 0 {
+		more = append(more, "attempt "+strconv.FormatUint(j.Attempt, 10))
+	}
+	if len(more) > 0 {
+		s += " (" + strings.Join(more, ", ") + ")"
+	}
+	return s
+}
+
+// ValidateJob checks that the job's fields are printable text of at most
+// MaxIdentityFieldLen bytes, and that a job with an ID or attempt has a
+// name. The error is an *IdentityError.
+func (j CIJob) ValidateJob() error {
+	if !j.Known() {
+		return nil
+	}
+	for _, f := range []struct{ name, value string }{{"job", j.Job}, {"jobID", j.JobID}} {
+		if f.value == "" && f.name == "jobID" {
+			continue
+		}
+		if err := validateIdentityField(f.name, f.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Claim is one process's stake in the lock, as holder or as waiter.
 type Claim struct {
 	Identity `json:",inline"`
+	// CIJob is the CI job the claimant runs in, when known (record
+	// version 1.6).
+	CIJob `json:",inline"`
 	// Session tells apart two processes with the same identity.
 	Session string `json:"session"`
 	// Pod, when set, is the pod the claimant runs in; a holder's claim is
@@ -272,7 +375,7 @@ type Record struct {
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-var RecordVersion = schema.Version{Major: 1, Minor: 5}
+var RecordVersion = schema.Version{Major: 1, Minor: 6}
 
 var (
 	recordFields  = schema.Fields(Record{})

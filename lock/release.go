@@ -41,6 +41,13 @@ type ReleaseOptions struct {
 	// otherwise Release refuses with a *TokenError and changes nothing.
 	// "" means the holder is matched by identity.
 	Token string
+	// Job is the caller's CI job, when known. Without Token, a hold of
+	// another job of the caller's build (the same identity) is refused
+	// with a *NotHolderError: jobs of one build running at once must not
+	// release each other's holds, and a later job releases by Token. A
+	// later run of the holder's job (a re-run, a retry) releases it. The
+	// zero value matches any job, as before jobs were known.
+	Job CIJob
 
 	// beforeEvents, when set, is called after the release's write and
 	// before its Events are recorded (ReleaseHeld waits there for the
@@ -59,7 +66,8 @@ func (o ReleaseOptions) eventsTurn() {
 // live waiter becomes the holder with the same write; otherwise the lock is
 // deleted with UID and resourceVersion preconditions. Releasing a lock that
 // is not there succeeds with an empty Released. A lock held by another
-// identity is refused with a *NotHolderError unless o.Force; a caller that
+// identity, or by another CI job of the same build (o.Job), is refused
+// with a *NotHolderError unless o.Force; a caller that
 // only waits leaves the queue. With o.Token the holder is matched by its
 // fencing token instead of id.
 func (c *Client) Release(ctx context.Context, target string, id Identity, o ReleaseOptions) (*Released, error) {
@@ -102,6 +110,7 @@ func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*R
 	defer h.StopWatching()
 	o.beforeEvents = func() { h.WaitEvents(ctx) }
 	id := h.Holder.Identity
+	o.Job = h.Holder.CIJob
 	for attempt := 0; attempt < 20 && o.Token == "" && !o.Force; attempt++ {
 		cm := h.lastCM()
 		if cm == nil {
@@ -149,7 +158,7 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 		return &Released{Forced: true, Invalid: err}, nil
 	case err != nil:
 		return nil, err
-	case rec.IsFree() && rec.positionOf(id) == 0:
+	case rec.IsFree() && rec.positionOf(id, o.Job) == 0:
 		return &Released{}, nil
 	}
 	holder := rec.Holder
@@ -164,9 +173,9 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 		if tok := holderToken(rec, cm); tok != o.Token {
 			return nil, &TokenError{Target: target, Namespace: c.namespace, Token: o.Token, Holder: holder, HolderToken: tok}
 		}
-	case holder.Identity != id || rec.unheld():
+	case !id.names(holder.Identity) || !ownJob(holder.CIJob, o.Job) || rec.unheld():
 		if !o.Force {
-			if i := rec.positionOf(id); i > 0 {
+			if i := rec.positionOf(id, o.Job); i > 0 {
 				rec.Waiters = append(rec.Waiters[:i-1:i-1], rec.Waiters[i:]...)
 				rec.Updated = later(now, rec.Updated)
 				if _, err := c.write(ctx, target, cm, Decision{Record: rec}); err != nil {
@@ -177,7 +186,11 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 			if rec.unheld() {
 				return res, nil
 			}
-			return nil, &NotHolderError{Target: target, Namespace: c.namespace, Holder: holder}
+			err := &NotHolderError{Target: target, Namespace: c.namespace, Holder: holder}
+			if id.names(holder.Identity) {
+				err.Caller = o.Job
+			}
+			return nil, err
 		}
 		if rec.unheld() {
 			return res, nil
@@ -271,14 +284,26 @@ func (c *Client) delete(ctx context.Context, cm *corev1.ConfigMap) error {
 }
 
 // positionOf returns the 1-based place of the first waiter with identity
-// id, 0 if none.
-func (r *Record) positionOf(id Identity) int {
+// id of the caller's job (see ownJob), 0 if none.
+func (r *Record) positionOf(id Identity, job CIJob) int {
 	for i, w := range r.Waiters {
-		if w.Identity == id {
+		if id.names(w.Identity) && ownJob(w.CIJob, job) {
 			return i + 1
 		}
 	}
 	return 0
+}
+
+// ownJob reports whether a claim of CI job held is the caller's (of job
+// caller) to release without a token: either knows no job (the build is
+// the unit, as before jobs were known), or it is the same job, in the
+// same run or in a later one (a re-run releasing what the failed run
+// left).
+func ownJob(held, caller CIJob) bool {
+	if !held.Known() || !caller.Known() {
+		return true
+	}
+	return held.Job == caller.Job && (held.JobID == caller.JobID || caller.Attempt > held.Attempt)
 }
 
 // holderToken returns the fencing token of rec's holder, read from the lock

@@ -30,7 +30,8 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		Target: "staging",
 		Policy: PolicyNewest,
 		Holder: Claim{
-			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"},
+			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41", Sequence: ".github/workflows/deploy.yml"},
+			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
 			Session:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
 			Cancelable: true,
 			CancelRequest: &CancelRequest{
@@ -114,6 +115,8 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v1.3.json", wantVersion: current},
 		{file: "v1.4.json", wantVersion: current},
 		{file: "v2.4-frozen.json", wantVersion: FrozenRecordVersion.String()},
+		{file: "v1.5.json", wantVersion: current},
+		{file: "v2.5-frozen.json", wantVersion: FrozenRecordVersion.String()},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
 		{file: "v" + FrozenRecordVersion.String() + "-frozen.json", wantVersion: FrozenRecordVersion.String()},

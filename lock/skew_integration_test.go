@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
@@ -80,14 +81,14 @@ func TestIntegrationClockSkew(t *testing.T) {
 			t.Parallel()
 			holder := skewedClient(t, env, ns, tt.holder)
 			before := time.Now() // before and after the last renewal
-			h := mustAcquire(t, holder, lock.Request{Target: tt.target, Identity: identity("web", "1"), TTL: ttl})
+			h := mustAcquire(t, holder, lock.Request{Target: tt.target, Identity: clitest.Identity("web", 1), TTL: ttl})
 			after := time.Now()
 			var (
 				done   <-chan result
 				queued <-chan lock.Progress
 			)
 			if tt.waiter != 0 {
-				done, queued = acquireAsync(t.Context(), skewedClient(t, env, ns, tt.waiter), lock.Request{Target: tt.target, Identity: identity("api", "1")})
+				done, queued = acquireAsync(t.Context(), skewedClient(t, env, ns, tt.waiter), lock.Request{Target: tt.target, Identity: clitest.Identity("api", 1)})
 				awaitQueued(t, queued, "waiter")
 			}
 
@@ -106,10 +107,10 @@ func TestIntegrationClockSkew(t *testing.T) {
 			// (it may find it expired already on a loaded machine).
 			time.Sleep(time.Until(after.Add(lateBy)))
 			late := skewedClient(t, env, ns, tt.late)
-			lateDone, _ := acquireAsync(t.Context(), late, lock.Request{Target: tt.target, Identity: identity("docs", "1")})
-			taker, takerID := late, identity("docs", "1")
+			lateDone, _ := acquireAsync(t.Context(), late, lock.Request{Target: tt.target, Identity: clitest.Identity("docs", 1)})
+			taker, takerID := late, clitest.Identity("docs", 1)
 			if tt.waiter != 0 {
-				taker, takerID = nil, identity("api", "1")
+				taker, takerID = nil, clitest.Identity("api", 1)
 			} else {
 				done = lateDone
 			}
@@ -132,7 +133,7 @@ func TestIntegrationClockSkew(t *testing.T) {
 				lr := await(t, lateDone, "late contender")
 				require.NoError(t, lr.err, "the late contender gets it in turn")
 			}
-			_, _ = late.Release(ctx, tt.target, identity("docs", "1"), lock.ReleaseOptions{})
+			_, _ = late.Release(ctx, tt.target, clitest.Identity("docs", 1), lock.ReleaseOptions{})
 		})
 	}
 }

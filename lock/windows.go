@@ -14,7 +14,7 @@ import (
 
 // FreezeWindowsName is the ConfigMap of the lock namespace that holds the
 // recurring freeze windows, under the key FreezeWindowsKey. Without it
-// there are none. docs/2026-12-03-freeze-windows.md has the format.
+// there are none. docs/adr/0024-freeze-windows.md has the format.
 const (
 	FreezeWindowsName = "lockctl-freeze-windows"
 	FreezeWindowsKey  = "windows.yaml"

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -164,7 +165,7 @@ func TestIntegrationInjectedFaults(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for turn := range turns {
-				id := identity(fmt.Sprintf("repo-%d", i), turn+1)
+				id := clitest.Identity(fmt.Sprintf("repo-%d", i), turn+1)
 				var err error
 				for try := 0; try < 3; try++ {
 					actx, acancel := context.WithTimeout(ctx, 30*time.Second)
@@ -217,7 +218,7 @@ func TestIntegrationInjectedFaults(t *testing.T) {
 	clean := lockClient(t, env.RESTConfig, ns)
 	cctx, ccancel := context.WithTimeout(t.Context(), 3*ttl+takeoverSlack)
 	defer ccancel()
-	_, err := clean.Acquire(cctx, lock.Request{Target: target, Identity: identity("clean", 1)})
+	_, err := clean.Acquire(cctx, lock.Request{Target: target, Identity: clitest.Identity("clean", 1)})
 	require.NoError(t, err, "the lock is free again once the faults stop")
 	got, err := clean.Get(t.Context(), target)
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -55,7 +56,7 @@ func runHelper() {
 	l := lock.New(cs.CoreV1(), cs.CoreV1(), os.Getenv(helperNS))
 	ctx := context.Background()
 	h, err := l.Acquire(ctx, lock.Request{
-		Target: os.Getenv(helperTarget), Identity: identity(os.Getenv(helperRepo), 1), TTL: ttl,
+		Target: os.Getenv(helperTarget), Identity: clitest.Identity(os.Getenv(helperRepo), 1), TTL: ttl,
 	})
 	if err != nil {
 		fail(err)

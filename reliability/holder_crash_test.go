@@ -48,7 +48,7 @@ func TestIntegrationHolderProcessCrash(t *testing.T) {
 		case <-time.After(time.Second):
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		done := clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
+		done := clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: clitest.Identity("waiter", 1)})
 		time.Sleep(time.Until(started.Add(killAfter)))
 		killedAt := time.Now()
 		holder.kill()
@@ -70,7 +70,7 @@ func TestIntegrationHolderProcessCrash(t *testing.T) {
 			assert.False(t, r.At.Before(killedAt), "round %d: waiter held the lock %s before the live holder was killed", i, killedAt.Sub(r.At))
 			assert.LessOrEqual(t, r.At.Sub(killedAt), ttl+takeoverSlack, "round %d: taken over within the TTL of the kill", i)
 		}
-		_, err := waiter.Release(t.Context(), target, identity("waiter", 1), lock.ReleaseOptions{})
+		_, err := waiter.Release(t.Context(), target, clitest.Identity("waiter", 1), lock.ReleaseOptions{})
 		require.NoError(t, err)
 	}
 }
@@ -100,10 +100,10 @@ func TestIntegrationHolderPodKilled(t *testing.T) {
 		// holds; kwok's scheduling delay is no part of the take-over.
 		waitRunning(ctx, t, env, ns, pod.Name)
 		_, err = holderClient.Acquire(ctx, lock.Request{
-			Target: target, Identity: identity("holder", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name},
+			Target: target, Identity: clitest.Identity("holder", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name},
 		})
 		require.NoError(t, err, "round %d: holder", i)
-		done := clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
+		done := clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: clitest.Identity("waiter", 1)})
 		time.Sleep(rand.N(1500 * time.Millisecond))
 
 		killedAt := time.Now()
@@ -127,7 +127,7 @@ func TestIntegrationHolderPodKilled(t *testing.T) {
 			assert.True(t, apierrors.IsNotFound(err), "round %d: %v", i, err)
 		}
 		t.Logf("round %d: %s; waiter held %s later", i, how, r.At.Sub(killedAt).Round(time.Millisecond))
-		_, err = waiter.Release(t.Context(), target, identity("waiter", 1), lock.ReleaseOptions{})
+		_, err = waiter.Release(t.Context(), target, clitest.Identity("waiter", 1), lock.ReleaseOptions{})
 		require.NoError(t, err)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/job"
 )
@@ -111,20 +113,20 @@ func TestIntegrationHostileJobSubmit(t *testing.T) {
 			ns := env.Namespace(t)
 			file := filepath.Join(t.TempDir(), "hostile.yaml")
 			require.NoError(t, os.WriteFile(file, []byte(tt.doc), 0o600))
-			o := runLockctl(t, []string{"KUBECONFIG=" + env.Kubeconfig}, "submit", "-f", file, "-n", ns)
+			o := clitest.Run(t, time.Minute, os.TempDir(), []string{"KUBECONFIG=" + env.Kubeconfig}, "submit", "-f", file, "-n", ns)
 			records, err := env.Client.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{LabelSelector: job.Selector})
 			require.NoError(t, err)
-			if tt.gap != "" && o.code != 2 {
-				t.Skipf("gap: %s (exit %d, %d records written; stderr %.300q)", tt.gap, o.code, len(records.Items), o.stderr)
+			if tt.gap != "" && o.Code != 2 {
+				t.Skipf("gap: %s (exit %d, %d records written; stderr %.300q)", tt.gap, o.Code, len(records.Items), o.Stderr)
 			}
-			assert.Equal(t, 2, o.code, "exit code; stderr:\n%s", o.stderr)
-			assert.Regexp(t, errorLineFirst, o.stderr, "an error line first")
+			assert.Equal(t, 2, o.Code, "exit code; stderr:\n%s", o.Stderr)
+			assert.Regexp(t, errorLineFirst, o.Stderr, "an error line first")
 			if tt.want != "" {
-				assert.Contains(t, o.stderr, tt.want, "says what is wrong")
+				assert.Contains(t, o.Stderr, tt.want, "says what is wrong")
 			}
 			assert.Empty(t, records.Items, "no job record written")
-			assert.NotContains(t, o.stderr, "\x1b", "no control characters echoed to the terminal")
-			assert.Less(t, len(o.stderr), 8192, "a readable message, not the whole input")
+			assert.NotContains(t, o.Stderr, "\x1b", "no control characters echoed to the terminal")
+			assert.Less(t, len(o.Stderr), 8192, "a readable message, not the whole input")
 		})
 	}
 }
@@ -180,17 +182,17 @@ func TestIntegrationHostileLockInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ns := env.Namespace(t)
-			o := runLockctl(t, []string{"KUBECONFIG=" + env.Kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}, tt.args...)
+			o := clitest.Run(t, time.Minute, os.TempDir(), []string{"KUBECONFIG=" + env.Kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}, tt.args...)
 			cms, err := env.Client.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=lockctl"})
 			require.NoError(t, err)
-			if tt.gap != "" && (o.code == 0 || o.code != tt.code) {
-				t.Skipf("gap: %s (exit %d, %d objects written; stderr %.200q)", tt.gap, o.code, len(cms.Items), o.stderr)
+			if tt.gap != "" && (o.Code == 0 || o.Code != tt.code) {
+				t.Skipf("gap: %s (exit %d, %d objects written; stderr %.200q)", tt.gap, o.Code, len(cms.Items), o.Stderr)
 			}
-			assert.Equal(t, tt.code, o.code, "exit code; stderr:\n%s", o.stderr)
-			assert.Regexp(t, errorLineFirst, o.stderr, "one error line")
-			assert.Contains(t, o.stderr, tt.want, "says what is wrong")
+			assert.Equal(t, tt.code, o.Code, "exit code; stderr:\n%s", o.Stderr)
+			assert.Regexp(t, errorLineFirst, o.Stderr, "one error line")
+			assert.Contains(t, o.Stderr, tt.want, "says what is wrong")
 			assert.Empty(t, cms.Items, "nothing written")
-			assert.NotContains(t, o.stderr, "\x1b", "no control characters echoed to the terminal")
+			assert.NotContains(t, o.Stderr, "\x1b", "no control characters echoed to the terminal")
 		})
 	}
 }

@@ -1,10 +1,8 @@
 package reliability
 
 import (
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
@@ -35,31 +33,6 @@ func rounds(light, heavyRounds int) int {
 		return heavyRounds
 	}
 	return light
-}
-
-// lockctl builds the lockctl binary once per test binary and returns its
-// path.
-func lockctl(t testing.TB) string {
-	t.Helper()
-	return clitest.Binary(t)
-}
-
-// outcome is what one lockctl process did.
-type outcome struct {
-	code           int
-	stdout, stderr string
-}
-
-// runLockctl runs the lockctl binary with args, a clean environment plus
-// env, and returns its exit code and output.
-func runLockctl(t testing.TB, env []string, args ...string) outcome {
-	t.Helper()
-	o := clitest.Run(t, time.Minute, os.TempDir(), env, args...)
-	return outcome{code: o.Code, stdout: o.Stdout, stderr: o.Stderr}
-}
-
-func identity(repo string, build int) lock.Identity {
-	return lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: fmt.Sprint(build)}
 }
 
 // lockClient returns a lock client with a clientset of its own built from

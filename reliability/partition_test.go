@@ -80,10 +80,14 @@ func partitionRun(t *testing.T, env *testenv.Env, tc partitionCase) {
 	// The command writes the time every 50ms: its last line is when it
 	// last ran (this machine's clock, the checker's). A short partition's
 	// command ends by itself after 25s.
-	script := trap + `while :; do date +%s%N >> "$1"; sleep 0.05; done`
+	// NOTE: it also stops once "$1.stop" exists, which the test's cleanup
+	// makes: a holder that did not stop it (today's main) leaves no
+	// command behind.
+	script := trap + `while [ ! -e "$1.stop" ]; do date +%s%N >> "$1"; sleep 0.05; done`
 	if tc.thawAfter > 0 {
 		script = `end=$(($(date +%s) + 25)); while [ "$(date +%s)" -lt "$end" ]; do date +%s%N >> "$1"; sleep 0.05; done`
 	}
+	t.Cleanup(func() { _ = os.WriteFile(holderLog+".stop", nil, 0o600) })
 	ttl := tc.ttl.String()
 	holder := startLockctl(t, dir, "KUBECONFIG="+via,
 		"run", "--lock", "staging", "--lock-namespace", ns, "-n", ns, "--ttl", ttl, "--progress", "plain",
@@ -209,10 +213,12 @@ type lockctlProcess struct {
 // (PATH, HOME=home) plus env, and kills it when the test ends.
 func startLockctl(t *testing.T, home string, env string, args ...string) *lockctlProcess {
 	t.Helper()
-	p := &lockctlProcess{cmd: exec.Command(lockctl(t), args...), done: make(chan struct{})}
+	p := &lockctlProcess{cmd: exec.Command(clitest.Binary(t), args...), done: make(chan struct{})}
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, env}
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// NOTE: a command lockctl left running may hold its output open.
+	p.cmd.WaitDelay = 5 * time.Second
 	require.NoError(t, p.cmd.Start())
 	go func() {
 		defer close(p.done)
@@ -346,7 +352,7 @@ func TestIntegrationPartitionedLeaderElection(t *testing.T) {
 
 // TestIntegrationPartitionedJobRun: a job run (run -f) whose connection
 // goes silent. Its lock is held by the run's session, not by the job's pod
-// (docs/2026-12-02-run-session.md): at the renew deadline run stops
+// (docs/adr/0006-run-session.md): at the renew deadline run stops
 // following the job, cannot abort it, and exits 1; the pod runs on in the
 // cluster until the hold has expired and the next run, taking the lock,
 // finds the job left behind and aborts it, deleting the pod before its own

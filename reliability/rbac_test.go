@@ -19,6 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/lockctl/lockctl/internal/clitest"
 	"github.com/lockctl/lockctl/internal/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -39,21 +40,21 @@ func TestIntegrationLeastPrivilege(t *testing.T) {
 		id := []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1"}
 
 		o := cli(append([]string{"acquire", "staging", "--ttl", "5m"}, id...)...)
-		require.Equal(t, 0, o.code, "acquire a free lock: %s", o.stderr)
-		assert.NotEmpty(t, strings.TrimSpace(o.stdout), "prints the fencing token")
+		require.Equal(t, 0, o.Code, "acquire a free lock: %s", o.Stderr)
+		assert.NotEmpty(t, strings.TrimSpace(o.Stdout), "prints the fencing token")
 
 		o = cli("status")
-		require.Equal(t, 0, o.code, "status: %s", o.stderr)
-		assert.Contains(t, o.stdout, "acme/web@main#1", "shows the holder")
+		require.Equal(t, 0, o.Code, "status: %s", o.Stderr)
+		assert.Contains(t, o.Stdout, "acme/web@main#1", "shows the holder")
 
 		// A second contender queues (update) and gives up at its timeout.
 		o = cli("acquire", "staging", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1", "--timeout", "2s", "--progress", "plain")
-		assert.Equal(t, 4, o.code, "times out waiting, with the documented exit code: %s", o.stderr)
+		assert.Equal(t, 4, o.Code, "times out waiting, with the documented exit code: %s", o.Stderr)
 
 		o = cli(append([]string{"release", "staging"}, id...)...)
-		require.Equal(t, 0, o.code, "release: %s", o.stderr)
+		require.Equal(t, 0, o.Code, "release: %s", o.Stderr)
 		o = cli("status", "staging")
-		assert.Equal(t, 0, o.code, "status of a free lock: %s", o.stderr)
+		assert.Equal(t, 0, o.Code, "status of a free lock: %s", o.Stderr)
 	})
 
 	t.Run("a holder in a pod needs the pods rule", func(t *testing.T) {
@@ -65,19 +66,19 @@ func TestIntegrationLeastPrivilege(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		admin := lockClient(t, env.RESTConfig, ns)
-		_, err = admin.Acquire(t.Context(), lock.Request{Target: "staging", Identity: identity("web", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
+		_, err = admin.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("web", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
 		require.NoError(t, err)
 
 		full := boundCLI(t, env, ns, role.Rules)
 		o := full("status", "staging")
-		require.Equal(t, 0, o.code, "status with the documented Role: %s", o.stderr)
-		assert.Contains(t, o.stdout, "pod "+ns+"/holder", "judges the holder by its pod")
+		require.Equal(t, 0, o.Code, "status with the documented Role: %s", o.Stderr)
+		assert.Contains(t, o.Stdout, "pod "+ns+"/holder", "judges the holder by its pod")
 
 		noPods := boundCLI(t, env, ns, without(role.Rules, "pods", ""))
 		o = noPods("acquire", "staging", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1", "--timeout", "10s")
-		assert.Equal(t, 1, o.code, "refused: %s", o.stderr)
-		assert.Contains(t, o.stderr, "permission denied", "says it is a permission problem")
-		assert.Contains(t, o.stderr, `cannot get resource "pods"`, "names the verb and resource")
+		assert.Equal(t, 1, o.Code, "refused: %s", o.Stderr)
+		assert.Contains(t, o.Stderr, "permission denied", "says it is a permission problem")
+		assert.Contains(t, o.Stderr, `cannot get resource "pods"`, "names the verb and resource")
 	})
 
 	t.Run("run without watch on pods fails before writing anything", func(t *testing.T) {
@@ -99,9 +100,9 @@ spec:
 `), 0o600))
 		start := time.Now()
 		o := cli("run", "--lock", "staging", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1", "-f", jobFile)
-		t.Logf("run -f without watch pods -> exit %d in %s\n%s", o.code, time.Since(start).Round(time.Millisecond), o.stderr)
-		assert.Equal(t, 1, o.code, "refused with exit 1")
-		assert.Contains(t, o.stderr, "cannot watch pods", "names the verb and resource")
+		t.Logf("run -f without watch pods -> exit %d in %s\n%s", o.Code, time.Since(start).Round(time.Millisecond), o.Stderr)
+		assert.Equal(t, 1, o.Code, "refused with exit 1")
+		assert.Contains(t, o.Stderr, "cannot watch pods", "names the verb and resource")
 		cms, err := env.Client.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
 		require.NoError(t, err)
 		for _, cm := range cms.Items {
@@ -118,7 +119,7 @@ spec:
 			var args []string
 			switch verb {
 			case "update", "watch": // join the queue of a held lock, and wait
-				_, err := admin.Acquire(t.Context(), lock.Request{Target: "staging", Identity: identity("web", 1)})
+				_, err := admin.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 				require.NoError(t, err)
 				args = []string{"acquire", "staging", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1", "--timeout", "5s"}
 			case "create": // take a free lock
@@ -133,11 +134,11 @@ spec:
 				args = []string{"release", "staging", "--force"}
 			}
 			o := cli(args...)
-			t.Logf("%v -> exit %d\n%s", args, o.code, o.stderr)
-			assert.Equal(t, 1, o.code, "refused with exit 1")
-			assert.Contains(t, o.stderr, "permission denied", "says it is a permission problem")
-			assert.Contains(t, o.stderr, `cannot `+verb+` resource "configmaps"`, "names the verb and resource")
-			assert.Contains(t, o.stderr, "docs/rbac.md", "points at the documented Role")
+			t.Logf("%v -> exit %d\n%s", args, o.Code, o.Stderr)
+			assert.Equal(t, 1, o.Code, "refused with exit 1")
+			assert.Contains(t, o.Stderr, "permission denied", "says it is a permission problem")
+			assert.Contains(t, o.Stderr, `cannot `+verb+` resource "configmaps"`, "names the verb and resource")
+			assert.Contains(t, o.Stderr, "docs/rbac.md", "points at the documented Role")
 		})
 	}
 }
@@ -192,7 +193,7 @@ func without(rules []rbacv1.PolicyRule, resource, verb string) []rbacv1.PolicyRu
 // boundCLI creates a ServiceAccount bound to a Role with rules in ns, and
 // returns a function that runs lockctl as that ServiceAccount, with ns as
 // the lock namespace.
-func boundCLI(t *testing.T, env *testenv.Env, ns string, rules []rbacv1.PolicyRule) func(args ...string) outcome {
+func boundCLI(t *testing.T, env *testenv.Env, ns string, rules []rbacv1.PolicyRule) func(args ...string) clitest.Outcome {
 	t.Helper()
 	ctx := t.Context()
 	c := env.Client
@@ -213,8 +214,8 @@ func boundCLI(t *testing.T, env *testenv.Env, ns string, rules []rbacv1.PolicyRu
 		Contexts:       map[string]*clientcmdapi.Context{"test": {Cluster: "test", AuthInfo: "deployer", Namespace: ns}},
 		CurrentContext: "test",
 	}, path))
-	return func(args ...string) outcome {
+	return func(args ...string) clitest.Outcome {
 		t.Helper()
-		return runLockctl(t, []string{"KUBECONFIG=" + path, "LOCKCTL_LOCK_NAMESPACE=" + ns}, args...)
+		return clitest.Run(t, time.Minute, os.TempDir(), []string{"KUBECONFIG=" + path, "LOCKCTL_LOCK_NAMESPACE=" + ns}, args...)
 	}
 }

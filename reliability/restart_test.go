@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -58,14 +59,14 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 			waiter.WaiterTTL = 3 * time.Second
 			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 			defer cancel()
-			_, err := holder.Acquire(ctx, lock.Request{Target: target, Identity: identity("holder", 1), TTL: tt.holdTTL})
+			_, err := holder.Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity("holder", 1), TTL: tt.holdTTL})
 			require.NoError(t, err)
 			var done <-chan clitest.Acquisition
-			cliDone := make(chan outcome, 1)
+			cliDone := make(chan clitest.Outcome, 1)
 			if tt.cli {
-				lockctl(t) // built before the clock below starts: a build on a busy machine takes longer
+				clitest.Binary(t) // built before the clock below starts: a build on a busy machine takes longer
 				go func() {
-					cliDone <- runLockctl(t, nil, "acquire", target, "--owner", "acme", "--repo", "waiter", "--branch", "main", "--build", "1",
+					cliDone <- clitest.Run(t, time.Minute, os.TempDir(), nil, "acquire", target, "--owner", "acme", "--repo", "waiter", "--branch", "main", "--build", "1",
 						"--kubeconfig", env.Kubeconfig, "--lock-namespace", ns, "--timeout", "80s", "--progress", "plain")
 				}()
 				require.Eventually(t, func() bool {
@@ -73,18 +74,18 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 					return err == nil && l != nil && len(l.Status.Waiters) == 1
 				}, 30*time.Second, 50*time.Millisecond, "the lockctl process queues")
 			} else {
-				done = clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: identity("waiter", 1)})
+				done = clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: clitest.Identity("waiter", 1)})
 			}
 
 			require.NoError(t, env.RestartAPIServer(ctx, tt.down), "restart kube-apiserver")
 			if tt.release {
-				_, err := holder.Release(ctx, target, identity("holder", 1), lock.ReleaseOptions{})
+				_, err := holder.Release(ctx, target, clitest.Identity("holder", 1), lock.ReleaseOptions{})
 				require.NoError(t, err, "release after the restart")
 			}
 			if tt.cli {
 				o := <-cliDone
-				require.Equal(t, 0, o.code, "the lockctl process takes the lock; stderr:\n%s", o.stderr)
-				assert.NotRegexp(t, `(?m)^[IWEF]\d{4} `, o.stderr, "no client-go (klog) lines")
+				require.Equal(t, 0, o.Code, "the lockctl process takes the lock; stderr:\n%s", o.Stderr)
+				assert.NotRegexp(t, `(?m)^[IWEF]\d{4} `, o.Stderr, "no client-go (klog) lines")
 			} else {
 				r := clitest.Await(t, done, time.Minute, "waiter")
 				require.NoError(t, r.Err, "the waiter resumes by itself and takes the lock")
@@ -95,7 +96,7 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 			require.NotNil(t, got)
 			assert.Equal(t, "waiter", got.Status.Holder.Repo, "one holder: the waiter")
 			assert.Empty(t, got.Status.Waiters, "nobody else queued")
-			_, err = waiter.Release(ctx, target, identity("waiter", 1), lock.ReleaseOptions{})
+			_, err = waiter.Release(ctx, target, clitest.Identity("waiter", 1), lock.ReleaseOptions{})
 			require.NoError(t, err)
 		})
 	}

@@ -19,7 +19,7 @@ import (
 // AnnotationSession ties a job submitted by a run, and the pod made from
 // it, to that run's hold on its lock: "LOCKNS/TARGET/SESSION". The job's run
 // is alive while the lock of TARGET in LOCKNS is held by SESSION and has not
-// expired (docs/2026-12-02-run-session.md).
+// expired (docs/adr/0006-run-session.md).
 const AnnotationSession = "lockctl.dev/run-session"
 
 // Session is the value of AnnotationSession.

@@ -18,8 +18,11 @@ import (
 var metav1CreateOptions = metav1.CreateOptions{}
 
 // transition writes a new status with a compare-and-swap and logs the move.
-// On a conflict it re-reads the job so the next attempt decides on a current
-// view. In a dry run it only records the plan.
+// A write that loses to a change of the record (a conflict, or a view that
+// shows the job finished already) re-reads the job and returns a
+// *StaleError, so that judging the job again decides on the current record;
+// a record deleted meanwhile returns an error matching job.ErrNotFound. In
+// a dry run it only records the plan.
 func (r *Reconciler) transition(ctx context.Context, j *job.Job, st job.JobStatus) (*job.Job, error) {
 	if r.opts.DryRun {
 		r.planTransition(j, st)
@@ -29,10 +32,11 @@ func (r *Reconciler) transition(ctx context.Context, j *job.Job, st job.JobStatu
 		return out, nil
 	}
 	out, err := r.store.UpdateStatus(ctx, j, st)
-	if errors.Is(err, job.ErrConflict) {
-		if fresh, gerr := r.store.Get(ctx, j.Name); gerr == nil {
-			r.remember(fresh)
-		}
+	if errors.Is(err, job.ErrConflict) || errors.Is(err, job.ErrTerminal) {
+		return nil, r.reread(ctx, j.Name, err)
+	}
+	if errors.Is(err, job.ErrNotFound) {
+		r.written.Delete(j.Name)
 		return nil, err
 	}
 	if err != nil {
@@ -225,4 +229,40 @@ func apiMessage(err error) string {
 		return status.Status().Message
 	}
 	return err.Error()
+}
+
+// staleError is a write that lost to a change of a job record: a conflict,
+// or a view that shows the job finished already. The record has been read
+// again and remembered (Reconciler.reread), so judging the job again decides
+// on the record as it is now. It matches job.ErrConflict.
+type staleError struct {
+	name string
+	err  error
+}
+
+func (e *staleError) Error() string {
+	return fmt.Sprintf("job %q changed while it was judged: %v", e.name, e.err)
+}
+
+func (e *staleError) Unwrap() error { return e.err }
+
+// Is makes a staleError match job.ErrConflict, whatever write it lost.
+func (e *staleError) Is(target error) bool { return target == job.ErrConflict }
+
+// reread reads the job called name from the API server after a write of it
+// lost to a change (cause), and remembers what it read, so that the next
+// look at the job, even through a cache that has not seen the change yet,
+// judges the current record. It returns a *staleError, an error matching
+// job.ErrNotFound when the record is gone, or cause when the read fails.
+func (r *Reconciler) reread(ctx context.Context, name string, cause error) error {
+	fresh, err := r.store.Get(ctx, name)
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		r.written.Delete(name)
+		return err
+	case err != nil:
+		return cause
+	}
+	r.remember(fresh)
+	return &staleError{name: name, err: cause}
 }

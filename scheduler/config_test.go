@@ -80,15 +80,15 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
-// TestREADMEConfigExample: the README's config file parses, sets every key
-// the file supports, and gives the defaults it claims, so it works when
-// pasted.
-func TestREADMEConfigExample(t *testing.T) {
+// TestDocsConfigExample: the config file of docs/configuration.md parses,
+// sets every key the file supports, and gives the defaults it claims, so it
+// works when pasted.
+func TestDocsConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
 	require.NoError(t, err)
-	_, rest, ok := strings.Cut(string(readme), "cat > lockctl.yaml <<'EOF'\n")
-	require.True(t, ok, "the README has the config example")
+	_, rest, ok := strings.Cut(string(page), "cat > lockctl.yaml <<'EOF'\n")
+	require.True(t, ok, "docs/configuration.md has the config example")
 	doc, _, ok := strings.Cut(rest, "\nEOF\n")
 	require.True(t, ok, "the config example ends with EOF")
 
@@ -111,7 +111,7 @@ func TestREADMEConfigExample(t *testing.T) {
 			require.True(t, ok, "key %s", key)
 			field = field.FieldByIndex(f.Index)
 		}
-		assert.False(t, field.IsZero(), "the README's example sets %s", key)
+		assert.False(t, field.IsZero(), "the example sets %s", key)
 	}
 	o, err := c.Options()
 	require.NoError(t, err)

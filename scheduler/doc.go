@@ -13,7 +13,7 @@
 // and its metrics, and the Sinker pruning beside it.
 //
 // Any number of reconcilers, in any number of processes, may run at once;
-// docs/2026-12-02-concurrent-reconcilers.md has the argument. In short: a
+// docs/adr/0004-concurrent-reconcilers.md has the argument. In short: a
 // job's pod has one name, so a second create fails with AlreadyExists and
 // the pod is adopted; every pod creation is preceded by a compare-and-swap on
 // the job's status, so only a reconciler with a current view creates; and

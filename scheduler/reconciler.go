@@ -102,14 +102,33 @@ func NewReconciler(cms corev1client.ConfigMapsGetter, namespace string, clusters
 // Store returns the job store the reconciler writes through.
 func (r *Reconciler) Store() *job.Store { return r.store }
 
+// judgeAttempts bounds how often one look at a job judges it again after a
+// write lost to a change of a job record (see staleError).
+const judgeAttempts = 5
+
 // Reconcile looks at the job record called name once: it supersedes older
 // duplicates, starts, follows or finishes the job, and returns when its next
-// timeout falls due. A job that no longer exists is not an error. An error
-// means try again later; a job that can never run is put in the error state
-// instead, and is not retried.
+// timeout falls due. A job that no longer exists, or goes while it is
+// looked at, is not an error. A write that loses to a change of a job
+// record (another worker or reconciler got there first) is no error either:
+// the record is read again and the job judged again on it, so a race whose
+// winner already did what the write wanted (the job finished, the pod is
+// gone) ends quietly. An error means try again later; a job that can never
+// run is put in the error state instead, and is not retried.
 func (r *Reconciler) Reconcile(ctx context.Context, name string) (Result, error) {
 	start := r.clock.Now()
-	res, err := r.reconcile(ctx, name)
+	var (
+		res Result
+		err error
+	)
+	for range judgeAttempts {
+		res, err = r.reconcile(ctx, name)
+		var stale *staleError
+		if !errors.As(err, &stale) || ctx.Err() != nil {
+			break
+		}
+		r.opts.Log.WithField("job", name).WithError(err).Debug("a write lost a race, judging the job again")
+	}
 	reason := ""
 	switch {
 	case errors.Is(err, job.ErrConflict):
@@ -122,14 +141,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) (Result, error)
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, name string) (Result, error) {
-	j, err := r.currentJob(ctx, name)
+	res, err := r.look(ctx, name)
 	if errors.Is(err, job.ErrNotFound) {
+		// NOTE: the record is gone, or went while the job was judged (a
+		// write found it deleted): nothing is left to drive. Duplicates
+		// that go are handled where they are aborted (abortSuperseded).
 		r.written.Delete(name)
 		for alias := range r.clusters {
 			r.gone.Delete(alias + "/" + job.PodName(&job.Job{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 		}
 		return Result{}, nil
 	}
+	return res, err
+}
+
+// look judges the job called name once and acts on the verdict.
+func (r *Reconciler) look(ctx context.Context, name string) (Result, error) {
+	j, err := r.currentJob(ctx, name)
 	if err != nil {
 		return Result{}, err
 	}
@@ -318,7 +346,13 @@ func (r *Reconciler) createPod(ctx context.Context, cl *buildCluster, j *job.Job
 		return nil
 	case isAlreadyExists(err):
 		existing, gerr := getPod(ctx, cl, pod.Name)
-		if gerr != nil || existing == nil {
+		if gerr == nil && existing == nil {
+			// NOTE: deleted between the create and the read: whoever
+			// deleted it (a reconciler that ended the job) changed the
+			// record first; judge the job again on it.
+			return r.reread(ctx, j.Name, fmt.Errorf("pod %q went while it was created: %w", pod.Name, job.ErrConflict))
+		}
+		if gerr != nil {
 			return fmt.Errorf("create pod %q in cluster %q: %w", pod.Name, cl.alias, err)
 		}
 		if !job.IsPodOf(existing, j) {
@@ -415,7 +449,7 @@ func (r *Reconciler) createMissing(ctx context.Context, cl *buildCluster, j *job
 	}
 	if fresh.ResourceVersion != j.ResourceVersion {
 		r.remember(fresh)
-		return fmt.Errorf("job %q changed: %w", j.Name, job.ErrConflict)
+		return &staleError{name: j.Name, err: fmt.Errorf("job %q changed: %w", j.Name, job.ErrConflict)}
 	}
 	return r.createPod(ctx, cl, fresh)
 }
@@ -552,10 +586,13 @@ func (r *Reconciler) supersede(ctx context.Context, j *job.Job) (bool, error) {
 	if newest != j {
 		return true, r.abortSuperseded(ctx, j, newest)
 	}
+	// NOTE: an abort that lost to a change of the duplicate (another worker
+	// aborted it first) is kept as an error: the step judges j again, on
+	// the duplicate as read after the loss, before it starts j.
 	var errs []error
 	for _, d := range dupes {
 		var cu *ClusterUnavailableError
-		if err := r.abortSuperseded(ctx, d, j); err != nil && !errors.Is(err, job.ErrConflict) && !errors.As(err, &cu) {
+		if err := r.abortSuperseded(ctx, d, j); err != nil && !errors.As(err, &cu) {
 			errs = append(errs, err)
 		}
 	}
@@ -569,12 +606,27 @@ func samePull(a, b *job.Job) bool {
 	return a.Spec.Refs.Org == b.Spec.Refs.Org && a.Spec.Refs.Repo == b.Spec.Refs.Repo && a.PullNumber() == b.PullNumber()
 }
 
+// abortSuperseded aborts old, an older run of newer's presubmit, and deletes
+// its pod. A duplicate that has finished or gone meanwhile (another worker
+// or reconciler aborted it first) needs nothing more and is no error: its
+// abort is what the write wanted.
 func (r *Reconciler) abortSuperseded(ctx context.Context, old, newer *job.Job) error {
+	err := r.supersedeOne(ctx, old.Name, newer)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (r *Reconciler) supersedeOne(ctx context.Context, name string, newer *job.Job) error {
 	// NOTE: the passes over every job see jobs without their pod template;
-	// the job written is read whole.
-	old, err := r.currentJob(ctx, old.Name)
+	// the job written is read whole, and at its latest known version.
+	old, err := r.currentJob(ctx, name)
 	if err != nil {
 		return err
+	}
+	if old.IsTerminal() {
+		return nil
 	}
 	cl := r.clusters[old.ClusterAlias()]
 	var pod *corev1.Pod

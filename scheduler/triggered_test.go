@@ -119,9 +119,17 @@ func TestTriggeredRows(t *testing.T) {
 			wantErr:   true,
 		},
 		{
-			name: "lost race on the status writes nothing",
+			name: "lost race on the status: judged again on a fresh read, then started",
 			setup: func(h *harness) {
 				h.jobs.PrependReactor("update", "configmaps", conflictOnce())
+			},
+			wantState: job.Pending,
+			wantPod:   true,
+		},
+		{
+			name: "every race lost: writes nothing, tried again later",
+			setup: func(h *harness) {
+				h.jobs.PrependReactor("update", "configmaps", apiError(409, metav1.StatusReasonConflict))
 			},
 			wantState: job.Triggered,
 			wantErr:   true,

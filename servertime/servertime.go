@@ -1,7 +1,7 @@
 // Package servertime estimates the API server's clock from the Date header
 // of its answers, so that every lockctl process judges lock expiries on one
 // clock, the API server's, whatever its own clock says
-// (docs/2026-12-03-lock-clock.md).
+// (docs/adr/0015-lock-clock.md).
 //
 // Each answer bounds the offset between the API server's clock and the local
 // one: the Date header (whole seconds, truncated) was written between the

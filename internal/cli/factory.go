@@ -19,10 +19,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/internal/kubeclient"
 	"github.com/lockctl/lockctl/internal/term"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
 )
 
@@ -58,13 +58,13 @@ type Factory struct {
 	Clock clock.WithTicker
 	// ServerClock follows the API server's clock, learnt from the answers
 	// to the clients built here; locks judge expiries on it
-	// (docs/2026-12-03-lock-clock.md). nil means Clock.
+	// (docs/adr/0015-lock-clock.md). nil means Clock.
 	ServerClock *servertime.Clock
 	// Getenv reads the environment (CI identity, LOCKCTL_* flags).
 	Getenv func(string) string
 	// LocalEnv describes the user, host, working directory and terminal
 	// session, for holder identities outside CI.
-	LocalEnv func() lock.LocalEnv
+	LocalEnv func() identity.LocalEnv
 	// Log is the logger, writing to IOStreams.ErrOut.
 	Log *logrus.Entry
 	// Verbosity is -v, set once flags are parsed.
@@ -135,7 +135,7 @@ func NewFactory(streams IOStreams, version string) *Factory {
 		ServerClock: servertime.New(clock.RealClock{}),
 		Getenv:      os.Getenv,
 	}
-	f.LocalEnv = func() lock.LocalEnv { return lock.ReadLocalEnv(f.Getenv) }
+	f.LocalEnv = func() identity.LocalEnv { return identity.ReadLocalEnv(f.Getenv) }
 	// jx-logging reads JX_LOG_FORMAT (text, json) and JX_LOG_LEVEL.
 	jxlog.SetOutput(streams.ErrOut)
 	f.Log = jxLogger()

@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/kubeclient"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // testFactory is a Factory on fakes, with the environment and the local
@@ -23,7 +23,7 @@ type testFactory struct {
 	clock *testingclock.FakeClock
 	env   map[string]string
 	// local is the machine and shell outside CI: no git checkout.
-	local lock.LocalEnv
+	local identity.LocalEnv
 }
 
 func newTestFactory(t *testing.T) *testFactory {
@@ -32,7 +32,7 @@ func newTestFactory(t *testing.T) *testFactory {
 		cs:    fake.NewClientset(),
 		clock: testingclock.NewFakeClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)),
 		env:   map[string]string{},
-		local: lock.LocalEnv{User: "dev", Host: "laptop", Session: 4242, PID: 5151},
+		local: identity.LocalEnv{User: "dev", Host: "laptop", Session: 4242, PID: 5151},
 	}
 	logger := logrus.New()
 	logger.Out = io.Discard
@@ -45,7 +45,7 @@ func newTestFactory(t *testing.T) *testFactory {
 		InPod:        func() (string, string, bool) { return "", "", false },
 		Clock:        tf.clock,
 		Getenv:       func(k string) string { return tf.env[k] },
-		LocalEnv:     func() lock.LocalEnv { return tf.local },
+		LocalEnv:     func() identity.LocalEnv { return tf.local },
 		Log:          logrus.NewEntry(logger),
 		IsTerminal:   func() bool { return false },
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -53,23 +54,26 @@ func (l *LockFlags) ResolveLockNamespace(f *Factory) (string, error) {
 }
 
 // Identity resolves the holder identity: flags win over the CI
-// environment, which wins over the local defaults (lock.ResolveIdentity: user@host,
-// the git checkout's repository and branch, the terminal session as build).
-// unordered is true when the build only tells holders apart (a local or
-// hashed build): such claims are served first come, first served. A field
-// lock.Identity.Validate refuses is a *cmdutil.FlagError naming the flag or
-// environment variable it came from.
-func (l *LockFlags) Identity(f *Factory) (id lock.Identity, unordered bool, err error) {
+// environment, which wins over the local defaults (identity.Resolve: user@host,
+// the git checkout's repository and branch, the terminal session as build),
+// with the CI job the command runs in when the CI system says. A field
+// lock.Identity.Validate or lock.CIJob.ValidateJob refuses is a
+// *cmdutil.FlagError naming the flag or environment variable it came from.
+func (l *LockFlags) Identity(f *Factory) (identity.Holder, error) {
 	flags := lock.Identity{Owner: l.Owner, Repo: l.Repo, Branch: l.Branch, Build: l.Build}
-	id, src, unordered := lock.ResolveIdentity(flags, f.Getenv, f.LocalEnv, l.PerProcess)
-	if err := id.Validate(); err != nil {
+	h := identity.Resolve(flags, f.Getenv, f.LocalEnv, l.PerProcess)
+	err := h.Identity.Validate()
+	if err == nil {
+		err = h.Job.ValidateJob()
+	}
+	if err != nil {
 		var ie *lock.IdentityError
 		if !errors.As(err, &ie) {
-			return id, unordered, cmdutil.FlagErrorf("invalid identity: %v", err)
+			return h, cmdutil.FlagErrorf("invalid identity: %v", err)
 		}
-		return id, unordered, identityError(ie, src[ie.Field])
+		return h, identityError(ie, h.Source[ie.Field])
 	}
-	return id, unordered, l.validatePod()
+	return h, l.validatePod()
 }
 
 // validatePod checks --pod, NAME or NAMESPACE/NAME (lock.ParsePodRef).
@@ -91,6 +95,11 @@ func identityError(ie *lock.IdentityError, source string) error {
 	want := fmt.Sprintf("printable text of at most %d bytes", lock.MaxIdentityFieldLen)
 	if ie.Field == "build" {
 		want = "a non-negative integer that grows with every build of the branch"
+	}
+	switch ie.Field {
+	case "sequence", "job", "jobID":
+		// NOTE: no flag sets these: they come from the CI system alone.
+		return cmdutil.FlagErrorf("invalid identity: %s (from %s): fix the variable", ie.Describe(ie.Field), source)
 	}
 	switch source {
 	case flag:

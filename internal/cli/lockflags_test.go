@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
@@ -25,12 +26,36 @@ func TestLockFlagsIdentity(t *testing.T) {
 		name          string
 		flags         LockFlags
 		env           map[string]string
-		local         *lock.LocalEnv
+		local         *identity.LocalEnv
 		want          lock.Identity
+		wantJob       lock.CIJob
 		wantUnordered bool
 		wantErr       string
 	}{
 		{name: "flags", flags: flags, want: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
+		{
+			name: "github actions: the workflow is the sequence, the job on its runner holds",
+			env: map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/web", "GITHUB_REF_NAME": "main",
+				"GITHUB_RUN_NUMBER": "88", "GITHUB_WORKFLOW_REF": "acme/web/.github/workflows/deploy.yml@refs/heads/main",
+				"GITHUB_JOB": "deploy", "RUNNER_NAME": "GitHub Actions 3", "GITHUB_RUN_ATTEMPT": "1"},
+			want:    lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "88", Sequence: ".github/workflows/deploy.yml"},
+			wantJob: lock.CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 1},
+		},
+		{
+			name: "github actions with --build: the number is the flag's, counted in no workflow",
+			env: map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/web", "GITHUB_REF_NAME": "main",
+				"GITHUB_RUN_NUMBER": "88", "GITHUB_WORKFLOW_REF": "acme/web/.github/workflows/deploy.yml@refs/heads/main",
+				"GITHUB_JOB": "deploy", "RUNNER_NAME": "r1", "GITHUB_RUN_ATTEMPT": "2"},
+			flags:   LockFlags{Build: "4021"},
+			want:    lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "4021"},
+			wantJob: lock.CIJob{Job: "deploy", JobID: "r1", Attempt: 2},
+		},
+		{
+			name: "a job name with control characters, named by its variable",
+			env: map[string]string{"GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web",
+				"CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "9", "CI_JOB_NAME": "deploy\x1b[2J", "CI_JOB_ID": "100"},
+			wantErr: `invalid identity: job "deploy\x1b[2J" contains control characters (from $CI_JOB_NAME): fix the variable`,
+		},
 		{
 			name:  "prow environment, flags win",
 			env:   map[string]string{"REPO_OWNER": "org", "REPO_NAME": "api", "PULL_BASE_REF": "release", "BUILD_ID": "12"},
@@ -53,7 +78,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 		},
 		{
 			name:  "no session: the process",
-			local: &lock.LocalEnv{User: "dev", Host: "laptop", PID: 99},
+			local: &identity.LocalEnv{User: "dev", Host: "laptop", PID: 99},
 			want:  lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "99"}, wantUnordered: true,
 		},
 		{
@@ -159,11 +184,12 @@ func TestLockFlagsIdentity(t *testing.T) {
 			if tt.local != nil {
 				te.local = *tt.local
 			}
-			id, unordered, err := l.Identity(te.f)
+			h, err := l.Identity(te.f)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
-				assert.Equal(t, tt.want, id)
-				assert.Equal(t, tt.wantUnordered, unordered, "unordered")
+				assert.Equal(t, tt.want, h.Identity)
+				assert.Equal(t, tt.wantJob, h.Job, "CI job")
+				assert.Equal(t, tt.wantUnordered, h.Unordered, "unordered")
 				return
 			}
 			require.Error(t, err)
@@ -177,7 +203,7 @@ func TestLockFlagsIdentity(t *testing.T) {
 	}
 }
 
-// TestLockNamespaceDefault pins the order README and --help give:
+// TestLockNamespaceDefault pins the order docs/configuration.md and --help give:
 // --lock-namespace, else -n, else the pod's namespace, else the context's.
 func TestLockNamespaceDefault(t *testing.T) {
 	t.Parallel()
@@ -205,7 +231,7 @@ func TestLockNamespaceDefault(t *testing.T) {
 }
 
 // TestNewLockClientClock: lock clients judge expiries on the API server's
-// clock (Factory.ServerClock), and read nodes (docs/2026-12-03-lock-clock.md).
+// clock (Factory.ServerClock), and read nodes (docs/adr/0015-lock-clock.md).
 func TestNewLockClientClock(t *testing.T) {
 	t.Parallel()
 	te := newTestFactory(t)

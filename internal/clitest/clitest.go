@@ -1,7 +1,8 @@
 // Package clitest is what the tests that drive lockctl from the outside
-// (e2e, reliability, bench) share: the lockctl binary, built once per test
-// binary and run as a user would, contenders queued for a lock, and
-// buffers safe for concurrent writers.
+// (e2e, reliability, bench, deploy) share: the lockctl binary, built once
+// per test binary and run as a user would, contenders queued for a lock,
+// the holder identity lock tests use, and buffers safe for concurrent
+// writers.
 package clitest
 
 import (

@@ -2,6 +2,7 @@ package clitest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -66,4 +67,10 @@ func LastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Identity is the holder acme/REPO@main#BUILD that the tests driving locks
+// use.
+func Identity(repo string, build int) lock.Identity {
+	return lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: strconv.Itoa(build)}
 }

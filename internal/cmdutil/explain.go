@@ -66,6 +66,8 @@ func Explain(err error) (msg, hint string) {
 	case errors.As(err, &tokenErr):
 		return err.Error(), fmt.Sprintf("give the token `lockctl acquire` printed for this hold; to break the lock whoever holds it, run `%s`",
 			forceReleaseCommand(tokenErr.Target, tokenErr.Namespace))
+	case errors.As(err, &notHolder) && notHolder.OtherJob():
+		return err.Error(), fmt.Sprintf("another job of a build releases its hold by the token acquire printed there: `lockctl release %s --token TOKEN`", notHolder.Target)
 	case errors.As(err, &notHolder):
 		return err.Error(), fmt.Sprintf("only its holder releases it; to break it, run `%s` (it says whose lock it broke)",
 			forceReleaseCommand(notHolder.Target, notHolder.Namespace))

@@ -41,6 +41,17 @@ func TestExplainLockErrors(t *testing.T) {
 			wantHint: "only its holder releases it; to break it, run `lockctl release staging --lock-namespace ci --force` (it says whose lock it broke)",
 		},
 		{
+			name: "release by another CI job of the build points to --token",
+			err: &lock.NotHolderError{Target: "staging", Namespace: "ci",
+				Holder: func() lock.Claim {
+					h := holder
+					h.CIJob = lock.CIJob{Job: "deploy", JobID: "1001", Attempt: 1001}
+					return h
+				}(), Caller: lock.CIJob{Job: "cleanup", JobID: "1010", Attempt: 1010}},
+			wantMsg:  `lock on "staging" is held by acme/web@main#7 in job deploy (1001, attempt 1001), another job than the caller's job cleanup (1010, attempt 1010)`,
+			wantHint: "another job of a build releases its hold by the token acquire printed there: `lockctl release staging --token TOKEN`",
+		},
+		{
 			name:     "release by a wrong token names both tokens",
 			err:      &lock.TokenError{Target: "staging", Namespace: "ci", Token: "76", Holder: holder, HolderToken: "77"},
 			wantMsg:  `lock on "staging" is held by acme/web@main#7 under fencing token 77, not 76; nothing released`,

@@ -2,7 +2,7 @@
 // entries, progress and errors, in one of three forms — structured
 // (JX_LOG_FORMAT=json), live (a terminal: a live line redrawn every second,
 // colour unless NO_COLOR) or plain (every line starts with the UTC time).
-// See docs/2026-12-03-terminal-output.md.
+// See docs/adr/0016-terminal-output.md.
 package term
 
 import (
@@ -46,12 +46,12 @@ const ClearLine = "\r\033[K"
 const defaultTerminalWidth = 80
 
 // plainTimeLayout starts every line lockctl writes to stderr outside a
-// terminal: the UTC time of day (docs/2026-12-03-terminal-output.md).
+// terminal: the UTC time of day (docs/adr/0016-terminal-output.md).
 const plainTimeLayout = time.TimeOnly
 
 // Console is the one writer of lockctl's own lines on stderr: status
 // lines, log entries, wait progress and errors go through it, so they all
-// take one form (docs/2026-12-03-terminal-output.md):
+// take one form (docs/adr/0016-terminal-output.md):
 //
 //   - structured (JX_LOG_FORMAT=json): every line is one JSON object, with
 //     no live line;

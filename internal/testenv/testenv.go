@@ -112,6 +112,9 @@ type Env struct {
 	Client kubernetes.Interface
 	// StartupTime is how long Start took, up to the fake Node being Ready.
 	StartupTime time.Duration
+	// EtcdURL is etcd's client URL (plain HTTP on loopback), whose /metrics
+	// tell the size of the database (bench's BenchmarkCapacity).
+	EtcdURL string
 
 	keep     bool
 	procs    []*process
@@ -205,6 +208,7 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	e.procs = append(e.procs, etcd)
+	e.EtcdURL = etcdURL
 	if err := e.waitUntil(ctx, "etcd", etcd, func(ctx context.Context) error {
 		return httpGetOK(ctx, http.DefaultClient, etcdURL+"/health", `"health":"true"`)
 	}); err != nil {
