@@ -150,7 +150,6 @@ type soak struct {
 	holds     string // the ticks of every hold: "LOCK ID tick UNIXNANO"
 	proxy     *testenv.Proxy
 	via       string
-	seq       atomic.Int64
 	restarts  atomic.Int64
 	freezes   atomic.Int64
 	frozenFor atomic.Int64
