@@ -16,7 +16,7 @@ export LOCKCTL_REQUIRE_INTEGRATION := 1
 # bench, which drive a lockctl binary built without it.
 RACE_PKGS = $(shell go list ./... | grep -v -e /e2e -e /reliability -e /bench)
 
-.PHONY: fuzz help build image localcluster tools test unit integration demo up down bench lint golden docs clean
+.PHONY: fuzz help build image localcluster tools test unit integration soak demo up down bench lint golden docs clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -39,6 +39,10 @@ unit: ## run the unit tests only (no control plane), under the race detector
 
 integration: tools ## run the integration tests only
 	go test -count=1 -timeout 40m -run 'TestIntegration' ./...
+
+SOAK ?= 10m
+soak: tools ## soak lockctl for SOAK (10m): reconcilers, runs, jobs, pipelines, API server restarts, partitions (docs/reliability.md)
+	LOCKCTL_SOAK=$(SOAK) go test -count=1 -timeout 60m -v -run '^TestIntegrationSoak$$' ./reliability
 
 demo: build localcluster tools ## start a local control plane and show builds taking turns on a lock, then lockctl run
 	hack/demo.sh

@@ -47,9 +47,13 @@ type runOptions struct {
 	Filename string
 	Command  []string
 	TTL      time.Duration
-	Timeout  time.Duration
-	Policy   lock.Policy
-	Priority lock.Priority
+	// KillGrace is how long a command stopped because the lock could not
+	// be renewed gets between SIGTERM and SIGKILL; 0 means
+	// run.DefaultKillGrace(TTL).
+	KillGrace time.Duration
+	Timeout   time.Duration
+	Policy    lock.Policy
+	Priority  lock.Priority
 	// IgnoreFreeze takes a frozen lock (an emergency); the freeze records it.
 	IgnoreFreeze bool
 	// CancelInProgress asks an older run of this branch holding the lock
@@ -97,10 +101,19 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			nor is a local build (a terminal), which has no build order.
 
 			The lock expires --ttl after run stops renewing it (every third of
-			--ttl), so a killed terminal frees it within that. The job's pod is
-			tied to this run's hold on the lock: once the hold of a run that died
-			has expired, its pod is deleted by a running lockctl reconcile, or
-			else by the next lockctl run (docs/adr/0006-run-session.md).
+			--ttl), so a killed terminal frees it within that. A run that cannot
+			renew it (the API server unreachable, a silent connection) gives up
+			at the renew deadline, --ttl - --kill-grace - 1s (clock margin): the
+			command gets SIGTERM, and SIGKILL --kill-grace later, so it has ended
+			before the lock can expire and another holder take it; run then
+			exits 1. A job's run stops following it and aborts it if the API
+			server answers; if not, its pod runs on until a reconcile loop or
+			the next run finds the hold expired (docs/partitions.md).
+
+			The job's pod is tied to this run's hold on the lock: once the hold
+			of a run that died has expired, its pod is deleted by a running
+			lockctl reconcile, or else by the next lockctl run
+			(docs/adr/0006-run-session.md).
 
 			Ctrl-C (or SIGTERM) once aborts the job, which deletes its pod, or
 			passes the signal to the command and waits for it; then the lock is
@@ -115,7 +128,8 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 
 			Exit status:
 			  0  the job or the command succeeded
-			  1  error (API, permissions), the lock was lost, or someone aborted the job
+			  1  error (API, permissions), the lock was lost or could not be renewed
+			     in time (the command was stopped), or someone aborted the job
 			  2  usage (bad flags, bad job or config file)
 			  3  superseded: a newer build waits for or holds the lock, asked this
 			     run to stop (--cancel-in-progress), or a newer run of the presubmit
@@ -162,6 +176,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	o.AddIdentityFlags(fs)
 	o.AddLockNamespaceFlag(fs)
 	fs.DurationVar(&o.TTL, "ttl", o.TTL, "how long the lock outlives run when run stops renewing it (a killed terminal)")
+	fs.DurationVar(&o.KillGrace, "kill-grace", o.KillGrace, "how long a command stopped because the lock could not be renewed gets between SIGTERM and SIGKILL; 0 means a sixth of --ttl, at most 10s")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting for the lock after this long (exit 4); 0 waits forever")
 	cli.AddPolicyFlag(fs, &o.Policy)
 	cli.AddPriorityFlag(fs, &o.Priority)
@@ -203,7 +218,26 @@ func (o *runOptions) validate() error {
 	if err := cli.ValidateWait(o.TTL, o.Timeout, o.Progress); err != nil {
 		return err
 	}
+	if err := validateKillGrace(o.TTL, o.KillGrace); err != nil {
+		return err
+	}
 	return o.ValidateClusters()
+}
+
+// validateKillGrace checks that --ttl leaves time to renew the lock before
+// the renew deadline (run.HoldTimings).
+func validateKillGrace(ttl, grace time.Duration) error {
+	if grace < 0 {
+		return cmdutil.FlagErrorf("--kill-grace must not be negative, got %s", grace)
+	}
+	_, err := run.HoldTimings(ttl, grace)
+	var te *run.TimingsError
+	if !errors.As(err, &te) {
+		return err
+	}
+	least := (3*(te.KillGrace+run.ClockMargin)/2 + 100*time.Millisecond).Truncate(100 * time.Millisecond)
+	return cmdutil.FlagErrorf("--ttl %s is too short for a kill grace of %s: run stops the command %s (kill grace) + %s (clock margin) before the lock can expire, "+
+		"which leaves no time to renew it first (at a third of --ttl); give --ttl %s or more, or a shorter --kill-grace", ttl, te.KillGrace, te.KillGrace, run.ClockMargin, least)
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
@@ -297,7 +331,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
 	ro := run.Options{
-		Locks: locks, Timeout: o.Timeout, Jobs: jobs,
+		Locks: locks, Timeout: o.Timeout, KillGrace: o.KillGrace, Jobs: jobs,
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
 		Requests: lock.RequestsFor(lock.Request{
 			Identity: holder.Identity, Job: holder.Job, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,

@@ -70,6 +70,21 @@ func TestNewRunCmd(t *testing.T) {
 				TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",
 			},
 		},
+		{
+			name: "a short TTL with a kill grace",
+			args: []string{"--lock", "staging", "--ttl", "6s", "--kill-grace", "2s", "--", "true"},
+			want: runOptions{
+				Target: "staging", Targets: []string{"staging"}, Command: []string{"true"},
+				TTL: 6 * time.Second, KillGrace: 2 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",
+			},
+		},
+		{
+			name: "a TTL too short for the kill grace", args: []string{"--lock", "staging", "--ttl", "6s", "--kill-grace", "5s", "--", "true"},
+			wantErr: "--ttl 6s is too short for a kill grace of 5s: run stops the command 5s (kill grace) + 1s (clock margin) before the lock can expire, " +
+				"which leaves no time to renew it first (at a third of --ttl); give --ttl 9.1s or more, or a shorter --kill-grace",
+		},
+		{name: "a TTL too short for the default kill grace", args: []string{"--lock", "staging", "--ttl", "1s", "--", "true"}, wantErr: "--ttl 1s is too short for a kill grace of 160ms"},
+		{name: "a negative kill grace", args: []string{"--lock", "staging", "--kill-grace", "-1s", "--", "true"}, wantErr: "--kill-grace must not be negative, got -1s"},
 		{name: "a lock named twice", args: []string{"--lock", "staging", "--lock", "staging", "--", "true"}, wantErr: `"staging" is named twice`},
 		{name: "nothing to run", args: []string{"--lock", "staging"}, wantErr: "nothing to run: give a job with -f FILE or a command after --"},
 		{name: "job and command", args: []string{"--lock", "staging", "-f", "job.yaml", "--", "true"}, wantErr: "give either -f FILE or -- COMMAND, not both"},
@@ -308,7 +323,7 @@ func TestRunRunLockLost(t *testing.T) {
 	assert.Contains(t, err.Error(), `lock "staging" was lost while sh -c`)
 	assert.ErrorIs(t, err, lock.ErrLost)
 	assert.Equal(t, "ready\ngot TERM\n", out.String(), "the command was stopped")
-	assert.Contains(t, errOut.String(), "lock lost: now held by acme/web@main#99: stopping the command with SIGTERM\n")
+	assert.Contains(t, errOut.String(), "lock lost: now held by acme/web@main#99: stopping the command with SIGTERM (SIGKILL after 5s)\n")
 	assert.NotContains(t, errOut.String(), "released", "someone else's lock is left alone")
 }
 

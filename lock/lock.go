@@ -813,6 +813,11 @@ func (c *Client) clockSlack() time.Duration {
 	return 0
 }
 
+// ClockUncertainty returns how far c.Clock may be off the API server's
+// clock: the uncertainty of a clock that follows it (servertime.Clock) once
+// it has heard from it, 0 for other clocks and before that.
+func (c *Client) ClockUncertainty() time.Duration { return c.clockSlack() }
+
 // clockReady reports whether c.Clock may stamp and judge expiries: it does
 // not follow the API server's clock, or it has heard from it.
 func (c *Client) clockReady() bool {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"golang.org/x/term"
+	"k8s.io/utils/clock"
 )
 
 // Exit statuses of a command that could not be started, as shells use them.
@@ -87,7 +88,11 @@ func (c *Command) String() string { return QuoteCommand(c.argv) }
 //
 // When ctx ends, h is lost, or a newer build asks h to stop
 // (cancel-in-progress), Run signals the command, waits for it and returns
-// an error wrapping ctx.Err(), lock.ErrLost or lock.ErrSuperseded.
+// an error wrapping ctx.Err(), lock.ErrLost or lock.ErrSuperseded. When h
+// has not been renewed for its renew deadline (a partition, a silent API
+// server), or is lost, the command gets SIGTERM and, if it has not exited
+// Timings.KillGrace later, SIGKILL, so that it has ended before the lock
+// can expire; the error then wraps ErrNotRenewed or lock.ErrLost.
 func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 	obs = observerOrNop(obs)
 	cmdline := c.String()
@@ -123,12 +128,11 @@ func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 		obs.Exited(c.child.ProcessState, <-exited)
 		return fmt.Errorf("run %s: %w", cmdline, ctx.Err())
 	case lost := <-h.Lost():
-		obs.Stopping(Stop{Command: c.argv, Lost: lost, Signal: syscall.SIGTERM})
-		if err := signalChild(c.child.Process, syscall.SIGTERM, !c.interactive); err != nil {
-			obs.SignalFailed(err)
-		}
-		obs.Exited(c.child.ProcessState, <-exited)
+		c.stop(obs, exited, Stop{Command: c.argv, Lost: lost, Signal: syscall.SIGTERM, KillAfter: h.Timings().KillGrace}, h.local)
 		return fmt.Errorf("lock %q was lost while %s ran: %w", h.LostTarget(), cmdline, lost)
+	case late := <-h.NotRenewed():
+		c.stop(obs, exited, Stop{Command: c.argv, NotRenewed: late, Signal: syscall.SIGTERM, KillAfter: h.Timings().KillGrace}, h.local)
+		return fmt.Errorf("%w; %s was stopped before the lock could expire", late, cmdline)
 	case asked := <-h.Cancelled():
 		obs.Stopping(Stop{Command: c.argv, Cancelled: asked, Signal: syscall.SIGTERM})
 		if err := signalChild(c.child.Process, syscall.SIGTERM, !c.interactive); err != nil {
@@ -137,6 +141,28 @@ func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 		obs.Exited(c.child.ProcessState, <-exited)
 		return fmt.Errorf("%s stopped: %w", cmdline, asked)
 	}
+}
+
+// stop sends the command SIGTERM, and SIGKILL s.KillAfter later (on clk)
+// if it has not exited by then, and waits for it: a command that runs
+// without its lock must end, whether it handles SIGTERM or not.
+func (c *Command) stop(obs Observer, exited <-chan error, s Stop, clk clock.WithTicker) {
+	obs.Stopping(s)
+	if err := signalChild(c.child.Process, syscall.SIGTERM, !c.interactive); err != nil {
+		obs.SignalFailed(err)
+	}
+	t := clk.NewTimer(s.KillAfter)
+	defer t.Stop()
+	select {
+	case err := <-exited:
+		obs.Exited(c.child.ProcessState, err)
+		return
+	case <-t.C():
+	}
+	if err := signalChild(c.child.Process, syscall.SIGKILL, !c.interactive); err != nil {
+		obs.SignalFailed(err)
+	}
+	obs.Exited(c.child.ProcessState, <-exited)
 }
 
 // signalOf returns the signal that cancelled ctx, SIGTERM when none did.

@@ -7,48 +7,180 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/servertime"
 )
+
+// ClockMargin is the part of a hold's TTL kept for the uncertainty of the
+// clock its expiry is stamped on: an estimate of the API server's
+// (servertime), within half a second and half a round trip after one
+// answer and closer after a few, and for the time it takes to reap a
+// command after SIGKILL.
+const ClockMargin = time.Second
+
+// maxDefaultKillGrace caps the default kill grace of long TTLs.
+const maxDefaultKillGrace = 10 * time.Second
+
+// DefaultKillGrace is the kill grace of a hold of ttl when none is given: a
+// sixth of it to the 10ms, at most 10s (1s for a TTL of 6s, 5s for 30s).
+func DefaultKillGrace(ttl time.Duration) time.Duration {
+	return min((ttl / 6).Truncate(10*time.Millisecond), maxDefaultKillGrace)
+}
+
+// Timings are when a hold renews its locks and when it gives up on them.
+// A renewal stamps the expiry TTL ahead on the API server's clock. A lock
+// that has not been renewed for RenewDeadline (TTL − KillGrace −
+// ClockMargin) is given up: what runs under it gets SIGTERM then, and
+// SIGKILL KillGrace later, so that it has ended before the expiry it last
+// wrote can pass on the API server's clock and another contender take the
+// lock (docs/adr/0050-renew-deadline.md).
+type Timings struct {
+	// TTL is how long a renewal keeps the lock.
+	TTL time.Duration
+	// RenewEvery is how often a lock is renewed: a third of TTL.
+	RenewEvery time.Duration
+	// RetryEvery is how soon a failed renewal is tried again: a quarter of
+	// RenewEvery.
+	RetryEvery time.Duration
+	// RenewDeadline is how long a lock may go without a renewal, counted
+	// from the start of the last one that succeeded; each renewal request
+	// ends by then at the latest.
+	RenewDeadline time.Duration
+	// KillGrace is how long a command stopped at the renew deadline has
+	// between SIGTERM and SIGKILL.
+	KillGrace time.Duration
+}
+
+// HoldTimings returns the timings of a hold of ttl whose command gets
+// killGrace between SIGTERM and SIGKILL; a zero killGrace means
+// DefaultKillGrace(ttl). A TTL too short for its grace (a renew deadline
+// that comes before the first renewal) is a *TimingsError.
+func HoldTimings(ttl, killGrace time.Duration) (Timings, error) {
+	if killGrace == 0 {
+		killGrace = DefaultKillGrace(ttl)
+	}
+	t := Timings{
+		TTL: ttl, RenewEvery: ttl / 3, KillGrace: killGrace,
+		RenewDeadline: ttl - killGrace - ClockMargin,
+	}
+	t.RetryEvery = t.RenewEvery / 4
+	if ttl <= 0 || killGrace < 0 || t.RenewDeadline <= t.RenewEvery {
+		return Timings{}, &TimingsError{TTL: ttl, KillGrace: killGrace}
+	}
+	return t, nil
+}
+
+// TimingsError is a TTL too short for its kill grace: the command would
+// have to be stopped before the lock is first renewed.
+type TimingsError struct {
+	TTL, KillGrace time.Duration
+}
+
+func (e *TimingsError) Error() string {
+	if e.TTL <= 0 {
+		return fmt.Sprintf("the TTL must be positive, got %s", e.TTL)
+	}
+	if e.KillGrace < 0 {
+		return fmt.Sprintf("the kill grace must not be negative, got %s", e.KillGrace)
+	}
+	// ttl − grace − margin > ttl/3  ⇔  ttl > 3/2 (grace + margin)
+	least := (3*(e.KillGrace+ClockMargin)/2 + 100*time.Millisecond).Truncate(100 * time.Millisecond)
+	return fmt.Sprintf("a TTL of %s is too short for a kill grace of %s: the command is stopped %s (kill grace) + %s (clock margin) "+
+		"before the lock can expire, which leaves no time to renew it (first at a third of the TTL); give a TTL of at least %s or a shorter kill grace",
+		e.TTL, e.KillGrace, e.KillGrace, ClockMargin, least)
+}
+
+// ErrNotRenewed means a lock was not renewed within its renew deadline, so
+// what ran under it was stopped before its hold could expire.
+var ErrNotRenewed = errors.New("lock not renewed in time")
+
+// NotRenewedError is a lock that could not be renewed within the renew
+// deadline: the API server did not answer in time (a partition, a silent
+// connection) or kept refusing. It matches ErrNotRenewed.
+type NotRenewedError struct {
+	Target string
+	// Deadline is the renew deadline, TTL the lock's.
+	Deadline, TTL time.Duration
+	// Last is the error of the last renewal that ended; nil when none
+	// ended (the requests went unanswered).
+	Last error
+}
+
+func (e *NotRenewedError) Error() string {
+	s := fmt.Sprintf("lock %q could not be renewed for %s (TTL %s)", e.Target, e.Deadline, e.TTL)
+	if e.Last != nil {
+		s += ": " + e.Last.Error()
+	} else {
+		s += ": the API server did not answer"
+	}
+	return s
+}
+
+// Is makes a *NotRenewedError match ErrNotRenewed. The last renewal's error
+// is in the message only: a timeout there is not the run's.
+func (e *NotRenewedError) Is(target error) bool { return target == ErrNotRenewed }
+
+// HoldOptions configure a Hold beyond its locks.
+type HoldOptions struct {
+	// Observer is told about renewals that fail; nil means nobody is.
+	Observer Observer
+	// KillGrace is how long a command stopped because the hold could not
+	// be renewed gets between SIGTERM and SIGKILL (Timings.KillGrace); 0
+	// means DefaultKillGrace of the shortest TTL.
+	KillGrace time.Duration
+}
 
 // Hold is one or several locks held while something runs: taken with a
 // short expiry (lock.Request.TTL) and each renewed by a goroutine every
 // third of it, so that a process that dies frees them within one TTL.
-// Losing any of them is losing the hold. It is safe for concurrent use.
+// Losing any of them is losing the hold; so is not renewing any of them for
+// its renew deadline (Timings). It is safe for concurrent use.
 type Hold struct {
 	locks *lock.Client
+	// local measures durations: the base of a clock following the API
+	// server's, whose estimate an answer may move.
+	local clock.WithTicker
 	// held are the locks, in the global order lock.Client.AcquireAll took
 	// them in.
-	held []*lock.Held
-	ttl  time.Duration
-	obs  Observer
+	held    []*lock.Held
+	ttl     time.Duration
+	timings Timings
+	obs     Observer
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// lost and cancelled each receive once: the first lost lock, the first
-	// request to stop.
-	lost, cancelled chan error
-	cancelOnce      sync.Once
+	// lost, cancelled and notRenewed each receive once: the first lost
+	// lock, the first request to stop, the first lock past its renew
+	// deadline.
+	lost, cancelled, notRenewed chan error
+	cancelOnce, notRenewedOnce  sync.Once
 
 	mu         sync.Mutex
 	lostTarget string
 	isLost     map[string]bool
+	pastDue    bool
 	released   bool
 }
 
 // Acquire waits for the lock as locks.Acquire does, for as long as ctx
 // allows, then renews it every third of req.TTL until Release. req.TTL must
 // be positive. Renewals that fail for a reason other than losing the lock
-// are reported to obs (nil means nobody is told) and tried again.
-func Acquire(ctx context.Context, locks *lock.Client, req lock.Request, obs Observer) (*Hold, error) {
-	return AcquireAll(ctx, locks, []lock.Request{req}, obs)
+// are reported to o.Observer and tried again; one that has not succeeded
+// for the renew deadline is reported on NotRenewed.
+func Acquire(ctx context.Context, locks *lock.Client, req lock.Request, o HoldOptions) (*Hold, error) {
+	return AcquireAll(ctx, locks, []lock.Request{req}, o)
 }
 
 // AcquireAll takes several locks, all or nothing, as
 // locks.AcquireAll does (one after the other in the global order of their
 // targets, so that contenders for overlapping sets never deadlock), and
 // renews each as Acquire does until Release. One request, one lock: the
-// same as Acquire.
-func AcquireAll(ctx context.Context, locks *lock.Client, reqs []lock.Request, obs Observer) (*Hold, error) {
+// same as Acquire. The timings are those of the shortest TTL
+// (HoldTimings); a TTL too short for the kill grace is a *TimingsError,
+// before anything is written.
+func AcquireAll(ctx context.Context, locks *lock.Client, reqs []lock.Request, o HoldOptions) (*Hold, error) {
 	if len(reqs) == 0 {
 		return nil, errors.New("hold: no lock to take")
 	}
@@ -59,20 +191,56 @@ func AcquireAll(ctx context.Context, locks *lock.Client, reqs []lock.Request, ob
 		}
 		ttl = min(ttl, req.TTL)
 	}
+	timings, err := HoldTimings(ttl, o.KillGrace)
+	if err != nil {
+		return nil, err
+	}
 	held, err := locks.AcquireAll(ctx, reqs)
 	if err != nil {
 		return nil, err
 	}
 	renewCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	h := &Hold{
-		locks: locks, held: held, ttl: ttl, obs: observerOrNop(obs),
-		cancel: stop, lost: make(chan error, 1), cancelled: make(chan error, 1),
+		locks: locks, local: localClock(locks.Clock), held: held, ttl: ttl, timings: timings, obs: observerOrNop(o.Observer),
+		cancel: stop, lost: make(chan error, 1), cancelled: make(chan error, 1), notRenewed: make(chan error, 1),
 		isLost: map[string]bool{},
 	}
 	for _, l := range held {
-		h.wg.Go(func() { h.renew(renewCtx, l) })
+		renewed, bounded := h.stampedAt(l)
+		h.wg.Go(func() { h.renew(renewCtx, l, renewed, bounded) })
 	}
 	return h, nil
+}
+
+// localClock is the clock durations are measured on: the base of a clock
+// that follows the API server's, else c itself.
+func localClock(c clock.WithTicker) clock.WithTicker {
+	if sc, ok := c.(*servertime.Clock); ok {
+		return sc.WithTicker
+	}
+	return c
+}
+
+// stampedAt returns when, on h.local, the expiry of l that Acquire found
+// or wrote was stamped (its expiry less its TTL), counting the clock's
+// uncertainty against the holder; false when l has no expiry (a holder
+// pod keeps it) and so no renew deadline.
+func (h *Hold) stampedAt(l *lock.Held) (time.Time, bool) {
+	now := h.local.Now()
+	exp := l.Holder.Expires
+	if l.Holder.Pod != nil || exp == nil {
+		return now, false
+	}
+	ttl := l.Holder.TTL.Duration
+	if ttl <= 0 {
+		ttl = h.ttl
+	}
+	stamp := exp.Add(-ttl)
+	at := now.Add(stamp.Sub(h.locks.Clock.Now())).Add(-h.locks.ClockUncertainty())
+	if at.After(now) {
+		at = now
+	}
+	return at, true
 }
 
 // Held returns the first lock Acquire took (the only one of Acquire).
@@ -86,6 +254,9 @@ func (h *Hold) Target() string { return h.held[0].Target }
 
 // TTL returns how long the locks outlive the process once renewals stop.
 func (h *Hold) TTL() time.Duration { return h.ttl }
+
+// Timings returns when the hold renews and gives up.
+func (h *Hold) Timings() Timings { return h.timings }
 
 // Describe identifies the first lock for messages: "NAMESPACE/NAME".
 func (h *Hold) Describe() string { return h.locks.Describe(h.held[0].Target) }
@@ -115,20 +286,55 @@ func (h *Hold) LostTarget() string {
 // while the run stops; it then releases them.
 func (h *Hold) Cancelled() <-chan error { return h.cancelled }
 
+// NotRenewed receives, once, a *NotRenewedError when one of the locks has
+// gone its renew deadline (Timings.RenewDeadline) without a renewal: what
+// runs under the hold must stop now to have ended before the lock can
+// expire. Renewals go on meanwhile; one that succeeds keeps the lock, but
+// the hold stays given up.
+func (h *Hold) NotRenewed() <-chan error { return h.notRenewed }
+
 // renew pushes l's expiry every third of the TTL until ctx ends or the
-// lock turns out to be someone else's.
-func (h *Hold) renew(ctx context.Context, l *lock.Held) {
-	every := h.ttl / 3
-	t := h.locks.Clock.NewTicker(every)
-	defer t.Stop()
-	var cancelled *lock.CancelRequestedError
+// lock turns out to be someone else's. renewed is when the expiry l holds
+// was stamped; bounded says l has an expiry, and so a renew deadline.
+func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bounded bool) {
+	t := h.timings
+	next := renewed.Add(t.RenewEvery)
+	var (
+		cancelled *lock.CancelRequestedError
+		last      error
+		given     bool // the renew deadline passed and was reported
+	)
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
+		now := h.local.Now()
+		deadline := renewed.Add(t.RenewDeadline)
+		watching := bounded && !given
+		if watching && !now.Before(deadline) {
+			h.giveUp(l.Target, last)
+			given, watching = true, false
 		}
-		err := h.locks.Renew(ctx, l, h.ttl)
+		if wait := next.Sub(now); wait > 0 {
+			if watching {
+				wait = min(wait, deadline.Sub(now))
+			}
+			timer := h.local.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C():
+			}
+			continue
+		}
+		// NOTE: every renewal has a timeout of its own, and none outlives
+		// the renew deadline: a request to a silent API server must not
+		// keep the deadline from being noticed.
+		timeout := t.RenewEvery
+		if watching {
+			timeout = min(timeout, deadline.Sub(now))
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		err := h.locks.Renew(actx, l, h.ttl)
+		cancel()
 		switch {
 		case errors.Is(err, lock.ErrLost):
 			h.mu.Lock()
@@ -142,17 +348,38 @@ func (h *Hold) renew(ctx context.Context, l *lock.Held) {
 				h.lost <- err
 			}
 			return
-		case errors.As(err, &cancelled):
-			h.cancelOnce.Do(func() { h.cancelled <- cancelled })
-		case err != nil && ctx.Err() == nil:
-			h.obs.RenewFailed(l.Target, every, err)
+		case err == nil || errors.As(err, &cancelled):
+			renewed, next, last = now, now.Add(t.RenewEvery), nil
+			if cancelled != nil {
+				h.cancelOnce.Do(func() { h.cancelled <- cancelled })
+			}
+		case ctx.Err() != nil:
+			return
+		default:
+			last = err
+			next = h.local.Now().Add(t.RetryEvery)
+			h.obs.RenewFailed(l.Target, t.RetryEvery, err)
 		}
 	}
 }
 
+// giveUp reports, once for the hold, that target's lock went its renew
+// deadline without a renewal; last is the last renewal's error.
+func (h *Hold) giveUp(target string, last error) {
+	h.notRenewedOnce.Do(func() {
+		h.mu.Lock()
+		h.pastDue = true
+		h.mu.Unlock()
+		h.notRenewed <- &NotRenewedError{Target: target, Deadline: h.timings.RenewDeadline, TTL: h.ttl, Last: last}
+	})
+}
+
 // Release stops the renewals and gives the locks up, last taken first,
 // once, telling the observer who holds each next. A lost lock is left
-// alone: it is someone else's. Calls after the first do nothing.
+// alone: it is someone else's. Calls after the first do nothing. A hold
+// given up at its renew deadline is released for at most the time left
+// until its expiry (KillGrace + ClockMargin): after that it is no longer
+// the hold's to release, and the API server may still be unreachable.
 func (h *Hold) Release(ctx context.Context) error {
 	h.cancel()
 	h.wg.Wait()
@@ -162,6 +389,11 @@ func (h *Hold) Release(ctx context.Context) error {
 		return nil
 	}
 	h.released = true
+	if h.pastDue {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timings.KillGrace+ClockMargin)
+		defer cancel()
+	}
 	var errs []error
 	for i := len(h.held) - 1; i >= 0; i-- {
 		l := h.held[i]

@@ -66,7 +66,7 @@ func TestIntegrationHoldSeveralLocksNoDeadlock(t *testing.T) {
 			for r := range rounds {
 				id := ident(fmt.Sprintf("repo-%d", i), fmt.Sprint(r+1))
 				ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
-				h, err := AcquireAll(ctx, l, requests(id, 30*time.Second, set...), nil)
+				h, err := AcquireAll(ctx, l, requests(id, 30*time.Second, set...), HoldOptions{})
 				cancel()
 				if err != nil {
 					errs <- fmt.Errorf("%s %v: %w", id, set, err)
@@ -118,7 +118,7 @@ func TestIntegrationHoldLosingOneOfSeveral(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 	// A short TTL: renewals every second.
-	h, err := AcquireAll(ctx, l, requests(ident("web", "1"), 3*time.Second, "db", "app"), nil)
+	h, err := AcquireAll(ctx, l, requests(ident("web", "1"), 3*time.Second, "db", "app"), HoldOptions{})
 	require.NoError(t, err)
 	require.Len(t, h.Helds(), 2)
 	assert.Equal(t, []string{"app", "db"}, []string{h.Helds()[0].Target, h.Helds()[1].Target}, "taken in name order")
@@ -151,7 +151,7 @@ func TestIntegrationCancelInProgressStopsACommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 
-	h, err := Acquire(ctx, l, lock.Request{Target: "staging", Identity: ident("web", "41"), TTL: 3 * time.Second, Cancelable: true}, nil)
+	h, err := Acquire(ctx, l, lock.Request{Target: "staging", Identity: ident("web", "41"), TTL: 3 * time.Second, Cancelable: true}, HoldOptions{})
 	require.NoError(t, err)
 	c, err := NewCommand([]string{"sleep", "120"}, CommandOptions{})
 	require.NoError(t, err)

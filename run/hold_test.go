@@ -2,12 +2,16 @@ package run
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/lock"
 )
@@ -54,7 +58,7 @@ func TestHoldSeveralLocks(t *testing.T) {
 	h, err := AcquireAll(t.Context(), c, []lock.Request{
 		{Target: "staging", Identity: id, TTL: 30 * time.Second},
 		{Target: "db-migrations", Identity: id, TTL: 30 * time.Second},
-	}, obs)
+	}, HoldOptions{Observer: obs})
 	require.NoError(t, err)
 	require.Len(t, h.Helds(), 2)
 	assert.Equal(t, "db-migrations", h.Target(), "the first in name order")
@@ -64,7 +68,7 @@ func TestHoldSeveralLocks(t *testing.T) {
 	require.NoError(t, h.Release(t.Context()), "a second release does nothing")
 	assert.Len(t, obs.released, 2)
 
-	_, err = AcquireAll(t.Context(), c, []lock.Request{{Target: "staging", Identity: id}}, nil)
+	_, err = AcquireAll(t.Context(), c, []lock.Request{{Target: "staging", Identity: id}}, HoldOptions{})
 	assert.ErrorContains(t, err, "the TTL must be positive")
 }
 
@@ -76,7 +80,7 @@ func TestHoldCancelled(t *testing.T) {
 	c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default")
 	c.Clock = te.clock
 	old := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}
-	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: old, TTL: 3 * time.Second, Cancelable: true}, nil)
+	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: old, TTL: 3 * time.Second, Cancelable: true}, HoldOptions{})
 	require.NoError(t, err)
 
 	newer := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
@@ -97,4 +101,119 @@ func TestHoldCancelled(t *testing.T) {
 	st, err = c.Get(context.Background(), "staging")
 	require.NoError(t, err)
 	assert.Equal(t, newer, st.Status.Holder.Identity, "handed to the build that asked")
+}
+
+// TestHoldTimings: the renew deadline leaves the kill grace and the clock
+// margin before the expiry, and a TTL too short for its grace is refused.
+func TestHoldTimings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		ttl, grace time.Duration
+		want       Timings
+		wantErr    string
+	}{
+		{name: "6s", ttl: 6 * time.Second, want: Timings{TTL: 6 * time.Second, RenewEvery: 2 * time.Second, RetryEvery: 500 * time.Millisecond, RenewDeadline: 4 * time.Second, KillGrace: time.Second}},
+		{name: "30s, run's default", ttl: 30 * time.Second, want: Timings{TTL: 30 * time.Second, RenewEvery: 10 * time.Second, RetryEvery: 2500 * time.Millisecond, RenewDeadline: 24 * time.Second, KillGrace: 5 * time.Second}},
+		{name: "1h: the grace is capped", ttl: time.Hour, want: Timings{TTL: time.Hour, RenewEvery: 20 * time.Minute, RetryEvery: 5 * time.Minute, RenewDeadline: time.Hour - 11*time.Second, KillGrace: 10 * time.Second}},
+		{name: "a grace given", ttl: 30 * time.Second, grace: 20 * time.Second, want: Timings{TTL: 30 * time.Second, RenewEvery: 10 * time.Second, RetryEvery: 2500 * time.Millisecond, RenewDeadline: 9 * time.Second, KillGrace: 20 * time.Second}, wantErr: "a TTL of 30s is too short for a kill grace of 20s"},
+		{name: "too short for the default grace", ttl: 1500 * time.Millisecond, wantErr: "a TTL of 1.5s is too short for a kill grace of 250ms"},
+		{name: "too short for the grace given", ttl: 6 * time.Second, grace: 5 * time.Second, wantErr: "give a TTL of at least 9.1s"},
+		{name: "no TTL", wantErr: "the TTL must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := HoldTimings(tt.ttl, tt.grace)
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr, "ttl %s, grace %s", tt.ttl, tt.grace)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got, "ttl %s", tt.ttl)
+			assert.Less(t, got.RenewDeadline+got.KillGrace+ClockMargin, tt.ttl+time.Nanosecond, "the command has ended before the expiry")
+		})
+	}
+}
+
+// TestHoldNotRenewed: renewals that keep failing (the API server refusing
+// or not answering) are retried every quarter of the renewal period; at
+// the renew deadline, and not before, the hold reports NotRenewed once,
+// and renewals go on.
+func TestHoldNotRenewed(t *testing.T) {
+	t.Parallel()
+	te := newFakeEnv(t)
+	c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default")
+	c.Clock = te.clock
+	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	obs := &failObserver{}
+	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 6 * time.Second}, HoldOptions{Observer: obs})
+	require.NoError(t, err)
+	te.cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("partitioned")
+	})
+
+	// Renewals at 2s (fails), then every 500ms: 2.5, 3, 3.5; the deadline
+	// at 4s.
+	for step := range 7 {
+		require.Eventually(t, te.clock.HasWaiters, 5*time.Second, time.Millisecond, "step %d", step)
+		te.clock.Step(500 * time.Millisecond)
+		if step < 3 {
+			continue
+		}
+		require.Eventually(t, func() bool { return obs.failures() >= step-2 }, 5*time.Second, time.Millisecond, "renewal failed at step %d", step)
+		select {
+		case err := <-h.NotRenewed():
+			t.Fatalf("reported at step %d, before the deadline: %v", step, err)
+		default:
+		}
+	}
+	require.Eventually(t, te.clock.HasWaiters, 5*time.Second, time.Millisecond)
+	te.clock.Step(500 * time.Millisecond) // 4s
+	var late error
+	require.Eventually(t, func() bool {
+		select {
+		case late = <-h.NotRenewed():
+			return true
+		default:
+			return false
+		}
+	}, 5*time.Second, time.Millisecond, "reported at the deadline")
+	var nr *NotRenewedError
+	require.ErrorAs(t, late, &nr)
+	assert.ErrorIs(t, late, ErrNotRenewed)
+	assert.Equal(t, "staging", nr.Target)
+	assert.Equal(t, 4*time.Second, nr.Deadline)
+	assert.ErrorContains(t, late, `lock "staging" could not be renewed for 4s (TTL 6s): read lock default/`)
+	assert.ErrorContains(t, late, "partitioned")
+	assert.False(t, errors.Is(late, lock.ErrLost), "not a lost lock")
+
+	n := obs.failures()
+	require.Eventually(t, te.clock.HasWaiters, 5*time.Second, time.Millisecond)
+	te.clock.Step(500 * time.Millisecond)
+	require.Eventually(t, func() bool { return obs.failures() > n }, 5*time.Second, time.Millisecond, "renewals go on")
+	select {
+	case err := <-h.NotRenewed():
+		t.Fatalf("reported twice: %v", err)
+	default:
+	}
+}
+
+// failObserver counts failed renewals.
+type failObserver struct {
+	NopObserver
+	mu    sync.Mutex
+	count int
+}
+
+func (o *failObserver) RenewFailed(string, time.Duration, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.count++
+}
+
+func (o *failObserver) failures() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.count
 }

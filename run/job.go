@@ -27,6 +27,7 @@ import (
 const (
 	ReasonInterrupted = "aborted: lockctl run was interrupted"
 	ReasonLockLost    = "aborted: lockctl run lost its lock"
+	ReasonNotRenewed  = "aborted: lockctl run could not renew its lock in time"
 	ReasonCancelled   = "aborted: a newer build of its branch asked lockctl run to stop (cancel-in-progress)"
 	reasonNoLoop      = "aborted: lockctl run could not start its reconcile loop"
 )
@@ -224,7 +225,10 @@ func (js *Jobs) abort(ctx context.Context, name, reason, description string) (*j
 // changes go to obs, the pod's logs to out. It returns the finished job.
 //
 // When ctx ends or h is lost first, Run aborts the job (deleting its pod)
-// and returns an error wrapping ctx.Err() or lock.ErrLost. Run never
+// and returns an error wrapping ctx.Err() or lock.ErrLost. When h goes its
+// renew deadline without a renewal, Run tries to abort the job for as long
+// as the hold may still be its own and returns an error wrapping
+// ErrNotRenewed. Run never
 // releases h.
 func (js *Jobs) Run(ctx context.Context, h *Hold, j *job.Job, out io.Writer, obs Observer) (*job.Job, error) {
 	obs = observerOrNop(obs)
@@ -337,6 +341,18 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods cor
 		defer cancel()
 		aerr := jr.abort(cctx, job.ReasonAbortRequested, ReasonLockLost)
 		return nil, errors.Join(fmt.Errorf("lock %q was lost while job %q ran: %w", jr.h.LostTarget(), jr.name, lost), aerr)
+	case late := <-jr.h.NotRenewed():
+		jr.obs.Stopping(Stop{Job: jr.name, NotRenewed: late})
+		stop(0)
+		// NOTE: the API server has not answered for the renew deadline:
+		// the abort is tried for as long as the hold may still be this
+		// run's. If it cannot be written, the pod runs on until a reconcile
+		// loop or the next run finds the session expired and aborts the
+		// job (docs/partitions.md).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jr.h.Timings().KillGrace+ClockMargin)
+		defer cancel()
+		aerr := jr.abort(cctx, job.ReasonAbortRequested, ReasonNotRenewed)
+		return nil, errors.Join(fmt.Errorf("%w; stopped following job %q", late, jr.name), aerr)
 	case asked := <-jr.h.Cancelled():
 		jr.obs.Stopping(Stop{Job: jr.name, Cancelled: asked})
 		stop(0)

@@ -66,12 +66,18 @@ type Stop struct {
 	// Lost is the error of the renewal that found the lock taken; nil when
 	// the run was interrupted (its context ended).
 	Lost error
+	// NotRenewed is the *NotRenewedError of a hold that went its renew
+	// deadline without a renewal; nil otherwise.
+	NotRenewed error
 	// Cancelled is the *lock.CancelRequestedError of a newer build that
 	// asked the run to stop (cancel-in-progress); nil otherwise.
 	Cancelled error
 	// Signal is what the command is sent; nil when it is only waited for
 	// (it got the terminal's Ctrl-C itself) or has not started.
 	Signal os.Signal
+	// KillAfter, when positive, is how long after Signal the command gets
+	// SIGKILL if it has not exited.
+	KillAfter time.Duration
 	// BeforeStart is set when the command had not started yet.
 	BeforeStart bool
 }

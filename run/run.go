@@ -21,6 +21,10 @@ type Options struct {
 	// Requests are the locks to hold, all or nothing, one request a lock;
 	// each TTL must be positive. Their OnTaking is Run's. Required.
 	Requests []lock.Request
+	// KillGrace is how long a command stopped because its locks could not
+	// be renewed gets between SIGTERM and SIGKILL; 0 means
+	// DefaultKillGrace of the shortest TTL (see Timings).
+	KillGrace time.Duration
 	// Timeout bounds the wait for the locks; 0 means no limit.
 	Timeout time.Duration
 	// Jobs is where jobs live. Run looks among them for the jobs earlier
@@ -116,7 +120,7 @@ func acquire(ctx context.Context, o Options, obs Observer) (*Hold, error) {
 	}
 	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
-	h, err := AcquireAll(waitCtx, o.Locks, reqs, obs)
+	h, err := AcquireAll(waitCtx, o.Locks, reqs, HoldOptions{Observer: obs, KillGrace: o.KillGrace})
 	if err != nil {
 		err = &AcquireError{Targets: targets, Interrupted: ctx.Err() != nil, Err: err}
 	}

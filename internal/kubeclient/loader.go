@@ -110,11 +110,13 @@ func (l *Loader) ContextName() string {
 	return raw.CurrentContext
 }
 
-// tune adjusts every REST config the Loader builds: Tune, and one
-// connection at start (OneConnAtStart).
+// tune adjusts every REST config the Loader builds: Tune, one connection
+// at start (OneConnAtStart), and a bound on every request
+// (BoundRequests, DefaultRequestTimeout).
 func (l *Loader) tune(cfg *rest.Config) {
 	if l.Tune != nil {
 		l.Tune(cfg)
 	}
 	cfg.Wrap(OneConnAtStart)
+	cfg.Wrap(BoundRequests(DefaultRequestTimeout))
 }

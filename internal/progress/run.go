@@ -162,6 +162,12 @@ func (r *Run) Stopping(s run.Stop) {
 		r.printf(term.StyleBad, "%v: aborting job %q, then releasing", s.Cancelled, s.Job)
 	case s.Cancelled != nil:
 		r.printf(term.StyleBad, "%v: stopping the command with SIGTERM, then releasing", s.Cancelled)
+	case s.Job != "" && s.NotRenewed != nil:
+		r.printf(term.StyleBad, "%v: stopping; aborting job %q if the API server answers, else its pod runs on until the hold expires and a reconcile loop or the next run aborts it",
+			s.NotRenewed, s.Job)
+	case s.NotRenewed != nil:
+		r.printf(term.StyleBad, "%v: stopping the command with SIGTERM (SIGKILL after %s) before the lock can expire",
+			s.NotRenewed, term.HumanDuration(s.KillAfter))
 	case s.Job != "" && s.Lost != nil:
 		r.printf(term.StyleBad, "%v: aborting job %q", s.Lost, s.Job)
 	case s.Job != "":
@@ -171,7 +177,7 @@ func (r *Run) Stopping(s run.Stop) {
 	case s.BeforeStart:
 		r.printf(term.StyleWarn, "interrupted before %s started; releasing lock %q", run.QuoteCommand(s.Command), target)
 	case s.Lost != nil:
-		r.printf(term.StyleBad, "%v: stopping the command with SIGTERM", s.Lost)
+		r.printf(term.StyleBad, "%v: stopping the command with SIGTERM (SIGKILL after %s)", s.Lost, term.HumanDuration(s.KillAfter))
 	default:
 		what := "waiting for the command to exit"
 		if s.Signal != nil {
