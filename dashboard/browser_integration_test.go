@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -108,7 +109,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if os.Getenv("LOCKCTL_UPDATE_SCREENSHOTS") != "1" {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	path := filepath.Join("..", "docs", "images", name)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
@@ -175,10 +176,13 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	go func() { _ = dashboard.Serve(hctx, ln, hub.Handler()); served <- struct{}{} }()
 	base := "http://" + ln.Addr().String()
 
-	var dialogs atomic.Int32
+	var dialogs, exceptions atomic.Int32
 	var bctx context.Context
 	bctx = browser(t, ctx, func(ev any) {
-		switch ev.(type) {
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			exceptions.Add(1)
+			t.Logf("exception in the page: %s", e.ExceptionDetails.Text)
 		case *page.EventJavascriptDialogOpening, page.EventJavascriptDialogOpening:
 			dialogs.Add(1)
 			go func() {
@@ -287,4 +291,5 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	})
 
 	assert.Zero(t, dialogs.Load(), "no script from a user string ran")
+	assert.Zero(t, exceptions.Load(), "the page's script ran without an exception")
 }
