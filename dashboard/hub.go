@@ -39,6 +39,10 @@ const (
 	DefaultRequestTimeout = 5 * time.Second
 )
 
+// firstSnapshotWait bounds how long the first snapshot waits for the
+// locks to be listed.
+const firstSnapshotWait = 5 * time.Second
+
 // Options configure a Hub.
 type Options struct {
 	// Jobs is the store of the job records to show; nil shows no jobs.
@@ -129,10 +133,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	defer wg.Wait()
 
 	ns := h.locks.Namespace()
-	lockInf := h.informer(lockListWatch(h.cms, ns, labels.SelectorFromSet(labels.Set{
+	lockInf := h.informer("locks", ns, labels.SelectorFromSet(labels.Set{
 		lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue,
-	}).String(), ""), "locks")
-	winInf := h.informer(lockListWatch(h.cms, ns, "", fields.OneTermEqualSelector("metadata.name", lock.FreezeWindowsName).String()), "freeze windows")
+	}).String(), "")
+	winInf := h.informer("freeze windows", ns, "", fields.OneTermEqualSelector("metadata.name", lock.FreezeWindowsName).String())
 	_, _ = winInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { h.setWindows(obj, false) },
 		UpdateFunc: func(_, obj any) { h.setWindows(obj, false) },
@@ -156,8 +160,22 @@ func (h *Hub) Run(ctx context.Context) error {
 			h.watchJobs(ctx)
 		}()
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), lockInf.HasSynced, winInf.HasSynced) {
-		return ctx.Err()
+	// NOTE: the first snapshot waits a little for the lists, so that a
+	// page opened at start does not show "no locks" for a moment; a list
+	// that takes longer (or is refused) is shown as a problem instead.
+	stop := make(chan struct{})
+	t0 := h.o.Clock.NewTimer(firstSnapshotWait)
+	go func() {
+		defer t0.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t0.C():
+		}
+		close(stop)
+	}()
+	cache.WaitForCacheSync(stop, lockInf.HasSynced, winInf.HasSynced)
+	if ctx.Err() != nil {
+		return nil
 	}
 	h.Kick()
 	t := h.o.Clock.NewTicker(h.o.Refresh)
@@ -181,13 +199,19 @@ func (h *Hub) Kick() {
 	}
 }
 
-// lockListWatch lists and watches the ConfigMaps of namespace with the
-// label and field selectors, as an informer takes them.
-func lockListWatch(cms corev1client.ConfigMapsGetter, namespace, labelSel, fieldSel string) cache.ListerWatcher {
+// listWatch lists and watches the ConfigMaps of namespace with the label
+// and field selectors, as an informer takes them; a list that succeeds
+// clears the problem of what.
+func (h *Hub) listWatch(what, namespace, labelSel, fieldSel string) cache.ListerWatcher {
+	cms := h.cms
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector, o.FieldSelector = labelSel, fieldSel
-			return cms.ConfigMaps(namespace).List(ctx, o)
+			list, err := cms.ConfigMaps(namespace).List(ctx, o)
+			if err == nil {
+				h.problem(what, nil)
+			}
+			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector, o.FieldSelector = labelSel, fieldSel
@@ -203,12 +227,13 @@ type noWatchList bool
 
 func (n noWatchList) IsWatchListSemanticsUnSupported() bool { return bool(n) }
 
-// informer returns an informer on lw whose every change kicks the hub and
-// whose errors are shown on the page as what's problem.
-func (h *Hub) informer(lw cache.ListerWatcher, what string) cache.SharedIndexInformer {
-	inf := cache.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
+// informer returns an informer on the ConfigMaps listWatch selects whose
+// every change kicks the hub and whose errors are shown on the page as
+// what's problem.
+func (h *Hub) informer(what, namespace, labelSel, fieldSel string) cache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformerWithOptions(h.listWatch(what, namespace, labelSel, fieldSel), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { h.problem(what, nil); h.Kick() },
+		AddFunc:    func(any) { h.Kick() },
 		UpdateFunc: func(any, any) { h.Kick() },
 		DeleteFunc: func(any) { h.Kick() },
 	})
@@ -265,6 +290,11 @@ func (h *Hub) setWindows(obj any, deleted bool) {
 // starting it again after an error.
 func (h *Hub) watchJobs(ctx context.Context) {
 	for ctx.Err() == nil {
+		// NOTE: a new watch lists every record again; one deleted in
+		// between must not stay on the page.
+		h.mu.Lock()
+		h.jobs = map[string]*job.Job{}
+		h.mu.Unlock()
 		err := h.o.Jobs.Watch(ctx, job.ListOptions{}, func(ev watch.EventType, j *job.Job) error {
 			h.mu.Lock()
 			delete(h.problems, "jobs")
@@ -399,6 +429,9 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 	}
 	for _, p := range h.problems {
 		s.Problems = append(s.Problems, p)
+	}
+	if !h.synced() && len(h.problems) == 0 {
+		s.Problems = append(s.Problems, "the locks are still being listed")
 	}
 	h.mu.Unlock()
 	sort.Strings(s.Problems)

@@ -249,9 +249,11 @@ func Serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
 	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(errServerClosing)
 	srv := &http.Server{
-		Handler:           handler,
+		Handler: handler,
+		// NOTE: no ReadTimeout: its deadline, once passed, cancels the
+		// request's context, which would end every event stream; the page
+		// reads no request bodies.
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
