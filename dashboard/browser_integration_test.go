@@ -161,6 +161,18 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, p, "the hotfix waits")
 
+	// Another lock, and freeze windows to come, that leave production be.
+	_, _, err = contender().TryAcquire(ctx, lock.Request{Target: "staging", Identity: id("release-2.4", "17"), Session: "staging", TTL: time.Hour})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName},
+		Data: map[string]string{lock.FreezeWindowsKey: `windows:
+- {name: nightly-maintenance, schedule: "0 22 * * *", duration: 1h, reason: database maintenance, targets: [staging]}
+- {name: holidays, schedule: "0 0 24 12 *", duration: 72h, reason: holiday freeze, targets: [staging, payments]}
+`},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
 	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
 	store := job.NewStore(kubeclient.CoreV1(cs), ns)
 	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
@@ -200,6 +212,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 			who.join('|') === 'acme/api@hotfix#7|acme/web@main#42';
 	})()`)
 	assert.Equal(t, "high", text(t, bctx, `document.querySelector('#locks .queue .prio').textContent`), "the hotfix's priority")
+	awaitJS(t, bctx, "the freeze windows to come", `document.querySelectorAll('#windows tbody tr').length === 2`)
 
 	t.Run("a release by another process moves the queue on the open page", func(t *testing.T) {
 		_, err := first.Release(ctx, "production", id(evil, "41"), lock.ReleaseOptions{})

@@ -91,6 +91,13 @@
     return out;
   }
 
+  // tokenOf renders the holder's fencing token; a holder handed the lock
+  // has none until it confirms.
+  function tokenOf(st) {
+    if (st.token) return h("code", null, st.token);
+    return h("span", { class: "muted" }, st.holder && st.holder.handedOver ? "handed over, not confirmed yet" : "none");
+  }
+
   function lockCard(entry, lockNS) {
     const l = entry.lock, st = l.status || {}, md = l.metadata || {};
     const href = "/locks/" + seg(md.namespace) + "/" + seg(md.name);
@@ -99,7 +106,7 @@
     if (st.holder) {
       facts.append(
         h("dt", null, "Holder"), h("dd", { class: "holder" }, ident(st.holder)),
-        h("dt", null, "Token"), h("dd", null, h("code", null, st.token || "")),
+        h("dt", null, "Token"), h("dd", null, tokenOf(st)),
         h("dt", null, "Since"), h("dd", null, agoEl(st.holder.since), " ago"));
     }
     facts.append(h("dt", null, "Liveness"), h("dd", null, st.liveness || ""));
