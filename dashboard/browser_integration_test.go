@@ -56,7 +56,8 @@ func chromiumPath(t *testing.T) string {
 // of its own, for the test's duration; listen gets the page's events.
 func browser(t *testing.T, ctx context.Context, listen func(ev any)) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+	opts := append([]chromedp.ExecAllocatorOption{}, chromedp.DefaultExecAllocatorOptions[:]...)
+	opts = append(opts,
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
