@@ -257,3 +257,38 @@ func TestEventsFanOutFromOneSetOfWatches(t *testing.T) {
 	}
 	assert.Empty(t, reads, "no request per viewer")
 }
+
+func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
+	s := start(t)
+	ctx := t.Context()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: jobNS, UID: "pod-uid"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	_, err := s.cs.CoreV1().Pods(jobNS).Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	r := holder("main", "5")
+	r.Pod = &lock.PodRef{Namespace: jobNS, Name: "deployer"}
+	_, _, err = s.locks.TryAcquire(ctx, r)
+	require.NoError(t, err)
+	s.await(t, "the holder in its pod", func(s *dashboard.Snapshot) bool {
+		return len(s.Locks) == 1 && s.Locks[0].Lock.Status.Holder != nil && s.Locks[0].Lock.Status.Alive
+	})
+	podGets := func() int {
+		n := 0
+		for _, a := range s.cs.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "pods" {
+				n++
+			}
+		}
+		return n
+	}
+	before := podGets()
+	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS).Create(ctx, &job.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "deploy-2"},
+		Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,
+			PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+	})
+	require.NoError(t, err)
+	s.await(t, "the job", func(s *dashboard.Snapshot) bool { return len(s.Jobs) == 1 })
+	assert.Equal(t, before, podGets(), "the lock did not change: its view is kept, its holder's pod not read again")
+}

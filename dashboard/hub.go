@@ -85,6 +85,22 @@ type Hub struct {
 	lockCMs  cache.Store
 	synced   func() bool
 	seq      uint64
+
+	// views are the lock entries of the last snapshot by ConfigMap UID,
+	// made only by snapshot's goroutine: an entry is made again when its
+	// ConfigMap changed or Refresh has passed, so that a job changing
+	// often does not read holder pods again each time.
+	views map[string]cachedView
+	// windowsChanged makes the next snapshot make every entry again.
+	windowsChanged bool
+}
+
+// cachedView is a lock's entry as made from one version of its ConfigMap.
+type cachedView struct {
+	rv    string
+	at    time.Time
+	show  bool
+	entry LockEntry
 }
 
 // published is a snapshot and its JSON, encoded once for every viewer.
@@ -121,6 +137,7 @@ func NewHub(locks *lock.Client, cms corev1client.ConfigMapsGetter, o Options) *H
 		windows:  map[string][]lock.FreezeWindow{},
 		problems: map[string]string{},
 		synced:   func() bool { return false },
+		views:    map[string]cachedView{},
 	}
 }
 
@@ -282,6 +299,7 @@ func (h *Hub) setWindows(obj any, deleted bool) {
 	} else {
 		h.windows[cm.Namespace] = ws
 	}
+	h.windowsChanged = true
 	h.mu.Unlock()
 	h.Kick()
 }
@@ -430,6 +448,9 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 	for _, p := range h.problems {
 		s.Problems = append(s.Problems, p)
 	}
+	if h.windowsChanged {
+		h.views, h.windowsChanged = map[string]cachedView{}, false
+	}
 	if !h.synced() && len(h.problems) == 0 {
 		s.Problems = append(s.Problems, "the locks are still being listed")
 	}
@@ -449,29 +470,45 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 		}
 		return cms[i].Name < cms[k].Name
 	})
+	views := make(map[string]cachedView, len(cms))
 	for _, cm := range cms {
-		rctx, cancel := context.WithTimeout(ctx, h.o.RequestTimeout)
-		l, show := h.locks.ViewOf(rctx, cm)
-		cancel()
-		hist, err := lock.HistoryOf(cm)
-		if !show && (err != nil || len(hist.Entries) == 0) {
-			continue
+		v, ok := h.views[string(cm.UID)]
+		if !ok || v.rv != cm.ResourceVersion || now.Sub(v.at) >= h.o.Refresh || now.Before(v.at) {
+			v = h.view(ctx, cm, now)
 		}
-		if !show {
-			// A free lock kept for its history: shown free, with it.
-			l = h.locks.Free(hist.Target)
-			l.Namespace, l.Name = cm.Namespace, cm.Name
+		views[string(cm.UID)] = v
+		if v.show {
+			s.Locks = append(s.Locks, v.entry)
 		}
-		e := LockEntry{Lock: l, History: []lock.HistoryEntry{}}
-		if err == nil {
-			e.History = hist.Entries
-		}
-		s.Locks = append(s.Locks, e)
 	}
+	h.views = views
 	s.Windows = upcomingWindows(windows, now)
 	s.Jobs = jobEntries(jobs, h.o.MaxJobs)
 	s.JobsTotal = len(jobs)
 	return s
+}
+
+// view makes the entry of the lock cm is, at now.
+func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cachedView {
+	v := cachedView{rv: cm.ResourceVersion, at: now}
+	rctx, cancel := context.WithTimeout(ctx, h.o.RequestTimeout)
+	l, show := h.locks.ViewOf(rctx, cm)
+	cancel()
+	hist, err := lock.HistoryOf(cm)
+	if !show && (err != nil || len(hist.Entries) == 0) {
+		return v
+	}
+	if !show {
+		// A free lock kept for its history: shown free, with it.
+		l = h.locks.Free(hist.Target)
+		l.Namespace, l.Name = cm.Namespace, cm.Name
+	}
+	v.show = true
+	v.entry = LockEntry{Lock: l, History: []lock.HistoryEntry{}}
+	if err == nil {
+		v.entry.History = hist.Entries
+	}
+	return v
 }
 
 // upcomingWindows lists each window's freeze in force or next to come,
