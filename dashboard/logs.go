@@ -71,7 +71,9 @@ func (h *Hub) serveLogStream(w http.ResponseWriter, r *http.Request) {
 			lw.send("end", []byte(end))
 			return
 		case <-ctx.Done():
-			<-done
+			if err := <-done; err != nil {
+				h.o.Log.WithField("job", j.Name).WithField("err", err).Debug("log page closed")
+			}
 			return
 		case <-t.C:
 			lw.mu.Lock()
