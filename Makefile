@@ -16,7 +16,7 @@ export LOCKCTL_REQUIRE_INTEGRATION := 1
 # bench, which drive a lockctl binary built without it.
 RACE_PKGS = $(shell go list ./... | grep -v -e /e2e -e /reliability -e /bench)
 
-.PHONY: fuzz help build image localcluster tools test unit integration soak demo up down bench lint golden docs clean
+.PHONY: fuzz help build image localcluster tools chromium test unit integration soak demo up down bench lint golden docs clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ image: ## build the OCI image offline: _output/image/lockctl.tar (linux/amd64, l
 
 tools: ## build the control-plane binaries for tests (cached in _output/tools)
 	hack/controlplane-tools.sh
+
+chromium: ## install Debian's chromium for the dashboard's browser test (apt-get; nothing when present)
+	hack/chromium.sh
 
 test: tools ## run the whole suite: unit tests under -race, then everything against a real API server
 	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short -count=1 -timeout 20m $(RACE_PKGS)

@@ -51,11 +51,14 @@ type reconcileOptions struct {
 	Workers            int
 	JobURLTemplate     string
 	MetricsAddr        string
+	DashboardAddress   string
 	Job                string
 	KubeAPIQPS         float32
 	KubeAPIBurst       int
 	JobEvents          events.JobEvents
 
+	// dashboardListening, when set, is told the dashboard's URL (tests).
+	dashboardListening func(url string)
 	// changed reports whether a flag was given, so it overrides --config.
 	changed func(name string) bool
 }
@@ -122,6 +125,12 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			Event that can not be queued (more than 1,000 waiting) is dropped
 			and counted in lockctl_events_total{result="dropped"}.
 
+			--dashboard-address serves lockctl dashboard's read-only page
+			from the loop's own watches, on a loopback address only: the page
+			shows what this ServiceAccount may read (pod logs included), so
+			only those allowed pods/portforward reach it, with kubectl
+			port-forward (docs/dashboard.md).
+
 			Unless GOMEMLIMIT is set, the loop runs with a soft memory limit of
 			64 MiB, raised with the live heap to 1.25 times it plus 8 MiB (the Go
 			runtime collects garbage more often near it; it is not a hard cap).
@@ -155,6 +164,7 @@ func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "jobs reconciled at once")
 	fs.StringVar(&o.JobURLTemplate, "job-url-template", o.JobURLTemplate, "Go template for a job's status.url, e.g. https://ci.example/{{.Spec.Job}}/{{.Status.BuildID}}")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "serve Prometheus metrics on this address, e.g. :9090")
+	fs.StringVar(&o.DashboardAddress, "dashboard-address", o.DashboardAddress, "serve the read-only dashboard on this loopback address, e.g. 127.0.0.1:8081; reach it with kubectl port-forward")
 	fs.StringVar(&o.Job, "job", o.Job, "reconcile only the job record of this name")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "client-side limit of requests per second to each API server; negative means no limit")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests allowed at once above --kube-api-qps")
@@ -167,6 +177,12 @@ func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 func (o *reconcileOptions) validate() error {
 	if o.DryRun && !o.Once {
 		return cmdutil.FlagErrorf("--dry-run needs --once")
+	}
+	if err := validateDashboardAddress(o.DashboardAddress); err != nil {
+		return err
+	}
+	if o.DashboardAddress != "" && o.Once {
+		return cmdutil.FlagErrorf("--dashboard-address needs the loop: drop --once, or run lockctl dashboard")
 	}
 	if o.MaxConcurrency < 0 {
 		return cmdutil.FlagErrorf("--max-concurrency must be 0 (no limit) or more")
@@ -278,6 +294,13 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	}
 	if o.MetricsAddr != "" {
 		stop, err := metricsserver.Start(ctx, o.MetricsAddr, reg, loop.Ready, o.f.Log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if o.DashboardAddress != "" {
+		stop, err := o.startDashboard(ctx, jobs, ns, clusters, opts.PodNamespace)
 		if err != nil {
 			return err
 		}

@@ -71,6 +71,9 @@ func TestNewReconcileCmd(t *testing.T) {
 		{name: "zero running timeout", args: []string{"--running-timeout", "0s"}, wantErr: "--running-timeout must not be 0: give a duration such as 10m, or a negative one for never"},
 		{name: "zero revival limit", args: []string{"--revival-limit", "0"}, wantErr: "--revival-limit must not be 0: give how often a lost pod is recreated, or a negative number for no limit"},
 		{name: "zero workers", args: []string{"--workers", "0"}, wantErr: "--workers must be at least 1"},
+		{name: "dashboard", args: []string{"--dashboard-address", "127.0.0.1:8081"}, want: defaults(func(o *reconcileOptions) { o.DashboardAddress = "127.0.0.1:8081" })},
+		{name: "dashboard of a pass", args: []string{"--once", "--dashboard-address", "127.0.0.1:8081"}, wantErr: "--dashboard-address needs the loop: drop --once, or run lockctl dashboard"},
+		{name: "dashboard on every address", args: []string{"--dashboard-address", ":8081"}, wantErr: `--dashboard-address ":8081" is not a loopback address`},
 		{
 			name: "never time out, revive without limit",
 			args: []string{"--running-timeout", "-1s", "--revival-limit", "-1"},

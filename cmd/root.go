@@ -91,6 +91,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newAbortCmd(f, nil),
 		newAcquireCmd(f, nil),
 		newCompletionCmd(f),
+		newDashboardCmd(f, nil),
 		newFreezeCmd(f, nil),
 		newGetCmd(f),
 		newHistoryCmd(f, nil),

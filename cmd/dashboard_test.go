@@ -1,0 +1,165 @@
+package cmd
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/cmdutil"
+)
+
+func TestNewDashboardCmd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		want    dashboardOptions
+		wantErr string
+	}{
+		{name: "defaults", want: dashboardOptions{Address: DefaultDashboardAddress}},
+		{name: "every namespace on a port", args: []string{"-A", "--address", "127.0.0.1:8080"}, want: dashboardOptions{AllNamespaces: true, Address: "127.0.0.1:8080"}},
+		{name: "lock namespace", args: []string{"--lock-namespace", "locks"}, want: dashboardOptions{Address: DefaultDashboardAddress, LockFlags: cli.LockFlags{LockNamespace: "locks"}}},
+		{name: "bad address", args: []string{"--address", "8080"}, wantErr: `invalid --address "8080": give host:port, such as 127.0.0.1:8080`},
+		{name: "positional", args: []string{"x"}, wantErr: `unknown command "x" for "lockctl dashboard"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseArgs(t, []string{"dashboard"}, tt.args, newDashboardCmd)
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *dashboardOptions) { o.f = nil })
+		})
+	}
+}
+
+func TestValidateDashboardAddress(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		addr    string
+		wantErr string
+	}{
+		{addr: ""},
+		{addr: "127.0.0.1:8081"},
+		{addr: "[::1]:8081"},
+		{addr: "localhost:8081"},
+		{addr: ":8081", wantErr: `--dashboard-address ":8081" is not a loopback address`},
+		{addr: "0.0.0.0:8081", wantErr: "use 127.0.0.1:8081 and reach it with kubectl port-forward"},
+		{addr: "10.0.0.7:8081", wantErr: "is not a loopback address"},
+		{addr: "8081", wantErr: `invalid --dashboard-address "8081"`},
+	} {
+		err := validateDashboardAddress(tt.addr)
+		if tt.wantErr == "" {
+			assert.NoError(t, err, tt.addr)
+			continue
+		}
+		require.Error(t, err, tt.addr)
+		assert.Contains(t, err.Error(), tt.wantErr, tt.addr)
+		assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), tt.addr)
+	}
+}
+
+// serveUntil runs serve until the page is served, and returns its URL; the
+// serving ends with the test.
+func serveUntil(t *testing.T, serve func(ctx context.Context, listening func(string)) error) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, func(u string) { urls <- u }) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done, "the page stops cleanly")
+	})
+	select {
+	case u := <-urls:
+		return u
+	case err := <-done:
+		t.Fatalf("the page was never served: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the page was never served")
+	}
+	return ""
+}
+
+// fetch returns the body of url once it answers 200.
+func fetch(t *testing.T, url string) string {
+	t.Helper()
+	var body string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond, "GET %s", url)
+	return body
+}
+
+func TestRunDashboard(t *testing.T) {
+	t.Parallel()
+	te := newTestEnv(t, heldLock(t, "41"))
+	o := &dashboardOptions{f: te.f, Address: DefaultDashboardAddress}
+	url := serveUntil(t, func(ctx context.Context, listening func(string)) error {
+		o.listening = listening
+		return runDashboard(ctx, o)
+	})
+	assert.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), "on loopback, a free port: %s", url)
+	body := fetch(t, url+"api/snapshot")
+	assert.Contains(t, body, `"build":"41"`, "the holder")
+	assert.Contains(t, body, `"lockNamespace":"default"`)
+	assert.Equal(t, url+"\n", te.out.String(), "the URL on stdout")
+}
+
+// otherAddress returns an address of this machine that is not loopback, or
+// "" when it has none.
+func otherAddress(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+func TestReconcileDashboardOnlyOnLoopback(t *testing.T) {
+	t.Parallel()
+	te := newTestEnv(t, heldLock(t, "41"))
+	o := &reconcileOptions{f: te.f, DashboardAddress: "127.0.0.1:0"}
+	url := serveUntil(t, func(ctx context.Context, listening func(string)) error {
+		o.dashboardListening = listening
+		stop, err := o.startDashboard(ctx, te.cs, "default", nil, "")
+		if err != nil {
+			return err
+		}
+		<-ctx.Done()
+		stop()
+		return nil
+	})
+	assert.Contains(t, fetch(t, url+"api/snapshot"), `"build":"41"`, "served on loopback")
+	_, port, err := net.SplitHostPort(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/"))
+	require.NoError(t, err)
+	other := otherAddress(t)
+	if other == "" {
+		t.Log("this machine has no address but loopback: the listener's address is the check")
+		assert.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), url)
+		return
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(other, port), 2*time.Second)
+	if err == nil {
+		_ = conn.Close()
+	}
+	assert.Error(t, err, "the dashboard must not be reachable on %s, this machine's (and a pod's) other address", other)
+}

@@ -1,0 +1,285 @@
+// lockctl dashboard: renders the snapshots the server pushes (/events) and
+// streams a job's logs. Every string from the cluster goes into the page as
+// text (textContent, text nodes), never as HTML.
+"use strict";
+
+(function () {
+  const body = document.body;
+  const page = body.dataset.page;
+  // offset is the server's clock minus the browser's, from the last
+  // snapshot, so that ages count on the clock locks are judged on.
+  let offset = 0;
+
+  function h(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") e.className = v;
+      else if (k.startsWith("data-")) e.setAttribute(k, v);
+      else e.setAttribute(k, v);
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+
+  function seg(s) { return encodeURIComponent(s); }
+
+  // human mirrors lockctl's term.HumanDuration.
+  function human(ms) {
+    let s = Math.round(ms / 1000);
+    if (s < 0) s = 0;
+    if (s < 60) return s + "s";
+    if (s < 3600) {
+      const m = Math.floor(s / 60), r = s % 60;
+      return r ? m + "m" + r + "s" : m + "m";
+    }
+    if (s < 48 * 3600) {
+      const mins = Math.round(s / 60), hh = Math.floor(mins / 60), mm = mins % 60;
+      return hh + "h" + mm + "m";
+    }
+    return Math.floor(s / 86400) + "d";
+  }
+
+  function serverNow() { return Date.now() + offset; }
+
+  function rfc(t) {
+    if (!t) return "";
+    return new Date(t).toISOString().replace(/\.\d+Z$/, "Z");
+  }
+
+  function agoEl(t) {
+    if (!t) return "";
+    return h("time", { datetime: rfc(t), "data-ago": "" }, human(serverNow() - Date.parse(t)));
+  }
+
+  function timeEl(t) { return h("time", { datetime: rfc(t) }, rfc(t)); }
+
+  function badge(s) {
+    return h("span", { class: "badge state-" + String(s).toLowerCase() }, s);
+  }
+
+  function ident(id) {
+    if (!id) return "";
+    return id.owner + "/" + id.repo + "@" + id.branch + "#" + id.build;
+  }
+
+  function freezeBy(f) {
+    if (f.by && f.by.owner === "configmap" && f.by.repo === "lockctl-freeze-windows") {
+      return "freeze window " + f.by.branch;
+    }
+    return ident(f.by);
+  }
+
+  // estimate renders a waiter's estimated wait and its basis, fields that
+  // newer lockctl releases add to status.
+  function estimate(w) {
+    if (w.estimatedWait === undefined || w.estimatedWait === null) return null;
+    let v = w.estimatedWait;
+    if (typeof v === "number") v = human(v * 1000);
+    const parts = ["about " + v];
+    if (w.basis) parts.push("(" + (typeof w.basis === "string" ? w.basis : JSON.stringify(w.basis)) + ")");
+    return h("span", { class: "eta" }, " · next in " + parts.join(" "));
+  }
+
+  function prio(w) {
+    const out = [];
+    if (w.priority && w.priority !== "normal") out.push(h("span", { class: "prio prio-" + w.priority }, w.priority));
+    if (w.effectivePriority) out.push(" ", h("span", { class: "prio" }, "aged to " + w.effectivePriority));
+    return out;
+  }
+
+  // tokenOf renders the holder's fencing token; a holder handed the lock
+  // has none until it confirms.
+  function tokenOf(st) {
+    if (st.token) return h("code", null, st.token);
+    return h("span", { class: "muted" }, st.holder && st.holder.handedOver ? "handed over, not confirmed yet" : "none");
+  }
+
+  function lockCard(entry, lockNS) {
+    const l = entry.lock, st = l.status || {}, md = l.metadata || {};
+    const href = "/locks/" + seg(md.namespace) + "/" + seg(md.name);
+    const target = (l.spec && l.spec.target) || md.name;
+    const facts = h("dl", { class: "facts" });
+    if (st.holder) {
+      facts.append(
+        h("dt", null, "Holder"), h("dd", { class: "holder" }, ident(st.holder)),
+        h("dt", null, "Token"), h("dd", null, tokenOf(st)),
+        h("dt", null, "Since"), h("dd", null, agoEl(st.holder.since), " ago"));
+    }
+    facts.append(h("dt", null, "Liveness"), h("dd", null, st.liveness || ""));
+    if (st.invalid) facts.append(h("dt", null, "Invalid"), h("dd", null, st.invalid));
+    const card = h("article", { class: "lock", "data-state": st.state },
+      h("header", null,
+        h("h3", null, h("a", { href: href }, target), lockNS ? null : h("span", { class: "muted" }, " in " + md.namespace)),
+        badge(st.state)),
+      facts);
+    if (st.freeze) {
+      card.append(h("p", { class: "freeze", role: "note" },
+        h("strong", null, "Frozen"), " until ", timeEl(st.freeze.until), " by ",
+        h("span", { class: "by" }, freezeBy(st.freeze)), ": ",
+        h("q", { class: "reason" }, st.freeze.reason)));
+    }
+    card.append(h("h4", null, "Queue"));
+    const waiters = st.waiters || [];
+    if (waiters.length) {
+      card.append(h("ol", { class: "queue" }, waiters.map((w) =>
+        h("li", null, h("span", { class: "who" }, ident(w)), " ", prio(w), " ",
+          h("span", { class: "waited" }, "waited ", agoEl(w.since)), estimate(w)))));
+    } else {
+      card.append(h("p", { class: "empty" }, "Nobody waits."));
+    }
+    card.append(h("p", { class: "more" }, h("a", { href: href }, "History of " + target)));
+    return card;
+  }
+
+  function table(heads, rows) {
+    return h("div", { class: "scroll" }, h("table", null,
+      h("thead", null, h("tr", null, heads.map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", null, rows)));
+  }
+
+  function jobDuration(j, now) {
+    let from = j.pending || (j.terminal ? j.started : null);
+    if (!from) return "";
+    const to = j.completed ? Date.parse(j.completed) : now;
+    return human(to - Date.parse(from));
+  }
+
+  // replace swaps the children of the element id for nodes, keeping the
+  // keyboard focus on the link it was on.
+  function replace(id, ...nodes) {
+    const el = document.getElementById(id);
+    if (!el) return;
+    const active = document.activeElement;
+    const key = active && el.contains(active) && active.getAttribute("href");
+    el.replaceChildren(...nodes);
+    if (key) {
+      for (const a of el.querySelectorAll("a")) {
+        if (a.getAttribute("href") === key) { a.focus(); break; }
+      }
+    }
+  }
+
+  function renderProblems(s) {
+    replace("problems", ...(s.problems || []).map((p) => h("p", { class: "problem", role: "alert" }, p)));
+  }
+
+  function renderIndex(s) {
+    replace("locks", ...(s.locks.length ? s.locks.map((e) => lockCard(e, s.lockNamespace)) : [h("p", { class: "empty" }, "No locks.")]));
+    replace("windows", s.windows.length ? table(["Window", "Freezes", "From", "Until", "Reason"], s.windows.map((w) =>
+      h("tr", { class: w.active ? "active" : null },
+        h("td", null, (s.lockNamespace ? "" : w.namespace + "/") + w.name, w.active ? [" ", badge("frozen")] : null),
+        h("td", null, w.targets && w.targets.length ? w.targets.join(", ") : "every lock"),
+        h("td", null, timeEl(w.start)), h("td", null, timeEl(w.end)), h("td", null, w.reason))))
+      : h("p", { class: "empty" }, "No freeze windows."));
+    if (s.showJobs) {
+      const now = serverNow();
+      replace("jobs", s.jobs.length ? table(["Job", "State", "Age", "Duration", "Pod", "Build", "Branch", "Reason"], s.jobs.map((j) =>
+        h("tr", { "data-job": j.name },
+          h("td", null, h("a", { href: "/jobs/" + seg(j.name) + "/logs" }, j.name)),
+          h("td", null, badge(j.state)), h("td", null, agoEl(j.started)), h("td", null, jobDuration(j, now)),
+          h("td", null, j.pod || ""), h("td", null, j.buildID || ""), h("td", null, j.branch || ""),
+          h("td", null, j.reason || "", j.description ? [" ", h("span", { class: "muted" }, j.description)] : null))))
+        : h("p", { class: "empty" }, "No jobs."));
+    }
+  }
+
+  function renderHistory(s) {
+    const ns = body.dataset.namespace, name = body.dataset.name;
+    const e = s.locks.find((x) => x.lock.metadata.namespace === ns && x.lock.metadata.name === name);
+    if (!e) {
+      replace("current", h("p", { class: "empty" }, "No such lock (yet): it appears here when it is taken."));
+      return;
+    }
+    document.getElementById("target").textContent = e.lock.spec.target;
+    replace("current", lockCard(e, s.lockNamespace));
+    replace("history", e.history.length ? table(["Holder", "From", "Until", "Held", "How it ended"], e.history.map((x) =>
+      h("tr", null,
+        h("td", null, ident(x), x.pod ? [" ", h("span", { class: "muted" }, "pod " + x.pod.namespace + "/" + x.pod.name)] : null),
+        h("td", null, timeEl(x.since)), h("td", null, timeEl(x.until)),
+        h("td", null, human(Date.parse(x.until) - Date.parse(x.since))),
+        h("td", null, badge(x.ended), " ", describeEnd(x),
+          x.ignoredFreeze ? [" ", h("span", { class: "muted" }, "took it in spite of: " + x.ignoredFreeze)] : null))))
+      : h("p", { class: "empty" }, "No past holds."));
+  }
+
+  // describeEnd mirrors lock.HistoryEntry.Describe.
+  function describeEnd(x) {
+    switch (x.ended) {
+      case "handedOver": return "handed over to " + (x.by || "");
+      case "broken": return "broken by " + (x.by || "");
+      case "expired": case "lost": return x.reason ? x.ended + ": " + x.reason : x.ended;
+      default: return x.ended;
+    }
+  }
+
+  function renderJob(s) {
+    const j = s.jobs.find((x) => x.name === body.dataset.job);
+    if (!j) return;
+    replace("job-state", badge(j.state));
+    replace("job-pod", j.pod || "");
+    replace("job-build", j.buildID || "");
+    replace("job-age", agoEl(j.started));
+    replace("job-duration", jobDuration(j, serverNow()));
+    replace("job-reason", j.reason || "", j.description ? [" ", h("span", { class: "muted" }, j.description)] : []);
+  }
+
+  function conn(live, text) {
+    const el = document.getElementById("conn");
+    el.className = "conn " + (live ? "live" : "down");
+    el.textContent = text;
+  }
+
+  function onSnapshot(s) {
+    offset = Date.parse(s.now) - Date.now();
+    renderProblems(s);
+    if (page === "index") renderIndex(s);
+    else if (page === "history") renderHistory(s);
+    else if (page === "logs") renderJob(s);
+    conn(true, "live · " + rfc(s.now));
+    body.dataset.seq = String(s.seq);
+  }
+
+  const events = new EventSource("/events");
+  events.addEventListener("snapshot", (ev) => onSnapshot(JSON.parse(ev.data)));
+  events.addEventListener("error", () => conn(false, "reconnecting…"));
+
+  // Ages count on between snapshots.
+  setInterval(() => {
+    const now = serverNow();
+    for (const t of document.querySelectorAll("time[data-ago]")) {
+      const at = Date.parse(t.getAttribute("datetime"));
+      if (!isNaN(at)) t.textContent = human(now - at);
+    }
+  }, 1000);
+
+  if (page === "logs") {
+    const log = document.getElementById("log");
+    const status = document.getElementById("log-status");
+    const stream = new EventSource("/jobs/" + seg(body.dataset.job) + "/logs/stream");
+    const note = (text) => {
+      status.append(h("li", null, text));
+      while (status.children.length > 5) status.firstChild.remove();
+    };
+    let opened = false;
+    stream.addEventListener("open", () => {
+      // A stream opened again starts the logs again.
+      if (opened) log.replaceChildren();
+      opened = true;
+    });
+    stream.addEventListener("line", (ev) => {
+      const follow = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+      log.append(document.createTextNode(ev.data + "\n"));
+      if (follow) log.scrollTop = log.scrollHeight;
+    });
+    stream.addEventListener("status", (ev) => note(ev.data));
+    stream.addEventListener("end", (ev) => {
+      note(ev.data);
+      body.dataset.logEnded = "true";
+      stream.close();
+    });
+  }
+})();

@@ -1,0 +1,294 @@
+package dashboard_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/dashboard"
+	"github.com/lockctl/lockctl/internal/kubeclient"
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock"
+)
+
+const (
+	lockNS = "locks"
+	jobNS  = "ci"
+	// evil is a string a user chose that must render as text.
+	evil = `<img src=x onerror=alert(1)>`
+)
+
+// started is a hub over a fake clientset, running until the test ends.
+type started struct {
+	hub   *dashboard.Hub
+	cs    *fake.Clientset
+	locks *lock.Client
+	srv   *httptest.Server
+}
+
+func start(t *testing.T) *started {
+	t.Helper()
+	cs := fake.NewClientset()
+	locks := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS)
+	locks.Clock = clock.RealClock{}
+	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS)
+	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
+		Jobs: job.NewStore(kubeclient.CoreV1(cs), jobNS),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hub.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	srv := httptest.NewServer(hub.Handler())
+	t.Cleanup(srv.Close)
+	return &started{hub: hub, cs: cs, locks: locks, srv: srv}
+}
+
+// await waits until the hub's snapshot satisfies ok.
+func (s *started) await(t *testing.T, what string, ok func(*dashboard.Snapshot) bool) *dashboard.Snapshot {
+	t.Helper()
+	var last *dashboard.Snapshot
+	require.Eventually(t, func() bool {
+		last = s.hub.Current()
+		return last != nil && ok(last)
+	}, 10*time.Second, 10*time.Millisecond, "snapshot with %s", what)
+	return last
+}
+
+func holder(branch, build string) lock.Request {
+	return lock.Request{
+		Target:   "production",
+		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: branch, Build: build},
+		Session:  "s-" + build,
+	}
+}
+
+func get(t *testing.T, url string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
+	s := start(t)
+	ctx := t.Context()
+	_, _, err := s.locks.TryAcquire(ctx, holder(evil, "1"))
+	require.NoError(t, err)
+	_, p, err := s.locks.TryAcquire(ctx, holder("main", "2"))
+	require.NoError(t, err)
+	require.NotNil(t, p, "the second build waits")
+	_, err = s.locks.Freeze(ctx, lock.FreezeRequest{
+		Target: "production", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+		Reason: evil, Until: time.Now().Add(time.Hour),
+	})
+	require.NoError(t, err)
+	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS).Create(ctx, &job.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
+		Spec: job.JobSpec{Job: "deploy", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: evil},
+			PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+	})
+	require.NoError(t, err)
+
+	snap := s.await(t, "the holder, a waiter, the freeze and the job", func(s *dashboard.Snapshot) bool {
+		return len(s.Locks) == 1 && len(s.Locks[0].Lock.Status.Waiters) == 1 &&
+			s.Locks[0].Lock.Status.Freeze != nil && len(s.Jobs) == 1
+	})
+	l := snap.Locks[0].Lock
+	assert.Equal(t, lock.StateHeld, l.Status.State)
+	assert.Equal(t, evil, l.Status.Holder.Branch)
+	assert.Equal(t, "2", l.Status.Waiters[0].Build)
+	assert.Equal(t, evil, l.Status.Freeze.Reason)
+	assert.Equal(t, "deploy-1", snap.Jobs[0].Name)
+	assert.Equal(t, evil, snap.Jobs[0].Branch)
+
+	t.Run("the page escapes every string from users", func(t *testing.T) {
+		resp, body := get(t, s.srv.URL+"/", nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		assert.NotContains(t, body, "<img", "no user string as markup")
+		assert.Contains(t, body, "&lt;img src=x onerror=alert(1)&gt;", "the branch and the reason as text")
+		assert.Contains(t, body, `href="/locks/locks/`, "a link to the lock's history")
+		assert.Contains(t, body, `href="/jobs/deploy-1/logs"`, "a link to the job's logs")
+		assert.Equal(t, dashboard.ContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"))
+		assert.NotContains(t, body, "<script>", "no inline script")
+		assert.NotContains(t, body, "http://", "no asset from elsewhere")
+		assert.NotContains(t, body, "https://", "no asset from elsewhere")
+	})
+	t.Run("the history page names the lock", func(t *testing.T) {
+		resp, body := get(t, s.srv.URL+"/locks/"+lockNS+"/"+l.Name, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		assert.Contains(t, body, "History of lock")
+		assert.NotContains(t, body, "<img")
+	})
+	t.Run("the snapshot is the status view", func(t *testing.T) {
+		resp, body := get(t, s.srv.URL+"/api/snapshot", nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var raw struct {
+			Locks []struct {
+				Lock map[string]any `json:"lock"`
+			} `json:"locks"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &raw))
+		require.Len(t, raw.Locks, 1)
+		assert.Equal(t, lock.KindLock, raw.Locks[0].Lock["kind"], "a Lock object, as status -o json prints")
+	})
+}
+
+func TestHandlerRefuses(t *testing.T) {
+	s := start(t)
+	s.await(t, "the first snapshot", func(*dashboard.Snapshot) bool { return true })
+	for _, tc := range []struct {
+		name   string
+		method string
+		path   string
+		host   string
+		want   int
+	}{
+		{name: "a write", method: http.MethodPost, path: "/", want: http.StatusMethodNotAllowed},
+		{name: "a delete", method: http.MethodDelete, path: "/api/snapshot", want: http.StatusMethodNotAllowed},
+		{name: "a host name (DNS rebinding)", method: http.MethodGet, path: "/", host: "attacker.example:8080", want: http.StatusMisdirectedRequest},
+		{name: "localhost", method: http.MethodGet, path: "/", host: "localhost:8080", want: http.StatusOK},
+		{name: "an IPv6 address", method: http.MethodGet, path: "/", host: "[::1]:8080", want: http.StatusOK},
+		{name: "an unknown page", method: http.MethodGet, path: "/nothing", want: http.StatusNotFound},
+		{name: "an unknown job's logs", method: http.MethodGet, path: "/jobs/nope/logs/stream", want: http.StatusNotFound},
+		{name: "the script", method: http.MethodGet, path: "/assets/app.js", want: http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, s.srv.URL+tc.path, nil)
+			require.NoError(t, err)
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			assert.Equal(t, tc.want, resp.StatusCode, "%s %s host %q", tc.method, tc.path, tc.host)
+			assert.Equal(t, dashboard.ContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"), "every answer has the policy")
+		})
+	}
+}
+
+// readEvent reads the next server-sent event's name and data.
+func readEvent(t *testing.T, r *bufio.Reader) (string, string) {
+	t.Helper()
+	var event, data string
+	for {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "" && (event != "" || data != ""):
+			return event, data
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data += strings.TrimPrefix(line, "data: ")
+		}
+	}
+}
+
+func TestEventsFanOutFromOneSetOfWatches(t *testing.T) {
+	s := start(t)
+	s.await(t, "the first snapshot", func(*dashboard.Snapshot) bool { return true })
+	const viewers = 5
+	readers := make([]*bufio.Reader, viewers)
+	for i := range readers {
+		resp, err := http.Get(s.srv.URL + "/events")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+		readers[i] = bufio.NewReader(resp.Body)
+		ev, _ := readEvent(t, readers[i])
+		require.Equal(t, "snapshot", ev, "the current snapshot first")
+	}
+	require.Eventually(t, func() bool { return s.hub.Subscribers() == viewers }, 5*time.Second, 10*time.Millisecond)
+	before := len(s.cs.Actions())
+
+	_, _, err := s.locks.TryAcquire(t.Context(), holder("main", "7"))
+	require.NoError(t, err)
+	for i, r := range readers {
+		for {
+			ev, data := readEvent(t, r)
+			require.Equal(t, "snapshot", ev)
+			var snap dashboard.Snapshot
+			require.NoError(t, json.Unmarshal([]byte(data), &snap))
+			if len(snap.Locks) == 1 && snap.Locks[0].Lock.Status.Holder != nil {
+				assert.Equal(t, "7", snap.Locks[0].Lock.Status.Holder.Build, "viewer %d", i)
+				break
+			}
+		}
+	}
+	// The acquire's own requests, and none per viewer: the hub reads
+	// nothing (the holder has no pod) to show the change.
+	var reads []string
+	for _, a := range s.cs.Actions()[before:] {
+		if v := a.GetVerb(); v == "list" || v == "watch" || v == "get" && a.GetResource().Resource != "configmaps" {
+			reads = append(reads, v+" "+a.GetResource().Resource)
+		}
+	}
+	assert.Empty(t, reads, "no request per viewer")
+}
+
+func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
+	s := start(t)
+	ctx := t.Context()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: jobNS, UID: "pod-uid"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	_, err := s.cs.CoreV1().Pods(jobNS).Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	r := holder("main", "5")
+	r.Pod = &lock.PodRef{Namespace: jobNS, Name: "deployer"}
+	_, _, err = s.locks.TryAcquire(ctx, r)
+	require.NoError(t, err)
+	s.await(t, "the holder in its pod", func(s *dashboard.Snapshot) bool {
+		return len(s.Locks) == 1 && s.Locks[0].Lock.Status.Holder != nil && s.Locks[0].Lock.Status.Alive
+	})
+	podGets := func() int {
+		n := 0
+		for _, a := range s.cs.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "pods" {
+				n++
+			}
+		}
+		return n
+	}
+	before := podGets()
+	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS).Create(ctx, &job.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "deploy-2"},
+		Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,
+			PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+	})
+	require.NoError(t, err)
+	s.await(t, "the job", func(s *dashboard.Snapshot) bool { return len(s.Jobs) == 1 })
+	assert.Equal(t, before, podGets(), "the lock did not change: its view is kept, its holder's pod not read again")
+}

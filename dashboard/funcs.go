@@ -1,0 +1,117 @@
+package dashboard
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// timeOf returns the time t holds, as the page's templates pass them, and
+// false for none.
+func timeOf(t any) (time.Time, bool) {
+	switch v := t.(type) {
+	case time.Time:
+		return v, !v.IsZero()
+	case metav1.Time:
+		return v.Time, !v.IsZero()
+	case *metav1.Time:
+		if v == nil {
+			return time.Time{}, false
+		}
+		return v.Time, !v.IsZero()
+	case metav1.MicroTime:
+		return v.Time, !v.IsZero()
+	case *metav1.MicroTime:
+		if v == nil {
+			return time.Time{}, false
+		}
+		return v.Time, !v.IsZero()
+	}
+	return time.Time{}, false
+}
+
+// ago renders how long before now t was, as lockctl's tables do ("3m12s");
+// "" for no time. The page's script counts on from it.
+func ago(now time.Time, t any) string {
+	at, ok := timeOf(t)
+	if !ok {
+		return ""
+	}
+	return term.HumanDuration(now.Sub(at))
+}
+
+// rfc3339 renders t for a datetime attribute and a tooltip; "" for none.
+func rfc3339(t any) string {
+	at, ok := timeOf(t)
+	if !ok {
+		return ""
+	}
+	return at.UTC().Format(time.RFC3339)
+}
+
+// jobDuration is how long the job has run: from its pod's creation (else
+// its submission) to its end, or to now while it runs; "" before.
+func jobDuration(now time.Time, e JobEntry) string {
+	from, ok := timeOf(e.Pending)
+	if !ok {
+		if from, ok = timeOf(e.Started); !ok || !e.Terminal {
+			return ""
+		}
+	}
+	to, done := timeOf(e.Completed)
+	if !done {
+		to = now
+	}
+	return term.HumanDuration(to.Sub(from))
+}
+
+// holdFor is how long a past hold lasted.
+func holdFor(h lock.HistoryEntry) string {
+	return term.HumanDuration(h.Until.Sub(h.Since.Time))
+}
+
+// describeWindow renders whom a freeze window freezes.
+func describeWindow(w Window) string {
+	if len(w.Targets) == 0 {
+		return "every lock"
+	}
+	return strings.Join(w.Targets, ", ")
+}
+
+// describeFreeze renders who froze a lock: a person's identity, or the
+// freeze window it comes from.
+func describeFreeze(f *lock.Freeze) string {
+	if f.FromWindow() {
+		return "freeze window " + f.By.Branch
+	}
+	return f.By.String()
+}
+
+// cardData is what the template of a lock's card gets.
+type cardData struct {
+	Now time.Time
+	// LockNamespace is the page's lock namespace; "" names every lock's.
+	LockNamespace string
+	E             *LockEntry
+}
+
+// card bundles what a lock's card shows; e is a LockEntry or a pointer to
+// one.
+func card(now time.Time, lockNamespace string, e any) cardData {
+	d := cardData{Now: now, LockNamespace: lockNamespace}
+	switch v := e.(type) {
+	case LockEntry:
+		d.E = &v
+	case *LockEntry:
+		d.E = v
+	}
+	return d
+}
+
+// lower renders v (a state, an ending) in lower case, for a class name.
+func lower(v any) string { return strings.ToLower(fmt.Sprint(v)) }

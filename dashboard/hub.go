@@ -1,0 +1,563 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/internal/logutil"
+	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// Defaults of Options.
+const (
+	// DefaultRefresh is how often a snapshot is made when nothing changed,
+	// so that liveness ("expires in 4m") and freeze windows starting or
+	// ending are judged again.
+	DefaultRefresh = 15 * time.Second
+	// DefaultMaxJobs is how many job records the page shows, newest first.
+	DefaultMaxJobs = 200
+	// DefaultRequestTimeout bounds each read a snapshot makes (the pod of a
+	// holder, for its liveness).
+	DefaultRequestTimeout = 5 * time.Second
+)
+
+// firstSnapshotWait bounds how long the first snapshot waits for the
+// locks to be listed.
+const firstSnapshotWait = 5 * time.Second
+
+// Options configure a Hub.
+type Options struct {
+	// Jobs is the store of the job records to show; nil shows no jobs.
+	Jobs *job.Store
+	// PodsFor returns the pods client and pod namespace of a job's build
+	// cluster, for its log page; nil means no log pages.
+	PodsFor func(j *job.Job) (corev1client.PodsGetter, string, error)
+	// Clock stamps snapshots and ages; nil means Locks.Clock.
+	Clock clock.WithTicker
+	// Log receives what the hub does; nil discards it.
+	Log *logrus.Entry
+	// Refresh is how often a snapshot is made when nothing changed; 0 means
+	// DefaultRefresh.
+	Refresh time.Duration
+	// MaxJobs bounds the jobs shown, newest first; 0 means DefaultMaxJobs.
+	MaxJobs int
+	// RequestTimeout bounds each read a snapshot makes; 0 means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+}
+
+// Hub keeps the watches of one process and the snapshot made from them,
+// and hands it to every subscriber.
+type Hub struct {
+	locks *lock.Client
+	cms   corev1client.ConfigMapsGetter
+	o     Options
+
+	kick chan struct{}
+	// logSlots bounds the log streams open at once (MaxLogStreams).
+	logSlots chan struct{}
+
+	mu      sync.Mutex
+	current *published
+	subs    map[chan *published]struct{}
+	jobs    map[string]*job.Job
+	windows map[string][]lock.FreezeWindow // by namespace
+	// problems are the watches' last errors, by watch.
+	problems map[string]string
+	lockCMs  cache.Store
+	synced   func() bool
+	seq      uint64
+
+	// views are the lock entries of the last snapshot by ConfigMap UID,
+	// made only by snapshot's goroutine: an entry is made again when its
+	// ConfigMap changed or Refresh has passed, so that a job changing
+	// often does not read holder pods again each time.
+	views map[string]cachedView
+	// windowsChanged makes the next snapshot make every entry again.
+	windowsChanged bool
+}
+
+// cachedView is a lock's entry as made from one version of its ConfigMap.
+type cachedView struct {
+	rv    string
+	at    time.Time
+	show  bool
+	entry LockEntry
+}
+
+// published is a snapshot and its JSON, encoded once for every viewer.
+type published struct {
+	snap *Snapshot
+	data []byte
+}
+
+// NewHub returns a hub over the locks of locks' namespace (every
+// namespace for a client of metav1.NamespaceAll), read through cms, the
+// ConfigMaps client of the same cluster. Run starts it.
+func NewHub(locks *lock.Client, cms corev1client.ConfigMapsGetter, o Options) *Hub {
+	if o.Clock == nil {
+		o.Clock = locks.Clock
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = DefaultRefresh
+	}
+	if o.MaxJobs <= 0 {
+		o.MaxJobs = DefaultMaxJobs
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	o.Log = logutil.OrDiscard(o.Log)
+	return &Hub{
+		locks:    locks,
+		cms:      cms,
+		o:        o,
+		kick:     make(chan struct{}, 1),
+		logSlots: make(chan struct{}, MaxLogStreams),
+		subs:     map[chan *published]struct{}{},
+		jobs:     map[string]*job.Job{},
+		windows:  map[string][]lock.FreezeWindow{},
+		problems: map[string]string{},
+		synced:   func() bool { return false },
+		views:    map[string]cachedView{},
+	}
+}
+
+// Run starts the watches and makes a snapshot after every change, until
+// ctx ends. The first snapshot is made once the locks are listed.
+func (h *Hub) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+
+	ns := h.locks.Namespace()
+	lockInf := h.informer("locks", ns, labels.SelectorFromSet(labels.Set{
+		lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue,
+	}).String(), "")
+	winInf := h.informer("freeze windows", ns, "", fields.OneTermEqualSelector("metadata.name", lock.FreezeWindowsName).String())
+	_, _ = winInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.setWindows(obj, false) },
+		UpdateFunc: func(_, obj any) { h.setWindows(obj, false) },
+		DeleteFunc: func(obj any) { h.setWindows(obj, true) },
+	})
+	h.mu.Lock()
+	h.lockCMs = lockInf.GetStore()
+	h.synced = lockInf.HasSynced
+	h.mu.Unlock()
+	for _, inf := range []cache.SharedIndexInformer{lockInf, winInf} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inf.RunWithContext(ctx)
+		}()
+	}
+	if h.o.Jobs != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.watchJobs(ctx)
+		}()
+	}
+	// NOTE: the first snapshot waits a little for the lists, so that a
+	// page opened at start does not show "no locks" for a moment; a list
+	// that takes longer (or is refused) is shown as a problem instead.
+	stop := make(chan struct{})
+	t0 := h.o.Clock.NewTimer(firstSnapshotWait)
+	go func() {
+		defer t0.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t0.C():
+		}
+		close(stop)
+	}()
+	cache.WaitForCacheSync(stop, lockInf.HasSynced, winInf.HasSynced)
+	if ctx.Err() != nil {
+		return nil
+	}
+	h.Kick()
+	t := h.o.Clock.NewTicker(h.o.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.kick:
+		case <-t.C():
+		}
+		h.publish(h.snapshot(ctx))
+	}
+}
+
+// Kick asks for a new snapshot now; kicks while one is made make one more.
+func (h *Hub) Kick() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// listWatch lists and watches the ConfigMaps of namespace with the label
+// and field selectors, as an informer takes them; a list that succeeds
+// clears the problem of what.
+func (h *Hub) listWatch(what, namespace, labelSel, fieldSel string) cache.ListerWatcher {
+	cms := h.cms
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector, o.FieldSelector = labelSel, fieldSel
+			list, err := cms.ConfigMaps(namespace).List(ctx, o)
+			if err == nil {
+				h.problem(what, nil)
+			}
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector, o.FieldSelector = labelSel, fieldSel
+			return cms.ConfigMaps(namespace).Watch(ctx, o)
+		},
+	}
+	return cache.ToListWatcherWithWatchListSemantics(lw, noWatchList(watchlist.DoesClientNotSupportWatchListSemantics(cms)))
+}
+
+// noWatchList tells an informer whether the client cannot serve streaming
+// lists (client-go's fakes cannot).
+type noWatchList bool
+
+func (n noWatchList) IsWatchListSemanticsUnSupported() bool { return bool(n) }
+
+// informer returns an informer on the ConfigMaps listWatch selects whose
+// every change kicks the hub and whose errors are shown on the page as
+// what's problem.
+func (h *Hub) informer(what, namespace, labelSel, fieldSel string) cache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformerWithOptions(h.listWatch(what, namespace, labelSel, fieldSel), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { h.Kick() },
+		UpdateFunc: func(any, any) { h.Kick() },
+		DeleteFunc: func(any) { h.Kick() },
+	})
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		h.problem(what, err)
+		h.Kick()
+	})
+	return inf
+}
+
+// problem records the last error of the watch of what; nil clears it.
+func (h *Hub) problem(what string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil {
+		delete(h.problems, what)
+		return
+	}
+	h.problems[what] = fmt.Sprintf("cannot watch %s: %v", what, err)
+}
+
+// setWindows keeps the freeze windows of the namespace of obj, a
+// FreezeWindowsName ConfigMap.
+func (h *Hub) setWindows(obj any, deleted bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, deleted = d.Obj, true
+	}
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	var ws []lock.FreezeWindow
+	var err error
+	if !deleted {
+		ws, err = lock.ParseFreezeWindows([]byte(cm.Data[lock.FreezeWindowsKey]))
+	}
+	h.mu.Lock()
+	if err != nil {
+		h.problems["windows "+cm.Namespace] = fmt.Sprintf("freeze windows %s/%s, key %s: %v", cm.Namespace, cm.Name, lock.FreezeWindowsKey, err)
+		ws = nil
+	} else {
+		delete(h.problems, "windows "+cm.Namespace)
+	}
+	if deleted {
+		delete(h.windows, cm.Namespace)
+	} else {
+		h.windows[cm.Namespace] = ws
+	}
+	h.windowsChanged = true
+	h.mu.Unlock()
+	h.Kick()
+}
+
+// watchJobs keeps h.jobs from the job store's watch until ctx ends,
+// starting it again after an error.
+func (h *Hub) watchJobs(ctx context.Context) {
+	for ctx.Err() == nil {
+		// NOTE: a new watch lists every record again; one deleted in
+		// between must not stay on the page.
+		h.mu.Lock()
+		h.jobs = map[string]*job.Job{}
+		h.mu.Unlock()
+		err := h.o.Jobs.Watch(ctx, job.ListOptions{}, func(ev watch.EventType, j *job.Job) error {
+			h.mu.Lock()
+			delete(h.problems, "jobs")
+			if ev == watch.Deleted {
+				delete(h.jobs, j.Name)
+			} else {
+				h.jobs[j.Name] = j
+			}
+			h.mu.Unlock()
+			h.Kick()
+			return nil
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		h.problem("jobs", err)
+		h.Kick()
+		select {
+		case <-ctx.Done():
+		case <-h.o.Clock.After(time.Second):
+		}
+	}
+}
+
+// Subscribe returns a channel that gets the current snapshot's JSON at
+// once (when there is one) and every newer one. A slow reader misses
+// snapshots, never the latest. cancel ends the subscription.
+func (h *Hub) Subscribe() (snaps <-chan []byte, cancel func()) {
+	ch := make(chan *published, 1)
+	out := make(chan []byte)
+	h.mu.Lock()
+	h.subs[ch] = struct{}{}
+	if h.current != nil {
+		ch <- h.current
+	}
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-done:
+				return
+			case p := <-ch:
+				select {
+				case out <- p.data:
+				case <-done:
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return out, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.subs, ch)
+			h.mu.Unlock()
+			close(done)
+		})
+	}
+}
+
+// Current returns the latest snapshot, nil before the first.
+func (h *Hub) Current() *Snapshot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.current == nil {
+		return nil
+	}
+	return h.current.snap
+}
+
+// Subscribers returns how many subscriptions are open.
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+// publish makes s the current snapshot and hands it to every subscriber,
+// replacing one it has not taken yet.
+func (h *Hub) publish(s *Snapshot) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		h.o.Log.WithField("err", err).Error("cannot encode the dashboard's snapshot")
+		return
+	}
+	p := &published{snap: s, data: data}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.current = p
+	for ch := range h.subs {
+		select {
+		case <-ch:
+		default:
+		}
+		ch <- p
+	}
+}
+
+// snapshot makes a snapshot of what the watches hold now.
+func (h *Hub) snapshot(ctx context.Context) *Snapshot {
+	h.mu.Lock()
+	h.seq++
+	s := &Snapshot{
+		Seq:           h.seq,
+		LockNamespace: h.locks.Namespace(),
+		Locks:         []LockEntry{},
+		Windows:       []Window{},
+		Jobs:          []JobEntry{},
+	}
+	if h.o.Jobs != nil {
+		s.JobNamespace = h.o.Jobs.Namespace()
+		s.ShowJobs = true
+	}
+	var cms []*corev1.ConfigMap
+	if h.lockCMs != nil {
+		for _, obj := range h.lockCMs.List() {
+			if cm, ok := obj.(*corev1.ConfigMap); ok {
+				cms = append(cms, cm)
+			}
+		}
+	}
+	jobs := make([]*job.Job, 0, len(h.jobs))
+	for _, j := range h.jobs {
+		jobs = append(jobs, j)
+	}
+	windows := make(map[string][]lock.FreezeWindow, len(h.windows))
+	for ns, ws := range h.windows {
+		windows[ns] = ws
+	}
+	for _, p := range h.problems {
+		s.Problems = append(s.Problems, p)
+	}
+	if h.windowsChanged {
+		h.views, h.windowsChanged = map[string]cachedView{}, false
+	}
+	if !h.synced() && len(h.problems) == 0 {
+		s.Problems = append(s.Problems, "the locks are still being listed")
+	}
+	h.mu.Unlock()
+	sort.Strings(s.Problems)
+
+	now := h.o.Clock.Now()
+	s.Now = metav1.NewTime(now)
+	if ns := h.locks.Namespace(); ns != metav1.NamespaceAll {
+		// NOTE: only this run of Snapshot sets the hub's own client's
+		// windows, so the views judge freezes as status does.
+		h.locks.FreezeWindows = append([]lock.FreezeWindow{}, windows[ns]...)
+	}
+	sort.Slice(cms, func(i, k int) bool {
+		if cms[i].Namespace != cms[k].Namespace {
+			return cms[i].Namespace < cms[k].Namespace
+		}
+		return cms[i].Name < cms[k].Name
+	})
+	views := make(map[string]cachedView, len(cms))
+	for _, cm := range cms {
+		v, ok := h.views[string(cm.UID)]
+		if !ok || v.rv != cm.ResourceVersion || now.Sub(v.at) >= h.o.Refresh || now.Before(v.at) {
+			v = h.view(ctx, cm, now)
+		}
+		views[string(cm.UID)] = v
+		if v.show {
+			s.Locks = append(s.Locks, v.entry)
+		}
+	}
+	h.views = views
+	s.Windows = upcomingWindows(windows, now)
+	s.Jobs = jobEntries(jobs, h.o.MaxJobs)
+	s.JobsTotal = len(jobs)
+	return s
+}
+
+// view makes the entry of the lock cm is, at now.
+func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cachedView {
+	v := cachedView{rv: cm.ResourceVersion, at: now}
+	rctx, cancel := context.WithTimeout(ctx, h.o.RequestTimeout)
+	l, show := h.locks.ViewOf(rctx, cm)
+	cancel()
+	hist, err := lock.HistoryOf(cm)
+	if !show && (err != nil || len(hist.Entries) == 0) {
+		return v
+	}
+	if !show {
+		// A free lock kept for its history: shown free, with it.
+		l = h.locks.Free(hist.Target)
+		l.Namespace, l.Name = cm.Namespace, cm.Name
+	}
+	v.show = true
+	v.entry = LockEntry{Lock: l, History: []lock.HistoryEntry{}}
+	if err == nil {
+		v.entry.History = hist.Entries
+	}
+	return v
+}
+
+// upcomingWindows lists each window's freeze in force or next to come,
+// soonest first.
+func upcomingWindows(byNS map[string][]lock.FreezeWindow, now time.Time) []Window {
+	out := []Window{}
+	for ns, ws := range byNS {
+		for i := range ws {
+			w := &ws[i]
+			f := w.Next(now)
+			if f == nil {
+				continue
+			}
+			out = append(out, Window{
+				Namespace: ns, Name: w.Name, Reason: w.Reason, Targets: w.Targets,
+				Schedule: w.Schedule, Start: metav1.NewTime(f.Since.Time), End: metav1.NewTime(f.Until.Time),
+				Active: !f.Since.After(now),
+			})
+		}
+	}
+	sort.Slice(out, func(i, k int) bool {
+		if !out[i].Start.Equal(&out[k].Start) {
+			return out[i].Start.Before(&out[k].Start)
+		}
+		return out[i].Namespace+"/"+out[i].Name < out[k].Namespace+"/"+out[k].Name
+	})
+	return out
+}
+
+// jobEntries returns the newest max jobs, newest first.
+func jobEntries(jobs []*job.Job, max int) []JobEntry {
+	job.SortByStart(jobs)
+	out := []JobEntry{}
+	for i := len(jobs) - 1; i >= 0 && len(out) < max; i-- {
+		out = append(out, newJobEntry(jobs[i]))
+	}
+	return out
+}
+
+// ErrNoJob is returned for a job the hub does not know.
+var ErrNoJob = errors.New("job not found")
+
+// job returns the job record called name as last watched.
+func (h *Hub) job(name string) (*job.Job, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	j, ok := h.jobs[name]
+	if !ok {
+		return nil, ErrNoJob
+	}
+	return j, nil
+}

@@ -1,0 +1,277 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// ContentSecurityPolicy is the policy of every answer: nothing but the
+// page's own script, style and connections, no inline script or style, no
+// frames, no forms.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// heartbeat is how often an idle event stream gets a comment, so that
+// proxies (kubectl port-forward) keep it open and a gone browser is noticed.
+const heartbeat = 15 * time.Second
+
+// MaxLogStreams bounds the log pages open at once: each follows a pod.
+const MaxLogStreams = 32
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"ago":      ago,
+	"rfc3339":  rfc3339,
+	"duration": jobDuration,
+	"holdFor":  holdFor,
+	"window":   describeWindow,
+	"freeze":   describeFreeze,
+	"lower":    lower,
+	"card":     card,
+}).ParseFS(assets, "assets/*.html"))
+
+// Handler returns the page's HTTP handler. hosts are the host names (not
+// IP addresses, which are always accepted, nor localhost) that requests may
+// name in their Host header, for a dashboard reached under a name.
+func (h *Hub) Handler(hosts ...string) http.Handler {
+	static, _ := fs.Sub(assets, "assets/static")
+	mux := http.NewServeMux()
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", h.serveIndex)
+	mux.HandleFunc("GET /locks/{namespace}/{name}", h.serveHistory)
+	mux.HandleFunc("GET /jobs/{name}/logs", h.serveLogsPage)
+	mux.HandleFunc("GET /jobs/{name}/logs/stream", h.serveLogStream)
+	mux.HandleFunc("GET /events", h.serveEvents)
+	mux.HandleFunc("GET /api/snapshot", h.serveSnapshot)
+	allowed := map[string]bool{"localhost": true}
+	for _, n := range hosts {
+		allowed[strings.ToLower(n)] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr := w.Header()
+		hdr.Set("Content-Security-Policy", ContentSecurityPolicy)
+		hdr.Set("X-Content-Type-Options", "nosniff")
+		hdr.Set("X-Frame-Options", "DENY")
+		hdr.Set("Referrer-Policy", "no-referrer")
+		hdr.Set("Cache-Control", "no-store")
+		if !hostAllowed(r.Host, allowed) {
+			http.Error(w, "unknown host: open the dashboard by IP address or localhost", http.StatusMisdirectedRequest)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			hdr.Set("Allow", "GET, HEAD")
+			http.Error(w, "the dashboard is read-only", http.StatusMethodNotAllowed)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed reports whether a request for host (a Host header) may be
+// answered: an IP address, localhost, or one of allowed. Names a web page
+// elsewhere could point at the dashboard's address (DNS rebinding) are not.
+func hostAllowed(host string, allowed map[string]bool) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	return allowed[strings.ToLower(host)]
+}
+
+// pageData is what the page templates get.
+type pageData struct {
+	Title string
+	Page  string
+	Snap  *Snapshot
+	Now   time.Time
+	Lock  *LockEntry
+	Job   *JobEntry
+}
+
+func (h *Hub) render(w http.ResponseWriter, status int, name string, d pageData) {
+	if d.Snap == nil {
+		d.Snap = &Snapshot{Locks: []LockEntry{}, Windows: []Window{}, Jobs: []JobEntry{}}
+	}
+	d.Now = d.Snap.Now.Time
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, d); err != nil {
+		h.o.Log.WithField("err", err).Error("cannot render the dashboard")
+		http.Error(w, "cannot render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+func (h *Hub) serveIndex(w http.ResponseWriter, _ *http.Request) {
+	h.render(w, http.StatusOK, "index.html", pageData{Title: "lockctl dashboard", Page: "index", Snap: h.Current()})
+}
+
+func (h *Hub) serveHistory(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	s := h.Current()
+	d := pageData{Page: "history", Snap: s, Title: "lock " + ns + "/" + name}
+	if s != nil {
+		for i := range s.Locks {
+			if l := &s.Locks[i]; l.Lock.Namespace == ns && l.Lock.Name == name {
+				d.Lock, d.Title = l, "history of "+l.Lock.Spec.Target
+			}
+		}
+	}
+	if d.Lock == nil {
+		// An empty entry names the lock, so the page shows it when it
+		// comes.
+		d.Lock = &LockEntry{Lock: lock.Lock{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+		h.render(w, http.StatusNotFound, "history.html", d)
+		return
+	}
+	h.render(w, http.StatusOK, "history.html", d)
+}
+
+func (h *Hub) serveLogsPage(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	d := pageData{Page: "logs", Snap: h.Current(), Title: "logs of " + name}
+	j, err := h.job(name)
+	if err != nil {
+		d.Job = &JobEntry{Name: name}
+		h.render(w, http.StatusNotFound, "logs.html", d)
+		return
+	}
+	e := newJobEntry(j)
+	d.Job = &e
+	h.render(w, http.StatusOK, "logs.html", d)
+}
+
+func (h *Hub) serveSnapshot(w http.ResponseWriter, _ *http.Request) {
+	h.mu.Lock()
+	p := h.current
+	h.mu.Unlock()
+	if p == nil {
+		http.Error(w, "not ready: the locks are being listed", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(p.data)
+}
+
+// eventStream starts a server-sent event stream on w.
+type eventStream struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func newEventStream(w http.ResponseWriter) *eventStream {
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &eventStream{w: w, rc: http.NewResponseController(w)}
+	_ = s.rc.Flush()
+	return s
+}
+
+// send writes one event whose data is each line of data.
+func (s *eventStream) send(event string, data []byte) error {
+	var b bytes.Buffer
+	if event != "" {
+		fmt.Fprintf(&b, "event: %s\n", event)
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(bytes.ReplaceAll(line, []byte("\r"), nil))
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	return s.write(b.Bytes())
+}
+
+// comment writes a comment, which keeps the stream open.
+func (s *eventStream) comment() error { return s.write([]byte(": keep-alive\n\n")) }
+
+func (s *eventStream) write(b []byte) error {
+	// NOTE: a browser that stops reading must not hold a handler forever.
+	_ = s.rc.SetWriteDeadline(time.Now().Add(heartbeat))
+	if _, err := s.w.Write(b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// serveEvents streams every snapshot as an event "snapshot", the current
+// one first.
+func (h *Hub) serveEvents(w http.ResponseWriter, r *http.Request) {
+	snaps, cancel := h.Subscribe()
+	defer cancel()
+	es := newEventStream(w)
+	t := time.NewTicker(heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+			if es.comment() != nil {
+				return
+			}
+		case data, ok := <-snaps:
+			if !ok || es.send("snapshot", data) != nil {
+				return
+			}
+		}
+	}
+}
+
+// errServerClosing ends streams when the server stops.
+var errServerClosing = errors.New("dashboard stopping")
+
+// Serve serves handler on ln until ctx ends, then closes every connection,
+// event streams included, within a few seconds.
+func Serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
+	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(errServerClosing)
+	srv := &http.Server{
+		Handler: handler,
+		// NOTE: no ReadTimeout: its deadline, once passed, cancels the
+		// request's context, which would end every event stream; the page
+		// reads no request bodies.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	cancel(errServerClosing)
+	shutdown, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer stop()
+	if err := srv.Shutdown(shutdown); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
