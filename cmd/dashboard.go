@@ -11,7 +11,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/dashboard"
@@ -215,7 +214,7 @@ func validateDashboardAddress(addr string) error {
 // background, on --dashboard-address: the locks of the lock namespace and
 // the job records of jobNS, whose pods run in clusters (alias →
 // clientset) in podNS (jobNS when empty). stop ends it.
-func (o *reconcileOptions) startDashboard(ctx context.Context, jobs kubernetes.Interface, jobNS string, clusters map[string]kubernetes.Interface, podNS string) (stop func(), err error) {
+func (o *reconcileOptions) startDashboard(ctx context.Context, jobs kubeclient.Interface, jobNS string, clusters map[string]kubeclient.Interface, podNS string) (stop func(), err error) {
 	// NOTE: a lock client of its own: the hub sets its freeze windows.
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
 	if err != nil {
