@@ -1,0 +1,71 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/testenv"
+)
+
+// TestIntegrationStatusAndHistoryWatch: on the real API server, status -w
+// and history -w print the lock as it is, then a row when another process
+// releases it: the lock free, and the hold that ended.
+func TestIntegrationStatusAndHistoryWatch(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	_, errOut, code := lockctlIn(t, env, ns, append([]string{"acquire", "staging"}, identityFlags("web", "1")...)...)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+
+	watch := func(ctx context.Context, args ...string) (*syncWriter, <-chan error) {
+		out := &syncWriter{writes: make(chan string, 100)}
+		done := make(chan error, 1)
+		go func() {
+			f := NewFactory(IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}})
+			done <- Run(ctx, f, append(args, "--kubeconfig", env.Kubeconfig, "-n", ns))
+		}()
+		return out, done
+	}
+	// squeezed is out with each run of spaces made one, as rows compare.
+	squeezed := func(out *syncWriter) string {
+		var b strings.Builder
+		for _, l := range strings.SplitAfter(out.String(), "\n") {
+			b.WriteString(strings.Join(strings.Fields(l), " "))
+			if strings.HasSuffix(l, "\n") {
+				b.WriteString("\n")
+			}
+		}
+		return b.String()
+	}
+	awaitOut := func(out *syncWriter, want string) {
+		t.Helper()
+		for !strings.Contains(squeezed(out), want) {
+			<-out.writes
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	status, statusDone := watch(ctx, "status", "-w", "--no-headers", "-o", "custom-columns=TARGET:.spec.target,STATE:.status.state,HOLDER:.status.holder.build")
+	history, historyDone := watch(ctx, "history", "staging", "-w", "--no-headers")
+	awaitOut(status, "staging held 1\n")
+	awaitOut(history, "holding\n")
+
+	_, errOut, code = lockctlIn(t, env, ns, append([]string{"release", "staging"}, identityFlags("web", "1")...)...)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	awaitOut(status, "staging free <none>\n")
+	awaitOut(history, "released\n")
+	cancel()
+	require.ErrorIs(t, <-statusDone, context.Canceled)
+	require.ErrorIs(t, <-historyDone, context.Canceled)
+	assert.Equal(t, "staging held 1\nstaging free <none>\n", squeezed(status), "the lock, then its release")
+	lines := strings.Split(strings.TrimSuffix(history.String(), "\n"), "\n")
+	require.Len(t, lines, 2, history.String())
+	assert.Contains(t, lines[0], "acme/web@main#1")
+	assert.Contains(t, lines[1], "released")
+}
