@@ -33,14 +33,14 @@ tools: ## build the control-plane binaries for tests (cached in _output/tools)
 chromium: ## install Debian's chromium for the dashboard's browser test (apt-get; nothing when present)
 	hack/chromium.sh
 
-test: tools ## run the whole suite: unit tests under -race, then everything against a real API server
+test: tools chromium ## run the whole suite: unit tests under -race, then everything (a real API server; the dashboard in Debian's chromium)
 	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short -count=1 -timeout 20m $(RACE_PKGS)
 	go test -count=1 -timeout 40m ./...
 
 unit: ## run the unit tests only (no control plane), under the race detector
 	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short ./...
 
-integration: tools ## run the integration tests only
+integration: tools chromium ## run the integration tests only
 	go test -count=1 -timeout 40m -run 'TestIntegration' ./...
 
 SOAK ?= 10m
