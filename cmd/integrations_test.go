@@ -37,8 +37,8 @@ func TestCIIntegrations(t *testing.T) {
 		{
 			file: "gitlab/lockctl.gitlab-ci.yml",
 			env: map[string]string{"GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web",
-				"CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "7", "LOCKCTL_TARGET": "staging", "LOCKCTL_TIMEOUT": "30m"},
-			want: []string{"lockctl acquire staging", "lockctl release staging"},
+				"CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "7", "LOCKCTL_TARGET": "staging", "LOCKCTL_ACQUIRE_TIMEOUT": "30m", "LOCKCTL_ACQUIRE_TTL": "1h"},
+			want: []string{"lockctl acquire staging --timeout 30m --ttl 1h > .lockctl-token.tmp"},
 		},
 		{
 			file: "tekton/task.yaml",
