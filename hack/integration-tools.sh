@@ -10,7 +10,7 @@
 #
 #   actionlint      GitHub Actions' linter (Go module github.com/rhysd/actionlint)
 #   krew            the kubectl plugin manager (Go module sigs.k8s.io/krew)
-#   kubectl         built from hack/tools' k8s.io/kubernetes, as kube-apiserver is
+#   kubectl         (only on request) built from hack/tools' k8s.io/kubernetes, as kube-apiserver is
 #   gitlab-ci-local runs .gitlab-ci.yml pipelines locally (npm; needs node, rsync, git)
 #   tekton-lint     Tekton's linter (npm @ibm/tekton-lint)
 #
@@ -32,7 +32,7 @@ TEKTON_LINT_VERSION=1.1.0
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${LOCKCTL_TOOLS_DIR:-${ROOT}/_output/tools}"
-ALL_TOOLS=(actionlint krew kubectl gitlab-ci-local tekton-lint)
+ALL_TOOLS=(actionlint krew gitlab-ci-local tekton-lint)
 export CGO_ENABLED=0
 
 version_of() {

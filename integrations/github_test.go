@@ -167,7 +167,8 @@ exit ` + code + "\n"
 			st := during["status"].(map[string]any)
 			assert.Equal(t, "held", st["state"], "held while deploying")
 			assert.Equal(t, token, st["token"], "by this hold")
-			assert.Contains(t, string(data), "acme/web", "with the job's identity")
+			assert.Equal(t, map[string]any{"owner": "acme", "repo": "web", "branch": "main", "build": "7"},
+				pick(st["holder"].(map[string]any), "owner", "repo", "branch", "build"), "with the job's identity")
 			assert.Regexp(t, `installed lockctl v0.2.0 \(linux/\w+, sha256 [0-9a-f]{64}\)`, r.log.String(), "setup verified and installed the release")
 
 			assert.Equal(t, "free", status(t, ns)["state"], "released when the job ended")
@@ -196,7 +197,8 @@ jobs:
     - id: lock
       uses: lockctl/lockctl/integrations/github@v0.2.0
       with: {namespace: staging, timeout: 2s}
-    - run: ./deploy.sh staging
+    - name: deploy
+      run: ./deploy.sh staging
   run-fails:
     steps:
     - uses: lockctl/lockctl/integrations/github@v0.2.0
@@ -226,7 +228,7 @@ jobs:
 			assert.True(t, res.Failed, "the job fails")
 			assert.Equal(t, "failure", res.Steps["lock"])
 			assert.Contains(t, r.log.String(), tt.wantCode)
-			assert.Equal(t, "skipped", res.Steps["./deploy.sh staging"], "no deploy without the lock")
+			assert.Equal(t, "skipped", res.Steps["deploy"], "no deploy without the lock")
 			assert.NoFileExists(t, filepath.Join(r.workdir, "deployed"))
 			assert.Equal(t, "success", res.Steps["post lock"], "post does not fail the job a second time")
 			assert.Contains(t, r.log.String(), "no lock held by this action, nothing to release")
@@ -243,4 +245,13 @@ jobs:
 		assert.Contains(t, r.log.String(), "exit status 7")
 		assert.Equal(t, "free", status(t, ns)["state"], "released")
 	})
+}
+
+// pick returns the keys of m.
+func pick(m map[string]any, keys ...string) map[string]any {
+	out := map[string]any{}
+	for _, k := range keys {
+		out[k] = m[k]
+	}
+	return out
 }

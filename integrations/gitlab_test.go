@@ -70,7 +70,11 @@ deploy:
 func startGitLabPipeline(t *testing.T, env *testenv.Env, dir, iid string, vars ...string) *gitlabPipeline {
 	t.Helper()
 	gcl := tool(t, "gitlab-ci-local")
-	args := []string{"--shell-executor-no-image", "--variable", "KUBECONFIG=" + env.Kubeconfig, "--variable", "CI_PIPELINE_IID=" + iid}
+	// NOTE: gitlab-ci-local sets GITLAB_CI=false, so that scripts can tell
+	// a local run; a GitLab runner sets true, which lockctl reads as
+	// "identity from CI_*". CI_PIPELINE_IID numbers the pipelines as GitLab
+	// would across projects' clones.
+	args := []string{"--shell-executor-no-image", "--variable", "GITLAB_CI=true", "--variable", "KUBECONFIG=" + env.Kubeconfig, "--variable", "CI_PIPELINE_IID=" + iid}
 	for _, v := range vars {
 		args = append(args, "--variable", v)
 	}
