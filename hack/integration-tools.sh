@@ -84,7 +84,7 @@ compile() {
 		}
 		# re2 is a native addon: without a prebuilt download it is compiled
 		# with node-gyp against the installed node's headers.
-		npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" \
+		JOBS=max npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" \
 			npm install --prefix "${dir}" --no-audit --no-fund --loglevel=error "gitlab-ci-local@${GITLAB_CI_LOCAL_VERSION}"
 		;;
 	tekton-lint)
