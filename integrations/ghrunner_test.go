@@ -295,12 +295,12 @@ func (r *ghRunner) exec(name string, cmd *exec.Cmd, env []string) (map[string]st
 		require.NoError(r.t, os.WriteFile(files[f], nil, 0o600))
 		env = append(env, f+"="+files[f])
 	}
-	base := []string{"PATH=" + strings.Join(append(append([]string{}, r.path...), os.Getenv("PATH")), ":"),
+	cmd.Env = []string{"PATH=" + strings.Join(append(append([]string{}, r.path...), os.Getenv("PATH")), ":"),
 		"GITHUB_WORKSPACE=" + r.workdir, "RUNNER_TEMP=" + r.temp}
 	for k, v := range r.env {
-		base = append(base, k+"="+v)
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Env = append(base, env...)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Dir = r.workdir
 	fmt.Fprintf(&r.log, "##[group]%s\n", name)
 	cmd.Stdout, cmd.Stderr = &r.log, &r.log
