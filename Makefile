@@ -16,7 +16,7 @@ export LOCKCTL_REQUIRE_INTEGRATION := 1
 # bench, which drive a lockctl binary built without it.
 RACE_PKGS = $(shell go list ./... | grep -v -e /e2e -e /reliability -e /bench)
 
-.PHONY: fuzz help build image localcluster tools chromium test unit integration soak demo up down bench lint golden docs clean
+.PHONY: fuzz help build image localcluster tools chromium test unit integration soak demo up down bench lint golden docs clean check-integrations integration-tools krew-manifest
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -24,8 +24,11 @@ help: ## list the targets
 build: ## build bin/lockctl
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
 
-image: ## build the OCI image offline: _output/image/lockctl.tar (linux/amd64, linux/arm64)
-	go run ./hack/image -o _output/image/lockctl.tar -version $(VERSION) -ldflags "$(LDFLAGS)"
+# The shell variant gets busybox for the architectures apt can fetch here.
+BUSYBOX_ARCHES ?= $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+
+image: ## build the OCI images offline: _output/image/lockctl.tar (linux/amd64, linux/arm64) and lockctl-shell.tar (with busybox, for CI job images)
+	go run ./hack/image -o _output/image/lockctl.tar -version $(VERSION) -ldflags "$(LDFLAGS)" -busybox "$$(hack/busybox.sh $(BUSYBOX_ARCHES))"
 
 tools: ## build the control-plane binaries for tests (cached in _output/tools)
 	hack/controlplane-tools.sh
@@ -33,9 +36,18 @@ tools: ## build the control-plane binaries for tests (cached in _output/tools)
 chromium: ## install Debian's chromium for the dashboard's browser test (apt-get; nothing when present)
 	hack/chromium.sh
 
-test: tools chromium ## run the whole suite: unit tests under -race, then everything (a real API server; the dashboard in Debian's chromium)
+test: tools chromium integration-tools ## run the whole suite: unit tests under -race, then everything (a real API server, Debian's chromium, the CI ecosystems' tools)
 	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short -count=1 -timeout 20m $(RACE_PKGS)
 	go test -count=1 -timeout 40m ./...
+
+integration-tools: ## build the integrations' tools (actionlint, krew, kubectl, gitlab-ci-local, tekton-lint; cached in _output/tools)
+	hack/integration-tools.sh actionlint krew gitlab-ci-local tekton-lint
+
+check-integrations: tools integration-tools ## check integrations/ with each CI ecosystem's tools and run them against a real API server (docs/integrations.md)
+	go test -count=1 -timeout 20m ./integrations
+
+krew-manifest: ## write dist/lockctl.yaml, the krew manifest of release VERSION from dist/checksums.txt
+	go run ./hack/krew-manifest -version $(VERSION) -checksums dist/checksums.txt -o dist/lockctl.yaml
 
 unit: ## run the unit tests only (no control plane), under the race detector
 	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short ./...

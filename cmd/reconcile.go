@@ -131,10 +131,10 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 			only those allowed pods/portforward reach it, with kubectl
 			port-forward (docs/dashboard.md).
 
-			Unless GOMEMLIMIT is set, the loop runs with a soft memory limit of
-			64 MiB, raised with the live heap to 1.25 times it plus 8 MiB (the Go
-			runtime collects garbage more often near it; it is not a hard cap).
-			GOMEMLIMIT sets a fixed limit instead.
+			The loop runs with a soft memory limit of 64 MiB, raised with the
+			live heap to 1.25 times it plus 8 MiB (the Go runtime collects
+			garbage more often near it; it is not a hard cap). GOMEMLIMIT, which
+			deploy/ sets to the container's memory limit, is its ceiling.
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# The loop, with a global limit and metrics

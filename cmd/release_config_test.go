@@ -79,6 +79,37 @@ func TestKrewManifestMatchesRelease(t *testing.T) {
 	assert.ElementsMatch(t, want, got, "one platform per kubectl-lockctl build")
 }
 
+// TestReleaseChecksumsCoverEverything checks that checksums.txt lists every
+// file a release publishes: all archives (no ids filter) and each extra
+// file, the OCI image tarballs, under the name it is published as.
+func TestReleaseChecksumsCoverEverything(t *testing.T) {
+	t.Parallel()
+	type file struct {
+		Glob         string `json:"glob"`
+		NameTemplate string `json:"name_template"`
+	}
+	var rel struct {
+		Checksum struct {
+			NameTemplate string   `json:"name_template"`
+			IDs          []string `json:"ids"`
+			ExtraFiles   []file   `json:"extra_files"`
+		}
+		Release struct {
+			ExtraFiles []file `json:"extra_files"`
+		}
+	}
+	readYAML(t, ".goreleaser.yml", &rel)
+	assert.Equal(t, "checksums.txt", rel.Checksum.NameTemplate, "the name install.sh reads")
+	assert.Empty(t, rel.Checksum.IDs, "every archive is summed")
+	require.NotEmpty(t, rel.Release.ExtraFiles)
+	assert.ElementsMatch(t, rel.Release.ExtraFiles, rel.Checksum.ExtraFiles, "every extra file is summed under its published name")
+	var names []string
+	for _, f := range rel.Release.ExtraFiles {
+		names = append(names, f.NameTemplate)
+	}
+	assert.Contains(t, names, "lockctl_{{ .Version }}_oci-image-shell.tar", "the shell image is published")
+}
+
 func readYAML(t *testing.T, path string, into any) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", path))

@@ -18,6 +18,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,6 +55,50 @@ func TestIntegrationManifestsAccepted(t *testing.T) {
 			objs := render(t, v, ns)
 			apply(t, env.RESTConfig, objs, true)
 		})
+	}
+}
+
+// TestIntegrationFreshCluster applies deploy/ and deploy/cronjob as they
+// are, as `kubectl apply -k deploy --server-side` does on a cluster where
+// nothing of lockctl exists yet: the Namespace comes first, so everything
+// after it has a namespace to go into; the two share the Namespace and RBAC
+// without conflict, and applying again changes nothing. The Deployment,
+// its PodDisruptionBudget and the CronJob are stored.
+func TestIntegrationFreshCluster(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	for _, dir := range []string{"deploy", "deploy/cronjob", "deploy"} {
+		objs := renderAsIs(t, dir)
+		require.Equal(t, "Namespace", objs[0].GetKind(), "%s starts with its Namespace", dir)
+		serverSideApply(t, env.RESTConfig, objs)
+	}
+	_, err := env.Client.AppsV1().Deployments("lockctl").Get(t.Context(), "lockctl-reconcile", metav1.GetOptions{})
+	assert.NoError(t, err, "the Deployment")
+	_, err = env.Client.PolicyV1().PodDisruptionBudgets("lockctl").Get(t.Context(), "lockctl-reconcile", metav1.GetOptions{})
+	assert.NoError(t, err, "the PodDisruptionBudget")
+	_, err = env.Client.BatchV1().CronJobs("lockctl").Get(t.Context(), "lockctl-reconcile", metav1.GetOptions{})
+	assert.NoError(t, err, "the CronJob")
+}
+
+// serverSideApply applies objs in order with server-side apply, as
+// `kubectl apply --server-side` does.
+func serverSideApply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		require.NoError(t, err, key(u))
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		}
+		_, err = ri.Apply(t.Context(), u.GetName(), u, metav1.ApplyOptions{FieldManager: "kubectl", Force: true})
+		require.NoError(t, err, "the API server applies %s", key(u))
 	}
 }
 
@@ -190,6 +235,7 @@ func loop(t *testing.T, kubeconfig, ns string) {
 }
 
 // apply creates objs through the dynamic client, with dryRun=All when dry.
+// A Namespace that exists already (the test's own) is left as it is.
 func apply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured, dry bool) {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -210,6 +256,9 @@ func apply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured, dr
 			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
 		}
 		_, err = ri.Create(t.Context(), u, opts)
+		if u.GetKind() == "Namespace" && apierrors.IsAlreadyExists(err) {
+			continue
+		}
 		require.NoError(t, err, "the API server accepts %s", key(u))
 	}
 }

@@ -34,6 +34,19 @@ var variants = []variant{
 	{name: "loop", resources: []string{"."}},
 	{name: "cronjob", resources: []string{"cronjob"}},
 	{name: "loop with node reader", resources: []string{"."}, components: []string{"components/node-reader"}},
+	{name: "loop and cronjob", resources: []string{"."}, components: []string{"components/cronjob"}},
+}
+
+// renderAsIs builds the kustomization in dir (relative to the repository)
+// as `kubectl kustomize dir` does, with kustomize's default load
+// restrictions.
+func renderAsIs(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(), dir))
+	require.NoError(t, err, "kustomize build %s", dir)
+	out, err := m.AsYaml()
+	require.NoError(t, err)
+	return decodeAll(t, out)
 }
 
 // render builds v as `kubectl kustomize` would, in an overlay that sets

@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// DefaultMemoryLimit is the soft memory limit of lockctl reconcile when
-// GOMEMLIMIT is not set, while its live heap is small (under about 45 MiB,
+// DefaultMemoryLimit is the soft memory limit of lockctl reconcile while its live heap is small (under about 45 MiB,
 // some 10,000 jobs): it keeps the heap from growing to twice the live set
 // between collections under the default GOGC. A larger live heap raises it
 // (KeepMemoryLimit), so many records never make the collector run without
@@ -27,19 +26,24 @@ const MemoryLimitCheck = 10 * time.Second
 const memoryHeadroom = 8 << 20
 
 // TuneRuntime sets the Go runtime up for the reconcile loop: the garbage
-// collector at the default GOGC (100) unless GOGC is set, and, unless
-// GOMEMLIMIT is set, the soft memory limit KeepMemoryLimit keeps from
-// DefaultMemoryLimit until ctx ends or the returned stop is called.
-// getenv reads the environment.
+// collector at the default GOGC (100) unless GOGC is set, and the soft memory
+// limit KeepMemoryLimit keeps from DefaultMemoryLimit until ctx ends or the
+// returned stop is called. GOMEMLIMIT, when set (deploy/ sets it to the
+// container's memory limit), is the ceiling: the limit never rises above it,
+// and starts there when it is below DefaultMemoryLimit. getenv reads the
+// environment.
 func TuneRuntime(ctx context.Context, getenv func(string) string) (stop func()) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(100)
 	}
+	floor, ceiling := int64(DefaultMemoryLimit), int64(0)
 	if getenv("GOMEMLIMIT") != "" {
-		return func() {}
+		// The runtime has parsed GOMEMLIMIT at start; -1 reads it back.
+		ceiling = debug.SetMemoryLimit(-1)
+		floor = min(floor, ceiling)
 	}
 	ctx, stop = context.WithCancel(ctx)
-	go KeepMemoryLimit(ctx, DefaultMemoryLimit, MemoryLimitCheck)
+	go KeepMemoryLimit(ctx, floor, ceiling, MemoryLimitCheck)
 	return stop
 }
 
@@ -50,8 +54,11 @@ func TuneRuntime(ctx context.Context, getenv func(string) string) (stop func()) 
 // large live set (many job records kept) would make the collector run
 // without pause; a limit only GOGC sets lets the heap grow to twice the
 // live set between collections, which is most of the loop's resident
-// memory. It checks every interval until ctx ends.
-func KeepMemoryLimit(ctx context.Context, floor int64, every time.Duration) {
+// memory. It never raises it above ceiling (0 means no ceiling), so a limit
+// on the container is respected: near it, the collector runs more often
+// rather than the kernel killing the process. It checks every interval
+// until ctx ends.
+func KeepMemoryLimit(ctx context.Context, floor, ceiling int64, every time.Duration) {
 	debug.SetMemoryLimit(floor)
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	t := time.NewTicker(every)
@@ -67,7 +74,7 @@ func KeepMemoryLimit(ctx context.Context, floor int64, every time.Duration) {
 		if sample[0].Value.Kind() != metrics.KindUint64 {
 			return
 		}
-		if limit := memoryLimitFor(int64(sample[0].Value.Uint64()), floor); limit != last {
+		if limit := memoryLimitFor(int64(sample[0].Value.Uint64()), floor, ceiling); limit != last {
 			debug.SetMemoryLimit(limit)
 			last = limit
 		}
@@ -76,10 +83,14 @@ func KeepMemoryLimit(ctx context.Context, floor int64, every time.Duration) {
 
 // memoryLimitFor is the soft memory limit for a live heap of live bytes:
 // floor, or 1.25 times live plus headroom when that is more, in steps of
-// 4 MiB so it does not change at every check.
-func memoryLimitFor(live, floor int64) int64 {
+// 4 MiB so it does not change at every check; never above ceiling unless
+// ceiling is 0.
+func memoryLimitFor(live, floor, ceiling int64) int64 {
 	const step = 4 << 20
 	want := live + live/4 + memoryHeadroom
-	want = (want + step - 1) / step * step
-	return max(floor, want)
+	want = max(floor, (want+step-1)/step*step)
+	if ceiling > 0 {
+		want = min(want, ceiling)
+	}
+	return want
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -11,36 +12,46 @@ func TestMemoryLimitFor(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
 	tests := []struct {
-		name       string
-		live, want int64
+		name                string
+		live, ceiling, want int64
 	}{
 		{name: "small live heap: the floor", live: 20 * mib, want: 80 * mib},
 		{name: "up to the floor", live: 57 * mib, want: 80 * mib},
 		{name: "above: a quarter more plus headroom, in 4 MiB steps", live: 100 * mib, want: 136 * mib},
 		{name: "rounded up", live: 101 * mib, want: 136 * mib},
+		{name: "under the container's limit", live: 100 * mib, ceiling: 512 * mib, want: 136 * mib},
+		{name: "never above the container's limit", live: 450 * mib, ceiling: 512 * mib, want: 512 * mib},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, memoryLimitFor(tt.live, 80*mib))
+			assert.Equal(t, tt.want, memoryLimitFor(tt.live, 80*mib, tt.ceiling))
 		})
 	}
 }
 
-// TestTuneRuntime: GOGC and GOMEMLIMIT set leave the runtime alone; GOGC
-// unset, the collector goes back to 100 (lockctl's commands raise it).
-// NOTE: not parallel: it sets the process's GC percent, and puts it back.
+// TestTuneRuntime: GOGC set is left alone, unset the collector goes back to
+// 100 (lockctl's commands raise it); GOMEMLIMIT set (as the runtime read it
+// at start) is the ceiling of the soft limit kept, and its start when lower
+// than the default.
+// NOTE: not parallel: it sets the process's GC percent and memory limit, and
+// puts them back.
 func TestTuneRuntime(t *testing.T) {
 	before := debug.SetGCPercent(250)
 	limit := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetGCPercent(before); debug.SetMemoryLimit(limit) })
 
-	set := map[string]string{"GOGC": "250", "GOMEMLIMIT": "1GiB"}
-	TuneRuntime(t.Context(), func(k string) string { return set[k] })()
+	stop := TuneRuntime(t.Context(), func(k string) string { return map[string]string{"GOGC": "250"}[k] })
 	assert.Equal(t, 250, debug.SetGCPercent(250), "GOGC set: left as it is")
-	assert.Equal(t, limit, debug.SetMemoryLimit(-1), "GOMEMLIMIT set: no soft limit kept")
+	assert.Eventually(t, func() bool { return debug.SetMemoryLimit(-1) == DefaultMemoryLimit }, time.Minute, time.Millisecond,
+		"GOMEMLIMIT unset: the default soft limit")
+	stop()
 
-	// NOTE: GOMEMLIMIT stays set, so that no keeper outlives the test.
-	TuneRuntime(t.Context(), func(k string) string { return map[string]string{"GOMEMLIMIT": "1GiB"}[k] })()
+	const ceiling = 32 << 20 // below the default, as the container's limit
+	debug.SetMemoryLimit(ceiling)
+	stop = TuneRuntime(t.Context(), func(k string) string { return map[string]string{"GOMEMLIMIT": "32MiB"}[k] })
+	defer stop()
 	assert.Equal(t, 100, debug.SetGCPercent(250), "GOGC unset: the default")
+	assert.Never(t, func() bool { return debug.SetMemoryLimit(-1) != ceiling }, 100*time.Millisecond, time.Millisecond,
+		"GOMEMLIMIT below the default: the limit stays at it")
 }

@@ -7,6 +7,13 @@
 //
 //	go run ./hack/image -o _output/image/lockctl.tar -version v0.1.0
 //
+// With -busybox it also writes the shell variant, NAME:VERSION-shell, to
+// -shell-o: the same binary plus a static busybox (Debian's busybox-static,
+// fetched by hack/busybox.sh) as /bin/sh and the usual tools, for CI job
+// images that run scripts (a GitLab job's image:, a Tekton step with
+// script:). Its entrypoint is empty and its command /bin/sh, as CI systems
+// expect of a job image; lockctl is on PATH.
+//
 // `make image` and the release configuration (.goreleaser.yml) run it.
 package main
 
@@ -53,6 +60,16 @@ type options struct {
 	name      string
 	binaries  string
 	trimpath  bool
+	busybox   string
+	shellOut  string
+}
+
+// busyboxApplets are the commands the shell variant links to busybox: a
+// shell and what CI scripts commonly call.
+var busyboxApplets = []string{
+	"sh", "ash", "[", "[[", "awk", "basename", "cat", "chmod", "cp", "cut", "date", "dirname", "echo", "env", "false",
+	"find", "grep", "gzip", "head", "id", "ls", "mkdir", "mktemp", "mv", "printf", "pwd", "rm", "sed", "sha256sum",
+	"sleep", "sort", "tail", "tar", "tee", "test", "touch", "tr", "true", "uname", "wc", "wget", "xargs",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
@@ -68,6 +85,8 @@ func run(args []string, stderr io.Writer) int {
 	fs.StringVar(&o.name, "name", o.name, "image name, without the tag: the reference is NAME:VERSION")
 	fs.StringVar(&o.binaries, "binaries", o.binaries, "comma-separated OS/ARCH=PATH list of binaries already built (such as goreleaser's), instead of building them")
 	fs.BoolVar(&o.trimpath, "trimpath", o.trimpath, "build with -trimpath, as releases are; false reuses the packages go test compiled")
+	fs.StringVar(&o.busybox, "busybox", o.busybox, "comma-separated OS/ARCH=PATH list of static busybox binaries (hack/busybox.sh): also write the shell variant for those platforms")
+	fs.StringVar(&o.shellOut, "shell-o", o.shellOut, "the shell variant's tar file (default: -o with -shell before .tar)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -76,7 +95,17 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stderr, "wrote %s (%s:%s, %s)\n", o.out, o.name, o.version, o.platforms)
+	if o.busybox != "" {
+		fmt.Fprintf(stderr, "wrote %s (%s:%s-shell)\n", o.shellPath(), o.name, o.version)
+	}
 	return 0
+}
+
+func (o options) shellPath() string {
+	if o.shellOut != "" {
+		return o.shellOut
+	}
+	return strings.TrimSuffix(o.out, ".tar") + "-shell.tar"
 }
 
 func build(o options) error {
@@ -87,6 +116,10 @@ func build(o options) error {
 	if err != nil {
 		return err
 	}
+	busybox, err := parseBinaries(o.busybox)
+	if err != nil {
+		return err
+	}
 	created := sourceDate()
 	tmp, err := os.MkdirTemp("", "lockctl-image-")
 	if err != nil {
@@ -94,46 +127,77 @@ func build(o options) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	var idx v1.ImageIndex = empty.Index
-	idx = mutate.IndexMediaType(idx, types.OCIImageIndex)
+	var plats []*v1.Platform
+	bins := map[string]string{}
 	for _, p := range strings.Split(o.platforms, ",") {
 		plat, err := v1.ParsePlatform(strings.TrimSpace(p))
 		if err != nil {
 			return fmt.Errorf("platform %q: %w", p, err)
 		}
-		bin, ok := prebuilt[plat.OS+"/"+plat.Architecture]
+		key := plat.OS + "/" + plat.Architecture
+		bin, ok := prebuilt[key]
 		if !ok {
 			bin = filepath.Join(tmp, plat.OS+"-"+plat.Architecture, "lockctl")
 			if err := goBuild(bin, *plat, o.ldflags, o.trimpath); err != nil {
 				return err
 			}
 		}
-		img, err := image(bin, *plat, o.version, created)
+		plats, bins[key] = append(plats, plat), bin
+	}
+	if err := writeImage(filepath.Join(tmp, "layout"), o.out, o.name+":"+o.version, plats, func(plat *v1.Platform) (v1.Image, error) {
+		return image(bins[plat.OS+"/"+plat.Architecture], "", *plat, o.version, created)
+	}, created); err != nil {
+		return err
+	}
+	if len(busybox) == 0 {
+		return nil
+	}
+	var shellPlats []*v1.Platform
+	for _, plat := range plats {
+		if _, ok := busybox[plat.OS+"/"+plat.Architecture]; ok {
+			shellPlats = append(shellPlats, plat)
+		}
+	}
+	for key := range busybox {
+		if _, ok := bins[key]; !ok {
+			return fmt.Errorf("-busybox names %s, which is not among -platforms %s", key, o.platforms)
+		}
+	}
+	return writeImage(filepath.Join(tmp, "shell-layout"), o.shellPath(), o.name+":"+o.version+"-shell", shellPlats, func(plat *v1.Platform) (v1.Image, error) {
+		key := plat.OS + "/" + plat.Architecture
+		return image(bins[key], busybox[key], *plat, o.version, created)
+	}, created)
+}
+
+// writeImage writes a multi-platform image named ref, with one image per
+// platform from img, as an OCI layout tar at out.
+func writeImage(dir, out, ref string, plats []*v1.Platform, img func(*v1.Platform) (v1.Image, error), created time.Time) error {
+	var idx v1.ImageIndex = empty.Index
+	idx = mutate.IndexMediaType(idx, types.OCIImageIndex)
+	for _, plat := range plats {
+		im, err := img(plat)
 		if err != nil {
 			return fmt.Errorf("image for %s: %w", plat, err)
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
-			Add:        img,
+			Add:        im,
 			Descriptor: v1.Descriptor{Platform: plat},
 		})
 	}
-
-	dir := filepath.Join(tmp, "layout")
 	lp, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err
 	}
-	ref := o.name + ":" + o.version
 	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{
 		"org.opencontainers.image.ref.name": ref,
 		"io.containerd.image.name":          ref,
 	})); err != nil {
 		return fmt.Errorf("write the image layout: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	return tarDir(dir, o.out, created)
+	return tarDir(dir, out, created)
 }
 
 // goBuild compiles lockctl for plat as the Makefile does. The time zone
@@ -154,27 +218,37 @@ func goBuild(out string, plat v1.Platform, ldflags string, trimpath bool) error 
 	return nil
 }
 
-// image puts the binary bin on an empty base for plat.
-func image(bin string, plat v1.Platform, version string, created time.Time) (v1.Image, error) {
+// image puts the binary bin on an empty base for plat, and, when busybox
+// is not empty, that static busybox in a layer below it.
+func image(bin, busybox string, plat v1.Platform, version string, created time.Time) (v1.Image, error) {
 	data, err := os.ReadFile(bin)
-	if err != nil {
-		return nil, err
-	}
-	layerTar, err := binaryLayer(data, created)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
+	if busybox != "" {
+		bb, err := os.ReadFile(busybox)
+		if err != nil {
+			return nil, err
+		}
+		layerTar, err := busyboxLayer(bb, created)
+		if err != nil {
+			return nil, err
+		}
+		if img, err = appendLayer(img, layerTar, v1.History{
+			Created: v1.Time{Time: created}, CreatedBy: "hack/image: /bin/busybox", Comment: "busybox-static from Debian",
+		}); err != nil {
+			return nil, err
+		}
+	}
+	layerTar, err := binaryLayer(data, created)
+	if err != nil {
+		return nil, err
+	}
+	img, err = appendLayer(img, layerTar, v1.History{
 		Created: v1.Time{Time: created}, CreatedBy: "hack/image: " + BinaryPath, Comment: "lockctl " + version,
-	}})
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -189,12 +263,59 @@ func image(bin string, plat v1.Platform, version string, created time.Time) (v1.
 	cf.Config.User = User
 	cf.Config.WorkingDir = "/"
 	cf.Config.Env = []string{"PATH=/usr/local/bin"}
+	if busybox != "" {
+		cf.Config.Entrypoint = nil
+		cf.Config.Cmd = []string{"/bin/sh"}
+		cf.Config.Env = []string{"PATH=/usr/local/bin:/bin", "HOME=/tmp"}
+	}
 	cf.Config.Labels = map[string]string{
 		"org.opencontainers.image.title":   "lockctl",
 		"org.opencontainers.image.version": version,
 		"org.opencontainers.image.source":  "https://" + Module,
 	}
 	return mutate.ConfigFile(img, cf)
+}
+
+// appendLayer adds the uncompressed layer tar layerTar to img.
+func appendLayer(img v1.Image, layerTar []byte, h v1.History) (v1.Image, error) {
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Append(img, mutate.Addendum{Layer: layer, History: h})
+}
+
+// busyboxLayer is the shell variant's first layer: busybox as
+// /bin/busybox, a symbolic link to it for each of busyboxApplets, and a
+// world-writable /tmp (with the sticky bit) for scripts.
+func busyboxLayer(bb []byte, created time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	hdrs := []*tar.Header{
+		{Typeflag: tar.TypeDir, Name: "bin/", Mode: 0o755},
+		{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777},
+		{Typeflag: tar.TypeReg, Name: "bin/busybox", Mode: 0o755, Size: int64(len(bb))},
+	}
+	for _, a := range busyboxApplets {
+		hdrs = append(hdrs, &tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + a, Linkname: "busybox", Mode: 0o777})
+	}
+	for _, h := range hdrs {
+		h.ModTime, h.Format = created, tar.FormatPAX
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if h.Name == "bin/busybox" {
+			if _, err := tw.Write(bb); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // binaryLayer is the one layer: the binary, owned by root and executable by

@@ -32,9 +32,14 @@ func TestImage(t *testing.T) {
 		t.Skip("builds lockctl: skipped with -short")
 	}
 	out := filepath.Join(t.TempDir(), "lockctl.tar")
+	// A stand-in for hack/busybox.sh's static busybox: the layout is what
+	// is tested here, not busybox.
+	busybox := filepath.Join(t.TempDir(), "busybox")
+	require.NoError(t, os.WriteFile(busybox, []byte("\x7fELF busybox stand-in"), 0o755))
 	var stderr bytes.Buffer
-	code := run([]string{"-o", out, "-version", "v9.8.7", "-platforms", "linux/amd64", "-trimpath=false"}, &stderr)
+	code := run([]string{"-o", out, "-version", "v9.8.7", "-platforms", "linux/amd64", "-trimpath=false", "-busybox", "linux/amd64=" + busybox}, &stderr)
 	require.Equal(t, 0, code, "hack/image: %s", stderr.String())
+	t.Run("shell variant", func(t *testing.T) { checkShellImage(t, strings.TrimSuffix(out, ".tar")+"-shell.tar") })
 
 	dir := untar(t, out)
 	lp, err := layout.FromPath(dir)
@@ -79,6 +84,65 @@ func TestImage(t *testing.T) {
 	}
 	assert.True(t, bytes.Contains(bin, []byte("America/New_York")), "time zone data embedded")
 	assert.True(t, bytes.Contains(bin, []byte("v9.8.7")), "version linked in")
+}
+
+// checkShellImage reads the shell variant as a runtime would: named
+// VERSION-shell, a busybox layer with /bin/sh under the lockctl layer, no
+// entrypoint and /bin/sh as the command (what a CI job image needs),
+// lockctl and the shell on PATH, the same non-root user.
+func checkShellImage(t *testing.T, path string) {
+	lp, err := layout.FromPath(untar(t, path))
+	require.NoError(t, err, "an OCI image layout")
+	top, err := lp.ImageIndex()
+	require.NoError(t, err)
+	tm, err := top.IndexManifest()
+	require.NoError(t, err)
+	require.Len(t, tm.Manifests, 1)
+	assert.Equal(t, "lockctl:v9.8.7-shell", tm.Manifests[0].Annotations["org.opencontainers.image.ref.name"])
+	idx, err := top.ImageIndex(tm.Manifests[0].Digest)
+	require.NoError(t, err)
+	im, err := idx.IndexManifest()
+	require.NoError(t, err)
+	require.Len(t, im.Manifests, 1)
+	img, err := idx.Image(im.Manifests[0].Digest)
+	require.NoError(t, err)
+	cf, err := img.ConfigFile()
+	require.NoError(t, err)
+	assert.Empty(t, cf.Config.Entrypoint, "no entrypoint: CI systems run their script with the image's shell")
+	assert.Equal(t, []string{"/bin/sh"}, cf.Config.Cmd)
+	assert.Contains(t, cf.Config.Env, "PATH=/usr/local/bin:/bin")
+	assert.Equal(t, "65532:65532", cf.Config.User, "non-root user")
+	layers, err := img.Layers()
+	require.NoError(t, err)
+	require.Len(t, layers, 2, "busybox, then lockctl")
+	bb := layerEntries(t, layers[0])
+	require.Contains(t, bb, "bin/busybox")
+	assert.Equal(t, int64(0o755), bb["bin/busybox"].Mode)
+	for _, applet := range []string{"sh", "sha256sum", "tar", "wget", "cat"} {
+		require.Contains(t, bb, "bin/"+applet)
+		assert.Equal(t, byte(tar.TypeSymlink), bb["bin/"+applet].Typeflag, applet)
+		assert.Equal(t, "busybox", bb["bin/"+applet].Linkname, applet)
+	}
+	assert.Equal(t, int64(0o1777), bb["tmp/"].Mode, "a writable /tmp for scripts")
+	assert.Contains(t, layerFiles(t, layers[1]), "usr/local/bin/lockctl")
+}
+
+// layerEntries returns the headers of the layer's entries by name.
+func layerEntries(t *testing.T, l v1.Layer) map[string]*tar.Header {
+	t.Helper()
+	rc, err := l.Uncompressed()
+	require.NoError(t, err)
+	defer rc.Close()
+	out := map[string]*tar.Header{}
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		out[hdr.Name] = hdr
+	}
 }
 
 func untar(t *testing.T, path string) string {

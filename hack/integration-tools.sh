@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Builds the tools that `make check-integrations` runs against integrations/,
+# each from its own ecosystem's registry, and caches them in
+#
+#   ${LOCKCTL_TOOLS_DIR:-<repo>/_output/tools}/<name>-<version>/
+#
+# as hack/controlplane-tools.sh does for the control plane: a tool already
+# there is reused, and each is built into a temporary directory that is moved
+# into place only when complete.
+#
+#   actionlint      GitHub Actions' linter (Go module github.com/rhysd/actionlint)
+#   krew            the kubectl plugin manager (Go module sigs.k8s.io/krew)
+#   kubectl         (only on request) built from hack/tools' k8s.io/kubernetes, as kube-apiserver is
+#   gitlab-ci-local runs .gitlab-ci.yml pipelines locally (npm; needs node, rsync, git)
+#   tekton-lint     Tekton's linter (npm @ibm/tekton-lint)
+#
+# Usage:
+#   hack/integration-tools.sh              build whatever is missing
+#   hack/integration-tools.sh NAME...      build only these
+#   hack/integration-tools.sh --path NAME  print the path of NAME's program
+#   hack/integration-tools.sh --check      exit 1 and list what is missing; build nothing
+#
+# NOTE: the versions below are read by the Go tests that run these tools
+# (internal/integrationtools); keep the variable names.
+set -euo pipefail
+
+ACTIONLINT_VERSION=v1.7.12
+KREW_VERSION=v0.4.3
+KUBECTL_VERSION=v1.37.2
+GITLAB_CI_LOCAL_VERSION=4.60.0
+TEKTON_LINT_VERSION=1.1.0
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS_DIR="${LOCKCTL_TOOLS_DIR:-${ROOT}/_output/tools}"
+ALL_TOOLS=(actionlint krew gitlab-ci-local tekton-lint)
+export CGO_ENABLED=0
+
+version_of() {
+	case "$1" in
+	actionlint) echo "${ACTIONLINT_VERSION}" ;;
+	krew) echo "${KREW_VERSION}" ;;
+	kubectl) echo "${KUBECTL_VERSION}" ;;
+	gitlab-ci-local) echo "${GITLAB_CI_LOCAL_VERSION}" ;;
+	tekton-lint) echo "${TEKTON_LINT_VERSION}" ;;
+	*)
+		echo "unknown tool \"$1\" (want one of: ${ALL_TOOLS[*]})" >&2
+		return 2
+		;;
+	esac
+}
+
+dir_of() { echo "${TOOLS_DIR}/$1-$(version_of "$1")"; }
+
+# prog_of NAME: the program inside NAME's directory.
+prog_of() {
+	local d
+	d="$(dir_of "$1")"
+	case "$1" in
+	gitlab-ci-local | tekton-lint) echo "${d}/node_modules/.bin/$1" ;;
+	*) echo "${d}/$1" ;;
+	esac
+}
+
+# compile NAME DIR: installs NAME into the empty directory DIR.
+compile() {
+	local name="$1" dir="$2"
+	case "${name}" in
+	actionlint)
+		GOBIN="${dir}" go install -trimpath -ldflags "-s -w -X github.com/rhysd/actionlint.version=${ACTIONLINT_VERSION}" \
+			"github.com/rhysd/actionlint/cmd/actionlint@${ACTIONLINT_VERSION}"
+		;;
+	krew)
+		GOBIN="${dir}" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/krew/cmd/krew@${KREW_VERSION}"
+		;;
+	kubectl)
+		# The same module and replacements as kube-apiserver: shares its build cache.
+		(cd "${ROOT}/hack/tools" && go build -trimpath -buildvcs=false -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${KUBECTL_VERSION} -X k8s.io/client-go/pkg/version.gitVersion=${KUBECTL_VERSION}" \
+			-o "${dir}/kubectl" k8s.io/kubernetes/cmd/kubectl)
+		;;
+	gitlab-ci-local)
+		# re2 is a native addon: without a prebuilt download it is compiled
+		# with node-gyp against the installed node's headers.
+		JOBS=max npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" \
+			npm install --prefix "${dir}" --no-audit --no-fund --loglevel=error "gitlab-ci-local@${GITLAB_CI_LOCAL_VERSION}"
+		;;
+	tekton-lint)
+		npm install --prefix "${dir}" --no-audit --no-fund --loglevel=error "@ibm/tekton-lint@${TEKTON_LINT_VERSION}"
+		;;
+	esac
+}
+
+# need_packages CMD...: installs Debian's package of each command that is
+# missing (as root, with apt-get), else says which to install.
+need_packages() {
+	local cmd missing=()
+	for cmd in "$@"; do
+		command -v "${cmd}" >/dev/null || missing+=("${cmd}")
+	done
+	((${#missing[@]} == 0)) && return 0
+	if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+		return 0
+	fi
+	echo "the integrations' tools need: ${missing[*]} (apt-get install ${missing[*]})" >&2
+	return 1
+}
+
+build() {
+	local name="$1" dir tmp start
+	dir="$(dir_of "${name}")"
+	if [[ -x "$(prog_of "${name}")" ]]; then
+		printf '%-16s %-8s cached  %s\n' "${name}" "$(version_of "${name}")" "$(prog_of "${name}")"
+		return 0
+	fi
+	mkdir -p "${TOOLS_DIR}"
+	tmp="${dir}.tmp.$$"
+	rm -rf "${tmp}"
+	mkdir -p "${tmp}"
+	trap 'rm -rf "${tmp}"' EXIT
+	start=${SECONDS}
+	compile "${name}" "${tmp}"
+	rm -rf "${dir}"
+	mv -f "${tmp}" "${dir}"
+	trap - EXIT
+	printf '%-16s %-8s built in %ss  %s\n' "${name}" "$(version_of "${name}")" "$((SECONDS - start))" "$(prog_of "${name}")"
+}
+
+main() {
+	local tools=() missing=() name
+	case "${1:-}" in
+	--path)
+		prog_of "$2"
+		return 0
+		;;
+	--check)
+		for name in "${ALL_TOOLS[@]}"; do
+			[[ -x "$(prog_of "${name}")" ]] || missing+=("$(prog_of "${name}")")
+		done
+		if ((${#missing[@]} > 0)); then
+			printf 'missing: %s\n' "${missing[@]}" >&2
+			echo "run hack/integration-tools.sh to build them" >&2
+			return 1
+		fi
+		return 0
+		;;
+	-*)
+		sed -n '2,/^# NOTE:/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
+		return 2
+		;;
+	esac
+	if (($# > 0)); then tools=("$@"); else tools=("${ALL_TOOLS[@]}"); fi
+	for name in "${tools[@]}"; do version_of "${name}" >/dev/null; done
+	for name in "${tools[@]}"; do
+		# gitlab-ci-local needs rsync when it runs, not only when built.
+		[[ "${name}" == gitlab-ci-local ]] && need_packages rsync
+		build "${name}"
+	done
+}
+
+main "$@"

@@ -1,0 +1,10 @@
+// Package integrations holds lockctl's CI integrations (github/, gitlab/,
+// tekton/, argo/, prow/) and the install script pipelines use (install.sh).
+// Its Go files only test them, with each ecosystem's own tools where this
+// machine can run them (hack/integration-tools.sh builds them): actionlint
+// lints the GitHub Action and workflow and a small runner executes them as
+// GitHub's runner does, gitlab-ci-local runs the GitLab component's
+// pipelines, tekton-lint checks the Tekton resources, and all of them run
+// against a real control plane (internal/testenv). docs/integrations.md
+// says what each check proves. `make check-integrations` runs them.
+package integrations

@@ -1,0 +1,165 @@
+package integrations_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/internal/clitest"
+	"github.com/lockctl/lockctl/internal/testenv"
+)
+
+// gitlabPipeline is a project that includes the lockctl component, run by
+// gitlab-ci-local with the shell executor on this machine.
+type gitlabPipeline struct {
+	dir string
+	cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+// newGitLabProject makes a git project of acme/web on main whose
+// .gitlab-ci.yml includes the component (integrations/gitlab/templates) with
+// inputs and has a deploy job that extends .lockctl and runs deploy.sh.
+func newGitLabProject(t *testing.T, ns, deployScript string) string {
+	t.Helper()
+	dir := t.TempDir()
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=ci", "GIT_AUTHOR_EMAIL=ci@example.com", "GIT_COMMITTER_NAME=ci", "GIT_COMMITTER_EMAIL=ci@example.com")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	component, err := os.ReadFile(filepath.Join(repoRoot(), "integrations", "gitlab", "templates", "lockctl.yml"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "templates"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "templates", "lockctl.yml"), component, 0o644))
+	// NOTE: a project includes the component by its catalog path
+	// (component: $CI_SERVER_FQDN/...); gitlab-ci-local resolves that on
+	// a GitLab server only, so the same file is included locally, with the
+	// same inputs.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".gitlab-ci.yml"), []byte(`include:
+  - local: templates/lockctl.yml
+    inputs:
+      namespace: staging
+      lock-namespace: `+ns+`
+      timeout: 2m
+stages: [deploy]
+deploy:
+  stage: deploy
+  extends: .lockctl
+  script:
+    - ./deploy.sh staging
+`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.sh"), []byte("#!/bin/sh\nset -eu\n"+deployScript), 0o755))
+	git("init", "-q", "-b", "main")
+	git("remote", "add", "origin", "https://gitlab.example/acme/web.git")
+	git("add", "-A")
+	git("commit", "-q", "-m", "deploy")
+	return dir
+}
+
+// startGitLabPipeline starts pipeline number iid of the project in dir.
+func startGitLabPipeline(t *testing.T, env *testenv.Env, dir, iid string, vars ...string) *gitlabPipeline {
+	t.Helper()
+	gcl := tool(t, "gitlab-ci-local")
+	// NOTE: gitlab-ci-local sets GITLAB_CI=false, so that scripts can tell
+	// a local run; a GitLab runner sets true, which lockctl reads as
+	// "identity from CI_*". CI_PIPELINE_IID numbers the pipelines as GitLab
+	// would across projects' clones.
+	args := []string{"--shell-executor-no-image", "--variable", "GITLAB_CI=true", "--variable", "KUBECONFIG=" + env.Kubeconfig, "--variable", "CI_PIPELINE_IID=" + iid}
+	for _, v := range vars {
+		args = append(args, "--variable", v)
+	}
+	p := &gitlabPipeline{dir: dir, cmd: exec.Command(gcl, args...)}
+	p.cmd.Dir = dir
+	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "PATH="+filepath.Dir(clitest.Binary(t))+":"+os.Getenv("PATH"))
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	require.NoError(t, p.cmd.Start())
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("pipeline %s in %s:\n%s", iid, dir, p.out.String())
+		}
+	})
+	return p
+}
+
+// wait waits for the pipeline and tells whether it succeeded.
+func (p *gitlabPipeline) wait() bool {
+	return p.cmd.Wait() == nil
+}
+
+// TestIntegrationGitLabComponent runs pipelines that use the CI/CD
+// component with gitlab-ci-local (which also validates .gitlab-ci.yml and
+// the component, inputs interpolated, against GitLab's CI schema) in shell
+// mode against the local control plane: a pipeline whose deploy fails still
+// releases the lock in after_script, and a second pipeline of the branch
+// waits for the first to finish its deploy before it starts its own.
+func TestIntegrationGitLabComponent(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	status := func(t *testing.T, ns string) string {
+		o := clitest.Run(t, time.Minute, t.TempDir(), []string{"KUBECONFIG=" + env.Kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}, "status", "staging", "-o", "json")
+		require.Equal(t, 0, o.Code, o.Stderr)
+		return o.Stdout
+	}
+
+	t.Run("a failed deploy still releases", func(t *testing.T) {
+		ns := env.Namespace(t)
+		out := t.TempDir()
+		dir := newGitLabProject(t, ns, `lockctl status staging -o json > "$OUT/status.json"
+echo "$LOCKCTL_FENCING_TOKEN" > "$OUT/token"
+exit 1
+`)
+		p := startGitLabPipeline(t, env, dir, "7", "OUT="+out, "LOCKCTL_LOCK_NAMESPACE="+ns)
+		assert.False(t, p.wait(), "the pipeline fails")
+		during, err := os.ReadFile(filepath.Join(out, "status.json"))
+		require.NoError(t, err, "deploy.sh ran:\n%s", p.out.String())
+		assert.Contains(t, string(during), `"state": "held"`, "held while deploying")
+		assert.Contains(t, string(during), `"repo": "web"`, "with the pipeline's identity")
+		assert.Contains(t, string(during), `"build": "7"`)
+		token, err := os.ReadFile(filepath.Join(out, "token"))
+		require.NoError(t, err)
+		assert.NotEmpty(t, strings.TrimSpace(string(token)), "LOCKCTL_FENCING_TOKEN in the script")
+		assert.Contains(t, status(t, ns), `"state": "free"`, "after_script released")
+	})
+
+	t.Run("a second pipeline waits for the first", func(t *testing.T) {
+		ns := env.Namespace(t)
+		out := t.TempDir()
+		log := filepath.Join(out, "order")
+		// Each deploy notes its start and end; the first holds the lock
+		// until the test lets it go.
+		script := `echo "start $CI_PIPELINE_IID" >> "$ORDER"
+while [ "$CI_PIPELINE_IID" = 1 ] && ! [ -e "$OUT/go" ]; do sleep 0.1; done
+echo "end $CI_PIPELINE_IID" >> "$ORDER"
+`
+		first := startGitLabPipeline(t, env, newGitLabProject(t, ns, script), "1", "OUT="+out, "ORDER="+log, "LOCKCTL_LOCK_NAMESPACE="+ns)
+		require.Eventually(t, func() bool { data, _ := os.ReadFile(log); return string(data) == "start 1\n" }, 2*time.Minute, 100*time.Millisecond,
+			"the first pipeline deploys:\n%s", &first.out)
+		second := startGitLabPipeline(t, env, newGitLabProject(t, ns, script), "2", "OUT="+out, "ORDER="+log, "LOCKCTL_LOCK_NAMESPACE="+ns)
+		require.Eventually(t, func() bool { return strings.Contains(status(t, ns), `"waiters"`) }, 2*time.Minute, 100*time.Millisecond,
+			"the second pipeline waits in the lock's queue:\n%s", &second.out)
+		data, err := os.ReadFile(log)
+		require.NoError(t, err)
+		assert.Equal(t, "start 1\n", string(data), "the second has not started its deploy")
+		require.NoError(t, os.WriteFile(filepath.Join(out, "go"), nil, 0o644))
+		assert.True(t, first.wait(), "the first pipeline succeeds")
+		assert.True(t, second.wait(), "the second pipeline succeeds")
+		data, err = os.ReadFile(log)
+		require.NoError(t, err)
+		assert.Equal(t, "start 1\nend 1\nstart 2\nend 2\n", string(data), "one deploy at a time, in order")
+		assert.Contains(t, status(t, ns), `"state": "free"`, "both released")
+	})
+}
