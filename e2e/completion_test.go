@@ -67,7 +67,7 @@ func TestIntegrationCLICompletion(t *testing.T) {
 	got, _ = c.complete(t, "acquire", "--policy", "")
 	assert.Equal(t, []string{"newest", "fifo"}, got)
 	got, _ = c.complete(t, "status", "-o", "")
-	assert.Equal(t, []string{"json", "yaml"}, got)
+	assert.Equal(t, []string{"wide", "name", "json", "yaml"}, got, "status -o offers its output forms")
 }
 
 // TestIntegrationCLICompletionNeverHangs completes against an API server
