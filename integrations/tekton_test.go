@@ -121,7 +121,8 @@ func TestTektonLint(t *testing.T) {
 // the tekton.dev/v1 Go types' SetDefaults and Validate, as Tekton's webhook
 // runs them, after strict decoding) on the Task and the Pipeline. Broken
 // copies show that it bites: a step with both script and command, a param
-// used but not declared, an unknown field.
+// used but not declared, an unknown field (retries belongs to a
+// pipeline task, not to a Task).
 func TestTektonValidate(t *testing.T) {
 	t.Parallel()
 	validate := tool(t, "tekton-validate")
@@ -142,7 +143,7 @@ func TestTektonValidate(t *testing.T) {
 	}{
 		{"script and command", "task.yaml", "\n    script: |", "\n    command: [sh]\n    script: |", `script cannot be used with command: spec.steps[0].script`},
 		{"param not declared", "pipeline.yaml", "$(params.build)}", "$(params.bild)}", `non-existent variable in "$(params.bild)"`},
-		{"unknown field", "task.yaml", "\n  description:", "\n  descripton:", `unknown field "descripton"`},
+		{"unknown field", "task.yaml", "\n  description:", "\n  retries: 2\n  description:", `unknown field "retries"`},
 	} {
 		src := map[string][]byte{"task.yaml": task, "pipeline.yaml": pipeline}[tt.file]
 		broken := strings.Replace(string(src), tt.old, tt.new, 1)
