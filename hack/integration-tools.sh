@@ -13,6 +13,10 @@
 #   kubectl         (only on request) built from hack/tools' k8s.io/kubernetes, as kube-apiserver is
 #   gitlab-ci-local runs .gitlab-ci.yml pipelines locally (npm; needs node, rsync, git)
 #   tekton-lint     Tekton's linter (npm @ibm/tekton-lint)
+#   tekton-validate Tekton's own Validate on Tasks and Pipelines: hack/tektonvalidate,
+#                   its own Go module pinning github.com/tektoncd/pipeline (the
+#                   version below must match its go.mod; cached by it and a hash
+#                   of the sources)
 #
 # Usage:
 #   hack/integration-tools.sh              build whatever is missing
@@ -29,10 +33,11 @@ KREW_VERSION=v0.4.3
 KUBECTL_VERSION=v1.37.2
 GITLAB_CI_LOCAL_VERSION=4.60.0
 TEKTON_LINT_VERSION=1.1.0
+TEKTON_PIPELINE_VERSION=v1.3.0
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${LOCKCTL_TOOLS_DIR:-${ROOT}/_output/tools}"
-ALL_TOOLS=(actionlint krew gitlab-ci-local tekton-lint)
+ALL_TOOLS=(actionlint krew gitlab-ci-local tekton-lint tekton-validate)
 export CGO_ENABLED=0
 
 version_of() {
@@ -42,6 +47,10 @@ version_of() {
 	kubectl) echo "${KUBECTL_VERSION}" ;;
 	gitlab-ci-local) echo "${GITLAB_CI_LOCAL_VERSION}" ;;
 	tekton-lint) echo "${TEKTON_LINT_VERSION}" ;;
+	tekton-validate)
+		# Its sources' hash too: an edit of hack/tektonvalidate builds anew.
+		echo "${TEKTON_PIPELINE_VERSION}-$(cat "${ROOT}"/hack/tektonvalidate/{go.mod,go.sum,*.go} | sha256sum | cut -c1-8)"
+		;;
 	*)
 		echo "unknown tool \"$1\" (want one of: ${ALL_TOOLS[*]})" >&2
 		return 2
@@ -85,6 +94,13 @@ compile() {
 		;;
 	tekton-lint)
 		npm install --prefix "${dir}" --no-audit --no-fund --loglevel=error "@ibm/tekton-lint@${TEKTON_LINT_VERSION}"
+		;;
+	tekton-validate)
+		if ! grep -q "github.com/tektoncd/pipeline ${TEKTON_PIPELINE_VERSION}\$" "${ROOT}/hack/tektonvalidate/go.mod"; then
+			echo "hack/tektonvalidate/go.mod does not require github.com/tektoncd/pipeline ${TEKTON_PIPELINE_VERSION}: update one to match the other" >&2
+			return 1
+		fi
+		(cd "${ROOT}/hack/tektonvalidate" && go build -trimpath -buildvcs=false -ldflags "-s -w" -o "${dir}/tekton-validate" .)
 		;;
 	esac
 }

@@ -4,7 +4,8 @@
 // machine can run them (hack/integration-tools.sh builds them): actionlint
 // lints the GitHub Action and workflow and a small runner executes them as
 // GitHub's runner does, gitlab-ci-local runs the GitLab component's
-// pipelines, tekton-lint checks the Tekton resources, and all of them run
+// pipelines, tekton-lint and Tekton's own Validate (hack/tektonvalidate)
+// check the Tekton resources, and all of them run
 // against a real control plane (internal/testenv). docs/integrations.md
 // says what each check proves. `make check-integrations` runs them.
 package integrations

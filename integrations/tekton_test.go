@@ -117,6 +117,46 @@ func TestTektonLint(t *testing.T) {
 	assert.Contains(t, out, "no-undefined-result", "a misspelt result is caught")
 }
 
+// TestTektonValidate runs Tekton's own validation (hack/tektonvalidate:
+// the tekton.dev/v1 Go types' SetDefaults and Validate, as Tekton's webhook
+// runs them, after strict decoding) on the Task and the Pipeline. Broken
+// copies show that it bites: a step with both script and command, a param
+// used but not declared, an unknown field (retries belongs to a
+// pipeline task, not to a Task).
+func TestTektonValidate(t *testing.T) {
+	t.Parallel()
+	validate := tool(t, "tekton-validate")
+	dir := filepath.Join(repoRoot(), "integrations", "tekton")
+	run := func(files ...string) (string, error) {
+		out, err := exec.Command(validate, files...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	out, err := run(filepath.Join(dir, "task.yaml"), filepath.Join(dir, "pipeline.yaml"))
+	require.NoError(t, err, "tekton-validate: %s", out)
+
+	task, err := os.ReadFile(filepath.Join(dir, "task.yaml"))
+	require.NoError(t, err)
+	pipeline, err := os.ReadFile(filepath.Join(dir, "pipeline.yaml"))
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name, file, old, new, want string
+	}{
+		{"script and command", "task.yaml", "\n    script: |", "\n    command: [sh]\n    script: |", `script cannot be used with command: spec.steps[0].script`},
+		{"param not declared", "pipeline.yaml", "$(params.build)}", "$(params.bild)}", `non-existent variable in "$(params.bild)"`},
+		{"unknown field", "task.yaml", "\n  description:", "\n  retries: 2\n  description:", `unknown field "retries"`},
+	} {
+		src := map[string][]byte{"task.yaml": task, "pipeline.yaml": pipeline}[tt.file]
+		broken := strings.Replace(string(src), tt.old, tt.new, 1)
+		require.NotEqual(t, string(src), broken, "%s: the edit applies", tt.name)
+		path := filepath.Join(t.TempDir(), tt.file)
+		require.NoError(t, os.WriteFile(path, []byte(broken), 0o644))
+		out, err := run(path)
+		assert.Error(t, err, "%s: tekton-validate fails", tt.name)
+		assert.Contains(t, out, tt.want, "%s: named", tt.name)
+		assert.Contains(t, out, path, "%s: with the file", tt.name)
+	}
+}
+
 // TestTektonShape checks what the design asks of the Tekton resources and
 // tekton-lint does not: tekton.dev/v1, the token as a result, a workspace,
 // params reaching scripts only through env (never pasted into a script,
