@@ -24,8 +24,8 @@
 #   hack/integration-tools.sh --path NAME  print the path of NAME's program
 #   hack/integration-tools.sh --check      exit 1 and list what is missing; build nothing
 #
-# NOTE: the versions below are read by the Go tests that run these tools
-# (internal/integrationtools); keep the variable names.
+# NOTE: the Go tests in integrations/ find each program with --path NAME, so
+# a version changed here is what they run.
 set -euo pipefail
 
 ACTIONLINT_VERSION=v1.7.12
