@@ -129,7 +129,10 @@ func partitionRun(t *testing.T, env *testenv.Env, tc partitionCase) {
 	next := startLockctl(t, dir, "KUBECONFIG="+env.Kubeconfig,
 		"run", "--lock", "staging", "--lock-namespace", ns, "-n", ns, "--ttl", ttl, "--progress", "plain",
 		"--owner", "acme", "--repo", "next", "--branch", "main", "--build", "1",
-		"--", "sh", "-c", `date +%s%N >> "$1"`, "sh", nextLog)
+		// NOTE: the next holder keeps the lock a while after its line, so that
+		// the checker's polling sees it holding on a loaded machine too (CI
+		// saw a hold of a few milliseconds slip between two polls).
+		"--", "sh", "-c", `date +%s%N >> "$1"; sleep 2`, "sh", nextLog)
 	require.Eventually(t, func() bool {
 		st, err := direct.Get(t.Context(), "staging")
 		return err == nil && st != nil && len(st.Status.Waiters) == 1
