@@ -64,13 +64,7 @@ func TestIntegrationPartitionedRun(t *testing.T) {
 func partitionRun(t *testing.T, env *testenv.Env, tc partitionCase) {
 	ns := env.Namespace(t)
 	dir := t.TempDir()
-	addr, err := env.APIServerAddr()
-	require.NoError(t, err)
-	proxy, err := testenv.StartProxy(addr)
-	require.NoError(t, err)
-	t.Cleanup(proxy.Close)
-	via, err := env.KubeconfigVia(proxy, dir)
-	require.NoError(t, err)
+	proxy, via := env.ProxiedKubeconfig(t, dir)
 
 	holderLog, nextLog := filepath.Join(dir, "holder.log"), filepath.Join(dir, "next.log")
 	trap := ""
@@ -268,13 +262,7 @@ func TestIntegrationPartitionedLeaderElection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ns := env.Namespace(t)
-			addr, err := env.APIServerAddr()
-			require.NoError(t, err)
-			proxy, err := testenv.StartProxy(addr)
-			require.NoError(t, err)
-			t.Cleanup(proxy.Close)
-			via, err := env.KubeconfigVia(proxy, t.TempDir())
-			require.NoError(t, err)
+			proxy, via := env.ProxiedKubeconfig(t, t.TempDir())
 			cfg, err := clientcmd.BuildConfigFromFlags("", via)
 			require.NoError(t, err)
 			leaderCS, err := kubernetes.NewForConfig(cfg)
@@ -365,13 +353,7 @@ func TestIntegrationPartitionedJobRun(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	dir := t.TempDir()
-	addr, err := env.APIServerAddr()
-	require.NoError(t, err)
-	proxy, err := testenv.StartProxy(addr)
-	require.NoError(t, err)
-	t.Cleanup(proxy.Close)
-	via, err := env.KubeconfigVia(proxy, dir)
-	require.NoError(t, err)
+	proxy, via := env.ProxiedKubeconfig(t, dir)
 	jobFile := filepath.Join(dir, "job.yaml")
 	require.NoError(t, os.WriteFile(jobFile, []byte(`apiVersion: lockctl.dev/v1alpha1
 kind: Job

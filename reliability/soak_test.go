@@ -64,13 +64,7 @@ func TestIntegrationSoak(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := t.TempDir()
 	s := &soak{t: t, env: env, ns: ns, dir: dir, holds: filepath.Join(dir, "holds.log"), tokens: map[string]holdToken{}}
-	addr, err := env.APIServerAddr()
-	require.NoError(t, err)
-	s.proxy, err = testenv.StartProxy(addr)
-	require.NoError(t, err)
-	t.Cleanup(s.proxy.Close)
-	s.via, err = env.KubeconfigVia(s.proxy, dir)
-	require.NoError(t, err)
+	s.proxy, s.via = env.ProxiedKubeconfig(t, dir)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

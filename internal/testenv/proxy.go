@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -186,6 +187,27 @@ func (e *Env) KubeconfigVia(p *Proxy, dir string) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// ProxiedKubeconfig starts a Proxy to e's API server, closed when t ends,
+// and writes a kubeconfig through it into dir (KubeconfigVia): what a test
+// of a partition gives the process it cuts off. It fails t on an error.
+func (e *Env) ProxiedKubeconfig(t testing.TB, dir string) (*Proxy, string) {
+	t.Helper()
+	addr, err := e.APIServerAddr()
+	if err != nil {
+		t.Fatalf("proxy to the API server: %v", err)
+	}
+	p, err := StartProxy(addr)
+	if err != nil {
+		t.Fatalf("proxy to the API server: %v", err)
+	}
+	t.Cleanup(p.Close)
+	path, err := e.KubeconfigVia(p, dir)
+	if err != nil {
+		t.Fatalf("kubeconfig through the proxy: %v", err)
+	}
+	return p, path
 }
 
 // APIServerAddr is the API server's "host:port", for StartProxy.
