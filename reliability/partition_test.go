@@ -15,7 +15,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -383,17 +385,22 @@ spec:
 	)
 	pollCtx, stopPoll := context.WithCancel(t.Context())
 	polled := make(chan struct{})
+	// NOTE: a watch, not polling: the next run starts its command a few
+	// milliseconds after it deletes the pod, less than a poll's interval
+	// (polling made the ordering below fail now and then).
+	podWatch, err := pods.Watch(pollCtx, metav1.ListOptions{FieldSelector: "metadata.name=deploy-partitioned"})
+	require.NoError(t, err)
 	go func() {
 		defer close(polled)
-		for pollCtx.Err() == nil {
-			p, err := pods.Get(pollCtx, "deploy-partitioned", metav1.GetOptions{})
-			if (err != nil && pollCtx.Err() == nil && strings.Contains(err.Error(), "not found")) || (err == nil && p.DeletionTimestamp != nil) {
+		defer podWatch.Stop()
+		for ev := range podWatch.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if ev.Type == watch.Deleted || (ok && p.DeletionTimestamp != nil) {
 				mu.Lock()
 				goneAt = time.Now()
 				mu.Unlock()
 				return
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}()
 	t.Cleanup(func() { stopPoll(); <-polled })
