@@ -1,5 +1,5 @@
 // Package bench measures lockctl against what users would pick instead, on
-// the real control plane of internal/testenv.
+// the real control plane of internal/testing/testenv.
 //
 // The measurements are Benchmark functions that run one full experiment per
 // iteration (run them with -benchtime 1x), print a readable table with

@@ -12,10 +12,10 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cmdutil"
-	"github.com/lockctl/lockctl/internal/printers"
-	"github.com/lockctl/lockctl/internal/progress"
-	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/printers"
+	"github.com/lockctl/lockctl/internal/cli/progress"
+	"github.com/lockctl/lockctl/internal/cli/term"
 	"github.com/lockctl/lockctl/lock"
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/lockctl/lockctl/internal/kubeclient"
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
 )
 
 // complete runs `lockctl __complete args...` as a shell does and returns

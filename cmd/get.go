@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cmdutil"
-	"github.com/lockctl/lockctl/internal/printers"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/printers"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
 )

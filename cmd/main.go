@@ -17,8 +17,8 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/lockctl/lockctl/internal/cmdutil"
-	"github.com/lockctl/lockctl/internal/logutil"
+	"github.com/lockctl/lockctl/internal/base/logutil"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 )
 
 // cliGCPercent is the garbage collector's GOGC for lockctl's commands

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 )
 
 // kubectlPluginPrefix starts the name of a kubectl plugin's executable.

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/printers"
+	"github.com/lockctl/lockctl/internal/cli/printers"
 )
 
 // Build metadata, set with -ldflags "-X github.com/lockctl/lockctl/cmd.version=…"

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cmdutil"
-	"github.com/lockctl/lockctl/internal/printers"
-	"github.com/lockctl/lockctl/internal/progress"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/printers"
+	"github.com/lockctl/lockctl/internal/cli/progress"
 	"github.com/lockctl/lockctl/job"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/cli/term"
 	"github.com/lockctl/lockctl/lock"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
 // complete runs `lockctl __complete args...` as the shell completion

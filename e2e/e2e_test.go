@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/clitest"
-	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
 // lockctlBin is the binary under test, built once by TestMain.

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockctl/lockctl/internal/clitest"
+	"github.com/lockctl/lockctl/internal/testing/clitest"
 )
 
 // clearLine is what lockctl writes before redrawing or removing its live

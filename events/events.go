@@ -21,7 +21,7 @@ import (
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/lockctl/lockctl/internal/logutil"
+	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/lock"
 )
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the control-plane binaries that the integration tests (internal/testenv)
+# Builds the control-plane binaries that the integration tests (internal/testing/testenv)
 # run: kube-apiserver, kube-scheduler, etcd and kwok. Nothing prebuilt can be
 # downloaded here, so everything is compiled from Go modules and cached in
 #
@@ -15,7 +15,7 @@
 #   hack/controlplane-tools.sh --check      exit 1 and list what is missing; build nothing
 #   hack/controlplane-tools.sh --print-dir  print the tools directory and exit
 #
-# NOTE: the versions below must match internal/testenv/tools.go; the unit test
+# NOTE: the versions below must match internal/testing/testenv/tools.go; the unit test
 # TestToolVersionsMatchBuildScript checks that, and hack/tools/go.mod.
 set -euo pipefail
 

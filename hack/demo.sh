@@ -98,7 +98,7 @@ say "lockctl run --lock staging ${web[*]} --build 44 -- sh -c 'echo deploying; s
 lockctl run --lock staging "${web[@]}" --build 44 -- sh -c 'echo deploying; sleep 2; echo deployed'
 
 # The local control plane's node is kwok's: it runs no containers, and these
-# annotations tell it how the pod ends (see internal/testenv).
+# annotations tell it how the pod ends (see internal/testing/testenv).
 mkdir -p "${LOCKCTL_DEMO_DIR:=_output/local}"
 job="$LOCKCTL_DEMO_DIR/demo-job.yaml"
 cat > "$job" <<'EOF'

@@ -6,6 +6,6 @@
 // GitHub's runner does, gitlab-ci-local runs the GitLab component's
 // pipelines, tekton-lint and Tekton's own Validate (hack/tektonvalidate)
 // check the Tekton resources, and all of them run
-// against a real control plane (internal/testenv). docs/integrations.md
+// against a real control plane (internal/testing/testenv). docs/integrations.md
 // says what each check proves. `make check-integrations` runs them.
 package integrations

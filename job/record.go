@@ -7,7 +7,7 @@ import (
 
 	kjson "sigs.k8s.io/json"
 
-	"github.com/lockctl/lockctl/internal/schema"
+	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
 // RecordVersion is the version of the job record this lockctl writes

@@ -65,7 +65,7 @@ func NewStore(cms corev1client.ConfigMapsGetter, namespace string, opts ...Store
 		clock:     clock.RealClock{},
 		counters:  map[string]*counter{},
 		// NOTE: asked of the getter, which may be a clientset's wrapper
-		// (internal/kubeclient), not of the typed client it returns.
+		// (internal/base/kubeclient), not of the typed client it returns.
 		noWatchList: watchlist.DoesClientNotSupportWatchListSemantics(cms),
 	}
 	for _, o := range opts {

@@ -10,7 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/internal/schema"
+	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
 // Freeze stops a lock from changing hands until Until: contenders wait (or

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/lockctl/lockctl/internal/schema"
+	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
 // Labels and annotations that make a ConfigMap a lockctl lock. An object

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/internal/schema"
+	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")

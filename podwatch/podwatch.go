@@ -21,7 +21,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 
-	"github.com/lockctl/lockctl/internal/logutil"
+	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/liveness"
 )
 

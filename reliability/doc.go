@@ -1,5 +1,5 @@
 // Package reliability proves that lockctl keeps its promises under faults,
-// against the real control plane of internal/testenv: holders that crash,
+// against the real control plane of internal/testing/testenv: holders that crash,
 // an API server that restarts, holders cut off from it by a frozen proxy
 // (beside client-go's leaderelection in the same partition), API errors
 // injected at the client, hostile input, a ServiceAccount bound only to the

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/lockctl/lockctl/internal/clitest"
+	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/lock"
 )
 

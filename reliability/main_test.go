@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/lockctl/lockctl/internal/clitest"
-	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
 

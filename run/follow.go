@@ -14,7 +14,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/lockctl/lockctl/internal/logutil"
+	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/liveness"
 	"github.com/lockctl/lockctl/podwatch"

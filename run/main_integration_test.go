@@ -3,7 +3,7 @@ package run
 import (
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
 // TestMain shares one control plane among the run package's integration

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/lockctl/lockctl/internal/kubeclient"
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
 )
 
 // LoopOptions configure NewLoop.

@@ -7,7 +7,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
 
-	"github.com/lockctl/lockctl/internal/logutil"
+	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/job"
 
 	"github.com/lockctl/lockctl/liveness"

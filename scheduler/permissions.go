@@ -7,8 +7,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/lockctl/lockctl/internal/kubeclient"
-	"github.com/lockctl/lockctl/internal/preflight"
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/base/preflight"
 )
 
 // JobPermissions are what a reconciler needs in the job namespace: the job

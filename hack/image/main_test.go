@@ -26,7 +26,7 @@ import (
 // NOTE: to keep `make test` fast on two cores, it builds for linux/amd64
 // only and without -trimpath: the binary is then compiled from the packages
 // that the end-to-end tests' lockctl binary (CGO_ENABLED=0, no -trimpath,
-// internal/clitest) put in the build cache, and only linking is left to do.
+// internal/testing/clitest) put in the build cache, and only linking is left to do.
 func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds lockctl: skipped with -short")

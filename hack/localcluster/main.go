@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
 const startTimeout = 3 * time.Minute

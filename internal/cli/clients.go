@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockctl/lockctl/events"
-	"github.com/lockctl/lockctl/internal/cmdutil"
-	"github.com/lockctl/lockctl/internal/kubeclient"
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )

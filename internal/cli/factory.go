@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/cli/identity"
-	"github.com/lockctl/lockctl/internal/cmdutil"
-	"github.com/lockctl/lockctl/internal/kubeclient"
-	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/cli/term"
 	"github.com/lockctl/lockctl/servertime"
 )
 

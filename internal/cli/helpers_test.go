@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/cli/identity"
-	"github.com/lockctl/lockctl/internal/kubeclient"
 )
 
 // testFactory is a Factory on fakes, with the environment and the local

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockctl/lockctl/internal/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 )
 
 // TestFlagsFromEnv: LOCKCTL_<FLAG> sets a flag not given on the command

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockctl/lockctl/internal/term"
-	"github.com/lockctl/lockctl/internal/term/termtest"
+	"github.com/lockctl/lockctl/internal/cli/term"
+	"github.com/lockctl/lockctl/internal/testing/termtest"
 )
 
 func TestConsoleText(t *testing.T) {

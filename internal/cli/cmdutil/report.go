@@ -7,7 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/cli/term"
 )
 
 // PrintError writes err as one "error: ..." line, then a hint when one is

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/internal/term"
-	"github.com/lockctl/lockctl/internal/term/termtest"
+	"github.com/lockctl/lockctl/internal/cli/term"
+	"github.com/lockctl/lockctl/internal/testing/termtest"
 	"github.com/lockctl/lockctl/lock"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/sirupsen/logrus"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/lockctl/lockctl/internal/clitest"
-	"github.com/lockctl/lockctl/internal/term"
+	"github.com/lockctl/lockctl/internal/cli/term"
+	"github.com/lockctl/lockctl/internal/testing/clitest"
 )
 
 // Now is the time the fake clock of Console starts at.

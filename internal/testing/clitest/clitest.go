@@ -49,7 +49,7 @@ func Build() (string, error) {
 		_, file, _, _ := runtime.Caller(0)
 		buildBin = filepath.Join(buildDir, "lockctl")
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", buildBin, ".")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("build lockctl: %v\n%s", err, out)

@@ -9,16 +9,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockctl/lockctl/internal/testenv"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
 // TestToolVersionsMatchBuildScript keeps the versions Start looks for equal to
 // the ones hack/controlplane-tools.sh builds and hack/tools/go.mod pins.
 func TestToolVersionsMatchBuildScript(t *testing.T) {
 	t.Parallel()
-	script, err := os.ReadFile(filepath.Join("..", "..", "hack", "controlplane-tools.sh"))
+	script, err := os.ReadFile(filepath.Join("..", "..", "..", "hack", "controlplane-tools.sh"))
 	require.NoError(t, err)
-	goMod, err := os.ReadFile(filepath.Join("..", "..", "hack", "tools", "go.mod"))
+	goMod, err := os.ReadFile(filepath.Join("..", "..", "..", "hack", "tools", "go.mod"))
 	require.NoError(t, err)
 
 	tests := []struct {
@@ -48,7 +48,7 @@ func TestDefaultToolsDir(t *testing.T) {
 	t.Setenv(testenv.ToolsDirEnv, "")
 	dir, err := testenv.DefaultToolsDir()
 	require.NoError(t, err)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(root, "_output", "tools"), dir, "default")
 

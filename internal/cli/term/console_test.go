@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/lockctl/lockctl/internal/clitest"
-	"github.com/lockctl/lockctl/internal/term"
-	"github.com/lockctl/lockctl/internal/term/termtest"
+	"github.com/lockctl/lockctl/internal/cli/term"
+	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/termtest"
 )
 
 func TestFitWidth(t *testing.T) {
