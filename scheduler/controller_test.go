@@ -313,3 +313,27 @@ func TestNoDecodedCopyOfCompleteJobsWithoutLimits(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// TestPodGoneBeforeConfirmed: a pod without lockctl's finalizer that is
+// deleted and gone before the reconciler reads it again (kwok, or a kubelet,
+// removes it at once) still ends its job in error: the confirming read finds
+// nothing, and the pod as the cache last saw it, deleted, is judged.
+func TestPodGoneBeforeConfirmed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	c := h.controller(Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	h.submit("victim")
+	require.Eventually(t, func() bool { return h.pod("victim") != nil }, 10*time.Second, 10*time.Millisecond, "victim's pod")
+	require.NoError(t, h.build.CoreV1().Pods(podNS).Delete(t.Context(), "victim", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return h.get("victim").Status.State == job.Error }, 10*time.Second, 10*time.Millisecond,
+		"the job ends in error; it is %+v", h.get("victim").Status)
+	assert.Equal(t, "pod deleted unexpectedly", h.get("victim").Status.Description)
+	assert.Nil(t, h.pod("victim"), "and no pod is created again")
+	cancel()
+	require.NoError(t, <-done)
+}

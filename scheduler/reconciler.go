@@ -416,15 +416,23 @@ func (r *Reconciler) syncPending(ctx context.Context, cl *buildCluster, j *job.J
 // confirm reads from the API server a pod whose cached view would end or
 // replace it on the strength of a clock, and judges it again, so that a
 // cache that fell behind (its cluster was away) never fires a timeout or
-// declares a pod lost. It returns a nil pod when the pod is gone: its
-// deletion event brings the job back.
+// declares a pod lost. When the pod is gone, the pod as the cache saw it
+// deleted is judged (see rememberGone); when the cache has not seen it go
+// yet, confirm returns a nil pod: its deletion event brings the job back.
 func (r *Reconciler) confirm(ctx context.Context, cl *buildCluster, j *job.Job, pod *corev1.Pod, v verdict) (*corev1.Pod, verdict, error) {
 	if _, cached := r.read.(*cacheReader); !cached {
 		return pod, v, nil
 	}
 	fresh, err := getPod(ctx, cl, pod.Name)
-	if err != nil || fresh == nil {
+	if err != nil {
 		return nil, v, err
+	}
+	if fresh == nil {
+		// NOTE: the deletion event may have been handled already (a pod
+		// without finalizer goes at once), and will not come again.
+		if fresh = r.goneOf(cl, j); fresh == nil {
+			return nil, v, nil
+		}
 	}
 	if fresh.UID != pod.UID {
 		return nil, v, fmt.Errorf("pod %q was replaced while judged: %w", pod.Name, job.ErrConflict)
