@@ -195,6 +195,13 @@ func (c *Client) LoadFreezeWindows(ctx context.Context) error {
 	return nil
 }
 
+// freezeWindows returns the freeze windows loaded, nil when none were.
+func (c *Client) freezeWindows() []FreezeWindow {
+	c.windowsMu.Lock()
+	defer c.windowsMu.Unlock()
+	return c.FreezeWindows
+}
+
 // FromWindow reports whether f was written from a freeze window.
 func (f *Freeze) FromWindow() bool {
 	return f != nil && f.By.Owner == "configmap" && f.By.Repo == FreezeWindowsName
