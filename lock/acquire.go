@@ -118,7 +118,7 @@ func (r *stepResult) progress(c *Client, target string, started time.Time) *Prog
 	}
 	if p.Position > 0 {
 		p.Ahead = append([]Claim(nil), r.rec.Waiters[:p.Position-1]...)
-		p.Wait = &EstimateInput{Target: target, History: r.rec.History, Ahead: p.Position - 1, Freeze: r.rec.Freeze, Windows: c.FreezeWindows}
+		p.Wait = &EstimateInput{Target: target, History: r.rec.History, Ahead: p.Position - 1, Freeze: r.rec.Freeze, Windows: c.freezeWindows()}
 		if p.Held() && p.HolderAlive {
 			since := p.Holder.Since.Time
 			p.Wait.HolderSince = &since

@@ -66,13 +66,6 @@ type Client struct {
 	// ConfigMap (the Reason constants); nil records none. Recording is
 	// best effort and never fails an operation.
 	Events EventRecorder
-	// FreezeWindows are the recurring freezes of the lock namespace
-	// (LoadFreezeWindows). A contender or a release during a window treats
-	// the lock as frozen and writes the window's freeze into the record
-	// with its next write; a window's freeze in the record that the windows
-	// no longer make (the ConfigMap changed) is dropped. nil means not
-	// loaded: only the freezes in the record count; empty means none.
-	FreezeWindows []FreezeWindow
 	// EventsInBackground makes Acquire return as soon as the lock is held,
 	// recording the Events of the acquisition in a goroutine: the caller's
 	// work starts a round trip sooner. Held.WaitEvents waits for them, and
@@ -106,8 +99,10 @@ type Client struct {
 
 	// store is where the locks live: every read and write of a lock goes
 	// through it (see update).
-	store       store
-	windowsMu   sync.Mutex
+	store store
+	// windows are the recurring freezes of the lock namespace (see
+	// windowCache).
+	windows     windowCache
 	nodesDenied atomic.Bool
 }
 
@@ -447,38 +442,39 @@ func (c *Client) windowsPending() bool {
 	if !c.LoadWindowsOnRead || c.namespace == metav1.NamespaceAll {
 		return false
 	}
-	c.windowsMu.Lock()
-	defer c.windowsMu.Unlock()
-	return c.FreezeWindows == nil
+	return !c.windows.loaded()
 }
 
 // getWithWindows reads target's lock and the freeze windows side by side,
-// and keeps the windows in c.FreezeWindows. An error reading the windows
-// wins: without them no decision may be made.
+// and keeps the windows. An error reading the windows wins: without them
+// no decision may be made.
 func (c *Client) getWithWindows(ctx context.Context, target string) (*corev1.ConfigMap, error) {
-	c.windowsMu.Lock()
-	defer c.windowsMu.Unlock()
-	if c.FreezeWindows != nil {
+	var cm *corev1.ConfigMap
+	ran, err := c.windows.load(func() ([]FreezeWindow, error) {
+		var (
+			ws   []FreezeWindow
+			werr error
+			done = make(chan struct{})
+		)
+		go func() {
+			defer close(done)
+			ws, werr = LoadFreezeWindows(ctx, c.cms, c.namespace)
+		}()
+		var err error
+		cm, err = c.store.Get(ctx, target)
+		<-done
+		if werr != nil {
+			return nil, werr
+		}
+		return ws, err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case !ran:
+		// Loaded by another meanwhile: the lock is read alone.
 		return c.store.Get(ctx, target)
 	}
-	var (
-		ws   []FreezeWindow
-		werr error
-		done = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		ws, werr = LoadFreezeWindows(ctx, c.cms, c.namespace)
-	}()
-	cm, err := c.store.Get(ctx, target)
-	<-done
-	if werr != nil {
-		return nil, werr
-	}
-	if err != nil {
-		return nil, err
-	}
-	c.FreezeWindows = append([]FreezeWindow{}, ws...) // loaded: not nil
 	return cm, nil
 }
 
@@ -575,11 +571,12 @@ func rvOlder(a, b string) bool {
 // there is none, so that the decision on it writes the window's freeze.
 // cur itself when no window applies.
 func (c *Client) withWindows(cur *Record, target string, policy Policy, now time.Time) *Record {
-	if c.FreezeWindows == nil {
+	ws := c.freezeWindows()
+	if ws == nil {
 		return cur
 	}
 	if cur == nil {
-		f := windowFreeze(c.FreezeWindows, target, now)
+		f := windowFreeze(ws, target, now)
 		if f == nil {
 			return nil
 		}
@@ -590,8 +587,8 @@ func (c *Client) withWindows(cur *Record, target string, policy Policy, now time
 		return rec
 	}
 	rec := cur.deepCopy()
-	dropped := rec.dropLapsedWindow(c.FreezeWindows, now)
-	if !rec.applyWindows(c.FreezeWindows, now) && !dropped {
+	dropped := rec.dropLapsedWindow(ws, now)
+	if !rec.applyWindows(ws, now) && !dropped {
 		return cur
 	}
 	return rec

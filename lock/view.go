@@ -103,7 +103,7 @@ func (c *Client) Free(target string) Lock {
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
 		Spec:       LockSpec{Target: target},
 		Status: LockStatus{State: StateFree, Liveness: "free",
-			Freeze: windowFreeze(c.FreezeWindows, target, c.Clock.Now())},
+			Freeze: windowFreeze(c.freezeWindows(), target, c.Clock.Now())},
 	}
 }
 
@@ -147,7 +147,7 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
 // estimate sets the wait estimates of l's waiters, and of a contender
 // that would join now, from rec's history (EstimateWait).
 func (c *Client) estimate(l *Lock, rec *Record) {
-	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.FreezeWindows, Now: c.Clock.Now()}
+	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.Clock.Now()}
 	if h := l.Status.Holder; h != nil && l.Status.Alive {
 		since := h.Since.Time
 		in.HolderSince = &since
@@ -198,13 +198,14 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (Lock, *R
 		// The take-over was the last write: its version is the token.
 		l.Status.Token = cm.ResourceVersion
 	}
-	if c.FreezeWindows != nil {
-		rec.dropLapsedWindow(c.FreezeWindows, now)
+	ws := c.freezeWindows()
+	if ws != nil {
+		rec.dropLapsedWindow(ws, now)
 	}
 	if rec.Freeze.ActiveAt(now) {
 		l.Status.Freeze = rec.Freeze
 	} else {
-		l.Status.Freeze = windowFreeze(c.FreezeWindows, rec.Target, now)
+		l.Status.Freeze = windowFreeze(ws, rec.Target, now)
 	}
 	if rec.unheld() {
 		l.Status.Holder, l.Status.Token = nil, ""
