@@ -38,21 +38,6 @@ func NewFreezeAwareLockClient(ctx context.Context, f *Factory, l *LockFlags) (*l
 	return c, nil
 }
 
-// NewTakingLockClient is NewLockClient for the commands that take locks:
-// the lock namespace's freeze windows are read beside the first read of
-// the lock (one round trip for both), and a lock is read before it is
-// written, since it usually exists (it is kept, free, after its first
-// release): a free lock costs a read and an update, not a create lost to
-// it, a read and an update.
-func NewTakingLockClient(f *Factory, l *LockFlags) (*lock.Client, error) {
-	c, err := NewLockClient(f, l)
-	if err != nil {
-		return nil, err
-	}
-	c.ReadFirst, c.LoadWindowsOnRead = true, true
-	return c, nil
-}
-
 // LockClientIn returns a lock client for the lock namespace ns;
 // metav1.NamespaceAll lists the locks of every namespace.
 func (f *Factory) LockClientIn(ns string) (*lock.Client, error) {
