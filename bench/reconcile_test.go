@@ -24,7 +24,6 @@ import (
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/events"
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -318,7 +317,7 @@ func runReconciler(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEv
 	rec := events.NewRecorder(newClientset(b, cfg).EventsV1())
 	rec.Jobs = jobEvents
 	stopEvents := rec.Background(events.DefaultQueueCapacity, scheduler.DefaultWorkers)
-	c, err := scheduler.NewController(cs, ns, map[string]kubeclient.Interface{job.DefaultCluster: cs},
+	c, err := scheduler.NewController(cs, ns, map[string]scheduler.Clientset{job.DefaultCluster: cs},
 		scheduler.Options{PodNamespace: ns, OnJobChange: rec.JobChanged})
 	require.NoError(b, err)
 	runCtx, stop := context.WithCancel(ctx)

@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -54,7 +53,7 @@ func runReconcilerHelper() {
 			fmt.Println("reconciling")
 			for err == nil {
 				var c *scheduler.Controller
-				c, err = scheduler.NewController(cs, ns, map[string]kubeclient.Interface{job.DefaultCluster: cs}, opts)
+				c, err = scheduler.NewController(cs, ns, map[string]scheduler.Clientset{job.DefaultCluster: cs}, opts)
 				switch {
 				case err != nil:
 				case os.Getenv(helperEnv) == "reconciler-once":

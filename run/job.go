@@ -41,9 +41,9 @@ type JobsOptions struct {
 	// Namespace is the namespace of the job records.
 	Namespace string
 	// Jobs is the client of the cluster of the job records.
-	Jobs kubeclient.Interface
+	Jobs scheduler.Clientset
 	// Clusters are the build clusters by alias; the jobs' pods run there.
-	Clusters map[string]kubeclient.Interface
+	Clusters map[string]scheduler.Clientset
 	// Scheduler configures the reconcile loop that drives a run's job
 	// (limits, timeouts, pod namespace, clock, log), as for lockctl
 	// reconcile. Its Clock is the run's clock; nil means clock.RealClock.
@@ -116,7 +116,7 @@ func (js *Jobs) PodNamespace() string {
 // writing nothing. A missing permission is a *preflight.MissingError naming
 // the verb and resource.
 func (js *Jobs) Preflight(ctx context.Context, alias string) error {
-	clusters := map[string]kubeclient.Interface{}
+	clusters := map[string]scheduler.Clientset{}
 	if c, ok := js.opts.Clusters[alias]; ok {
 		clusters[alias] = c
 	}

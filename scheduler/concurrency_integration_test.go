@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 )
@@ -194,7 +193,7 @@ func BenchmarkIntegrationTriggeredToPending(b *testing.B) {
 		var requests atomic.Int64
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, n: &requests} })
 		cs := kubernetes.NewForConfigOrDie(cfg)
-		c, err := NewController(cs, ns, map[string]kubeclient.Interface{job.DefaultCluster: cs}, Options{Workers: benchWorkers()})
+		c, err := NewController(cs, ns, map[string]Clientset{job.DefaultCluster: cs}, Options{Workers: benchWorkers()})
 		require.NoError(b, err)
 		ctx, cancel := context.WithCancel(b.Context())
 		runDone := make(chan error, 1)

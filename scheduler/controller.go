@@ -50,7 +50,7 @@ type Controller struct {
 	namespace string
 	queue     workqueue.TypedRateLimitingInterface[string]
 
-	jobs      kubeclient.Interface
+	jobs      Clientset
 	informers []cache.SharedIndexInformer
 	jobInf    cache.SharedIndexInformer
 	ledgerInf cache.SharedIndexInformer
@@ -69,7 +69,7 @@ type decodedJob struct {
 // NewController returns a Controller for the job records in namespace of the
 // jobs cluster, whose pods run in the given build clusters (alias →
 // clientset).
-func NewController(jobs kubeclient.Interface, namespace string, clusters map[string]kubeclient.Interface, opts Options) (*Controller, error) {
+func NewController(jobs Clientset, namespace string, clusters map[string]Clientset, opts Options) (*Controller, error) {
 	pods := make(map[string]corev1client.PodsGetter, len(clusters))
 	for alias, cs := range clusters {
 		pods[alias] = cs.CoreV1()

@@ -6,8 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 )
 
 // LoopOptions configure NewLoop.
@@ -35,7 +33,7 @@ type Loop struct {
 // at once), then builds the loop over the job records in namespace of jobs,
 // whose pods run in clusters (alias → clientset). An invalid o is an error
 // wrapping ErrConfig.
-func NewLoop(ctx context.Context, jobs kubeclient.Interface, namespace string, clusters map[string]kubeclient.Interface, o LoopOptions) (*Loop, error) {
+func NewLoop(ctx context.Context, jobs Clientset, namespace string, clusters map[string]Clientset, o LoopOptions) (*Loop, error) {
 	if err := Preflight(ctx, jobs, namespace, clusters, o.PodNamespace, o.DryRun); err != nil {
 		return nil, err
 	}
@@ -115,7 +113,7 @@ func (l *Loop) RunOnce(ctx context.Context) (OnceResult, error) {
 
 // PodsGetters returns the pods client of each build cluster (alias →
 // clientset), as NewSinker takes them.
-func PodsGetters(clusters map[string]kubeclient.Interface) map[string]corev1client.PodsGetter {
+func PodsGetters(clusters map[string]Clientset) map[string]corev1client.PodsGetter {
 	out := make(map[string]corev1client.PodsGetter, len(clusters))
 	for alias, cs := range clusters {
 		out[alias] = cs.CoreV1()

@@ -98,7 +98,7 @@ func TestIntegrationNewerJobRecord(t *testing.T) {
 	assert.Equal(t, "success", status["state"], "today's lockctl drove the state")
 
 	_, err = it.store.Get(t.Context(), "major")
-	assert.EqualError(t, err, `job "major" has record version 2.0, which this lockctl cannot read (it reads version 1, up to `+job.RecordVersion.String()+")")
+	assert.EqualError(t, err, `job "major" has record version 2.0, which this lockctl cannot read (it reads version 1, up to `+job.RecordVersion+")")
 	after, err := it.env.Client.CoreV1().ConfigMaps(it.ns).Get(t.Context(), "major", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, major.ResourceVersion, after.ResourceVersion, "the record of another major version is left alone")

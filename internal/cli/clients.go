@@ -13,6 +13,7 @@ import (
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/scheduler"
 )
 
 // NewLockClient returns a lock client for the lock namespace l resolves.
@@ -95,8 +96,8 @@ func (f *Factory) JobStoreIn(ns string) (*job.Store, error) {
 // ClusterClients returns a clientset per build-cluster alias. Clusters whose
 // context is missing from the kubeconfig are a *cmdutil.UsageError naming them and
 // the contexts there are.
-func (f *Factory) ClusterClients(contexts map[string]string) (map[string]kubeclient.Interface, error) {
-	out := make(map[string]kubeclient.Interface, len(contexts))
+func (f *Factory) ClusterClients(contexts map[string]string) (map[string]scheduler.Clientset, error) {
+	out := make(map[string]scheduler.Clientset, len(contexts))
 	aliases := make([]string, 0, len(contexts))
 	for a := range contexts {
 		aliases = append(aliases, a)
