@@ -172,7 +172,7 @@ func setupClient(b testing.TB, env *testenv.Env) kubernetes.Interface {
 // its client's rate limit) is not in the way.
 func submitJobs(ctx context.Context, b testing.TB, cs kubernetes.Interface, ns string, n int) []*job.Job {
 	b.Helper()
-	store := job.NewStore(cs.CoreV1(), ns)
+	store := job.NewStore(cs.CoreV1(), ns, job.StoreOptions{})
 	jobs := make([]*job.Job, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)

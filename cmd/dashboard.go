@@ -221,7 +221,7 @@ func (o *reconcileOptions) startDashboard(ctx context.Context, jobs kubeclient.I
 	if err != nil {
 		return nil, err
 	}
-	store := job.NewStore(kubeclient.CoreV1(jobs), jobNS, job.WithClock(o.f.Clock))
+	store := job.NewStore(kubeclient.CoreV1(jobs), jobNS, job.StoreOptions{Clock: o.f.Clock})
 	podNS = cmp.Or(podNS, jobNS)
 	hub := dashboard.NewHub(locks, kubeclient.CoreV1(jobs), dashboard.Options{
 		Jobs: store, Log: o.f.Log,

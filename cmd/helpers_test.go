@@ -217,7 +217,7 @@ func ptrMicro(t time.Time) *metav1.MicroTime {
 // createJobPod creates the pod of a stored job in the fake cluster.
 func createJobPod(t *testing.T, te *testEnv, name string, mod func(*corev1.Pod)) {
 	t.Helper()
-	j, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), name)
+	j, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), name)
 	require.NoError(t, err)
 	pod := job.NewPod(j, "default", "7")
 	mod(pod)

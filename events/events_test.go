@@ -44,7 +44,7 @@ func TestJobChanged(t *testing.T) {
 			clock := testingclock.NewFakeClock(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 			rec := NewRecorder(cs.EventsV1())
 			rec.Clock, rec.Instance = clock, "test"
-			store := job.NewStore(cs.CoreV1(), "ci", job.WithClock(clock), job.WithChangeHook(rec.JobChanged))
+			store := job.NewStore(cs.CoreV1(), "ci", job.StoreOptions{Clock: clock, OnChange: rec.JobChanged})
 			j, err := store.Create(t.Context(), &job.Job{
 				TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 				ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},

@@ -39,7 +39,7 @@ func TestIntegrationJobEvents(t *testing.T) {
 	l.SetOutput(logs)
 	l.SetLevel(logrus.DebugLevel)
 	rec.Log = logrus.NewEntry(l)
-	store := job.NewStore(env.Client.CoreV1(), ns, job.WithChangeHook(rec.JobChanged))
+	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{OnChange: rec.JobChanged})
 	j, err := store.Create(t.Context(), &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
@@ -136,7 +136,7 @@ func TestIntegrationBackgroundJobEvents(t *testing.T) {
 	require.NoError(t, err)
 	rec := NewRecorder(own.EventsV1())
 	stop := rec.Background(DefaultQueueCapacity, DefaultWriters)
-	store := job.NewStore(env.Client.CoreV1(), ns, job.WithChangeHook(rec.JobChanged))
+	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{OnChange: rec.JobChanged})
 
 	const jobs = 20
 	var wg sync.WaitGroup

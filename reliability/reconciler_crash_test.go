@@ -101,7 +101,7 @@ func startReconcilerMode(t *testing.T, mode, kubeconfig, ns string, options ...s
 // submitJobs stores n triggered jobs named job-000... in ns.
 func submitJobs(t *testing.T, cs kubernetes.Interface, ns string, n int) {
 	t.Helper()
-	store := job.NewStore(cs.CoreV1(), ns)
+	store := job.NewStore(cs.CoreV1(), ns, job.StoreOptions{})
 	for i := range n {
 		_, err := store.Create(t.Context(), &job.Job{
 			TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
@@ -179,7 +179,7 @@ func TestIntegrationReconcilerCrash(t *testing.T) {
 	peak := podWorkload(ctx, t, env.Client, ns, 1500*time.Millisecond)
 
 	procs := []*exec.Cmd{startReconciler(t, env.Kubeconfig, ns), startReconciler(t, env.Kubeconfig, ns)}
-	store := job.NewStore(env.Client.CoreV1(), ns)
+	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
 	killed := 0
 	for {
 		all, err := store.List(ctx, job.ListOptions{})

@@ -151,7 +151,7 @@ func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
 		}
 	}()
 
-	store := job.NewStore(env.Client.CoreV1(), ns)
+	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
 	terminal := func() int {
 		all, err := store.List(ctx, job.ListOptions{})
 		if err != nil {

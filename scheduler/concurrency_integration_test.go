@@ -181,7 +181,7 @@ func BenchmarkIntegrationTriggeredToPending(b *testing.B) {
 		cfg := rest.CopyConfig(env.RESTConfig)
 		cfg.QPS, cfg.Burst = 200, 400
 		submitter := kubernetes.NewForConfigOrDie(cfg)
-		store := job.NewStore(submitter.CoreV1(), ns)
+		store := job.NewStore(submitter.CoreV1(), ns, job.StoreOptions{})
 		for i := range jobs {
 			_, err := store.Create(b.Context(), &job.Job{
 				TypeMeta:   jobTypeMeta,

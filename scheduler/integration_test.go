@@ -34,7 +34,7 @@ func newITest(t *testing.T) *itest {
 	t.Helper()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	return &itest{t: t, env: env, ns: ns, store: job.NewStore(env.Client.CoreV1(), ns)}
+	return &itest{t: t, env: env, ns: ns, store: job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})}
 }
 
 // run runs a Controller over the test's namespace until the test ends;

@@ -75,12 +75,12 @@ func NewReconciler(cms corev1client.ConfigMapsGetter, namespace string, clusters
 		clock:     opts.Clock,
 	}
 	r.waiting.Store(-1)
-	r.store = job.NewStore(cms, namespace, job.WithClock(opts.Clock), job.WithBuildIDBlock(func(jobName string) int {
+	r.store = job.NewStore(cms, namespace, job.StoreOptions{Clock: opts.Clock, BuildIDBlock: func(jobName string) int {
 		if r.idBlock == nil {
 			return 0
 		}
 		return r.idBlock(jobName)
-	}), job.WithChangeHook(opts.OnJobChange))
+	}, OnChange: opts.OnJobChange})
 	podNS := opts.PodNamespace
 	if podNS == "" {
 		podNS = namespace

@@ -150,7 +150,7 @@ func NewSinker(cms corev1client.ConfigMapsGetter, namespace string, clusters map
 		podNS = namespace
 	}
 	return &Sinker{
-		store:     job.NewStore(cms, namespace),
+		store:     job.NewStore(cms, namespace, job.StoreOptions{}),
 		cms:       cms.ConfigMaps(namespace),
 		namespace: namespace,
 		podNS:     podNS,

@@ -90,7 +90,7 @@ func (f *Factory) JobStoreIn(ns string) (*job.Store, error) {
 	// reconcile loop's are. The client goes through kubeclient so that
 	// Store.Wait's informer knows whether the clientset serves streaming
 	// lists (client-go's fakes do not).
-	return job.NewStore(kubeclient.CoreV1(cs), ns, job.WithClock(f.Clock), job.WithChangeHook(f.EventRecorder(cs).JobChanged)), nil
+	return job.NewStore(kubeclient.CoreV1(cs), ns, job.StoreOptions{Clock: f.Clock, OnChange: f.EventRecorder(cs).JobChanged}), nil
 }
 
 // ClusterClients returns a clientset per build-cluster alias. Clusters whose
