@@ -314,8 +314,7 @@ func runReconciler(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEv
 	cs := newClientset(b, cfg)
 	// NOTE: as lockctl reconcile: the Events' clientset is a copy with a
 	// token bucket of its own, written in the background.
-	rec := events.NewRecorder(newClientset(b, cfg).EventsV1())
-	rec.Jobs = jobEvents
+	rec := events.NewRecorder(newClientset(b, cfg).EventsV1(), events.Options{Jobs: jobEvents})
 	stopEvents := rec.Background(events.DefaultQueueCapacity, scheduler.DefaultWorkers)
 	c, err := scheduler.NewController(cs, ns, map[string]scheduler.Clientset{job.DefaultCluster: cs},
 		scheduler.Options{PodNamespace: ns, OnJobChange: rec.JobChanged})

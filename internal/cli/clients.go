@@ -126,9 +126,7 @@ func (f *Factory) ClusterClients(contexts map[string]string) (map[string]schedul
 // changes, job state changes) written through cs; Events it cannot write are
 // logged at -v 1 and fail nothing.
 func (f *Factory) EventRecorder(cs kubeclient.Interface) *events.Recorder {
-	rec := events.NewRecorder(cs.EventsV1())
-	rec.Clock, rec.Log = f.Clock, f.Log
-	return rec
+	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Log})
 }
 
 // LoopEventRecorder returns the reconcile loop's recorder of Events (job
@@ -144,11 +142,9 @@ func (f *Factory) LoopEventRecorder(fallback kubeclient.Interface, jobEvents eve
 			return nil, err
 		}
 	}
-	rec := f.EventRecorder(cs)
-	rec.Jobs = jobEvents
-	var err error
-	if rec.Metrics, err = events.NewMetrics(reg); err != nil {
+	metrics, err := events.NewMetrics(reg)
+	if err != nil {
 		return nil, err
 	}
-	return rec, nil
+	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Log, Jobs: jobEvents, Metrics: metrics}), nil
 }
