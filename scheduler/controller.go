@@ -67,23 +67,40 @@ type decodedJob struct {
 // jobs cluster, whose pods run in the given build clusters (alias →
 // clientset).
 func NewController(jobs Clientset, namespace string, clusters map[string]Clientset, opts Options) (*Controller, error) {
-	pods := make(map[string]corev1client.PodsGetter, len(clusters))
-	for alias, cs := range clusters {
-		pods[alias] = cs.CoreV1()
-	}
-	r, err := NewReconciler(jobs.CoreV1(), namespace, pods, opts)
-	if err != nil {
-		return nil, err
-	}
+	opts = opts.withDefaults()
 	c := &Controller{
-		r:         r,
-		opts:      r.opts,
+		opts:      opts,
 		namespace: namespace,
 		jobs:      jobs,
 		conns:     map[string]*clusterConn{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: r.clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: opts.Clock}),
+	}
+	pods := make(map[string]corev1client.PodsGetter, len(clusters))
+	nodes := make(map[string]func(string) *corev1.Node, len(clusters))
+	for alias, cs := range clusters {
+		cc := &clusterConn{alias: alias, cs: cs, poke: make(chan struct{}, 1)}
+		c.conns[alias] = cc
+		pods[alias], nodes[alias] = cs.CoreV1(), cc.node
+	}
+	r, err := newReconciler(jobs.CoreV1(), namespace, pods, opts, controllerHooks{
+		read:    &cacheReader{c: c},
+		nodes:   nodes,
+		idBlock: c.triggered,
+		onAdmit: func(names []string) {
+			for _, n := range names {
+				c.enqueue(n)
+			}
+		},
+		onTerminal: c.finished,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.r = r
+	for alias, cc := range c.conns {
+		cc.cl = r.clusters[alias]
 	}
 	cms := jobs.CoreV1().ConfigMaps(namespace)
 	c.jobInf = kubeclient.NewInformer[*corev1.ConfigMapList](jobs, cms, &corev1.ConfigMap{}, kubeclient.InformerOptions{
@@ -95,20 +112,6 @@ func NewController(jobs Clientset, namespace string, clusters map[string]Clients
 		Tweak: func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + LedgerName },
 	})
 	c.informers = append(c.informers, c.jobInf, c.ledgerInf)
-	for alias, cs := range clusters {
-		cc := &clusterConn{alias: alias, cs: cs, cl: r.clusters[alias], poke: make(chan struct{}, 1)}
-		cc.cl.node = cc.node
-		c.conns[alias] = cc
-	}
-	r.read = &cacheReader{c: c}
-	r.trackCreated = true
-	r.idBlock = c.triggered
-	r.onAdmit = func(names []string) {
-		for _, n := range names {
-			c.enqueue(n)
-		}
-	}
-	r.onTerminal = c.finished
 	if err := c.addHandlers(); err != nil {
 		return nil, err
 	}
