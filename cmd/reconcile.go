@@ -265,7 +265,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	lo := scheduler.LoopOptions{Options: opts, Registry: reg}
 	if o.Job == "" {
-		sopts, err := cfg.Retention.Apply(o.SinkerOptions(o.changed))
+		sopts, err := cfg.Retention.Apply(o.PruneOptions(o.changed))
 		if err != nil {
 			return &cmdutil.UsageError{Err: err}
 		}

@@ -141,7 +141,7 @@ func TestReconcileRetention(t *testing.T) {
 			require.NoError(t, err, tt.config)
 			got, err := parseArgs(t, []string{"reconcile"}, tt.args, newReconcileCmd)
 			require.NoError(t, err, tt.args)
-			opts, err := cfg.Retention.Apply(got.SinkerOptions(got.changed))
+			opts, err := cfg.Retention.Apply(got.PruneOptions(got.changed))
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantJobs, opts.JobRetention, "job retention of %q with %v", tt.config, tt.args)
 			assert.Equal(t, tt.wantPods, opts.PodRetention, "pod retention of %q with %v", tt.config, tt.args)
