@@ -60,7 +60,7 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 		out:    out,
 		errOut: errOut,
 		env:    map[string]string{},
-		local:  identity.LocalEnv{User: "dev", Host: "laptop", Session: 4242, PID: 5151},
+		local:  identity.LocalEnv{User: "dev", Host: "laptop", TerminalSession: 4242, PID: 5151},
 	}
 	// Number writes as the API server does, so tokens and preconditions
 	// see real resourceVersions.
