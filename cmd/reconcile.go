@@ -286,7 +286,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	lo.Locker = run.NewPodLocker(locks)
 	// NOTE: the locks of lockctl run sessions live beside the job records,
 	// so the job cluster's client reads them.
-	lo.Sessions = run.NewSessions(jobs.CoreV1(), o.f.LockClock())
+	lo.Runs = run.NewHoldChecker(jobs.CoreV1(), run.HoldCheckerOptions{Clock: o.f.LockClock()})
 	lo.OnJobChange = rec.JobChanged
 	loop, err := scheduler.NewLoop(ctx, jobs, ns, clusters, lo)
 	if err != nil {

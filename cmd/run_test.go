@@ -419,7 +419,7 @@ func TestRunRunJob(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.state, j.Status.State)
 			assert.Nil(t, j.Spec.Lock, "run holds the lock, not the pod")
-			assert.Regexp(t, `^default/staging/[0-9a-f]+$`, j.Annotations[run.AnnotationSession], "tied to run's lock")
+			assert.Regexp(t, `^default/staging/[0-9a-f]+$`, j.Annotations[run.AnnotationHoldRef], "tied to run's lock")
 			assertNoLock(t, te)
 		})
 	}
@@ -467,7 +467,7 @@ func TestRunRunSweepsOrphans(t *testing.T) {
 	store := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{})
 	orphan, err := job.Parse([]byte("{apiVersion: lockctl.dev/v1alpha1, kind: Job, metadata: {name: orphan}, spec: {job: o, type: periodic, podSpec: {containers: [{name: c, image: i}]}}}"), "orphan")
 	require.NoError(t, err)
-	orphan.Annotations = map[string]string{run.AnnotationSession: "default/staging/dead"}
+	orphan.Annotations = map[string]string{run.AnnotationHoldRef: "default/staging/dead"}
 	orphan, err = store.Create(t.Context(), orphan)
 	require.NoError(t, err)
 	st := *orphan.Status.DeepCopy()

@@ -188,7 +188,7 @@ func (r *Reconciler) look(ctx context.Context, name string) (Result, error) {
 		return Result{}, r.cleanup(ctx, j)
 	}
 	cl := r.clusters[j.ClusterAlias()]
-	ended, recheck := r.sessionEnded(ctx, j)
+	ended, recheck := r.runEnded(ctx, j)
 	if ended != "" {
 		return Result{}, r.abort(ctx, cl, j, verdict{reason: job.ReasonSessionEnded, desc: ended})
 	}
