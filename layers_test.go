@@ -3,11 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,7 +40,7 @@ func layer(pkg string) string {
 }
 
 // libraryPackages are the packages of the design that the CLI is built on.
-var libraryPackages = []string{"lock", "job", "scheduler", "run", "podwatch", "liveness", "servertime", "events"}
+var libraryPackages = []string{"lock", "job", "scheduler", "run", "podwatch", "liveness", "servertime", "events", "preflight"}
 
 // mayImport says which layers a layer may import: its own and the ones
 // below it. The test infrastructure may import anything but the commands;
@@ -89,5 +96,191 @@ func TestLayers(t *testing.T) {
 func TestLayerNames(t *testing.T) {
 	for _, pkg := range []string{"internal/cli/term", "internal/base/schema", "internal/testing/testenv", "lock", "cmd"} {
 		require.NotEqual(t, "other", layer(module+"/"+pkg), pkg)
+	}
+}
+
+// apiPackages are the library packages whose exported API other programs
+// build on; no type of a package under internal/ may appear in it.
+var apiPackages = []string{"lock", "job", "scheduler", "run", "podwatch"}
+
+// TestNoInternalTypesInExportedAPI parses the exported declarations of the
+// apiPackages and fails for every exported function or method signature,
+// exported struct field, interface method or exported type that names a type
+// of a package under internal/: a caller outside this module could not name
+// such a type, and one inside it would depend on a layer it should not see.
+func TestNoInternalTypesInExportedAPI(t *testing.T) {
+	seen := map[string]bool{}
+	for _, dir := range apiPackages {
+		for _, leak := range internalTypesIn(t, dir) {
+			what := leak[strings.Index(leak, ": ")+2:]
+			if knownLeaks[what] {
+				seen[what] = true
+				continue
+			}
+			t.Error(leak)
+		}
+	}
+	for what := range knownLeaks {
+		assert.True(t, seen[what], "%s is fixed: take it off knownLeaks", what)
+	}
+}
+
+// knownLeaks are the uses of internal types in the exported API that the
+// rewrite of the lock package removes (issue 22 §2); the list only shrinks.
+var knownLeaks = map[string]bool{
+	"lock.FrozenRecordVersion uses schema.Version (github.com/lockctl/lockctl/internal/base/schema)":    true,
+	"lock.RecordVersion uses schema.Version (github.com/lockctl/lockctl/internal/base/schema)":          true,
+	"lock.VersionError.Found uses schema.Version (github.com/lockctl/lockctl/internal/base/schema)":     true,
+	"lock.VersionError.Supported uses schema.Version (github.com/lockctl/lockctl/internal/base/schema)": true,
+}
+
+// internalTypesIn lists, as "file:line: what uses pkg.Type", every use of a
+// type from a package under internal/ in the exported API of the package in
+// dir (test files excluded).
+func internalTypesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, dir)
+	var leaks []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		require.NoError(t, err, name)
+		internal := internalImports(f)
+		if len(internal) == 0 {
+			continue
+		}
+		check := func(what string, expr ast.Expr) {
+			if expr == nil {
+				return
+			}
+			ast.Inspect(expr, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok {
+					if path, ok := internal[id.Name]; ok {
+						leaks = append(leaks, fmt.Sprintf("%s: %s uses %s.%s (%s)", fset.Position(sel.Pos()), what, id.Name, sel.Sel.Name, path))
+					}
+				}
+				return true
+			})
+		}
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				what := dir + "." + d.Name.Name
+				if d.Recv != nil {
+					recv := receiverName(d.Recv.List[0].Type)
+					if !ast.IsExported(recv) {
+						continue
+					}
+					what = dir + "." + recv + "." + d.Name.Name
+				}
+				check(what, d.Type)
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							checkType(dir+"."+s.Name.Name, s, check)
+						}
+					case *ast.ValueSpec:
+						for i, n := range s.Names {
+							if !n.IsExported() {
+								continue
+							}
+							check(dir+"."+n.Name, s.Type)
+							if s.Type == nil && i < len(s.Values) {
+								if lit, ok := s.Values[i].(*ast.CompositeLit); ok {
+									check(dir+"."+n.Name, lit.Type) // var V = pkg.T{…}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return leaks
+}
+
+// checkType checks the exported parts of an exported type: a struct's
+// exported (and embedded) fields, an interface's methods, or the whole
+// underlying type otherwise.
+func checkType(what string, s *ast.TypeSpec, check func(string, ast.Expr)) {
+	if s.TypeParams != nil {
+		for _, tp := range s.TypeParams.List {
+			check(what+" type parameter", tp.Type)
+		}
+	}
+	switch typ := s.Type.(type) {
+	case *ast.StructType:
+		for _, field := range typ.Fields.List {
+			if len(field.Names) == 0 {
+				check(what+" embedded field", field.Type)
+			}
+			for _, n := range field.Names {
+				if n.IsExported() {
+					check(what+"."+n.Name, field.Type)
+				}
+			}
+		}
+	case *ast.InterfaceType:
+		for _, m := range typ.Methods.List {
+			if len(m.Names) == 0 {
+				check(what+" embedded interface", m.Type)
+			}
+			for _, n := range m.Names {
+				check(what+"."+n.Name, m.Type)
+			}
+		}
+	default:
+		check(what, s.Type)
+	}
+}
+
+// internalImports maps the names a file uses for its imports of packages
+// under internal/ to their paths.
+func internalImports(f *ast.File) map[string]string {
+	m := map[string]string{}
+	for _, imp := range f.Imports {
+		path, err := strconv.Unquote(imp.Path.Value)
+		if err != nil || !strings.HasPrefix(path, module+"/internal/") {
+			continue
+		}
+		name := path[strings.LastIndex(path, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		m[name] = path
+	}
+	return m
+}
+
+// receiverName is the name of a method's receiver type: T in (T), (*T),
+// (T[K]) or (*T[K]).
+func receiverName(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.IndexListExpr:
+			e = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return ""
+		}
 	}
 }

@@ -434,7 +434,7 @@ func countProcessWatches(ctx context.Context, b *testing.B, env *testenv.Env, pr
 // size.
 func measureEvents(ctx context.Context, b *testing.B, cs kubernetes.Interface, ns string, records []corev1.ConfigMap) float64 {
 	b.Helper()
-	rec := events.NewRecorder(cs.EventsV1())
+	rec := events.NewRecorder(cs.EventsV1(), events.Options{})
 	for i := range records {
 		after, err := job.FromConfigMap(&records[i])
 		require.NoError(b, err)

@@ -59,7 +59,7 @@ func TestRunAbort(t *testing.T) {
 			te := newTestEnv(t)
 			te.env["USER"] = "alice"
 			storeJobs(t, te, "deploy-web-1", "deploy-web-2")
-			store := job.NewStore(te.cs.CoreV1(), "default")
+			store := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{})
 			if tt.finished {
 				j, err := store.Get(t.Context(), "deploy-web-1")
 				require.NoError(t, err)

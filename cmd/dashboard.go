@@ -19,6 +19,7 @@ import (
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/scheduler"
 )
 
 // DefaultDashboardAddress is where lockctl dashboard listens: loopback, on
@@ -214,13 +215,13 @@ func validateDashboardAddress(addr string) error {
 // background, on --dashboard-address: the locks of the lock namespace and
 // the job records of jobNS, whose pods run in clusters (alias →
 // clientset) in podNS (jobNS when empty). stop ends it.
-func (o *reconcileOptions) startDashboard(ctx context.Context, jobs kubeclient.Interface, jobNS string, clusters map[string]kubeclient.Interface, podNS string) (stop func(), err error) {
+func (o *reconcileOptions) startDashboard(ctx context.Context, jobs kubeclient.Interface, jobNS string, clusters map[string]scheduler.Clientset, podNS string) (stop func(), err error) {
 	// NOTE: a lock client of its own: the hub sets its freeze windows.
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
 	if err != nil {
 		return nil, err
 	}
-	store := job.NewStore(kubeclient.CoreV1(jobs), jobNS, job.WithClock(o.f.Clock))
+	store := job.NewStore(kubeclient.CoreV1(jobs), jobNS, job.StoreOptions{Clock: o.f.Clock})
 	podNS = cmp.Or(podNS, jobNS)
 	hub := dashboard.NewHub(locks, kubeclient.CoreV1(jobs), dashboard.Options{
 		Jobs: store, Log: o.f.Log,

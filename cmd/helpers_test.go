@@ -60,7 +60,7 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 		out:    out,
 		errOut: errOut,
 		env:    map[string]string{},
-		local:  identity.LocalEnv{User: "dev", Host: "laptop", Session: 4242, PID: 5151},
+		local:  identity.LocalEnv{User: "dev", Host: "laptop", TerminalSession: 4242, PID: 5151},
 	}
 	// Number writes as the API server does, so tokens and preconditions
 	// see real resourceVersions.
@@ -217,7 +217,7 @@ func ptrMicro(t time.Time) *metav1.MicroTime {
 // createJobPod creates the pod of a stored job in the fake cluster.
 func createJobPod(t *testing.T, te *testEnv, name string, mod func(*corev1.Pod)) {
 	t.Helper()
-	j, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), name)
+	j, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), name)
 	require.NoError(t, err)
 	pod := job.NewPod(j, "default", "7")
 	mod(pod)

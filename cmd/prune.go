@@ -78,14 +78,14 @@ func (o *pruneOptions) validate() error {
 }
 
 func runPrune(ctx context.Context, o *pruneOptions) error {
-	opts := scheduler.SinkerOptions{DryRun: o.DryRun}
+	opts := scheduler.PruneOptions{DryRun: o.DryRun}
 	if o.changed("older-than") {
 		opts.JobRetention = o.OlderThan
 	}
 	if o.changed("pod-older-than") {
 		opts.PodRetention = o.PodOlderThan
 	}
-	s, err := newSinker(o.f, &o.ClusterFlags, opts)
+	s, err := newPruner(o.f, &o.ClusterFlags, opts)
 	if err != nil {
 		return err
 	}
@@ -96,10 +96,10 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 	return err
 }
 
-// newSinker builds a Sinker over the job namespace and the build clusters
+// newPruner builds a Pruner over the job namespace and the build clusters
 // named by --config and --build-cluster. A retention age left at 0 in opts
 // comes from the config file, else the default.
-func newSinker(f *Factory, cf *cli.ClusterFlags, opts scheduler.SinkerOptions) (*scheduler.Sinker, error) {
+func newPruner(f *Factory, cf *cli.ClusterFlags, opts scheduler.PruneOptions) (*scheduler.Pruner, error) {
 	cfg, err := cf.LoadConfig()
 	if err != nil {
 		return nil, err
@@ -113,5 +113,5 @@ func newSinker(f *Factory, cf *cli.ClusterFlags, opts scheduler.SinkerOptions) (
 	}
 	opts.PodNamespace = cmp.Or(cf.PodNamespace, cfg.PodNamespace)
 	opts.Clock, opts.Log = f.Clock, f.Log
-	return scheduler.NewSinker(jobs.CoreV1(), ns, scheduler.PodsGetters(clusters), opts), nil
+	return scheduler.NewPruner(jobs.CoreV1(), ns, scheduler.PodsGetters(clusters), opts), nil
 }

@@ -97,7 +97,7 @@ func TestRunPrune(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			storeJobs(t, te, "deploy-web-1", "deploy-web-2")
-			store := job.NewStore(te.cs.CoreV1(), "default", job.WithClock(te.clock))
+			store := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{Clock: te.clock})
 			j, err := store.Get(t.Context(), "deploy-web-2")
 			require.NoError(t, err)
 			_, err = store.UpdateStatus(t.Context(), j, job.JobStatus{State: job.Failure, StartTime: j.Status.StartTime})

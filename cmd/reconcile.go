@@ -265,7 +265,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	lo := scheduler.LoopOptions{Options: opts, Registry: reg}
 	if o.Job == "" {
-		sopts, err := cfg.Retention.Apply(o.SinkerOptions(o.changed))
+		sopts, err := cfg.Retention.Apply(o.PruneOptions(o.changed))
 		if err != nil {
 			return &cmdutil.UsageError{Err: err}
 		}
@@ -286,7 +286,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	lo.Locker = run.NewPodLocker(locks)
 	// NOTE: the locks of lockctl run sessions live beside the job records,
 	// so the job cluster's client reads them.
-	lo.Sessions = run.NewSessions(jobs.CoreV1(), o.f.LockClock())
+	lo.Runs = run.NewHoldChecker(jobs.CoreV1(), run.HoldCheckerOptions{Clock: o.f.LockClock()})
 	lo.OnJobChange = rec.JobChanged
 	loop, err := scheduler.NewLoop(ctx, jobs, ns, clusters, lo)
 	if err != nil {

@@ -141,7 +141,7 @@ func TestReconcileRetention(t *testing.T) {
 			require.NoError(t, err, tt.config)
 			got, err := parseArgs(t, []string{"reconcile"}, tt.args, newReconcileCmd)
 			require.NoError(t, err, tt.args)
-			opts, err := cfg.Retention.Apply(got.SinkerOptions(got.changed))
+			opts, err := cfg.Retention.Apply(got.PruneOptions(got.changed))
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantJobs, opts.JobRetention, "job retention of %q with %v", tt.config, tt.args)
 			assert.Equal(t, tt.wantPods, opts.PodRetention, "pod retention of %q with %v", tt.config, tt.args)
@@ -204,7 +204,7 @@ func TestRunReconcile(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantOut, te.out.String())
-			got, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), "deploy-web-1")
+			got, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-1")
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantState, got.Status.State)
 		})
@@ -260,7 +260,7 @@ func TestReconcileJobEvents(t *testing.T) {
 			storeJobs(t, te, "deploy-web-1")
 
 			require.NoError(t, te.run(append([]string{"reconcile", "--once"}, tt.args...)...))
-			got, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), "deploy-web-1")
+			got, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-1")
 			require.NoError(t, err)
 			require.Equal(t, job.Pending, got.Status.State)
 

@@ -410,6 +410,6 @@ func (o *runOptions) printPod(j *job.Job, podNS string) error {
 	fmt.Fprintf(o.f.IOStreams.Out, "# The pod of job %q as lockctl run would create it. Its name (with\n"+
 		"# generateName), build ID (%s here) and job UID are given when the job is\n"+
 		"# submitted and starts; run also adds the annotation %s.\n",
-		j.DisplayName(), run.DryRunBuildID, run.AnnotationSession)
+		j.DisplayName(), run.DryRunBuildID, run.AnnotationHoldRef)
 	return printers.Object(o.f.IOStreams.Out, "yaml", pod)
 }

@@ -136,7 +136,7 @@ func TestRunSubmit(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantOut, te.out.String())
 			assert.Equal(t, tt.wantErrOut, te.errOut.String())
-			stored, err := job.NewStore(te.cs.CoreV1(), "default").Get(t.Context(), strings.TrimSpace(tt.wantOut))
+			stored, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), strings.TrimSpace(tt.wantOut))
 			require.NoError(t, err)
 			assert.Equal(t, job.Triggered, stored.Status.State)
 		})

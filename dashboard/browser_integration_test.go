@@ -175,7 +175,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	require.NoError(t, err)
 
 	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
-	store := job.NewStore(kubeclient.CoreV1(cs), ns)
+	store := job.NewStore(kubeclient.CoreV1(cs), ns, job.StoreOptions{})
 	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
 		Jobs:    store,
 		PodsFor: func(*job.Job) (corev1client.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },

@@ -46,7 +46,7 @@ func start(t *testing.T) *started {
 	locks.Clock = clock.RealClock{}
 	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS)
 	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
-		Jobs: job.NewStore(kubeclient.CoreV1(cs), jobNS),
+		Jobs: job.NewStore(kubeclient.CoreV1(cs), jobNS, job.StoreOptions{}),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -111,7 +111,7 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 		Reason: evil, Until: time.Now().Add(time.Hour),
 	})
 	require.NoError(t, err)
-	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS).Create(ctx, &job.Job{
+	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: evil},
@@ -282,7 +282,7 @@ func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
 		return n
 	}
 	before := podGets()
-	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS).Create(ctx, &job.Job{
+	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-2"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,

@@ -40,7 +40,7 @@ func lockGone(t *testing.T, c *cli, target string) bool {
 
 func getJob(t *testing.T, c *cli, name string) *job.Job {
 	t.Helper()
-	j, err := job.NewStore(testenv.Get(t).Client.CoreV1(), c.namespace).Get(t.Context(), name)
+	j, err := job.NewStore(testenv.Get(t).Client.CoreV1(), c.namespace, job.StoreOptions{}).Get(t.Context(), name)
 	require.NoError(t, err)
 	return j
 }
@@ -244,7 +244,7 @@ func TestIntegrationRunDryRun(t *testing.T) {
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.Contains(t, o.stdout, "kind: Pod\n")
 	assert.Contains(t, o.stdout, "name: deploy-dry\n")
-	_, err := job.NewStore(testenv.Get(t).Client.CoreV1(), c.namespace).Get(t.Context(), "deploy-dry")
+	_, err := job.NewStore(testenv.Get(t).Client.CoreV1(), c.namespace, job.StoreOptions{}).Get(t.Context(), "deploy-dry")
 	assert.ErrorIs(t, err, job.ErrNotFound, "no job submitted")
 }
 

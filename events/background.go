@@ -118,7 +118,7 @@ func (bg *background) enqueue(r *Recorder, ev *eventsv1.Event) bool {
 // dropped counts and logs an Event given up for a full queue or a stop.
 func (r *Recorder) dropped(ev *eventsv1.Event) {
 	r.drops.Add(1)
-	r.Metrics.count(resultDropped)
+	r.metrics.count(resultDropped)
 	r.log().WithField("reason", ev.Reason).WithField("object", ev.Regarding.Name).Debug("event dropped: the queue of events to write is full")
 }
 
@@ -138,9 +138,9 @@ func (r *Recorder) write(base context.Context, ev *eventsv1.Event) {
 	ctx, cancel := context.WithTimeout(base, writeTimeout)
 	defer cancel()
 	if _, err := r.events.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		r.Metrics.count(resultFailed)
+		r.metrics.count(resultFailed)
 		r.log().WithError(err).WithField("reason", ev.Reason).Debug("could not write an event")
 		return
 	}
-	r.Metrics.count(resultWritten)
+	r.metrics.count(resultWritten)
 }

@@ -40,10 +40,9 @@ func TestBackgroundKeepsEachObjectsOrder(t *testing.T) {
 	t.Parallel()
 	cs := fake.NewClientset()
 	reg := prometheus.NewRegistry()
-	rec := NewRecorder(cs.EventsV1())
-	var err error
-	rec.Metrics, err = NewMetrics(reg)
+	metrics, err := NewMetrics(reg)
 	require.NoError(t, err)
+	rec := NewRecorder(cs.EventsV1(), Options{Metrics: metrics})
 	stop := rec.Background(1000, 4)
 
 	const objects, each = 20, 10
@@ -64,8 +63,8 @@ func TestBackgroundKeepsEachObjectsOrder(t *testing.T) {
 		assert.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, n, "the Events of %s, in the order recorded", name)
 	}
 	assert.Zero(t, rec.Dropped())
-	assert.Equal(t, float64(objects*each), testutil.ToFloat64(rec.Metrics.events.WithLabelValues(resultWritten)))
-	assert.Zero(t, testutil.ToFloat64(rec.Metrics.events.WithLabelValues(resultDropped)))
+	assert.Equal(t, float64(objects*each), testutil.ToFloat64(metrics.events.WithLabelValues(resultWritten)))
+	assert.Zero(t, testutil.ToFloat64(metrics.events.WithLabelValues(resultDropped)))
 
 	rec.Event(t.Context(), configMap("late"), false, "Reconcile", "Pending", "after stop")
 	assert.Equal(t, []string{"after stop"}, notes(cs)["late"], "an Event after stop is written at once")
@@ -86,10 +85,9 @@ func TestBackgroundNeverBlocks(t *testing.T) {
 		return false, nil, nil
 	})
 	reg := prometheus.NewRegistry()
-	rec := NewRecorder(cs.EventsV1())
-	var err error
-	rec.Metrics, err = NewMetrics(reg)
+	metrics, err := NewMetrics(reg)
 	require.NoError(t, err)
+	rec := NewRecorder(cs.EventsV1(), Options{Metrics: metrics})
 	stop := rec.Background(4, 1)
 
 	rec.Event(t.Context(), configMap("job"), false, "Reconcile", "Pending", "0")
@@ -98,12 +96,12 @@ func TestBackgroundNeverBlocks(t *testing.T) {
 		rec.Event(t.Context(), configMap("job"), false, "Reconcile", "Pending", fmt.Sprint(i))
 	}
 	assert.Equal(t, int64(5), rec.Dropped())
-	assert.Equal(t, 5.0, testutil.ToFloat64(rec.Metrics.events.WithLabelValues(resultDropped)))
+	assert.Equal(t, 5.0, testutil.ToFloat64(metrics.events.WithLabelValues(resultDropped)))
 
 	close(release)
 	stop(t.Context())
 	assert.Equal(t, []string{"0", "1", "2", "3", "4"}, notes(cs)["job"])
-	assert.Equal(t, 5.0, testutil.ToFloat64(rec.Metrics.events.WithLabelValues(resultWritten)))
+	assert.Equal(t, 5.0, testutil.ToFloat64(metrics.events.WithLabelValues(resultWritten)))
 }
 
 // TestBackgroundStopIsBounded: a stop whose context ends gives up the
@@ -119,7 +117,7 @@ func TestBackgroundStopIsBounded(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	rec := NewRecorder(cs.EventsV1())
+	rec := NewRecorder(cs.EventsV1(), Options{})
 	stop := rec.Background(100, 1)
 	for i := range 50 {
 		rec.Event(t.Context(), configMap("job"), false, "Reconcile", "Pending", fmt.Sprint(i))

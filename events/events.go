@@ -35,8 +35,22 @@ var _ lock.EventRecorder = (*Recorder)(nil)
 
 // Recorder writes Events. The zero value and a nil *Recorder write nothing.
 type Recorder struct {
-	events eventsv1client.EventsGetter
-	// Instance is the reportingInstance: the pod or host lockctl runs on.
+	events   eventsv1client.EventsGetter
+	instance string
+	clock    clock.PassiveClock
+	logger   *logrus.Entry
+	jobs     JobEvents
+	metrics  *Metrics
+
+	bgMu  sync.RWMutex
+	bg    *background // set by Background
+	drops atomic.Int64
+}
+
+// Options configure a Recorder. The zero value is usable.
+type Options struct {
+	// Instance is the reportingInstance: the pod or host lockctl runs on;
+	// empty means the pod lockctl runs in (POD_NAME), or else the host name.
 	Instance string
 	// Clock stamps eventTime; nil means clock.RealClock{}.
 	Clock clock.PassiveClock
@@ -48,23 +62,23 @@ type Recorder struct {
 	// Metrics counts the Events written, failed and dropped; nil counts
 	// nothing.
 	Metrics *Metrics
-
-	bgMu  sync.RWMutex
-	bg    *background // set by Background
-	drops atomic.Int64
 }
 
-// NewRecorder returns a Recorder writing through events, reporting as the
-// pod lockctl runs in (POD_NAME) or else the host name.
-func NewRecorder(events eventsv1client.EventsGetter) *Recorder {
-	instance := os.Getenv("POD_NAME")
-	if instance == "" {
-		instance, _ = os.Hostname()
+// NewRecorder returns a Recorder writing through events.
+func NewRecorder(events eventsv1client.EventsGetter, o Options) *Recorder {
+	if o.Instance == "" {
+		o.Instance = os.Getenv("POD_NAME")
 	}
-	if instance == "" {
-		instance = "lockctl"
+	if o.Instance == "" {
+		o.Instance, _ = os.Hostname()
 	}
-	return &Recorder{events: events, Instance: instance}
+	if o.Instance == "" {
+		o.Instance = "lockctl"
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return &Recorder{events: events, instance: o.Instance, clock: o.Clock, logger: o.Log, jobs: o.Jobs, metrics: o.Metrics}
 }
 
 // Event records that action happened to the ConfigMap cm, for reason (a
@@ -81,19 +95,14 @@ func (r *Recorder) Event(ctx context.Context, cm *corev1.ConfigMap, warning bool
 	if len(note) > maxNote {
 		note = note[:maxNote-3] + "..."
 	}
-	var now metav1.MicroTime
-	if r.Clock != nil {
-		now = metav1.NewMicroTime(r.Clock.Now())
-	} else {
-		now = metav1.NewMicroTime(clock.RealClock{}.Now())
-	}
+	now := metav1.NewMicroTime(r.clock.Now())
 	ev := &eventsv1.Event{
 		// NOTE: named as client-go's recorder names Events: generateName
 		// would end in a dot, which the API server refuses.
 		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x%04x", cm.Name, now.UnixNano(), rand.IntN(1<<16)), Namespace: cm.Namespace},
 		EventTime:           now,
 		ReportingController: Controller,
-		ReportingInstance:   r.Instance,
+		ReportingInstance:   r.instance,
 		Action:              action,
 		Reason:              reason,
 		Note:                note,
@@ -113,5 +122,5 @@ func (r *Recorder) Event(ctx context.Context, cm *corev1.ConfigMap, warning bool
 }
 
 func (r *Recorder) log() *logrus.Entry {
-	return logutil.OrDiscard(r.Log)
+	return logutil.OrDiscard(r.logger)
 }

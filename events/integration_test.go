@@ -33,13 +33,12 @@ func TestIntegrationJobEvents(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	rec := NewRecorder(env.Client.EventsV1())
 	logs := &bytes.Buffer{}
 	l := logrus.New()
 	l.SetOutput(logs)
 	l.SetLevel(logrus.DebugLevel)
-	rec.Log = logrus.NewEntry(l)
-	store := job.NewStore(env.Client.CoreV1(), ns, job.WithChangeHook(rec.JobChanged))
+	rec := NewRecorder(env.Client.EventsV1(), Options{Log: logrus.NewEntry(l)})
+	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{OnChange: rec.JobChanged})
 	j, err := store.Create(t.Context(), &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
@@ -77,12 +76,11 @@ func TestIntegrationLockEvents(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	rec := NewRecorder(env.Client.EventsV1())
 	logs := &bytes.Buffer{}
 	l := logrus.New()
 	l.SetOutput(logs)
 	l.SetLevel(logrus.DebugLevel)
-	rec.Log = logrus.NewEntry(l)
+	rec := NewRecorder(env.Client.EventsV1(), Options{Log: logrus.NewEntry(l)})
 	locks := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns)
 	locks.Events = rec
 	req := func(repo, session string) lock.Request {
@@ -134,9 +132,9 @@ func TestIntegrationBackgroundJobEvents(t *testing.T) {
 	ns := env.Namespace(t)
 	own, err := kubernetes.NewForConfig(rest.CopyConfig(env.RESTConfig))
 	require.NoError(t, err)
-	rec := NewRecorder(own.EventsV1())
+	rec := NewRecorder(own.EventsV1(), Options{})
 	stop := rec.Background(DefaultQueueCapacity, DefaultWriters)
-	store := job.NewStore(env.Client.CoreV1(), ns, job.WithChangeHook(rec.JobChanged))
+	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{OnChange: rec.JobChanged})
 
 	const jobs = 20
 	var wg sync.WaitGroup

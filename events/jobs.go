@@ -49,10 +49,10 @@ const ReasonPodLost = "PodLost"
 // JobChanged records a job's move from one state to another on its record:
 // reason is the new state, capitalised ("Pending", "Success"), the note
 // says from what, and the job's description. A pod lost and replaced (the
-// job stays pending, its revivals count up) is a PodLost Warning. r.Jobs
+// job stays pending, its revivals count up) is a PodLost Warning. Options.Jobs
 // says which of them are recorded.
 func (r *Recorder) JobChanged(ctx context.Context, before, after *job.Job) {
-	if r == nil || r.Jobs == JobEventsNone {
+	if r == nil || r.jobs == JobEventsNone {
 		return
 	}
 	moved := before.Status.State != after.Status.State || before.IsTerminal() != after.IsTerminal()
@@ -61,7 +61,7 @@ func (r *Recorder) JobChanged(ctx context.Context, before, after *job.Job) {
 		return
 	}
 	warning := !moved || isWarning(after)
-	if r.Jobs == JobEventsWarnings && !warning {
+	if r.jobs == JobEventsWarnings && !warning {
 		return
 	}
 	// NOTE: the Event names the record by reference only: encoding the

@@ -50,7 +50,7 @@ func BuildIDCounterName(jobName string) string { return "lockctl.build-id." + jo
 // ConfigMap per job name changed by compare-and-swap, so two callers never
 // get the same ID. Callers in one process that ask at the same time share
 // one update, which hands each of them its own ID, and an update reserves
-// as many IDs as the store's build-ID block function (WithBuildIDBlock)
+// as many IDs as the store's build-ID block function (StoreOptions.BuildIDBlock)
 // expects to be asked for soon: the rest are handed out later without a
 // write. Reserved IDs this process never hands out are skipped, and two
 // processes reserving blocks of one job name at once hand out their IDs

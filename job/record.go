@@ -14,7 +14,18 @@ import (
 // (docs/job-record.md). It reads every record of the same major version,
 // keeping what it does not know and writing it back unchanged, and refuses
 // other major versions with a *VersionError.
-var RecordVersion = schema.Version{Major: 1, Minor: 1}
+const RecordVersion = "1.1"
+
+// recordVersion is RecordVersion parsed.
+var recordVersion = mustParse(RecordVersion)
+
+func mustParse(s string) schema.Version {
+	v, err := schema.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
 
 // dataVersion is the data key of a job record ConfigMap holding the
 // record's schema version, "MAJOR.MINOR". Records written before versions
@@ -28,14 +39,16 @@ type VersionError struct {
 	// Name is the job record's name.
 	Name string
 	// Found is the record's version, Supported the newest this lockctl
-	// reads.
-	Found, Supported schema.Version
+	// reads (RecordVersion), both "MAJOR.MINOR".
+	Found, Supported string
+	// supportedMajor is Supported's major version.
+	supportedMajor int
 }
 
 // Error implements error.
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("job %q has record version %s, which this lockctl cannot read (it reads version %d, up to %s)",
-		e.Name, e.Found, e.Supported.Major, e.Supported)
+		e.Name, e.Found, e.supportedMajor, e.Supported)
 }
 
 // Is makes a VersionError match ErrCorrupt.
@@ -74,11 +87,11 @@ func decodeRecord(name string, data map[string]string, j *Job) (*storedRecord, e
 		}
 		version = v
 	}
-	if version.Major != RecordVersion.Major {
-		return nil, &VersionError{Name: name, Found: version, Supported: RecordVersion}
+	if version.Major != recordVersion.Major {
+		return nil, &VersionError{Name: name, Found: version.String(), Supported: RecordVersion, supportedMajor: recordVersion.Major}
 	}
 	st := &storedRecord{}
-	if RecordVersion.Less(version) {
+	if recordVersion.Less(version) {
 		st.version = &version
 	}
 	for k, v := range data {
@@ -148,7 +161,7 @@ func encodeRecord(j *Job) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode job %q status: %w", j.Name, err)
 	}
-	version := RecordVersion
+	version := recordVersion
 	if st.version != nil {
 		version = *st.version
 	}

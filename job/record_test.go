@@ -43,7 +43,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 	require.NoError(t, err)
 	got, err := yaml.Marshal(cm)
 	require.NoError(t, err)
-	path := recordGolden("v" + RecordVersion.String() + ".yaml")
+	path := recordGolden("v" + RecordVersion + ".yaml")
 	if *update {
 		require.NoError(t, os.WriteFile(path, got, 0o644))
 	}
@@ -57,7 +57,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 // reconcile loop would.
 func TestRecordVersionsRoundTrip(t *testing.T) {
 	t.Parallel()
-	current := RecordVersion.String()
+	current := RecordVersion
 	tests := []struct {
 		file        string
 		wantVersion string // version written back; "" for an error

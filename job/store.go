@@ -33,45 +33,39 @@ type Store struct {
 	counters map[string]*counter
 }
 
-// StoreOption configures a Store.
-type StoreOption func(*Store)
-
-// WithClock sets the clock that stamps start, pending and completion times;
-// the default is clock.RealClock{}.
-func WithClock(c clock.PassiveClock) StoreOption {
-	return func(s *Store) { s.clock = c }
-}
-
-// WithChangeHook makes the store call hook after every status it writes,
-// with the job before and after (the audit trail's Events); nil means none.
-// The hook must not fail or block for long.
-func WithChangeHook(hook func(ctx context.Context, before, after *Job)) StoreOption {
-	return func(s *Store) { s.onChange = hook }
-}
-
-// WithBuildIDBlock sets how many build IDs of a job name NextBuildID
-// reserves with one counter update: block(jobName), typically the number of
-// jobs of that name waiting to start, at least the callers waiting and at
-// most 1,000. Without it each update reserves just what its callers ask for.
-func WithBuildIDBlock(block func(jobName string) int) StoreOption {
-	return func(s *Store) { s.idBlock = block }
+// StoreOptions configure a Store. The zero value is usable.
+type StoreOptions struct {
+	// Clock stamps start, pending and completion times; nil means
+	// clock.RealClock{}.
+	Clock clock.PassiveClock
+	// OnChange, when set, is called after every status the store writes,
+	// with the job before and after (the audit trail's Events); nil means
+	// none. It must not fail or block for long.
+	OnChange func(ctx context.Context, before, after *Job)
+	// BuildIDBlock says how many build IDs of a job name NextBuildID
+	// reserves with one counter update: BuildIDBlock(jobName), typically the
+	// number of jobs of that name waiting to start, at least the callers
+	// waiting and at most 1,000. nil means each update reserves just what
+	// its callers ask for.
+	BuildIDBlock func(jobName string) int
 }
 
 // NewStore returns a Store for the job records in namespace.
-func NewStore(cms corev1client.ConfigMapsGetter, namespace string, opts ...StoreOption) *Store {
-	s := &Store{
+func NewStore(cms corev1client.ConfigMapsGetter, namespace string, o StoreOptions) *Store {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return &Store{
 		cms:       cms.ConfigMaps(namespace),
 		namespace: namespace,
-		clock:     clock.RealClock{},
+		clock:     o.Clock,
+		idBlock:   o.BuildIDBlock,
+		onChange:  o.OnChange,
 		counters:  map[string]*counter{},
 		// NOTE: asked of the getter, which may be a clientset's wrapper
 		// (internal/base/kubeclient), not of the typed client it returns.
 		noWatchList: watchlist.DoesClientNotSupportWatchListSemantics(cms),
 	}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
 }
 
 // Namespace returns the namespace of the store's job records.

@@ -38,7 +38,7 @@ func newStore(t *testing.T, objs ...runtime.Object) (*Store, *fake.Clientset, *t
 	t.Helper()
 	cs := fake.NewClientset(objs...)
 	clk := testingclock.NewFakeClock(epoch)
-	return NewStore(cs.CoreV1(), ns, WithClock(clk)), cs, clk
+	return NewStore(cs.CoreV1(), ns, StoreOptions{Clock: clk}), cs, clk
 }
 
 func TestStoreCreate(t *testing.T) {
@@ -328,7 +328,7 @@ func TestNextBuildID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1", other, "counted per job name")
 
-	restarted := NewStore(cs.CoreV1(), ns)
+	restarted := NewStore(cs.CoreV1(), ns, StoreOptions{})
 	got, err := restarted.NextBuildID(ctx, "deploy-web")
 	require.NoError(t, err)
 	assert.Equal(t, "4", got, "a new process continues the count")
@@ -393,14 +393,14 @@ func TestNextBuildIDBlocks(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			cs := fake.NewClientset()
-			var opts []StoreOption
+			var opts StoreOptions
 			if tt.block != -1 {
-				opts = append(opts, WithBuildIDBlock(func(jobName string) int {
+				opts.BuildIDBlock = func(jobName string) int {
 					assert.Equal(t, "deploy-web", jobName, "block asked for the job name")
 					return tt.block
-				}))
+				}
 			}
-			s := NewStore(cs.CoreV1(), ns, opts...)
+			s := NewStore(cs.CoreV1(), ns, opts)
 			for i := 1; i <= tt.calls; i++ {
 				got, err := s.NextBuildID(ctx, "deploy-web")
 				require.NoError(t, err)
@@ -417,7 +417,7 @@ func TestNextBuildIDBlocks(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantStored, cm.Data[buildIDKey], "ids reserved")
 
-			other := NewStore(cs.CoreV1(), ns, opts...)
+			other := NewStore(cs.CoreV1(), ns, opts)
 			got, err := other.NextBuildID(ctx, "deploy-web")
 			require.NoError(t, err)
 			want, _ := strconv.Atoi(tt.wantStored)

@@ -71,7 +71,7 @@ func TestStoreWatchAfter(t *testing.T) {
 			cs := fake.NewClientset(storedAt(t, "a", "1"), storedAt(t, "b", "1"))
 			fw := watch.NewFake()
 			cs.PrependWatchReactor("configmaps", k8stesting.DefaultWatchReactor(fw, nil))
-			s := NewStore(noWatchListGetter{cs.CoreV1()}, ns)
+			s := NewStore(noWatchListGetter{cs.CoreV1()}, ns, StoreOptions{})
 			shown, err := s.List(t.Context(), ListOptions{})
 			require.NoError(t, err)
 			require.Len(t, shown, 2)

@@ -25,7 +25,7 @@
 // Logs are best effort: a stream that cannot be opened or breaks is reported
 // once per container (an EventLogError and a warning on the logger) and never
 // fails Follow. Once the pod has finished, Follow waits for the open streams
-// to drain, but gives up on a stream that stays idle for Options.DrainTimeout.
+// to drain, but gives up on a stream that stays idle for FollowOptions.DrainTimeout.
 //
 // podwatch never exits the process and never touches the lock: the caller
 // handles SIGINT by cancelling the context, then aborts the job and releases

@@ -13,7 +13,7 @@ type EventKind string
 
 const (
 	// EventPodMissing: no pod matched when the follow started; Follow waits
-	// for it to be created (see Options.RequireExisting).
+	// for it to be created (see FollowOptions.RequireExisting).
 	EventPodMissing EventKind = "PodMissing"
 	// EventPhase: the pod's phase changed (and on the first sight of the
 	// pod). Reason and Message carry the pod's status reason and message.

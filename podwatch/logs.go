@@ -60,7 +60,7 @@ func (p podLogs) OpenLogs(ctx context.Context, namespace, pod string, opts *core
 // startStreams starts one log stream per container of pod. Regular init
 // containers are chained in spec order; the main containers wait for all of
 // them; sidecars wait for the regular init containers before them only.
-func (r *run) startStreams(ctx context.Context, pod *corev1.Pod) {
+func (r *following) startStreams(ctx context.Context, pod *corev1.Pod) {
 	refs := allContainers(pod)
 	prefixed := r.opts.Prefix == PrefixAlways || (r.opts.Prefix == PrefixAuto && len(refs) > 1)
 	var (
@@ -96,7 +96,7 @@ func (r *run) startStreams(ctx context.Context, pod *corev1.Pod) {
 
 // streamer follows the logs of one container across re-opens and restarts.
 type streamer struct {
-	r      *run
+	r      *following
 	ref    containerRef
 	prefix string
 	after  []<-chan struct{} // streams to finish before this one starts

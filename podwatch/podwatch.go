@@ -30,7 +30,7 @@ var (
 	// has finished, including when it is replaced by a new pod of the same
 	// name (another UID).
 	ErrPodDeleted = errors.New("pod deleted before it finished")
-	// ErrPodNotFound is returned by Follow when Options.RequireExisting is set
+	// ErrPodNotFound is returned by Follow when FollowOptions.RequireExisting is set
 	// and no pod matches when the follow starts.
 	ErrPodNotFound = errors.New("pod not found")
 	// ErrAmbiguousSelector is returned by Follow when the label selector of a
@@ -38,10 +38,10 @@ var (
 	ErrAmbiguousSelector = errors.New("label selector matches more than one pod")
 )
 
-// DefaultDrainTimeout is the Options.DrainTimeout used when it is zero.
+// DefaultDrainTimeout is the FollowOptions.DrainTimeout used when it is zero.
 const DefaultDrainTimeout = 5 * time.Second
 
-// DefaultRetryDelay is the Options.RetryDelay used when it is zero.
+// DefaultRetryDelay is the FollowOptions.RetryDelay used when it is zero.
 const DefaultRetryDelay = time.Second
 
 // maxRetryDelay caps the exponential backoff between log stream re-opens.
@@ -60,9 +60,9 @@ const (
 	PrefixNever
 )
 
-// Options configures one Follow call. The zero value follows the pod without
-// streaming logs and without reporting events.
-type Options struct {
+// FollowOptions configure one Follow call. The zero value follows the pod
+// without streaming logs and without reporting events.
+type FollowOptions struct {
 	// Out receives the log lines of all containers, timestamps stripped,
 	// one whole line per Write. Nil means logs are not read at all.
 	Out io.Writer
@@ -132,16 +132,10 @@ func (r Result) Succeeded() bool {
 	return true
 }
 
-// Follower follows one pod. Make it with New or NewForSelector; the exported
-// fields may be changed before Follow is called.
+// Follower follows one pod. Make it with New or NewForSelector.
 type Follower struct {
-	// Clock provides time for event stamps, log re-open delays and the drain
-	// timeout. New sets it to clock.RealClock{}; nil means the same.
-	Clock clock.Clock
-	// Logs opens log streams. New sets it to PodLogs on the same client;
-	// nil means the same.
-	Logs LogOpener
-
+	clock     clock.Clock
+	logs      LogOpener
 	pods      corev1client.PodsGetter
 	namespace string
 	name      string
@@ -149,33 +143,48 @@ type Follower struct {
 	log       *logrus.Entry
 }
 
-// New returns a Follower for the pod called name in namespace. A nil log
-// discards what the Follower logs.
-func New(pods corev1client.PodsGetter, namespace, name string, log *logrus.Entry) *Follower {
-	return newFollower(pods, namespace, name, nil, log)
+// Options configure a Follower. The zero value is usable.
+type Options struct {
+	// Clock provides time for event stamps, log re-open delays and the
+	// drain timeout; nil means clock.RealClock{}.
+	Clock clock.Clock
+	// Logs opens log streams; nil means PodLogs on the Follower's client.
+	Logs LogOpener
+	// Log receives what the Follower logs; nil means it is discarded.
+	Log *logrus.Entry
+}
+
+// New returns a Follower for the pod called name in namespace.
+func New(pods corev1client.PodsGetter, namespace, name string, o Options) *Follower {
+	return newFollower(pods, namespace, name, nil, o)
 }
 
 // NewForSelector returns a Follower for the one pod in namespace that
 // matches selector. Follow fails with ErrAmbiguousSelector when more than
-// one pod matches. A nil log discards what the Follower logs.
-func NewForSelector(pods corev1client.PodsGetter, namespace string, selector labels.Selector, log *logrus.Entry) *Follower {
+// one pod matches.
+func NewForSelector(pods corev1client.PodsGetter, namespace string, selector labels.Selector, o Options) *Follower {
 	if selector == nil {
 		selector = labels.Everything()
 	}
-	return newFollower(pods, namespace, "", selector, log)
+	return newFollower(pods, namespace, "", selector, o)
 }
 
-func newFollower(pods corev1client.PodsGetter, namespace, name string, selector labels.Selector, log *logrus.Entry) *Follower {
-	log = logutil.OrDiscard(log)
+func newFollower(pods corev1client.PodsGetter, namespace, name string, selector labels.Selector, o Options) *Follower {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logs == nil {
+		o.Logs = PodLogs(pods)
+	}
 	f := &Follower{
-		Clock:     clock.RealClock{},
-		Logs:      PodLogs(pods),
+		clock:     o.Clock,
+		logs:      o.Logs,
 		pods:      pods,
 		namespace: namespace,
 		name:      name,
 		selector:  selector,
 	}
-	f.log = log.WithField("pod", f.Describe())
+	f.log = logutil.OrDiscard(o.Log).WithField("pod", f.Describe())
 	return f
 }
 
@@ -190,13 +199,13 @@ func (f *Follower) Describe() string {
 
 // Follow watches the pod until it is Succeeded or Failed, reporting changes
 // through opts.OnEvent and streaming logs to opts.Out, and returns its
-// Result once the log streams have drained (see Options.DrainTimeout).
+// Result once the log streams have drained (see FollowFollowOptions.DrainTimeout).
 //
 // It returns an error wrapping ErrPodDeleted when the pod is deleted first,
-// ErrPodNotFound or ErrAmbiguousSelector as documented on Options and
+// ErrPodNotFound or ErrAmbiguousSelector as documented on FollowOptions and
 // NewForSelector, and ctx.Err() wrapped when ctx is done. Log errors never
 // make Follow fail.
-func (f *Follower) Follow(ctx context.Context, opts Options) (Result, error) {
+func (f *Follower) Follow(ctx context.Context, opts FollowOptions) (Result, error) {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = DefaultDrainTimeout
 	}
@@ -204,21 +213,15 @@ func (f *Follower) Follow(ctx context.Context, opts Options) (Result, error) {
 		opts.RetryDelay = DefaultRetryDelay
 	}
 	logCtx, cancelLogs := context.WithCancel(ctx)
-	r := &run{
+	r := &following{
 		f:        f,
 		stopLogs: cancelLogs,
 		opts:     opts,
-		clock:    f.Clock,
-		logs:     f.Logs,
+		clock:    f.clock,
+		logs:     f.logs,
 		name:     f.name,
 		log:      f.log,
 		state:    newPodState(),
-	}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
-	}
-	if r.logs == nil {
-		r.logs = PodLogs(f.pods)
 	}
 	if opts.Out != nil {
 		r.out = &lineWriter{w: opts.Out, log: f.log}
@@ -273,11 +276,11 @@ func (f *Follower) listWatch() cache.ListerWatcher {
 	return cache.ToListWatcherWithWatchListSemantics(lw, f.pods)
 }
 
-// run is the state of one Follow call.
-type run struct {
+// following is the state of one Follow call.
+type following struct {
 	f        *Follower
 	stopLogs context.CancelFunc // stops the log streams
-	opts     Options
+	opts     FollowOptions
 	clock    clock.Clock
 	logs     LogOpener
 	log      *logrus.Entry
@@ -298,7 +301,7 @@ type run struct {
 	eventsClosed bool
 }
 
-func (r *run) describe() string {
+func (r *following) describe() string {
 	if r.name != "" {
 		return r.f.namespace + "/" + r.name
 	}
@@ -306,7 +309,7 @@ func (r *run) describe() string {
 }
 
 // precondition runs once the initial list is in the cache.
-func (r *run) precondition(store cache.Store) (bool, error) {
+func (r *following) precondition(store cache.Store) (bool, error) {
 	n := len(store.List())
 	switch {
 	case n > 1 && r.f.name == "":
@@ -321,7 +324,7 @@ func (r *run) precondition(store cache.Store) (bool, error) {
 
 // handle is the watch condition: it reports what changed and is done when
 // the pod has finished.
-func (r *run) handle(ctx context.Context, ev watch.Event) (bool, error) {
+func (r *following) handle(ctx context.Context, ev watch.Event) (bool, error) {
 	switch ev.Type {
 	case watch.Added, watch.Modified:
 	case watch.Deleted:
@@ -379,7 +382,7 @@ func (r *run) handle(ctx context.Context, ev watch.Event) (bool, error) {
 }
 
 // emit stamps e and hands it to OnEvent.
-func (r *run) emit(e Event) {
+func (r *following) emit(e Event) {
 	e.Time = r.clock.Now()
 	r.eventsMu.Lock()
 	defer r.eventsMu.Unlock()
@@ -392,20 +395,20 @@ func (r *run) emit(e Event) {
 	}
 }
 
-func (r *run) closeEvents() {
+func (r *following) closeEvents() {
 	r.eventsMu.Lock()
 	defer r.eventsMu.Unlock()
 	r.eventsClosed = true
 }
 
 // touch records log activity for the drain timeout.
-func (r *run) touch() {
+func (r *following) touch() {
 	r.lastActive.Store(r.clock.Now().UnixNano())
 }
 
 // drain waits for the log streams to finish after the pod has, abandoning
 // them once they have been idle for the drain timeout.
-func (r *run) drain(ctx context.Context) error {
+func (r *following) drain(ctx context.Context) error {
 	if r.streamsDone == nil {
 		return nil
 	}

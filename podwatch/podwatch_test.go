@@ -85,12 +85,10 @@ func (h *harness) follower(selector labels.Selector, log *logrus.Entry) *Followe
 	pods := noWatchList{h.cs.CoreV1()}
 	var f *Follower
 	if selector != nil {
-		f = NewForSelector(pods, testNS, selector, log)
+		f = NewForSelector(pods, testNS, selector, Options{Clock: h.clock, Logs: h.kubelet, Log: log})
 	} else {
-		f = New(pods, testNS, testPod, log)
+		f = New(pods, testNS, testPod, Options{Clock: h.clock, Logs: h.kubelet, Log: log})
 	}
-	f.Clock = h.clock
-	f.Logs = h.kubelet
 	return f
 }
 
@@ -265,7 +263,7 @@ func TestFollow(t *testing.T) {
 		pod      *corev1.Pod // initial pod in the cluster; nil for none
 		others   []runtime.Object
 		selector labels.Selector
-		opts     Options
+		opts     FollowOptions
 		// setup prepares the fake kubelet before Follow starts.
 		setup func(h *harness)
 		// drive feeds the watch and the kubelet while Follow runs; it runs
@@ -713,7 +711,7 @@ func TestFollow(t *testing.T) {
 		},
 		{
 			name:    "missing pod with RequireExisting",
-			opts:    Options{RequireExisting: true},
+			opts:    FollowOptions{RequireExisting: true},
 			noWatch: true,
 			wantErr: ErrPodNotFound,
 		},
@@ -814,7 +812,7 @@ func TestFollowWithoutOut(t *testing.T) {
 	h := newHarness(t, pod)
 	go h.nextWatch()
 
-	res, err := h.follower(nil, nil).Follow(t.Context(), Options{})
+	res, err := h.follower(nil, nil).Follow(t.Context(), FollowOptions{})
 
 	require.NoError(t, err)
 	assert.True(t, res.Succeeded())
@@ -830,7 +828,7 @@ func TestFollowLogsThroughLogger(t *testing.T) {
 	go h.nextWatch()
 	logger, hook := test.NewNullLogger()
 
-	_, err := h.follower(nil, logrus.NewEntry(logger)).Follow(t.Context(), Options{Out: io.Discard})
+	_, err := h.follower(nil, logrus.NewEntry(logger)).Follow(t.Context(), FollowOptions{Out: io.Discard})
 
 	require.NoError(t, err)
 	var warnings []string

@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -54,7 +53,7 @@ func runReconcilerHelper() {
 			fmt.Println("reconciling")
 			for err == nil {
 				var c *scheduler.Controller
-				c, err = scheduler.NewController(cs, ns, map[string]kubeclient.Interface{job.DefaultCluster: cs}, opts)
+				c, err = scheduler.NewController(cs, ns, map[string]scheduler.Clientset{job.DefaultCluster: cs}, opts)
 				switch {
 				case err != nil:
 				case os.Getenv(helperEnv) == "reconciler-once":
@@ -102,7 +101,7 @@ func startReconcilerMode(t *testing.T, mode, kubeconfig, ns string, options ...s
 // submitJobs stores n triggered jobs named job-000... in ns.
 func submitJobs(t *testing.T, cs kubernetes.Interface, ns string, n int) {
 	t.Helper()
-	store := job.NewStore(cs.CoreV1(), ns)
+	store := job.NewStore(cs.CoreV1(), ns, job.StoreOptions{})
 	for i := range n {
 		_, err := store.Create(t.Context(), &job.Job{
 			TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
@@ -180,7 +179,7 @@ func TestIntegrationReconcilerCrash(t *testing.T) {
 	peak := podWorkload(ctx, t, env.Client, ns, 1500*time.Millisecond)
 
 	procs := []*exec.Cmd{startReconciler(t, env.Kubeconfig, ns), startReconciler(t, env.Kubeconfig, ns)}
-	store := job.NewStore(env.Client.CoreV1(), ns)
+	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
 	killed := 0
 	for {
 		all, err := store.List(ctx, job.ListOptions{})

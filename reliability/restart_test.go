@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
@@ -139,7 +138,7 @@ func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
 			t.Logf("reconcile loop log (last 60 lines):\n%s", clitest.LastLines(logs.String(), 60))
 		}
 	})
-	c, err := scheduler.NewController(env.Client, ns, map[string]kubeclient.Interface{job.DefaultCluster: env.Client},
+	c, err := scheduler.NewController(env.Client, ns, map[string]scheduler.Clientset{job.DefaultCluster: env.Client},
 		scheduler.Options{PodNamespace: ns, MaxConcurrency: helperMaxConcurrency, Log: logrus.NewEntry(logger)})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
@@ -152,7 +151,7 @@ func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
 		}
 	}()
 
-	store := job.NewStore(env.Client.CoreV1(), ns)
+	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
 	terminal := func() int {
 		all, err := store.List(ctx, job.ListOptions{})
 		if err != nil {

@@ -4,9 +4,9 @@
 //
 // A Hold is a lock taken with a short expiry and renewed every third of it
 // until it is released, once; Lost reports the renewal that found it taken.
-// The Session of a hold ties the jobs a run submits to it
-// (AnnotationSession), so that Sessions, the check a reconciler asks, can
-// tell a dead run's pod and have it deleted. Jobs drives one job to its end
+// A hold's Ref ties the jobs a run submits to it (AnnotationHoldRef), so
+// that HoldChecker, the scheduler's RunChecker, can tell a dead run's pod
+// and have it deleted. Jobs drives one job to its end
 // beside any reconcile loop, following its pod across replacement, and
 // Command supervises a local command (signals, process group, exit status).
 // Both report what happens to an Observer; a CLI display is one.

@@ -35,7 +35,7 @@ func TestDryRunPod(t *testing.T) {
 			assert.Equal(t, tt.wantGenerate, pod.GenerateName, "pod generateName")
 			assert.Equal(t, tt.wantNamespace, pod.Namespace, "pod namespace")
 			assert.Equal(t, DryRunBuildID, pod.Labels[job.LabelBuildID], "the stand-in build ID")
-			assert.NotContains(t, pod.Annotations, AnnotationSession, "no session: only a real run adds it")
+			assert.NotContains(t, pod.Annotations, AnnotationHoldRef, "no session: only a real run adds it")
 		})
 	}
 }

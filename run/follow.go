@@ -29,7 +29,7 @@ type FollowOptions struct {
 	// Out receives the logs of the pod's containers, of every pod that
 	// replaces it too; nil means logs are not read.
 	Out io.Writer
-	// OnEvent receives the changes of the pods (podwatch.Options.OnEvent).
+	// OnEvent receives the changes of the pods (podwatch.FollowOptions.OnEvent).
 	OnEvent func(podwatch.Event)
 	// OnReplace is told when a pod ended without finishing its job (it was
 	// deleted or taken away), and whether the follow goes on.
@@ -83,12 +83,8 @@ func FollowJob(ctx context.Context, store *job.Store, pods corev1client.PodsGett
 	}
 	o.Log = logutil.OrDiscard(o.Log)
 	for {
-		f := podwatch.New(pods, podNamespace, name, o.Log)
-		f.Clock = o.Clock
-		if o.Logs != nil {
-			f.Logs = o.Logs
-		}
-		res, err := f.Follow(ctx, podwatch.Options{Out: o.Out, OnEvent: o.OnEvent})
+		f := podwatch.New(pods, podNamespace, name, podwatch.Options{Clock: o.Clock, Logs: o.Logs, Log: o.Log})
+		res, err := f.Follow(ctx, podwatch.FollowOptions{Out: o.Out, OnEvent: o.OnEvent})
 		var what string
 		switch {
 		case errors.Is(err, podwatch.ErrPodDeleted) && ctx.Err() == nil:

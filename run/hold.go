@@ -243,11 +243,11 @@ func (h *Hold) stampedAt(l *lock.Held) (time.Time, bool) {
 	return at, true
 }
 
-// Held returns the first lock Acquire took (the only one of Acquire).
-func (h *Hold) Held() *lock.Held { return h.held[0] }
+// FirstLock returns the first lock Acquire took (the only one of Acquire).
+func (h *Hold) FirstLock() *lock.Held { return h.held[0] }
 
-// Helds returns every lock held, in the global order they were taken in.
-func (h *Hold) Helds() []*lock.Held { return h.held }
+// Locks returns every lock held, in the global order they were taken in.
+func (h *Hold) Locks() []*lock.Held { return h.held }
 
 // Target returns the namespace whose lock is held: the first of several.
 func (h *Hold) Target() string { return h.held[0].Target }
@@ -261,11 +261,11 @@ func (h *Hold) Timings() Timings { return h.timings }
 // Describe identifies the first lock for messages: "NAMESPACE/NAME".
 func (h *Hold) Describe() string { return h.locks.Describe(h.held[0].Target) }
 
-// Session returns the run session the hold stands for: the hold of the
-// first lock. The run holds all its locks or is stopping, so one of them
-// tells whether it lives.
-func (h *Hold) Session() Session {
-	return Session{LockNamespace: h.locks.Namespace(), Target: h.held[0].Target, Session: h.held[0].Session}
+// Ref names the hold for the jobs a run submits (AnnotationHoldRef): the
+// hold of the first lock. The run holds all its locks or is stopping, so one
+// of them tells whether it lives.
+func (h *Hold) Ref() HoldRef {
+	return HoldRef{LockNamespace: h.locks.Namespace(), Target: h.held[0].Target, ClaimID: h.held[0].Session}
 }
 
 // Lost receives, once, the error of the renewal that found one of the

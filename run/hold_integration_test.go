@@ -120,9 +120,9 @@ func TestIntegrationHoldLosingOneOfSeveral(t *testing.T) {
 	// A short TTL: renewals every second.
 	h, err := AcquireAll(ctx, l, requests(ident("web", "1"), 3*time.Second, "db", "app"), HoldOptions{})
 	require.NoError(t, err)
-	require.Len(t, h.Helds(), 2)
-	assert.Equal(t, []string{"app", "db"}, []string{h.Helds()[0].Target, h.Helds()[1].Target}, "taken in name order")
-	assert.NotEqual(t, h.Helds()[0].Token, h.Helds()[1].Token, "a token per lock")
+	require.Len(t, h.Locks(), 2)
+	assert.Equal(t, []string{"app", "db"}, []string{h.Locks()[0].Target, h.Locks()[1].Target}, "taken in name order")
+	assert.NotEqual(t, h.Locks()[0].Token, h.Locks()[1].Token, "a token per lock")
 
 	_, err = l.Release(ctx, "db", ident("ops", "1"), lock.ReleaseOptions{Force: true})
 	require.NoError(t, err)

@@ -60,9 +60,9 @@ func TestHoldSeveralLocks(t *testing.T) {
 		{Target: "db-migrations", Identity: id, TTL: 30 * time.Second},
 	}, HoldOptions{Observer: obs})
 	require.NoError(t, err)
-	require.Len(t, h.Helds(), 2)
+	require.Len(t, h.Locks(), 2)
 	assert.Equal(t, "db-migrations", h.Target(), "the first in name order")
-	assert.Equal(t, "staging", h.Helds()[1].Target)
+	assert.Equal(t, "staging", h.Locks()[1].Target)
 	require.NoError(t, h.Release(t.Context()))
 	assert.Equal(t, []string{"staging", "db-migrations"}, obs.released, "released last first")
 	require.NoError(t, h.Release(t.Context()), "a second release does nothing")

@@ -41,9 +41,9 @@ type JobsOptions struct {
 	// Namespace is the namespace of the job records.
 	Namespace string
 	// Jobs is the client of the cluster of the job records.
-	Jobs kubeclient.Interface
+	Jobs scheduler.Clientset
 	// Clusters are the build clusters by alias; the jobs' pods run there.
-	Clusters map[string]kubeclient.Interface
+	Clusters map[string]scheduler.Clientset
 	// Scheduler configures the reconcile loop that drives a run's job
 	// (limits, timeouts, pod namespace, clock, log), as for lockctl
 	// reconcile. Its Clock is the run's clock; nil means clock.RealClock.
@@ -56,8 +56,8 @@ type JobsOptions struct {
 	// Log receives what the run does not tell its Observer; nil discards
 	// it.
 	Log *logrus.Entry
-	// LockClock judges the expiries of the locks of run sessions (see
-	// Sessions): give it the API server's clock, a servertime.Clock
+	// LockClock judges the expiries of the locks of runs' holds (see
+	// HoldChecker): give it the API server's clock, a servertime.Clock
 	// observing Jobs' answers. nil means Scheduler.Clock.
 	LockClock clock.WithTicker
 }
@@ -116,24 +116,24 @@ func (js *Jobs) PodNamespace() string {
 // writing nothing. A missing permission is a *preflight.MissingError naming
 // the verb and resource.
 func (js *Jobs) Preflight(ctx context.Context, alias string) error {
-	clusters := map[string]kubeclient.Interface{}
+	clusters := map[string]scheduler.Clientset{}
 	if c, ok := js.opts.Clusters[alias]; ok {
 		clusters[alias] = c
 	}
 	return scheduler.Preflight(ctx, js.opts.Jobs, js.opts.Namespace, clusters, js.PodNamespace(), false)
 }
 
-// Sessions returns the check of run sessions whose locks live beside the
-// job records.
-func (js *Jobs) Sessions() *Sessions {
-	return NewSessions(js.opts.Jobs.CoreV1(), js.opts.LockClock)
+// HoldChecker returns the check of the holds of the runs whose locks live
+// beside the job records.
+func (js *Jobs) HoldChecker() *HoldChecker {
+	return NewHoldChecker(js.opts.Jobs.CoreV1(), HoldCheckerOptions{Clock: js.opts.LockClock})
 }
 
 // SweepLeftBehind aborts the jobs of the job namespace whose run ended
 // without cleaning up, which deletes their pods, and tells obs. me, the
-// caller's own session, is never swept. Failures are reported and skipped:
+// caller's own hold, is never swept. Failures are reported and skipped:
 // they must not stop the caller's run.
-func (js *Jobs) SweepLeftBehind(ctx context.Context, me Session, obs Observer) {
+func (js *Jobs) SweepLeftBehind(ctx context.Context, me HoldRef, obs Observer) {
 	js.StartSweep(ctx).Finish(ctx, me, obs)
 }
 
@@ -160,7 +160,7 @@ func (js *Jobs) StartSweep(ctx context.Context) *Sweep {
 
 // Finish waits for the list and aborts the jobs of runs that ended, as
 // SweepLeftBehind does.
-func (s *Sweep) Finish(ctx context.Context, me Session, obs Observer) {
+func (s *Sweep) Finish(ctx context.Context, me HoldRef, obs Observer) {
 	js := s.js
 	obs = observerOrNop(obs)
 	select {
@@ -175,12 +175,12 @@ func (s *Sweep) Finish(ctx context.Context, me Session, obs Observer) {
 		js.opts.Log.WithError(err).Debug("cannot look for jobs left behind by earlier runs")
 		return
 	}
-	sessions := js.Sessions()
+	holds := js.HoldChecker()
 	for _, j := range jobs {
-		if rs, ok := SessionOf(j); !ok || rs == me {
+		if rs, ok := HoldRefOf(j); !ok || rs == me {
 			continue
 		}
-		ended, _, err := sessions.Check(ctx, j)
+		ended, _, err := holds.Check(ctx, j)
 		if err != nil {
 			obs.LeftBehind(j, "", fmt.Errorf("cannot tell whether job %q was left behind: %w", j.Name, err))
 			continue
@@ -192,7 +192,7 @@ func (s *Sweep) Finish(ctx context.Context, me Session, obs Observer) {
 			obs.LeftBehind(j, "", fmt.Errorf("cannot abort job %q left behind by an earlier run: %w", j.Name, err))
 			continue
 		}
-		obs.LeftBehind(j, strings.TrimPrefix(ended, SessionEnded+": "), nil)
+		obs.LeftBehind(j, strings.TrimPrefix(ended, RunEnded+": "), nil)
 	}
 }
 
@@ -236,7 +236,7 @@ func (js *Jobs) Run(ctx context.Context, h *Hold, j *job.Job, out io.Writer, obs
 	if j.Annotations == nil {
 		j.Annotations = map[string]string{}
 	}
-	j.Annotations[AnnotationSession] = h.Session().String()
+	j.Annotations[AnnotationHoldRef] = h.Ref().String()
 	created, err := js.Store().Create(ctx, j)
 	if err != nil {
 		return nil, err

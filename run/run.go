@@ -128,14 +128,14 @@ func acquire(ctx context.Context, o Options, obs Observer) (*Hold, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, held := range h.Helds() {
+	for _, held := range h.Locks() {
 		obs.Acquired(held, o.Locks.Describe(held.Target))
 	}
 	if o.Jobs != nil {
 		if sweep == nil {
 			sweep = o.Jobs.StartSweep(ctx)
 		}
-		sweep.Finish(ctx, h.Session(), obs)
+		sweep.Finish(ctx, h.Ref(), obs)
 	}
 	return h, nil
 }

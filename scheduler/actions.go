@@ -101,8 +101,8 @@ func (r *Reconciler) end(ctx context.Context, cl *buildCluster, j *job.Job, pod 
 			return err
 		}
 	}
-	if r.onTerminal != nil {
-		r.onTerminal(done)
+	if r.hooks.onTerminal != nil {
+		r.hooks.onTerminal(done)
 	}
 	return nil
 }

@@ -158,8 +158,8 @@ func (r *Reconciler) Admit(ctx context.Context) (map[string]bool, map[string]str
 		r.lastLedger = out
 		if len(newly) > 0 {
 			r.opts.Log.WithField("jobs", newly).Debug("admitted")
-			if r.onAdmit != nil {
-				r.onAdmit(newly)
+			if r.hooks.onAdmit != nil {
+				r.hooks.onAdmit(newly)
 			}
 		}
 		return names(entries), waits, nil

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
-	"github.com/lockctl/lockctl/internal/base/preflight"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/preflight"
 )
 
 // Timing of the connections to build clusters.
@@ -100,7 +100,7 @@ func unavailable(cl *buildCluster, err error) error {
 // reachability. Jobs of a cluster that is not ready are not looked at.
 type clusterConn struct {
 	alias string
-	cs    kubeclient.Interface
+	cs    Clientset
 	cl    *buildCluster
 
 	ready atomic.Bool

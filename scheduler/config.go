@@ -232,7 +232,7 @@ func (c *Config) check() error {
 			return &ConfigError{Key: "jobURLTemplate", Msg: err.Error()}
 		}
 	}
-	_, err := c.Retention.SinkerOptions()
+	_, err := c.Retention.PruneOptions()
 	return err
 }
 

@@ -120,7 +120,7 @@ func TestDocsConfigExample(t *testing.T) {
 	assert.Equal(t, DefaultRunningTimeout, o.RunningTimeout, "the example shows the default")
 	assert.Equal(t, DefaultRevivalLimit, o.RevivalLimit, "the example shows the default")
 	assert.Equal(t, DefaultWorkers, o.Workers, "the example shows the default")
-	r, err := c.Retention.SinkerOptions()
+	r, err := c.Retention.PruneOptions()
 	require.NoError(t, err)
 	assert.Equal(t, DefaultJobRetention, r.JobRetention, "the example shows the default")
 	assert.Equal(t, DefaultPodRetention, r.PodRetention, "the example shows the default")

@@ -2,15 +2,12 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -50,7 +47,7 @@ type Controller struct {
 	namespace string
 	queue     workqueue.TypedRateLimitingInterface[string]
 
-	jobs      kubeclient.Interface
+	jobs      Clientset
 	informers []cache.SharedIndexInformer
 	jobInf    cache.SharedIndexInformer
 	ledgerInf cache.SharedIndexInformer
@@ -69,24 +66,41 @@ type decodedJob struct {
 // NewController returns a Controller for the job records in namespace of the
 // jobs cluster, whose pods run in the given build clusters (alias →
 // clientset).
-func NewController(jobs kubeclient.Interface, namespace string, clusters map[string]kubeclient.Interface, opts Options) (*Controller, error) {
-	pods := make(map[string]corev1client.PodsGetter, len(clusters))
-	for alias, cs := range clusters {
-		pods[alias] = cs.CoreV1()
-	}
-	r, err := NewReconciler(jobs.CoreV1(), namespace, pods, opts)
-	if err != nil {
-		return nil, err
-	}
+func NewController(jobs Clientset, namespace string, clusters map[string]Clientset, opts Options) (*Controller, error) {
+	opts = opts.withDefaults()
 	c := &Controller{
-		r:         r,
-		opts:      r.opts,
+		opts:      opts,
 		namespace: namespace,
 		jobs:      jobs,
 		conns:     map[string]*clusterConn{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: r.clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: opts.Clock}),
+	}
+	pods := make(map[string]corev1client.PodsGetter, len(clusters))
+	nodes := make(map[string]func(string) *corev1.Node, len(clusters))
+	for alias, cs := range clusters {
+		cc := &clusterConn{alias: alias, cs: cs, poke: make(chan struct{}, 1)}
+		c.conns[alias] = cc
+		pods[alias], nodes[alias] = cs.CoreV1(), cc.node
+	}
+	r, err := newReconciler(jobs.CoreV1(), namespace, pods, opts, controllerHooks{
+		read:    &cacheReader{c: c},
+		nodes:   nodes,
+		idBlock: c.triggered,
+		onAdmit: func(names []string) {
+			for _, n := range names {
+				c.enqueue(n)
+			}
+		},
+		onTerminal: c.finished,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.r = r
+	for alias, cc := range c.conns {
+		cc.cl = r.clusters[alias]
 	}
 	cms := jobs.CoreV1().ConfigMaps(namespace)
 	c.jobInf = kubeclient.NewInformer[*corev1.ConfigMapList](jobs, cms, &corev1.ConfigMap{}, kubeclient.InformerOptions{
@@ -98,20 +112,6 @@ func NewController(jobs kubeclient.Interface, namespace string, clusters map[str
 		Tweak: func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + LedgerName },
 	})
 	c.informers = append(c.informers, c.jobInf, c.ledgerInf)
-	for alias, cs := range clusters {
-		cc := &clusterConn{alias: alias, cs: cs, cl: r.clusters[alias], poke: make(chan struct{}, 1)}
-		cc.cl.node = cc.node
-		c.conns[alias] = cc
-	}
-	r.read = &cacheReader{c: c}
-	r.trackCreated = true
-	r.idBlock = c.triggered
-	r.onAdmit = func(names []string) {
-		for _, n := range names {
-			c.enqueue(n)
-		}
-	}
-	r.onTerminal = c.finished
 	if err := c.addHandlers(); err != nil {
 		return nil, err
 	}
@@ -523,216 +523,5 @@ func (c *Controller) activeJobs() []*job.Job {
 		}
 	}
 	job.SortByStart(out)
-	return out
-}
-
-// decode returns the job of a cached ConfigMap without its pod template
-// (spec.podSpec is nil), decoding each version once: what the passes over
-// every job (admission, superseding, metrics) read. The result is shared:
-// callers must not change it, and must not write it (job.Store refuses a
-// job without a pod spec); a job to be written is read with decodeFull.
-// A complete job (labelled so) is nil and not kept: it never moves again,
-// and no pass acts on it (admission reads a complete job of its ledger
-// with cacheReader.job), so keeping a decoded copy of every job that ever
-// ran, decoded again at every admission pass, cost memory and time for
-// nothing.
-func (c *Controller) decode(obj any) *job.Job {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok || !job.IsJobConfigMap(cm) {
-		return nil
-	}
-	if cm.Labels[job.LabelComplete] == "true" {
-		c.decoded.Delete(cm.Name)
-		return nil
-	}
-	if d, ok := c.decoded.Load(cm.Name); ok && d.(decodedJob).rv == cm.ResourceVersion {
-		return d.(decodedJob).job
-	}
-	j := c.decodeFull(cm)
-	if j == nil {
-		return nil
-	}
-	// NOTE: the pod template is most of a job; keeping a decoded copy of
-	// it for every job ever seen doubled the cache.
-	j.Spec.PodSpec = nil
-	c.decoded.Store(cm.Name, decodedJob{rv: cm.ResourceVersion, job: j})
-	return j
-}
-
-// decodeFull decodes a cached job record whole, for the job being
-// reconciled; nothing keeps the result.
-func (c *Controller) decodeFull(cm *corev1.ConfigMap) *job.Job {
-	j, err := job.FromConfigMap(cm)
-	if err != nil {
-		c.opts.Log.WithError(err).WithField("job", cm.Name).Warn("skipping job record")
-		return nil
-	}
-	return j
-}
-
-// cacheReader reads from the controller's informers.
-type cacheReader struct{ c *Controller }
-
-var _ reader = (*cacheReader)(nil)
-
-func (cr *cacheReader) job(_ context.Context, name string) (*job.Job, error) {
-	obj, ok, err := cr.c.jobInf.GetIndexer().GetByKey(cr.c.namespace + "/" + name)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		cr.c.decoded.Delete(name)
-		return nil, fmt.Errorf("job %q: %w", name, job.ErrNotFound)
-	}
-	cm, isCM := obj.(*corev1.ConfigMap)
-	if !isCM || !job.IsJobConfigMap(cm) {
-		return nil, fmt.Errorf("job %q: %w", name, job.ErrCorrupt)
-	}
-	j := cr.c.decodeFull(cm)
-	if j == nil {
-		return nil, fmt.Errorf("job %q: %w", name, job.ErrCorrupt)
-	}
-	return j, nil
-}
-
-func (cr *cacheReader) jobs(context.Context) ([]*job.Job, error) {
-	jobs := cr.c.allJobs()
-	sort.SliceStable(jobs, func(a, b int) bool { return job.Older(jobs[a], jobs[b]) })
-	return jobs, nil
-}
-
-func (cr *cacheReader) pod(ctx context.Context, cl *buildCluster, name string, fresh bool) (*corev1.Pod, error) {
-	if fresh {
-		return getPod(ctx, cl, name)
-	}
-	inf := cr.c.conns[cl.alias].pods()
-	if inf == nil {
-		return nil, &ClusterUnavailableError{Cluster: cl.alias}
-	}
-	obj, ok, err := inf.GetIndexer().GetByKey(cl.namespace + "/" + name)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return asPod(obj), nil
-}
-
-func (cr *cacheReader) ledger(ctx context.Context, fresh bool) (*corev1.ConfigMap, error) {
-	if fresh {
-		return (&apiReader{cms: cr.c.r.cms}).ledger(ctx, true)
-	}
-	obj, ok, err := cr.c.ledgerInf.GetIndexer().GetByKey(cr.c.namespace + "/" + LedgerName)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return obj.(*corev1.ConfigMap), nil
-}
-
-// stripManagedFields drops metadata.managedFields from objects before the
-// informers cache them: the reconciler never reads them, and they are a
-// large share of every cached job record and pod. Writes are made from
-// these objects by compare-and-swap updates and patches, for which a nil
-// managedFields leaves the server's record of field owners as it was.
-func stripManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
-}
-
-// trimJobRecord drops managedFields from a job record before the informer
-// caches it, interns its repeated strings (internMeta, internData) and, once
-// the job is complete (labelled so), drops its pod template:
-// a complete job is never started or written again, and the pod template
-// is most of a record. A record that does not decode is cached as it is.
-func trimJobRecord(obj any) (any, error) {
-	if cm, ok := obj.(*corev1.ConfigMap); ok {
-		// Trim a shallow copy: the object handed in may still be shared
-		// (a fake clientset's tracker keeps and lists it), and internMeta
-		// and internData give the copy maps of its own.
-		c := *cm
-		obj = &c
-	}
-	obj, _ = stripManagedFields(obj)
-	cm, ok := obj.(*corev1.ConfigMap)
-	if ok {
-		internMeta(&cm.ObjectMeta)
-		internData(cm)
-	}
-	if !ok || cm.Labels[job.LabelComplete] != "true" || !job.IsJobConfigMap(cm) {
-		return obj, nil
-	}
-	var spec job.JobSpec
-	if err := json.Unmarshal([]byte(cm.Data[job.DataSpec]), &spec); err != nil || spec.PodSpec == nil {
-		return obj, nil
-	}
-	spec.PodSpec = nil
-	raw, err := json.Marshal(&spec)
-	if err != nil {
-		return obj, nil
-	}
-	cm.Data[job.DataSpec] = string(raw)
-	return cm, nil
-}
-
-// trimPod keeps of a pod what the reconciler reads from the cache: its
-// metadata (without managedFields), its scheduling gates and node, and its
-// status with only the conditions liveness.Judge reads (Ready,
-// DisruptionTarget), without their messages. The containers' specs,
-// volumes and the like are most of a pod and are never read from the cache;
-// podwatch and lockctl logs read pods from the API server.
-func trimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return stripManagedFields(obj)
-	}
-	pod.ManagedFields = nil
-	pod.Spec = corev1.PodSpec{
-		SchedulingGates: pod.Spec.SchedulingGates,
-		NodeName:        pod.Spec.NodeName,
-		RestartPolicy:   pod.Spec.RestartPolicy,
-	}
-	var kept []corev1.PodCondition
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady || c.Type == corev1.DisruptionTarget {
-			c.Message = ""
-			kept = append(kept, c)
-		}
-	}
-	pod.Status = corev1.PodStatus{
-		Phase:                 pod.Status.Phase,
-		Reason:                pod.Status.Reason,
-		StartTime:             pod.Status.StartTime,
-		Conditions:            kept,
-		InitContainerStatuses: trimContainerStatuses(pod.Status.InitContainerStatuses),
-		ContainerStatuses:     trimContainerStatuses(pod.Status.ContainerStatuses),
-	}
-	return pod, nil
-}
-
-// trimContainerStatuses keeps of each container's status what the judge
-// and liveness.Judge read: its name, readiness, and its state and last
-// termination without messages, times or IDs.
-func trimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(in))
-	for i, cs := range in {
-		out[i] = corev1.ContainerStatus{Name: cs.Name, Ready: cs.Ready, State: trimState(cs.State), LastTerminationState: trimState(cs.LastTerminationState)}
-	}
-	return out
-}
-
-func trimState(st corev1.ContainerState) corev1.ContainerState {
-	var out corev1.ContainerState
-	if st.Running != nil {
-		out.Running = &corev1.ContainerStateRunning{}
-	}
-	if w := st.Waiting; w != nil {
-		out.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
-	}
-	if t := st.Terminated; t != nil {
-		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason}
-	}
 	return out
 }

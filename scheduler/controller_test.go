@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -25,7 +24,7 @@ func (h *harness) controller(opts Options) *Controller {
 	if opts.PodNamespace == "" {
 		opts.PodNamespace = podNS
 	}
-	c, err := NewController(h.jobs, jobNS, map[string]kubeclient.Interface{job.DefaultCluster: h.build}, opts)
+	c, err := NewController(h.jobs, jobNS, map[string]Clientset{job.DefaultCluster: h.build}, opts)
 	require.NoError(h.t, err)
 	return c
 }

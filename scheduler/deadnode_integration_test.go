@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/liveness"
@@ -125,7 +124,7 @@ func TestIntegrationDeadNode(t *testing.T) {
 			if !tc.nodes {
 				cs = it.withoutNodes()
 			}
-			c, err := NewController(cs, it.ns, map[string]kubeclient.Interface{job.DefaultCluster: cs}, Options{Log: testLog(t)})
+			c, err := NewController(cs, it.ns, map[string]Clientset{job.DefaultCluster: cs}, Options{Log: testLog(t)})
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 			done := make(chan error, 1)

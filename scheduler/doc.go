@@ -8,9 +8,9 @@
 // pod, decides, acts, and returns when to look again (the nearest timeout).
 // The Controller feeds it from informers on job records and pods through a
 // rate-limited work queue (Run), or looks at every job once (RunOnce).
-// The Sinker prunes finished jobs and their pods. Loop is lockctl
+// The Pruner prunes finished jobs and their pods. Loop is lockctl
 // reconcile as a whole, the entry point cmd calls: Preflight, a Controller
-// and its metrics, and the Sinker pruning beside it.
+// and its metrics, and the Pruner pruning beside it.
 //
 // Any number of reconcilers, in any number of processes, may run at once;
 // docs/adr/0004-concurrent-reconcilers.md has the argument. In short: a

@@ -19,10 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
-	"github.com/lockctl/lockctl/internal/base/preflight"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/preflight"
 )
 
 // closedPortClient returns a clientset for an API server address nothing
@@ -97,7 +96,7 @@ func TestIntegrationBuildClusterAwayAndBack(t *testing.T) {
 	t.Parallel()
 	it := newITest(t)
 	far := it.secondCluster()
-	it.run(Options{Log: testLog(t)}, map[string]kubeclient.Interface{"default": it.env.Client, "far": far.Client})
+	it.run(Options{Log: testLog(t)}, map[string]Clientset{"default": it.env.Client, "far": far.Client})
 
 	it.submit("far-running", onCluster("far"))
 	it.waitState("far-running", job.Pending)
@@ -155,7 +154,7 @@ func TestIntegrationOnceWithUnreachableClusters(t *testing.T) {
 	it.submit("near")
 	it.submit("refused", onCluster("refused"))
 	it.submit("silent", onCluster("silent"))
-	c, err := NewController(it.env.Client, it.ns, map[string]kubeclient.Interface{
+	c, err := NewController(it.env.Client, it.ns, map[string]Clientset{
 		"default": it.env.Client, "refused": closedPortClient(t), "silent": silentClient(t),
 	}, Options{})
 	require.NoError(t, err)
@@ -191,7 +190,7 @@ func TestIntegrationCancelWhileConnecting(t *testing.T) {
 	it := newITest(t)
 	it.submit("silent", onCluster("silent"))
 	for _, once := range []bool{false, true} {
-		c, err := NewController(it.env.Client, it.ns, map[string]kubeclient.Interface{"silent": silentClient(t)}, Options{})
+		c, err := NewController(it.env.Client, it.ns, map[string]Clientset{"silent": silentClient(t)}, Options{})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
@@ -225,7 +224,7 @@ func TestIntegrationJobAPIServerUnreachable(t *testing.T) {
 	it := newITest(t)
 	for _, once := range []bool{false, true} {
 		cs := closedPortClient(t)
-		c, err := NewController(cs, it.ns, map[string]kubeclient.Interface{"default": it.env.Client}, Options{})
+		c, err := NewController(cs, it.ns, map[string]Clientset{"default": it.env.Client}, Options{})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(t.Context(), probeTimeout+5*time.Second)
 		if once {
@@ -270,12 +269,12 @@ func TestIntegrationPreflight(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 
-	err = Preflight(t.Context(), cs, it.ns, map[string]kubeclient.Interface{"default": cs, "away": closedPortClient(t)}, "", false)
+	err = Preflight(t.Context(), cs, it.ns, map[string]Clientset{"default": cs, "away": closedPortClient(t)}, "", false)
 	var missing *preflight.MissingError
 	require.ErrorAs(t, err, &missing)
 	assert.Equal(t, `missing permissions in build cluster "default": cannot watch pods -n `+it.ns, err.Error())
-	require.ErrorAs(t, Preflight(t.Context(), cs, it.ns, map[string]kubeclient.Interface{"default": cs}, "", true), &missing, "a dry run reads from watches too")
-	require.NoError(t, Preflight(t.Context(), it.env.Client, it.ns, map[string]kubeclient.Interface{"default": it.env.Client}, "", false))
+	require.ErrorAs(t, Preflight(t.Context(), cs, it.ns, map[string]Clientset{"default": cs}, "", true), &missing, "a dry run reads from watches too")
+	require.NoError(t, Preflight(t.Context(), it.env.Client, it.ns, map[string]Clientset{"default": it.env.Client}, "", false))
 
 	start := time.Now()
 	err = Preflight(t.Context(), closedPortClient(t), it.ns, nil, "", false)

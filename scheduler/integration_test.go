@@ -13,7 +13,6 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 )
@@ -35,15 +34,15 @@ func newITest(t *testing.T) *itest {
 	t.Helper()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	return &itest{t: t, env: env, ns: ns, store: job.NewStore(env.Client.CoreV1(), ns)}
+	return &itest{t: t, env: env, ns: ns, store: job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})}
 }
 
 // run runs a Controller over the test's namespace until the test ends;
 // clusters nil means the shared control plane as build cluster "default".
-func (it *itest) run(opts Options, clusters map[string]kubeclient.Interface) {
+func (it *itest) run(opts Options, clusters map[string]Clientset) {
 	it.t.Helper()
 	if clusters == nil {
-		clusters = map[string]kubeclient.Interface{job.DefaultCluster: it.env.Client}
+		clusters = map[string]Clientset{job.DefaultCluster: it.env.Client}
 	}
 	c, err := NewController(it.env.Client, it.ns, clusters, opts)
 	require.NoError(it.t, err)
@@ -363,7 +362,7 @@ func TestIntegrationTwoBuildClusters(t *testing.T) {
 	t.Cleanup(second.Stop)
 	_, err = second.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: it.ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	it.run(Options{}, map[string]kubeclient.Interface{"default": it.env.Client, "second": second.Client})
+	it.run(Options{}, map[string]Clientset{"default": it.env.Client, "second": second.Client})
 
 	it.submit("here", exits("0", "100ms"))
 	it.submit("there", exits("0", "100ms"), func(j *job.Job) { j.Spec.Cluster = "second" })

@@ -6,8 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 )
 
 // LoopOptions configure NewLoop.
@@ -17,17 +15,17 @@ type LoopOptions struct {
 	// Prune configures the pruning beside the loop, as lockctl prune
 	// prunes; NewLoop sets its PodNamespace, DryRun, Clock and Log from
 	// Options, and its Metrics. nil means the loop does not prune.
-	Prune *SinkerOptions
+	Prune *PruneOptions
 	// Registry receives the metrics of the loop and of its pruning; nil
 	// means a registry of the loop's own, which nobody reads.
 	Registry prometheus.Registerer
 }
 
 // Loop is lockctl reconcile: a Controller driving the jobs of a job
-// namespace in their build clusters, and the Sinker pruning beside it.
+// namespace in their build clusters, and the Pruner pruning beside it.
 type Loop struct {
 	c      *Controller
-	sinker *Sinker
+	pruner *Pruner
 }
 
 // NewLoop checks with Preflight that the caller may do what the loop does
@@ -35,7 +33,7 @@ type Loop struct {
 // at once), then builds the loop over the job records in namespace of jobs,
 // whose pods run in clusters (alias → clientset). An invalid o is an error
 // wrapping ErrConfig.
-func NewLoop(ctx context.Context, jobs kubeclient.Interface, namespace string, clusters map[string]kubeclient.Interface, o LoopOptions) (*Loop, error) {
+func NewLoop(ctx context.Context, jobs Clientset, namespace string, clusters map[string]Clientset, o LoopOptions) (*Loop, error) {
 	if err := Preflight(ctx, jobs, namespace, clusters, o.PodNamespace, o.DryRun); err != nil {
 		return nil, err
 	}
@@ -59,7 +57,7 @@ func NewLoop(ctx context.Context, jobs kubeclient.Interface, namespace string, c
 		if sopts.Metrics, err = NewPruneMetrics(reg); err != nil {
 			return nil, err
 		}
-		l.sinker = NewSinker(jobs.CoreV1(), namespace, PodsGetters(clusters), sopts)
+		l.pruner = NewPruner(jobs.CoreV1(), namespace, PodsGetters(clusters), sopts)
 	}
 	return l, nil
 }
@@ -79,12 +77,12 @@ func (l *Loop) Ready() error {
 // Run reconciles until ctx ends, pruning (when it does) at start and every
 // DefaultPruneInterval; it returns once the step in flight has finished.
 func (l *Loop) Run(ctx context.Context) error {
-	if l.sinker != nil {
+	if l.pruner != nil {
 		pruned := make(chan struct{})
 		defer func() { <-pruned }()
 		go func() {
 			defer close(pruned)
-			l.sinker.Run(ctx, DefaultPruneInterval)
+			l.pruner.Run(ctx, DefaultPruneInterval)
 		}()
 	}
 	return l.c.Run(ctx)
@@ -105,17 +103,17 @@ type OnceResult struct {
 func (l *Loop) RunOnce(ctx context.Context) (OnceResult, error) {
 	err := l.c.RunOnce(ctx)
 	res := OnceResult{Plan: l.c.Reconciler().Plan()}
-	if l.sinker == nil || ctx.Err() != nil {
+	if l.pruner == nil || ctx.Err() != nil {
 		return res, err
 	}
 	var perr error
-	res.Pruned, perr = l.sinker.Prune(ctx)
+	res.Pruned, perr = l.pruner.Prune(ctx)
 	return res, errors.Join(err, perr)
 }
 
 // PodsGetters returns the pods client of each build cluster (alias →
-// clientset), as NewSinker takes them.
-func PodsGetters(clusters map[string]kubeclient.Interface) map[string]corev1client.PodsGetter {
+// clientset), as NewPruner takes them.
+func PodsGetters(clusters map[string]Clientset) map[string]corev1client.PodsGetter {
 	out := make(map[string]corev1client.PodsGetter, len(clusters))
 	for alias, cs := range clusters {
 		out[alias] = cs.CoreV1()

@@ -61,10 +61,10 @@ type Options struct {
 	// OnlyJob makes the Controller reconcile only the job record of that
 	// name (lockctl run); empty means every job.
 	OnlyJob string
-	// Sessions, when set, is asked whether the session that submitted a job
-	// lives (lockctl run); jobs of ended sessions are aborted. Nil means
-	// every job's session lives.
-	Sessions Sessions
+	// Runs, when set, is asked whether the lockctl run that submitted a job
+	// lives; jobs of ended runs are aborted. Nil means every job's run
+	// lives.
+	Runs RunChecker
 	// Locker takes the namespace locks of jobs with spec.lock; nil means such
 	// jobs end in error.
 	Locker NamespaceLocker

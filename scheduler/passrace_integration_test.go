@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -43,7 +42,7 @@ func TestIntegrationOncePassDuplicates(t *testing.T) {
 				}
 			}
 		}
-		clusters := map[string]kubeclient.Interface{job.DefaultCluster: it.env.Client}
+		clusters := map[string]Clientset{job.DefaultCluster: it.env.Client}
 
 		// The first runs start (their pods exist when they are superseded),
 		// then three newer runs of each arrive.

@@ -7,8 +7,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
-	"github.com/lockctl/lockctl/internal/base/preflight"
+	"github.com/lockctl/lockctl/preflight"
 )
 
 // JobPermissions are what a reconciler needs in the job namespace: the job
@@ -37,7 +36,7 @@ func PodPermissions(namespace string, dryRun bool) []preflight.Permission {
 // the job API server's error if it can not be asked. A build cluster that
 // does not answer is not an error here: the reconciler records it
 // unreachable and drives the others.
-func Preflight(ctx context.Context, jobs kubeclient.Interface, namespace string, clusters map[string]kubeclient.Interface, podNamespace string, dryRun bool) error {
+func Preflight(ctx context.Context, jobs Clientset, namespace string, clusters map[string]Clientset, podNamespace string, dryRun bool) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	if podNamespace == "" {

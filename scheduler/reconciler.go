@@ -54,11 +54,29 @@ type Reconciler struct {
 	planMu sync.Mutex
 	plan   []string
 
-	// hooks set by the Controller.
-	onAdmit    func(names []string)
+	// hooks are the Controller's, when one drives the reconciler.
+	hooks controllerHooks
+}
+
+// controllerHooks are what a Controller gives the Reconciler it drives, at
+// construction: reads from its caches instead of the API server, and calls
+// back when something it waits on happens. The zero value reads from the
+// API server and calls nothing.
+type controllerHooks struct {
+	// read reads from the Controller's caches; nil means the API server.
+	// The reconciler then also remembers the pods it created until the
+	// pod cache shows them.
+	read reader
+	// nodes returns, by build cluster alias, a cluster's cached node by
+	// name; a cluster without one has its pods judged by their own
+	// conditions.
+	nodes map[string]func(name string) *corev1.Node
+	// onAdmit is told of the jobs an admission pass newly admitted.
+	onAdmit func(names []string)
+	// onTerminal is told of a job that has just ended.
 	onTerminal func(j *job.Job)
-	// idBlock, set by the Controller, counts the jobs of a job name waiting
-	// to start: the build IDs worth reserving with one counter update.
+	// idBlock counts the jobs of a job name waiting to start: the build IDs
+	// worth reserving with one counter update.
 	idBlock func(jobName string) int
 }
 
@@ -66,29 +84,34 @@ type Reconciler struct {
 // pods run in the given build clusters (alias → pods client). Without a
 // Controller it reads straight from the API server.
 func NewReconciler(cms corev1client.ConfigMapsGetter, namespace string, clusters map[string]corev1client.PodsGetter, opts Options) (*Reconciler, error) {
+	return newReconciler(cms, namespace, clusters, opts, controllerHooks{})
+}
+
+// newReconciler is NewReconciler for a Controller, which gives its hooks.
+func newReconciler(cms corev1client.ConfigMapsGetter, namespace string, clusters map[string]corev1client.PodsGetter, opts Options, hooks controllerHooks) (*Reconciler, error) {
 	opts = opts.withDefaults()
 	r := &Reconciler{
-		cms:       cms.ConfigMaps(namespace),
-		namespace: namespace,
-		clusters:  map[string]*buildCluster{},
-		opts:      opts,
-		clock:     opts.Clock,
+		cms:          cms.ConfigMaps(namespace),
+		namespace:    namespace,
+		clusters:     map[string]*buildCluster{},
+		opts:         opts,
+		clock:        opts.Clock,
+		hooks:        hooks,
+		read:         hooks.read,
+		trackCreated: hooks.read != nil,
 	}
 	r.waiting.Store(-1)
-	r.store = job.NewStore(cms, namespace, job.WithClock(opts.Clock), job.WithBuildIDBlock(func(jobName string) int {
-		if r.idBlock == nil {
-			return 0
-		}
-		return r.idBlock(jobName)
-	}), job.WithChangeHook(opts.OnJobChange))
+	r.store = job.NewStore(cms, namespace, job.StoreOptions{Clock: opts.Clock, BuildIDBlock: hooks.idBlock, OnChange: opts.OnJobChange})
 	podNS := opts.PodNamespace
 	if podNS == "" {
 		podNS = namespace
 	}
 	for alias, pods := range clusters {
-		r.clusters[alias] = &buildCluster{alias: alias, namespace: podNS, pods: pods}
+		r.clusters[alias] = &buildCluster{alias: alias, namespace: podNS, pods: pods, node: hooks.nodes[alias]}
 	}
-	r.read = &apiReader{store: r.store, cms: r.cms}
+	if r.read == nil {
+		r.read = &apiReader{store: r.store, cms: r.cms}
+	}
 	if opts.JobURLTemplate != "" {
 		t, err := template.New("url").Option("missingkey=error").Parse(opts.JobURLTemplate)
 		if err != nil {
@@ -165,7 +188,7 @@ func (r *Reconciler) look(ctx context.Context, name string) (Result, error) {
 		return Result{}, r.cleanup(ctx, j)
 	}
 	cl := r.clusters[j.ClusterAlias()]
-	ended, recheck := r.sessionEnded(ctx, j)
+	ended, recheck := r.runEnded(ctx, j)
 	if ended != "" {
 		return Result{}, r.abort(ctx, cl, j, verdict{reason: job.ReasonSessionEnded, desc: ended})
 	}

@@ -98,7 +98,7 @@ func TestIntegrationNewerJobRecord(t *testing.T) {
 	assert.Equal(t, "success", status["state"], "today's lockctl drove the state")
 
 	_, err = it.store.Get(t.Context(), "major")
-	assert.EqualError(t, err, `job "major" has record version 2.0, which this lockctl cannot read (it reads version 1, up to `+job.RecordVersion.String()+")")
+	assert.EqualError(t, err, `job "major" has record version 2.0, which this lockctl cannot read (it reads version 1, up to `+job.RecordVersion+")")
 	after, err := it.env.Client.CoreV1().ConfigMaps(it.ns).Get(t.Context(), "major", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, major.ResourceVersion, after.ResourceVersion, "the record of another major version is left alone")
@@ -108,9 +108,9 @@ func TestIntegrationNewerJobRecord(t *testing.T) {
 	// leaves it alone, though it finds no record it can read for it.
 	_, err = it.env.Client.CoreV1().Pods(it.ns).Create(t.Context(), job.NewPod(majorJob, it.ns, "1"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	sinker := NewSinker(it.env.Client.CoreV1(), it.ns, map[string]corev1client.PodsGetter{job.DefaultCluster: it.env.Client.CoreV1()},
-		SinkerOptions{PodRetention: time.Nanosecond, JobRetention: -1})
-	res, err := sinker.Prune(t.Context())
+	pruner := NewPruner(it.env.Client.CoreV1(), it.ns, map[string]corev1client.PodsGetter{job.DefaultCluster: it.env.Client.CoreV1()},
+		PruneOptions{PodRetention: time.Nanosecond, JobRetention: -1})
+	res, err := pruner.Prune(t.Context())
 	require.NoError(t, err)
 	for _, p := range res.Deleted {
 		assert.NotEqual(t, "major", p.Name, "nothing of the newer major's job is pruned: %+v", p)

@@ -13,6 +13,7 @@ import (
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/scheduler"
 )
 
 // NewLockClient returns a lock client for the lock namespace l resolves.
@@ -74,14 +75,14 @@ func (f *Factory) JobStoreIn(ns string) (*job.Store, error) {
 	// reconcile loop's are. The client goes through kubeclient so that
 	// Store.Wait's informer knows whether the clientset serves streaming
 	// lists (client-go's fakes do not).
-	return job.NewStore(kubeclient.CoreV1(cs), ns, job.WithClock(f.Clock), job.WithChangeHook(f.EventRecorder(cs).JobChanged)), nil
+	return job.NewStore(kubeclient.CoreV1(cs), ns, job.StoreOptions{Clock: f.Clock, OnChange: f.EventRecorder(cs).JobChanged}), nil
 }
 
 // ClusterClients returns a clientset per build-cluster alias. Clusters whose
 // context is missing from the kubeconfig are a *cmdutil.UsageError naming them and
 // the contexts there are.
-func (f *Factory) ClusterClients(contexts map[string]string) (map[string]kubeclient.Interface, error) {
-	out := make(map[string]kubeclient.Interface, len(contexts))
+func (f *Factory) ClusterClients(contexts map[string]string) (map[string]scheduler.Clientset, error) {
+	out := make(map[string]scheduler.Clientset, len(contexts))
 	aliases := make([]string, 0, len(contexts))
 	for a := range contexts {
 		aliases = append(aliases, a)
@@ -110,9 +111,7 @@ func (f *Factory) ClusterClients(contexts map[string]string) (map[string]kubecli
 // changes, job state changes) written through cs; Events it cannot write are
 // logged at -v 1 and fail nothing.
 func (f *Factory) EventRecorder(cs kubeclient.Interface) *events.Recorder {
-	rec := events.NewRecorder(cs.EventsV1())
-	rec.Clock, rec.Log = f.Clock, f.Log
-	return rec
+	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Log})
 }
 
 // LoopEventRecorder returns the reconcile loop's recorder of Events (job
@@ -128,11 +127,9 @@ func (f *Factory) LoopEventRecorder(fallback kubeclient.Interface, jobEvents eve
 			return nil, err
 		}
 	}
-	rec := f.EventRecorder(cs)
-	rec.Jobs = jobEvents
-	var err error
-	if rec.Metrics, err = events.NewMetrics(reg); err != nil {
+	metrics, err := events.NewMetrics(reg)
+	if err != nil {
 		return nil, err
 	}
-	return rec, nil
+	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Log, Jobs: jobEvents, Metrics: metrics}), nil
 }

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/job"
 )
 
 // TestLoopEventRecorder: the reconcile loop's Events go through the
@@ -26,12 +29,23 @@ func TestLoopEventRecorder(t *testing.T) {
 		tf := newTestFactory(t)
 		separate, fallback := fake.NewClientset(), fake.NewClientset()
 		tf.f.EventsClientset = func() (kubeclient.Interface, error) { return separate, nil }
-		rec, err := tf.f.LoopEventRecorder(fallback, events.JobEventsWarnings, prometheus.NewRegistry())
+		reg := prometheus.NewRegistry()
+		rec, err := tf.f.LoopEventRecorder(fallback, events.JobEventsWarnings, reg)
 		require.NoError(t, err)
-		assert.Equal(t, events.JobEventsWarnings, rec.Jobs, "--job-events")
-		assert.NotNil(t, rec.Metrics, "counted")
+		before := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ci"}, Status: job.JobStatus{State: job.Triggered}}
+		after := before.DeepCopy()
+		after.Status.State = job.Pending
+		rec.JobChanged(t.Context(), before, after)
+		assert.Empty(t, separate.Actions(), "--job-events warnings: a job pending is not recorded")
 		rec.Event(t.Context(), cm, false, "Test", "Test", "note")
 		assert.Len(t, separate.Actions(), 1, "written through the events client")
+		assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP lockctl_events_total Events about job records and locks, by what became of them: written, failed, dropped.
+# TYPE lockctl_events_total counter
+lockctl_events_total{result="dropped"} 0
+lockctl_events_total{result="failed"} 0
+lockctl_events_total{result="written"} 1
+`), "lockctl_events_total"), "counted")
 		assert.Empty(t, fallback.Actions(), "not through the fallback")
 	})
 	t.Run("fallback", func(t *testing.T) {

@@ -87,7 +87,7 @@ func (cf *ClusterFlags) ClusterContexts(c *scheduler.Config) (map[string]string,
 
 // Clusters returns the job namespace (-n), the clientset of its cluster
 // and a clientset per build cluster of c and --build-cluster.
-func (cf *ClusterFlags) Clusters(f *Factory, c *scheduler.Config) (string, kubeclient.Interface, map[string]kubeclient.Interface, error) {
+func (cf *ClusterFlags) Clusters(f *Factory, c *scheduler.Config) (string, kubeclient.Interface, map[string]scheduler.Clientset, error) {
 	contexts, err := cf.ClusterContexts(c)
 	if err != nil {
 		return "", nil, nil, err

@@ -20,10 +20,10 @@ func (r *RetentionFlags) AddRetentionFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.PodRetention, "pod-retention", r.PodRetention, "prune the pods of jobs this long after they finished; 0 keeps them")
 }
 
-// SinkerOptions turns the flags given into SinkerOptions: 0 (the config
+// PruneOptions turns the flags given into PruneOptions: 0 (the config
 // file's age, else the default) for a flag not given, negative (forever)
 // for a flag given as 0.
-func (r *RetentionFlags) SinkerOptions(changed func(name string) bool) scheduler.SinkerOptions {
+func (r *RetentionFlags) PruneOptions(changed func(name string) bool) scheduler.PruneOptions {
 	age := func(flag string, d time.Duration) time.Duration {
 		switch {
 		case !changed(flag):
@@ -33,5 +33,5 @@ func (r *RetentionFlags) SinkerOptions(changed func(name string) bool) scheduler
 		}
 		return d
 	}
-	return scheduler.SinkerOptions{JobRetention: age("job-retention", r.JobRetention), PodRetention: age("pod-retention", r.PodRetention)}
+	return scheduler.PruneOptions{JobRetention: age("job-retention", r.JobRetention), PodRetention: age("pod-retention", r.PodRetention)}
 }

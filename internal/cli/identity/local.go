@@ -18,10 +18,10 @@ type LocalEnv struct {
 	User, Host string
 	// Dir is the working directory, where the git checkout is looked for.
 	Dir string
-	// Session is the terminal session (the Unix session ID of the shell
+	// TerminalSession is the terminal session (the Unix session ID of the shell
 	// lockctl was started from): the same for every command of one shell,
 	// different between two terminals.
-	Session int
+	TerminalSession int
 	// PID is lockctl's own process ID.
 	PID int
 }
@@ -29,7 +29,7 @@ type LocalEnv struct {
 // ReadLocalEnv reads the local environment of this process; getenv
 // supplies $USER.
 func ReadLocalEnv(getenv func(string) string) LocalEnv {
-	env := LocalEnv{User: LocalUser(getenv), PID: os.Getpid(), Session: sessionID()}
+	env := LocalEnv{User: LocalUser(getenv), PID: os.Getpid(), TerminalSession: terminalSessionID()}
 	env.Host, _ = os.Hostname()
 	if env.Host == "" {
 		env.Host = "localhost"
@@ -122,7 +122,7 @@ func localIdentity(id *lock.Identity, src map[string]string, getenv func(string)
 		id.Branch, src["branch"] = orLocal(branch), ""
 	}
 	if id.Build == "" {
-		n := env.Session
+		n := env.TerminalSession
 		if perProcess || n <= 0 {
 			n = env.PID
 		}

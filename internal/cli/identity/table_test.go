@@ -200,7 +200,7 @@ func TestCITableBehaviour(t *testing.T) {
 func claimOf(t *testing.T, env map[string]string, session string, pods bool, pod string) lock.Claim {
 	t.Helper()
 	h := Resolve(lock.Identity{}, func(k string) string { return env[k] }, func() LocalEnv {
-		return LocalEnv{User: "ci", Host: "runner", Session: 1, PID: 2}
+		return LocalEnv{User: "ci", Host: "runner", TerminalSession: 1, PID: 2}
 	}, false)
 	require.NoError(t, h.Identity.Validate(), "identity from %v", env)
 	c := lock.Claim{Identity: h.Identity, CIJob: h.Job, Unordered: h.Unordered, Session: session,

@@ -75,7 +75,7 @@ func TestWaitJobs(t *testing.T) {
 	}
 	cs := fake.NewClientset(stored("ok", job.Success, true), stored("bad", job.Failure, true), stored("slow", job.Pending, false))
 	clk := testingclock.NewFakeClock(start.Time)
-	store := job.NewStore(cs.CoreV1(), "ci", job.WithClock(clk))
+	store := job.NewStore(cs.CoreV1(), "ci", job.StoreOptions{Clock: clk})
 	cons := term.New(&bytes.Buffer{}, clk, term.Options{})
 
 	var names, lines []string

@@ -13,24 +13,24 @@ import (
 	"github.com/lockctl/lockctl/job"
 )
 
-// fakeSessions answers Check with what is set for a job's name.
-type fakeSessions map[string]struct {
+// fakeRuns answers Check with what is set for a job's name.
+type fakeRuns map[string]struct {
 	ended   string
 	recheck time.Duration
 	err     error
 }
 
-func (s fakeSessions) Check(_ context.Context, j *job.Job) (string, time.Duration, error) {
+func (s fakeRuns) Check(_ context.Context, j *job.Job) (string, time.Duration, error) {
 	a := s[j.Name]
 	return a.ended, a.recheck, a.err
 }
 
-func TestSessions(t *testing.T) {
+func TestRunChecker(t *testing.T) {
 	t.Parallel()
 	const ended = "the run that started it ended"
 	tests := []struct {
 		name        string
-		answer      fakeSessions
+		answer      fakeRuns
 		pending     bool // the job has a running pod; else it is triggered
 		wantState   job.State
 		wantReason  string
@@ -39,39 +39,39 @@ func TestSessions(t *testing.T) {
 	}{
 		{
 			name:   "ended session: a running job is aborted and its pod deleted",
-			answer: fakeSessions{"a": {ended: ended}}, pending: true,
+			answer: fakeRuns{"a": {ended: ended}}, pending: true,
 			wantState: job.Aborted, wantReason: job.ReasonSessionEnded,
 		},
 		{
 			name:      "ended session: a triggered job is aborted before it has a pod",
-			answer:    fakeSessions{"a": {ended: ended}},
+			answer:    fakeRuns{"a": {ended: ended}},
 			wantState: job.Aborted, wantReason: job.ReasonSessionEnded,
 		},
 		{
 			name:   "live session: the job goes on and is looked at again when the session may end",
-			answer: fakeSessions{"a": {recheck: 20 * time.Second}}, pending: true,
+			answer: fakeRuns{"a": {recheck: 20 * time.Second}}, pending: true,
 			wantState: job.Pending, wantRequeue: 20 * time.Second, wantPod: true,
 		},
 		{
 			name:   "live session further off than the running timeout: the timeout comes first",
-			answer: fakeSessions{"a": {recheck: 2 * time.Hour}}, pending: true,
+			answer: fakeRuns{"a": {recheck: 2 * time.Hour}}, pending: true,
 			wantState: job.Pending, wantRequeue: time.Hour, wantPod: true,
 		},
 		{
 			name:   "failed check: the job goes on, looked at again soon",
-			answer: fakeSessions{"a": {err: errors.New("forbidden")}}, pending: true,
-			wantState: job.Pending, wantRequeue: sessionRetry, wantPod: true,
+			answer: fakeRuns{"a": {err: errors.New("forbidden")}}, pending: true,
+			wantState: job.Pending, wantRequeue: runCheckRetry, wantPod: true,
 		},
 		{
 			name:   "a job tied to no session",
-			answer: fakeSessions{}, pending: true,
+			answer: fakeRuns{}, pending: true,
 			wantState: job.Pending, wantRequeue: time.Hour, wantPod: true,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, Options{Sessions: tt.answer})
+			h := newHarness(t, Options{Runs: tt.answer})
 			h.submit("a")
 			h.clock.SetTime(epoch)
 			if tt.pending {
@@ -98,9 +98,9 @@ func TestSessions(t *testing.T) {
 	}
 }
 
-func TestSessionsDryRun(t *testing.T) {
+func TestRunCheckerDryRun(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, Options{DryRun: true, Sessions: fakeSessions{"a": {ended: "gone"}}})
+	h := newHarness(t, Options{DryRun: true, Runs: fakeRuns{"a": {ended: "gone"}}})
 	h.submit("a")
 	h.mustReconcile("a")
 	assert.Equal(t, []string{"would abort a: gone"}, h.r.Plan())

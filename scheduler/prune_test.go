@@ -65,14 +65,14 @@ func (r record) objects(t *testing.T) (*corev1.ConfigMap, *corev1.Pod) {
 	return cm, pod
 }
 
-func TestSinkerPrune(t *testing.T) {
+func TestPrunerPrune(t *testing.T) {
 	t.Parallel()
 	const day = 24 * time.Hour
 	tests := []struct {
 		name        string
 		records     []record
 		orphans     []*corev1.Pod
-		opts        SinkerOptions
+		opts        PruneOptions
 		wantDeleted []string
 	}{
 		{
@@ -97,13 +97,13 @@ func TestSinkerPrune(t *testing.T) {
 		},
 		{
 			name:        "short ages",
-			opts:        SinkerOptions{JobRetention: time.Minute, PodRetention: time.Second},
+			opts:        PruneOptions{JobRetention: time.Minute, PodRetention: time.Second},
 			records:     []record{{name: "a", state: job.Aborted, finished: 2 * time.Minute, pod: corev1.PodRunning}},
 			wantDeleted: []string{`pod "pods/a"`, `job "jobs/a"`},
 		},
 		{
 			name:    "negative ages keep everything",
-			opts:    SinkerOptions{JobRetention: -1, PodRetention: -1},
+			opts:    PruneOptions{JobRetention: -1, PodRetention: -1},
 			records: []record{{name: "a", state: job.Success, finished: 100 * day, pod: corev1.PodSucceeded}},
 		},
 		{
@@ -144,7 +144,7 @@ func TestSinkerPrune(t *testing.T) {
 				opts := tt.opts
 				opts.PodNamespace, opts.DryRun = podNS, dry
 				opts.Clock = testingclock.NewFakeClock(epoch)
-				s := NewSinker(jobs.CoreV1(), jobNS, map[string]corev1client.PodsGetter{"default": pods.CoreV1()}, opts)
+				s := NewPruner(jobs.CoreV1(), jobNS, map[string]corev1client.PodsGetter{"default": pods.CoreV1()}, opts)
 				res, err := s.Prune(t.Context())
 				require.NoError(t, err)
 				var got []string
@@ -190,13 +190,13 @@ func TestShortAge(t *testing.T) {
 	}
 }
 
-// TestSinkerRun prunes at once and then at every interval.
-func TestSinkerRun(t *testing.T) {
+// TestPrunerRun prunes at once and then at every interval.
+func TestPrunerRun(t *testing.T) {
 	t.Parallel()
 	first, _ := record{name: "first", state: job.Success, finished: 8 * 24 * time.Hour}.objects(t)
 	jobs := fake.NewClientset(first)
 	clock := testingclock.NewFakeClock(epoch)
-	s := NewSinker(jobs.CoreV1(), jobNS, nil, SinkerOptions{Clock: clock})
+	s := NewPruner(jobs.CoreV1(), jobNS, nil, PruneOptions{Clock: clock})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx, time.Hour) }()
@@ -245,7 +245,7 @@ func TestConfigRetention(t *testing.T) {
 				return
 			}
 			require.NoError(t, err, tt.doc)
-			o, err := c.Retention.SinkerOptions()
+			o, err := c.Retention.PruneOptions()
 			require.NoError(t, err, tt.doc)
 			assert.Equal(t, tt.wantJobs, o.JobRetention, "jobs of %q", tt.doc)
 			assert.Equal(t, tt.wantPods, o.PodRetention, "pods of %q", tt.doc)
@@ -261,15 +261,15 @@ func TestConfigRetentionApply(t *testing.T) {
 	tests := []struct {
 		name       string
 		retention  ConfigRetention
-		given      SinkerOptions
-		want       SinkerOptions
+		given      PruneOptions
+		want       PruneOptions
 		wantErrKey string
 	}{
-		{name: "neither", want: SinkerOptions{}},
-		{name: "the file", retention: ConfigRetention{Jobs: "720h", Pods: "0"}, want: SinkerOptions{JobRetention: 720 * time.Hour, PodRetention: -1}},
+		{name: "neither", want: PruneOptions{}},
+		{name: "the file", retention: ConfigRetention{Jobs: "720h", Pods: "0"}, want: PruneOptions{JobRetention: 720 * time.Hour, PodRetention: -1}},
 		{
-			name: "a given age wins", retention: ConfigRetention{Jobs: "720h", Pods: "6h"}, given: SinkerOptions{PodRetention: time.Hour},
-			want: SinkerOptions{JobRetention: 720 * time.Hour, PodRetention: time.Hour},
+			name: "a given age wins", retention: ConfigRetention{Jobs: "720h", Pods: "6h"}, given: PruneOptions{PodRetention: time.Hour},
+			want: PruneOptions{JobRetention: 720 * time.Hour, PodRetention: time.Hour},
 		},
 		{name: "a bad key", retention: ConfigRetention{Pods: "1d"}, wantErrKey: "retention.pods"},
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/lockctl/lockctl/lock"
 )
 
-// TestRunSessionsCheck judges a run's job by the run's hold on its lock.
-func TestRunSessionsCheck(t *testing.T) {
+// TestHoldCheckerCheck judges a run's job by the run's hold on its lock.
+func TestHoldCheckerCheck(t *testing.T) {
 	t.Parallel()
 	const ended = "the lockctl run that started it ended without cleaning up: "
 	tests := []struct {
@@ -77,7 +77,7 @@ func TestRunSessionsCheck(t *testing.T) {
 				_, err = te.cs.CoreV1().ConfigMaps("default").Update(t.Context(), cm, metav1.UpdateOptions{})
 				require.NoError(t, err)
 			},
-			wantRecheck: SessionRecheck,
+			wantRecheck: HoldRecheck,
 		},
 	}
 	for _, tt := range tests {
@@ -90,10 +90,10 @@ func TestRunSessionsCheck(t *testing.T) {
 			te.clock.Step(tt.advance)
 			j := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}}
 			if tt.session != "" {
-				j.Annotations = map[string]string{AnnotationSession: tt.session}
+				j.Annotations = map[string]string{AnnotationHoldRef: tt.session}
 			}
 
-			gotEnded, gotRecheck, err := NewSessions(te.cs.CoreV1(), te.clock).Check(t.Context(), j)
+			gotEnded, gotRecheck, err := NewHoldChecker(te.cs.CoreV1(), HoldCheckerOptions{Clock: te.clock}).Check(t.Context(), j)
 
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantEnded, gotEnded)
@@ -131,12 +131,12 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 	return &fakeEnv{cs: fake.NewClientset(), clock: testingclock.NewFakeClock(testNow)}
 }
 
-// TestRunSessionsLockClients: the lock clients of Sessions judge on the
+// TestHoldCheckerLockClients: the lock clients of HoldChecker judge on the
 // clock given (the API server's, in lockctl) and read holder pods' nodes.
-func TestRunSessionsLockClients(t *testing.T) {
+func TestHoldCheckerLockClients(t *testing.T) {
 	t.Parallel()
 	clk := testingclock.NewFakeClock(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
-	c := NewSessions(fake.NewClientset().CoreV1(), clk).client("locks")
+	c := NewHoldChecker(fake.NewClientset().CoreV1(), HoldCheckerOptions{Clock: clk}).client("locks")
 	assert.Same(t, clk, c.Clock, "the clock given")
 	assert.NotNil(t, c.Nodes, "nodes are read")
 	assert.Equal(t, "locks", c.Namespace())

@@ -17,12 +17,12 @@ import (
 	"github.com/lockctl/lockctl/job"
 )
 
-// TestIntegrationSinker runs jobs to their end with a real reconciler, then
+// TestIntegrationPruner runs jobs to their end with a real reconciler, then
 // prunes them with short ages: the pods of finished jobs and the records
 // past the job age go, the newest periodic run and unfinished jobs stay, a
 // dry run deletes nothing, and a record changed between the list and the
 // delete is left alone.
-func TestIntegrationSinker(t *testing.T) {
+func TestIntegrationPruner(t *testing.T) {
 	t.Parallel()
 	it := newITest(t)
 	it.run(Options{}, nil)
@@ -39,20 +39,20 @@ func TestIntegrationSinker(t *testing.T) {
 	require.Eventually(t, func() bool { p := it.pod("running"); return p != nil && p.Status.Phase == corev1.PodRunning }, waitFor, 20*time.Millisecond)
 
 	// Ten minutes on: every finished job is older than both ages.
-	opts := SinkerOptions{JobRetention: 5 * time.Minute, PodRetention: time.Minute, Clock: testingclock.NewFakeClock(time.Now().Add(10 * time.Minute))}
+	opts := PruneOptions{JobRetention: 5 * time.Minute, PodRetention: time.Minute, Clock: testingclock.NewFakeClock(time.Now().Add(10 * time.Minute))}
 	clusters := map[string]corev1client.PodsGetter{job.DefaultCluster: it.env.Client.CoreV1()}
 	wantPods := []string{"deploy", "nightly-1", "nightly-2"}
 	wantJobs := []string{"deploy", "nightly-1"}
 
 	dry := opts
 	dry.DryRun = true
-	res, err := NewSinker(it.env.Client.CoreV1(), it.ns, clusters, dry).Prune(t.Context())
+	res, err := NewPruner(it.env.Client.CoreV1(), it.ns, clusters, dry).Prune(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, wantPods, prunedNames(res, "pod"), "dry run: pods that would go")
 	assert.Equal(t, wantJobs, prunedNames(res, "job"), "dry run: records that would go")
 	assert.Equal(t, []string{"deploy", "nightly-1", "nightly-2", "running"}, it.recordNames(), "a dry run deletes nothing")
 
-	res, err = NewSinker(it.env.Client.CoreV1(), it.ns, clusters, opts).Prune(t.Context())
+	res, err = NewPruner(it.env.Client.CoreV1(), it.ns, clusters, opts).Prune(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, wantPods, prunedNames(res, "pod"))
 	assert.Equal(t, wantJobs, prunedNames(res, "job"))
@@ -62,7 +62,7 @@ func TestIntegrationSinker(t *testing.T) {
 	}, waitFor, 20*time.Millisecond, "the pods are gone, finalizers and all")
 	assert.NotNil(t, it.pod("running"), "the unfinished job's pod stays")
 
-	res, err = NewSinker(it.env.Client.CoreV1(), it.ns, clusters, opts).Prune(t.Context())
+	res, err = NewPruner(it.env.Client.CoreV1(), it.ns, clusters, opts).Prune(t.Context())
 	require.NoError(t, err)
 	assert.Empty(t, res.Deleted, "a second prune finds nothing")
 
@@ -72,7 +72,7 @@ func TestIntegrationSinker(t *testing.T) {
 		})
 		it.waitState("late", job.Success)
 		cms := &changeBeforeDelete{ConfigMapsGetter: it.env.Client.CoreV1(), t: t, name: "late"}
-		res, err := NewSinker(cms, it.ns, clusters, opts).Prune(t.Context())
+		res, err := NewPruner(cms, it.ns, clusters, opts).Prune(t.Context())
 		require.NoError(t, err)
 		assert.NotContains(t, prunedNames(res, "job"), "late")
 		assert.Equal(t, 1, res.Skipped, "the changed record is skipped")
@@ -103,7 +103,7 @@ func (it *itest) recordNames() []string {
 	return out
 }
 
-// changeBeforeDelete changes the record called name just before the sinker
+// changeBeforeDelete changes the record called name just before the pruner
 // deletes it, as another writer could.
 type changeBeforeDelete struct {
 	corev1client.ConfigMapsGetter

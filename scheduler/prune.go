@@ -34,8 +34,8 @@ const (
 	orphanGrace = time.Minute
 )
 
-// SinkerOptions configure a Sinker.
-type SinkerOptions struct {
+// PruneOptions configure a Pruner.
+type PruneOptions struct {
 	// JobRetention is how long a finished job record is kept after its
 	// completion; 0 means DefaultJobRetention, negative means forever.
 	JobRetention time.Duration
@@ -72,8 +72,8 @@ type ConfigRetention struct {
 // Apply fills the retention ages that opts leaves at 0 (no flag given)
 // from r; an age both leave at 0 is the default. A bad key is a
 // *ConfigError.
-func (r ConfigRetention) Apply(opts SinkerOptions) (SinkerOptions, error) {
-	fromFile, err := r.SinkerOptions()
+func (r ConfigRetention) Apply(opts PruneOptions) (PruneOptions, error) {
+	fromFile, err := r.PruneOptions()
 	if err != nil {
 		return opts, err
 	}
@@ -86,11 +86,11 @@ func (r ConfigRetention) Apply(opts SinkerOptions) (SinkerOptions, error) {
 	return opts, nil
 }
 
-// SinkerOptions returns the ages as SinkerOptions retention fields (0 for
+// PruneOptions returns the ages as PruneOptions retention fields (0 for
 // an empty key, which means the default; negative for 0, which means
 // forever), or a *ConfigError naming a bad key.
-func (r ConfigRetention) SinkerOptions() (SinkerOptions, error) {
-	var o SinkerOptions
+func (r ConfigRetention) PruneOptions() (PruneOptions, error) {
+	var o PruneOptions
 	for _, d := range []struct {
 		key string
 		val string
@@ -116,25 +116,25 @@ func (r ConfigRetention) SinkerOptions() (SinkerOptions, error) {
 	return o, nil
 }
 
-// Sinker deletes finished job records and their pods once they are older
+// Pruner deletes finished job records and their pods once they are older
 // than the retention ages, as Prow's sinker does, so records do not pile up
 // beside the user's ConfigMaps and in every reconciler's cache. The newest
 // run of each periodic job is kept whatever its age. Every delete carries
 // the UID and resourceVersion read, so a record or pod that changed or was
-// re-created meanwhile is never removed. Any number of Sinkers may run at
+// re-created meanwhile is never removed. Any number of Pruners may run at
 // once: one deletes, the others find the object gone.
-type Sinker struct {
+type Pruner struct {
 	store     *job.Store
 	cms       corev1client.ConfigMapInterface
 	namespace string
 	podNS     string
 	clusters  map[string]corev1client.PodsGetter
-	opts      SinkerOptions
+	opts      PruneOptions
 }
 
-// NewSinker returns a Sinker for the job records in namespace, whose pods
+// NewPruner returns a Pruner for the job records in namespace, whose pods
 // run in the given build clusters (alias → client).
-func NewSinker(cms corev1client.ConfigMapsGetter, namespace string, clusters map[string]corev1client.PodsGetter, opts SinkerOptions) *Sinker {
+func NewPruner(cms corev1client.ConfigMapsGetter, namespace string, clusters map[string]corev1client.PodsGetter, opts PruneOptions) *Pruner {
 	if opts.JobRetention == 0 {
 		opts.JobRetention = DefaultJobRetention
 	}
@@ -149,8 +149,8 @@ func NewSinker(cms corev1client.ConfigMapsGetter, namespace string, clusters map
 	if podNS == "" {
 		podNS = namespace
 	}
-	return &Sinker{
-		store:     job.NewStore(cms, namespace),
+	return &Pruner{
+		store:     job.NewStore(cms, namespace, job.StoreOptions{}),
 		cms:       cms.ConfigMaps(namespace),
 		namespace: namespace,
 		podNS:     podNS,
@@ -206,7 +206,7 @@ func (r *PruneResult) Count(kind string) int {
 // ago than the job retention (but for the newest run of each periodic job).
 // A build cluster that cannot be reached does not stop the others; its
 // error is returned with the result once everything else is done.
-func (s *Sinker) Prune(ctx context.Context) (*PruneResult, error) {
+func (s *Pruner) Prune(ctx context.Context) (*PruneResult, error) {
 	now := s.opts.Clock.Now()
 	jobs, err := s.store.List(ctx, job.ListOptions{})
 	if err != nil && !errors.Is(err, job.ErrCorrupt) {
@@ -253,7 +253,7 @@ func (s *Sinker) Prune(ctx context.Context) (*PruneResult, error) {
 }
 
 // prunePods deletes the pods of one build cluster that are due.
-func (s *Sinker) prunePods(ctx context.Context, alias string, jobs map[string]*job.Job, listed time.Time, seen map[types.UID]bool, res *PruneResult) error {
+func (s *Pruner) prunePods(ctx context.Context, alias string, jobs map[string]*job.Job, listed time.Time, seen map[types.UID]bool, res *PruneResult) error {
 	sel := job.LabelManagedBy + "=" + job.ManagedByValue + "," + job.LabelRecordNamespace + "=" + s.namespace
 	list, err := s.clusters[alias].Pods(s.podNS).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
@@ -284,7 +284,7 @@ func (s *Sinker) prunePods(ctx context.Context, alias string, jobs map[string]*j
 // newerRecord reports whether pod's job record, missing from the listing,
 // is there but of a record version this lockctl cannot read: a newer
 // lockctl's, whose reconcile loop owns the pod (docs/job-record.md).
-func (s *Sinker) newerRecord(ctx context.Context, pod *corev1.Pod, jobs map[string]*job.Job) bool {
+func (s *Pruner) newerRecord(ctx context.Context, pod *corev1.Pod, jobs map[string]*job.Job) bool {
 	name := pod.Labels[job.LabelRecord]
 	if name == "" || jobs[name] != nil {
 		return false
@@ -295,7 +295,7 @@ func (s *Sinker) newerRecord(ctx context.Context, pod *corev1.Pod, jobs map[stri
 }
 
 // podDue says whether pod should go, and why.
-func (s *Sinker) podDue(pod *corev1.Pod, jobs map[string]*job.Job, now time.Time) (string, bool) {
+func (s *Pruner) podDue(pod *corev1.Pod, jobs map[string]*job.Job, now time.Time) (string, bool) {
 	if pod.DeletionTimestamp != nil || s.opts.PodRetention < 0 {
 		return "", false
 	}
@@ -323,7 +323,7 @@ func (s *Sinker) podDue(pod *corev1.Pod, jobs map[string]*job.Job, now time.Time
 }
 
 // deleteRecord deletes j's record if it is still the version listed.
-func (s *Sinker) deleteRecord(ctx context.Context, j *job.Job) (bool, error) {
+func (s *Pruner) deleteRecord(ctx context.Context, j *job.Job) (bool, error) {
 	if s.opts.DryRun {
 		return true, nil
 	}
@@ -339,7 +339,7 @@ func (s *Sinker) deleteRecord(ctx context.Context, j *job.Job) (bool, error) {
 
 // deletePod deletes pod if it is still the version listed, and takes
 // lockctl's finalizer off it so it does not stay Terminating.
-func (s *Sinker) deletePod(ctx context.Context, alias string, pod *corev1.Pod) (bool, error) {
+func (s *Pruner) deletePod(ctx context.Context, alias string, pod *corev1.Pod) (bool, error) {
 	if s.opts.DryRun {
 		return true, nil
 	}
@@ -357,7 +357,7 @@ func (s *Sinker) deletePod(ctx context.Context, alias string, pod *corev1.Pod) (
 	return true, nil
 }
 
-func (s *Sinker) record(res *PruneResult, p Pruned, deleted bool) {
+func (s *Pruner) record(res *PruneResult, p Pruned, deleted bool) {
 	if !deleted {
 		res.Skipped++
 		return
@@ -374,7 +374,7 @@ func (s *Sinker) record(res *PruneResult, p Pruned, deleted bool) {
 
 // Run prunes at once and then every interval until ctx ends, logging what
 // went wrong; for the reconcile loop.
-func (s *Sinker) Run(ctx context.Context, interval time.Duration) {
+func (s *Pruner) Run(ctx context.Context, interval time.Duration) {
 	ticker := s.opts.Clock.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -446,7 +446,7 @@ func shortAge(d time.Duration) string {
 	return fmt.Sprintf("%ds", int(d/time.Second))
 }
 
-// PruneMetrics count what the sinker deleted.
+// PruneMetrics count what the pruner deleted.
 type PruneMetrics struct {
 	deleted *prometheus.CounterVec
 	errors  prometheus.Counter
