@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"k8s.io/utils/clock"
 	"os"
 	"strconv"
 	"testing"
@@ -75,7 +76,7 @@ func newClientset(b testing.TB, cfg *rest.Config) kubernetes.Interface {
 func newLockClient(b testing.TB, cfg *rest.Config, ns string) *lock.Client {
 	b.Helper()
 	cs := newClientset(b, cfg)
-	return lock.New(cs.CoreV1(), cs.CoreV1(), ns)
+	return lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 }
 
 // within returns a context that ends after d, for one experiment.

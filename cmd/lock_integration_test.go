@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
@@ -159,7 +160,7 @@ func TestIntegrationAcquireReentrant(t *testing.T) {
 			assert.Equal(t, token, again, "the token of the hold")
 			assert.Contains(t, errOut, `lock "`+tt.target+`" already held by acme/web@main#123 since`)
 			assert.Contains(t, errOut, "nothing to do")
-			l, err := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns).Get(t.Context(), tt.target)
+			l, err := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{}).Get(t.Context(), tt.target)
 			require.NoError(t, err)
 			assert.Empty(t, l.Status.Waiters, "nobody queued behind itself")
 		})

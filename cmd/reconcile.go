@@ -257,10 +257,6 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
-	if err != nil {
-		return err
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	lo := scheduler.LoopOptions{Options: opts, Registry: reg}
@@ -282,7 +278,10 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		defer cancel()
 		stopEvents(flush)
 	}()
-	locks.Events = rec
+	locks, err := cli.NewLockClientWithEvents(o.f, &o.LockFlags, rec)
+	if err != nil {
+		return err
+	}
 	lo.Locker = run.NewPodLocker(locks)
 	// NOTE: the locks of lockctl run sessions live beside the job records,
 	// so the job cluster's client reads them.

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/clock"
 	"net"
 	"os"
 	"os/exec"
@@ -144,8 +145,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	// The contenders are other processes as far as the page is concerned:
 	// clients of their own.
 	contender := func() *lock.Client {
-		c := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
-		c.WaiterTTL = 10 * time.Minute
+		c := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{WaiterTTL: 10 * time.Minute})
 		return c
 	}
 	first, second, third := contender(), contender(), contender()
@@ -174,7 +174,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
+	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	store := job.NewStore(kubeclient.CoreV1(cs), ns, job.StoreOptions{})
 	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
 		Jobs:    store,

@@ -42,9 +42,8 @@ type started struct {
 func start(t *testing.T) *started {
 	t.Helper()
 	cs := fake.NewClientset()
-	locks := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS)
-	locks.Clock = clock.RealClock{}
-	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS)
+	locks := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
+	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
 	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
 		Jobs: job.NewStore(kubeclient.CoreV1(cs), jobNS, job.StoreOptions{}),
 	})

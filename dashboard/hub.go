@@ -114,7 +114,7 @@ type published struct {
 // ConfigMaps client of the same cluster. Run starts it.
 func NewHub(locks *lock.Client, cms corev1client.ConfigMapsGetter, o Options) *Hub {
 	if o.Clock == nil {
-		o.Clock = locks.Clock
+		o.Clock = locks.Clock()
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = DefaultRefresh

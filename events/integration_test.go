@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"k8s.io/utils/clock"
 	"sort"
 	"strconv"
 	"sync"
@@ -81,8 +82,7 @@ func TestIntegrationLockEvents(t *testing.T) {
 	l.SetOutput(logs)
 	l.SetLevel(logrus.DebugLevel)
 	rec := NewRecorder(env.Client.EventsV1(), Options{Log: logrus.NewEntry(l)})
-	locks := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns)
-	locks.Events = rec
+	locks := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{Events: rec})
 	req := func(repo, session string) lock.Request {
 		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Session: session}
 	}

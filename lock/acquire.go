@@ -29,7 +29,7 @@ func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress,
 	if err != nil {
 		return nil, nil, err
 	}
-	now := c.Clock.Now()
+	now := c.clk.Now()
 	res, err := c.acquireOnce(ctx, req, me, false)
 	if err != nil {
 		return nil, nil, err
@@ -163,7 +163,7 @@ func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *c
 			return
 		}
 		res.cm, res.rec = written, d.Record
-		if background && c.Events != nil && d.Outcome == Acquired {
+		if background && c.events != nil && d.Outcome == Acquired {
 			// NOTE: the holder's work starts a round trip sooner; ReleaseHeld
 			// waits for these Events before its own, so a lock's Events keep
 			// their order.
@@ -197,7 +197,7 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		}
 		cur = rec
 	}
-	now := c.Clock.Now()
+	now := c.clk.Now()
 	alive, recheck, why := true, time.Time{}, ""
 	if cur != nil && !cur.IsFree() {
 		var err error
@@ -229,7 +229,7 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		d.NextCheck = recheck
 	}
 	if d.StaleHolder != nil {
-		c.Log.WithField("lock", c.Describe(req.Target)).WithField("holder", d.StaleHolder.Identity.String()).Debug("holder is no longer alive")
+		c.log.WithField("lock", c.Describe(req.Target)).WithField("holder", d.StaleHolder.Identity.String()).Debug("holder is no longer alive")
 	}
 	if d.RanAgain {
 		why = "its job runs again: " + me.CIJob.Describe()
@@ -261,7 +261,7 @@ func endStaleHold(d Decision, me Claim, why string) {
 // settle turns a written decision into its result: the Held of a contender
 // that holds the lock, or a *SupersededError.
 func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepResult) error {
-	log := c.Log.WithField("lock", c.Describe(req.Target)).WithField("holder", me.Identity.String())
+	log := c.log.WithField("lock", c.Describe(req.Target)).WithField("holder", me.Identity.String())
 	d := res.decision
 	switch d.Outcome {
 	case Acquired:

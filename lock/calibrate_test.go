@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"k8s.io/utils/clock"
 	"sync"
 	"testing"
 	"time"
@@ -89,8 +90,8 @@ func TestAcquireCalibratesFirst(t *testing.T) {
 				clk.off, clk.synced = off, true
 			}
 			clk.hears(cs, off)
-			c := New(cs.CoreV1(), cs.CoreV1(), lockNS)
-			c.Clock = clk
+			c := New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, Options{})
+			c.clk = clk
 			c.SetFreezeWindows(nil)
 
 			ctx, cancel := context.WithCancel(t.Context())
@@ -141,8 +142,8 @@ func TestExpiryJudgedWithUncertainty(t *testing.T) {
 			h.Expires = microPtr(expires)
 			cm := lockObject(t, record(h))
 			cs := fake.NewClientset(cm)
-			c := New(cs.CoreV1(), cs.CoreV1(), lockNS)
-			c.Clock = &calibrating{FakeClock: testingclock.NewFakeClock(t0), synced: true, unc: tt.uncertainty}
+			c := New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, Options{})
+			c.clk = &calibrating{FakeClock: testingclock.NewFakeClock(t0), synced: true, unc: tt.uncertainty}
 			req := request("1")
 			me, err := c.claim(t.Context(), req)
 			require.NoError(t, err)

@@ -126,14 +126,14 @@ func TestIntegrationHolderOnDeadNode(t *testing.T) {
 			t.Parallel()
 			target := []string{"dead-node", "dead-node-pod-only", "evicted"}[i]
 			node, pod := podOnUnmanagedNode(t, env.Client, ns, "holder-"+target)
-			l := newClient(t, env.Client, ns)
+			o := lock.Options{LostPodGrace: deadNodeGrace}
 			if tt.readNodes {
-				l.Nodes = env.Client.CoreV1()
+				o.Nodes = env.Client.CoreV1()
 			}
-			l.LostPodGrace = deadNodeGrace
 			if tt.evict {
-				l.LostPodGrace = time.Hour // only the eviction counts here
+				o.LostPodGrace = time.Hour // only the eviction counts here
 			}
+			l := newClientWith(t, env.Client, ns, o)
 			mustAcquire(t, l, lock.Request{Target: target, Identity: clitest.Identity("web", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
 			done, queued := acquireAsync(t.Context(), l, lock.Request{Target: target, Identity: clitest.Identity("api", 1)})
 			awaitQueued(t, queued, "waiter")

@@ -19,7 +19,7 @@
 // # Whose clock
 //
 // Expiries are stamped and judged on the API server's clock, never on the
-// contender's own: Client.Clock is meant to be a servertime.Clock that learns
+// contender's own: the clock given to New is meant to be a servertime.Clock that learns
 // the API server's time from the Date header of the answers to the clients
 // it is wired into, and a Client whose clock has not heard from the API
 // server yet reads the lock before its first decision. Each expiry counts
@@ -73,10 +73,10 @@
 //	sc := servertime.New(nil)
 //	cfg.Wrap(sc.WrapTransport) // the rest.Config of the clients below
 //	cs := kubernetes.NewForConfigOrDie(cfg)
-//	c := lock.New(cs.CoreV1(), cs.CoreV1(), lockNamespace)
-//	c.Clock = sc            // otherwise expiries are judged on the local clock
-//	c.Nodes = cs.CoreV1()   // optional: judge a holder pod's node (get nodes)
-//	c.Log = log             // optional: a *logrus.Entry
+//	c := lock.New(cs.CoreV1(), cs.CoreV1(), lockNamespace, sc, lock.Options{
+//		Nodes: cs.CoreV1(), // optional: judge a holder pod's node (get nodes)
+//		Log:   log,         // optional: a *logrus.Entry
+//	})
 //
 // A Held that Acquire returned keeps a watch of its lock and may still be
 // recording the Events of its acquisition: ReleaseHeld ends both, and a

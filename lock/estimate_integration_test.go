@@ -56,7 +56,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 		r.OnProgress = func(p lock.Progress) {
 			once.Do(func() {
 				if measure {
-					now := l.Clock.Now()
+					now := l.Clock().Now()
 					mu.Lock()
 					joined, estimate = now, p.Estimate(now)
 					mu.Unlock()
@@ -68,7 +68,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			h, err := l.Acquire(ctx, r)
-			got := l.Clock.Now()
+			got := l.Clock().Now()
 			if !assert.NoError(t, err, "acquire %s", repo) {
 				d <- time.Time{}
 				return

@@ -9,7 +9,7 @@ import (
 )
 
 // Reasons of the Events a Client records on a lock's ConfigMap (see
-// Client.Events); `kubectl get events --field-selector
+// Options.Events); `kubectl get events --field-selector
 // involvedObject.name=lockctl-lock-TARGET` lists them.
 const (
 	// ReasonAcquired: a contender took the lock, or confirmed a hand-over.
@@ -50,10 +50,10 @@ type EventRecorder interface {
 
 // event records one change of the lock cm, if the client has a recorder.
 func (c *Client) event(ctx context.Context, cm *corev1.ConfigMap, warning bool, reason, note string) {
-	if c.Events == nil || cm == nil {
+	if c.events == nil || cm == nil {
 		return
 	}
-	c.Events.Event(ctx, cm, warning, "Lock", reason, note)
+	c.events.Event(ctx, cm, warning, "Lock", reason, note)
 }
 
 // describeClaim renders a claim for an Event note: the identity, and the

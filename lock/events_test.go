@@ -107,7 +107,7 @@ func TestLockEvents(t *testing.T) {
 			t.Parallel()
 			c, _ := newTestClient(t, now, nil, tt.objs...)
 			log := &eventLog{}
-			c.Events = log
+			c.events = log
 			_ = tt.do(t.Context(), c)
 			require.Len(t, log.events, len(tt.want), "events: %q", log.events)
 			for i, w := range tt.want {

@@ -112,13 +112,13 @@ func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*Lock, error) {
 				return change{}, err
 			}
 		}
-		rec, err := decideFreeze(rec, req, c.Clock.Now())
+		rec, err := decideFreeze(rec, req, c.clk.Now())
 		if err != nil {
 			return change{}, err
 		}
 		return change{Decision: Decision{Record: rec, Create: cm == nil}, stored: func(ctx context.Context, written *corev1.ConfigMap) {
 			out = written
-			c.Log.WithField("lock", c.Describe(req.Target)).Debug(rec.Freeze.Describe())
+			c.log.WithField("lock", c.Describe(req.Target)).Debug(rec.Freeze.Describe())
 			c.event(ctx, written, false, ReasonFrozen, rec.Freeze.Describe())
 		}}, nil
 	})
@@ -194,7 +194,7 @@ func (c *Client) Unfreeze(ctx context.Context, target string) (*Unfrozen, error)
 			return change{}, err
 		}
 		var write bool
-		res, write, err = decideUnfreeze(target, rec, c.freezeWindows(), c.Clock.Now())
+		res, write, err = decideUnfreeze(target, rec, c.freezeWindows(), c.clk.Now())
 		if err != nil || !write {
 			if we := (*WindowError)(nil); errors.As(err, &we) {
 				we.Namespace = c.namespace

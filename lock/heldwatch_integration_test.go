@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"k8s.io/utils/clock"
 	"net/http"
 	"sync"
 	"testing"
@@ -34,7 +35,7 @@ func TestIntegrationKeepWatching(t *testing.T) {
 		log := testenv.RecordRequests(cfg)
 		cs, err := kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
-		c := New(cs.CoreV1(), cs.CoreV1(), ns)
+		c := New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, Options{})
 		return c, log
 	}
 	req := func(repo string) Request {

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/clock"
 	"sync"
 	"testing"
 	"time"
@@ -28,8 +29,14 @@ const waitTimeout = time.Minute
 
 func newClient(t *testing.T, c kubernetes.Interface, ns string) *lock.Client {
 	t.Helper()
-	l := lock.New(c.CoreV1(), c.CoreV1(), ns)
-	return l
+	return newClientWith(t, c, ns, lock.Options{})
+}
+
+// newClientWith is newClient with o, on the local clock: the test
+// processes share the API server's machine.
+func newClientWith(t *testing.T, c kubernetes.Interface, ns string, o lock.Options) *lock.Client {
+	t.Helper()
+	return lock.New(c.CoreV1(), c.CoreV1(), ns, clock.RealClock{}, o)
 }
 
 type result struct {

@@ -42,14 +42,28 @@ type Client struct {
 	pods      corev1client.PodsGetter
 	namespace string
 
-	// Clock judges expiries and stamps records; defaults to clock.RealClock.
-	// Give it a clock that follows the API server's (a servertime.Clock
-	// wired into the clients' transport), so contenders with skewed clocks
-	// agree on expiries (see the package doc); such a clock is asked to
-	// hear from the API server before the first decision.
-	Clock clock.WithTicker
+	// clk judges expiries and stamps records (see New).
+	clk clock.WithTicker
+	// log, nodes, events and the durations of opts are Options, with
+	// their defaults filled in.
+	log    *logrus.Entry
+	nodes  corev1client.NodesGetter
+	events EventRecorder
+	opts   Options
+
+	// store is where the locks live: every read and write of a lock goes
+	// through it (see update).
+	store store
+	// windows are the recurring freezes of the lock namespace (see
+	// windowCache).
+	windows     windowCache
+	nodesDenied atomic.Bool
+}
+
+// Options tunes a Client; a zero field takes its default.
+type Options struct {
 	// Log receives what the client does, with stable keys "lock", "holder"
-	// and "err"; defaults to a logger that discards.
+	// and "err"; nil means a logger that discards.
 	Log *logrus.Entry
 	// WaiterTTL is how long a waiter's place lasts between renewals;
 	// 0 means DefaultWaiterTTL.
@@ -66,27 +80,51 @@ type Client struct {
 	// ConfigMap (the Reason constants); nil records none. Recording is
 	// best effort and never fails an operation.
 	Events EventRecorder
-	// store is where the locks live: every read and write of a lock goes
-	// through it (see update).
-	store store
-	// windows are the recurring freezes of the lock namespace (see
-	// windowCache).
-	windows     windowCache
-	nodesDenied atomic.Bool
 }
 
 // New returns a Client for locks in namespace, reading and writing
 // ConfigMaps through cms and judging holder pods through pods.
-func New(cms corev1client.ConfigMapsGetter, pods corev1client.PodsGetter, namespace string) *Client {
+//
+// clk judges expiries and stamps records, and is required: give it the
+// API server's clock (a servertime.Clock wired into the transport of the
+// clients above, as cmd does), so contenders with skewed clocks agree on
+// expiries (see the package doc); such a clock is asked to hear from the
+// API server before the first decision. A test passes a fake clock, and a
+// program that means the local clock says so with clock.RealClock{}. New
+// panics when clk is nil: no Client silently judges on the local clock.
+func New(cms corev1client.ConfigMapsGetter, pods corev1client.PodsGetter, namespace string, clk clock.WithTicker, o Options) *Client {
+	if clk == nil {
+		panic("lock.New: no clock given; pass the API server's clock (servertime.Clock), or clock.RealClock{} to mean the local one")
+	}
+	if o.Log == nil {
+		o.Log = logutil.Discard()
+	}
+	if o.WaiterTTL <= 0 {
+		o.WaiterTTL = DefaultWaiterTTL
+	}
+	if o.LostPodGrace <= 0 {
+		o.LostPodGrace = DefaultLostPodGrace
+	}
 	return &Client{
 		cms:       cms,
 		pods:      pods,
 		namespace: namespace,
 		store:     configMapStore{cms: cms, namespace: namespace},
-		Clock:     clock.RealClock{},
-		Log:       logutil.Discard(),
+		clk:       clk,
+		log:       o.Log,
+		nodes:     o.Nodes,
+		events:    o.Events,
+		opts:      o,
 	}
 }
+
+// Clock returns the clock the client judges expiries and stamps records
+// on (see New).
+func (c *Client) Clock() clock.WithTicker { return c.clk }
+
+// Options returns the options the client was made with, defaults filled
+// in.
+func (c *Client) Options() Options { return c.opts }
 
 // Namespace returns the lock namespace.
 func (c *Client) Namespace() string { return c.namespace }
@@ -283,7 +321,7 @@ func (h *Held) lastCM() *corev1.ConfigMap {
 func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
 	w := newWaiter(c, req, Claim{})
 	defer w.stop()
-	w.started = c.Clock.Now()
+	w.started = c.clk.Now()
 	held, err := c.acquire(ctx, w)
 	if held != nil && w.lockEvents != nil {
 		// NOTE: the watch of the lock waited for is kept while it is held,
@@ -296,7 +334,7 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
 	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
 		!errors.Is(err, ErrTimeout) && !errors.Is(err, ErrSuperseded) && !errors.Is(err, ErrHeld) {
-		err = &TimeoutError{Target: req.Target, Holder: w.holder, Waited: c.Clock.Since(w.started), Freeze: w.freeze}
+		err = &TimeoutError{Target: req.Target, Holder: w.holder, Waited: c.clk.Since(w.started), Freeze: w.freeze}
 	}
 	return held, err
 }
@@ -363,19 +401,19 @@ func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now 
 // accounts lack (docs/rbac.md); without it the pod's own conditions stand in
 // for the node's, which is said once at -v 1.
 func (c *Client) node(ctx context.Context, pod *corev1.Pod) *corev1.Node {
-	if c.Nodes == nil || pod == nil || pod.Spec.NodeName == "" || c.nodesDenied.Load() {
+	if c.nodes == nil || pod == nil || pod.Spec.NodeName == "" || c.nodesDenied.Load() {
 		return nil
 	}
-	n, err := c.Nodes.Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	n, err := c.nodes.Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		return n
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 		if !c.nodesDenied.Swap(true) {
-			c.Log.WithField("err", err).Debug("cannot read nodes; judging holder pods by their own conditions (docs/rbac.md has the optional ClusterRole)")
+			c.log.WithField("err", err).Debug("cannot read nodes; judging holder pods by their own conditions (docs/rbac.md has the optional ClusterRole)")
 		}
 	default:
-		c.Log.WithField("err", err).Debug("cannot read the holder pod's node; judging it by its own conditions")
+		c.log.WithField("err", err).Debug("cannot read the holder pod's node; judging it by its own conditions")
 	}
 	return nil
 }
@@ -464,7 +502,7 @@ func (c *Client) leave(ctx context.Context, target, session string) error {
 			return change{}, nil
 		}
 		rec, err := c.decode(cm, target)
-		if err != nil || !leaveQueue(rec, session, c.Clock.Now()) {
+		if err != nil || !leaveQueue(rec, session, c.clk.Now()) {
 			return change{}, err
 		}
 		return change{Decision: Decision{Record: rec}}, nil
@@ -489,10 +527,10 @@ type serverClock interface {
 	Uncertainty() (time.Duration, bool)
 }
 
-// clockSlack is how far c.Clock may be ahead of the API server's: the
+// clockSlack is how far c.clk may be ahead of the API server's: the
 // uncertainty of a clock that follows the API server's, 0 for others.
 func (c *Client) clockSlack() time.Duration {
-	if sc, ok := c.Clock.(serverClock); ok {
+	if sc, ok := c.clk.(serverClock); ok {
 		if u, synced := sc.Uncertainty(); synced {
 			return u
 		}
@@ -500,15 +538,15 @@ func (c *Client) clockSlack() time.Duration {
 	return 0
 }
 
-// ClockUncertainty returns how far c.Clock may be off the API server's
+// ClockUncertainty returns how far c.clk may be off the API server's
 // clock: the uncertainty of a clock that follows it (servertime.Clock) once
 // it has heard from it, 0 for other clocks and before that.
 func (c *Client) ClockUncertainty() time.Duration { return c.clockSlack() }
 
-// clockReady reports whether c.Clock may stamp and judge expiries: it does
+// clockReady reports whether c.clk may stamp and judge expiries: it does
 // not follow the API server's clock, or it has heard from it.
 func (c *Client) clockReady() bool {
-	sc, ok := c.Clock.(serverClock)
+	sc, ok := c.clk.(serverClock)
 	if !ok {
 		return true
 	}
@@ -516,19 +554,9 @@ func (c *Client) clockReady() bool {
 	return synced
 }
 
-func (c *Client) waiterTTL() time.Duration {
-	if c.WaiterTTL > 0 {
-		return c.WaiterTTL
-	}
-	return DefaultWaiterTTL
-}
+func (c *Client) waiterTTL() time.Duration { return c.opts.WaiterTTL }
 
-func (c *Client) lostPodGrace() time.Duration {
-	if c.LostPodGrace > 0 {
-		return c.LostPodGrace
-	}
-	return DefaultLostPodGrace
-}
+func (c *Client) lostPodGrace() time.Duration { return c.opts.LostPodGrace }
 
 func newSession() string {
 	b := make([]byte, 8)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"k8s.io/utils/clock"
 	"strings"
 	"testing"
 	"time"
@@ -56,8 +57,8 @@ func newTestClient(t *testing.T, now time.Time, reactors func(*fake.Clientset), 
 	if reactors != nil {
 		reactors(cs)
 	}
-	c := New(cs.CoreV1(), cs.CoreV1(), lockNS)
-	c.Clock = testingclock.NewFakeClock(now)
+	c := New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, Options{})
+	c.clk = testingclock.NewFakeClock(now)
 	// NOTE: as if loaded (none), so the verbs the tests count are the
 	// lock's; readfirst_test.go tests the loading (unloaded).
 	c.SetFreezeWindows(nil)
@@ -658,7 +659,7 @@ func TestAcquireTimeoutBeforeJoiningNamesHolder(t *testing.T) {
 	// NOTE: each read takes 100 ms of the fake clock, so the back-off after
 	// the lost create has a window; the fake clock never fires its timer,
 	// so the wait ends by the deadline, in the back-off.
-	clock := c.Clock.(*testingclock.FakeClock)
+	clock := c.clk.(*testingclock.FakeClock)
 	cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		clock.Step(100 * time.Millisecond)
 		return false, nil, nil

@@ -87,7 +87,7 @@ func (c *Client) releaseTaken(ctx context.Context, held []*Held) {
 			continue
 		}
 		if _, err := c.Release(rctx, h.Target, h.Holder.Identity, ReleaseOptions{}); err != nil {
-			c.Log.WithField("lock", c.Describe(h.Target)).WithField("err", err).Warn("could not give back a lock after another could not be taken")
+			c.log.WithField("lock", c.Describe(h.Target)).WithField("err", err).Warn("could not give back a lock after another could not be taken")
 		}
 	}
 }

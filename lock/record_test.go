@@ -2,6 +2,7 @@ package lock
 
 import (
 	"errors"
+	"k8s.io/utils/clock"
 	"strings"
 	"testing"
 
@@ -113,7 +114,7 @@ func TestIdentityErrorDescribe(t *testing.T) {
 
 func TestClaimRefusesInvalidIdentity(t *testing.T) {
 	t.Parallel()
-	c := New(nil, nil, "locks")
+	c := New(nil, nil, "locks", clock.RealClock{}, Options{})
 	_, err := c.claim(t.Context(), Request{Target: "staging", Identity: Identity{Owner: "acme\x1b", Repo: "web", Branch: "main", Build: "1"}})
 	require.Error(t, err)
 	assert.Equal(t, `invalid holder identity: owner "acme\x1b" contains control characters`, err.Error())

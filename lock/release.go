@@ -110,7 +110,7 @@ func (c *Client) heldVersions(h *Held, o ReleaseOptions) reader {
 			if h.watching == nil {
 				h.keep(c.watchFrom(ctx, lost))
 			}
-			fresh = !h.awaitNewer(ctx, c.Clock, lost)
+			fresh = !h.awaitNewer(ctx, c.clk, lost)
 		}
 		if !fresh {
 			if cm := h.lastCM(); holdsIn(h, cm) {
@@ -157,7 +157,7 @@ func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm 
 	if cm == nil {
 		return &Released{}, change{}, nil
 	}
-	log := c.Log.WithField("lock", c.Describe(target))
+	log := c.log.WithField("lock", c.Describe(target))
 	rec, err := c.decode(cm, target)
 	var (
 		invalid *InvalidError
@@ -174,7 +174,7 @@ func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm 
 	case err != nil:
 		return nil, change{}, err
 	}
-	res, write, err := decideRelease(target, rec, cm.ResourceVersion, id, o, c.freezeWindows(), c.Clock.Now())
+	res, write, err := decideRelease(target, rec, cm.ResourceVersion, id, o, c.freezeWindows(), c.clk.Now())
 	if err != nil || !write {
 		if err != nil {
 			setNamespace(err, c.namespace)

@@ -69,7 +69,7 @@ func TestReleaseHeld(t *testing.T) {
 			// NOTE: the release that lost waits a moment (catchUp) for the
 			// watch to bring the newer version, which the fake's watch
 			// never does: on the real clock it then reads the lock.
-			c.Clock = clock.RealClock{}
+			c.clk = clock.RealClock{}
 			h, err := c.Acquire(t.Context(), request("42"))
 			require.NoError(t, err)
 			if tt.joins {
@@ -106,7 +106,7 @@ func TestReleaseHeld(t *testing.T) {
 func TestReleaseHeldNotMine(t *testing.T) {
 	t.Parallel()
 	c, cs := newTestClient(t, t0, casConfigMaps)
-	c.Clock = clock.RealClock{} // see TestReleaseHeld
+	c.clk = clock.RealClock{} // see TestReleaseHeld
 	h, err := c.Acquire(t.Context(), request("42"))
 	require.NoError(t, err)
 	// The lock is broken and taken by another build.
@@ -147,7 +147,7 @@ func TestEventsInBackground(t *testing.T) {
 	t.Parallel()
 	c, cs := newTestClient(t, t0, casConfigMaps)
 	rec := &gatedEvents{gate: make(chan struct{})}
-	c.Events = rec
+	c.events = rec
 	h, err := c.Acquire(t.Context(), request("42"))
 	require.NoError(t, err, "acquired while its Event waits")
 

@@ -36,9 +36,7 @@ func skewedClient(t *testing.T, env *testenv.Env, ns string, off time.Duration) 
 	cfg.Wrap(sc.WrapTransport)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	l := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
-	l.Clock = sc
-	return l
+	return lock.New(cs.CoreV1(), cs.CoreV1(), ns, sc, lock.Options{})
 }
 
 // TestIntegrationClockSkew: a holder whose clock is 10 minutes fast or slow

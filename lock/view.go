@@ -103,7 +103,7 @@ func (c *Client) Free(target string) Lock {
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
 		Spec:       LockSpec{Target: target},
 		Status: LockStatus{State: StateFree, Liveness: "free",
-			Freeze: windowFreeze(c.freezeWindows(), target, c.Clock.Now())},
+			Freeze: windowFreeze(c.freezeWindows(), target, c.clk.Now())},
 	}
 }
 
@@ -147,7 +147,7 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
 // estimate sets the wait estimates of l's waiters, and of a contender
 // that would join now, from rec's history (EstimateWait).
 func (c *Client) estimate(l *Lock, rec *Record) {
-	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.Clock.Now()}
+	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.clk.Now()}
 	if h := l.Status.Holder; h != nil && l.Status.Alive {
 		since := h.Since.Time
 		in.HolderSince = &since
@@ -182,7 +182,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (Lock, *R
 		return l, nil
 	}
 	l.Spec = LockSpec{Target: rec.Target, Policy: rec.Policy}
-	now := c.Clock.Now()
+	now := c.clk.Now()
 	h := rec.Holder
 	h.Priority = h.Priority.Level()
 	for i := range rec.Waiters {
@@ -256,7 +256,7 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 		if rec, err = c.decode(cm, h.Target); err != nil {
 			return change{}, err
 		}
-		if err := decideRenew(rec, h.Session, ttl, c.Clock.Now()); err != nil {
+		if err := decideRenew(rec, h.Session, ttl, c.clk.Now()); err != nil {
 			return change{}, fmt.Errorf("renew lock %s: %w", c.Describe(h.Target), err)
 		}
 		return change{Decision: Decision{Record: rec}, stored: func(_ context.Context, written *corev1.ConfigMap) {

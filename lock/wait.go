@@ -107,7 +107,7 @@ func (w *waiter) begin(ctx context.Context) (*Held, error) {
 	}
 	w.saw(cm)
 	// The wait counts on the clock as it now is.
-	w.started = c.Clock.Now()
+	w.started = c.clk.Now()
 	res, err := c.step(ctx, w.req, w.me, cm, nil)
 	switch {
 	case err == nil && res.held != nil:
@@ -125,19 +125,19 @@ func (w *waiter) begin(ctx context.Context) (*Held, error) {
 		// Lost to another contender: back off, then decide on the version
 		// the watch saw free, or on a fresh read (the watch's may lag).
 		w.lost++
-		woken, err := w.backOff(ctx, w.lost, c.Clock.Since(w.started))
+		woken, err := w.backOff(ctx, w.lost, c.clk.Since(w.started))
 		if err != nil {
 			return nil, w.giveUp(w.waitError(ctx, err, w.holder))
 		}
 		w.refresh = !woken
-		w.roundStart = c.Clock.Now()
+		w.roundStart = c.clk.Now()
 		return nil, nil
 	}
 	// The first write queued us: the version it made needs no read.
 	w.joined, w.holder = true, res.rec.Holder
 	w.last = w.report(res, w.last)
 	w.cm = res.cm
-	w.roundStart = c.Clock.Now()
+	w.roundStart = c.clk.Now()
 	return nil, nil
 }
 
@@ -148,7 +148,7 @@ func (w *waiter) begin(ctx context.Context) (*Held, error) {
 func (w *waiter) turn(ctx context.Context) (*Held, error) {
 	c := w.c
 	if w.refresh {
-		w.roundStart = c.Clock.Now()
+		w.roundStart = c.clk.Now()
 		cm, err := c.get(ctx, w.req.Target)
 		if err != nil {
 			return nil, w.waitOut(ctx, err)
@@ -186,7 +186,7 @@ func (w *waiter) turn(ctx context.Context) (*Held, error) {
 
 // took returns h, held after the wait.
 func (w *waiter) took(h *Held) *Held {
-	h.Waited = w.c.Clock.Since(w.started)
+	h.Waited = w.c.clk.Since(w.started)
 	return h
 }
 
@@ -199,12 +199,12 @@ func (w *waiter) lostWrite(ctx context.Context) error {
 		return nil
 	}
 	w.lost++
-	woken, err := w.backOff(ctx, w.lost, w.c.Clock.Since(w.roundStart))
+	woken, err := w.backOff(ctx, w.lost, w.c.clk.Since(w.roundStart))
 	if err != nil {
 		return w.giveUp(w.waitError(ctx, err, w.holder))
 	}
 	if woken {
-		w.refresh, w.roundStart = false, w.c.Clock.Now()
+		w.refresh, w.roundStart = false, w.c.clk.Now()
 	}
 	return nil
 }
@@ -246,7 +246,7 @@ func (w *waiter) backOff(ctx context.Context, lost int, round time.Duration) (bo
 	if window <= 0 {
 		return false, nil
 	}
-	t := w.c.Clock.NewTimer(rand.N(window))
+	t := w.c.clk.NewTimer(rand.N(window))
 	defer t.Stop()
 	var events <-chan watch.Event
 	if w.lockEvents != nil {
@@ -316,9 +316,9 @@ func ambiguous(err error) bool {
 // or, if it expired, joins the queue again.
 func (w *waiter) pause(ctx context.Context, prev time.Duration, cause error) (time.Duration, error) {
 	d := min(max(2*prev, firstRetryDelay), maxRetryDelay)
-	w.c.Log.WithField("lock", w.c.Describe(w.req.Target)).WithField("err", cause).
+	w.c.log.WithField("lock", w.c.Describe(w.req.Target)).WithField("err", cause).
 		Warnf("API call failed while waiting; trying again in %s", d)
-	t := w.c.Clock.NewTimer(d)
+	t := w.c.clk.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -333,7 +333,7 @@ func (w *waiter) pause(ctx context.Context, prev time.Duration, cause error) (ti
 func (w *waiter) next(ctx context.Context, at time.Time) error {
 	var timer <-chan time.Time
 	if !at.IsZero() {
-		t := w.c.Clock.NewTimer(at.Sub(w.c.Clock.Now()))
+		t := w.c.clk.NewTimer(at.Sub(w.c.clk.Now()))
 		defer t.Stop()
 		timer = t.C()
 	}
@@ -439,7 +439,7 @@ func (w *waiter) giveUp(err error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
 	if lerr := w.c.leave(ctx, w.req.Target, w.me.Session); lerr != nil {
-		w.c.Log.WithField("lock", w.c.Describe(w.req.Target)).WithField("err", lerr).
+		w.c.log.WithField("lock", w.c.Describe(w.req.Target)).WithField("err", lerr).
 			Warn("could not leave the queue; the place expires by itself")
 	}
 	return err
@@ -447,7 +447,7 @@ func (w *waiter) giveUp(err error) error {
 
 func (w *waiter) waitError(ctx context.Context, err error, holder Claim) error {
 	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &TimeoutError{Target: w.req.Target, Holder: holder, Waited: w.c.Clock.Since(w.started), Freeze: w.freeze}
+		return &TimeoutError{Target: w.req.Target, Holder: holder, Waited: w.c.clk.Since(w.started), Freeze: w.freeze}
 	}
 	return fmt.Errorf("wait for lock %s: %w", w.c.Describe(w.req.Target), err)
 }

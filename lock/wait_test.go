@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/utils/clock"
 	"net"
 	"net/url"
 	"syscall"
@@ -98,8 +99,8 @@ func TestWaiterBackOff(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			clk := testingclock.NewFakeClock(time.Unix(0, 0))
-			c := New(nil, nil, "ci")
-			c.Clock = clk
+			c := New(nil, nil, "ci", clock.RealClock{}, Options{})
+			c.clk = clk
 			w := &waiter{c: c, window: tt.last}
 			done := make(chan error, 1)
 			go func() {
@@ -120,8 +121,8 @@ func TestWaiterBackOff(t *testing.T) {
 
 	t.Run("ends with the context", func(t *testing.T) {
 		t.Parallel()
-		c := New(nil, nil, "ci")
-		c.Clock = testingclock.NewFakeClock(time.Unix(0, 0))
+		c := New(nil, nil, "ci", clock.RealClock{}, Options{})
+		c.clk = testingclock.NewFakeClock(time.Unix(0, 0))
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		_, err := (&waiter{c: c}).backOff(ctx, 1, time.Second)
@@ -144,8 +145,8 @@ func TestWaiterBackOff(t *testing.T) {
 		t.Run("woken when "+tt.name, func(t *testing.T) {
 			t.Parallel()
 			clk := testingclock.NewFakeClock(t0)
-			c := New(nil, nil, lockNS)
-			c.Clock = clk
+			c := New(nil, nil, lockNS, clock.RealClock{}, Options{})
+			c.clk = clk
 			events := watch.NewFakeWithChanSize(3, false)
 			w := &waiter{c: c, req: Request{Target: "staging"}, lockEvents: events}
 			events.Add(lockObject(t, record(held(claim("h", "api", "main", "7"), t0))))

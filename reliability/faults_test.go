@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/utils/clock"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -159,8 +160,7 @@ func TestIntegrationInjectedFaults(t *testing.T) {
 		transports = append(transports, ft)
 		cs, err := kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
-		l := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
-		l.WaiterTTL = ttl
+		l := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{WaiterTTL: ttl})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

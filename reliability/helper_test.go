@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"k8s.io/utils/clock"
 	"os"
 	"os/exec"
 	"strconv"
@@ -53,7 +54,7 @@ func runHelper() {
 	if err != nil {
 		fail(err)
 	}
-	l := lock.New(cs.CoreV1(), cs.CoreV1(), os.Getenv(helperNS))
+	l := lock.New(cs.CoreV1(), cs.CoreV1(), os.Getenv(helperNS), clock.RealClock{}, lock.Options{})
 	ctx := context.Background()
 	h, err := l.Acquire(ctx, lock.Request{
 		Target: os.Getenv(helperTarget), Identity: clitest.Identity(os.Getenv(helperRepo), 1), TTL: ttl,

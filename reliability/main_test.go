@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
@@ -39,7 +40,13 @@ func rounds(light, heavyRounds int) int {
 // cfg.
 func lockClient(t testing.TB, cfg *rest.Config, ns string) *lock.Client {
 	t.Helper()
+	return lockClientWith(t, cfg, ns, lock.Options{})
+}
+
+// lockClientWith is lockClient with o.
+func lockClientWith(t testing.TB, cfg *rest.Config, ns string, o lock.Options) *lock.Client {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
 	require.NoError(t, err)
-	return lock.New(cs.CoreV1(), cs.CoreV1(), ns)
+	return lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, o)
 }

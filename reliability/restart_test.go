@@ -53,9 +53,8 @@ func TestIntegrationAPIServerRestartMidWait(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			target := targetName(tt.name)
 			holder := lockClient(t, env.RESTConfig, ns)
-			waiter := lockClient(t, env.RESTConfig, ns)
 			// Short enough that the waiter's renewal falls in the outage.
-			waiter.WaiterTTL = 3 * time.Second
+			waiter := lockClientWith(t, env.RESTConfig, ns, lock.Options{WaiterTTL: 3 * time.Second})
 			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 			defer cancel()
 			_, err := holder.Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity("holder", 1), TTL: tt.holdTTL})

@@ -61,8 +61,7 @@ func (o *stopObserver) Exited(ps *os.ProcessState, _ error) {
 func TestCommandNotRenewed(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
-	c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default")
-	c.Clock = te.clock
+	c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
 	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 6 * time.Second}, HoldOptions{})
 	require.NoError(t, err)

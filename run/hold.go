@@ -201,7 +201,7 @@ func AcquireAll(ctx context.Context, locks *lock.Client, reqs []lock.Request, o 
 	}
 	renewCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	h := &Hold{
-		locks: locks, local: localClock(locks.Clock), held: held, ttl: ttl, timings: timings, obs: observerOrNop(o.Observer),
+		locks: locks, local: localClock(locks.Clock()), held: held, ttl: ttl, timings: timings, obs: observerOrNop(o.Observer),
 		cancel: stop, lost: make(chan error, 1), cancelled: make(chan error, 1), notRenewed: make(chan error, 1),
 		isLost: map[string]bool{},
 	}
@@ -236,7 +236,7 @@ func (h *Hold) stampedAt(l *lock.Held) (time.Time, bool) {
 		ttl = h.ttl
 	}
 	stamp := exp.Add(-ttl)
-	at := now.Add(stamp.Sub(h.locks.Clock.Now())).Add(-h.locks.ClockUncertainty())
+	at := now.Add(stamp.Sub(h.locks.Clock().Now())).Add(-h.locks.ClockUncertainty())
 	if at.After(now) {
 		at = now
 	}

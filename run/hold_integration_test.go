@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/clock"
 	"slices"
 	"sync"
 	"testing"
@@ -62,7 +63,7 @@ func TestIntegrationHoldSeveralLocksNoDeadlock(t *testing.T) {
 			slices.Reverse(set)
 		}
 		wg.Go(func() {
-			l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns)
+			l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 			for r := range rounds {
 				id := ident(fmt.Sprintf("repo-%d", i), fmt.Sprint(r+1))
 				ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
@@ -114,7 +115,7 @@ func TestIntegrationHoldLosingOneOfSeveral(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns)
+	l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 	// A short TTL: renewals every second.
@@ -147,7 +148,7 @@ func TestIntegrationCancelInProgressStopsACommand(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns)
+	l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 
@@ -222,7 +223,7 @@ func TestIntegrationCancelInProgressSparesAcquire(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns)
+	l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 

@@ -127,9 +127,7 @@ func (s *HoldChecker) client(namespace string) *lock.Client {
 	defer s.mu.Unlock()
 	c := s.clients[namespace]
 	if c == nil {
-		c = lock.New(s.core, s.core, namespace)
-		c.Nodes = s.core
-		c.Clock = s.clock
+		c = lock.New(s.core, s.core, namespace, s.clock, lock.Options{Nodes: s.core})
 		s.clients[namespace] = c
 	}
 	return c

@@ -107,8 +107,7 @@ func TestHoldCheckerCheck(t *testing.T) {
 func hold(session string) func(*testing.T, *fakeEnv) {
 	return func(t *testing.T, te *fakeEnv) {
 		t.Helper()
-		c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default")
-		c.Clock = te.clock
+		c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
 		_, _, err := c.TryAcquire(t.Context(), lock.Request{
 			Target: "staging", Session: session, TTL: 30 * time.Second,
 			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
@@ -137,7 +136,7 @@ func TestHoldCheckerLockClients(t *testing.T) {
 	t.Parallel()
 	clk := testingclock.NewFakeClock(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 	c := NewHoldChecker(fake.NewClientset().CoreV1(), HoldCheckerOptions{Clock: clk}).client("locks")
-	assert.Same(t, clk, c.Clock, "the clock given")
-	assert.NotNil(t, c.Nodes, "nodes are read")
+	assert.Same(t, clk, c.Clock(), "the clock given")
+	assert.NotNil(t, c.Options().Nodes, "nodes are read")
 	assert.Equal(t, "locks", c.Namespace())
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -31,7 +32,7 @@ func TestPodLocker(t *testing.T) {
 	first, second := jobPod("first", "1"), jobPod("second", "2")
 	assert.Equal(t, lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, PodIdentity(first))
 
-	locker := NewPodLocker(lock.New(cs.CoreV1(), cs.CoreV1(), "default"))
+	locker := NewPodLocker(lock.New(cs.CoreV1(), cs.CoreV1(), "default", clock.RealClock{}, lock.Options{}))
 	held, err := locker.TryAcquire(t.Context(), "staging", first)
 	require.NoError(t, err)
 	assert.True(t, held, "a free lock is taken")

@@ -91,8 +91,7 @@ func TestRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			te := newFakeEnv(t)
-			c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default")
-			c.Clock = te.clock
+			c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
 			if tt.held {
 				other := lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}
 				_, _, err := c.TryAcquire(t.Context(), lock.Request{Target: "db-migrations", Identity: other, TTL: time.Hour})

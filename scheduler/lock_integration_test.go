@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"k8s.io/utils/clock"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func (l lockAdapter) Release(ctx context.Context, target string, pod *corev1.Pod
 func TestIntegrationLockedJobsTakeTurns(t *testing.T) {
 	t.Parallel()
 	it := newITest(t)
-	locker := lockAdapter{c: lock.New(it.env.Client.CoreV1(), it.env.Client.CoreV1(), it.ns)}
+	locker := lockAdapter{c: lock.New(it.env.Client.CoreV1(), it.env.Client.CoreV1(), it.ns, clock.RealClock{}, lock.Options{})}
 	it.run(Options{Locker: locker}, nil)
 	locked := func(j *job.Job) { j.Spec.Lock = &job.LockSpec{Namespace: "staging"} }
 	it.submit("first", locked, exits("0", "1500ms"))

@@ -42,16 +42,32 @@ func NewFreezeAwareLockClient(ctx context.Context, f *Factory, l *LockFlags) (*l
 // LockClientIn returns a lock client for the lock namespace ns;
 // metav1.NamespaceAll lists the locks of every namespace.
 func (f *Factory) LockClientIn(ns string) (*lock.Client, error) {
+	return f.lockClientIn(ns, nil)
+}
+
+// NewLockClientWithEvents is NewLockClient recording the locks' Events
+// with events instead of the command's recorder.
+func NewLockClientWithEvents(f *Factory, l *LockFlags, events lock.EventRecorder) (*lock.Client, error) {
+	ns, err := l.ResolveLockNamespace(f)
+	if err != nil {
+		return nil, err
+	}
+	return f.lockClientIn(ns, events)
+}
+
+// lockClientIn is LockClientIn recording Events with events; nil means
+// the command's recorder (EventRecorder).
+func (f *Factory) lockClientIn(ns string, events lock.EventRecorder) (*lock.Client, error) {
 	cs, err := f.Clientset()
 	if err != nil {
 		return nil, err
 	}
-	c := lock.New(cs.CoreV1(), cs.CoreV1(), ns)
-	c.Nodes = cs.CoreV1()
-	c.Clock = f.LockClock()
-	c.Log = f.Log
-	c.Events = f.EventRecorder(cs)
-	return c, nil
+	if events == nil {
+		events = f.EventRecorder(cs)
+	}
+	return lock.New(cs.CoreV1(), cs.CoreV1(), ns, f.LockClock(), lock.Options{
+		Nodes: cs.CoreV1(), Log: f.Log, Events: events,
+	}), nil
 }
 
 // JobStore returns the store of the job records in the -n namespace of the

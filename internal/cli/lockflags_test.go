@@ -237,13 +237,13 @@ func TestNewLockClientClock(t *testing.T) {
 	te := newTestFactory(t)
 	c, err := NewLockClient(te.f, &LockFlags{})
 	require.NoError(t, err)
-	assert.Same(t, te.clock, c.Clock, "without a server clock, the factory's clock")
-	assert.NotNil(t, c.Nodes, "holder pods' nodes are read")
+	assert.Same(t, te.clock, c.Clock(), "without a server clock, the factory's clock")
+	assert.NotNil(t, c.Options().Nodes, "holder pods' nodes are read")
 
 	te.f.ServerClock = servertime.New(te.clock)
 	c, err = NewLockClient(te.f, &LockFlags{})
 	require.NoError(t, err)
-	assert.Same(t, te.f.ServerClock, c.Clock, "the API server's clock")
+	assert.Same(t, te.f.ServerClock, c.Clock(), "the API server's clock")
 }
 
 // TestLockFlagsPodRef: --pod as NAMESPACE/NAME, or NAME in the namespace
