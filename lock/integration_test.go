@@ -121,7 +121,10 @@ func TestIntegrationAcquireFreeAndRelease(t *testing.T) {
 	assert.Nil(t, res.Previous)
 }
 
-func TestIntegrationFreeLockTakenWithOneRequest(t *testing.T) {
+// TestIntegrationFreeLockTakenWithOneWrite: a lock that does not exist is
+// taken with the read of the lock and of the freeze windows (side by side,
+// one round trip) and one create; nothing is watched.
+func TestIntegrationFreeLockTakenWithOneWrite(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
@@ -133,9 +136,11 @@ func TestIntegrationFreeLockTakenWithOneRequest(t *testing.T) {
 
 	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	reqs := counted.Take()
-	assert.Len(t, reqs, 1, "a free lock is taken with one create and nothing watched: %v", reqs)
+	require.Len(t, reqs, 3, "two reads and a create, nothing watched: %v", reqs)
+	assert.ElementsMatch(t, []string{"GET", "GET"}, testenv.Verbs(reqs[:2]), "the lock and the windows read first: %v", reqs)
+	assert.Equal(t, "POST", reqs[2].Verb, "one create: %v", reqs)
 
-	// A second contender finds the lock held: its create loses and it waits.
+	// A second contender finds the lock held: it joins the queue and waits.
 	done, queued := acquireAsync(t.Context(), newClient(t, env.Client, ns), lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)})
 	awaitQueued(t, queued, "second contender")
 	_, err = l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
