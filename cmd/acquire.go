@@ -198,7 +198,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		defer held.WaitEvents(ctx)
 		defer held.StopWatching()
 	}
-	var items []lock.Lock
+	var items []lock.LockView
 	for _, held := range all {
 		o.printAcquired(held, id, locks, single)
 		switch {

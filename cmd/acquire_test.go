@@ -79,7 +79,7 @@ func TestRunAcquire(t *testing.T) {
 	heldBy41 := func() *corev1.ConfigMap {
 		return lockConfigMap(t, "staging", lock.Claim{
 			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "43"},
-			Session:  "s43", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
+			ClaimID:  "s43", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
 			Expires: ptrMicro(testNow.Add(time.Hour)),
 		})
 	}
@@ -168,7 +168,7 @@ func TestRunAcquire(t *testing.T) {
 			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code, err %v", err)
 			if tt.wantJSON {
 				// The session is random: check the fields that tell.
-				var l lock.Lock
+				var l lock.LockView
 				require.NoError(t, json.Unmarshal(te.out.Bytes(), &l), "stdout: %s", te.out)
 				assert.Equal(t, lock.KindLock, l.Kind, "kind")
 				assert.Equal(t, lock.StateHeld, l.Status.State, "state")

@@ -41,7 +41,7 @@ func TestNewReleaseCmd(t *testing.T) {
 func heldLock(t *testing.T, build string, waiters ...lock.Claim) *corev1.ConfigMap {
 	return lockConfigMap(t, "staging", lock.Claim{
 		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
-		Session:  "s" + build, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
+		ClaimID:  "s" + build, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
 		Expires: ptrMicro(testNow.Add(time.Hour)),
 	}, waiters...)
 }
@@ -50,7 +50,7 @@ func heldLock(t *testing.T, build string, waiters ...lock.Claim) *corev1.ConfigM
 func tokenLock(t *testing.T, build, token string) *corev1.ConfigMap {
 	return lockConfigMap(t, "staging", lock.Claim{
 		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
-		Session:  "s" + build, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
+		ClaimID:  "s" + build, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
 		Expires: ptrMicro(testNow.Add(time.Hour)), Token: token,
 	})
 }
@@ -60,7 +60,7 @@ func TestRunRelease(t *testing.T) {
 	id := []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42"}
 	waiter := lock.Claim{
 		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
-		Session:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)),
+		ClaimID:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)),
 	}
 	tests := []struct {
 		name       string

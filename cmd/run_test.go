@@ -139,7 +139,7 @@ func TestRunRun(t *testing.T) {
 	t.Parallel()
 	heldBy43 := lockConfigMap(t, "staging", lock.Claim{
 		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "43"},
-		Session:  "s43", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
+		ClaimID:  "s43", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
 		Expires: ptrMicro(testNow.Add(time.Hour)),
 	})
 	tests := []struct {
@@ -309,7 +309,7 @@ func TestRunRunLockLost(t *testing.T) {
 	require.NoError(t, err)
 	var rec lock.Record
 	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
-	rec.Holder.Session, rec.Holder.Build = "other", "99"
+	rec.Holder.ClaimID, rec.Holder.Build = "other", "99"
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
 	cm.Annotations[lock.RecordAnnotation] = string(raw)

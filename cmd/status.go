@@ -132,14 +132,14 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 		return err
 	}
 	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, o.AllNamespaces, locks.Clock().Now)
-	var items []lock.Lock
+	var items []lock.LockView
 	if o.Target != "" {
 		l, err := locks.Get(ctx, o.Target)
 		if err != nil {
 			return err
 		}
 		if l == nil {
-			free := locks.Free(o.Target)
+			free := locks.FreeLockView(o.Target)
 			if f := free.Status.Freeze; f != nil {
 				fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free; %s (%s)\n", o.Target, f.Describe(), locks.Describe(o.Target))
 			} else {
@@ -150,7 +150,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 			}
 			l = &free
 		}
-		items = []lock.Lock{*l}
+		items = []lock.LockView{*l}
 		// NOTE: as kubectl does, one name gives the object, not a List.
 		if o.Watch {
 			err = p.PrintAll(items, false)
@@ -185,7 +185,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 
 // watch prints every change to the locks after those shown, until ctx
 // ends (interrupted) or --timeout passes, which ends -w without error.
-func (o *statusOptions) watch(ctx context.Context, locks *lock.Client, p *printers.Printer[lock.Lock], shown []lock.Lock) error {
+func (o *statusOptions) watch(ctx context.Context, locks *lock.Client, p *printers.Printer[lock.LockView], shown []lock.LockView) error {
 	opts := lock.WatchOptions{Target: o.Target, Shown: map[string]string{}}
 	for _, l := range shown {
 		if l.ResourceVersion != "" {

@@ -55,15 +55,15 @@ func TestRunStatus(t *testing.T) {
 	t.Parallel()
 	waiter := lock.Claim{
 		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
-		Session:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)),
+		ClaimID:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)),
 	}
 	hotfix := lock.Claim{
 		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "hotfix", Build: "9"},
-		Session:  "hf", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: lock.PriorityHigh,
+		ClaimID:  "hf", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: lock.PriorityHigh,
 	}
 	aged := lock.Claim{
 		Identity: lock.Identity{Owner: "acme", Repo: "docs", Branch: "main", Build: "3"},
-		Session:  "lo", Since: metav1.NewMicroTime(testNow.Add(-lock.PriorityAgeing)), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: lock.PriorityLow,
+		ClaimID:  "lo", Since: metav1.NewMicroTime(testNow.Add(-lock.PriorityAgeing)), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: lock.PriorityLow,
 	}
 	tokened := heldLock(t, "43")
 	tokened.Name, tokened.Namespace = lock.Name("prod"), "ops"
@@ -157,11 +157,11 @@ func TestRunStatusWatch(t *testing.T) {
 	t.Parallel()
 	web := lock.Claim{
 		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"},
-		Session:  "s42", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)), Expires: ptrMicro(testNow.Add(time.Hour)),
+		ClaimID:  "s42", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)), Expires: ptrMicro(testNow.Add(time.Hour)),
 	}
 	api := lock.Claim{
 		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
-		Session:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Hour)),
+		ClaimID:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Hour)),
 	}
 	tests := []struct {
 		name    string

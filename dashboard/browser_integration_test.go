@@ -152,18 +152,18 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	id := func(branch, build string) lock.Identity {
 		return lock.Identity{Owner: "acme", Repo: "web", Branch: branch, Build: build}
 	}
-	_, _, err = first.TryAcquire(ctx, lock.Request{Target: "production", Identity: id(evil, "41"), Session: "first", TTL: time.Hour})
+	_, _, err = first.TryAcquire(ctx, lock.Request{Target: "production", Identity: id(evil, "41"), ClaimID: "first", TTL: time.Hour})
 	require.NoError(t, err)
-	_, p, err := second.TryAcquire(ctx, lock.Request{Target: "production", Identity: id("main", "42"), Session: "second", TTL: time.Hour})
+	_, p, err := second.TryAcquire(ctx, lock.Request{Target: "production", Identity: id("main", "42"), ClaimID: "second", TTL: time.Hour})
 	require.NoError(t, err)
 	require.NotNil(t, p, "build 42 waits")
 	_, p, err = third.TryAcquire(ctx, lock.Request{Target: "production", Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "hotfix", Build: "7"},
-		Session: "third", TTL: time.Hour, Priority: lock.PriorityHigh})
+		ClaimID: "third", TTL: time.Hour, Priority: lock.PriorityHigh})
 	require.NoError(t, err)
 	require.NotNil(t, p, "the hotfix waits")
 
 	// Another lock, and freeze windows to come, that leave production be.
-	_, _, err = contender().TryAcquire(ctx, lock.Request{Target: "staging", Identity: id("release-2.4", "17"), Session: "staging", TTL: time.Hour})
+	_, _, err = contender().TryAcquire(ctx, lock.Request{Target: "staging", Identity: id("release-2.4", "17"), ClaimID: "staging", TTL: time.Hour})
 	require.NoError(t, err)
 	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName},

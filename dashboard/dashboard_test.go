@@ -74,7 +74,7 @@ func holder(branch, build string) lock.Request {
 	return lock.Request{
 		Target:   "production",
 		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: branch, Build: build},
-		Session:  "s-" + build,
+		ClaimID:  "s-" + build,
 	}
 }
 

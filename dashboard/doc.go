@@ -7,7 +7,7 @@
 // One Hub per process keeps one set of watches, however many browsers
 // look: an informer on the lock ConfigMaps, one on the freeze-windows
 // ConfigMap and the job store's watch (job.Store.Watch). Every change
-// makes a new Snapshot, whose locks are the lock.Lock values `lockctl
+// makes a new Snapshot, whose locks are the lock.LockView values `lockctl
 // status -o json` prints, and the Hub pushes it to every open page as a
 // server-sent event. Viewers never cause a request to the API server,
 // except a log page, which follows its job's pod as `lockctl logs -f`

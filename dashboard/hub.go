@@ -500,7 +500,7 @@ func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cac
 	}
 	if !show {
 		// A free lock kept for its history: shown free, with it.
-		l = h.locks.Free(hist.Target)
+		l = h.locks.FreeLockView(hist.Target)
 		l.Namespace, l.Name = cm.Namespace, cm.Name
 	}
 	v.show = true

@@ -40,7 +40,7 @@ type Snapshot struct {
 type LockEntry struct {
 	// Lock is the lock as `lockctl status -o json` prints it, so fields
 	// added there reach the page.
-	Lock lock.Lock `json:"lock"`
+	Lock lock.LockView `json:"lock"`
 	// History is the lock's last holds, newest first, as `lockctl history`
 	// shows them.
 	History []lock.HistoryEntry `json:"history"`

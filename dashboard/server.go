@@ -140,7 +140,7 @@ func (h *Hub) serveHistory(w http.ResponseWriter, r *http.Request) {
 	if d.Lock == nil {
 		// An empty entry names the lock, so the page shows it when it
 		// comes.
-		d.Lock = &LockEntry{Lock: lock.Lock{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+		d.Lock = &LockEntry{Lock: lock.LockView{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
 		h.render(w, http.StatusNotFound, "history.html", d)
 		return
 	}

@@ -72,8 +72,8 @@ func TestIntegrationCLIStatusOutput(t *testing.T) {
 	o = c.run(t, "status", "-A", "-o", "json")
 	require.Equal(t, 0, o.code, o.stderr)
 	var list struct {
-		Kind  string      `json:"kind"`
-		Items []lock.Lock `json:"items"`
+		Kind  string          `json:"kind"`
+		Items []lock.LockView `json:"items"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(o.stdout), &list), o.stdout)
 	found := map[string]string{}
@@ -87,9 +87,9 @@ func TestIntegrationCLIStatusOutput(t *testing.T) {
 	assert.Equal(t, 2, o.code, "a name with -A is a usage error")
 }
 
-func decodeLock(t *testing.T, out string, decode func([]byte, any) error) lock.Lock {
+func decodeLock(t *testing.T, out string, decode func([]byte, any) error) lock.LockView {
 	t.Helper()
-	var l lock.Lock
+	var l lock.LockView
 	require.NoError(t, decode([]byte(out), &l), "output: %s", out)
 	return l
 }

@@ -84,7 +84,7 @@ func TestIntegrationLockEvents(t *testing.T) {
 	rec := NewRecorder(env.Client.EventsV1(), Options{Log: logrus.NewEntry(l)})
 	locks := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{Events: rec})
 	req := func(repo, session string) lock.Request {
-		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Session: session}
+		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, ClaimID: session}
 	}
 
 	first, _, err := locks.TryAcquire(t.Context(), req("web", "a"))

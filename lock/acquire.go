@@ -23,7 +23,7 @@ func (c *Client) acquireNow(ctx context.Context, req Request, me Claim) (*Held, 
 // TryAcquire takes one step towards the lock: it takes it if it is free,
 // or joins (or keeps) the queue. It never waits for the lock. The returned
 // Progress is set when the caller is queued. Call it again with the same
-// req.Session to stay queued (each call renews the place).
+// req.ClaimID to stay queued (each call renews the place).
 func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress, error) {
 	me, err := c.claim(ctx, req)
 	if err != nil {
@@ -71,10 +71,10 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 	if _, err := ParsePriority(string(req.Priority)); err != nil {
 		return Claim{}, err
 	}
-	me := Claim{Identity: req.Identity, CIJob: req.Job, Session: req.Session, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
+	me := Claim{Identity: req.Identity, CIJob: req.Job, ClaimID: req.ClaimID, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
 		Cancelable: req.Cancelable, cancelInProgress: req.CancelInProgress}
-	if me.Session == "" {
-		me.Session = newSession()
+	if me.ClaimID == "" {
+		me.ClaimID = newSession()
 	}
 	me.TTL = metav1.Duration{Duration: req.TTL}
 	if me.TTL.Duration <= 0 {
@@ -275,7 +275,7 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			Namespace: c.namespace,
 			Name:      res.cm.Name,
 			UID:       res.cm.UID,
-			Session:   res.rec.Holder.Session,
+			ClaimID:   res.rec.Holder.ClaimID,
 			Holder:    res.rec.Holder,
 			Token:     token,
 			Reentered: d.Reentered,
@@ -293,7 +293,7 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 		}
 	case Superseded:
 		c.event(ctx, res.cm, false, ReasonSuperseded, fmt.Sprintf("%s gave up: superseded by %s", me.Identity, d.By.Identity))
-		return &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.Session == res.rec.Holder.Session}
+		return &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.ClaimID == res.rec.Holder.ClaimID}
 	}
 	return nil
 }

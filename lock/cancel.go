@@ -11,8 +11,9 @@ import (
 type CancelRequest struct {
 	// Identity is the build that asked; it holds the lock next.
 	Identity `json:",inline"`
-	// Session is the asking contender's session, to find it in the queue.
-	Session string `json:"session"`
+	// ClaimID is the asking contender's claim, to find it in the queue
+	// (stored as "session").
+	ClaimID string `json:"session"`
 	// At is when it asked (record time).
 	At metav1.MicroTime `json:"at"`
 }
@@ -22,11 +23,11 @@ type CancelRequest struct {
 // older build of me's branch (both ordered: local identities never ask nor
 // are asked), and no build at least as new as me asked it already.
 func asksToCancel(h, me Claim) bool {
-	if !me.cancelInProgress || !h.Cancelable || h.Session == me.Session || !competes(h, me) || buildOf(h) >= buildOf(me) {
+	if !me.cancelInProgress || !h.Cancelable || h.ClaimID == me.ClaimID || !competes(h, me) || buildOf(h) >= buildOf(me) {
 		return false
 	}
 	if r := h.CancelRequest; r != nil {
-		if r.Session == me.Session {
+		if r.ClaimID == me.ClaimID {
 			return false
 		}
 		if n, _ := r.BuildNumber(); n >= buildOf(me) {
@@ -44,7 +45,7 @@ func (r *Record) cancelAsker() *Claim {
 		return nil
 	}
 	for _, w := range r.Waiters {
-		if w.Session == req.Session {
+		if w.ClaimID == req.ClaimID {
 			w := w
 			return &w
 		}

@@ -22,7 +22,7 @@ func cancelling(c Claim) Claim {
 }
 
 func askedBy(c Claim, by Claim) Claim {
-	c.CancelRequest = &CancelRequest{Identity: by.Identity, Session: by.Session, At: metav1.NewMicroTime(t0)}
+	c.CancelRequest = &CancelRequest{Identity: by.Identity, ClaimID: by.ClaimID, At: metav1.NewMicroTime(t0)}
 	return c
 }
 
@@ -125,7 +125,7 @@ func TestDecideCancelInProgress(t *testing.T) {
 			assert.Equal(t, tt.wantOutcome, d.Outcome, "outcome")
 			if tt.wantAsk {
 				require.NotNil(t, d.CancelRequested, "the holder is asked")
-				assert.Equal(t, "h", d.CancelRequested.Session)
+				assert.Equal(t, "h", d.CancelRequested.ClaimID)
 				require.NotNil(t, d.Record, "asking is a write")
 			} else {
 				assert.Nil(t, d.CancelRequested, "the holder is not asked")
@@ -135,13 +135,13 @@ func TestDecideCancelInProgress(t *testing.T) {
 				rec = cur
 			}
 			if tt.wantOutcome == Acquired && !d.Reentered {
-				assert.Equal(t, tt.me.Session, rec.Holder.Session, "holder")
+				assert.Equal(t, tt.me.ClaimID, rec.Holder.ClaimID, "holder")
 				assert.Nil(t, rec.Holder.CancelRequest, "a new holder carries no request")
 			} else if tt.wantAskedBy == "" {
 				assert.Nil(t, rec.Holder.CancelRequest, "no request on the holder")
 			} else {
 				require.NotNil(t, rec.Holder.CancelRequest, "request on the holder")
-				assert.Equal(t, tt.wantAskedBy, rec.Holder.CancelRequest.Session)
+				assert.Equal(t, tt.wantAskedBy, rec.Holder.CancelRequest.ClaimID)
 			}
 			if tt.wantOutcome != Superseded {
 				assert.Equal(t, tt.wantWaiters, sessions(rec.Waiters), "waiters")
@@ -161,15 +161,15 @@ func TestReleaseHandsToTheCancelAsker(t *testing.T) {
 	web42 := queued(claim("me", "web", "main", "42"), t0.Add(time.Second))
 
 	rec := record(askedBy(web41, web42), api7, web42)
-	assert.Equal(t, "me", rec.firstEligible(now).Session, "the asker first")
+	assert.Equal(t, "me", rec.firstEligible(now).ClaimID, "the asker first")
 
 	rec = record(askedBy(web41, web42), api7)
-	assert.Equal(t, "a", rec.firstEligible(now).Session, "the asker gone: the queue's first")
+	assert.Equal(t, "a", rec.firstEligible(now).ClaimID, "the asker gone: the queue's first")
 
 	rec = frozen(record(askedBy(web41, web42), api7, ignoring(web42)), now.Add(time.Hour))
-	assert.Equal(t, "me", rec.firstEligible(now).Session, "an asker that ignores the freeze")
+	assert.Equal(t, "me", rec.firstEligible(now).ClaimID, "an asker that ignores the freeze")
 	rec = frozen(record(askedBy(web41, web42), ignoring(api7), web42), now.Add(time.Hour))
-	assert.Equal(t, "a", rec.firstEligible(now).Session, "frozen, the asker may not take it")
+	assert.Equal(t, "a", rec.firstEligible(now).ClaimID, "frozen, the asker may not take it")
 }
 
 // TestCancelRequestRoundTrip: the request and the mark survive encoding,

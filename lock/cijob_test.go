@@ -156,11 +156,11 @@ func TestDecideCIJobs(t *testing.T) {
 			if d.Record != nil {
 				rec = d.Record
 			}
-			assert.Equal(t, tt.wantHolder, rec.Holder.Session, "holder")
+			assert.Equal(t, tt.wantHolder, rec.Holder.ClaimID, "holder")
 			assert.Equal(t, tt.wantWaiters, nilIfEmpty(sessions(rec.Waiters)), "waiters")
 			if tt.wantRanAgain {
 				require.NotNil(t, d.StaleHolder, "the earlier run's hold is recorded as ended")
-				assert.Equal(t, tt.cur.Holder.Session, d.StaleHolder.Session)
+				assert.Equal(t, tt.cur.Holder.ClaimID, d.StaleHolder.ClaimID)
 				assert.Equal(t, tt.me.CIJob, rec.Holder.CIJob, "the new run's job holds")
 			}
 		})
@@ -220,7 +220,7 @@ func TestIdentityNames(t *testing.T) {
 }
 
 func withSession(c Claim, s string) Claim {
-	c.Session = s
+	c.ClaimID = s
 	return c
 }
 

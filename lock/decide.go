@@ -103,7 +103,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	// judged by the contender, which renews it below.
 	live := rec.Waiters[:0]
 	for _, w := range rec.Waiters {
-		if w.Session == me.Session || w.Expires.After(now) {
+		if w.ClaimID == me.ClaimID || w.Expires.After(now) {
 			live = append(live, w)
 		} else {
 			changed = true
@@ -118,7 +118,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	if rec.Freeze != nil {
 		d.Freeze = rec.Freeze
 	}
-	if rec.Holder.Session == me.Session {
+	if rec.Holder.ClaimID == me.ClaimID {
 		if !rec.Holder.HandedOver && !changed {
 			return Decision{Outcome: Acquired}
 		}
@@ -157,8 +157,8 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		// The first waiter that may take the lock (all of them unless it is
 		// frozen) takes it; so do we, ahead of it when our priority says so.
 		next := rec.firstEligible(now)
-		if rec.mayTake(me, now) && (next == nil || next.Session == me.Session ||
-			(rec.Position(me.Session) == 0 && me.Priority.rank() > next.effectiveRank(now))) {
+		if rec.mayTake(me, now) && (next == nil || next.ClaimID == me.ClaimID ||
+			(rec.Position(me.ClaimID) == 0 && me.Priority.rank() > next.effectiveRank(now))) {
 			if blocker := supersededBy(rec, me, policy, true); blocker != nil && rec.mayTake(*blocker, now) {
 				// A newer build waits: it gets the lock, not us.
 				next = blocker
@@ -187,14 +187,14 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	if !rec.unheld() && asksToCancel(rec.Holder, me) {
 		// cancel-in-progress: the holder, an older run of our branch, is
 		// asked to stop; it stops, releases, and hands the lock to us.
-		rec.Holder.CancelRequest = &CancelRequest{Identity: me.Identity, Session: me.Session, At: ts}
+		rec.Holder.CancelRequest = &CancelRequest{Identity: me.Identity, ClaimID: me.ClaimID, At: ts}
 		asked := rec.Holder
 		d.CancelRequested = &asked
 		changed = true
 	}
 
 	if by := supersededBy(rec, me, policy, false); by != nil {
-		if rec.remove(me.Session) {
+		if rec.remove(me.ClaimID) {
 			changed = true
 		}
 		d.Outcome, d.By = Superseded, by
@@ -212,7 +212,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		var since metav1.MicroTime
 		kept := rec.Waiters[:0]
 		for _, w := range rec.Waiters {
-			if w.Session != me.Session && competes(w, me) && samePriority(w, me) && buildOf(w) < buildOf(me) {
+			if w.ClaimID != me.ClaimID && competes(w, me) && samePriority(w, me) && buildOf(w) < buildOf(me) {
 				if slot < 0 {
 					slot, since = len(kept), w.Since
 				}
@@ -222,14 +222,14 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 			kept = append(kept, w)
 		}
 		rec.Waiters = kept
-		if rec.Position(me.Session) == 0 && slot >= 0 {
+		if rec.Position(me.ClaimID) == 0 && slot >= 0 {
 			c := waiting(me, ts, now, waiterTTL)
 			c.Since = since
 			rec.insert(slot, c)
 			changed = true
 		}
 	}
-	if pos := rec.Position(me.Session); pos == 0 {
+	if pos := rec.Position(me.ClaimID); pos == 0 {
 		// Behind everyone of the same effective priority or higher, ahead of
 		// the rest.
 		rec.Waiters = append(rec.Waiters, waiting(me, ts, now, waiterTTL))
@@ -239,7 +239,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		w.Expires = microPtr(now.Add(waiterTTL))
 		changed = true
 	}
-	d.Position = rec.Position(me.Session)
+	d.Position = rec.Position(me.ClaimID)
 	if changed {
 		d.Record = rec
 	}
@@ -292,16 +292,16 @@ func otherJob(a, b Claim) bool {
 
 // acquire makes me the holder of rec, out of the queue.
 func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision {
-	rec.remove(me.Session)
+	rec.remove(me.ClaimID)
 	prev := rec.Holder
 	rec.Holder = holding(me, ts, now)
-	if prev.Session == me.Session || SameHolder(prev, me) || RunsAgain(prev, me) {
+	if prev.ClaimID == me.ClaimID || SameHolder(prev, me) || RunsAgain(prev, me) {
 		// A hand-over in spite of a freeze stays on record, and so does a
 		// newer build's request to stop.
 		rec.Holder.IgnoredFreeze = prev.IgnoredFreeze
 		rec.Holder.CancelRequest = prev.CancelRequest
 	}
-	if prev.Session == me.Session && !prev.HandedOver && (prev.Token != "" || prev.TokenPending) {
+	if prev.ClaimID == me.ClaimID && !prev.HandedOver && (prev.Token != "" || prev.TokenPending) {
 		// Still the same hold: it keeps its token.
 		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
 		return Decision{Record: rec, Outcome: Acquired}
@@ -344,13 +344,13 @@ func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim
 		return nil
 	}
 	mine := buildOf(me)
-	if !waitersOnly && rec.Holder.Session != me.Session && competes(rec.Holder, me) && buildOf(rec.Holder) > mine {
+	if !waitersOnly && rec.Holder.ClaimID != me.ClaimID && competes(rec.Holder, me) && buildOf(rec.Holder) > mine {
 		h := rec.Holder
 		return &h
 	}
-	pos := rec.Position(me.Session)
+	pos := rec.Position(me.ClaimID)
 	for i, w := range rec.Waiters {
-		if w.Session == me.Session || !competes(w, me) || !samePriority(w, me) {
+		if w.ClaimID == me.ClaimID || !competes(w, me) || !samePriority(w, me) {
 			continue
 		}
 		b := buildOf(w)
@@ -379,7 +379,7 @@ func competes(a, b Claim) bool {
 // meanwhile is free again soon; a waiter without one expires at now (never
 // at ts, which a fast clock may have pushed ahead).
 func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
-	r.remove(c.Session)
+	r.remove(c.ClaimID)
 	c.Since = ts
 	c.HandedOver = true
 	c.Token, c.TokenPending = "", false
@@ -391,7 +391,7 @@ func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 
 func (r *Record) remove(session string) bool {
 	for i, w := range r.Waiters {
-		if w.Session == session {
+		if w.ClaimID == session {
 			r.Waiters = append(r.Waiters[:i:i], r.Waiters[i+1:]...)
 			return true
 		}

@@ -18,7 +18,7 @@ const waiterTTL = time.Minute
 func claim(s, repo, branch, build string) Claim {
 	return Claim{
 		Identity: Identity{Owner: "acme", Repo: repo, Branch: branch, Build: build},
-		Session:  s,
+		ClaimID:  s,
 		TTL:      metav1.Duration{Duration: time.Hour},
 		target:   "staging",
 	}
@@ -55,7 +55,7 @@ func local(c Claim) Claim {
 func sessions(cs []Claim) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
-		out[i] = c.Session
+		out[i] = c.ClaimID
 	}
 	return out
 }
@@ -287,7 +287,7 @@ func TestDecide(t *testing.T) {
 			if rec == nil {
 				rec = tt.cur
 			}
-			assert.Equal(t, tt.wantHolder, rec.Holder.Session, "holder")
+			assert.Equal(t, tt.wantHolder, rec.Holder.ClaimID, "holder")
 			assert.Equal(t, tt.wantReentered, d.Reentered, "re-entered")
 			if tt.wantWaiters == nil {
 				tt.wantWaiters = []string{}
@@ -295,7 +295,7 @@ func TestDecide(t *testing.T) {
 			assert.Equal(t, tt.wantWaiters, sessions(rec.Waiters), "waiters")
 			if tt.wantBy != "" {
 				require.NotNil(t, d.By, "superseded by")
-				assert.Equal(t, tt.wantBy, d.By.Session, "superseded by")
+				assert.Equal(t, tt.wantBy, d.By.ClaimID, "superseded by")
 			}
 			if tt.cur != nil {
 				assert.False(t, rec.Updated.Before(&tt.cur.Updated), "updated never goes back")

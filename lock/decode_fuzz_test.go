@@ -26,11 +26,11 @@ func FuzzDecode(f *testing.F) {
 		Policy: PolicyNewest,
 		Holder: Claim{
 			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"},
-			Session:  "a1", Since: now, Expires: &exp,
+			ClaimID:  "a1", Since: now, Expires: &exp,
 		},
 		Waiters: []Claim{{
 			Identity: Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"},
-			Session:  "b2", Since: now, Expires: &exp,
+			ClaimID:  "b2", Since: now, Expires: &exp,
 			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-1"},
 		}},
 		Updated: now,

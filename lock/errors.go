@@ -135,7 +135,7 @@ func (e *TimeoutError) Error() string {
 		}
 		return fmt.Sprintf("timed out after %s waiting for lock on %q: %s%s", waited, e.Target, e.Freeze.Describe(), held)
 	}
-	if e.Holder.Session == "" && e.Holder.Build == "" {
+	if e.Holder.ClaimID == "" && e.Holder.Build == "" {
 		return fmt.Sprintf("timed out after %s waiting for lock on %q, before the lock could be read", waited, e.Target)
 	}
 	return fmt.Sprintf("timed out after %s waiting for lock on %q, held by %s since %s",

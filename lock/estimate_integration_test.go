@@ -27,7 +27,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 	l := newClient(t, env.Client, ns)
 	const hold = 2 * time.Second
 	req := func(repo string, build int) lock.Request {
-		return lock.Request{Target: "production", Identity: clitest.Identity(repo, build), Session: fmt.Sprint(repo, build)}
+		return lock.Request{Target: "production", Identity: clitest.Identity(repo, build), ClaimID: fmt.Sprint(repo, build)}
 	}
 	release := func(repo string, build int) {
 		_, err := l.Release(t.Context(), "production", clitest.Identity(repo, build), lock.ReleaseOptions{})

@@ -88,7 +88,7 @@ func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *Record, m
 		c.event(ctx, res.cm, false, ReasonHandedOver,
 			fmt.Sprintf("handed over from %s to %s", d.StaleHolder.Identity, describeClaim(*d.HandedTo)))
 	}
-	confirmed := cur != nil && cur.Holder.Session == me.Session
+	confirmed := cur != nil && cur.Holder.ClaimID == me.ClaimID
 	switch {
 	case d.HandedTo != nil && d.HandedTo.IgnoredFreeze != "":
 		c.freezeIgnoredEvent(ctx, res.cm, *d.HandedTo)

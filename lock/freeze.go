@@ -96,7 +96,7 @@ func ValidateFreezeReason(reason string) error {
 // Freeze freezes target's lock until req.Until, creating the lock (with no
 // holder) if there is none. A freeze already there is replaced; the holder
 // and the queue stay as they are.
-func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*Lock, error) {
+func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*LockView, error) {
 	if err := req.By.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid identity: %w", err)
 	}
@@ -247,7 +247,7 @@ func decideUnfreeze(target string, rec *Record, ws []FreezeWindow, now time.Time
 
 // unheld reports whether nobody holds the lock: its holder is the free
 // placeholder (IsFree), or empty.
-func (r *Record) unheld() bool { return r.Holder.Session == "" || r.IsFree() }
+func (r *Record) unheld() bool { return r.Holder.ClaimID == "" || r.IsFree() }
 
 // thaw drops a freeze that is over at now, so that the record is written
 // as major version 1 again; it reports whether it did.

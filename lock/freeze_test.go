@@ -123,7 +123,7 @@ func TestDecideFreeze(t *testing.T) {
 			if rec == nil {
 				rec = tt.cur
 			}
-			assert.Equal(t, tt.wantHolder, rec.Holder.Session, "holder")
+			assert.Equal(t, tt.wantHolder, rec.Holder.ClaimID, "holder")
 			if tt.wantWaiters == nil {
 				tt.wantWaiters = []string{}
 			}

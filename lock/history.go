@@ -105,7 +105,7 @@ func (r *Record) ended(h Claim, ts metav1.MicroTime, how Ending, by, reason stri
 func (r *Record) free(ts metav1.MicroTime) {
 	r.Holder = Claim{
 		Identity: Identity{Owner: "lockctl", Repo: "free", Branch: "free", Build: "0"},
-		Session:  "released",
+		ClaimID:  "released",
 		Since:    ts,
 		Expires:  &ts,
 		Released: true,
@@ -129,13 +129,13 @@ type History struct {
 
 	Target string `json:"target"`
 	// Holder is the current hold; nil when the lock is free.
-	Holder *Hold `json:"holder,omitempty"`
+	Holder *CurrentHold `json:"holder,omitempty"`
 	// Entries are the past holds, newest first.
 	Entries []HistoryEntry `json:"entries"`
 }
 
-// Hold is the current hold of a lock, as History shows it.
-type Hold struct {
+// CurrentHold is the current hold of a lock, as History shows it.
+type CurrentHold struct {
 	Identity `json:",inline"`
 	Pod      *PodRef           `json:"pod,omitempty"`
 	Since    metav1.MicroTime  `json:"since"`
@@ -173,7 +173,7 @@ func (c *Client) newHistory(target string) *History {
 func (h *History) fill(rec *Record) {
 	if !rec.IsFree() {
 		c := rec.Holder
-		h.Holder = &Hold{Identity: c.Identity, Pod: c.Pod, Since: c.Since, Expires: c.Expires}
+		h.Holder = &CurrentHold{Identity: c.Identity, Pod: c.Pod, Since: c.Since, Expires: c.Expires}
 	}
 	for i := len(rec.History) - 1; i >= 0; i-- {
 		h.Entries = append(h.Entries, rec.History[i])

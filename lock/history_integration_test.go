@@ -23,7 +23,7 @@ func TestIntegrationHistory(t *testing.T) {
 	ns := env.Namespace(t)
 	l := newClient(t, env.Client, ns)
 	req := func(repo, build string) lock.Request {
-		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}, Session: repo + build}
+		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}, ClaimID: repo + build}
 	}
 
 	mustAcquire(t, l, req("web", "1"))

@@ -286,7 +286,7 @@ func TestIntegrationTimeoutLeavesLockAsFound(t *testing.T) {
 
 	after, err := l.Get(t.Context(), "staging")
 	require.NoError(t, err)
-	assert.Equal(t, before.Status.Holder.Session, after.Status.Holder.Session, "same holder")
+	assert.Equal(t, before.Status.Holder.ClaimID, after.Status.Holder.ClaimID, "same holder")
 	assert.Empty(t, after.Status.Waiters, "the waiter left the queue")
 }
 

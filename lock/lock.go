@@ -170,9 +170,10 @@ type Request struct {
 	// (a developer's terminal, a CI without a build counter): it is served
 	// first come, first served and never supersedes nor is superseded.
 	Unordered bool
-	// Session identifies this contender; "" means a random one. Reuse it to
-	// make TryAcquire calls of one contender idempotent.
-	Session string
+	// ClaimID identifies this contender's claim (Claim.ClaimID); "" means a
+	// random one. Reuse it to make TryAcquire calls of one contender
+	// idempotent.
+	ClaimID string
 	// OnProgress, when set, is called each time the contender's view of the
 	// lock changes while it waits.
 	OnProgress func(Progress)
@@ -204,7 +205,7 @@ type Progress struct {
 	// Started is when the contender started waiting.
 	Started time.Time
 	// Freeze is set while the lock is frozen: the contender waits for it
-	// to end even when nobody holds the lock (Holder.Session is then "").
+	// to end even when nobody holds the lock (Holder.ClaimID is then "").
 	Freeze *Freeze
 	// Wait is what the estimate of the contender's wait is made from (see
 	// Estimate); nil when there is nothing to make it from.
@@ -232,8 +233,9 @@ type Held struct {
 	Namespace string
 	Name      string
 	UID       types.UID
-	Session   string
-	Holder    Claim
+	// ClaimID is the holder's claim (Claim.ClaimID).
+	ClaimID string
+	Holder  Claim
 	// Token grows with every new holder of any lock in the cluster: it is the
 	// resourceVersion of the write that made the caller the holder, also
 	// kept in the record (Claim.Token) for re-entrant acquires.

@@ -45,7 +45,7 @@ func request(build string) Request {
 	return Request{
 		Target:   "staging",
 		Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
-		Session:  "me",
+		ClaimID:  "me",
 	}
 }
 
@@ -439,7 +439,7 @@ func TestRelease(t *testing.T) {
 			}
 			if tt.wantHanded != "" {
 				require.NotNil(t, res.HandedTo)
-				assert.Equal(t, tt.wantHanded, res.HandedTo.Session)
+				assert.Equal(t, tt.wantHanded, res.HandedTo.ClaimID)
 				cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(context.Background(), Name("staging"), metav1.GetOptions{})
 				require.NoError(t, err)
 				rec, err := Decode(cm)
@@ -641,7 +641,7 @@ func TestAcquireNoWait(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, "me", h.Session)
+			assert.Equal(t, "me", h.ClaimID)
 		})
 	}
 }

@@ -152,14 +152,14 @@ func TestDecidePriority(t *testing.T) {
 			if rec == nil {
 				rec = tt.cur
 			}
-			assert.Equal(t, tt.wantHolder, rec.Holder.Session, "holder")
+			assert.Equal(t, tt.wantHolder, rec.Holder.ClaimID, "holder")
 			if tt.wantWaiters == nil {
 				tt.wantWaiters = []string{}
 			}
 			assert.Equal(t, tt.wantWaiters, sessions(rec.Waiters), "waiters")
 			if tt.wantBy != "" {
 				require.NotNil(t, d.By, "superseded by")
-				assert.Equal(t, tt.wantBy, d.By.Session, "superseded by")
+				assert.Equal(t, tt.wantBy, d.By.ClaimID, "superseded by")
 			}
 		})
 	}

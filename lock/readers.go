@@ -15,9 +15,9 @@ import (
 // clock with its FreezeWindows. show is false when cm is no lock, or a free
 // lock kept only for its history, which status does not list. A holder in
 // a pod costs a read of that pod (and of its node, with Nodes set).
-func (c *Client) ViewOf(ctx context.Context, cm *corev1.ConfigMap) (l Lock, show bool) {
+func (c *Client) ViewOf(ctx context.Context, cm *corev1.ConfigMap) (l LockView, show bool) {
 	if !IsLock(cm) || isFree(cm) {
-		return Lock{}, false
+		return LockView{}, false
 	}
 	return c.view(ctx, cm), true
 }
@@ -33,7 +33,7 @@ func HistoryOf(cm *corev1.ConfigMap) (*History, error) {
 	out.Target = rec.Target
 	if !rec.IsFree() {
 		h := rec.Holder
-		out.Holder = &Hold{Identity: h.Identity, Pod: h.Pod, Since: h.Since, Expires: h.Expires}
+		out.Holder = &CurrentHold{Identity: h.Identity, Pod: h.Pod, Since: h.Since, Expires: h.Expires}
 	}
 	for i := len(rec.History) - 1; i >= 0; i-- {
 		out.Entries = append(out.Entries, rec.History[i])

@@ -67,7 +67,7 @@ func TestViewOfAndHistoryOf(t *testing.T) {
 	_, show = c.ViewOf(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
 	assert.False(t, show, "a ConfigMap that is no lock")
 
-	rec.Holder = Claim{Identity: Identity{Owner: "a", Repo: "r", Branch: "main", Build: "3"}, Session: "s",
+	rec.Holder = Claim{Identity: Identity{Owner: "a", Repo: "r", Branch: "main", Build: "3"}, ClaimID: "s",
 		Since: metav1.NewMicroTime(now), Expires: microPtr(now.Add(time.Hour))}
 	require.NoError(t, encode(cm, rec))
 	l, show := c.ViewOf(t.Context(), cm)

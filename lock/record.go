@@ -274,8 +274,9 @@ type Claim struct {
 	// CIJob is the CI job the claimant runs in, when known (record
 	// version 1.6).
 	CIJob `json:",inline"`
-	// Session tells apart two processes with the same identity.
-	Session string `json:"session"`
+	// ClaimID tells apart two processes with the same identity: it names
+	// this claim (stored as "session", its name in earlier records).
+	ClaimID string `json:"session"`
 	// Pod, when set, is the pod the claimant runs in; a holder's claim is
 	// alive while that pod is.
 	Pod *PodRef `json:"pod,omitempty"`
@@ -309,12 +310,12 @@ type Claim struct {
 	// 1.2.
 	Priority Priority `json:"priority,omitempty"`
 	// Effective is the waiter's priority after ageing when it differs from
-	// Priority. It is only set in the Lock that status shows, never stored
+	// Priority. It is only set in the LockView that status shows, never stored
 	// in the record.
 	Effective Priority `json:"effectivePriority,omitempty"`
 	// EstimatedWait is how long the waiter should expect to wait for its
 	// turn, as EstimateWait renders it; empty when the history says
-	// nothing. Like Effective, only set in the Lock that status shows,
+	// nothing. Like Effective, only set in the LockView that status shows,
 	// never stored.
 	EstimatedWait string `json:"estimatedWait,omitempty"`
 	// Basis says what EstimatedWait is made from ("median hold 4m over
@@ -372,7 +373,7 @@ type Record struct {
 	History []HistoryEntry `json:"history,omitempty"`
 	// Freeze, when set, stops the lock from changing hands (see Freeze).
 	// A record with a freeze has version FrozenRecordVersion (major 2), and
-	// may have no holder (Holder.Session empty).
+	// may have no holder (Holder.ClaimID empty).
 	Freeze *Freeze `json:"freeze,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
@@ -458,7 +459,7 @@ func (h HistoryEntry) MarshalJSON() ([]byte, error) {
 // Position returns the 1-based place of session in the queue, 0 if absent.
 func (r *Record) Position(session string) int {
 	for i, w := range r.Waiters {
-		if w.Session == session {
+		if w.ClaimID == session {
 			return i + 1
 		}
 	}
@@ -614,7 +615,7 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 type fieldErr struct{ field, reason string }
 
 func validateClaim(c *Claim) *fieldErr {
-	if c.Session == "" {
+	if c.ClaimID == "" {
 		return &fieldErr{"session", "empty"}
 	}
 	for _, f := range []struct{ name, value string }{
@@ -637,7 +638,7 @@ func validateClaim(c *Claim) *fieldErr {
 		return &fieldErr{"pod", "name and namespace are required"}
 	}
 	if r := c.CancelRequest; r != nil {
-		if _, err := r.BuildNumber(); err != nil || r.Session == "" {
+		if _, err := r.BuildNumber(); err != nil || r.ClaimID == "" {
 			return &fieldErr{"cancelRequest", "needs the build and session of the build that asked"}
 		}
 	}

@@ -128,7 +128,7 @@ func holdsIn(h *Held, cm *corev1.ConfigMap) bool {
 		return false
 	}
 	rec, err := Decode(cm)
-	return err == nil && !rec.IsFree() && rec.Holder.Session == h.Session && rec.Holder.Identity == h.Holder.Identity
+	return err == nil && !rec.IsFree() && rec.Holder.ClaimID == h.ClaimID && rec.Holder.Identity == h.Holder.Identity
 }
 
 // release gives up target's lock for id, deciding on the versions read

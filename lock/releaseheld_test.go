@@ -74,7 +74,7 @@ func TestReleaseHeld(t *testing.T) {
 			require.NoError(t, err)
 			if tt.joins {
 				w := request("43")
-				w.Identity.Repo, w.Session = "api", "w"
+				w.Identity.Repo, w.ClaimID = "api", "w"
 				_, p, err := c.TryAcquire(t.Context(), w)
 				require.NoError(t, err)
 				require.NotNil(t, p, "the other contender waits")
@@ -91,7 +91,7 @@ func TestReleaseHeld(t *testing.T) {
 			require.NoError(t, err)
 			if tt.wantHanded {
 				require.NotNil(t, rel.HandedTo)
-				assert.Equal(t, "w", rec.Holder.Session, "the waiter holds the lock")
+				assert.Equal(t, "w", rec.Holder.ClaimID, "the waiter holds the lock")
 				return
 			}
 			assert.Nil(t, rel.HandedTo)
@@ -114,7 +114,7 @@ func TestReleaseHeldNotMine(t *testing.T) {
 	_, err = c.Release(t.Context(), "staging", other, ReleaseOptions{Force: true, By: "admin"})
 	require.NoError(t, err)
 	o := request("7")
-	o.Identity, o.Session = other, "other"
+	o.Identity, o.ClaimID = other, "other"
 	_, err = c.Acquire(t.Context(), o)
 	require.NoError(t, err)
 

@@ -148,10 +148,10 @@ func TestDecideRelease(t *testing.T) {
 			assert.Equal(t, tt.wantRes.Forced, res.Forced, "Forced")
 			assert.Equal(t, tt.wantRes.LeftQueue, res.LeftQueue, "LeftQueue")
 			assert.Equal(t, tt.wantRes.Previous, res.Previous, "Previous")
-			assert.Equal(t, tt.wantHolder, rec.Holder.Session, "holder")
+			assert.Equal(t, tt.wantHolder, rec.Holder.ClaimID, "holder")
 			if tt.wantHolder != "released" && tt.wantHolder != "h" {
 				require.NotNil(t, res.HandedTo, "HandedTo")
-				assert.Equal(t, tt.wantHolder, res.HandedTo.Session, "HandedTo")
+				assert.Equal(t, tt.wantHolder, res.HandedTo.ClaimID, "HandedTo")
 			} else {
 				assert.Nil(t, res.HandedTo, "HandedTo")
 			}
@@ -235,7 +235,7 @@ func TestLeaveQueue(t *testing.T) {
 			rec := tt.rec.deepCopy()
 			assert.Equal(t, tt.wantChanged, leaveQueue(rec, tt.session, now), "changed")
 			assert.Equal(t, tt.wantWaiters, nilIfEmpty(sessions(rec.Waiters)), "waiters")
-			assert.Equal(t, "h", rec.Holder.Session, "the holder stays")
+			assert.Equal(t, "h", rec.Holder.ClaimID, "the holder stays")
 			if tt.wantChanged {
 				assert.Equal(t, metav1.NewMicroTime(now), rec.Updated, "Updated")
 			} else {
@@ -285,7 +285,7 @@ func TestDecideFreezeRequest(t *testing.T) {
 			assert.Equal(t, alice, out.Freeze.By)
 			assert.Equal(t, metav1.NewMicroTime(tt.req.Until), out.Freeze.Until)
 			assert.Len(t, out.Freeze.Overrides, tt.wantOverrides, "overrides")
-			assert.Equal(t, tt.wantHolder, out.Holder.Session, "holder")
+			assert.Equal(t, tt.wantHolder, out.Holder.ClaimID, "holder")
 			assert.Equal(t, "staging", out.Target)
 		})
 	}
@@ -331,7 +331,7 @@ func TestDecideUnfreeze(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantWrite, write, "write")
-			assert.Equal(t, tt.wantHolder, rec.Holder.Session, "holder")
+			assert.Equal(t, tt.wantHolder, rec.Holder.ClaimID, "holder")
 			assert.Equal(t, tt.wantHanded, res.HandedTo != nil, "handed over")
 			if write {
 				assert.Nil(t, rec.Freeze, "freeze lifted")

@@ -32,15 +32,15 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		Holder: Claim{
 			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41", Sequence: ".github/workflows/deploy.yml"},
 			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
-			Session:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
+			ClaimID:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
 			Cancelable: true,
 			CancelRequest: &CancelRequest{
-				Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}, Session: "c3", At: metav1.NewMicroTime(since.Add(time.Minute)),
+				Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}, ClaimID: "c3", At: metav1.NewMicroTime(since.Add(time.Minute)),
 			},
 		},
 		Waiters: []Claim{{
 			Identity: Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"},
-			Session:  "b2", Since: metav1.NewMicroTime(since.Add(time.Minute)), Expires: &wexp,
+			ClaimID:  "b2", Since: metav1.NewMicroTime(since.Add(time.Minute)), Expires: &wexp,
 			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-7"}, Priority: PriorityHigh,
 		}},
 		Updated: metav1.NewMicroTime(since.Add(time.Minute)),
@@ -74,7 +74,7 @@ func TestRecordGoldenFrozen(t *testing.T) {
 		Policy: PolicyNewest,
 		Holder: Claim{
 			Identity: Identity{Owner: "acme", Repo: "web", Branch: "hotfix", Build: "41"},
-			Session:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234", IgnoreFreeze: true,
+			ClaimID:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234", IgnoreFreeze: true,
 		},
 		Updated: metav1.NewMicroTime(since.Add(time.Minute)),
 		Freeze: &Freeze{

@@ -11,23 +11,23 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// APIVersion and Kind of the Lock objects printed by `lockctl status -o`.
+// APIVersion and Kind of the LockView objects printed by `lockctl status -o`.
 const (
 	APIVersion = "lockctl.dev/v1alpha1"
 	KindLock   = "Lock"
 )
 
-// Lock is a lock as people see it: a Kubernetes-style object whose spec is
+// LockView is a lock as people see it: a Kubernetes-style object whose spec is
 // what the lock protects and whose status is who holds it and who waits.
-type Lock struct {
+type LockView struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
-	Spec              LockSpec   `json:"spec"`
-	Status            LockStatus `json:"status"`
+	Spec              LockViewSpec   `json:"spec"`
+	Status            LockViewStatus `json:"status"`
 }
 
-// LockSpec names the protected namespace and the waiting policy.
-type LockSpec struct {
+// LockViewSpec names the protected namespace and the waiting policy.
+type LockViewSpec struct {
 	Target string `json:"target"`
 	Policy Policy `json:"policy,omitempty"`
 }
@@ -49,8 +49,8 @@ const (
 	StateInvalid LockState = "invalid"
 )
 
-// LockStatus is the holder, the queue and the holder's liveness.
-type LockStatus struct {
+// LockViewStatus is the holder, the queue and the holder's liveness.
+type LockViewStatus struct {
 	// State is held, stale, free or invalid.
 	State   LockState `json:"state"`
 	Holder  *Claim    `json:"holder,omitempty"`
@@ -80,7 +80,7 @@ type LockStatus struct {
 
 // Get returns target's lock, or nil when there is none or it is free (kept
 // only for its history).
-func (c *Client) Get(ctx context.Context, target string) (*Lock, error) {
+func (c *Client) Get(ctx context.Context, target string) (*LockView, error) {
 	cm, err := c.get(ctx, target)
 	if err != nil || cm == nil {
 		return nil, err
@@ -97,12 +97,12 @@ func (c *Client) Get(ctx context.Context, target string) (*Lock, error) {
 
 // Free returns the view of target's lock when there is none: the object it
 // would be, in state free.
-func (c *Client) Free(target string) Lock {
-	return Lock{
+func (c *Client) FreeLockView(target string) LockView {
+	return LockView{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
-		Spec:       LockSpec{Target: target},
-		Status: LockStatus{State: StateFree, Liveness: "free",
+		Spec:       LockViewSpec{Target: target},
+		Status: LockViewStatus{State: StateFree, Liveness: "free",
 			Freeze: windowFreeze(c.freezeWindows(), target, c.clk.Now())},
 	}
 }
@@ -110,13 +110,13 @@ func (c *Client) Free(target string) Lock {
 // List returns every lock in the lock namespace that is not free, by name;
 // a Client made for metav1.NamespaceAll ("") lists the locks of every
 // namespace.
-func (c *Client) List(ctx context.Context) ([]Lock, error) {
+func (c *Client) List(ctx context.Context) ([]LockView, error) {
 	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
 	list, err := c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list locks in namespace %q: %w", c.namespace, err)
 	}
-	out := make([]Lock, 0, len(list.Items))
+	out := make([]LockView, 0, len(list.Items))
 	for i := range list.Items {
 		if !isFree(&list.Items[i]) {
 			out = append(out, c.view(ctx, &list.Items[i]))
@@ -125,7 +125,7 @@ func (c *Client) List(ctx context.Context) ([]Lock, error) {
 	return out, nil
 }
 
-func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
+func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) LockView {
 	l, rec := c.viewRecord(ctx, cm)
 	switch {
 	case l.Status.Invalid != "":
@@ -146,7 +146,7 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
 
 // estimate sets the wait estimates of l's waiters, and of a contender
 // that would join now, from rec's history (EstimateWait).
-func (c *Client) estimate(l *Lock, rec *Record) {
+func (c *Client) estimate(l *LockView, rec *Record) {
 	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.clk.Now()}
 	if h := l.Status.Holder; h != nil && l.Status.Alive {
 		since := h.Since.Time
@@ -167,8 +167,8 @@ func (c *Client) estimate(l *Lock, rec *Record) {
 
 // viewRecord is view without the state, and the record it read (nil when
 // it cannot be read).
-func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (Lock, *Record) {
-	l := Lock{
+func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView, *Record) {
+	l := LockView{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID,
@@ -181,7 +181,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (Lock, *R
 		l.Spec.Target = cm.Labels[TargetLabel]
 		return l, nil
 	}
-	l.Spec = LockSpec{Target: rec.Target, Policy: rec.Policy}
+	l.Spec = LockViewSpec{Target: rec.Target, Policy: rec.Policy}
 	now := c.clk.Now()
 	h := rec.Holder
 	h.Priority = h.Priority.Level()
@@ -256,7 +256,7 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 		if rec, err = c.decode(cm, h.Target); err != nil {
 			return change{}, err
 		}
-		if err := decideRenew(rec, h.Session, ttl, c.clk.Now()); err != nil {
+		if err := decideRenew(rec, h.ClaimID, ttl, c.clk.Now()); err != nil {
 			return change{}, fmt.Errorf("renew lock %s: %w", c.Describe(h.Target), err)
 		}
 		return change{Decision: Decision{Record: rec}, stored: func(_ context.Context, written *corev1.ConfigMap) {
@@ -281,7 +281,7 @@ func decideRenew(rec *Record, session string, ttl time.Duration, now time.Time) 
 	if rec.IsFree() {
 		return fmt.Errorf("%w: it was released", ErrLost)
 	}
-	if rec.Holder.Session != session {
+	if rec.Holder.ClaimID != session {
 		return fmt.Errorf("%w: now held by %s", ErrLost, rec.Holder.Identity)
 	}
 	rec.Updated = later(now, rec.Updated)

@@ -18,7 +18,7 @@ func TestGetView(t *testing.T) {
 	holder := func(mod func(*Claim)) *Record {
 		rec := &Record{Target: "staging", Policy: PolicyNewest, Holder: Claim{
 			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"},
-			Session:  "s", Since: *micro(-time.Minute), Expires: micro(time.Hour),
+			ClaimID:  "s", Since: *micro(-time.Minute), Expires: micro(time.Hour),
 		}}
 		mod(&rec.Holder)
 		return rec
@@ -77,11 +77,11 @@ func TestGetView(t *testing.T) {
 func TestFree(t *testing.T) {
 	t.Parallel()
 	c, _ := newTestClient(t, time.Now(), onlyVerbs(t))
-	l := c.Free("staging")
-	assert.Equal(t, Lock{
+	l := c.FreeLockView("staging")
+	assert.Equal(t, LockView{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: Name("staging"), Namespace: lockNS},
-		Spec:       LockSpec{Target: "staging"},
-		Status:     LockStatus{State: StateFree, Liveness: "free"},
+		Spec:       LockViewSpec{Target: "staging"},
+		Status:     LockViewStatus{State: StateFree, Liveness: "free"},
 	}, l)
 }

@@ -438,7 +438,7 @@ func (w *waiter) giveUp(err error) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
-	if lerr := w.c.leave(ctx, w.req.Target, w.me.Session); lerr != nil {
+	if lerr := w.c.leave(ctx, w.req.Target, w.me.ClaimID); lerr != nil {
 		w.c.log.WithField("lock", w.c.Describe(w.req.Target)).WithField("err", lerr).
 			Warn("could not leave the queue; the place expires by itself")
 	}
@@ -498,6 +498,6 @@ func sameProgress(a, b *Progress) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Holder.Session == b.Holder.Session && a.HolderAlive == b.HolderAlive &&
+	return a.Holder.ClaimID == b.Holder.ClaimID && a.HolderAlive == b.HolderAlive &&
 		a.Position == b.Position && len(a.Ahead) == len(b.Ahead) && a.Freeze.same(b.Freeze)
 }

@@ -37,7 +37,7 @@ type WatchOptions struct {
 // ctx.Err()) or fn returns an error, which it returns. A lock deleted, or
 // released and kept for its history, is passed on in state free. Like a
 // wait it rides out watch and API server restarts.
-func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(Lock) error) error {
+func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(LockView) error) error {
 	return c.watchLocks(ctx, opts, func(ev watch.EventType, cm *corev1.ConfigMap) error {
 		if ev == watch.Deleted {
 			return fn(c.freeView(cm))
@@ -121,15 +121,15 @@ func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watc
 }
 
 // freeView is the view of the lock cm was once: deleted, so free.
-func (c *Client) freeView(cm *corev1.ConfigMap) Lock {
+func (c *Client) freeView(cm *corev1.ConfigMap) LockView {
 	target := cm.Labels[TargetLabel]
 	if rec, err := Decode(cm); err == nil {
 		target = rec.Target
 	}
-	return Lock{
+	return LockView{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID},
-		Spec:       LockSpec{Target: target},
-		Status:     LockStatus{State: StateFree, Liveness: "free"},
+		Spec:       LockViewSpec{Target: target},
+		Status:     LockViewStatus{State: StateFree, Liveness: "free"},
 	}
 }

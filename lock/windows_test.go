@@ -165,7 +165,7 @@ func TestFreezeWindowsRefreshedWhileInUse(t *testing.T) {
 			for range 50 {
 				l, err := c.Get(t.Context(), "staging")
 				assert.NoError(t, err)
-				free := c.Free("staging")
+				free := c.FreeLockView("staging")
 				if l != nil {
 					assert.NotNil(t, l.Status.Freeze, "the window freezes the view")
 				}

@@ -265,7 +265,7 @@ func (h *Hold) Describe() string { return h.locks.Describe(h.held[0].Target) }
 // hold of the first lock. The run holds all its locks or is stopping, so one
 // of them tells whether it lives.
 func (h *Hold) Ref() HoldRef {
-	return HoldRef{LockNamespace: h.locks.Namespace(), Target: h.held[0].Target, ClaimID: h.held[0].Session}
+	return HoldRef{LockNamespace: h.locks.Namespace(), Target: h.held[0].Target, ClaimID: h.held[0].ClaimID}
 }
 
 // Lost receives, once, the error of the renewal that found one of the

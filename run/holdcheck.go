@@ -111,7 +111,7 @@ func (s *HoldChecker) Check(ctx context.Context, j *job.Job) (string, time.Durat
 		// NOTE: a damaged record is for a person to look at; until then the
 		// session is given the benefit of the doubt.
 		return "", HoldRecheck, nil
-	case l.Status.Holder == nil || l.Status.Holder.Session != rs.ClaimID:
+	case l.Status.Holder == nil || l.Status.Holder.ClaimID != rs.ClaimID:
 		return fmt.Sprintf("%s: it no longer holds lock %q", RunEnded, rs.Target), 0, nil
 	case !l.Status.Alive:
 		return fmt.Sprintf("%s: its hold on lock %q expired", RunEnded, rs.Target), 0, nil

@@ -109,7 +109,7 @@ func hold(session string) func(*testing.T, *fakeEnv) {
 		t.Helper()
 		c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
 		_, _, err := c.TryAcquire(t.Context(), lock.Request{
-			Target: "staging", Session: session, TTL: 30 * time.Second,
+			Target: "staging", ClaimID: session, TTL: 30 * time.Second,
 			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
 		})
 		require.NoError(t, err)

@@ -33,7 +33,7 @@ func (p PodLocker) TryAcquire(ctx context.Context, target string, pod *corev1.Po
 		Target:   target,
 		Identity: PodIdentity(pod),
 		Pod:      &lock.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Session:  string(pod.UID),
+		ClaimID:  string(pod.UID),
 	})
 	if errors.Is(err, lock.ErrSuperseded) {
 		return false, fmt.Errorf("lock %q for pod %q: %w: %w", target, pod.Name, scheduler.ErrLockSuperseded, err)

@@ -23,7 +23,7 @@ func (l lockAdapter) identity(pod *corev1.Pod) lock.Identity {
 
 func (l lockAdapter) TryAcquire(ctx context.Context, target string, pod *corev1.Pod) (bool, error) {
 	held, _, err := l.c.TryAcquire(ctx, lock.Request{Target: target, Identity: l.identity(pod), Policy: lock.PolicyFIFO,
-		Pod: &lock.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, Session: string(pod.UID)})
+		Pod: &lock.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, ClaimID: string(pod.UID)})
 	return held != nil, err
 }
 

@@ -203,7 +203,7 @@ func claimOf(t *testing.T, env map[string]string, session string, pods bool, pod
 		return LocalEnv{User: "ci", Host: "runner", TerminalSession: 1, PID: 2}
 	}, false)
 	require.NoError(t, h.Identity.Validate(), "identity from %v", env)
-	c := lock.Claim{Identity: h.Identity, CIJob: h.Job, Unordered: h.Unordered, Session: session,
+	c := lock.Claim{Identity: h.Identity, CIJob: h.Job, Unordered: h.Unordered, ClaimID: session,
 		TTL: metav1.Duration{Duration: time.Hour}}
 	if pods {
 		c.Pod = &lock.PodRef{Namespace: "ci", Name: pod, UID: types.UID("uid-" + pod)}

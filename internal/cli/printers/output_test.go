@@ -13,16 +13,16 @@ import (
 	"github.com/lockctl/lockctl/lock"
 )
 
-func testLocks() []lock.Lock {
-	mk := func(target, build string, token string) lock.Lock {
-		return lock.Lock{
+func testLocks() []lock.LockView {
+	mk := func(target, build string, token string) lock.LockView {
+		return lock.LockView{
 			TypeMeta:   metav1.TypeMeta{APIVersion: lock.APIVersion, Kind: lock.KindLock},
 			ObjectMeta: metav1.ObjectMeta{Name: lock.Name(target), Namespace: "ops"},
-			Spec:       lock.LockSpec{Target: target},
-			Status:     lock.LockStatus{State: lock.StateHeld, Token: token, Holder: &lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build}}},
+			Spec:       lock.LockViewSpec{Target: target},
+			Status:     lock.LockViewStatus{State: lock.StateHeld, Token: token, Holder: &lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build}}},
 		}
 	}
-	return []lock.Lock{mk("staging", "9", "200"), mk("prod", "10", "17"), mk("dev", "8", "3")}
+	return []lock.LockView{mk("staging", "9", "200"), mk("prod", "10", "17"), mk("dev", "8", "3")}
 }
 
 func TestOutputForms(t *testing.T) {

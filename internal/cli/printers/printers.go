@@ -98,8 +98,8 @@ func refsString(r *job.Refs) string {
 // table has the lock namespace first with namespaces (-A), ages count to
 // now. The table's EST. WAIT is how long a contender that joined now
 // would wait; -o wide adds its basis and each waiter's own estimate.
-func NewLockPrinter(w io.Writer, flags *OutputFlags, namespaces bool, now func() time.Time) *Printer[lock.Lock] {
-	return &Printer[lock.Lock]{
+func NewLockPrinter(w io.Writer, flags *OutputFlags, namespaces bool, now func() time.Time) *Printer[lock.LockView] {
+	return &Printer[lock.LockView]{
 		W: w, Flags: flags,
 		Header: func(wide bool) []string {
 			h := []string{"TARGET", "HOLDER", "TOKEN", "SINCE", "LIVENESS", "EST. WAIT"}
@@ -112,11 +112,11 @@ func NewLockPrinter(w io.Writer, flags *OutputFlags, namespaces bool, now func()
 			}
 			return h
 		},
-		Row: func(l lock.Lock, wide bool) []string { return lockRow(l, namespaces, wide, now()) },
+		Row: func(l lock.LockView, wide bool) []string { return lockRow(l, namespaces, wide, now()) },
 	}
 }
 
-func lockRow(l lock.Lock, namespaces, wide bool, now time.Time) []string {
+func lockRow(l lock.LockView, namespaces, wide bool, now time.Time) []string {
 	var r []string
 	if l.Status.Invalid != "" {
 		r = []string{OrDash(l.Spec.Target), "<invalid>", "-", "-", l.Status.Invalid, "-"}

@@ -154,7 +154,7 @@ func TestDescribeWaitCancelRequested(t *testing.T) {
 		Target: "staging",
 		Holder: lock.Claim{
 			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
-			CancelRequest: &lock.CancelRequest{Identity: newer, Session: "s42"},
+			CancelRequest: &lock.CancelRequest{Identity: newer, ClaimID: "s42"},
 		},
 		HolderAlive: true,
 		Position:    1,
