@@ -31,7 +31,7 @@ func newTestFactory(t *testing.T) *testFactory {
 		cs:    fake.NewClientset(),
 		clock: testingclock.NewFakeClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)),
 		env:   map[string]string{},
-		local: identity.LocalEnv{User: "dev", Host: "laptop", Session: 4242, PID: 5151},
+		local: identity.LocalEnv{User: "dev", Host: "laptop", TerminalSession: 4242, PID: 5151},
 	}
 	logger := logrus.New()
 	logger.Out = io.Discard
