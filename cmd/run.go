@@ -329,7 +329,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 		return run.Result{}, err
 	}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
+	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: o.f.LockClock()})
 	ro := run.Options{
 		Locks: locks, Timeout: o.Timeout, KillGrace: o.KillGrace, Jobs: jobs,
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
