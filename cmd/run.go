@@ -360,8 +360,8 @@ func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string)
 	}
 	opts.Clock, opts.Log = o.f.Clock, o.libraryLog(logrus.WarnLevel)
 	opts.OnJobChange = o.f.EventRecorder(cs).JobChanged
-	jobs, err := run.NewJobs(run.JobsOptions{
-		Namespace: ns, Jobs: cs, Clusters: clusters, Scheduler: opts,
+	jobs, err := run.NewJobs(cs, ns, run.JobsOptions{
+		Clusters: clusters, Scheduler: opts,
 		Logs: o.logs, FollowLog: o.libraryLog(logrus.ErrorLevel), Log: o.f.Log,
 		LockClock: o.f.LockClock(),
 	})
