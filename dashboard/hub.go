@@ -462,7 +462,7 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 	if ns := h.locks.Namespace(); ns != metav1.NamespaceAll {
 		// NOTE: only this run of Snapshot sets the hub's own client's
 		// windows, so the views judge freezes as status does.
-		h.locks.FreezeWindows = append([]lock.FreezeWindow{}, windows[ns]...)
+		h.locks.SetFreezeWindows(windows[ns])
 	}
 	sort.Slice(cms, func(i, k int) bool {
 		if cms[i].Namespace != cms[k].Namespace {

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/base/schema"
@@ -102,46 +103,58 @@ func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*Lock, error) {
 	if err := ValidateFreezeReason(req.Reason); err != nil {
 		return nil, err
 	}
-	for attempt := 0; attempt < 20; attempt++ {
-		cm, err := c.get(ctx, req.Target)
-		if err != nil {
-			return nil, err
-		}
-		now := c.Clock.Now()
-		if !req.Until.After(now) {
-			return nil, fmt.Errorf("freeze end %s is not in the future", req.Until.UTC().Format(time.RFC3339))
-		}
-		rec := &Record{Target: req.Target, Policy: PolicyNewest}
+	var out *corev1.ConfigMap
+	err := c.update(ctx, "freeze", req.Target, nil, func(cm *corev1.ConfigMap) (change, error) {
+		var rec *Record
 		if cm != nil {
+			var err error
 			if rec, err = c.decode(cm, req.Target); err != nil {
-				return nil, err
+				return change{}, err
 			}
 		}
-		ts := later(now, rec.Updated)
-		rec.Updated = ts
-		if cm == nil {
-			// A new lock nobody holds: the free placeholder of record 1.3,
-			// so that the record is valid for every reader once thawed.
-			rec.free(ts)
-		}
-		f := &Freeze{Reason: req.Reason, By: req.By, Since: ts, Until: metav1.NewMicroTime(req.Until)}
-		if rec.Freeze.ActiveAt(now) {
-			f.Overrides = rec.Freeze.Overrides
-		}
-		rec.Freeze = f
-		out, err := c.write(ctx, req.Target, cm, Decision{Record: rec, Create: cm == nil})
-		if errors.Is(err, errRetry) {
-			continue
-		}
+		rec, err := decideFreeze(rec, req, c.Clock.Now())
 		if err != nil {
-			return nil, err
+			return change{}, err
 		}
-		c.Log.WithField("lock", c.Describe(req.Target)).Debug(f.Describe())
-		c.event(ctx, out, false, ReasonFrozen, f.Describe())
-		l := c.view(ctx, out)
-		return &l, nil
+		return change{Decision: Decision{Record: rec, Create: cm == nil}, stored: func(ctx context.Context, written *corev1.ConfigMap) {
+			out = written
+			c.Log.WithField("lock", c.Describe(req.Target)).Debug(rec.Freeze.Describe())
+			c.event(ctx, written, false, ReasonFrozen, rec.Freeze.Describe())
+		}}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("freeze lock %s: too many concurrent changes, try again", c.Describe(req.Target))
+	l := c.view(ctx, out)
+	return &l, nil
+}
+
+// decideFreeze is the rule of a freeze: it returns rec (nil when there is
+// no lock: a new one nobody holds) frozen as req asks at now. A freeze
+// already there is replaced, keeping the overrides of one still active;
+// the holder and the queue stay as they are. An end that is not after now
+// is an error.
+func decideFreeze(rec *Record, req FreezeRequest, now time.Time) (*Record, error) {
+	if !req.Until.After(now) {
+		return nil, fmt.Errorf("freeze end %s is not in the future", req.Until.UTC().Format(time.RFC3339))
+	}
+	create := rec == nil
+	if create {
+		rec = &Record{Target: req.Target, Policy: PolicyNewest}
+	}
+	ts := later(now, rec.Updated)
+	rec.Updated = ts
+	if create {
+		// A new lock nobody holds: the free placeholder of record 1.3,
+		// so that the record is valid for every reader once thawed.
+		rec.free(ts)
+	}
+	f := &Freeze{Reason: req.Reason, By: req.By, Since: ts, Until: metav1.NewMicroTime(req.Until)}
+	if rec.Freeze.ActiveAt(now) {
+		f.Overrides = rec.Freeze.Overrides
+	}
+	rec.Freeze = f
+	return rec, nil
 }
 
 // WindowError is returned by Unfreeze during a freeze window: the window
@@ -170,52 +183,66 @@ type Unfrozen struct {
 // first waiter, or stays free when nobody waits. Unfreezing a lock that is
 // not frozen succeeds with an empty Unfrozen.
 func (c *Client) Unfreeze(ctx context.Context, target string) (*Unfrozen, error) {
-	for attempt := 0; attempt < 20; attempt++ {
-		cm, err := c.get(ctx, target)
-		if err != nil || cm == nil {
-			return &Unfrozen{}, err
+	res := &Unfrozen{}
+	err := c.update(ctx, "unfreeze", target, nil, func(cm *corev1.ConfigMap) (change, error) {
+		res = &Unfrozen{}
+		if cm == nil {
+			return change{}, nil
 		}
 		rec, err := c.decode(cm, target)
 		if err != nil {
-			return nil, err
+			return change{}, err
 		}
-		now := c.Clock.Now()
-		if w := windowFreeze(c.FreezeWindows, target, now); w != nil {
-			return nil, &WindowError{Target: target, Namespace: c.namespace, Freeze: w}
-		}
-		if !rec.Freeze.ActiveAt(now) {
-			return &Unfrozen{}, nil
-		}
-		res := &Unfrozen{Previous: rec.Freeze}
-		rec.Freeze = nil
-		ts := later(now, rec.Updated)
-		rec.Updated = ts
-		if rec.unheld() {
-			rec.dropExpired(now)
-			rec.orderWaiters(now)
-			if len(rec.Waiters) == 0 {
-				rec.free(ts)
-			} else {
-				rec.handOver(rec.Waiters[0], ts, now)
-				h := rec.Holder
-				res.HandedTo = &h
+		var write bool
+		res, write, err = decideUnfreeze(target, rec, c.freezeWindows(), c.Clock.Now())
+		if err != nil || !write {
+			if we := (*WindowError)(nil); errors.As(err, &we) {
+				we.Namespace = c.namespace
 			}
+			return change{}, err
 		}
-		out, err := c.write(ctx, target, cm, Decision{Record: rec})
-		if errors.Is(err, errRetry) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		note := "freeze lifted; it was " + res.Previous.Describe()
-		if res.HandedTo != nil {
-			note += "; handed over to " + describeClaim(*res.HandedTo)
-		}
-		c.event(ctx, out, false, ReasonUnfrozen, note)
-		return res, nil
+		return change{Decision: Decision{Record: rec}, stored: func(ctx context.Context, written *corev1.ConfigMap) {
+			note := "freeze lifted; it was " + res.Previous.Describe()
+			if res.HandedTo != nil {
+				note += "; handed over to " + describeClaim(*res.HandedTo)
+			}
+			c.event(ctx, written, false, ReasonUnfrozen, note)
+		}}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unfreeze lock %s: too many concurrent changes, try again", c.Describe(target))
+	return res, nil
+}
+
+// decideUnfreeze is the rule of an unfreeze of target's lock rec at now, with
+// the freeze windows ws: the freeze is lifted, and a lock left with no
+// holder goes to its first waiter, or stays free when nobody waits. It
+// reports whether rec changed; a lock that is not frozen is left as it
+// is, and one in a freeze window is refused with a *WindowError.
+func decideUnfreeze(target string, rec *Record, ws []FreezeWindow, now time.Time) (*Unfrozen, bool, error) {
+	if w := windowFreeze(ws, target, now); w != nil {
+		return nil, false, &WindowError{Target: target, Freeze: w}
+	}
+	if !rec.Freeze.ActiveAt(now) {
+		return &Unfrozen{}, false, nil
+	}
+	res := &Unfrozen{Previous: rec.Freeze}
+	rec.Freeze = nil
+	ts := later(now, rec.Updated)
+	rec.Updated = ts
+	if rec.unheld() {
+		rec.dropExpired(now)
+		rec.orderWaiters(now)
+		if len(rec.Waiters) == 0 {
+			rec.free(ts)
+		} else {
+			rec.handOver(rec.Waiters[0], ts, now)
+			h := rec.Holder
+			res.HandedTo = &h
+		}
+	}
+	return res, true, nil
 }
 
 // unheld reports whether nobody holds the lock: its holder is the free

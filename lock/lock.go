@@ -66,13 +66,6 @@ type Client struct {
 	// ConfigMap (the Reason constants); nil records none. Recording is
 	// best effort and never fails an operation.
 	Events EventRecorder
-	// FreezeWindows are the recurring freezes of the lock namespace
-	// (LoadFreezeWindows). A contender or a release during a window treats
-	// the lock as frozen and writes the window's freeze into the record
-	// with its next write; a window's freeze in the record that the windows
-	// no longer make (the ConfigMap changed) is dropped. nil means not
-	// loaded: only the freezes in the record count; empty means none.
-	FreezeWindows []FreezeWindow
 	// EventsInBackground makes Acquire return as soon as the lock is held,
 	// recording the Events of the acquisition in a goroutine: the caller's
 	// work starts a round trip sooner. Held.WaitEvents waits for them, and
@@ -104,7 +97,12 @@ type Client struct {
 	// Held it got must call.
 	KeepWatching bool
 
-	windowsMu   sync.Mutex
+	// store is where the locks live: every read and write of a lock goes
+	// through it (see update).
+	store store
+	// windows are the recurring freezes of the lock namespace (see
+	// windowCache).
+	windows     windowCache
 	nodesDenied atomic.Bool
 }
 
@@ -115,6 +113,7 @@ func New(cms corev1client.ConfigMapsGetter, pods corev1client.PodsGetter, namesp
 		cms:       cms,
 		pods:      pods,
 		namespace: namespace,
+		store:     configMapStore{cms: cms, namespace: namespace},
 		Clock:     clock.RealClock{},
 		Log:       logutil.Discard(),
 	}
@@ -334,287 +333,6 @@ func (c *Client) acquire(ctx context.Context, w *waiter) (*Held, error) {
 	return w.run(ctx)
 }
 
-// acquireNow takes the lock for me if that needs no waiting; otherwise it
-// returns a *HeldError (or a *SupersededError) and writes nothing.
-func (c *Client) acquireNow(ctx context.Context, req Request, me Claim) (*Held, error) {
-	for attempt := 0; attempt < 10; attempt++ {
-		cm, err := c.get(ctx, req.Target)
-		if err != nil {
-			return nil, err
-		}
-		res, err := c.step(ctx, req, me, cm, nil)
-		if errors.Is(err, errRetry) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return res.held, nil
-	}
-	return nil, fmt.Errorf("acquire lock %s: too many concurrent changes, try again", c.Describe(req.Target))
-}
-
-// TryAcquire takes one step towards the lock: it takes it if it is free,
-// or joins (or keeps) the queue. It never waits for the lock. The returned
-// Progress is set when the caller is queued. Call it again with the same
-// req.Session to stay queued (each call renews the place).
-func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress, error) {
-	me, err := c.claim(ctx, req)
-	if err != nil {
-		return nil, nil, err
-	}
-	now := c.Clock.Now()
-	for attempt := 0; ; attempt++ {
-		cm, err := c.get(ctx, req.Target)
-		if err != nil {
-			return nil, nil, err
-		}
-		res, err := c.step(ctx, req, me, cm, nil)
-		if errors.Is(err, errRetry) && attempt < 10 {
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if res.held != nil {
-			res.held.Waited = 0
-			return res.held, nil, nil
-		}
-		return nil, res.progress(c, req.Target, now), nil
-	}
-}
-
-// claim builds the contender's claim from req.
-func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
-	if err := req.Identity.Validate(); err != nil {
-		return Claim{}, fmt.Errorf("invalid holder identity: %w", err)
-	}
-	if req.Target == "" {
-		return Claim{}, errors.New("no target namespace given")
-	}
-	if _, err := ParsePriority(string(req.Priority)); err != nil {
-		return Claim{}, err
-	}
-	me := Claim{Identity: req.Identity, CIJob: req.Job, Session: req.Session, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
-		Cancelable: req.Cancelable, cancelInProgress: req.CancelInProgress}
-	if me.Session == "" {
-		me.Session = newSession()
-	}
-	me.TTL = metav1.Duration{Duration: req.TTL}
-	if me.TTL.Duration <= 0 {
-		me.TTL.Duration = DefaultTTL
-	}
-	if req.Pod != nil {
-		ref := *req.Pod
-		if ref.UID == "" {
-			pod, err := c.pods.Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-			if err != nil {
-				return Claim{}, fmt.Errorf("look up holder pod %s: %w", ref, err)
-			}
-			ref.UID = pod.UID
-		}
-		me.Pod = &ref
-	}
-	return me, nil
-}
-
-// stepResult is the outcome of one decide-and-write round.
-type stepResult struct {
-	cm       *corev1.ConfigMap // the lock after the round; nil if none
-	rec      *Record
-	decision Decision
-	held     *Held
-}
-
-func (r *stepResult) progress(c *Client, target string, started time.Time) *Progress {
-	if r.rec == nil {
-		return nil
-	}
-	p := &Progress{
-		Target:      target,
-		Holder:      r.rec.holderOrNone(),
-		HolderAlive: r.decision.StaleHolder == nil || r.decision.HandedTo != nil,
-		Position:    r.decision.Position,
-		Started:     started,
-		Freeze:      r.decision.Freeze,
-	}
-	if p.Position > 0 {
-		p.Ahead = append([]Claim(nil), r.rec.Waiters[:p.Position-1]...)
-		p.Wait = &EstimateInput{Target: target, History: r.rec.History, Ahead: p.Position - 1, Freeze: r.rec.Freeze, Windows: c.FreezeWindows}
-		if p.Held() && p.HolderAlive {
-			since := p.Holder.Since.Time
-			p.Wait.HolderSince = &since
-		}
-	}
-	return p
-}
-
-// errRetry means the lock changed under a write; read it again and decide
-// again.
-var errRetry = errors.New("lock changed, retry")
-
-// step decides on cm (nil when there is no lock) and writes the decision.
-// pod is the latest known state of the holder's pod, if any.
-func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.ConfigMap, pod *corev1.Pod) (*stepResult, error) {
-	log := c.Log.WithField("lock", c.Describe(req.Target))
-	var cur *Record
-	if cm != nil {
-		rec, err := c.decode(cm, req.Target)
-		if err != nil {
-			return nil, err
-		}
-		cur = rec
-	}
-	now := c.Clock.Now()
-	alive, recheck, why := true, time.Time{}, ""
-	if cur != nil && !cur.IsFree() {
-		var err error
-		alive, recheck, why, err = c.holderAlive(ctx, cur.Holder, pod, now)
-		if err != nil {
-			return nil, err
-		}
-	}
-	policy := req.Policy
-	if cur != nil && (!cur.IsFree() || len(cur.Waiters) > 0) {
-		// A frozen free lock keeps its queue, and the policy it was made with.
-		policy = cur.Policy
-	} else if policy == "" {
-		policy = PolicyNewest
-	}
-	cur = c.withWindows(cur, req.Target, policy, now)
-	d := Decide(cur, me, policy, now, alive, c.waiterTTL())
-	if req.NoWait && d.Outcome == Waiting {
-		// Joining the queue would mean waiting: write nothing.
-		h := cur.holderOrNone()
-		if d.HandedTo != nil {
-			h = *d.HandedTo
-		}
-		return nil, &HeldError{Target: req.Target, Holder: h, Waiters: len(cur.Waiters), Freeze: d.Freeze}
-	}
-	if !recheck.IsZero() && (d.NextCheck.IsZero() || recheck.Before(d.NextCheck) || !d.NextCheck.After(now)) {
-		// A grace period of the holder's pod ends, or the holder's expiry
-		// is surely past: take over then, not at the next renewal.
-		d.NextCheck = recheck
-	}
-	res := &stepResult{cm: cm, rec: cur, decision: d}
-	var events <-chan struct{} // closed once Events recorded in the background are written
-	if d.StaleHolder != nil {
-		log.WithField("holder", d.StaleHolder.Identity.String()).Debug("holder is no longer alive")
-	}
-	if d.RanAgain {
-		why = "its job runs again: " + me.CIJob.Describe()
-	}
-	if d.StaleHolder != nil && d.Record != nil {
-		by := ""
-		if d.HandedTo != nil {
-			by = d.HandedTo.Identity.String()
-		} else if d.Outcome == Acquired {
-			by = me.Identity.String()
-		}
-		ending := staleEnding(*d.StaleHolder)
-		if d.RanAgain {
-			ending = EndRanAgain
-		}
-		d.Record.ended(*d.StaleHolder, d.Record.Updated, ending, by, why)
-	}
-	if d.Outcome == Acquired && req.OnTaking != nil {
-		req.OnTaking()
-	}
-	if d.Record != nil {
-		written, err := c.write(ctx, req.Target, cm, d)
-		if err != nil {
-			return nil, err
-		}
-		res.cm, res.rec = written, d.Record
-		if c.EventsInBackground && c.Events != nil && d.Outcome == Acquired {
-			done := make(chan struct{})
-			snap := *res
-			go func() {
-				defer close(done)
-				c.stepEvents(context.WithoutCancel(ctx), &snap, cur, me, why)
-			}()
-			events = done
-		} else {
-			c.stepEvents(ctx, res, cur, me, why)
-		}
-	}
-	if d.CancelRequested != nil && d.Record != nil {
-		c.event(ctx, res.cm, false, ReasonCancelRequested, fmt.Sprintf("%s asked %s to stop (cancel-in-progress)", me.Identity, d.CancelRequested.Identity))
-	}
-	switch d.Outcome {
-	case Acquired:
-		// The take-over write's version, or the token recorded since.
-		token := res.rec.Holder.Token
-		if token == "" {
-			token = res.cm.ResourceVersion
-		}
-		res.held = &Held{
-			Target:    req.Target,
-			Namespace: c.namespace,
-			Name:      res.cm.Name,
-			UID:       res.cm.UID,
-			Session:   res.rec.Holder.Session,
-			Holder:    res.rec.Holder,
-			Token:     token,
-			Reentered: d.Reentered,
-			last:      &lastSeen{cm: res.cm},
-			events:    events,
-		}
-		if f := res.rec.Freeze; f != nil && d.TookOver && res.rec.Holder.IgnoredFreeze != "" {
-			res.held.IgnoredFreeze = f
-			log.WithField("holder", me.Identity.String()).Warn("took a frozen lock (--ignore-freeze): " + f.Describe())
-		}
-		if d.Reentered {
-			log.WithField("holder", me.Identity.String()).Debug("lock already held by this build")
-		} else {
-			log.WithField("holder", me.Identity.String()).Debug("lock acquired")
-		}
-	case Superseded:
-		c.event(ctx, res.cm, false, ReasonSuperseded, fmt.Sprintf("%s gave up: superseded by %s", me.Identity, d.By.Identity))
-		return res, &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.Session == res.rec.Holder.Session}
-	}
-	return res, nil
-}
-
-// write stores d.Record by creating or updating the lock read as cm.
-// Conflicts and races with creation or deletion return errRetry.
-func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap, d Decision) (*corev1.ConfigMap, error) {
-	api := c.cms.ConfigMaps(c.namespace)
-	var next *corev1.ConfigMap
-	if d.Create || cm == nil {
-		next = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace}}
-	} else {
-		next = cm.DeepCopy()
-	}
-	d.Record.Target = target
-	if h := &d.Record.Holder; h.TokenPending && !d.TookOver && cm != nil {
-		// cm is the version the holder's take-over wrote (every later
-		// write records the token): its resourceVersion is the token.
-		h.Token, h.TokenPending = cm.ResourceVersion, false
-	}
-	if err := encode(next, d.Record); err != nil {
-		return nil, err
-	}
-	var out *corev1.ConfigMap
-	var err error
-	if d.Create || cm == nil {
-		out, err = api.Create(ctx, next, metav1.CreateOptions{})
-	} else {
-		out, err = api.Update(ctx, next, metav1.UpdateOptions{})
-	}
-	switch {
-	case err == nil:
-		return out, nil
-	case (d.Create || cm == nil) && apierrors.IsNotFound(err):
-		// NOTE: a create is only ever NotFound for its namespace; retrying
-		// it as a race would wait for ever.
-		return nil, &NamespaceError{Namespace: c.namespace}
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err), apierrors.IsNotFound(err):
-		return nil, errRetry
-	}
-	return nil, fmt.Errorf("write lock %s: %w", c.Describe(target), err)
-}
-
 // holderAlive judges the holder: by its pod when it has one (see JudgePod),
 // else by its expiry. recheck, when not zero, is when the verdict changes
 // by itself (a grace period of the pod or its node ends); why says why a
@@ -715,7 +433,7 @@ func (c *Client) get(ctx context.Context, target string) (*corev1.ConfigMap, err
 	if c.windowsPending() {
 		return c.getWithWindows(ctx, target)
 	}
-	return c.getLock(ctx, target)
+	return c.store.Get(ctx, target)
 }
 
 // windowsPending reports whether the next read of a lock is to load the
@@ -724,48 +442,38 @@ func (c *Client) windowsPending() bool {
 	if !c.LoadWindowsOnRead || c.namespace == metav1.NamespaceAll {
 		return false
 	}
-	c.windowsMu.Lock()
-	defer c.windowsMu.Unlock()
-	return c.FreezeWindows == nil
+	return !c.windows.loaded()
 }
 
 // getWithWindows reads target's lock and the freeze windows side by side,
-// and keeps the windows in c.FreezeWindows. An error reading the windows
-// wins: without them no decision may be made.
+// and keeps the windows. An error reading the windows wins: without them
+// no decision may be made.
 func (c *Client) getWithWindows(ctx context.Context, target string) (*corev1.ConfigMap, error) {
-	c.windowsMu.Lock()
-	defer c.windowsMu.Unlock()
-	if c.FreezeWindows != nil {
-		return c.getLock(ctx, target)
-	}
-	var (
-		ws   []FreezeWindow
-		werr error
-		done = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		ws, werr = LoadFreezeWindows(ctx, c.cms, c.namespace)
-	}()
-	cm, err := c.getLock(ctx, target)
-	<-done
-	if werr != nil {
-		return nil, werr
-	}
-	if err != nil {
+	var cm *corev1.ConfigMap
+	ran, err := c.windows.load(func() ([]FreezeWindow, error) {
+		var (
+			ws   []FreezeWindow
+			werr error
+			done = make(chan struct{})
+		)
+		go func() {
+			defer close(done)
+			ws, werr = LoadFreezeWindows(ctx, c.cms, c.namespace)
+		}()
+		var err error
+		cm, err = c.store.Get(ctx, target)
+		<-done
+		if werr != nil {
+			return nil, werr
+		}
+		return ws, err
+	})
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	c.FreezeWindows = append([]FreezeWindow{}, ws...) // loaded: not nil
-	return cm, nil
-}
-
-func (c *Client) getLock(ctx context.Context, target string) (*corev1.ConfigMap, error) {
-	cm, err := c.cms.ConfigMaps(c.namespace).Get(ctx, Name(target), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read lock %s: %w", c.Describe(target), err)
+	case !ran:
+		// Loaded by another meanwhile: the lock is read alone.
+		return c.store.Get(ctx, target)
 	}
 	return cm, nil
 }
@@ -773,25 +481,26 @@ func (c *Client) getLock(ctx context.Context, target string) (*corev1.ConfigMap,
 // leave removes session from the queue of target's lock, if it is there,
 // so a waiter that gives up leaves the lock as it found it.
 func (c *Client) leave(ctx context.Context, target, session string) error {
-	for attempt := 0; attempt < 10; attempt++ {
-		cm, err := c.get(ctx, target)
-		if err != nil || cm == nil {
-			return err
+	return c.update(ctx, "leave the queue of", target, nil, func(cm *corev1.ConfigMap) (change, error) {
+		if cm == nil {
+			return change{}, nil
 		}
 		rec, err := c.decode(cm, target)
-		if err != nil {
-			return err
+		if err != nil || !leaveQueue(rec, session, c.Clock.Now()) {
+			return change{}, err
 		}
-		if !rec.remove(session) {
-			return nil
-		}
-		rec.Updated = later(c.Clock.Now(), rec.Updated)
-		_, err = c.write(ctx, target, cm, Decision{Record: rec})
-		if !errors.Is(err, errRetry) {
-			return err
-		}
+		return change{Decision: Decision{Record: rec}}, nil
+	})
+}
+
+// leaveQueue is the rule of a waiter that gives up: session leaves rec's
+// queue at now. It reports whether rec changed (session waited).
+func leaveQueue(rec *Record, session string, now time.Time) bool {
+	if !rec.remove(session) {
+		return false
 	}
-	return fmt.Errorf("leave the queue of lock %s: too many concurrent changes", c.Describe(target))
+	rec.Updated = later(now, rec.Updated)
+	return true
 }
 
 // serverClock is a clock that follows the API server's once it has heard
@@ -862,11 +571,12 @@ func rvOlder(a, b string) bool {
 // there is none, so that the decision on it writes the window's freeze.
 // cur itself when no window applies.
 func (c *Client) withWindows(cur *Record, target string, policy Policy, now time.Time) *Record {
-	if c.FreezeWindows == nil {
+	ws := c.freezeWindows()
+	if ws == nil {
 		return cur
 	}
 	if cur == nil {
-		f := windowFreeze(c.FreezeWindows, target, now)
+		f := windowFreeze(ws, target, now)
 		if f == nil {
 			return nil
 		}
@@ -877,8 +587,8 @@ func (c *Client) withWindows(cur *Record, target string, policy Policy, now time
 		return rec
 	}
 	rec := cur.deepCopy()
-	dropped := rec.dropLapsedWindow(c.FreezeWindows, now)
-	if !rec.applyWindows(c.FreezeWindows, now) && !dropped {
+	dropped := rec.dropLapsedWindow(ws, now)
+	if !rec.applyWindows(ws, now) && !dropped {
 		return cur
 	}
 	return rec

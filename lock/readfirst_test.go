@@ -68,7 +68,7 @@ func TestReadFirstWithWindows(t *testing.T) {
 			assert.Equal(t, []string{"get configmaps", "get configmaps"}, got[:min(2, len(got))], "the lock and the windows read first")
 			assert.Equal(t, []string{FreezeWindowsName, Name("staging")}, gets(cs))
 			assert.Equal(t, tt.wantWrites, got[2:], "writes")
-			require.NotNil(t, c.FreezeWindows, "the windows are loaded")
+			require.NotNil(t, c.FreezeWindows(), "the windows are loaded")
 			if tt.wantFrozen {
 				var held *HeldError
 				require.ErrorAs(t, err, &held)
@@ -92,7 +92,7 @@ func TestLoadWindowsOnReadOnce(t *testing.T) {
 	_, err := c.get(t.Context(), "staging")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), FreezeWindowsName)
-	assert.Nil(t, c.FreezeWindows)
+	assert.Nil(t, c.FreezeWindows())
 
 	require.NoError(t, cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), windowsObject("windows: []"), lockNS))
 	cs.ClearActions()
@@ -100,8 +100,8 @@ func TestLoadWindowsOnReadOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, cm)
 	assert.Equal(t, []string{FreezeWindowsName, Name("staging")}, gets(cs))
-	assert.NotNil(t, c.FreezeWindows)
-	assert.Empty(t, c.FreezeWindows)
+	assert.NotNil(t, c.FreezeWindows())
+	assert.Empty(t, c.FreezeWindows())
 
 	cs.ClearActions()
 	_, err = c.get(t.Context(), "staging")

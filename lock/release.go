@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Released says what Release did.
@@ -71,21 +70,7 @@ func (o ReleaseOptions) eventsTurn() {
 // only waits leaves the queue. With o.Token the holder is matched by its
 // fencing token instead of id.
 func (c *Client) Release(ctx context.Context, target string, id Identity, o ReleaseOptions) (*Released, error) {
-	for attempt := 0; attempt < 20; attempt++ {
-		cm, err := c.get(ctx, target)
-		if err != nil {
-			return nil, err
-		}
-		if cm == nil {
-			return &Released{}, nil
-		}
-		res, err := c.releaseOnce(ctx, target, id, o, cm)
-		if errors.Is(err, errRetry) {
-			continue
-		}
-		return res, err
-	}
-	return nil, fmt.Errorf("release lock %s: too many concurrent changes, try again", c.Describe(target))
+	return c.release(ctx, target, id, o, nil)
 }
 
 // ReleaseHeld gives up a lock h that Acquire returned, as Release does for
@@ -109,38 +94,74 @@ func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*R
 	defer h.WaitEvents(ctx)
 	defer h.StopWatching()
 	o.beforeEvents = func() { h.WaitEvents(ctx) }
-	id := h.Holder.Identity
 	o.Job = h.Holder.CIJob
-	for attempt := 0; attempt < 20 && o.Token == "" && !o.Force; attempt++ {
-		cm := h.lastCM()
-		if cm == nil {
-			break
-		}
-		rec, err := Decode(cm)
-		// NOTE: only a version in which h holds the lock is written on:
-		// any other outcome (not the holder, free, unreadable) is decided
-		// on a fresh read.
-		if err != nil || rec.IsFree() || rec.Holder.Session != h.Session || rec.Holder.Identity != id {
-			break
-		}
-		res, err := c.releaseOnce(ctx, h.Target, id, o, cm)
-		if !errors.Is(err, errRetry) {
-			return res, err
-		}
-		if !c.KeepWatching {
-			break
-		}
-		if h.watching == nil {
-			h.keep(c.watchFrom(ctx, cm))
-		}
-		if !h.awaitNewer(ctx, c.Clock, cm) {
-			break
-		}
-	}
-	return c.Release(ctx, h.Target, id, o)
+	return c.release(ctx, h.Target, h.Holder.Identity, o, c.heldVersions(h, o))
 }
 
-func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o ReleaseOptions, cm *corev1.ConfigMap) (*Released, error) {
+// heldVersions is the reader of ReleaseHeld: the versions of the lock h
+// saw while it holds the lock in them, then fresh reads. Only a version in
+// which h holds the lock is written on: any other (not the holder, free,
+// unreadable) is decided on a fresh read, as is every version once one was
+// not.
+func (c *Client) heldVersions(h *Held, o ReleaseOptions) reader {
+	fresh := o.Token != "" || o.Force
+	return func(ctx context.Context, target string, lost *corev1.ConfigMap, attempt int) (*corev1.ConfigMap, error) {
+		if !fresh && lost != nil {
+			switch {
+			case !c.KeepWatching:
+				fresh = true
+			case h.watching == nil:
+				h.keep(c.watchFrom(ctx, lost))
+				fallthrough
+			default:
+				fresh = !h.awaitNewer(ctx, c.Clock, lost)
+			}
+		}
+		if !fresh {
+			if cm := h.lastCM(); holdsIn(h, cm) {
+				return cm, nil
+			}
+			fresh = true
+		}
+		return c.get(ctx, target)
+	}
+}
+
+// holdsIn reports whether h holds the lock in its version cm.
+func holdsIn(h *Held, cm *corev1.ConfigMap) bool {
+	if cm == nil {
+		return false
+	}
+	rec, err := Decode(cm)
+	return err == nil && !rec.IsFree() && rec.Holder.Session == h.Session && rec.Holder.Identity == h.Holder.Identity
+}
+
+// release gives up target's lock for id, deciding on the versions read
+// brings (nil: fresh reads).
+func (c *Client) release(ctx context.Context, target string, id Identity, o ReleaseOptions, read reader) (*Released, error) {
+	var res *Released
+	err := c.update(ctx, "release", target, read, func(cm *corev1.ConfigMap) (change, error) {
+		var (
+			ch  change
+			err error
+		)
+		res, ch, err = c.releaseChange(target, id, o, cm)
+		return ch, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// releaseChange decides a release on the lock cm (nil: none) with
+// decideRelease, and returns the change that carries it out: an
+// unreadable lock is deleted when o.Force, and the stored hook logs and
+// records the release's Events.
+func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm *corev1.ConfigMap) (*Released, change, error) {
+	if cm == nil {
+		return &Released{}, change{}, nil
+	}
 	log := c.Log.WithField("lock", c.Describe(target))
 	rec, err := c.decode(cm, target)
 	var (
@@ -149,60 +170,104 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 	)
 	switch {
 	case (errors.As(err, &invalid) || errors.As(err, &version)) && o.Force:
-		if err := c.delete(ctx, cm); err != nil {
-			return nil, err
-		}
-		log.WithField("err", err).Warn("deleted a lock this lockctl cannot read")
-		o.eventsTurn()
-		c.event(ctx, cm, true, ReasonForceReleased, fmt.Sprintf("unreadable lock deleted with --force by %s: %v", o.by(id), err))
-		return &Released{Forced: true, Invalid: err}, nil
+		res := &Released{Forced: true, Invalid: err}
+		return res, change{remove: true, stored: func(ctx context.Context, _ *corev1.ConfigMap) {
+			log.WithField("err", err).Warn("deleted a lock this lockctl cannot read")
+			o.eventsTurn()
+			c.event(ctx, cm, true, ReasonForceReleased, fmt.Sprintf("unreadable lock deleted with --force by %s: %v", o.by(id), err))
+		}}, nil
 	case err != nil:
-		return nil, err
-	case rec.IsFree() && rec.positionOf(id, o.Job) == 0:
-		return &Released{}, nil
+		return nil, change{}, err
+	}
+	res, write, err := decideRelease(target, rec, cm.ResourceVersion, id, o, c.freezeWindows(), c.Clock.Now())
+	if err != nil || !write {
+		if err != nil {
+			setNamespace(err, c.namespace)
+		}
+		return res, change{}, err
+	}
+	if res.LeftQueue {
+		return res, change{Decision: Decision{Record: rec}}, nil
+	}
+	return res, change{Decision: Decision{Record: rec}, stored: func(ctx context.Context, written *corev1.ConfigMap) {
+		switch {
+		case res.HandedTo != nil:
+			log.WithField("holder", res.HandedTo.Identity.String()).Debug("lock handed over")
+		case rec.Freeze != nil:
+			log.WithField("holder", res.Previous.Identity.String()).Debug("lock released; it stays frozen")
+		default:
+			log.WithField("holder", res.Previous.Identity.String()).Debug("lock released")
+		}
+		o.eventsTurn()
+		c.releaseEvents(ctx, written, res, o.by(id))
+	}}, nil
+}
+
+// setNamespace names the lock namespace in the errors of decideRelease.
+func setNamespace(err error, ns string) {
+	var (
+		tok *TokenError
+		nh  *NotHolderError
+	)
+	switch {
+	case errors.As(err, &tok):
+		tok.Namespace = ns
+	case errors.As(err, &nh):
+		nh.Namespace = ns
+	}
+}
+
+// decideRelease is the rule of a release of target's lock rec, of version rv,
+// by id at now, with the freeze windows ws: it changes rec into the record
+// to write and reports whether to write it. The holder (by identity and
+// job, or by o.Token) releases: the first waiter that may take the lock
+// gets it, else the lock stays, free (or frozen, keeping its queue), for
+// its history; the hold's end goes into the history. A caller that only
+// waits leaves the queue (Released.LeftQueue). Anyone else is refused with
+// a *NotHolderError, or a *TokenError for a wrong token, unless o.Force
+// breaks the hold. Nothing to release is an empty Released, and no write.
+func decideRelease(target string, rec *Record, rv string, id Identity, o ReleaseOptions, ws []FreezeWindow, now time.Time) (*Released, bool, error) {
+	if rec.IsFree() && rec.positionOf(id, o.Job) == 0 {
+		return &Released{}, false, nil
 	}
 	holder := rec.Holder
 	res := &Released{Previous: &holder}
-	now := c.Clock.Now()
 	if rec.unheld() {
 		// Frozen with no holder: nothing to release, but a waiter leaves.
 		res.Previous = nil
 	}
 	switch {
 	case o.Token != "" && !rec.unheld():
-		if tok := holderToken(rec, cm); tok != o.Token {
-			return nil, &TokenError{Target: target, Namespace: c.namespace, Token: o.Token, Holder: holder, HolderToken: tok}
+		if tok := holderToken(rec, rv); tok != o.Token {
+			return nil, false, &TokenError{Target: target, Token: o.Token, Holder: holder, HolderToken: tok}
 		}
 	case !id.names(holder.Identity) || !ownJob(holder.CIJob, o.Job) || rec.unheld():
 		if !o.Force {
 			if i := rec.positionOf(id, o.Job); i > 0 {
 				rec.Waiters = append(rec.Waiters[:i-1:i-1], rec.Waiters[i:]...)
 				rec.Updated = later(now, rec.Updated)
-				if _, err := c.write(ctx, target, cm, Decision{Record: rec}); err != nil {
-					return nil, err
-				}
-				return &Released{LeftQueue: true}, nil
+				return &Released{LeftQueue: true}, true, nil
 			}
 			if rec.unheld() {
-				return res, nil
+				return res, false, nil
 			}
-			err := &NotHolderError{Target: target, Namespace: c.namespace, Holder: holder}
+			err := &NotHolderError{Target: target, Holder: holder}
 			if id.names(holder.Identity) {
 				err.Caller = o.Job
 			}
-			return nil, err
+			return nil, false, err
 		}
 		if rec.unheld() {
-			return res, nil
+			return res, false, nil
 		}
 		res.Forced = true
 	}
 	ts := later(now, rec.Updated)
 	rec.Updated = ts
 	rec.thaw(now)
-	if c.FreezeWindows != nil {
-		rec.dropLapsedWindow(c.FreezeWindows, now)
-		rec.applyWindows(c.FreezeWindows, now)
+	if ws != nil {
+		rec.dropLapsedWindow(ws, now)
+		rec.applyWindows(ws, now)
 	}
 	rec.dropExpired(now)
 	rec.orderWaiters(now)
@@ -213,48 +278,26 @@ func (c *Client) releaseOnce(ctx context.Context, target string, id Identity, o 
 	if res.Forced {
 		how, by = EndBroken, o.by(id)
 	}
-	if next == nil && rec.Freeze != nil {
+	switch {
+	case next == nil && rec.Freeze != nil:
 		rec.ended(holder, ts, how, by, "")
 		rec.vacate(ts)
-		written, err := c.write(ctx, target, cm, Decision{Record: rec})
-		if err != nil {
-			return nil, err
-		}
-		log.WithField("holder", holder.Identity.String()).Debug("lock released; it stays frozen")
-		o.eventsTurn()
-		c.releaseEvents(ctx, written, res, o.by(id))
-		return res, nil
-	}
-	if next == nil {
+	case next == nil:
 		// NOTE: kept, free, rather than deleted, so its history outlives
 		// the hold; every lockctl of this major version takes it over.
 		rec.ended(holder, ts, how, by, "")
 		rec.free(ts)
-		written, err := c.write(ctx, target, cm, Decision{Record: rec})
-		if err != nil {
-			return nil, err
+	default:
+		if !res.Forced {
+			how, by = EndHandedOver, next.Identity.String()
 		}
-		log.WithField("holder", holder.Identity.String()).Debug("lock released")
-		o.eventsTurn()
-		c.releaseEvents(ctx, written, res, o.by(id))
-		return res, nil
+		rec.ended(holder, ts, how, by, "")
+		rec.handOver(*next, ts, now)
+		rec.overridden(ts, now)
+		handed := rec.Holder
+		res.HandedTo = &handed
 	}
-	if !res.Forced {
-		how, by = EndHandedOver, next.Identity.String()
-	}
-	rec.ended(holder, ts, how, by, "")
-	rec.handOver(*next, ts, now)
-	rec.overridden(ts, now)
-	written, err := c.write(ctx, target, cm, Decision{Record: rec})
-	if err != nil {
-		return nil, err
-	}
-	handed := rec.Holder
-	res.HandedTo = &handed
-	log.WithField("holder", handed.Identity.String()).Debug("lock handed over")
-	o.eventsTurn()
-	c.releaseEvents(ctx, written, res, o.by(id))
-	return res, nil
+	return res, true, nil
 }
 
 // by names who releases: o.By, else id.
@@ -266,21 +309,6 @@ func (o ReleaseOptions) by(id Identity) string {
 		return "an unnamed user"
 	}
 	return id.String()
-}
-
-// delete removes cm only if it is still the version just read.
-func (c *Client) delete(ctx context.Context, cm *corev1.ConfigMap) error {
-	uid, rv := cm.UID, cm.ResourceVersion
-	err := c.cms.ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
-	})
-	switch {
-	case err == nil:
-		return nil
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		return errRetry
-	}
-	return fmt.Errorf("delete lock %s/%s: %w", cm.Namespace, cm.Name, err)
 }
 
 // positionOf returns the 1-based place of the first waiter with identity
@@ -306,18 +334,18 @@ func ownJob(held, caller CIJob) bool {
 	return held.Job == caller.Job && (held.JobID == caller.JobID || caller.Attempt > held.Attempt)
 }
 
-// holderToken returns the fencing token of rec's holder, read from the lock
-// cm: the recorded token, or the lock's resourceVersion while the holder's
+// holderToken returns the fencing token of rec's holder, read from the
+// lock's version rv: the recorded token, or the lock's resourceVersion while the holder's
 // take-over is still the last write. A holder handed the lock that has not
 // confirmed it yet has no token: "".
-func holderToken(rec *Record, cm *corev1.ConfigMap) string {
+func holderToken(rec *Record, rv string) string {
 	switch h := rec.Holder; {
 	case h.HandedOver:
 		return ""
 	case h.Token != "":
 		return h.Token
 	case h.TokenPending:
-		return cm.ResourceVersion
+		return rv
 	}
 	return ""
 }

@@ -103,7 +103,7 @@ func (c *Client) Free(target string) Lock {
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
 		Spec:       LockSpec{Target: target},
 		Status: LockStatus{State: StateFree, Liveness: "free",
-			Freeze: windowFreeze(c.FreezeWindows, target, c.Clock.Now())},
+			Freeze: windowFreeze(c.freezeWindows(), target, c.Clock.Now())},
 	}
 }
 
@@ -147,7 +147,7 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) Lock {
 // estimate sets the wait estimates of l's waiters, and of a contender
 // that would join now, from rec's history (EstimateWait).
 func (c *Client) estimate(l *Lock, rec *Record) {
-	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.FreezeWindows, Now: c.Clock.Now()}
+	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.Clock.Now()}
 	if h := l.Status.Holder; h != nil && l.Status.Alive {
 		since := h.Since.Time
 		in.HolderSince = &since
@@ -198,13 +198,14 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (Lock, *R
 		// The take-over was the last write: its version is the token.
 		l.Status.Token = cm.ResourceVersion
 	}
-	if c.FreezeWindows != nil {
-		rec.dropLapsedWindow(c.FreezeWindows, now)
+	ws := c.freezeWindows()
+	if ws != nil {
+		rec.dropLapsedWindow(ws, now)
 	}
 	if rec.Freeze.ActiveAt(now) {
 		l.Status.Freeze = rec.Freeze
 	} else {
-		l.Status.Freeze = windowFreeze(c.FreezeWindows, rec.Target, now)
+		l.Status.Freeze = windowFreeze(ws, rec.Target, now)
 	}
 	if rec.unheld() {
 		l.Status.Holder, l.Status.Token = nil, ""
@@ -246,42 +247,47 @@ var ErrLost = errors.New("lock lost")
 // *CancelRequestedError, having renewed, while a newer build asks the
 // holder to stop (Request.CancelInProgress).
 func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
-	for attempt := 0; attempt < 10; attempt++ {
-		cm, err := c.get(ctx, h.Target)
-		if err != nil {
-			return err
-		}
+	var rec *Record
+	err := c.update(ctx, "renew", h.Target, nil, func(cm *corev1.ConfigMap) (change, error) {
 		if cm == nil {
-			return fmt.Errorf("renew lock %s: %w: it was deleted", c.Describe(h.Target), ErrLost)
+			return change{}, fmt.Errorf("renew lock %s: %w: it was deleted", c.Describe(h.Target), ErrLost)
 		}
-		rec, err := c.decode(cm, h.Target)
-		if err != nil {
-			return err
+		var err error
+		if rec, err = c.decode(cm, h.Target); err != nil {
+			return change{}, err
 		}
-		if rec.IsFree() {
-			return fmt.Errorf("renew lock %s: %w: it was released", c.Describe(h.Target), ErrLost)
+		if err := decideRenew(rec, h.Session, ttl, c.Clock.Now()); err != nil {
+			return change{}, fmt.Errorf("renew lock %s: %w", c.Describe(h.Target), err)
 		}
-		if rec.Holder.Session != h.Session {
-			return fmt.Errorf("renew lock %s: %w: now held by %s", c.Describe(h.Target), ErrLost, rec.Holder.Identity)
-		}
-		ts := later(c.Clock.Now(), rec.Updated)
-		rec.Updated = ts
-		rec.thaw(c.Clock.Now())
-		if rec.Holder.Pod == nil {
-			rec.Holder.Expires = microPtr(c.Clock.Now().Add(ttl)) // from now, not ts (see holding)
-		}
-		written, err := c.write(ctx, h.Target, cm, Decision{Record: rec})
-		if err == nil {
+		return change{Decision: Decision{Record: rec}, stored: func(_ context.Context, written *corev1.ConfigMap) {
 			h.remember(written)
-			if r := rec.Holder.CancelRequest; r != nil {
-				// Renewed all the same: the holder keeps the lock while it
-				// stops.
-				return &CancelRequestedError{Target: h.Target, By: r.Identity}
-			}
-		}
-		if !errors.Is(err, errRetry) {
-			return err
-		}
+		}}, nil
+	})
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("renew lock %s: too many concurrent changes", c.Describe(h.Target))
+	if r := rec.Holder.CancelRequest; r != nil {
+		// Renewed all the same: the holder keeps the lock while it stops.
+		return &CancelRequestedError{Target: h.Target, By: r.Identity}
+	}
+	return nil
+}
+
+// decideRenew is the rule of a renewal of the lock rec by the holder of
+// session at now: a holder without a pod keeps the lock ttl past now, and a
+// freeze that is over is dropped. It returns an error matching ErrLost,
+// and changes nothing, when session no longer holds the lock.
+func decideRenew(rec *Record, session string, ttl time.Duration, now time.Time) error {
+	if rec.IsFree() {
+		return fmt.Errorf("%w: it was released", ErrLost)
+	}
+	if rec.Holder.Session != session {
+		return fmt.Errorf("%w: now held by %s", ErrLost, rec.Holder.Identity)
+	}
+	rec.Updated = later(now, rec.Updated)
+	rec.thaw(now)
+	if rec.Holder.Pod == nil {
+		rec.Holder.Expires = microPtr(now.Add(ttl)) // from now, not Updated (see holding)
+	}
+	return nil
 }

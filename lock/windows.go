@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -180,9 +181,13 @@ func (r *Record) applyWindows(ws []FreezeWindow, now time.Time) bool {
 	return true
 }
 
-// LoadFreezeWindows sets c.FreezeWindows from the lock namespace's
-// FreezeWindowsName ConfigMap (see the function LoadFreezeWindows). A
-// client of every namespace (metav1.NamespaceAll) loads none.
+// LoadFreezeWindows loads the freeze windows of the lock namespace from
+// its FreezeWindowsName ConfigMap (see the function LoadFreezeWindows),
+// replacing any loaded before. A contender or a release during a window
+// treats the lock as frozen and writes the window's freeze into the record
+// with its next write; a window's freeze in the record that the windows no
+// longer make (the ConfigMap changed) is dropped. A client of every
+// namespace (metav1.NamespaceAll) loads none.
 func (c *Client) LoadFreezeWindows(ctx context.Context) error {
 	if c.namespace == metav1.NamespaceAll {
 		return nil
@@ -191,8 +196,66 @@ func (c *Client) LoadFreezeWindows(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.FreezeWindows = append([]FreezeWindow{}, ws...) // loaded: not nil
+	c.windows.set(ws)
 	return nil
+}
+
+// SetFreezeWindows sets the freeze windows of the lock namespace, read by
+// the caller (a dashboard that loads the windows of many namespaces); see
+// LoadFreezeWindows. Safe to call while the client is in use.
+func (c *Client) SetFreezeWindows(ws []FreezeWindow) { c.windows.set(ws) }
+
+// FreezeWindows returns the freeze windows loaded, nil when none were
+// loaded (only the freezes in the records count), empty when there are
+// none.
+func (c *Client) FreezeWindows() []FreezeWindow { return c.freezeWindows() }
+
+// freezeWindows returns the freeze windows loaded, nil when none were. The
+// slice is never changed in place: a new load replaces it.
+func (c *Client) freezeWindows() []FreezeWindow { return c.windows.get() }
+
+// windowCache keeps the freeze windows of a client, safe for concurrent
+// use: every decision and view reads them, while a load (beside the first
+// read of a lock, LoadFreezeWindows or SetFreezeWindows) replaces them. nil
+// means not loaded.
+type windowCache struct {
+	mu sync.Mutex
+	ws []FreezeWindow
+	// loading is held by the one load under way, so that concurrent first
+	// reads load the windows once.
+	loading sync.Mutex
+}
+
+func (w *windowCache) get() []FreezeWindow {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ws
+}
+
+func (w *windowCache) loaded() bool { return w.get() != nil }
+
+// set replaces the windows with a copy of ws; nil counts as loaded, none.
+func (w *windowCache) set(ws []FreezeWindow) {
+	cp := append([]FreezeWindow{}, ws...) // loaded: not nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ws = cp
+}
+
+// load sets the windows from f unless they were loaded meanwhile, and
+// reports whether it ran f. An error of f loads nothing.
+func (w *windowCache) load(f func() ([]FreezeWindow, error)) (bool, error) {
+	w.loading.Lock()
+	defer w.loading.Unlock()
+	if w.loaded() {
+		return false, nil
+	}
+	ws, err := f()
+	if err != nil {
+		return true, err
+	}
+	w.set(ws)
+	return true, nil
 }
 
 // FromWindow reports whether f was written from a freeze window.

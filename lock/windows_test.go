@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -103,7 +104,8 @@ func TestDecideInFreezeWindow(t *testing.T) {
 	ws, err := ParseFreezeWindows([]byte(`windows: [{name: always, schedule: "* * * * *", duration: 1h, reason: maintenance}]`))
 	require.NoError(t, err)
 	now := t0.Add(30 * time.Second)
-	c := &Client{FreezeWindows: ws}
+	c := &Client{}
+	c.SetFreezeWindows(ws)
 
 	cur := c.withWindows(nil, "staging", PolicyNewest, now)
 	require.NotNil(t, cur, "a new lock, frozen by the window")
@@ -118,7 +120,8 @@ func TestDecideInFreezeWindow(t *testing.T) {
 	assert.Equal(t, Acquired, d.Outcome, "--ignore-freeze takes it")
 	assert.NotEmpty(t, d.Record.Holder.IgnoredFreeze)
 
-	none := &Client{FreezeWindows: []FreezeWindow{}}
+	none := &Client{}
+	none.SetFreezeWindows(nil)
 	frozenRec := freeRecord(queued(claim("w", "db", "main", "1"), now))
 	frozenRec.Freeze = windowFreeze(ws, "staging", now)
 	rec := none.withWindows(frozenRec, "staging", PolicyNewest, now)
@@ -127,4 +130,51 @@ func TestDecideInFreezeWindow(t *testing.T) {
 
 	notLoaded := &Client{}
 	assert.Same(t, frozenRec, notLoaded.withWindows(frozenRec, "staging", PolicyNewest, now), "windows not loaded: the record as it is")
+}
+
+// TestFreezeWindowsRefreshedWhileInUse: the windows may be loaded again
+// (LoadFreezeWindows, SetFreezeWindows) while views and decisions read
+// them; run with -race, which reported the unguarded field this replaced.
+func TestFreezeWindowsRefreshedWhileInUse(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(30 * time.Second)
+	c, _ := newTestClient(t, now, nil, lockObject(t, freeRecord()),
+		windowsObject(`windows: [{name: always, schedule: "* * * * *", duration: 1h, reason: maintenance}]`))
+	ws, err := ParseFreezeWindows([]byte(`windows: [{name: always, schedule: "* * * * *", duration: 1h, reason: maintenance}]`))
+	require.NoError(t, err)
+	c.SetFreezeWindows(ws)
+
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if i%2 == 0 {
+					assert.NoError(t, c.LoadFreezeWindows(t.Context()))
+				} else {
+					c.SetFreezeWindows(ws)
+				}
+			}
+		}()
+	}
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				l, err := c.Get(t.Context(), "staging")
+				assert.NoError(t, err)
+				free := c.Free("staging")
+				if l != nil {
+					assert.NotNil(t, l.Status.Freeze, "the window freezes the view")
+				}
+				assert.NotNil(t, free.Status.Freeze, "the window freezes the view")
+				_, err = c.Release(t.Context(), "staging", claim("x", "web", "main", "1").Identity, ReleaseOptions{})
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, c.FreezeWindows(), 1)
 }

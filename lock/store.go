@@ -1,0 +1,201 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// store is where the locks of one lock namespace live, one ConfigMap a
+// lock: the seam between the rules of this package and the API server, as
+// resourcelock.Interface is for client-go's leader election. Every write is
+// a compare-and-swap: Update and Delete apply only to the version read,
+// Create only when there is no lock. A write that lost to another returns
+// errRetry, and the caller reads again (Client.update); any other error is
+// the API's, wrapped.
+type store interface {
+	// Get returns target's lock, nil when there is none.
+	Get(ctx context.Context, target string) (*corev1.ConfigMap, error)
+	// Create stores a new lock.
+	Create(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error)
+	// Update stores cm over the version it was copied from.
+	Update(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error)
+	// Delete removes cm, only if it is still the lock's version.
+	Delete(ctx context.Context, cm *corev1.ConfigMap) error
+}
+
+// configMapStore is the store of the ConfigMaps of one namespace.
+type configMapStore struct {
+	cms       corev1client.ConfigMapsGetter
+	namespace string
+}
+
+var _ store = configMapStore{}
+
+func (s configMapStore) describe(name string) string { return s.namespace + "/" + name }
+
+func (s configMapStore) Get(ctx context.Context, target string) (*corev1.ConfigMap, error) {
+	cm, err := s.cms.ConfigMaps(s.namespace).Get(ctx, Name(target), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read lock %s: %w", s.describe(Name(target)), err)
+	}
+	return cm, nil
+}
+
+func (s configMapStore) Create(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	out, err := s.cms.ConfigMaps(s.namespace).Create(ctx, cm, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		return out, nil
+	case apierrors.IsNotFound(err):
+		// NOTE: a create is only ever NotFound for its namespace; retrying
+		// it as a race would wait for ever.
+		return nil, &NamespaceError{Namespace: s.namespace}
+	case apierrors.IsAlreadyExists(err), apierrors.IsConflict(err):
+		return nil, errRetry
+	}
+	return nil, fmt.Errorf("write lock %s: %w", s.describe(cm.Name), err)
+}
+
+func (s configMapStore) Update(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	out, err := s.cms.ConfigMaps(s.namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	switch {
+	case err == nil:
+		return out, nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return nil, errRetry
+	}
+	return nil, fmt.Errorf("write lock %s: %w", s.describe(cm.Name), err)
+}
+
+func (s configMapStore) Delete(ctx context.Context, cm *corev1.ConfigMap) error {
+	uid, rv := cm.UID, cm.ResourceVersion
+	err := s.cms.ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
+	})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return errRetry
+	}
+	return fmt.Errorf("delete lock %s/%s: %w", cm.Namespace, cm.Name, err)
+}
+
+// errRetry means the lock changed under a write; read it again and decide
+// again.
+var errRetry = errors.New("lock changed, retry")
+
+// maxConflicts bounds how many writes in a row one change may lose to
+// others before it gives up.
+const maxConflicts = 20
+
+// change is what a rule decided on one version of a lock.
+type change struct {
+	// Decision holds the record to store (nil: store nothing), and whether
+	// to create the lock and whether the write makes a new holder.
+	Decision
+	// remove deletes the version decided on instead (an unreadable lock
+	// broken with --force).
+	remove bool
+	// stored, when set, is called with the version the write made (nil for
+	// remove) once it is stored: the change's Events and what the caller
+	// keeps of it.
+	stored func(ctx context.Context, cm *corev1.ConfigMap)
+}
+
+// reader returns the version of target's lock to decide on next; lost is
+// the version the last write lost on, nil at first.
+type reader func(ctx context.Context, target string, lost *corev1.ConfigMap, attempt int) (*corev1.ConfigMap, error)
+
+// update is the one write path of the locks: it reads target's lock
+// (through read; nil reads it afresh), asks decide what to do with that
+// version (cm is nil when there is no lock) and stores the answer with a
+// compare-and-swap on that version, then calls the change's stored hook.
+// A write lost to another is read and decided again, up to maxConflicts
+// times; op names the operation in the error that ends it.
+func (c *Client) update(ctx context.Context, op, target string, read reader, decide func(cm *corev1.ConfigMap) (change, error)) error {
+	if read == nil {
+		read = c.fresh
+	}
+	var lost *corev1.ConfigMap
+	for attempt := 0; attempt < maxConflicts; attempt++ {
+		cm, err := read(ctx, target, lost, attempt)
+		if err != nil {
+			return err
+		}
+		ch, err := decide(cm)
+		if err != nil {
+			return err
+		}
+		_, err = c.apply(ctx, target, cm, ch)
+		if !errors.Is(err, errRetry) {
+			return err
+		}
+		lost = cm
+	}
+	return fmt.Errorf("%s lock %s: too many concurrent changes, try again", op, c.Describe(target))
+}
+
+// fresh is the reader that reads the lock from the API server every time.
+func (c *Client) fresh(ctx context.Context, target string, _ *corev1.ConfigMap, _ int) (*corev1.ConfigMap, error) {
+	return c.get(ctx, target)
+}
+
+// apply stores ch, decided on cm (nil: no lock), and calls its stored hook;
+// errRetry when cm is no longer the lock's version. It returns the version
+// written, or cm when there was nothing to write.
+func (c *Client) apply(ctx context.Context, target string, cm *corev1.ConfigMap, ch change) (*corev1.ConfigMap, error) {
+	var out *corev1.ConfigMap
+	switch {
+	case ch.remove:
+		if err := c.store.Delete(ctx, cm); err != nil {
+			return nil, err
+		}
+	case ch.Record != nil:
+		written, err := c.write(ctx, target, cm, ch.Decision)
+		if err != nil {
+			return nil, err
+		}
+		out = written
+	default:
+		out = cm
+	}
+	if ch.stored != nil {
+		ch.stored(ctx, out)
+	}
+	return out, nil
+}
+
+// write stores d.Record by creating or updating the lock read as cm.
+// Conflicts and races with creation or deletion return errRetry.
+func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap, d Decision) (*corev1.ConfigMap, error) {
+	create := d.Create || cm == nil
+	var next *corev1.ConfigMap
+	if create {
+		next = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace}}
+	} else {
+		next = cm.DeepCopy()
+	}
+	d.Record.Target = target
+	if h := &d.Record.Holder; h.TokenPending && !d.TookOver && cm != nil {
+		// cm is the version the holder's take-over wrote (every later
+		// write records the token): its resourceVersion is the token.
+		h.Token, h.TokenPending = cm.ResourceVersion, false
+	}
+	if err := encode(next, d.Record); err != nil {
+		return nil, err
+	}
+	if create {
+		return c.store.Create(ctx, next)
+	}
+	return c.store.Update(ctx, next)
+}
