@@ -67,7 +67,7 @@ type Jobs struct {
 	jobs      scheduler.Clientset
 	namespace string
 	opts      JobsOptions
-	clock     clock.WithTicker
+	clock     clock.Clock
 	pods      map[string]corev1client.PodsGetter
 	cleaner   *scheduler.Reconciler
 }

@@ -23,7 +23,7 @@ const plainRepeat = 30 * time.Second
 // plainRepeat.
 type Wait struct {
 	c     *term.Console
-	clock clock.WithTicker
+	clock clock.Clock
 	live  bool
 
 	mu       sync.Mutex
@@ -38,7 +38,7 @@ type Wait struct {
 type WaitOptions struct {
 	// Clock times the wait: give it the clock the lock is stamped on, so
 	// "held for" and "waited" agree with it. nil means clock.RealClock{}.
-	Clock clock.WithTicker
+	Clock clock.Clock
 }
 
 // NewWait returns the display of one wait on c.
@@ -96,13 +96,14 @@ func (p *Wait) Finish() {
 
 func (p *Wait) tick() {
 	defer close(p.done)
-	t := p.clock.NewTicker(time.Second)
+	t := p.clock.NewTimer(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-t.C():
+			t.Reset(time.Second)
 			p.print(false)
 		}
 	}

@@ -64,7 +64,7 @@ const plainTimeLayout = time.TimeOnly
 //     line themselves (TimestampedCI), or with --timestamps=false.
 type Console struct {
 	out   io.Writer
-	clock clock.WithTicker
+	clock clock.Clock
 	// width returns the terminal's columns; 0 means unknown.
 	width func() int
 	// format is the structured form of every line; nil means text.
@@ -90,7 +90,7 @@ type Console struct {
 type Options struct {
 	// Clock times the lines and redraws the live line; nil means
 	// clock.RealClock{}.
-	Clock clock.WithTicker
+	Clock clock.Clock
 	// Terminal is whether out is a terminal.
 	Terminal bool
 	// Width returns the terminal's columns; nil or 0 means unknown.
@@ -256,13 +256,14 @@ func (c *Console) SetStatus(status func(now time.Time) string) {
 
 func (c *Console) tick(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := c.clock.NewTicker(time.Second)
+	t := c.clock.NewTimer(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C():
+			t.Reset(time.Second)
 			c.mu.Lock()
 			c.drawLocked()
 			c.mu.Unlock()
