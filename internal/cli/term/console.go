@@ -85,8 +85,12 @@ type Console struct {
 	done   chan struct{}
 }
 
-// Options say where a console writes and how.
+// Options say where a console writes and how. The zero value is usable: a
+// plain console on the real clock.
 type Options struct {
+	// Clock times the lines and redraws the live line; nil means
+	// clock.RealClock{}.
+	Clock clock.WithTicker
 	// Terminal is whether out is a terminal.
 	Terminal bool
 	// Width returns the terminal's columns; nil or 0 means unknown.
@@ -98,10 +102,13 @@ type Options struct {
 	Structured logrus.Formatter
 }
 
-// New returns a console writing to out, its times from clk. It is live
-// when o.Terminal is set outside CI (and TERM is not dumb), structured
-// when JX_LOG_FORMAT asks for it, plain otherwise.
-func New(out io.Writer, clk clock.WithTicker, o Options) *Console {
+// New returns a console writing to out. It is live when o.Terminal is set
+// outside CI (and TERM is not dumb), structured when JX_LOG_FORMAT asks for
+// it, plain otherwise.
+func New(out io.Writer, o Options) *Console {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -109,7 +116,7 @@ func New(out io.Writer, clk clock.WithTicker, o Options) *Console {
 	dumb := getenv("TERM") == "dumb"
 	c := &Console{
 		out:     out,
-		clock:   clk,
+		clock:   o.Clock,
 		width:   o.Width,
 		colorOK: o.Terminal && !dumb && getenv("NO_COLOR") == "",
 		live:    o.Terminal && !dumb && getenv("CI") == "",
