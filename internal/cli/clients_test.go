@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/base/metrics"
 )
 
 // TestLoopEventRecorder: the reconcile loop's Events go through the
@@ -26,7 +26,7 @@ func TestLoopEventRecorder(t *testing.T) {
 		tf := newTestFactory(t)
 		separate, fallback := fake.NewClientset(), fake.NewClientset()
 		tf.f.EventsClientset = func() (kubeclient.Interface, error) { return separate, nil }
-		rec, err := tf.f.LoopEventRecorder(fallback, events.JobEventsWarnings, prometheus.NewRegistry())
+		rec, err := tf.f.LoopEventRecorder(fallback, events.JobEventsWarnings, metrics.NewRegistry())
 		require.NoError(t, err)
 		assert.Equal(t, events.JobEventsWarnings, rec.Jobs, "--job-events")
 		assert.NotNil(t, rec.Metrics, "counted")
@@ -38,7 +38,7 @@ func TestLoopEventRecorder(t *testing.T) {
 		t.Parallel()
 		tf := newTestFactory(t)
 		fallback := fake.NewClientset()
-		rec, err := tf.f.LoopEventRecorder(fallback, events.JobEventsAll, prometheus.NewRegistry())
+		rec, err := tf.f.LoopEventRecorder(fallback, events.JobEventsAll, metrics.NewRegistry())
 		require.NoError(t, err)
 		rec.Event(t.Context(), cm, false, "Test", "Test", "note")
 		assert.Len(t, fallback.Actions(), 1, "written through the fallback")
@@ -48,10 +48,10 @@ func TestLoopEventRecorder(t *testing.T) {
 		tf := newTestFactory(t)
 		boom := errors.New("no kubeconfig")
 		tf.f.EventsClientset = func() (kubeclient.Interface, error) { return nil, boom }
-		_, err := tf.f.LoopEventRecorder(fake.NewClientset(), events.JobEventsAll, prometheus.NewRegistry())
+		_, err := tf.f.LoopEventRecorder(fake.NewClientset(), events.JobEventsAll, metrics.NewRegistry())
 		assert.ErrorIs(t, err, boom, "the events client's error")
 		tf.f.EventsClientset = nil
-		reg := prometheus.NewRegistry()
+		reg := metrics.NewRegistry()
 		_, err = tf.f.LoopEventRecorder(tf.cs, events.JobEventsAll, reg)
 		require.NoError(t, err)
 		_, err = tf.f.LoopEventRecorder(tf.cs, events.JobEventsAll, reg)

@@ -134,14 +134,25 @@ func (r *Registry) WriteText(w io.Writer) error {
 	return bw.Flush()
 }
 
-// ContentType is the media type of WriteText's output.
-const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+// ContentType is the media type of WriteText's output, as client_golang's
+// handler names it.
+const ContentType = "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"
 
-// Handler serves WriteText's output, as a Prometheus server scrapes it.
+// Handler serves WriteText's output, as a Prometheus server scrapes it, and
+// registers on r, as client_golang's handler does,
+// promhttp_metric_handler_errors_total{cause}: scrapes whose answer could
+// not be written ("encoding"; "gathering" cannot fail here and stays 0).
 func (r *Registry) Handler() http.Handler {
+	errs := NewCounterVec("promhttp_metric_handler_errors_total",
+		"Total number of internal errors encountered by the promhttp metric handler.", "cause")
+	encoding := errs.WithLabelValues("encoding")
+	errs.WithLabelValues("gathering")
+	_ = r.Register(errs) // a second handler of r shares the first one's count
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", ContentType)
-		_ = r.WriteText(w)
+		if err := r.WriteText(w); err != nil {
+			encoding.Inc()
+		}
 	})
 }
 

@@ -107,7 +107,10 @@ func TestHandlerServesTheTextFormat(t *testing.T) {
 	reg.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	assert.Equal(t, http.StatusOK, rec.Code)
 	assert.Equal(t, metrics.ContentType, rec.Header().Get("Content-Type"))
-	assert.Contains(t, parse(t, rec.Body.String()), "z_total")
+	fams := parse(t, rec.Body.String())
+	assert.Contains(t, fams, "z_total")
+	require.Contains(t, fams, "promhttp_metric_handler_errors_total", "as client_golang's handler registers it")
+	assert.Len(t, fams["promhttp_metric_handler_errors_total"].Metric, 2, "encoding and gathering")
 }
 
 // The Go and process families are client_golang's: same names, types,
