@@ -10,7 +10,6 @@
 package metrics
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -127,11 +126,12 @@ func (r *Registry) Gather() []Family {
 
 // WriteText writes every family in Prometheus's text format.
 func (r *Registry) WriteText(w io.Writer) error {
-	bw := bufio.NewWriter(w)
+	var b strings.Builder
 	for _, f := range r.Gather() {
-		writeFamily(bw, f)
+		writeFamily(&b, f)
 	}
-	return bw.Flush()
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // ContentType is the media type of WriteText's output, as client_golang's
@@ -156,7 +156,7 @@ func (r *Registry) Handler() http.Handler {
 	})
 }
 
-func writeFamily(w *bufio.Writer, f Family) {
+func writeFamily(w *strings.Builder, f Family) {
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", f.Name, escape(f.Help, false), f.Name, f.Type)
 	for _, s := range f.Samples {
 		w.WriteString(f.Name)
