@@ -71,6 +71,8 @@ type Registry struct {
 	mu         sync.Mutex
 	collectors []Collector
 	names      map[string]bool
+	// handlerErrors counts the errors of every Handler of the registry.
+	handlerErrors *CounterVec
 }
 
 // NewRegistry returns an empty Registry.
@@ -142,12 +144,18 @@ const ContentType = "text/plain; version=0.0.4; charset=utf-8; escaping=undersco
 // registers on r, as client_golang's handler does,
 // promhttp_metric_handler_errors_total{cause}: scrapes whose answer could
 // not be written ("encoding"; "gathering" cannot fail here and stays 0).
+// Every handler of r counts in that one family.
 func (r *Registry) Handler() http.Handler {
-	errs := NewCounterVec("promhttp_metric_handler_errors_total",
-		"Total number of internal errors encountered by the promhttp metric handler.", "cause")
+	r.mu.Lock()
+	if r.handlerErrors == nil {
+		r.handlerErrors = NewCounterVec("promhttp_metric_handler_errors_total",
+			"Total number of internal errors encountered by the promhttp metric handler.", "cause")
+		r.handlerErrors.WithLabelValues("gathering")
+	}
+	errs := r.handlerErrors
+	r.mu.Unlock()
 	encoding := errs.WithLabelValues("encoding")
-	errs.WithLabelValues("gathering")
-	_ = r.Register(errs) // a second handler of r shares the first one's count
+	_ = r.Register(errs) // refused, as already registered, from the second handler on
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", ContentType)
 		if err := r.WriteText(w); err != nil {

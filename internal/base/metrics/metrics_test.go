@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -111,7 +112,21 @@ func TestHandlerServesTheTextFormat(t *testing.T) {
 	assert.Contains(t, fams, "z_total")
 	require.Contains(t, fams, "promhttp_metric_handler_errors_total", "as client_golang's handler registers it")
 	assert.Len(t, fams["promhttp_metric_handler_errors_total"].Metric, 2, "encoding and gathering")
+
+	reg.Handler().ServeHTTP(failingWriter{httptest.NewRecorder()}, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	fams = parse(t, scrape(t, reg))
+	errs := fams["promhttp_metric_handler_errors_total"]
+	require.Len(t, errs.Metric, 2)
+	assert.Equal(t, "encoding", labelValue(errs.Metric[0], "cause"))
+	assert.Equal(t, 1.0, errs.Metric[0].GetCounter().GetValue(), "a second handler's failed write, counted in the one family")
 }
+
+// failingWriter is a client gone before the answer is written.
+type failingWriter struct{ *httptest.ResponseRecorder }
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+func (failingWriter) WriteString(string) (int, error) { return 0, errors.New("connection reset") }
 
 // The Go and process families are client_golang's: same names, types,
 // help texts and label names as its collectors gathered in this process.
