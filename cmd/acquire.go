@@ -156,7 +156,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	id := holder.Identity
-	locks, err := cli.NewTakingLockClient(o.f, &o.LockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
 	if err != nil {
 		return err
 	}
@@ -190,6 +190,13 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 				"interrupted while waiting for locks %s; left the queue and gave back the locks taken", names)
 		}
 		return fmt.Errorf("acquire locks %s: %w", names, err)
+	}
+	for _, held := range all {
+		// NOTE: the locks stay held when the command exits: what the
+		// client keeps running for a hold ends, and the Events of the
+		// acquisitions are written before it exits.
+		defer held.WaitEvents(ctx)
+		defer held.StopWatching()
 	}
 	var items []lock.Lock
 	for _, held := range all {

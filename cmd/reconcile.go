@@ -6,12 +6,11 @@ import (
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/events"
+	"github.com/lockctl/lockctl/internal/base/metrics"
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/cli/metricsserver"
@@ -261,8 +260,8 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewGoCollector(), metrics.NewProcessCollector())
 	lo := scheduler.LoopOptions{Options: opts, Registry: reg}
 	if o.Job == "" {
 		sopts, err := cfg.Retention.Apply(o.PruneOptions(o.changed))

@@ -312,18 +312,10 @@ func runCommand(ctx context.Context, o *runOptions) error {
 func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Options)) (run.Result, error) {
 	d := o.f.SetProgress(o.Progress)
 	defer d.SetStatus(nil)
-	locks, err := cli.NewTakingLockClient(o.f, &o.LockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
 	if err != nil {
 		return run.Result{}, err
 	}
-	// NOTE: the Hold waits for the Events of the acquisition before it
-	// exits, after its release's write; neither the command nor the next
-	// holder waits for them.
-	locks.EventsInBackground = true
-	// NOTE: the watch of a lock waited for is kept while it is held, so the
-	// release writes on the newest version (waiters joined meanwhile) and
-	// the next holder is not kept waiting by a lost write and a read.
-	locks.KeepWatching = true
 	holder, err := o.Identity(o.f)
 	if err != nil {
 		return run.Result{}, err

@@ -13,7 +13,7 @@ import (
 // acquireNow takes the lock for me if that needs no waiting; otherwise it
 // returns a *HeldError (or a *SupersededError) and writes nothing.
 func (c *Client) acquireNow(ctx context.Context, req Request, me Claim) (*Held, error) {
-	res, err := c.acquireOnce(ctx, req, me)
+	res, err := c.acquireOnce(ctx, req, me, true)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +30,7 @@ func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress,
 		return nil, nil, err
 	}
 	now := c.Clock.Now()
-	res, err := c.acquireOnce(ctx, req, me)
+	res, err := c.acquireOnce(ctx, req, me, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,15 +42,16 @@ func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress,
 }
 
 // acquireOnce decides and writes for me on fresh reads of the lock until a
-// write is not lost (Client.update).
-func (c *Client) acquireOnce(ctx context.Context, req Request, me Claim) (*stepResult, error) {
+// write is not lost (Client.update). background records the Events of an
+// acquisition in the background (see acquireChange).
+func (c *Client) acquireOnce(ctx context.Context, req Request, me Claim, background bool) (*stepResult, error) {
 	var res *stepResult
 	err := c.update(ctx, "acquire", req.Target, nil, func(cm *corev1.ConfigMap) (change, error) {
 		var (
 			ch  change
 			err error
 		)
-		res, ch, err = c.acquireChange(ctx, req, me, cm, nil)
+		res, ch, err = c.acquireChange(ctx, req, me, cm, nil, background)
 		return ch, err
 	})
 	if err != nil {
@@ -129,9 +130,10 @@ func (r *stepResult) progress(c *Client, target string, started time.Time) *Prog
 
 // step decides on cm (nil when there is no lock) and writes the decision,
 // once: a write lost to another returns errRetry. pod is the latest known
-// state of the holder's pod, if any.
+// state of the holder's pod, if any. It is Acquire's: the Events of an
+// acquisition are recorded in the background.
 func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.ConfigMap, pod *corev1.Pod) (*stepResult, error) {
-	res, ch, err := c.acquireChange(ctx, req, me, cm, pod)
+	res, ch, err := c.acquireChange(ctx, req, me, cm, pod, true)
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +146,9 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 // acquireChange judges the lock cm for contender me (decide) and returns
 // the change that carries the decision out: OnTaking is called before a
 // write that makes me the holder, and the stored hook records the Events
-// of the write.
-func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *corev1.ConfigMap, pod *corev1.Pod) (*stepResult, change, error) {
+// of the write: those of an acquisition in the background when background
+// (Acquire, whose Held waits for them: Held.WaitEvents, ReleaseHeld).
+func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *corev1.ConfigMap, pod *corev1.Pod, background bool) (*stepResult, change, error) {
 	res, why, err := c.judge(ctx, req, me, cm, pod)
 	if err != nil {
 		return nil, change{}, err
@@ -160,7 +163,10 @@ func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *c
 			return
 		}
 		res.cm, res.rec = written, d.Record
-		if c.EventsInBackground && c.Events != nil && d.Outcome == Acquired {
+		if background && c.Events != nil && d.Outcome == Acquired {
+			// NOTE: the holder's work starts a round trip sooner; ReleaseHeld
+			// waits for these Events before its own, so a lock's Events keep
+			// their order.
 			done := make(chan struct{})
 			snap := *res
 			go func() {

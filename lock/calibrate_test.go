@@ -69,7 +69,7 @@ func TestAcquireCalibratesFirst(t *testing.T) {
 		wantExpires time.Time // the caller's expiry as holder; zero when it waits
 	}{
 		{name: "free lock, clock not calibrated", wantActions: []string{"get configmaps", "create configmaps"}, wantExpires: server.Add(time.Hour)},
-		{name: "free lock, clock calibrated", synced: true, wantActions: []string{"create configmaps"}, wantExpires: server.Add(time.Hour)},
+		{name: "free lock, clock calibrated: read first all the same", synced: true, wantActions: []string{"get configmaps", "create configmaps"}, wantExpires: server.Add(time.Hour)},
 		{
 			name:        "held lock, clock not calibrated: queued by the first write, and says so",
 			holder:      record(held(claim("h", "api", "main", "7"), server)),
@@ -91,6 +91,7 @@ func TestAcquireCalibratesFirst(t *testing.T) {
 			clk.hears(cs, off)
 			c := New(cs.CoreV1(), cs.CoreV1(), lockNS)
 			c.Clock = clk
+			c.SetFreezeWindows(nil)
 
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()

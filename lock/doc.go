@@ -77,7 +77,11 @@
 //	c.Clock = sc            // otherwise expiries are judged on the local clock
 //	c.Nodes = cs.CoreV1()   // optional: judge a holder pod's node (get nodes)
 //	c.Log = log             // optional: a *logrus.Entry
-//	c.KeepWatching = true   // optional: a holder that waited releases on the newest version (ReleaseHeld)
+//
+// A Held that Acquire returned keeps a watch of its lock and may still be
+// recording the Events of its acquisition: ReleaseHeld ends both, and a
+// caller that keeps the lock past its exit calls Held.StopWatching and
+// Held.WaitEvents.
 //
 // A holder without a pod renews with Renew every third of its TTL (package
 // run does so for lockctl run) and releases with Release.

@@ -20,7 +20,7 @@ import (
 const catchUp = 500 * time.Millisecond
 
 // heldWatch is the watch of a held lock, remembering every version it
-// brings (Client.KeepWatching).
+// brings (see Acquire).
 type heldWatch struct {
 	w        watch.Interface
 	stop     chan struct{}
@@ -56,7 +56,7 @@ func (h *Held) keep(w watch.Interface) {
 }
 
 // StopWatching stops the watch of the lock kept while it is held
-// (Client.KeepWatching); ReleaseHeld does so itself. It may be called
+// (see Acquire); ReleaseHeld does so itself. It may be called
 // more than once, and on a Held without a watch.
 func (h *Held) StopWatching() {
 	if h == nil || h.watching == nil {

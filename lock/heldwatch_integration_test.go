@@ -16,7 +16,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
-// TestIntegrationKeepWatching: with Client.KeepWatching, a holder that
+// TestIntegrationKeepWatching: a holder that
 // waited keeps the watch of the lock while it holds it, so its release
 // writes once on the newest version although a waiter joined meanwhile;
 // a holder that took the lock at once (no watch) whose release loses to a
@@ -35,7 +35,6 @@ func TestIntegrationKeepWatching(t *testing.T) {
 		cs, err := kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
 		c := New(cs.CoreV1(), cs.CoreV1(), ns)
-		c.KeepWatching = true
 		return c, log
 	}
 	req := func(repo string) Request {

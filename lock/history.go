@@ -147,7 +147,8 @@ type Hold struct {
 // deleted with it) has an empty history.
 func (c *Client) History(ctx context.Context, target string) (*History, error) {
 	out := c.newHistory(target)
-	cm, err := c.get(ctx, target)
+	// NOTE: the history needs no freeze windows: the lock alone is read.
+	cm, err := c.store.Get(ctx, target)
 	if err != nil || cm == nil {
 		return out, err
 	}
@@ -185,21 +186,6 @@ func staleEnding(h Claim) Ending {
 		return EndExpired
 	}
 	return EndLost
-}
-
-// takeFree takes a free lock kept for its history, read as cm, when the
-// first create of Acquire lost because of it: one read and one write, not
-// a wait. It returns errRetry when the lock is not free (or changed).
-func (w *waiter) takeFree(ctx context.Context) (*stepResult, error) {
-	cm, err := w.c.get(ctx, w.req.Target)
-	if err != nil {
-		return nil, err
-	}
-	w.saw(cm)
-	if !isFree(cm) {
-		return nil, errRetry
-	}
-	return w.c.step(ctx, w.req, w.me, cm, nil)
 }
 
 // saw notes the holder of a version of the lock the waiter read, so that a

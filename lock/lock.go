@@ -66,37 +66,6 @@ type Client struct {
 	// ConfigMap (the Reason constants); nil records none. Recording is
 	// best effort and never fails an operation.
 	Events EventRecorder
-	// EventsInBackground makes Acquire return as soon as the lock is held,
-	// recording the Events of the acquisition in a goroutine: the caller's
-	// work starts a round trip sooner. Held.WaitEvents waits for them, and
-	// ReleaseHeld does so after its write and before the release's own
-	// Events, so a lock's Events keep their order. A caller that may exit
-	// without ReleaseHeld must call WaitEvents, or those Events may be
-	// lost.
-	EventsInBackground bool
-	// ReadFirst makes Acquire read a lock before its first write even when
-	// its clock has heard from the API server already. Without it a free
-	// lock's first request is a blind create, the cheapest way to take a
-	// lock that does not exist yet; for callers whose locks usually exist
-	// (a lock is kept, free, after its first release, for its history)
-	// that create is lost, and a read and an update follow it.
-	ReadFirst bool
-	// LoadWindowsOnRead makes the first read of a lock load the freeze
-	// windows too (LoadFreezeWindows), side by side in one round trip,
-	// while FreezeWindows is nil; an error reading them fails that read.
-	// Acquire then reads the lock before deciding anything.
-	LoadWindowsOnRead bool
-	// KeepWatching keeps the watch of the lock that Acquire waited with
-	// running once the lock is held, so that ReleaseHeld writes on the
-	// newest version seen: waiters that joined the queue while the lock was
-	// held no longer make the release's first write lose, and a lost write
-	// is tried again on the version the watch brings instead of a fresh
-	// read. A hold taken without waiting has no watch; its release starts
-	// one only when its first write loses. ReleaseHeld stops the watch, and
-	// so does Held.StopWatching, which a caller that does not release a
-	// Held it got must call.
-	KeepWatching bool
-
 	// store is where the locks live: every read and write of a lock goes
 	// through it (see update).
 	store store
@@ -247,13 +216,13 @@ type Held struct {
 	// events is closed once the Events of the acquisition are recorded;
 	// nil when they were recorded before Acquire returned.
 	events <-chan struct{}
-	// watching is the watch of the lock kept while it is held
-	// (Client.KeepWatching); nil when none.
+	// watching is the watch of the lock kept while it is held (see
+	// Acquire); nil when none.
 	watching *heldWatch
 }
 
 // WaitEvents waits, as long as ctx allows, until the Events of the
-// acquisition are recorded (see Client.EventsInBackground).
+// acquisition are recorded (see Acquire).
 func (h *Held) WaitEvents(ctx context.Context) {
 	if h == nil || h.events == nil {
 		return
@@ -304,13 +273,24 @@ func (h *Held) lastCM() *corev1.ConfigMap {
 // cases, and when ctx is cancelled, the caller's place in the queue is given
 // up so the lock is left as it was found. Whatever call ctx's deadline
 // interrupts, the error is a *TimeoutError: only the wait can time out.
+//
+// Acquire returns as soon as the lock is held: the Events of the
+// acquisition are recorded in the background, and the watch of the lock it
+// waited with keeps running so that ReleaseHeld writes on the newest
+// version. ReleaseHeld ends both; a caller that does not release a Held it
+// got calls Held.StopWatching and Held.WaitEvents instead, or those Events
+// may be lost.
 func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
 	w := newWaiter(c, req, Claim{})
 	defer w.stop()
 	w.started = c.Clock.Now()
 	held, err := c.acquire(ctx, w)
-	if held != nil && c.KeepWatching && w.lockEvents != nil {
-		// NOTE: handed to the hold, so w.stop leaves it running.
+	if held != nil && w.lockEvents != nil {
+		// NOTE: the watch of the lock waited for is kept while it is held,
+		// so ReleaseHeld writes on the newest version (waiters joined
+		// meanwhile) and the next holder is not kept waiting by a lost
+		// write and a read. Handed to the hold, so w.stop leaves it
+		// running.
 		held.keep(w.lockEvents)
 		w.lockEvents = nil
 	}
@@ -437,12 +417,10 @@ func (c *Client) get(ctx context.Context, target string) (*corev1.ConfigMap, err
 }
 
 // windowsPending reports whether the next read of a lock is to load the
-// freeze windows beside it (LoadWindowsOnRead).
+// freeze windows beside it, in one round trip: they are not loaded yet
+// (LoadFreezeWindows), and the client has one lock namespace.
 func (c *Client) windowsPending() bool {
-	if !c.LoadWindowsOnRead || c.namespace == metav1.NamespaceAll {
-		return false
-	}
-	return !c.windows.loaded()
+	return c.namespace != metav1.NamespaceAll && !c.windows.loaded()
 }
 
 // getWithWindows reads target's lock and the freeze windows side by side,

@@ -58,7 +58,17 @@ func newTestClient(t *testing.T, now time.Time, reactors func(*fake.Clientset), 
 	}
 	c := New(cs.CoreV1(), cs.CoreV1(), lockNS)
 	c.Clock = testingclock.NewFakeClock(now)
+	// NOTE: as if loaded (none), so the verbs the tests count are the
+	// lock's; readfirst_test.go tests the loading (unloaded).
+	c.SetFreezeWindows(nil)
 	return c, cs
+}
+
+// unloaded forgets c's freeze windows, so its first read of a lock loads
+// them.
+func unloaded(c *Client) *Client {
+	c.windows = windowCache{}
+	return c
 }
 
 // onlyVerbs fails the test on any action whose verb is not allowed.

@@ -81,6 +81,8 @@ func (c *Client) releaseTaken(ctx context.Context, held []*Held) {
 	for i := len(held) - 1; i >= 0; i-- {
 		h := held[i]
 		h.StopWatching()
+		// The Events of the acquisition come before those of the release.
+		h.WaitEvents(rctx)
 		if h.Reentered {
 			continue
 		}

@@ -35,7 +35,7 @@ func gets(cs interface{ Actions() []k8stesting.Action }) []string {
 	return out
 }
 
-// TestReadFirstWithWindows: a client that reads first and loads the freeze
+// TestReadFirstWithWindows: Acquire reads first and loads the freeze
 // windows beside its first read takes an existing free lock with one
 // update (no create lost to it) and a new one with one create, both after
 // reading the lock and the windows; the windows loaded decide.
@@ -60,7 +60,7 @@ func TestReadFirstWithWindows(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, cs := newTestClient(t, now, onlyVerbs(t, "get", "create", "update"), tt.objs...)
-			c.ReadFirst, c.LoadWindowsOnRead = true, true
+			unloaded(c)
 			req := request("42")
 			req.NoWait = tt.noWait
 			h, err := c.Acquire(t.Context(), req)
@@ -88,7 +88,7 @@ func TestReadFirstWithWindows(t *testing.T) {
 func TestLoadWindowsOnReadOnce(t *testing.T) {
 	t.Parallel()
 	c, cs := newTestClient(t, t0, onlyVerbs(t, "get", "create", "update"), lockObject(t, freeRecord()), windowsObject("windows: [{name: x}]"))
-	c.LoadWindowsOnRead = true
+	unloaded(c)
 	_, err := c.get(t.Context(), "staging")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), FreezeWindowsName)
@@ -120,7 +120,6 @@ func TestInterruptedAfterJoining(t *testing.T) {
 	// The fake ignores contexts; a real client's read fails once its
 	// context ended.
 	c.cms = ctxConfigMaps{cs.CoreV1()}
-	c.ReadFirst, c.LoadWindowsOnRead = true, true
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req := request("42")

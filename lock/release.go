@@ -84,8 +84,8 @@ func (c *Client) Release(ctx context.Context, target string, id Identity, o Rele
 // their order while the next holder does not wait for them; ReleaseHeld
 // returns once both are written.
 //
-// With Client.KeepWatching the version written on is the newest the watch
-// of the lock brought, and a write lost to another (a waiter joining the
+// The version written on is the newest the watch of the lock (see Acquire)
+// brought, and a write lost to another (a waiter joining the
 // queue) is tried again on the version the watch brings next rather than
 // on a fresh read; a hold without a watch starts one, from the version its
 // write lost on, at its first lost write. The watch stops when ReleaseHeld
@@ -107,15 +107,10 @@ func (c *Client) heldVersions(h *Held, o ReleaseOptions) reader {
 	fresh := o.Token != "" || o.Force
 	return func(ctx context.Context, target string, lost *corev1.ConfigMap, attempt int) (*corev1.ConfigMap, error) {
 		if !fresh && lost != nil {
-			switch {
-			case !c.KeepWatching:
-				fresh = true
-			case h.watching == nil:
+			if h.watching == nil {
 				h.keep(c.watchFrom(ctx, lost))
-				fallthrough
-			default:
-				fresh = !h.awaitNewer(ctx, c.Clock, lost)
 			}
+			fresh = !h.awaitNewer(ctx, c.Clock, lost)
 		}
 		if !fresh {
 			if cm := h.lastCM(); holdsIn(h, cm) {

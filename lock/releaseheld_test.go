@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"k8s.io/utils/clock"
 	"slices"
 	"strconv"
 	"testing"
@@ -58,13 +59,17 @@ func TestReleaseHeld(t *testing.T) {
 		wantHanded bool
 	}{
 		{name: "unchanged: one update, no read", wantCalls: []string{"update configmaps"}},
-		{name: "a waiter joined: the stale write conflicts, the lock is read and handed over", joins: true,
-			wantCalls: []string{"update configmaps", "get configmaps", "update configmaps"}, wantHanded: true},
+		{name: "a waiter joined: the stale write conflicts, the lock is watched from it, then read and handed over", joins: true,
+			wantCalls: []string{"update configmaps", "watch configmaps", "get configmaps", "update configmaps"}, wantHanded: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, cs := newTestClient(t, t0, casConfigMaps)
+			// NOTE: the release that lost waits a moment (catchUp) for the
+			// watch to bring the newer version, which the fake's watch
+			// never does: on the real clock it then reads the lock.
+			c.Clock = clock.RealClock{}
 			h, err := c.Acquire(t.Context(), request("42"))
 			require.NoError(t, err)
 			if tt.joins {
@@ -101,6 +106,7 @@ func TestReleaseHeld(t *testing.T) {
 func TestReleaseHeldNotMine(t *testing.T) {
 	t.Parallel()
 	c, cs := newTestClient(t, t0, casConfigMaps)
+	c.Clock = clock.RealClock{} // see TestReleaseHeld
 	h, err := c.Acquire(t.Context(), request("42"))
 	require.NoError(t, err)
 	// The lock is broken and taken by another build.
@@ -116,7 +122,7 @@ func TestReleaseHeldNotMine(t *testing.T) {
 	_, err = c.ReleaseHeld(t.Context(), h, ReleaseOptions{})
 	var notHolder *NotHolderError
 	require.ErrorAs(t, err, &notHolder)
-	assert.Equal(t, []string{"update configmaps", "get configmaps"}, verbs(cs), "the remembered version conflicts; the fresh read decides")
+	assert.Equal(t, []string{"update configmaps", "watch configmaps", "get configmaps"}, verbs(cs), "the remembered version conflicts; the fresh read decides")
 }
 
 // gatedEvents is an EventRecorder whose Acquired Events wait for gate.
@@ -141,7 +147,7 @@ func TestEventsInBackground(t *testing.T) {
 	t.Parallel()
 	c, cs := newTestClient(t, t0, casConfigMaps)
 	rec := &gatedEvents{gate: make(chan struct{})}
-	c.Events, c.EventsInBackground = rec, true
+	c.Events = rec
 	h, err := c.Acquire(t.Context(), request("42"))
 	require.NoError(t, err, "acquired while its Event waits")
 

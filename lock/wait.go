@@ -46,6 +46,19 @@ type waiter struct {
 	freeze *Freeze
 	// window is the last back-off window after a lost write (see backOff).
 	window time.Duration
+	// lost counts the writes lost to other contenders before joining the
+	// queue.
+	lost int
+	// roundStart is when the current round (a read and a write) started,
+	// for the back-off after a lost write.
+	roundStart time.Time
+	// refresh says w.cm must be read again before the next decision.
+	refresh bool
+	// delay is the last pause after a transient API error; 0 after a
+	// decision.
+	delay time.Duration
+	// last is the Progress reported last.
+	last *Progress
 
 	// denied receives the first Forbidden or Unauthorized answer to the
 	// watches' list or watch calls, which their informers would otherwise
@@ -67,47 +80,40 @@ func (w *waiter) stop() {
 }
 
 func (w *waiter) run(ctx context.Context) (*Held, error) {
-	c := w.c
-	// A free lock is taken with one create, before anything is watched: the
-	// common case costs one request. A lost create means the lock exists.
-	// NOTE: a clock that follows the API server's has to hear from it
-	// before the first decision: an expiry stamped on a slow local clock
-	// would be over at once for everyone else, one on a fast clock would
-	// keep a dead holder's lock for the difference. The read that teaches
-	// it is the lock itself. A caller whose locks usually exist reads
-	// first too (ReadFirst), as does one that still has the freeze windows
-	// to load (LoadWindowsOnRead): they are read beside the lock.
-	var first *corev1.ConfigMap
-	req := w.req
-	if !c.clockReady() || c.ReadFirst || c.windowsPending() {
-		cm, err := c.get(ctx, w.req.Target)
-		if err != nil {
-			return nil, err
-		}
-		first = cm
-		w.saw(cm)
-		// The wait counts on the clock as it now is.
-		w.started = c.Clock.Now()
-	} else {
-		// NOTE: a create nothing was read for tells nothing of the lock:
-		// OnTaking waits for a read that found the lock takeable.
-		req.OnTaking = nil
+	held, err := w.begin(ctx)
+	for held == nil && err == nil {
+		held, err = w.turn(ctx)
 	}
-	var last *Progress
-	res, err := c.step(ctx, req, w.me, first, nil)
+	return held, err
+}
+
+// begin reads the lock and decides on it once, before anything is
+// watched: a free lock costs a read and a write. Unless that took the lock
+// or failed, it starts the watch of the lock and leaves the version to
+// decide on next in w.cm (or w.refresh set to read it).
+//
+// NOTE: a clock that follows the API server's has to hear from it before
+// the first decision: an expiry stamped on a slow local clock would be
+// over at once for everyone else, one on a fast clock would keep a dead
+// holder's lock for the difference. The read that teaches it is the lock
+// itself, and the freeze windows are read beside it while they are not
+// loaded. Locks usually exist (one is kept, free, after its first release,
+// for its history), so a create without a read would mostly be lost.
+func (w *waiter) begin(ctx context.Context) (*Held, error) {
+	c := w.c
+	cm, err := c.get(ctx, w.req.Target)
+	if err != nil {
+		return nil, err
+	}
+	w.saw(cm)
+	// The wait counts on the clock as it now is.
+	w.started = c.Clock.Now()
+	res, err := c.step(ctx, w.req, w.me, cm, nil)
 	switch {
 	case err == nil && res.held != nil:
-		res.held.Waited = c.Clock.Since(w.started)
-		return res.held, nil
+		return w.took(res.held), nil
 	case err != nil && !errors.Is(err, errRetry):
 		return nil, w.giveUp(err)
-	}
-	if errors.Is(err, errRetry) && first == nil {
-		// The lock exists: taken at once if it is free, kept for its history.
-		if res, err := w.takeFree(ctx); err == nil && res.held != nil {
-			res.held.Waited = c.Clock.Since(w.started)
-			return res.held, nil
-		}
 	}
 	// NOTE: watched before any back-off, which a lock turning free ends.
 	w.lockEvents = w.watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -115,100 +121,106 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return c.cms.ConfigMaps(c.namespace).Watch(ctx, o)
 	}, Name(w.req.Target), &corev1.ConfigMap{})
-	lost := 0      // writes lost to other contenders before joining the queue
-	woken := false // a back-off ended by the watch seeing the lock free
 	if err != nil {
-		lost++
-		if woken, err = w.backOff(ctx, lost, c.Clock.Since(w.started)); err != nil {
+		// Lost to another contender: back off, then decide on the version
+		// the watch saw free, or on a fresh read (the watch's may lag).
+		w.lost++
+		woken, err := w.backOff(ctx, w.lost, c.Clock.Since(w.started))
+		if err != nil {
 			return nil, w.giveUp(w.waitError(ctx, err, w.holder))
 		}
-	} else {
-		// The first write queued us.
-		w.joined, w.holder = true, res.rec.Holder
-		last = w.report(res, last)
+		w.refresh = !woken
+		w.roundStart = c.Clock.Now()
+		return nil, nil
 	}
+	// The first write queued us: the version it made needs no read.
+	w.joined, w.holder = true, res.rec.Holder
+	w.last = w.report(res, w.last)
+	w.cm = res.cm
+	w.roundStart = c.Clock.Now()
+	return nil, nil
+}
 
-	round := c.Clock.Now()
-	switch {
-	case woken:
-		// w.cm is the version the watch saw free.
-	case w.joined:
-		// The version our own write made: nothing to read.
-		w.cm = res.cm
-	default:
-		// The watch's version of the lock may lag; a read is fresh.
+// turn decides once more on the newest version of the lock, reading it
+// first when it must, and then waits for what may change the decision
+// next. It returns the hold once the lock is taken, an error that ends the
+// wait (the place in the queue given up), or neither to go on.
+func (w *waiter) turn(ctx context.Context) (*Held, error) {
+	c := w.c
+	if w.refresh {
+		w.roundStart = c.Clock.Now()
 		cm, err := c.get(ctx, w.req.Target)
 		if err != nil {
-			return nil, w.giveUp(err)
+			return nil, w.waitOut(ctx, err)
 		}
-		w.cm = cm
+		w.cm, w.refresh = cm, false
 	}
-	var (
-		refresh bool          // w.cm must be read again before deciding
-		delay   time.Duration // the pause after a transient API error
-	)
-	for {
-		if refresh {
-			round = c.Clock.Now()
-			cm, err := c.get(ctx, w.req.Target)
-			if err != nil && w.mayRetry(ctx, err) {
-				if delay, err = w.pause(ctx, delay, err); err != nil {
-					return nil, w.giveUp(w.waitError(ctx, err, w.holder))
-				}
-				continue
-			}
-			if err != nil {
-				return nil, w.giveUp(err)
-			}
-			w.cm, refresh = cm, false
-		}
-		res, err := c.step(ctx, w.req, w.me, w.cm, w.pod)
-		if errors.Is(err, errRetry) {
-			refresh = true
-			if !w.joined {
-				lost++
-				woken, err := w.backOff(ctx, lost, c.Clock.Since(round))
-				if err != nil {
-					return nil, w.giveUp(w.waitError(ctx, err, w.holder))
-				}
-				// A lock the watch saw turn free is taken from that version.
-				refresh = !woken
-				if woken {
-					round = c.Clock.Now()
-				}
-			}
-			continue
-		}
-		if err != nil && w.mayRetry(ctx, err) {
-			if delay, err = w.pause(ctx, delay, err); err != nil {
-				return nil, w.giveUp(w.waitError(ctx, err, w.holder))
-			}
-			refresh = true
-			continue
-		}
-		if err != nil {
-			return nil, w.giveUp(err)
-		}
-		delay = 0
+	res, err := c.step(ctx, w.req, w.me, w.cm, w.pod)
+	switch {
+	case errors.Is(err, errRetry):
+		return nil, w.lostWrite(ctx)
+	case err != nil:
+		w.refresh = true
+		return nil, w.waitOut(ctx, err)
+	}
+	w.delay = 0
+	if res.rec != nil {
+		w.holder = res.rec.holderOrNone()
+	}
+	w.freeze = res.decision.Freeze
+	if res.held != nil {
+		return w.took(res.held), nil
+	}
+	w.cm, w.joined = res.cm, true
+	w.last = w.report(res, w.last)
+	w.followHolderPod(res.rec.Holder.Pod)
+	if err := w.next(ctx, res.decision.NextCheck); err != nil {
+		holder := Claim{}
 		if res.rec != nil {
-			w.holder = res.rec.holderOrNone()
+			holder = res.rec.Holder
 		}
-		w.freeze = res.decision.Freeze
-		if res.held != nil {
-			res.held.Waited = c.Clock.Since(w.started)
-			return res.held, nil
-		}
-		w.cm, w.joined = res.cm, true
-		last = w.report(res, last)
-		w.followHolderPod(res.rec.Holder.Pod)
-		if err := w.next(ctx, res.decision.NextCheck); err != nil {
-			holder := Claim{}
-			if res.rec != nil {
-				holder = res.rec.Holder
-			}
-			return nil, w.giveUp(w.waitError(ctx, err, holder))
-		}
+		return nil, w.giveUp(w.waitError(ctx, err, holder))
 	}
+	return nil, nil
+}
+
+// took returns h, held after the wait.
+func (w *waiter) took(h *Held) *Held {
+	h.Waited = w.c.Clock.Since(w.started)
+	return h
+}
+
+// lostWrite handles a write lost to another: the lock is read again, after
+// a back-off while the contender has not joined the queue yet; a back-off
+// that the watch ended by seeing the lock free decides on that version.
+func (w *waiter) lostWrite(ctx context.Context) error {
+	w.refresh = true
+	if w.joined {
+		return nil
+	}
+	w.lost++
+	woken, err := w.backOff(ctx, w.lost, w.c.Clock.Since(w.roundStart))
+	if err != nil {
+		return w.giveUp(w.waitError(ctx, err, w.holder))
+	}
+	if woken {
+		w.refresh, w.roundStart = false, w.c.Clock.Now()
+	}
+	return nil
+}
+
+// waitOut pauses after an API error that may pass (mayRetry) and returns
+// nil to go on; any other error ends the wait, and is returned.
+func (w *waiter) waitOut(ctx context.Context, err error) error {
+	if !w.mayRetry(ctx, err) {
+		return w.giveUp(err)
+	}
+	d, perr := w.pause(ctx, w.delay, err)
+	w.delay = d
+	if perr != nil {
+		return w.giveUp(w.waitError(ctx, perr, w.holder))
+	}
+	return nil
 }
 
 // maxJoinBackOff bounds the random pause after a write lost while joining.

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/base/metrics"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -36,21 +35,6 @@ func NewFreezeAwareLockClient(ctx context.Context, f *Factory, l *LockFlags) (*l
 	if err := c.LoadFreezeWindows(ctx); err != nil {
 		return nil, err
 	}
-	return c, nil
-}
-
-// NewTakingLockClient is NewLockClient for the commands that take locks:
-// the lock namespace's freeze windows are read beside the first read of
-// the lock (one round trip for both), and a lock is read before it is
-// written, since it usually exists (it is kept, free, after its first
-// release): a free lock costs a read and an update, not a create lost to
-// it, a read and an update.
-func NewTakingLockClient(f *Factory, l *LockFlags) (*lock.Client, error) {
-	c, err := NewLockClient(f, l)
-	if err != nil {
-		return nil, err
-	}
-	c.ReadFirst, c.LoadWindowsOnRead = true, true
 	return c, nil
 }
 
@@ -134,7 +118,7 @@ func (f *Factory) EventRecorder(cs kubeclient.Interface) *events.Recorder {
 // through a client of its own (EventsClientset, a rate limiter of its own
 // at the same settings), so Events never take the state machine's
 // requests' budget; fallback is the client when EventsClientset is nil.
-func (f *Factory) LoopEventRecorder(fallback kubeclient.Interface, jobEvents events.JobEvents, reg prometheus.Registerer) (*events.Recorder, error) {
+func (f *Factory) LoopEventRecorder(fallback kubeclient.Interface, jobEvents events.JobEvents, reg metrics.Registerer) (*events.Recorder, error) {
 	cs := fallback
 	if f.EventsClientset != nil {
 		var err error
