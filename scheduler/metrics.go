@@ -1,7 +1,7 @@
 package scheduler
 
 import (
-	"github.com/lockctl/lockctl/internal/base/metrics"
+	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/job"
 )
 

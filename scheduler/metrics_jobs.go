@@ -3,7 +3,7 @@ package scheduler
 import (
 	"sync/atomic"
 
-	"github.com/lockctl/lockctl/internal/base/metrics"
+	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/job"
 )
 

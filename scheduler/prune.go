@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
-	"github.com/lockctl/lockctl/internal/base/metrics"
+	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/job"
 )
 
