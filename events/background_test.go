@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/lockctl/lockctl/internal/base/metrics"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // notes returns the notes of the Events created through cs, in the order

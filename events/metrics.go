@@ -1,6 +1,6 @@
 package events
 
-import "github.com/lockctl/lockctl/internal/base/metrics"
+import "github.com/lockctl/lockctl/metrics"
 
 // Results of writing an Event, the result label of lockctl_events_total.
 const (

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/lockctl/lockctl/internal/base/metrics"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // controller builds a Controller over the harness's fake clientsets.

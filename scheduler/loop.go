@@ -6,7 +6,7 @@ import (
 
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/lockctl/lockctl/internal/base/metrics"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // LoopOptions configure NewLoop.

@@ -1,8 +1,8 @@
 package scheduler
 
 import (
-	"github.com/lockctl/lockctl/internal/base/metrics"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // Metrics are the reconcile loop's Prometheus metrics.

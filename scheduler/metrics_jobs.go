@@ -3,8 +3,8 @@ package scheduler
 import (
 	"sync/atomic"
 
-	"github.com/lockctl/lockctl/internal/base/metrics"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // jobsCollector counts the jobs of the reconciler's view when scraped, so the

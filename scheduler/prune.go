@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
-	"github.com/lockctl/lockctl/internal/base/metrics"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // Retention defaults, as Prow's sinker: finished job records are kept for a

@@ -8,10 +8,10 @@ import (
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
-	"github.com/lockctl/lockctl/internal/base/metrics"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/scheduler"
 )
 

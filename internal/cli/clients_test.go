@@ -13,8 +13,8 @@ import (
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
-	"github.com/lockctl/lockctl/internal/base/metrics"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // TestLoopEventRecorder: the reconcile loop's Events go through the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/lockctl/lockctl/internal/base/metrics"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // Start serves reg on addr until stop is called: /metrics in

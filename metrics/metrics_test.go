@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockctl/lockctl/internal/base/metrics"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // parse reads text as a Prometheus server does, failing the test on an
