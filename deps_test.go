@@ -23,6 +23,6 @@ func TestBinaryLeavesOutHeavyPackages(t *testing.T) {
 	require.Contains(t, deps, "k8s.io/client-go/rest", "the list is the binary's")
 	for _, dep := range deps {
 		assert.NotContains(t, []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers"}, dep, "ADR 0064")
-		assert.False(t, strings.HasPrefix(dep, "github.com/prometheus/"), "%s: ADR 0071, metrics/ instead", dep)
+		assert.False(t, strings.HasPrefix(dep, "github.com/prometheus/"), "%s: ADR 0071, metrics instead", dep)
 	}
 }
