@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -40,7 +41,7 @@ func layer(pkg string) string {
 }
 
 // libraryPackages are the packages of the design that the CLI is built on.
-var libraryPackages = []string{"lock", "job", "scheduler", "run", "podwatch", "liveness", "servertime", "events", "preflight"}
+var libraryPackages = []string{"lock", "job", "scheduler", "run", "podwatch", "liveness", "servertime", "events", "preflight", "metrics"}
 
 // mayImport says which layers a layer may import: its own and the ones
 // below it. The test infrastructure may import anything but the commands;
@@ -143,6 +144,7 @@ func internalTypesIn(t *testing.T, dir string) []string {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files, dir)
+	pkg := filepath.Base(dir)
 	var leaks []string
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
@@ -177,13 +179,13 @@ func internalTypesIn(t *testing.T, dir string) []string {
 				if !d.Name.IsExported() {
 					continue
 				}
-				what := dir + "." + d.Name.Name
+				what := pkg + "." + d.Name.Name
 				if d.Recv != nil {
 					recv := receiverName(d.Recv.List[0].Type)
 					if !ast.IsExported(recv) {
 						continue
 					}
-					what = dir + "." + recv + "." + d.Name.Name
+					what = pkg + "." + recv + "." + d.Name.Name
 				}
 				check(what, d.Type)
 			case *ast.GenDecl:
@@ -191,17 +193,17 @@ func internalTypesIn(t *testing.T, dir string) []string {
 					switch s := spec.(type) {
 					case *ast.TypeSpec:
 						if s.Name.IsExported() {
-							checkType(dir+"."+s.Name.Name, s, check)
+							checkType(pkg+"."+s.Name.Name, s, check)
 						}
 					case *ast.ValueSpec:
 						for i, n := range s.Names {
 							if !n.IsExported() {
 								continue
 							}
-							check(dir+"."+n.Name, s.Type)
+							check(pkg+"."+n.Name, s.Type)
 							if s.Type == nil && i < len(s.Values) {
 								if lit, ok := s.Values[i].(*ast.CompositeLit); ok {
-									check(dir+"."+n.Name, lit.Type) // var V = pkg.T{…}
+									check(pkg+"."+n.Name, lit.Type) // var V = pkg.T{…}
 								}
 							}
 						}
@@ -283,4 +285,60 @@ func receiverName(e ast.Expr) string {
 			return ""
 		}
 	}
+}
+
+// TestInternalTypesInFindsLeaks checks the checker on a package made up
+// for it: each kind of exported declaration that names an internal type is
+// found, and unexported ones, and the body of an exported function, are not.
+func TestInternalTypesInFindsLeaks(t *testing.T) {
+	dir := t.TempDir()
+	src := `package leaky
+
+import (
+	"context"
+
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	sch "github.com/lockctl/lockctl/internal/base/schema"
+)
+
+type Options struct {
+	Client  kubeclient.Interface
+	version sch.Version
+}
+
+type Checker interface {
+	Check(ctx context.Context) (*sch.Version, error)
+}
+
+type Versions map[string]sch.Version
+
+var Current = sch.Version{Major: 1}
+
+func New(c kubeclient.Interface) error { return nil }
+
+func (o *Options) Version() []sch.Version { return nil }
+
+func (o *options) hidden() sch.Version { return sch.Version{} }
+
+func Parse(s string) (string, error) {
+	v, err := sch.Parse(s)
+	return v.String(), err
+}
+
+type options struct{ v sch.Version }
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "leaky.go"), []byte(src), 0o600))
+	var got []string
+	for _, leak := range internalTypesIn(t, dir) {
+		got = append(got, leak[strings.Index(leak, ": ")+2:strings.Index(leak, " (")])
+	}
+	leaky := filepath.Base(dir)
+	assert.Equal(t, []string{
+		leaky + ".Options.Client uses kubeclient.Interface",
+		leaky + ".Checker.Check uses sch.Version",
+		leaky + ".Versions uses sch.Version",
+		leaky + ".Current uses sch.Version",
+		leaky + ".New uses kubeclient.Interface",
+		leaky + ".Options.Version uses sch.Version",
+	}, got)
 }

@@ -182,7 +182,7 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 	if err != nil {
 		return err
 	}
-	p := printers.NewJobPrinter(o.f.IOStreams.Out, o.out, o.AllNamespaces, o.f.Clock.Now)
+	p := printers.NewJobPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: o.f.Clock})
 	jobs, lookupErr := o.jobs(ctx, store)
 	if jobs == nil {
 		return lookupErr
@@ -302,5 +302,5 @@ func runGetClusters(ctx context.Context, o *getClustersOptions) error {
 		// have; it is no Kubernetes object, so -o name has nothing to name.
 		return printers.PrintObject(o.f.IOStreams.Out, o.out, st)
 	}
-	return printers.NewClusterPrinter(o.f.IOStreams.Out, o.out, o.f.Clock.Now).PrintAll(printers.ClusterRows(st), true)
+	return printers.NewClusterPrinter(o.f.IOStreams.Out, o.out, printers.Options{Clock: o.f.Clock}).PrintAll(printers.ClusterRows(st), true)
 }

@@ -114,7 +114,7 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 			return err
 		}
 	}
-	p := printers.NewHoldPrinter(o.f.IOStreams.Out, o.out, o.f.Clock.Now)
+	p := printers.NewHoldPrinter(o.f.IOStreams.Out, o.out, printers.Options{Clock: o.f.Clock})
 	shown := map[string]bool{}
 	if o.out.IsTable() {
 		holds := printers.Holds(h)

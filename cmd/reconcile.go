@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/cli/metricsserver"
+	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -257,8 +256,8 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewGoCollector(), metrics.NewProcessCollector())
 	lo := scheduler.LoopOptions{Options: opts, Registry: reg}
 	if o.Job == "" {
 		sopts, err := cfg.Retention.Apply(o.PruneOptions(o.changed))

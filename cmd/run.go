@@ -321,7 +321,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 		return run.Result{}, err
 	}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	wait := progress.NewWait(o.f.Console(), o.f.LockClock())
+	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: o.f.LockClock()})
 	ro := run.Options{
 		Locks: locks, Timeout: o.Timeout, KillGrace: o.KillGrace, Jobs: jobs,
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
@@ -352,8 +352,8 @@ func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string)
 	}
 	opts.Clock, opts.Log = o.f.Clock, o.libraryLog(logrus.WarnLevel)
 	opts.OnJobChange = o.f.EventRecorder(cs).JobChanged
-	jobs, err := run.NewJobs(run.JobsOptions{
-		Namespace: ns, Jobs: cs, Clusters: clusters, Scheduler: opts,
+	jobs, err := run.NewJobs(cs, ns, run.JobsOptions{
+		Clusters: clusters, Scheduler: opts,
 		Logs: o.logs, FollowLog: o.libraryLog(logrus.ErrorLevel), Log: o.f.Log,
 		LockClock: o.f.LockClock(),
 	})

@@ -131,7 +131,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, o.AllNamespaces, locks.Clock().Now)
+	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: locks.Clock()})
 	var items []lock.LockView
 	if o.Target != "" {
 		l, err := locks.Get(ctx, o.Target)

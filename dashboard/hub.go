@@ -51,7 +51,7 @@ type Options struct {
 	// cluster, for its log page; nil means no log pages.
 	PodsFor func(j *job.Job) (corev1client.PodsGetter, string, error)
 	// Clock stamps snapshots and ages; nil means Locks.Clock.
-	Clock clock.WithTicker
+	Clock clock.Clock
 	// Log receives what the hub does; nil discards it.
 	Log *logrus.Entry
 	// Refresh is how often a snapshot is made when nothing changed; 0 means
@@ -195,7 +195,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		return nil
 	}
 	h.Kick()
-	t := h.o.Clock.NewTicker(h.o.Refresh)
+	t := h.o.Clock.NewTimer(h.o.Refresh)
 	defer t.Stop()
 	for {
 		select {
@@ -203,6 +203,7 @@ func (h *Hub) Run(ctx context.Context) error {
 			return nil
 		case <-h.kick:
 		case <-t.C():
+			t.Reset(h.o.Refresh)
 		}
 		h.publish(h.snapshot(ctx))
 	}

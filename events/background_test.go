@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // notes returns the notes of the Events created through cs, in the order
@@ -39,10 +39,10 @@ func configMap(name string) *corev1.ConfigMap {
 func TestBackgroundKeepsEachObjectsOrder(t *testing.T) {
 	t.Parallel()
 	cs := fake.NewClientset()
-	reg := prometheus.NewRegistry()
-	metrics, err := NewMetrics(reg)
+	reg := metrics.NewRegistry()
+	m, err := NewMetrics(reg)
 	require.NoError(t, err)
-	rec := NewRecorder(cs.EventsV1(), Options{Metrics: metrics})
+	rec := NewRecorder(cs.EventsV1(), Options{Metrics: m})
 	stop := rec.Background(1000, 4)
 
 	const objects, each = 20, 10
@@ -63,8 +63,8 @@ func TestBackgroundKeepsEachObjectsOrder(t *testing.T) {
 		assert.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, n, "the Events of %s, in the order recorded", name)
 	}
 	assert.Zero(t, rec.Dropped())
-	assert.Equal(t, float64(objects*each), testutil.ToFloat64(metrics.events.WithLabelValues(resultWritten)))
-	assert.Zero(t, testutil.ToFloat64(metrics.events.WithLabelValues(resultDropped)))
+	assert.Equal(t, float64(objects*each), m.events.WithLabelValues(resultWritten).Value())
+	assert.Zero(t, m.events.WithLabelValues(resultDropped).Value())
 
 	rec.Event(t.Context(), configMap("late"), false, "Reconcile", "Pending", "after stop")
 	assert.Equal(t, []string{"after stop"}, notes(cs)["late"], "an Event after stop is written at once")
@@ -84,10 +84,10 @@ func TestBackgroundNeverBlocks(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	reg := prometheus.NewRegistry()
-	metrics, err := NewMetrics(reg)
+	reg := metrics.NewRegistry()
+	m, err := NewMetrics(reg)
 	require.NoError(t, err)
-	rec := NewRecorder(cs.EventsV1(), Options{Metrics: metrics})
+	rec := NewRecorder(cs.EventsV1(), Options{Metrics: m})
 	stop := rec.Background(4, 1)
 
 	rec.Event(t.Context(), configMap("job"), false, "Reconcile", "Pending", "0")
@@ -96,12 +96,12 @@ func TestBackgroundNeverBlocks(t *testing.T) {
 		rec.Event(t.Context(), configMap("job"), false, "Reconcile", "Pending", fmt.Sprint(i))
 	}
 	assert.Equal(t, int64(5), rec.Dropped())
-	assert.Equal(t, 5.0, testutil.ToFloat64(metrics.events.WithLabelValues(resultDropped)))
+	assert.Equal(t, 5.0, m.events.WithLabelValues(resultDropped).Value())
 
 	close(release)
 	stop(t.Context())
 	assert.Equal(t, []string{"0", "1", "2", "3", "4"}, notes(cs)["job"])
-	assert.Equal(t, 5.0, testutil.ToFloat64(metrics.events.WithLabelValues(resultWritten)))
+	assert.Equal(t, 5.0, m.events.WithLabelValues(resultWritten).Value())
 }
 
 // TestBackgroundStopIsBounded: a stop whose context ends gives up the

@@ -1,6 +1,6 @@
 package events
 
-import "github.com/prometheus/client_golang/prometheus"
+import "github.com/lockctl/lockctl/metrics"
 
 // Results of writing an Event, the result label of lockctl_events_total.
 const (
@@ -11,7 +11,7 @@ const (
 
 // Metrics count what became of the Events a Recorder was asked to record.
 type Metrics struct {
-	events *prometheus.CounterVec
+	events *metrics.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg:
@@ -19,11 +19,9 @@ type Metrics struct {
 //   - lockctl_events_total{result}: Events written, failed (the API server
 //     refused them or did not answer) and dropped (the background queue
 //     was full, see Recorder.Background)
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{events: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "lockctl_events_total",
-		Help: "Events about job records and locks, by what became of them: written, failed, dropped.",
-	}, []string{"result"})}
+func NewMetrics(reg metrics.Registerer) (*Metrics, error) {
+	m := &Metrics{events: metrics.NewCounterVec("lockctl_events_total",
+		"Events about job records and locks, by what became of them: written, failed, dropped.", "result")}
 	for _, r := range []string{resultWritten, resultFailed, resultDropped} {
 		m.events.WithLabelValues(r)
 	}

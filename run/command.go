@@ -146,7 +146,7 @@ func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 // stop sends the command SIGTERM, and SIGKILL s.KillAfter later (on clk)
 // if it has not exited by then, and waits for it: a command that runs
 // without its lock must end, whether it handles SIGTERM or not.
-func (c *Command) stop(obs Observer, exited <-chan error, s Stop, clk clock.WithTicker) {
+func (c *Command) stop(obs Observer, exited <-chan error, s Stop, clk clock.Clock) {
 	obs.Stopping(s)
 	if err := signalChild(c.child.Process, syscall.SIGTERM, !c.interactive); err != nil {
 		obs.SignalFailed(err)

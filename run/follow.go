@@ -37,7 +37,7 @@ type FollowOptions struct {
 	// Logs opens log streams; nil means through the API server.
 	Logs podwatch.LogOpener
 	// Clock paces the follow; nil means clock.RealClock.
-	Clock clock.WithTicker
+	Clock clock.Clock
 	// Log receives what the pod followers log; nil discards it.
 	Log *logrus.Entry
 	// ReplacementPoll is how often the job and its pod are read while a

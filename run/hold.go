@@ -141,7 +141,7 @@ type Hold struct {
 	locks *lock.Client
 	// local measures durations: the base of a clock following the API
 	// server's, whose estimate an answer may move.
-	local clock.WithTicker
+	local clock.Clock
 	// held are the locks, in the global order lock.Client.AcquireAll took
 	// them in.
 	held    []*lock.Held
@@ -214,7 +214,7 @@ func AcquireAll(ctx context.Context, locks *lock.Client, reqs []lock.Request, o 
 
 // localClock is the clock durations are measured on: the base of a clock
 // that follows the API server's, else c itself.
-func localClock(c clock.WithTicker) clock.WithTicker {
+func localClock(c clock.WithTicker) clock.Clock {
 	if sc, ok := c.(*servertime.Clock); ok {
 		return sc.WithTicker
 	}

@@ -36,12 +36,8 @@ const (
 // pod's log streams to drain.
 const followGrace = podwatch.DefaultDrainTimeout + time.Second
 
-// JobsOptions say where a run's jobs live. Namespace and Jobs are required.
+// JobsOptions configure Jobs. The zero value is usable: no build cluster.
 type JobsOptions struct {
-	// Namespace is the namespace of the job records.
-	Namespace string
-	// Jobs is the client of the cluster of the job records.
-	Jobs scheduler.Clientset
 	// Clusters are the build clusters by alias; the jobs' pods run there.
 	Clusters map[string]scheduler.Clientset
 	// Scheduler configures the reconcile loop that drives a run's job
@@ -68,15 +64,17 @@ type JobsOptions struct {
 // straight from the API server finishes single jobs at once (a stopped
 // run's, or one left behind by a run that died).
 type Jobs struct {
-	opts    JobsOptions
-	clock   clock.WithTicker
-	pods    map[string]corev1client.PodsGetter
-	cleaner *scheduler.Reconciler
+	jobs      scheduler.Clientset
+	namespace string
+	opts      JobsOptions
+	clock     clock.Clock
+	pods      map[string]corev1client.PodsGetter
+	cleaner   *scheduler.Reconciler
 }
 
-// NewJobs returns Jobs for o. An invalid o.Scheduler is an error wrapping
-// scheduler.ErrConfig.
-func NewJobs(o JobsOptions) (*Jobs, error) {
+// NewJobs returns Jobs for the job records in namespace of the cluster of
+// jobs. An invalid o.Scheduler is an error wrapping scheduler.ErrConfig.
+func NewJobs(jobs scheduler.Clientset, namespace string, o JobsOptions) (*Jobs, error) {
 	if o.Scheduler.Clock == nil {
 		o.Scheduler.Clock = clock.RealClock{}
 	}
@@ -88,18 +86,18 @@ func NewJobs(o JobsOptions) (*Jobs, error) {
 	for alias, cs := range o.Clusters {
 		pods[alias] = kubeclient.CoreV1(cs)
 	}
-	cleaner, err := scheduler.NewReconciler(kubeclient.CoreV1(o.Jobs), o.Namespace, pods, o.Scheduler)
+	cleaner, err := scheduler.NewReconciler(kubeclient.CoreV1(jobs), namespace, pods, o.Scheduler)
 	if err != nil {
 		return nil, err
 	}
-	return &Jobs{opts: o, clock: o.Scheduler.Clock, pods: pods, cleaner: cleaner}, nil
+	return &Jobs{jobs: jobs, namespace: namespace, opts: o, clock: o.Scheduler.Clock, pods: pods, cleaner: cleaner}, nil
 }
 
 // Store returns the store of the job records.
 func (js *Jobs) Store() *job.Store { return js.cleaner.Store() }
 
 // Namespace returns the namespace of the job records.
-func (js *Jobs) Namespace() string { return js.opts.Namespace }
+func (js *Jobs) Namespace() string { return js.namespace }
 
 // PodNamespace returns the namespace of the jobs' pods in their build
 // clusters.
@@ -107,7 +105,7 @@ func (js *Jobs) PodNamespace() string {
 	if ns := js.opts.Scheduler.PodNamespace; ns != "" {
 		return ns
 	}
-	return js.opts.Namespace
+	return js.namespace
 }
 
 // Preflight checks that the caller may do what running a job in build
@@ -120,13 +118,13 @@ func (js *Jobs) Preflight(ctx context.Context, alias string) error {
 	if c, ok := js.opts.Clusters[alias]; ok {
 		clusters[alias] = c
 	}
-	return scheduler.Preflight(ctx, js.opts.Jobs, js.opts.Namespace, clusters, js.PodNamespace(), false)
+	return scheduler.Preflight(ctx, js.jobs, js.namespace, clusters, js.PodNamespace(), false)
 }
 
 // HoldChecker returns the check of the holds of the runs whose locks live
 // beside the job records.
 func (js *Jobs) HoldChecker() *HoldChecker {
-	return NewHoldChecker(js.opts.Jobs.CoreV1(), HoldCheckerOptions{Clock: js.opts.LockClock})
+	return NewHoldChecker(js.jobs.CoreV1(), HoldCheckerOptions{Clock: js.opts.LockClock})
 }
 
 // SweepLeftBehind aborts the jobs of the job namespace whose run ended
@@ -245,7 +243,7 @@ func (js *Jobs) Run(ctx context.Context, h *Hold, j *job.Job, out io.Writer, obs
 
 	ctlOpts := js.opts.Scheduler
 	ctlOpts.OnlyJob = created.Name
-	ctl, err := scheduler.NewController(js.opts.Jobs, js.opts.Namespace, js.opts.Clusters, ctlOpts)
+	ctl, err := scheduler.NewController(js.jobs, js.namespace, js.opts.Clusters, ctlOpts)
 	if err != nil {
 		cctx, cancel := CleanupContext(ctx)
 		defer cancel()

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // controller builds a Controller over the harness's fake clientsets.
@@ -70,7 +69,7 @@ func TestRunOnceDrivesEveryJob(t *testing.T) {
 	}
 	h.submit("done")
 	h.pending("done", corev1.PodSucceeded)
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	m, err := NewMetrics(reg)
 	require.NoError(t, err)
 
@@ -82,15 +81,15 @@ func TestRunOnceDrivesEveryJob(t *testing.T) {
 		assert.NotNil(t, h.pod(n), n)
 	}
 	assert.Equal(t, job.Success, h.get("done").Status.State)
-	assert.Equal(t, 3.0, testutil.ToFloat64(m.transitions.WithLabelValues("triggered", "pending")))
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.transitions.WithLabelValues("pending", "success")))
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.clusters.WithLabelValues("default", "reachable")))
+	assert.Equal(t, 3.0, m.transitions.WithLabelValues("triggered", "pending").Value())
+	assert.Equal(t, 1.0, m.transitions.WithLabelValues("pending", "success").Value())
+	assert.Equal(t, 1.0, m.clusters.WithLabelValues("default", "reachable").Value())
 }
 
 func TestRunFollowsEventsUntilCancelled(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Options{})
-	m, err := NewMetrics(prometheus.NewRegistry())
+	m, err := NewMetrics(metrics.NewRegistry())
 	require.NoError(t, err)
 	c := h.controller(Options{MaxConcurrency: 1, Metrics: m})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -117,7 +116,7 @@ func TestRunFollowsEventsUntilCancelled(t *testing.T) {
 lockctl_jobs{job="deploy-web",state="pending",type="periodic"} 1
 lockctl_jobs{job="deploy-web",state="success",type="periodic"} 1
 `
-	assert.Eventually(t, func() bool { return testutil.CollectAndCompare(m.jobs, strings.NewReader(want)) == nil },
+	assert.Eventually(t, func() bool { return scrapeText(m.jobs) == strings.TrimPrefix(want, "\n") },
 		10*time.Second, 10*time.Millisecond, "lockctl_jobs follows the cache")
 	require.Eventually(t, func() bool {
 		_, kept := c.decoded.Load("a")
@@ -285,7 +284,7 @@ func TestTrimJobRecord(t *testing.T) {
 func TestNoDecodedCopyOfCompleteJobsWithoutLimits(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Options{})
-	m, err := NewMetrics(prometheus.NewRegistry())
+	m, err := NewMetrics(metrics.NewRegistry())
 	require.NoError(t, err)
 	c := h.controller(Options{Metrics: m})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -296,7 +295,7 @@ func TestNoDecodedCopyOfCompleteJobsWithoutLimits(t *testing.T) {
 	h.submit("a")
 	require.Eventually(t, func() bool { return h.pod("a") != nil }, 10*time.Second, 10*time.Millisecond, "a's pod")
 	require.Eventually(t, func() bool {
-		_ = testutil.CollectAndCount(m.jobs) // a scrape decodes every job not complete
+		m.jobs.Collect(func(metrics.Family) {}) // a scrape decodes every job not complete
 		_, kept := c.decoded.Load("a")
 		return kept
 	}, 10*time.Second, 10*time.Millisecond, "a scrape keeps a decoded copy of a running job")
@@ -335,4 +334,13 @@ func TestPodGoneBeforeConfirmed(t *testing.T) {
 	assert.Nil(t, h.pod("victim"), "and no pod is created again")
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// scrapeText is what a scrape of a registry holding only c shows.
+func scrapeText(c metrics.Collector) string {
+	reg := metrics.NewRegistry()
+	reg.MustRegister(c)
+	var b strings.Builder
+	_ = reg.WriteText(&b)
+	return b.String()
 }

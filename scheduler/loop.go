@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // LoopOptions configure NewLoop.
@@ -18,7 +19,7 @@ type LoopOptions struct {
 	Prune *PruneOptions
 	// Registry receives the metrics of the loop and of its pruning; nil
 	// means a registry of the loop's own, which nobody reads.
-	Registry prometheus.Registerer
+	Registry metrics.Registerer
 }
 
 // Loop is lockctl reconcile: a Controller driving the jobs of a job
@@ -39,7 +40,7 @@ func NewLoop(ctx context.Context, jobs Clientset, namespace string, clusters map
 	}
 	reg := o.Registry
 	if reg == nil {
-		reg = prometheus.NewRegistry()
+		reg = metrics.NewRegistry()
 	}
 	var err error
 	if o.Metrics, err = NewMetrics(reg); err != nil {

@@ -1,17 +1,16 @@
 package scheduler
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // Metrics are the reconcile loop's Prometheus metrics.
 type Metrics struct {
-	transitions *prometheus.CounterVec
-	duration    prometheus.Histogram
-	errors      *prometheus.CounterVec
-	clusters    *prometheus.GaugeVec
+	transitions *metrics.CounterVec
+	duration    *metrics.Histogram
+	errors      *metrics.CounterVec
+	clusters    *metrics.GaugeVec
 	jobs        *jobsCollector
 }
 
@@ -23,30 +22,19 @@ type Metrics struct {
 //   - lockctl_reconcile_errors_total{reason}: failed reconciles (conflict, api)
 //   - lockctl_build_cluster_status{cluster,status}: 1 for the current
 //     reachability of each build cluster
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+func NewMetrics(reg metrics.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lockctl_job_transitions_total",
-			Help: "Job state changes written by this reconciler.",
-		}, []string{"from", "to"}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "lockctl_reconcile_duration_seconds",
-			Help:    "Time to reconcile one job.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
-		}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lockctl_reconcile_errors_total",
-			Help: "Reconciles that failed and will be retried, by reason.",
-		}, []string{"reason"}),
-		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "lockctl_build_cluster_status",
-			Help: "1 for the current reachability status of each build cluster.",
-		}, []string{"cluster", "status"}),
-		jobs: &jobsCollector{desc: prometheus.NewDesc("lockctl_jobs",
-			"Jobs known to the reconciler, by state, job name and type.",
-			[]string{"state", "job", "type"}, nil)},
+		transitions: metrics.NewCounterVec("lockctl_job_transitions_total",
+			"Job state changes written by this reconciler.", "from", "to"),
+		duration: metrics.NewHistogram("lockctl_reconcile_duration_seconds",
+			"Time to reconcile one job.", metrics.ExponentialBuckets(0.001, 2, 15)),
+		errors: metrics.NewCounterVec("lockctl_reconcile_errors_total",
+			"Reconciles that failed and will be retried, by reason.", "reason"),
+		clusters: metrics.NewGaugeVec("lockctl_build_cluster_status",
+			"1 for the current reachability status of each build cluster.", "cluster", "status"),
+		jobs: newJobsCollector(),
 	}
-	for _, c := range []prometheus.Collector{m.transitions, m.duration, m.errors, m.clusters, m.jobs} {
+	for _, c := range []metrics.Collector{m.transitions, m.duration, m.errors, m.clusters, m.jobs} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -3,25 +3,25 @@ package scheduler
 import (
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // jobsCollector counts the jobs of the reconciler's view when scraped, so the
 // gauge is never out of step with the cache.
 type jobsCollector struct {
-	desc *prometheus.Desc
+	*metrics.Func
 	each atomic.Pointer[func(add func(state job.State, name string, typ job.Type))]
 }
 
-var _ prometheus.Collector = (*jobsCollector)(nil)
+func newJobsCollector() *jobsCollector {
+	c := &jobsCollector{}
+	c.Func = metrics.NewGaugeFunc("lockctl_jobs", "Jobs known to the reconciler, by state, job name and type.",
+		[]string{"state", "job", "type"}, c.collect)
+	return c
+}
 
-// Describe implements prometheus.Collector.
-func (c *jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect implements prometheus.Collector.
-func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *jobsCollector) collect(add func(labelValues []string, v float64)) {
 	each := c.each.Load()
 	if each == nil {
 		return
@@ -32,6 +32,6 @@ func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
 		counts[key{string(state), name, string(typ)}]++
 	})
 	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.state, k.name, k.typ)
+		add([]string{k.state, k.name, k.typ}, float64(n))
 	}
 }

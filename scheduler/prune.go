@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // Retention defaults, as Prow's sinker: finished job records are kept for a
@@ -448,8 +448,8 @@ func shortAge(d time.Duration) string {
 
 // PruneMetrics count what the pruner deleted.
 type PruneMetrics struct {
-	deleted *prometheus.CounterVec
-	errors  prometheus.Counter
+	deleted *metrics.CounterVec
+	errors  *metrics.Counter
 }
 
 // NewPruneMetrics creates the metrics and registers them on reg:
@@ -457,18 +457,14 @@ type PruneMetrics struct {
 //   - lockctl_pruned_total{kind}: job records ("job") and pods ("pod")
 //     deleted for their age
 //   - lockctl_prune_errors_total: prunes that failed in part
-func NewPruneMetrics(reg prometheus.Registerer) (*PruneMetrics, error) {
+func NewPruneMetrics(reg metrics.Registerer) (*PruneMetrics, error) {
 	m := &PruneMetrics{
-		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lockctl_pruned_total",
-			Help: "Finished job records and pods deleted for their age, by kind (job, pod).",
-		}, []string{"kind"}),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "lockctl_prune_errors_total",
-			Help: "Prunes that failed in part and are tried again at the next interval.",
-		}),
+		deleted: metrics.NewCounterVec("lockctl_pruned_total",
+			"Finished job records and pods deleted for their age, by kind (job, pod).", "kind"),
+		errors: metrics.NewCounter("lockctl_prune_errors_total",
+			"Prunes that failed in part and are tried again at the next interval."),
 	}
-	for _, c := range []prometheus.Collector{m.deleted, m.errors} {
+	for _, c := range []metrics.Collector{m.deleted, m.errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

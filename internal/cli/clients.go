@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -135,7 +134,7 @@ func (f *Factory) EventRecorder(cs kubeclient.Interface) *events.Recorder {
 // through a client of its own (EventsClientset, a rate limiter of its own
 // at the same settings), so Events never take the state machine's
 // requests' budget; fallback is the client when EventsClientset is nil.
-func (f *Factory) LoopEventRecorder(fallback kubeclient.Interface, jobEvents events.JobEvents, reg prometheus.Registerer) (*events.Recorder, error) {
+func (f *Factory) LoopEventRecorder(fallback kubeclient.Interface, jobEvents events.JobEvents, reg metrics.Registerer) (*events.Recorder, error) {
 	cs := fallback
 	if f.EventsClientset != nil {
 		var err error

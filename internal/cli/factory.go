@@ -99,7 +99,8 @@ func (f *Factory) Console() *term.Console {
 		if f.Log != nil {
 			structured = f.Log.Logger.Formatter
 		}
-		f.cons = term.New(f.IOStreams.ErrOut, f.Clock, term.Options{
+		f.cons = term.New(f.IOStreams.ErrOut, term.Options{
+			Clock:      f.Clock,
 			Terminal:   f.IsTerminal != nil && f.IsTerminal(),
 			Width:      f.TerminalWidth,
 			Getenv:     f.Getenv,

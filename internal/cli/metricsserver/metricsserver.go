@@ -10,22 +10,22 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
+
+	"github.com/lockctl/lockctl/metrics"
 )
 
 // Start serves reg on addr until stop is called: /metrics in
 // Prometheus format, /healthz (200 while the process serves) and /readyz
 // (200 when ready returns nil, else 503 with its error), for a Deployment's
 // probes. Errors of the server once it runs are logged to log.
-func Start(ctx context.Context, addr string, reg *prometheus.Registry, ready func() error, log *logrus.Entry) (stop func(), err error) {
+func Start(ctx context.Context, addr string, reg *metrics.Registry, ready func() error, log *logrus.Entry) (stop func(), err error) {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("serve metrics: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", reg.Handler())
 	mux.Handle("/healthz", healthHandler(func() error { return nil }))
 	mux.Handle("/readyz", healthHandler(ready))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -51,7 +51,7 @@ func TestOutputForms(t *testing.T) {
 			flags, err := ParseOutput(tt.output, tt.noHeaders, tt.sortBy, true, true)
 			require.NoError(t, err, tt.output)
 			var out bytes.Buffer
-			p := NewLockPrinter(&out, flags, false, nil)
+			p := NewLockPrinter(&out, flags, Options{})
 			require.NoError(t, p.PrintAll(testLocks(), true))
 			assert.Equal(t, tt.want, out.String(), tt.output)
 		})

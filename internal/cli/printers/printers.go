@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockctl/lockctl/internal/cli/term"
@@ -44,9 +45,26 @@ func ListOf[T any](items []T) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
 }
 
+// Options configure the printers of this package. The zero value is usable.
+type Options struct {
+	// AllNamespaces gives tables a namespace column (-A).
+	AllNamespaces bool
+	// Clock is what ages are counted to; nil means clock.RealClock{}.
+	Clock clock.PassiveClock
+}
+
+// now returns the time ages are counted to.
+func (o Options) now() time.Time {
+	if o.Clock == nil {
+		return clock.RealClock{}.Now()
+	}
+	return o.Clock.Now()
+}
+
 // NewJobPrinter returns the printer of jobs in flags' form on w: the
-// table has a NAMESPACE column with namespaces (-A), ages count to now.
-func NewJobPrinter(w io.Writer, flags *OutputFlags, namespaces bool, now func() time.Time) *Printer[*job.Job] {
+// table has a NAMESPACE column with o.AllNamespaces, ages count to now.
+func NewJobPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[*job.Job] {
+	namespaces, now := o.AllNamespaces, o.now
 	return &Printer[*job.Job]{
 		W: w, Flags: flags,
 		Header: func(wide bool) []string {
@@ -95,10 +113,11 @@ func refsString(r *job.Refs) string {
 }
 
 // NewLockPrinter returns the printer of locks in flags' form on w: the
-// table has the lock namespace first with namespaces (-A), ages count to
+// table has the lock namespace first with o.AllNamespaces, ages count to
 // now. The table's EST. WAIT is how long a contender that joined now
 // would wait; -o wide adds its basis and each waiter's own estimate.
-func NewLockPrinter(w io.Writer, flags *OutputFlags, namespaces bool, now func() time.Time) *Printer[lock.LockView] {
+func NewLockPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.LockView] {
+	namespaces, now := o.AllNamespaces, o.now
 	return &Printer[lock.LockView]{
 		W: w, Flags: flags,
 		Header: func(wide bool) []string {
@@ -206,7 +225,8 @@ func Holds(h *lock.History) []lock.HistoryEntry {
 
 // NewHoldPrinter returns the printer of a lock's holds (Holds) as table
 // rows on w, with times as ages counted to now.
-func NewHoldPrinter(w io.Writer, flags *OutputFlags, now func() time.Time) *Printer[lock.HistoryEntry] {
+func NewHoldPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.HistoryEntry] {
+	now := o.now
 	return &Printer[lock.HistoryEntry]{
 		W: w, Flags: flags,
 		Header: func(bool) []string { return []string{"HOLDER", "POD", "FROM", "UNTIL", "HELD", "ENDED"} },
@@ -257,7 +277,8 @@ func ClusterRows(st map[string]scheduler.ClusterStatus) []ClusterRow {
 // NewClusterPrinter returns the printer of the build clusters'
 // reachability as table rows on w, with how long each has been in its
 // state, counted to now.
-func NewClusterPrinter(w io.Writer, flags *OutputFlags, now func() time.Time) *Printer[ClusterRow] {
+func NewClusterPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[ClusterRow] {
+	now := o.now
 	return &Printer[ClusterRow]{
 		W: w, Flags: flags,
 		Header: func(bool) []string { return []string{"CLUSTER", "STATE", "SINCE", "POD NAMESPACE", "MESSAGE"} },

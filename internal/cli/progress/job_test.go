@@ -76,7 +76,7 @@ func TestWaitJobs(t *testing.T) {
 	cs := fake.NewClientset(stored("ok", job.Success, true), stored("bad", job.Failure, true), stored("slow", job.Pending, false))
 	clk := testingclock.NewFakeClock(start.Time)
 	store := job.NewStore(cs.CoreV1(), "ci", job.StoreOptions{Clock: clk})
-	cons := term.New(&bytes.Buffer{}, clk, term.Options{})
+	cons := term.New(&bytes.Buffer{}, term.Options{Clock: clk})
 
 	var names, lines []string
 	var outcomes []error

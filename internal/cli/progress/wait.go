@@ -23,7 +23,7 @@ const plainRepeat = 30 * time.Second
 // plainRepeat.
 type Wait struct {
 	c     *term.Console
-	clock clock.WithTicker
+	clock clock.Clock
 	live  bool
 
 	mu       sync.Mutex
@@ -34,10 +34,19 @@ type Wait struct {
 	done     chan struct{}
 }
 
-// NewWait returns the display of one wait on c, timed by clk (the clock
-// the lock is stamped on, so "held for" and "waited" agree with it).
-func NewWait(c *term.Console, clk clock.WithTicker) *Wait {
-	p := &Wait{c: c, clock: clk, live: c.IsLive(), stop: make(chan struct{}), done: make(chan struct{})}
+// WaitOptions configure a Wait. The zero value is usable.
+type WaitOptions struct {
+	// Clock times the wait: give it the clock the lock is stamped on, so
+	// "held for" and "waited" agree with it. nil means clock.RealClock{}.
+	Clock clock.Clock
+}
+
+// NewWait returns the display of one wait on c.
+func NewWait(c *term.Console, o WaitOptions) *Wait {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	p := &Wait{c: c, clock: o.Clock, live: c.IsLive(), stop: make(chan struct{}), done: make(chan struct{})}
 	if p.live {
 		close(p.done)
 	} else {
@@ -87,13 +96,14 @@ func (p *Wait) Finish() {
 
 func (p *Wait) tick() {
 	defer close(p.done)
-	t := p.clock.NewTicker(time.Second)
+	t := p.clock.NewTimer(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-t.C():
+			t.Reset(time.Second)
 			p.print(false)
 		}
 	}

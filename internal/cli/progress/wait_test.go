@@ -67,7 +67,7 @@ func TestWaitProgress(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, buf, clk := termtest.Console(t, tt.terminal, 40, tt.env)
-			p := NewWait(c, clk)
+			p := NewWait(c, WaitOptions{Clock: clk})
 			p.Update(pr)
 			for i := 0; i < 30; i++ {
 				require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)

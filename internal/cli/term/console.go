@@ -64,7 +64,7 @@ const plainTimeLayout = time.TimeOnly
 //     line themselves (TimestampedCI), or with --timestamps=false.
 type Console struct {
 	out   io.Writer
-	clock clock.WithTicker
+	clock clock.Clock
 	// width returns the terminal's columns; 0 means unknown.
 	width func() int
 	// format is the structured form of every line; nil means text.
@@ -85,8 +85,12 @@ type Console struct {
 	done   chan struct{}
 }
 
-// Options say where a console writes and how.
+// Options say where a console writes and how. The zero value is usable: a
+// plain console on the real clock.
 type Options struct {
+	// Clock times the lines and redraws the live line; nil means
+	// clock.RealClock{}.
+	Clock clock.Clock
 	// Terminal is whether out is a terminal.
 	Terminal bool
 	// Width returns the terminal's columns; nil or 0 means unknown.
@@ -98,10 +102,13 @@ type Options struct {
 	Structured logrus.Formatter
 }
 
-// New returns a console writing to out, its times from clk. It is live
-// when o.Terminal is set outside CI (and TERM is not dumb), structured
-// when JX_LOG_FORMAT asks for it, plain otherwise.
-func New(out io.Writer, clk clock.WithTicker, o Options) *Console {
+// New returns a console writing to out. It is live when o.Terminal is set
+// outside CI (and TERM is not dumb), structured when JX_LOG_FORMAT asks for
+// it, plain otherwise.
+func New(out io.Writer, o Options) *Console {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -109,7 +116,7 @@ func New(out io.Writer, clk clock.WithTicker, o Options) *Console {
 	dumb := getenv("TERM") == "dumb"
 	c := &Console{
 		out:     out,
-		clock:   clk,
+		clock:   o.Clock,
 		width:   o.Width,
 		colorOK: o.Terminal && !dumb && getenv("NO_COLOR") == "",
 		live:    o.Terminal && !dumb && getenv("CI") == "",
@@ -249,13 +256,14 @@ func (c *Console) SetStatus(status func(now time.Time) string) {
 
 func (c *Console) tick(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := c.clock.NewTicker(time.Second)
+	t := c.clock.NewTimer(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C():
+			t.Reset(time.Second)
 			c.mu.Lock()
 			c.drawLocked()
 			c.mu.Unlock()

@@ -136,7 +136,7 @@ func TestConsoleStatusAndLogs(t *testing.T) {
 			if !tt.color {
 				env["NO_COLOR"] = "1"
 			}
-			d := term.New(&buf, clk, term.Options{Terminal: tt.live, Getenv: func(k string) string { return env[k] }})
+			d := term.New(&buf, term.Options{Clock: clk, Terminal: tt.live, Getenv: func(k string) string { return env[k] }})
 			d.Statusf(term.StyleGood, nil, "lock acquired")
 			d.SetStatus(func(now time.Time) string { return "pod Running; " + term.HumanDuration(now.Sub(termtest.Now)) })
 			d.Statusf(term.StyleNone, nil, "pod is Running")

@@ -24,7 +24,8 @@ func Console(t testing.TB, terminal bool, width int, env map[string]string) (*te
 	t.Helper()
 	var buf clitest.SyncBuffer
 	clk := testingclock.NewFakeClock(Now)
-	c := term.New(&buf, clk, term.Options{
+	c := term.New(&buf, term.Options{
+		Clock:    clk,
 		Terminal: terminal,
 		Width:    func() int { return width },
 		Getenv:   func(k string) string { return env[k] },
