@@ -137,7 +137,7 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.apply(ctx, req.Target, cm, ch); err != nil {
+	if err := c.apply(ctx, req.Target, cm, ch); err != nil {
 		return nil, err
 	}
 	return res, c.settle(ctx, req, me, res)

@@ -545,17 +545,6 @@ func (c *Client) clockSlack() time.Duration {
 // it has heard from it, 0 for other clocks and before that.
 func (c *Client) ClockUncertainty() time.Duration { return c.clockSlack() }
 
-// clockReady reports whether c.clk may stamp and judge expiries: it does
-// not follow the API server's clock, or it has heard from it.
-func (c *Client) clockReady() bool {
-	sc, ok := c.clk.(serverClock)
-	if !ok {
-		return true
-	}
-	_, synced := sc.Uncertainty()
-	return synced
-}
-
 func (c *Client) waiterTTL() time.Duration { return c.opts.WaiterTTL }
 
 func (c *Client) lostPodGrace() time.Duration { return c.opts.LostPodGrace }

@@ -67,9 +67,8 @@ func newTestClient(t *testing.T, now time.Time, reactors func(*fake.Clientset), 
 
 // unloaded forgets c's freeze windows, so its first read of a lock loads
 // them.
-func unloaded(c *Client) *Client {
+func unloaded(c *Client) {
 	c.windows = windowCache{}
-	return c
 }
 
 // onlyVerbs fails the test on any action whose verb is not allowed.

@@ -136,7 +136,7 @@ func (c *Client) update(ctx context.Context, op, target string, read reader, dec
 		if err != nil {
 			return err
 		}
-		_, err = c.apply(ctx, target, cm, ch)
+		err = c.apply(ctx, target, cm, ch)
 		if !errors.Is(err, errRetry) {
 			return err
 		}
@@ -150,20 +150,20 @@ func (c *Client) fresh(ctx context.Context, target string, _ *corev1.ConfigMap, 
 	return c.get(ctx, target)
 }
 
-// apply stores ch, decided on cm (nil: no lock), and calls its stored hook;
-// errRetry when cm is no longer the lock's version. It returns the version
-// written, or cm when there was nothing to write.
-func (c *Client) apply(ctx context.Context, target string, cm *corev1.ConfigMap, ch change) (*corev1.ConfigMap, error) {
+// apply stores ch, decided on cm (nil: no lock), and calls its stored hook
+// with the version written (cm when there was nothing to write, nil after
+// a delete); errRetry when cm is no longer the lock's version.
+func (c *Client) apply(ctx context.Context, target string, cm *corev1.ConfigMap, ch change) error {
 	var out *corev1.ConfigMap
 	switch {
 	case ch.remove:
 		if err := c.store.Delete(ctx, cm); err != nil {
-			return nil, err
+			return err
 		}
 	case ch.Record != nil:
 		written, err := c.write(ctx, target, cm, ch.Decision)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out = written
 	default:
@@ -172,7 +172,7 @@ func (c *Client) apply(ctx context.Context, target string, cm *corev1.ConfigMap,
 	if ch.stored != nil {
 		ch.stored(ctx, out)
 	}
-	return out, nil
+	return nil
 }
 
 // write stores d.Record by creating or updating the lock read as cm.

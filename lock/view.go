@@ -95,7 +95,7 @@ func (c *Client) Get(ctx context.Context, target string) (*LockView, error) {
 	return &l, nil
 }
 
-// Free returns the view of target's lock when there is none: the object it
+// FreeLockView returns the view of target's lock when there is none: the object it
 // would be, in state free.
 func (c *Client) FreeLockView(target string) LockView {
 	return LockView{
