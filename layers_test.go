@@ -110,29 +110,11 @@ var apiPackages = []string{"lock", "job", "scheduler", "run", "podwatch"}
 // of a package under internal/: a caller outside this module could not name
 // such a type, and one inside it would depend on a layer it should not see.
 func TestNoInternalTypesInExportedAPI(t *testing.T) {
-	seen := map[string]bool{}
 	for _, dir := range apiPackages {
 		for _, leak := range internalTypesIn(t, dir) {
-			what := leak[strings.Index(leak, ": ")+2:]
-			if knownLeaks[what] {
-				seen[what] = true
-				continue
-			}
 			t.Error(leak)
 		}
 	}
-	for what := range knownLeaks {
-		assert.True(t, seen[what], "%s is fixed: take it off knownLeaks", what)
-	}
-}
-
-// knownLeaks are the uses of internal types in the exported API that the
-// rewrite of the lock package removes (issue 22 §2); the list only shrinks.
-var knownLeaks = map[string]bool{
-	"lock.FrozenRecordVersion uses schema.Version (github.com/lockctl/lockctl/internal/base/schema)":    true,
-	"lock.RecordVersion uses schema.Version (github.com/lockctl/lockctl/internal/base/schema)":          true,
-	"lock.VersionError.Found uses schema.Version (github.com/lockctl/lockctl/internal/base/schema)":     true,
-	"lock.VersionError.Supported uses schema.Version (github.com/lockctl/lockctl/internal/base/schema)": true,
 }
 
 // internalTypesIn lists, as "file:line: what uses pkg.Type", every use of a

@@ -10,8 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
 // Freeze stops a lock from changing hands until Until: contenders wait (or
@@ -50,7 +48,10 @@ const MaxOverrides = 20
 // refuse the lock with a version error rather than hand it out, and the
 // same minor as RecordVersion, whose fields it has too. Once the freeze is
 // gone the record is written as RecordVersion again.
-var FrozenRecordVersion = schema.Version{Major: 2, Minor: RecordVersion.Minor}
+const FrozenRecordVersion = "2.6"
+
+// frozenRecordVersion is FrozenRecordVersion parsed.
+var frozenRecordVersion = mustParseVersion(FrozenRecordVersion)
 
 // ActiveAt reports whether the freeze holds at now; a nil freeze never
 // does.

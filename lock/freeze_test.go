@@ -155,14 +155,14 @@ func TestDecideFreezeRecordVersion(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(10 * time.Second)
 	cur := frozen(record(held(claim("h", "api", "main", "1"), t0)), now.Add(-time.Second))
-	cur.Version = FrozenRecordVersion.String()
+	cur.Version = FrozenRecordVersion
 	d := Decide(cur, claim("me", "web", "main", "42"), PolicyNewest, now, true, waiterTTL)
 	require.NotNil(t, d.Record)
 	cm := lockConfigMap("")
 	require.NoError(t, encode(cm, d.Record))
 	rec, err := Decode(cm)
 	require.NoError(t, err)
-	assert.Equal(t, RecordVersion.String(), rec.Version, "an ended freeze is dropped and the record is major version 1 again")
+	assert.Equal(t, RecordVersion, rec.Version, "an ended freeze is dropped and the record is major version 1 again")
 	assert.Nil(t, rec.Freeze)
 }
 
@@ -177,11 +177,11 @@ func TestFreezeVersionCarriesMinor(t *testing.T) {
 		frozen  bool
 		wantVer string
 	}{
-		{name: "current, frozen", read: RecordVersion.String(), frozen: true, wantVer: FrozenRecordVersion.String()},
-		{name: "current, thawed", read: FrozenRecordVersion.String(), wantVer: RecordVersion.String()},
+		{name: "current, frozen", read: RecordVersion, frozen: true, wantVer: FrozenRecordVersion},
+		{name: "current, thawed", read: FrozenRecordVersion, wantVer: RecordVersion},
 		{name: "newer minor, frozen", read: "1.99", frozen: true, wantVer: "2.99"},
 		{name: "newer minor, thawed", read: "2.99", wantVer: "1.99"},
-		{name: "older, frozen", read: "1.1", frozen: true, wantVer: FrozenRecordVersion.String()},
+		{name: "older, frozen", read: "1.1", frozen: true, wantVer: FrozenRecordVersion},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -384,7 +384,18 @@ type Record struct {
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-var RecordVersion = schema.Version{Major: 1, Minor: 6}
+const RecordVersion = "1.6"
+
+// recordVersion is RecordVersion parsed.
+var recordVersion = mustParseVersion(RecordVersion)
+
+func mustParseVersion(s string) schema.Version {
+	v, err := schema.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
 
 var (
 	recordFields  = schema.Fields(Record{})
@@ -488,13 +499,13 @@ type VersionError struct {
 	// Target is the namespace the lock is for, when the caller knows it.
 	Target string
 	// Found is the record's version, Supported the newest this lockctl
-	// reads.
-	Found, Supported schema.Version
+	// reads (RecordVersion), both "MAJOR.MINOR".
+	Found, Supported string
 }
 
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("lock %s/%s has record version %s, which this lockctl cannot read (it reads versions %d and %d, up to %s)",
-		e.Namespace, e.Name, e.Found, e.Supported.Major, FrozenRecordVersion.Major, e.Supported)
+		e.Namespace, e.Name, e.Found, recordVersion.Major, frozenRecordVersion.Major, e.Supported)
 }
 
 // NotALockError reports an object that has the lock's name but not
@@ -576,8 +587,8 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 			return nil, invalid("version", err.Error())
 		}
 	}
-	if version.Major != RecordVersion.Major && version.Major != FrozenRecordVersion.Major {
-		return nil, &VersionError{Namespace: cm.Namespace, Name: cm.Name, Found: version, Supported: RecordVersion}
+	if version.Major != recordVersion.Major && version.Major != frozenRecordVersion.Major {
+		return nil, &VersionError{Namespace: cm.Namespace, Name: cm.Name, Found: version.String(), Supported: RecordVersion}
 	}
 	if field, reason := checkTimes(raw); field != "" {
 		return nil, invalid(field, reason)
@@ -595,7 +606,7 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 	if rec.Freeze != nil && rec.Freeze.Until.IsZero() {
 		return nil, invalid("freeze.until", "missing")
 	}
-	if version.Major == FrozenRecordVersion.Major && rec.Freeze == nil {
+	if version.Major == frozenRecordVersion.Major && rec.Freeze == nil {
 		return nil, invalid("freeze", "missing: a version 2 record is a frozen lock")
 	}
 	if err := validateClaim(&rec.Holder); err != nil {
@@ -653,9 +664,9 @@ func encode(cm *corev1.ConfigMap, rec *Record) error {
 	// not know freezes refuse it; once thawed it is version 1 again.
 	// The minor of a frozen record is that of the 1.x fields it carries, so
 	// a newer minor's fields keep their version across freeze and thaw.
-	own := RecordVersion
+	own := recordVersion
 	if rec.Freeze != nil {
-		own = FrozenRecordVersion
+		own = frozenRecordVersion
 	}
 	if v, err := schema.Parse(rec.Version); err == nil && own.Minor < v.Minor {
 		own.Minor = v.Minor

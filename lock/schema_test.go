@@ -54,7 +54,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 	cm := lockConfigMap("")
 	require.NoError(t, encode(cm, rec))
 	got := cm.Annotations[RecordAnnotation] + "\n"
-	path := recordGolden("v" + RecordVersion.String() + ".json")
+	path := recordGolden("v" + RecordVersion + ".json")
 	if *update {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 	}
@@ -86,7 +86,7 @@ func TestRecordGoldenFrozen(t *testing.T) {
 	cm := lockConfigMap("")
 	require.NoError(t, encode(cm, rec))
 	got := cm.Annotations[RecordAnnotation] + "\n"
-	path := recordGolden("v" + FrozenRecordVersion.String() + "-frozen.json")
+	path := recordGolden("v" + FrozenRecordVersion + "-frozen.json")
 	if *update {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 	}
@@ -96,14 +96,14 @@ func TestRecordGoldenFrozen(t *testing.T) {
 
 	rec.Freeze = nil
 	require.NoError(t, encode(cm, rec))
-	assert.Contains(t, cm.Annotations[RecordAnnotation], `"version":"`+RecordVersion.String()+`"`, "thawed, the record is major version 1 again")
+	assert.Contains(t, cm.Annotations[RecordAnnotation], `"version":"`+RecordVersion+`"`, "thawed, the record is major version 1 again")
 }
 
 // TestRecordVersionsRoundTrip reads the golden of every record version and
 // writes it back, as a contender that changes nothing else would.
 func TestRecordVersionsRoundTrip(t *testing.T) {
 	t.Parallel()
-	current := RecordVersion.String()
+	current := RecordVersion
 	tests := []struct {
 		file        string
 		wantVersion string // version written back; "" for an error
@@ -114,12 +114,12 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v1.2.json", wantVersion: current},
 		{file: "v1.3.json", wantVersion: current},
 		{file: "v1.4.json", wantVersion: current},
-		{file: "v2.4-frozen.json", wantVersion: FrozenRecordVersion.String()},
+		{file: "v2.4-frozen.json", wantVersion: FrozenRecordVersion},
 		{file: "v1.5.json", wantVersion: current},
-		{file: "v2.5-frozen.json", wantVersion: FrozenRecordVersion.String()},
+		{file: "v2.5-frozen.json", wantVersion: FrozenRecordVersion},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
-		{file: "v" + FrozenRecordVersion.String() + "-frozen.json", wantVersion: FrozenRecordVersion.String()},
+		{file: "v" + FrozenRecordVersion + "-frozen.json", wantVersion: FrozenRecordVersion},
 		{file: "v3.0.json", wantErr: "lock locks/lockctl-lock-staging has record version 3.0, which this lockctl cannot read (it reads versions 1 and 2, up to " + current + ")"},
 	}
 	for _, tt := range tests {
