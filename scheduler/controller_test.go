@@ -326,7 +326,13 @@ func TestPodGoneBeforeConfirmed(t *testing.T) {
 	go func() { done <- c.Run(ctx) }()
 
 	h.submit("victim")
-	require.Eventually(t, func() bool { return h.pod("victim") != nil }, 10*time.Second, 10*time.Millisecond, "victim's pod")
+	require.Eventually(t, func() bool {
+		p, err := c.r.read.pod(t.Context(), c.r.clusters[job.DefaultCluster], "victim", false)
+		return err == nil && p != nil
+	}, 10*time.Second, 10*time.Millisecond, "victim's pod, in the pod cache")
+	// NOTE: deleted only once the pod cache has it: the fake clientset's
+	// watch may start after its list, and an informer drops the deletion of
+	// a pod it never saw (a real API server's watch starts at the list).
 	require.NoError(t, h.build.CoreV1().Pods(podNS).Delete(t.Context(), "victim", metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool { return h.get("victim").Status.State == job.Error }, 10*time.Second, 10*time.Millisecond,
 		"the job ends in error; it is %+v", h.get("victim").Status)
@@ -343,4 +349,32 @@ func scrapeText(c metrics.Collector) string {
 	var b strings.Builder
 	_ = reg.WriteText(&b)
 	return b.String()
+}
+
+// TestRememberCreatedAfterTheCacheSawIt: a create that returns after the pod
+// cache saw the pod, and even its deletion, neither leaves the pod
+// remembered as just created nor forgets its deletion.
+func TestRememberCreatedAfterTheCacheSawIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	c := h.controller(Options{})
+	r, cl := c.r, c.r.clusters[job.DefaultCluster]
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "new", Labels: map[string]string{job.LabelRecordNamespace: jobNS}}}
+	old := pod.DeepCopy()
+	old.UID = "old"
+
+	r.rememberGone(cl.alias, old)
+	r.rememberCreated(t.Context(), cl, pod)
+	_, remembered := r.created.Load(cl.alias + "/p")
+	assert.True(t, remembered, "a pod the cache has not seen is remembered as created")
+	_, gone := r.gone.Load(cl.alias + "/p")
+	assert.False(t, gone, "and the older pod of its name is forgotten")
+
+	r.created.Delete(cl.alias + "/p")
+	r.rememberGone(cl.alias, pod)
+	r.rememberCreated(t.Context(), cl, pod)
+	_, remembered = r.created.Load(cl.alias + "/p")
+	assert.False(t, remembered, "a pod the cache saw go is not remembered as created")
+	_, gone = r.gone.Load(cl.alias + "/p")
+	assert.True(t, gone, "and its deletion is kept")
 }

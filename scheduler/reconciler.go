@@ -361,10 +361,7 @@ func (r *Reconciler) createPod(ctx context.Context, cl *buildCluster, j *job.Job
 	created, err := cl.pods.Pods(cl.namespace).Create(ctx, pod, metav1CreateOptions)
 	switch {
 	case err == nil:
-		if r.trackCreated {
-			r.created.Store(cl.alias+"/"+created.Name, created)
-		}
-		r.gone.Delete(cl.alias + "/" + created.Name)
+		r.rememberCreated(ctx, cl, created)
 		r.log(j).WithField("pod", created.Name).WithField("cluster", cl.alias).Info("pod created")
 		return nil
 	case isAlreadyExists(err):
@@ -562,6 +559,30 @@ func (r *Reconciler) cleanup(ctx context.Context, j *job.Job) error {
 		return err
 	}
 	return r.retirePod(ctx, cl, pod, running && pod.DeletionTimestamp == nil)
+}
+
+// rememberCreated remembers a pod this reconciler just created until the
+// pod cache shows it, and forgets an older pod of the same name that went.
+// The pod cache may have seen the new pod, and even its deletion, before
+// the create returned here: then the pod is not remembered as created, and
+// its deletion is not forgotten, or its job would wait for an event that
+// came already.
+func (r *Reconciler) rememberCreated(ctx context.Context, cl *buildCluster, created *corev1.Pod) {
+	key := cl.alias + "/" + created.Name
+	if g, ok := r.gone.Load(key); ok && g.(*corev1.Pod).UID != created.UID {
+		r.gone.CompareAndDelete(key, g)
+	}
+	if !r.trackCreated {
+		return
+	}
+	r.created.Store(key, created)
+	if g, ok := r.gone.Load(key); ok && g.(*corev1.Pod).UID == created.UID {
+		r.created.CompareAndDelete(key, created)
+		return
+	}
+	if seen, err := r.read.pod(ctx, cl, created.Name, false); err == nil && seen != nil && seen.UID == created.UID {
+		r.created.CompareAndDelete(key, created)
+	}
 }
 
 // rememberGone keeps a deleted job pod without lockctl's finalizer as the
