@@ -482,7 +482,7 @@ func (c *Client) getWithWindows(ctx context.Context, target string) (*corev1.Con
 		cm, err = c.store.Get(ctx, target)
 		<-done
 		if werr != nil {
-			return nil, werr
+			return nil, fmt.Errorf("read lock %s/%s with its freeze windows: %w", c.namespace, Name(target), werr)
 		}
 		return ws, err
 	})

@@ -92,6 +92,7 @@ func TestLoadWindowsOnReadOnce(t *testing.T) {
 	_, err := c.get(t.Context(), "staging")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), FreezeWindowsName)
+	assert.Contains(t, err.Error(), Name("staging"), "and the lock read beside them")
 	assert.Nil(t, c.FreezeWindows())
 
 	require.NoError(t, cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), windowsObject("windows: []"), lockNS))
