@@ -17,15 +17,7 @@ import (
 const RecordVersion = "1.1"
 
 // recordVersion is RecordVersion parsed.
-var recordVersion = mustParse(RecordVersion)
-
-func mustParse(s string) schema.Version {
-	v, err := schema.Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
+var recordVersion = schema.MustParse(RecordVersion)
 
 // dataVersion is the data key of a job record ConfigMap holding the
 // record's schema version, "MAJOR.MINOR". Records written before versions

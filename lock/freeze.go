@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
 // Freeze stops a lock from changing hands until Until: contenders wait (or
@@ -51,7 +53,7 @@ const MaxOverrides = 20
 const FrozenRecordVersion = "2.6"
 
 // frozenRecordVersion is FrozenRecordVersion parsed.
-var frozenRecordVersion = mustParseVersion(FrozenRecordVersion)
+var frozenRecordVersion = schema.MustParse(FrozenRecordVersion)
 
 // ActiveAt reports whether the freeze holds at now; a nil freeze never
 // does.

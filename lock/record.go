@@ -387,15 +387,7 @@ type Record struct {
 const RecordVersion = "1.6"
 
 // recordVersion is RecordVersion parsed.
-var recordVersion = mustParseVersion(RecordVersion)
-
-func mustParseVersion(s string) schema.Version {
-	v, err := schema.Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
+var recordVersion = schema.MustParse(RecordVersion)
 
 var (
 	recordFields  = schema.Fields(Record{})

@@ -47,6 +47,16 @@ func Parse(s string) (Version, error) {
 	return v, nil
 }
 
+// MustParse is Parse for a version written in the code, such as a package's
+// record version constant; it panics on a malformed one.
+func MustParse(s string) Version {
+	v, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 func number(s string) (int, error) {
 	if s == "" || len(s) > 9 || strings.TrimLeft(s, "0123456789") != "" {
 		return 0, strconv.ErrSyntax
