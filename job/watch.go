@@ -5,11 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
 )
 
 // Watch calls fn with every job record that opts selects, first each one
@@ -20,45 +18,18 @@ import (
 // until fn returns an error, which it returns. A record that cannot be
 // decoded is skipped.
 func (s *Store) Watch(ctx context.Context, opts ListOptions, fn func(watch.EventType, *Job) error) error {
-	sel := opts.selector()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return s.cms.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return s.cms.Watch(ctx, o)
-		},
+	w := kubeclient.ConfigMapWatch{
+		LabelSelector: opts.selector(),
+		NoWatchList:   s.noWatchList,
+		What:          fmt.Sprintf("jobs in namespace %q", s.namespace),
 	}
-	var fnErr error
-	_, err := watchtools.UntilWithSync(ctx, cache.ToListWatcherWithWatchListSemantics(lw, noWatchList(s.noWatchList)), &corev1.ConfigMap{}, nil,
-		func(ev watch.Event) (bool, error) {
-			cm, ok := ev.Object.(*corev1.ConfigMap)
-			if !ok {
-				return false, nil
-			}
-			j, err := FromConfigMap(cm)
-			if err != nil {
-				return false, nil
-			}
-			if fnErr = fn(ev.Type, j); fnErr != nil {
-				return true, nil
-			}
-			return false, nil
-		})
-	if fnErr != nil {
-		return fnErr
-	}
-	if ctx.Err() != nil {
-		// NOTE: UntilWithSync says "timed out waiting for the condition"
-		// whatever ended ctx.
-		err = ctx.Err()
-	}
-	if err != nil {
-		return fmt.Errorf("watch jobs in namespace %q: %w", s.namespace, err)
-	}
-	return nil
+	return kubeclient.WatchConfigMaps(ctx, s.cms, w, func(t watch.EventType, cm *corev1.ConfigMap) error {
+		j, err := FromConfigMap(cm)
+		if err != nil {
+			return nil
+		}
+		return fn(t, j)
+	})
 }
 
 // WatchAfter is Watch for a caller that has shown the records shown, as

@@ -8,16 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
 )
-
-// noWatchList tells an informer whether to list without streaming.
-type noWatchList bool
-
-func (n noWatchList) IsWatchListSemanticsUnSupported() bool { return bool(n) }
 
 // WatchOptions say which locks Watch follows and what the caller has
 // shown already.
@@ -71,53 +65,30 @@ func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watc
 	if opts.Target != "" {
 		fieldSel = fields.OneTermEqualSelector("metadata.name", Name(opts.Target)).String()
 	}
-	cms := c.cms.ConfigMaps(c.namespace)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector, o.FieldSelector = sel, fieldSel
-			return cms.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector, o.FieldSelector = sel, fieldSel
-			return cms.Watch(ctx, o)
-		},
-	}
 	seen := make(map[string]string, len(opts.Shown))
 	for k, v := range opts.Shown {
 		seen[k] = v
 	}
-	var fnErr error
-	// NOTE: a plain LIST then WATCH, not a streaming list: a lock
-	// namespace has few locks, and the clients the lock package is given
-	// (wrapped, or fakes) do not all say whether they can stream.
-	lwws := cache.ToListWatcherWithWatchListSemantics(lw, noWatchList(true))
-	_, err := watchtools.UntilWithSync(ctx, lwws, &corev1.ConfigMap{}, nil, func(ev watch.Event) (bool, error) {
-		cm, ok := ev.Object.(*corev1.ConfigMap)
-		if !ok || !IsLock(cm) {
-			return false, nil
+	w := kubeclient.ConfigMapWatch{
+		LabelSelector: sel,
+		FieldSelector: fieldSel,
+		// NOTE: a plain LIST then WATCH, not a streaming list: a lock
+		// namespace has few locks, and the clients the lock package is
+		// given (wrapped, or fakes) do not all say whether they can stream.
+		NoWatchList: true,
+		What:        fmt.Sprintf("locks in namespace %q", c.namespace),
+	}
+	return kubeclient.WatchConfigMaps(ctx, c.cms.ConfigMaps(c.namespace), w, func(t watch.EventType, cm *corev1.ConfigMap) error {
+		if !IsLock(cm) {
+			return nil
 		}
 		key := cm.Namespace + "/" + cm.Name
-		if ev.Type != watch.Deleted && seen[key] == cm.ResourceVersion {
-			return false, nil // the first list: shown already
+		if t != watch.Deleted && seen[key] == cm.ResourceVersion {
+			return nil // the first list: shown already
 		}
 		seen[key] = cm.ResourceVersion
-		if fnErr = fn(ev.Type, cm); fnErr != nil {
-			return true, nil
-		}
-		return false, nil
+		return fn(t, cm)
 	})
-	if fnErr != nil {
-		return fnErr
-	}
-	if ctx.Err() != nil {
-		// NOTE: UntilWithSync says "timed out waiting for the condition"
-		// whatever ended ctx.
-		err = ctx.Err()
-	}
-	if err != nil {
-		return fmt.Errorf("watch locks in namespace %q: %w", c.namespace, err)
-	}
-	return nil
 }
 
 // freeView is the view of the lock cm was once: deleted, so free.
