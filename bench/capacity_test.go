@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha1" //nolint:gosec // commit IDs of the sample records, not security
 	"encoding/json"
@@ -229,29 +228,9 @@ type etcdSize struct{ size, inUse int64 }
 
 func readEtcdSize(ctx context.Context, b *testing.B, env *testenv.Env) etcdSize {
 	b.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.EtcdURL+"/metrics", nil)
+	v, err := scrapeValues(ctx, http.DefaultClient, env.EtcdURL+"/metrics", "etcd_mvcc_db_total_size_in_bytes", "etcd_mvcc_db_total_size_in_use_in_bytes")
 	require.NoError(b, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(b, err)
-	defer resp.Body.Close()
-	var out etcdSize
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		switch {
-		case err != nil:
-		case name == "etcd_mvcc_db_total_size_in_bytes":
-			out.size = int64(f)
-		case name == "etcd_mvcc_db_total_size_in_use_in_bytes":
-			out.inUse = int64(f)
-		}
-	}
-	require.NoError(b, sc.Err())
+	out := etcdSize{size: int64(v["etcd_mvcc_db_total_size_in_bytes"]), inUse: int64(v["etcd_mvcc_db_total_size_in_use_in_bytes"])}
 	require.Positive(b, out.inUse, "etcd reports its database size in use")
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -160,32 +161,36 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int, jobEvents events.Jo
 // goHeap reads the Go heap of a process from its Prometheus metrics:
 // go_memstats_heap_alloc_bytes and go_memstats_heap_inuse_bytes.
 func goHeap(ctx context.Context, c *http.Client, url string) (alloc, inuse int64, err error) {
+	v, err := scrapeValues(ctx, c, url, "go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes")
+	return int64(v["go_memstats_heap_alloc_bytes"]), int64(v["go_memstats_heap_inuse_bytes"]), err
+}
+
+// scrapeValues reads the samples named, without labels, from the
+// Prometheus text exposition at url; a sample not found is missing from
+// the map.
+func scrapeValues(ctx context.Context, c *http.Client, url string, names ...string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
+	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
+		if !ok || !slices.Contains(names, name) {
 			continue
 		}
-		f, perr := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		switch {
-		case perr != nil:
-		case name == "go_memstats_heap_alloc_bytes":
-			alloc = int64(f)
-		case name == "go_memstats_heap_inuse_bytes":
-			inuse = int64(f)
+		if f, perr := strconv.ParseFloat(strings.TrimSpace(value), 64); perr == nil {
+			out[name] = f
 		}
 	}
-	return alloc, inuse, sc.Err()
+	return out, sc.Err()
 }
 
 // vmHWM reads the peak resident set size of a process from /proc.

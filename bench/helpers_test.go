@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -108,4 +109,14 @@ func TestCounterCountsByVerb(t *testing.T) {
 	assert.Equal(t, map[string]int{VerbUpdate: 1}, c.Counts().Sub(Counts{ByVerb: map[string]int{
 		VerbGet: 1, VerbWatch: 1, VerbCreate: 1, VerbUpdate: 1, VerbDelete: 1, VerbPatch: 1,
 	}}).ByVerb, "Sub drops verbs with no difference")
+}
+
+func TestScrapeValues(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "# HELP a_bytes A.\n# TYPE a_bytes gauge\na_bytes 1.5e+06\nb_bytes{x=\"y\"} 2\nc_bytes not-a-number\nd_bytes 4\n")
+	}))
+	defer srv.Close()
+	got, err := scrapeValues(t.Context(), srv.Client(), srv.URL, "a_bytes", "b_bytes", "c_bytes")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"a_bytes": 1.5e6}, got, "only unlabelled samples named, and parsable")
 }
