@@ -291,3 +291,27 @@ func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
 	s.await(t, "the job", func(s *dashboard.Snapshot) bool { return len(s.Jobs) == 1 })
 	assert.Equal(t, before, podGets(), "the lock did not change: its view is kept, its holder's pod not read again")
 }
+
+func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
+	s := start(t)
+	ctx := t.Context()
+	// Five holds of 10m and a holder 1m in: the waiter's turn is about
+	// 9 min away, a deploy queued now waits one hold more.
+	regularHolds(t, s.cs.CoreV1(), lockNS, "production", 5, 10*time.Minute, time.Minute)
+	_, p, err := s.locks.TryAcquire(ctx, holder(evil, "7"))
+	require.NoError(t, err)
+	require.NotNil(t, p, "build 7 waits")
+
+	snap := s.await(t, "the waiter with its estimate", func(s *dashboard.Snapshot) bool {
+		return len(s.Locks) == 1 && len(s.Locks[0].Lock.Status.Waiters) == 1
+	})
+	st := snap.Locks[0].Lock.Status
+	require.Equal(t, "about 9 min", st.Waiters[0].EstimatedWait, "the waiter's estimate, as status -o json gives it")
+	require.Equal(t, "about 20 min", st.EstimatedWait, "a deploy queued now")
+
+	_, body := get(t, s.srv.URL+"/", nil)
+	assert.Contains(t, body, `<dt>Est. wait</dt><dd class="estimate">about 20 min <span class="muted">for a deploy queued now (median hold 10m over the last 5)</span></dd>`,
+		"the lock's estimate and its basis, as status -o wide shows them")
+	assert.Contains(t, body, `<span class="eta" title="median hold 10m over the last 5"> · est. wait about 9 min</span>`, "the waiter's own estimate")
+	assert.NotContains(t, body, "about about", "the estimate is printed as it is, not prefixed")
+}

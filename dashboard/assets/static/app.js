@@ -73,15 +73,11 @@
     return ident(f.by);
   }
 
-  // estimate renders a waiter's estimated wait and its basis, fields that
-  // newer lockctl releases add to status.
-  function estimate(w) {
-    if (w.estimatedWait === undefined || w.estimatedWait === null) return null;
-    let v = w.estimatedWait;
-    if (typeof v === "number") v = human(v * 1000);
-    const parts = ["about " + v];
-    if (w.basis) parts.push("(" + (typeof w.basis === "string" ? w.basis : JSON.stringify(w.basis)) + ")");
-    return h("span", { class: "eta" }, " · next in " + parts.join(" "));
+  // eta renders a waiter's estimated wait as lockctl status prints it
+  // ("about 11 min", "2-7 min", "any moment"), its basis as the tooltip.
+  function eta(w) {
+    if (!w.estimatedWait) return null;
+    return h("span", { class: "eta", title: w.basis || null }, " · est. wait " + w.estimatedWait);
   }
 
   function prio(w) {
@@ -110,6 +106,10 @@
         h("dt", null, "Since"), h("dd", null, agoEl(st.holder.since), " ago"));
     }
     facts.append(h("dt", null, "Liveness"), h("dd", null, st.liveness || ""));
+    if (st.estimatedWait) {
+      facts.append(h("dt", null, "Est. wait"), h("dd", { class: "estimate" }, st.estimatedWait, " ",
+        h("span", { class: "muted" }, "for a deploy queued now (" + (st.basis || "") + ")")));
+    }
     if (st.invalid) facts.append(h("dt", null, "Invalid"), h("dd", null, st.invalid));
     const card = h("article", { class: "lock", "data-state": st.state },
       h("header", null,
@@ -127,7 +127,7 @@
     if (waiters.length) {
       card.append(h("ol", { class: "queue" }, waiters.map((w) =>
         h("li", null, h("span", { class: "who" }, ident(w)), " ", prio(w), " ",
-          h("span", { class: "waited" }, "waited ", agoEl(w.since)), estimate(w)))));
+          h("span", { class: "waited" }, "waited ", agoEl(w.since)), eta(w)))));
     } else {
       card.append(h("p", { class: "empty" }, "Nobody waits."));
     }
