@@ -251,3 +251,32 @@ func TestRunGetClusters(t *testing.T) {
 	require.NoError(t, te.run("get", "clusters"))
 	golden(t, "get/clusters.golden", te.out.String())
 }
+
+// TestRunGetClustersForms: every -o form of a reading command works on
+// the build clusters too: names by alias, templates over the status by
+// alias, custom columns over the rows.
+func TestRunGetClustersForms(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "names", args: []string{"-o", "name"}, want: "cluster/default\n"},
+		{name: "jsonpath", args: []string{"-o", `jsonpath={.default.state}{"\n"}`}, want: "reachable\n"},
+		{name: "go-template", args: []string{"-o", `go-template={{range $a, $c := .}}{{$a}}={{$c.state}}{{"\n"}}{{end}}`}, want: "default=reachable\n"},
+		{name: "custom columns", args: []string{"-o", "custom-columns=CLUSTER:.cluster,STATE:.state", "--no-headers"}, want: "default   reachable\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			require.NoError(t, te.run("reconcile", "--once"))
+			te.out.Reset()
+			te.errOut.Reset()
+			require.NoError(t, te.run(append([]string{"get", "clusters"}, tt.args...)...))
+			assert.Equal(t, tt.want, te.out.String(), "%v", tt.args)
+			assert.Empty(t, te.errOut.String(), "stderr")
+		})
+	}
+}
