@@ -201,9 +201,10 @@ type Printer[T any] struct {
 	printed int // objects printed so far
 }
 
-// PrintAll prints items: as rows under one header, names one a line, or
-// (list set) as one List object, else one object each, as -w prints them.
-// --sort-by orders the items first.
+// PrintAll prints items: as rows under one header (nothing, not even the
+// header, for no items), names one a line, or (list set) as one List
+// object, else one object each, as -w prints them. --sort-by orders the
+// items first.
 func (p *Printer[T]) PrintAll(items []T, list bool) error {
 	if err := SortBy(items, p.Flags); err != nil {
 		return err
@@ -213,7 +214,9 @@ func (p *Printer[T]) PrintAll(items []T, list bool) error {
 		return p.object(ListOf(items))
 	}
 	if p.Flags.IsTable() {
-		if len(items) == 0 && list {
+		// NOTE: no rows, no header: under -w the first row brings it,
+		// laid out to that row's widths, as kubectl get -w does.
+		if len(items) == 0 {
 			return nil
 		}
 		rows := make([][]string, 0, len(items))

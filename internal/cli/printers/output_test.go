@@ -119,3 +119,19 @@ func TestSortByFindsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchFromNothing: -w over no objects prints no header until the
+// first row, which comes under a header laid out to its widths.
+func TestWatchFromNothing(t *testing.T) {
+	t.Parallel()
+	flags, err := ParseOutput("", false, "", true, true)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	p := NewLockPrinter(&out, flags, Options{})
+	require.NoError(t, p.PrintAll(nil, false))
+	assert.Empty(t, out.String(), "no header over no rows")
+	require.NoError(t, p.Print(testLocks()[0]))
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 2, out.String())
+	assert.Equal(t, strings.Index(lines[0], "HOLDER"), strings.Index(lines[1], "acme/web@main#9"), "the row lines up with its header:\n%s", out.String())
+}
