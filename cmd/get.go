@@ -128,7 +128,7 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 			# Follow the jobs as the reconcile loop drives them
 			lockctl get jobs -w
 
-			# Names and states only, newest first
+			# Names and states only, oldest first (--sort-by sorts ascending, as kubectl does)
 			lockctl get jobs -o custom-columns=NAME:.metadata.name,STATE:.status.state --sort-by=.metadata.creationTimestamp
 
 			# Wait for every job that has not ended

@@ -64,7 +64,7 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 			# The same, for a script
 			lockctl history staging -o json | jq -r '.entries[] | select(.ended == "broken") | .by'
 
-			# The longest holds first
+			# Every hold as a table of your columns, oldest first
 			lockctl history staging -o custom-columns=BUILD:.build,FROM:.since,UNTIL:.until --sort-by=.since
 
 			# Follow who takes production
