@@ -295,6 +295,8 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 			return rows.length === 1 && rows[0].includes('acme/web@<img src=x onerror=alert(1)>#41') &&
 				rows[0].includes('handed over to acme/api@hotfix#7');
 		})()`)
+		metrics(t, bctx, 390, 844, 2, true)
+		assert.Equal(t, "true", text(t, bctx, `String(document.documentElement.scrollWidth <= window.innerWidth)`), "the history fits a phone too")
 		metrics(t, bctx, 1280, 900, 1, false)
 		screenshot(t, bctx, "dashboard-history.png")
 	})

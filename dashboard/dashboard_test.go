@@ -39,10 +39,16 @@ type started struct {
 	srv   *httptest.Server
 }
 
-func start(t *testing.T) *started {
+// start starts the hub; seed, if any, writes to the cluster first, so
+// that the hub's first list has it (the fake clientset's watch may start
+// after its list and miss what was written in between).
+func start(t *testing.T, seed ...func(cs *fake.Clientset, locks *lock.Client)) *started {
 	t.Helper()
 	cs := fake.NewClientset()
 	locks := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
+	for _, f := range seed {
+		f(cs, locks)
+	}
 	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
 	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
 		Jobs: job.NewStore(kubeclient.CoreV1(cs), jobNS, job.StoreOptions{}),
@@ -293,14 +299,14 @@ func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
 }
 
 func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
-	s := start(t)
-	ctx := t.Context()
 	// Five holds of 10m and a holder 1m in: the waiter's turn is about
 	// 9 min away, a deploy queued now waits one hold more.
-	regularHolds(t, s.cs.CoreV1(), lockNS, "production", 5, 10*time.Minute, time.Minute)
-	_, p, err := s.locks.TryAcquire(ctx, holder(evil, "7"))
-	require.NoError(t, err)
-	require.NotNil(t, p, "build 7 waits")
+	s := start(t, func(cs *fake.Clientset, locks *lock.Client) {
+		regularHolds(t, cs.CoreV1(), lockNS, "production", 5, 10*time.Minute, time.Minute)
+		_, p, err := locks.TryAcquire(t.Context(), holder(evil, "7"))
+		require.NoError(t, err)
+		require.NotNil(t, p, "build 7 waits")
+	})
 
 	snap := s.await(t, "the waiter with its estimate", func(s *dashboard.Snapshot) bool {
 		return len(s.Locks) == 1 && len(s.Locks[0].Lock.Status.Waiters) == 1
@@ -314,4 +320,12 @@ func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
 		"the lock's estimate and its basis, as status -o wide shows them")
 	assert.Contains(t, body, `<span class="eta" title="median hold 10m over the last 5"> · est. wait about 9 min</span>`, "the waiter's own estimate")
 	assert.NotContains(t, body, "about about", "the estimate is printed as it is, not prefixed")
+
+	t.Run("the history page reads on a phone", func(t *testing.T) {
+		_, body := get(t, s.srv.URL+"/locks/"+lockNS+"/"+lock.Name("production"), nil)
+		assert.Contains(t, body, `<td class="nowrap">10m</td><td><span class="badge state-released">released</span></td>`,
+			"a hold's length in one piece, how it ended said once")
+		assert.Regexp(t, `<time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ">\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ</time>`, body,
+			"times with a space a narrow column may wrap at")
+	})
 }

@@ -55,7 +55,9 @@
     return h("time", { datetime: rfc(t), "data-ago": "" }, human(serverNow() - Date.parse(t)));
   }
 
-  function timeEl(t) { return h("time", { datetime: rfc(t) }, rfc(t)); }
+  // timeEl shows t as the page's templates do (when): a space between the
+  // date and the time, where a narrow column may wrap.
+  function timeEl(t) { return h("time", { datetime: rfc(t) }, rfc(t).replace("T", " ")); }
 
   function badge(s) {
     return h("span", { class: "badge state-" + String(s).toLowerCase() }, s);
@@ -200,8 +202,8 @@
       h("tr", null,
         h("td", null, ident(x), x.pod ? [" ", h("span", { class: "muted" }, "pod " + x.pod.namespace + "/" + x.pod.name)] : null),
         h("td", null, timeEl(x.since)), h("td", null, timeEl(x.until)),
-        h("td", null, human(Date.parse(x.until) - Date.parse(x.since))),
-        h("td", null, badge(x.ended), " ", describeEnd(x),
+        h("td", { class: "nowrap" }, human(Date.parse(x.until) - Date.parse(x.since))),
+        h("td", null, badge(x.ended), describeEnd(x) !== x.ended ? [" ", describeEnd(x)] : null,
           x.ignoredFreeze ? [" ", h("span", { class: "muted" }, "took it in spite of: " + x.ignoredFreeze)] : null))))
       : h("p", { class: "empty" }, "No past holds."));
   }
@@ -211,6 +213,7 @@
     switch (x.ended) {
       case "handedOver": return "handed over to " + (x.by || "");
       case "broken": return "broken by " + (x.by || "");
+      case "ranAgain": return "taken over by " + (x.by || "") + ", a new run of its job";
       case "expired": case "lost": return x.reason ? x.ended + ": " + x.reason : x.ended;
       default: return x.ended;
     }
