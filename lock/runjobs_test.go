@@ -252,3 +252,17 @@ func currentRecord(t *testing.T, cs *fake.Clientset) *Record {
 	require.NoError(t, err)
 	return rec
 }
+
+// TestRunJobsNotShown: the account is the runs' bookkeeping; lockctl status
+// does not show the holder's runJobsKept.
+func TestRunJobsNotShown(t *testing.T) {
+	t.Parallel()
+	rec := kept(record(held(claim("h", "api", "main", "7"), t0)), &RunJobs{Swept: []string{"ci"}})
+	c, _ := newTestClient(t, t0, nil, lockObject(t, rec))
+	l, err := c.Get(t.Context(), "staging")
+	require.NoError(t, err)
+	require.NotNil(t, l.Status.Holder)
+	out, err := json.Marshal(l)
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "runJobs", "the view of the lock")
+}
