@@ -38,12 +38,11 @@ func runJobsOf(t *testing.T, c kubernetes.Interface, ns string) (bool, *lock.Run
 
 // cleanRun takes the lock as a run of repo#build would, and releases it
 // saying its job ended and nothing was left behind.
-func cleanRun(t *testing.T, l *lock.Client, repo string, build int, jobs string) *lock.Held {
+func cleanRun(t *testing.T, l *lock.Client, repo string, build int, jobs string) {
 	t.Helper()
 	h := mustAcquire(t, l, runRequest(repo, build, jobs, true))
 	_, err := l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{RunJobsDone: true})
 	require.NoError(t, err)
-	return h
 }
 
 // olderTakes plays a lockctl before record version 1.7 taking the lock:
