@@ -285,7 +285,7 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			Holder:    res.rec.Holder,
 			Token:     token,
 			Reentered: d.Reentered,
-			MustLook:  res.mustLook,
+			Vouched:   !res.mustLook,
 			last:      &lastSeen{cm: res.cm},
 			events:    res.events,
 			runJobs:   req.RunJobs,

@@ -384,8 +384,10 @@ func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 	c.Since = ts
 	c.HandedOver = true
 	c.Token, c.TokenPending = "", false
-	// A hand-over passes the account of run jobs on (RunJobs).
-	c.RunJobsKept = r.Holder.RunJobsKept
+	// A hand-over passes the account of run jobs on (RunJobs) to a
+	// lockctl run (Cancelable), whose confirming write keeps it; anyone
+	// else would drop it on confirming, and must not hold with it before.
+	c.RunJobsKept = r.Holder.RunJobsKept && c.Cancelable
 	if c.Expires == nil {
 		c.Expires = microPtr(now)
 	}

@@ -193,7 +193,7 @@ type Request struct {
 	OnTaking func()
 	// RunJobs, when set, makes the contender a lockctl run that keeps the
 	// lock's account of where runs left jobs (RunJobs, record version
-	// 1.7); Held.MustLook then says whether it must look. The zero value
+	// 1.7); Held.Vouched then says whether it need not look. The zero value
 	// keeps none, and a lock taken so vouches for nothing.
 	RunJobs RunJobsRequest
 }
@@ -256,10 +256,11 @@ type Held struct {
 	// same identity and pod, or no pod): nothing changed, and Token is the
 	// token of that hold.
 	Reentered bool
-	// MustLook is true when the caller must look for jobs earlier runs
-	// left behind in Request.RunJobs.Namespace: the record did not vouch
-	// that none was (MustLook). Always true without Request.RunJobs.
-	MustLook bool
+	// Vouched is true when the lock's record vouched that no earlier run
+	// left a job behind in Request.RunJobs.Namespace (see MustLook), so
+	// the caller need not look there. False (the zero value, and always
+	// without Request.RunJobs) means look.
+	Vouched bool
 
 	// last is the version of the lock this hold last wrote or read, so
 	// ReleaseHeld may write on it without reading the lock first.

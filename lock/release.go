@@ -52,7 +52,7 @@ type ReleaseOptions struct {
 	// lock's account of run jobs (Request.RunJobs), says its job, if any,
 	// has ended and nothing is left behind in its job namespace: it looked
 	// there and aborted every job left behind, or did not have to look
-	// (Held.MustLook). The release then removes the run's mark and names
+	// (Held.Vouched). The release then removes the run's mark and names
 	// the namespace swept (RunJobs). False leaves the mark for the next
 	// run to look.
 	RunJobsDone bool

@@ -85,7 +85,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		ns := env.Namespace(t)
 		l := newClient(t, env.Client, ns)
 		h := mustAcquire(t, l, runRequest("web", 1, "ci", true))
-		assert.True(t, h.MustLook, "a new lock vouches for nothing")
+		assert.False(t, h.Vouched, "a new lock vouches for nothing")
 		kept, rj := runJobsOf(t, env.Client, ns)
 		assert.True(t, kept, "a run's hold keeps the account")
 		require.NotNil(t, rj)
@@ -109,7 +109,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		req := runRequest("api", 1, "ci", false)
 		req.OnTaking = func() { looked++ }
 		h2 := mustAcquire(t, next, req)
-		assert.False(t, h2.MustLook, "the record vouches: nothing left behind in ci")
+		assert.True(t, h2.Vouched, "the record vouches: nothing left behind in ci")
 		assert.Zero(t, looked, "OnTaking is not called: no look")
 		_, err = next.ReleaseHeld(t.Context(), h2, lock.ReleaseOptions{RunJobsDone: true})
 		require.NoError(t, err)
@@ -119,7 +119,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		assert.Equal(t, []string{"PUT", "PUT"}, testenv.Verbs(reqs[2:]), "%v", reqs)
 
 		h3 := mustAcquire(t, l, runRequest("api", 2, "dev", false))
-		assert.True(t, h3.MustLook, "another job namespace is not vouched for")
+		assert.False(t, h3.Vouched, "another job namespace is not vouched for")
 	})
 
 	t.Run("a re-entered hold's job keeps its namespace marked", func(t *testing.T) {
@@ -128,11 +128,11 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		l := newClient(t, env.Client, ns)
 		cleanRun(t, l, "web", 1, "ci")
 		holder := mustAcquire(t, l, runRequest("web", 2, "ci", false))
-		assert.False(t, holder.MustLook, "vouched for")
+		assert.True(t, holder.Vouched, "vouched for")
 
 		again := mustAcquire(t, l, runRequest("web", 2, "ci", true))
 		require.True(t, again.Reentered, "the same build re-enters the hold")
-		assert.False(t, again.MustLook, "vouched for")
+		assert.True(t, again.Vouched, "vouched for")
 		kept, rj := runJobsOf(t, env.Client, ns)
 		assert.True(t, kept)
 		require.NotNil(t, rj)
@@ -148,7 +148,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		assert.Len(t, rj.Pending, 1, "the re-entered run's mark stays")
 		assert.NotContains(t, rj.Swept, "ci", "ci is not swept while a mark is pending there")
 		h := mustAcquire(t, l, runRequest("api", 1, "ci", false))
-		assert.True(t, h.MustLook, "the next run looks")
+		assert.False(t, h.Vouched, "the next run looks")
 		_, err = l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{RunJobsDone: true})
 		require.NoError(t, err)
 		_, rj = runJobsOf(t, env.Client, ns)
@@ -168,11 +168,11 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		require.NoError(t, err)
 
 		h := mustAcquire(t, l, runRequest("web", 2, "ci", false))
-		assert.True(t, h.MustLook, "no trust across a hold that did not keep the account")
+		assert.False(t, h.Vouched, "no trust across a hold that did not keep the account")
 		_, err = l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{RunJobsDone: true})
 		require.NoError(t, err)
 		h = mustAcquire(t, l, runRequest("web", 3, "ci", false))
-		assert.False(t, h.MustLook, "the look after it vouches again")
+		assert.True(t, h.Vouched, "the look after it vouches again")
 	})
 
 	t.Run("a hold by an older lockctl makes the next run look", func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		assert.Equal(t, &lock.RunJobs{Swept: []string{"ci"}}, rj, "though the field is kept as it was")
 
 		h := mustAcquire(t, l, runRequest("web", 2, "ci", false))
-		assert.True(t, h.MustLook, "the account is void once an older lockctl held the lock")
+		assert.False(t, h.Vouched, "the account is void once an older lockctl held the lock")
 		kept, rj = runJobsOf(t, env.Client, ns)
 		assert.True(t, kept)
 		assert.Equal(t, []lock.RunMark{{Namespace: "ci", ClaimID: h.ClaimID}}, rj.Pending, "a new account: marked until it has looked")
@@ -200,6 +200,6 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		cleanRun(t, l, "web", 1, "ci")
 		require.NoError(t, env.Client.CoreV1().ConfigMaps(ns).Delete(t.Context(), lock.Name("staging"), metav1.DeleteOptions{}))
 		h := mustAcquire(t, l, runRequest("web", 2, "ci", false))
-		assert.True(t, h.MustLook, "a new lock vouches for nothing")
+		assert.False(t, h.Vouched, "a new lock vouches for nothing")
 	})
 }

@@ -181,7 +181,9 @@ func TestReleaseRunJobs(t *testing.T) {
 			for _, waiter := range []bool{false, true} {
 				rec := tt.rec.deepCopy()
 				if waiter {
-					rec.Waiters = []Claim{queued(claim("w", "api", "main", "2"), now)}
+					w := queued(claim("w", "api", "main", "2"), now)
+					w.Cancelable = true // a lockctl run
+					rec.Waiters = []Claim{w}
 				}
 				res, write, err := decideRelease("staging", rec, "10", id, tt.o, nil, now)
 				require.NoError(t, err)
@@ -195,6 +197,25 @@ func TestReleaseRunJobs(t *testing.T) {
 				assert.Equal(t, tt.wantJobs, rec.RunJobs, "the account (waiter %v)", waiter)
 			}
 		})
+	}
+}
+
+// TestHandOverPassesRunJobsToARun: a hand-over passes the account on only
+// to a waiting run, whose confirming write keeps it; lockctl acquire would
+// drop it on confirming, and holds nothing with it before.
+func TestHandOverPassesRunJobsToARun(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(time.Minute)
+	me := held(claim("me", "web", "main", "1"), t0)
+	for _, cancelable := range []bool{true, false} {
+		rec := kept(record(me), &RunJobs{Swept: []string{"ci"}})
+		w := queued(claim("w", "api", "main", "2"), now)
+		w.Cancelable = cancelable
+		rec.Waiters = []Claim{w}
+		res, _, err := decideRelease("staging", rec, "10", me.Identity, ReleaseOptions{}, nil, now)
+		require.NoError(t, err)
+		require.NotNil(t, res.HandedTo)
+		assert.Equal(t, cancelable, rec.Holder.RunJobsKept, "handed to a waiter, cancelable %v", cancelable)
 	}
 }
 
@@ -219,7 +240,7 @@ func TestRunJobsThroughAcquireAndRelease(t *testing.T) {
 
 	h, err := c.Acquire(t.Context(), req)
 	require.NoError(t, err)
-	assert.True(t, h.MustLook, "a new lock vouches for nothing")
+	assert.False(t, h.Vouched, "a new lock vouches for nothing")
 	assert.Equal(t, 1, looked, "OnTaking: the look starts beside the create")
 	rec := currentRecord(t, cs)
 	assert.True(t, rec.Holder.RunJobsKept)
@@ -236,7 +257,7 @@ func TestRunJobsThroughAcquireAndRelease(t *testing.T) {
 	req.ClaimID, req.RunJobs.SubmitsJob = "next", false
 	h, err = c.Acquire(t.Context(), req)
 	require.NoError(t, err)
-	assert.False(t, h.MustLook, "the record vouches: nothing left behind in ci")
+	assert.True(t, h.Vouched, "the record vouches: nothing left behind in ci")
 	assert.Equal(t, 1, looked, "OnTaking is not called: no look")
 	_, err = c.ReleaseHeld(t.Context(), h, ReleaseOptions{RunJobsDone: true})
 	require.NoError(t, err)

@@ -141,7 +141,7 @@ func acquire(ctx context.Context, o Options, obs Observer) (h *Hold, looked bool
 	mustLook := false
 	for _, held := range h.Locks() {
 		obs.Acquired(held, o.Locks.Describe(held.Target))
-		mustLook = mustLook || held.MustLook
+		mustLook = mustLook || !held.Vouched
 	}
 	if o.Jobs == nil {
 		return h, false, nil
