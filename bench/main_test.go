@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -76,7 +77,7 @@ func newClientset(b testing.TB, cfg *rest.Config) kubernetes.Interface {
 func newLockClient(b testing.TB, cfg *rest.Config, ns string) *lock.Client {
 	b.Helper()
 	cs := newClientset(b, cfg)
-	return lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+	return lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), ns, clock.RealClock{}, lock.Options{})
 }
 
 // within returns a context that ends after d, for one experiment.

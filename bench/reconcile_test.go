@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/events"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -172,7 +173,7 @@ func setupClient(b testing.TB, env *testenv.Env) kubernetes.Interface {
 // its client's rate limit) is not in the way.
 func submitJobs(ctx context.Context, b testing.TB, cs kubernetes.Interface, ns string, n int) []*job.Job {
 	b.Helper()
-	store := job.NewStore(cs.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(kubetest.CoreV1(cs.CoreV1()), ns, job.StoreOptions{})
 	jobs := make([]*job.Job, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -314,9 +315,9 @@ func runReconciler(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEv
 	cs := newClientset(b, cfg)
 	// NOTE: as lockctl reconcile: the Events' clientset is a copy with a
 	// token bucket of its own, written in the background.
-	rec := events.NewRecorder(newClientset(b, cfg).EventsV1(), events.Options{Jobs: jobEvents})
+	rec := events.NewRecorder(kubetest.EventsV1(newClientset(b, cfg).EventsV1()), events.Options{Jobs: jobEvents})
 	stopEvents := rec.Background(events.DefaultQueueCapacity, scheduler.DefaultWorkers)
-	c, err := scheduler.NewController(cs, ns, map[string]scheduler.Clientset{job.DefaultCluster: cs},
+	c, err := scheduler.NewController(kubetest.Clients(cs), ns, map[string]scheduler.Clientset{job.DefaultCluster: kubetest.Clients(cs)},
 		scheduler.Options{PodNamespace: ns, OnJobChange: rec.JobChanged})
 	require.NoError(b, err)
 	runCtx, stop := context.WithCancel(ctx)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -42,10 +43,10 @@ type started struct {
 func start(t *testing.T) *started {
 	t.Helper()
 	cs := fake.NewClientset()
-	locks := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
-	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
-	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
-		Jobs: job.NewStore(kubeclient.CoreV1(cs), jobNS, job.StoreOptions{}),
+	locks := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, lock.Options{})
+	viewer := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, lock.Options{})
+	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(kubetest.Clients(cs)), dashboard.Options{
+		Jobs: job.NewStore(kubeclient.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{}),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -110,7 +111,7 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 		Reason: evil, Until: time.Now().Add(time.Hour),
 	})
 	require.NoError(t, err)
-	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
+	_, err = job.NewStore(kubeclient.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: evil},
@@ -281,7 +282,7 @@ func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
 		return n
 	}
 	before := podGets()
-	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
+	_, err = job.NewStore(kubeclient.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-2"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,

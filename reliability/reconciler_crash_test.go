@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -53,7 +54,7 @@ func runReconcilerHelper() {
 			fmt.Println("reconciling")
 			for err == nil {
 				var c *scheduler.Controller
-				c, err = scheduler.NewController(cs, ns, map[string]scheduler.Clientset{job.DefaultCluster: cs}, opts)
+				c, err = scheduler.NewController(kubetest.Clients(cs), ns, map[string]scheduler.Clientset{job.DefaultCluster: kubetest.Clients(cs)}, opts)
 				switch {
 				case err != nil:
 				case os.Getenv(helperEnv) == "reconciler-once":
@@ -101,7 +102,7 @@ func startReconcilerMode(t *testing.T, mode, kubeconfig, ns string, options ...s
 // submitJobs stores n triggered jobs named job-000... in ns.
 func submitJobs(t *testing.T, cs kubernetes.Interface, ns string, n int) {
 	t.Helper()
-	store := job.NewStore(cs.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(kubetest.CoreV1(cs.CoreV1()), ns, job.StoreOptions{})
 	for i := range n {
 		_, err := store.Create(t.Context(), &job.Job{
 			TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
@@ -179,7 +180,7 @@ func TestIntegrationReconcilerCrash(t *testing.T) {
 	peak := podWorkload(ctx, t, env.Client, ns, 1500*time.Millisecond)
 
 	procs := []*exec.Cmd{startReconciler(t, env.Kubeconfig, ns), startReconciler(t, env.Kubeconfig, ns)}
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})
 	killed := 0
 	for {
 		all, err := store.List(ctx, job.ListOptions{})
