@@ -120,6 +120,15 @@ func (r resource[T, L]) Patch(ctx context.Context, name string, pt types.PatchTy
 	return out, err
 }
 
+var (
+	_ ConfigMapInterface               = resource[*corev1.ConfigMap, *corev1.ConfigMapList]{}
+	_ PodInterface                     = pods{}
+	_ NodeInterface                    = resource[*corev1.Node, *corev1.NodeList]{}
+	_ NamespaceInterface               = resource[*corev1.Namespace, *corev1.NamespaceList]{}
+	_ EventInterface                   = resource[*eventsv1.Event, *eventsv1.EventList]{}
+	_ SelfSubjectAccessReviewInterface = resource[*authorizationv1.SelfSubjectAccessReview, *authorizationv1.SelfSubjectAccessReview]{}
+)
+
 // coreV1Client is the core/v1 client of a Clientset.
 type coreV1Client struct{ client *rest.RESTClient }
 

@@ -42,6 +42,16 @@ func AuthorizationV1(c authorizationv1client.AuthorizationV1Interface) kubeclien
 	return authorizationV1{c: c}
 }
 
+// client-go's resource clients are lockctl's as they are.
+var (
+	_ kubeclient.ConfigMapInterface               = corev1client.ConfigMapInterface(nil)
+	_ kubeclient.PodInterface                     = corev1client.PodInterface(nil)
+	_ kubeclient.NodeInterface                    = corev1client.NodeInterface(nil)
+	_ kubeclient.NamespaceInterface               = corev1client.NamespaceInterface(nil)
+	_ kubeclient.EventInterface                   = eventsv1client.EventInterface(nil)
+	_ kubeclient.SelfSubjectAccessReviewInterface = authorizationv1client.SelfSubjectAccessReviewInterface(nil)
+)
+
 type clientset struct{ cs kubernetes.Interface }
 
 var _ kubeclient.Interface = clientset{}
