@@ -312,12 +312,12 @@ func runReconciler(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEv
 
 	var counter Counter
 	cfg := counter.Wrap(withClientSettings(env.RESTConfig, lockctlQPS, lockctlBurst))
-	cs := newClientset(b, cfg)
+	cs := newKube(b, cfg)
 	// NOTE: as lockctl reconcile: the Events' clientset is a copy with a
 	// token bucket of its own, written in the background.
-	rec := events.NewRecorder(kubetest.EventsV1(newClientset(b, cfg).EventsV1()), events.Options{Jobs: jobEvents})
+	rec := events.NewRecorder(newKube(b, cfg).EventsV1(), events.Options{Jobs: jobEvents})
 	stopEvents := rec.Background(events.DefaultQueueCapacity, scheduler.DefaultWorkers)
-	c, err := scheduler.NewController(kubetest.Clients(cs), ns, map[string]scheduler.Clientset{job.DefaultCluster: kubetest.Clients(cs)},
+	c, err := scheduler.NewController(cs, ns, map[string]scheduler.Clientset{job.DefaultCluster: cs},
 		scheduler.Options{PodNamespace: ns, OnJobChange: rec.JobChanged})
 	require.NoError(b, err)
 	runCtx, stop := context.WithCancel(ctx)

@@ -24,6 +24,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -42,8 +43,8 @@ const helperOptions = "LOCKCTL_HELPER_OPTIONS"
 func runReconcilerHelper() {
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 	if err == nil {
-		var cs kubernetes.Interface
-		if cs, err = kubernetes.NewForConfig(cfg); err == nil {
+		var cs kube.Interface
+		if cs, err = kube.NewForConfig(cfg); err == nil {
 			ns := os.Getenv(helperNS)
 			opts := scheduler.Options{MaxConcurrency: helperMaxConcurrency}
 			if o := os.Getenv(helperOptions); o != "" {
@@ -54,7 +55,7 @@ func runReconcilerHelper() {
 			fmt.Println("reconciling")
 			for err == nil {
 				var c *scheduler.Controller
-				c, err = scheduler.NewController(kubetest.Clients(cs), ns, map[string]scheduler.Clientset{job.DefaultCluster: kubetest.Clients(cs)}, opts)
+				c, err = scheduler.NewController(cs, ns, map[string]scheduler.Clientset{job.DefaultCluster: cs}, opts)
 				switch {
 				case err != nil:
 				case os.Getenv(helperEnv) == "reconciler-once":
