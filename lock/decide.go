@@ -304,6 +304,7 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 	if prev.ClaimID == me.ClaimID && !prev.HandedOver && (prev.Token != "" || prev.TokenPending) {
 		// Still the same hold: it keeps its token.
 		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
+		rec.Holder.RunJobsKept = prev.RunJobsKept
 		return Decision{Record: rec, Outcome: Acquired}
 	}
 	return Decision{Record: rec, Outcome: Acquired, TookOver: true}
@@ -383,6 +384,10 @@ func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 	c.Since = ts
 	c.HandedOver = true
 	c.Token, c.TokenPending = "", false
+	// A hand-over passes the account of run jobs on (RunJobs) to a
+	// lockctl run (Cancelable), whose confirming write keeps it; anyone
+	// else would drop it on confirming, and must not hold with it before.
+	c.RunJobsKept = r.Holder.RunJobsKept && c.Cancelable
 	if c.Expires == nil {
 		c.Expires = microPtr(now)
 	}
@@ -411,6 +416,7 @@ func (r *Record) deepCopy() *Record {
 		out.Waiters[i] = w.deepCopy()
 	}
 	out.History = append([]HistoryEntry(nil), r.History...)
+	out.RunJobs = r.RunJobs.deepCopy()
 	if r.Freeze != nil {
 		f := *r.Freeze
 		f.Overrides = append([]Override(nil), f.Overrides...)
