@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -23,7 +24,7 @@ import (
 // second to pending.
 func storeJobs(t *testing.T, te *testEnv, names ...string) {
 	t.Helper()
-	store := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{Clock: te.clock})
+	store := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{Clock: te.clock})
 	for i, n := range names {
 		j, err := store.Create(t.Context(), &job.Job{
 			TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
@@ -134,7 +135,7 @@ func TestRunGetJobsLabels(t *testing.T) {
 	t.Parallel()
 	te := newTestEnv(t)
 	storeJobs(t, te, "deploy-web-1", "deploy-web-2")
-	ci := job.NewStore(te.cs.CoreV1(), "ci", job.StoreOptions{Clock: te.clock})
+	ci := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "ci", job.StoreOptions{Clock: te.clock})
 	_, err := ci.Create(t.Context(), &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-api-1", Labels: map[string]string{"team": "api"}},

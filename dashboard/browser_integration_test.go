@@ -21,13 +21,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -140,7 +139,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
-	cs, err := kubernetes.NewForConfig(env.RESTConfig)
+	cs, err := kube.NewForConfig(env.RESTConfig)
 	require.NoError(t, err)
 
 	// The contenders are other processes as far as the page is concerned:
@@ -186,7 +185,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	store := job.NewStore(kubeclient.CoreV1(cs), ns, job.StoreOptions{})
 	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
 		Jobs:    store,
-		PodsFor: func(*job.Job) (corev1client.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
+		PodsFor: func(*job.Job) (kube.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
 	})
 	hctx, stop := context.WithCancel(ctx)
 	served := make(chan struct{}, 2)

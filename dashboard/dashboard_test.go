@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -45,13 +46,13 @@ type started struct {
 func start(t *testing.T, seed ...func(cs *fake.Clientset, locks *lock.Client)) *started {
 	t.Helper()
 	cs := fake.NewClientset()
-	locks := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
+	locks := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, lock.Options{})
 	for _, f := range seed {
 		f(cs, locks)
 	}
-	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
-	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
-		Jobs: job.NewStore(kubeclient.CoreV1(cs), jobNS, job.StoreOptions{}),
+	viewer := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, lock.Options{})
+	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(kubetest.Clients(cs)), dashboard.Options{
+		Jobs: job.NewStore(kubeclient.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{}),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -116,7 +117,7 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 		Reason: evil, Until: time.Now().Add(time.Hour),
 	})
 	require.NoError(t, err)
-	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
+	_, err = job.NewStore(kubeclient.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: evil},
@@ -287,7 +288,7 @@ func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
 		return n
 	}
 	before := podGets()
-	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
+	_, err = job.NewStore(kubeclient.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-2"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,
@@ -302,7 +303,7 @@ func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
 	// Five holds of 10m and a holder 1m in: the waiter's turn is about
 	// 9 min away, a deploy queued now waits one hold more.
 	s := start(t, func(cs *fake.Clientset, locks *lock.Client) {
-		regularHolds(t, cs.CoreV1(), lockNS, "production", 5, 10*time.Minute, time.Minute)
+		regularHolds(t, kubetest.CoreV1(cs.CoreV1()), lockNS, "production", 5, 10*time.Minute, time.Minute)
 		_, p, err := locks.TryAcquire(t.Context(), holder(evil, "7"))
 		require.NoError(t, err)
 		require.NotNil(t, p, "build 7 waits")

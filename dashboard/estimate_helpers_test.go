@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -16,7 +17,7 @@ import (
 // ending before now, and a holder that took it heldFor ago: a client
 // whose clock is a fake one stamps the record, so no test waits for the
 // holds to pass. The holder is acme/web@main#<n+1>.
-func regularHolds(t *testing.T, core corev1client.CoreV1Interface, ns, target string, n int, hold, heldFor time.Duration) {
+func regularHolds(t *testing.T, core kubeclient.CoreV1Interface, ns, target string, n int, hold, heldFor time.Duration) {
 	t.Helper()
 	ctx := t.Context()
 	now := time.Now()
