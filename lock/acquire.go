@@ -282,7 +282,7 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			last:      &lastSeen{cm: res.cm},
 			events:    res.events,
 		}
-		if f := res.rec.Freeze; f != nil && d.TookOver && res.rec.Holder.IgnoredFreeze != "" {
+		if f := res.rec.Freeze; f != nil && (d.TookOver || d.Confirmed) && res.rec.Holder.IgnoredFreeze != "" {
 			res.held.IgnoredFreeze = f
 			log.Warn("took a frozen lock (--ignore-freeze): " + f.Describe())
 		}
