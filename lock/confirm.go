@@ -25,14 +25,20 @@ const (
 	maxConfirmRetry   = 2 * time.Second
 )
 
+// confirmMargin is kept between the moment a hold not confirmed in time is
+// reported lost and the waiter's expiry it stood on (less the clock's
+// uncertainty, counted apart): for the timer to fire, the request out to
+// be cancelled and the caller to hear of it, on a loaded machine.
+const confirmMargin = time.Second
+
 // ErrUnconfirmed means a hold that began with a hand-over was not
 // confirmed before the waiter's expiry it stood on could pass: it is lost.
 var ErrUnconfirmed = errors.New("hand-over not confirmed in time")
 
 // UnconfirmedError is a hand-over its new holder could not confirm in time
 // (Held.Confirm): the API server did not answer, or kept failing, until
-// Request.StopBefore before the waiter's expiry. The hold is lost; what
-// runs under it must stop. It matches ErrUnconfirmed.
+// Request.StopBefore and a second before the waiter's expiry. The hold is
+// lost; what runs under it must stop. It matches ErrUnconfirmed.
 type UnconfirmedError struct {
 	Target string
 	// Expires is the waiter's expiry the hand-over stood on, on the API
@@ -62,12 +68,12 @@ var errConfirmDeadline = errors.New("confirmation out of time")
 // confirmation is the background confirmation of a hold that began with a
 // hand-over.
 type confirmation struct {
-	// left is how long the confirmation may take, from the moment the
-	// hold began; bounded is false for a holder in a pod, whose pod, not
+	// deadline is when, on the client's clock, the hold is lost unless
+	// confirmed; bounded is false for a holder in a pod, whose pod, not
 	// the expiry, keeps the hold.
-	left    time.Duration
-	bounded bool
-	expires time.Time
+	deadline time.Time
+	bounded  bool
+	expires  time.Time
 
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -81,9 +87,9 @@ var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c
 
 // handedToMe returns the hold of a waiter that w.cm names as the holder
 // the lock was handed over to, unconfirmed, or nil to decide as usual. A
-// hand-over whose waiter expiry leaves less than w.req.StopBefore plus a
-// sixth of the waiter TTL is not held early: the waiter confirms it first
-// (Decide), as it had to before.
+// hand-over whose waiter expiry leaves less than w.req.StopBefore, a
+// second (confirmMargin) and a sixth of the waiter TTL is not held early:
+// the waiter confirms it first (Decide), as it had to before.
 func (w *waiter) handedToMe() *Held {
 	c, cm := w.c, w.cm
 	if cm == nil {
@@ -103,8 +109,8 @@ func (w *waiter) handedToMe() *Held {
 			return nil
 		}
 		cf.expires = h.Expires.Time
-		cf.left = h.Expires.Sub(c.clk.Now()) - c.clockSlack() - w.req.StopBefore
-		if cf.left < c.waiterTTL()/6 {
+		cf.deadline = h.Expires.Add(-c.clockSlack() - w.req.StopBefore - confirmMargin)
+		if cf.deadline.Sub(c.clk.Now()) < c.waiterTTL()/6 {
 			return nil
 		}
 	}
@@ -149,7 +155,7 @@ func (c *Client) confirmInBackground(ctx context.Context, h *Held) {
 		// NOTE: the deadline runs on the clock's timers, which measure
 		// local time, from the moment the hold began; a request still
 		// out then is cancelled with it.
-		t := c.clk.NewTimer(cf.left)
+		t := c.clk.NewTimer(cf.deadline.Sub(c.clk.Now()))
 		go func() {
 			defer t.Stop()
 			select {
@@ -317,7 +323,7 @@ func (h *Held) ConfirmDone() <-chan struct{} {
 // Until then the hold lasts until the waiter's expiry in Holder.Expires on
 // the API server's clock (for a holder without a pod); Confirm returns an
 // error matching ErrUnconfirmed once it could not be confirmed by
-// Request.StopBefore before that expiry, one matching ErrLost when the lock
+// Request.StopBefore and a second before that expiry, one matching ErrLost when the lock
 // turned out to be someone else's, and ctx's error when ctx ends first. A
 // process that keeps the lock past its exit (lockctl acquire) calls it
 // before it exits.

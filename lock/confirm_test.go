@@ -149,7 +149,7 @@ func TestHandOverConfirmFailsUntilExpiry(t *testing.T) {
 	var ue *UnconfirmedError
 	require.ErrorAs(t, err, &ue)
 	assert.Contains(t, ue.Error(), "etcd is away", "the last attempt's error is named")
-	assert.False(t, lostAt.After(expires.Add(-stopBefore)), "lost by %s, StopBefore before the expiry %s (at %s)", expires.Add(-stopBefore), expires, lostAt)
+	assert.False(t, lostAt.After(expires.Add(-stopBefore-confirmMargin)), "lost by %s, StopBefore and a margin before the expiry %s (at %s)", expires.Add(-stopBefore-confirmMargin), expires, lostAt)
 	assert.True(t, lostAt.After(t0), "after retrying")
 	assert.True(t, storedRecord(t, cs).Holder.HandedOver, "nothing confirmed")
 }
@@ -220,8 +220,9 @@ func TestHandOverConfirmAfterConflict(t *testing.T) {
 }
 
 // TestHandOverNearlyExpiredConfirmedFirst: a hand-over seen with less than
-// StopBefore plus a sixth of the waiter TTL left of the waiter's expiry is
-// confirmed before the hold is returned, keeping the hand-over's token.
+// StopBefore, a second and a sixth of the waiter TTL left of the waiter's
+// expiry is confirmed before the hold is returned, keeping the hand-over's
+// token.
 func TestHandOverNearlyExpiredConfirmedFirst(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -232,7 +233,7 @@ func TestHandOverNearlyExpiredConfirmedFirst(t *testing.T) {
 	}{
 		{name: "most of the place left: held at once", left: 50 * time.Second, wantEarly: true},
 		{name: "5s left: confirmed first", left: 5 * time.Second},
-		{name: "15s left, 6s to stop: held at once", left: 17 * time.Second, stopBefore: 6 * time.Second, wantEarly: true},
+		{name: "17s left, 6s to stop: held at once", left: 17 * time.Second, stopBefore: 6 * time.Second, wantEarly: true},
 		{name: "15s left, 8s to stop: confirmed first", left: 15 * time.Second, stopBefore: 8 * time.Second},
 		{name: "expired already: confirmed first", left: -time.Second},
 	}

@@ -196,10 +196,10 @@ type Request struct {
 	// (lockctl run: its kill grace and a clock margin). A lock handed over
 	// to the caller is held from the hand-over on, before it is confirmed
 	// (Held.Confirm): Acquire returns such a hold only when more than
-	// StopBefore plus a sixth of the waiter TTL is left of the waiter's
-	// expiry it stands on, and otherwise confirms it first; an unconfirmed
-	// hold is reported lost StopBefore before that expiry. 0 means nothing
-	// to stop.
+	// StopBefore, a second and a sixth of the waiter TTL is left of the
+	// waiter's expiry it stands on, and otherwise confirms it first; an
+	// unconfirmed hold is reported lost StopBefore and a second before
+	// that expiry. 0 means nothing to stop.
 	StopBefore time.Duration
 }
 
