@@ -103,6 +103,11 @@ type stepResult struct {
 	// events is closed once the Events of the write, recorded in the
 	// background, are written; nil when they were recorded before.
 	events <-chan struct{}
+	// mustLook and runMark are what takeRunJobs decided for an
+	// acquisition: whether to look for jobs left behind, and the mark
+	// left pending.
+	mustLook bool
+	runMark  string
 }
 
 func (r *stepResult) progress(c *Client, target string, started time.Time) *Progress {
@@ -154,7 +159,7 @@ func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *c
 		return nil, change{}, err
 	}
 	d := res.decision
-	if d.Outcome == Acquired && req.OnTaking != nil {
+	if d.Outcome == Acquired && req.OnTaking != nil && res.mustLook {
 		req.OnTaking()
 	}
 	judged := res.rec
@@ -235,7 +240,8 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		why = "its job runs again: " + me.CIJob.Describe()
 	}
 	endStaleHold(d, me, why)
-	return &stepResult{cm: cm, rec: cur, decision: d}, why, nil
+	mustLook, mark := takeRunJobs(cur, &d, me, req.RunJobs, now)
+	return &stepResult{cm: cm, rec: cur, decision: d, mustLook: mustLook, runMark: mark}, why, nil
 }
 
 // endStaleHold writes the end of a stale holder's hold into the history of
@@ -279,8 +285,11 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			Holder:    res.rec.Holder,
 			Token:     token,
 			Reentered: d.Reentered,
+			Vouched:   !res.mustLook,
 			last:      &lastSeen{cm: res.cm},
 			events:    res.events,
+			runJobs:   req.RunJobs,
+			runMark:   res.runMark,
 		}
 		if f := res.rec.Freeze; f != nil && (d.TookOver || d.Confirmed) && res.rec.Holder.IgnoredFreeze != "" {
 			res.held.IgnoredFreeze = f

@@ -103,6 +103,12 @@ func (w *waiter) handedToMe() *Held {
 	if !h.HandedOver || h.ClaimID != w.me.ClaimID || h.Identity != w.me.Identity {
 		return nil
 	}
+	if rj := w.req.RunJobs; rj.keeps() && (rj.SubmitsJob || MustLook(rec, rj.Namespace)) {
+		// NOTE: the write that takes the lock must mark the run's job
+		// namespace (takeRunJobs) before the run looks or submits: the
+		// confirmation comes first.
+		return nil
+	}
 	cf := &confirmation{bounded: h.Pod == nil, done: make(chan struct{})}
 	if cf.bounded {
 		if h.Expires == nil {
@@ -122,7 +128,10 @@ func (w *waiter) handedToMe() *Held {
 	if token == "" {
 		token = cm.ResourceVersion
 	}
-	if w.req.OnTaking != nil {
+	// A run that keeps the account holds early only when the record
+	// vouches for its job namespace (above); anyone else looks.
+	vouched := w.req.RunJobs.keeps()
+	if w.req.OnTaking != nil && !vouched {
 		w.req.OnTaking()
 	}
 	held := &Held{
@@ -133,9 +142,11 @@ func (w *waiter) handedToMe() *Held {
 		ClaimID:    h.ClaimID,
 		Holder:     h,
 		Token:      token,
+		Vouched:    vouched,
 		last:       &lastSeen{cm: cm},
 		events:     cf.done,
 		confirming: cf,
+		runJobs:    w.req.RunJobs,
 	}
 	if f := rec.Freeze; f != nil && h.IgnoredFreeze != "" {
 		held.IgnoredFreeze = f
@@ -241,7 +252,7 @@ func (c *Client) confirmOnce(ctx context.Context, h *Held) (holder Claim, writte
 		if err != nil {
 			return change{}, err
 		}
-		write, err := decideConfirm(rec, h.ClaimID, h.Token, c.clk.Now())
+		write, err := decideConfirm(rec, h.ClaimID, h.Token, h.runJobs.keeps(), c.clk.Now())
 		if err != nil {
 			return change{}, fmt.Errorf("confirm lock %s: %w", c.Describe(h.Target), err)
 		}
@@ -273,10 +284,11 @@ func (c *Client) confirmVersions(h *Held) reader {
 // decideConfirm is the rule of the confirmation of a hand-over to the
 // claim session, whose hold began with token, at now: the holder is no
 // longer marked handed over, records its token and gets the expiry of its
-// TTL (none in a pod). It reports whether to write (false: confirmed
-// already), and returns an error matching ErrLost when session no longer
-// holds the lock.
-func decideConfirm(rec *Record, session, token string, now time.Time) (bool, error) {
+// TTL (none in a pod). A holder that does not keep the account of run jobs
+// (keeps: Request.RunJobs) drops it, as its take-over would (takeRunJobs).
+// It reports whether to write (false: confirmed already), and returns an
+// error matching ErrLost when session no longer holds the lock.
+func decideConfirm(rec *Record, session, token string, keeps bool, now time.Time) (bool, error) {
 	switch {
 	case rec.IsFree():
 		return false, fmt.Errorf("%w: it was released", ErrLost)
@@ -292,6 +304,9 @@ func decideConfirm(rec *Record, session, token string, now time.Time) (bool, err
 		ttl = DefaultTTL
 	}
 	confirmHandOver(&rec.Holder, token, now, ttl)
+	if !keeps {
+		rec.RunJobs, rec.Holder.RunJobsKept = nil, false
+	}
 	return true, nil
 }
 

@@ -311,6 +311,7 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 		// (recorded since, or still pending); confirming it keeps that, and
 		// the hold's start.
 		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
+		rec.Holder.RunJobsKept = prev.RunJobsKept
 		if prev.HandedOver {
 			rec.Holder.Since = prev.Since
 			return Decision{Record: rec, Outcome: Acquired, Confirmed: true}
@@ -397,6 +398,10 @@ func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 	c.HandedOver = true
 	c.Token, c.TokenPending = "", true
 	c.handedNow = true
+	// A hand-over passes the account of run jobs on (RunJobs) to a
+	// lockctl run (Cancelable), whose confirming write keeps it; anyone
+	// else would drop it on confirming, and must not hold with it before.
+	c.RunJobsKept = r.Holder.RunJobsKept && c.Cancelable
 	if c.Expires == nil {
 		c.Expires = microPtr(now)
 	}
@@ -425,6 +430,7 @@ func (r *Record) deepCopy() *Record {
 		out.Waiters[i] = w.deepCopy()
 	}
 	out.History = append([]HistoryEntry(nil), r.History...)
+	out.RunJobs = r.RunJobs.deepCopy()
 	if r.Freeze != nil {
 		f := *r.Freeze
 		f.Overrides = append([]Override(nil), f.Overrides...)

@@ -188,6 +188,8 @@ type Request struct {
 	// then on. Work that must only start once no other holder is live (a
 	// look for what earlier holders left behind) may start then, beside the
 	// write; if the write is lost, OnTaking is called again before the next.
+	// With RunJobs set, it is called only when the lock's record does not
+	// vouch that no job was left behind in RunJobs.Namespace (MustLook).
 	// A hold that begins with a hand-over (see Acquire) calls it once the
 	// waiter sees the hand-over, before Acquire returns.
 	OnTaking func()
@@ -201,6 +203,11 @@ type Request struct {
 	// unconfirmed hold is reported lost StopBefore and a second before
 	// that expiry. 0 means nothing to stop.
 	StopBefore time.Duration
+	// RunJobs, when set, makes the contender a lockctl run that keeps the
+	// lock's account of where runs left jobs (RunJobs, record version
+	// 1.7); Held.Vouched then says whether it need not look. The zero value
+	// keeps none, and a lock taken so vouches for nothing.
+	RunJobs RunJobsRequest
 }
 
 // Progress is what a waiting contender knows.
@@ -261,10 +268,20 @@ type Held struct {
 	// same identity and pod, or no pod): nothing changed, and Token is the
 	// token of that hold.
 	Reentered bool
+	// Vouched is true when the lock's record vouched that no earlier run
+	// left a job behind in Request.RunJobs.Namespace (see MustLook), so
+	// the caller need not look there. False (the zero value, and always
+	// without Request.RunJobs) means look.
+	Vouched bool
 
 	// last is the version of the lock this hold last wrote or read, so
 	// ReleaseHeld may write on it without reading the lock first.
 	last *lastSeen
+	// runJobs and runMark are the caller's request to keep the account of
+	// run jobs and the mark its acquisition left pending ("" for none),
+	// for ReleaseHeld.
+	runJobs RunJobsRequest
+	runMark string
 	// events is closed once the Events of the acquisition are recorded;
 	// nil when they were recorded before Acquire returned.
 	events <-chan struct{}

@@ -338,6 +338,15 @@ type Claim struct {
 	// lock goes to that build next. Added in record version 1.5.
 	CancelRequest *CancelRequest `json:"cancelRequest,omitempty"`
 
+	// RunJobsKept, on the holder, says the record's RunJobs vouches for
+	// the holds up to this one: a lockctl run made this claim the holder
+	// keeping the account, or a release or hand-over passed it on from a
+	// holder that had it. Every other write that makes a holder leaves it
+	// out, and a lockctl before record version 1.7 does not know it, so a
+	// holder it puts in place vouches for nothing. Added in record version
+	// 1.7.
+	RunJobsKept bool `json:"runJobsKept,omitempty"`
+
 	// Released marks the holder of a free lock: the lock was released with
 	// nobody waiting and is kept, for its history, as this placeholder
 	// holder, which has no pod and whose expiry has passed (so a lockctl
@@ -380,6 +389,10 @@ type Record struct {
 	// A record with a freeze has version FrozenRecordVersion (major 2), and
 	// may have no holder (Holder.ClaimID empty).
 	Freeze *Freeze `json:"freeze,omitempty"`
+	// RunJobs is where lockctl run may have left jobs behind, while the
+	// holder carries RunJobsKept (see RunJobs). Added in record version
+	// 1.7.
+	RunJobs *RunJobs `json:"runJobs,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
@@ -389,7 +402,7 @@ type Record struct {
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-const RecordVersion = "1.6"
+const RecordVersion = "1.7"
 
 // recordVersion is RecordVersion parsed.
 var recordVersion = schema.MustParse(RecordVersion)

@@ -48,6 +48,20 @@ type ReleaseOptions struct {
 	// zero value matches any job, as before jobs were known.
 	Job CIJob
 
+	// RunJobsDone, given to ReleaseHeld by a lockctl run that kept the
+	// lock's account of run jobs (Request.RunJobs), says its job, if any,
+	// has ended and nothing is left behind in its job namespace: it looked
+	// there and aborted every job left behind, or did not have to look
+	// (Held.Vouched). The release then removes the run's mark and names
+	// the namespace swept (RunJobs). False leaves the mark for the next
+	// run to look.
+	RunJobsDone bool
+
+	// runJobs and runMark are the Held's (see Held.runJobs), set by
+	// ReleaseHeld.
+	runJobs RunJobsRequest
+	runMark string
+
 	// beforeEvents, when set, is called after the release's write and
 	// before its Events are recorded (ReleaseHeld waits there for the
 	// Events of the acquisition).
@@ -99,6 +113,7 @@ func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*R
 	defer h.StopWatching()
 	o.beforeEvents = func() { h.WaitEvents(ctx) }
 	o.Job = h.Holder.CIJob
+	o.runJobs, o.runMark = h.runJobs, h.runMark
 	return c.release(ctx, h.Target, h.Holder.Identity, o, c.heldVersions(h, o))
 }
 
@@ -261,6 +276,7 @@ func decideRelease(target string, rec *Record, rv string, id Identity, o Release
 		}
 		res.Forced = true
 	}
+	releaseRunJobs(rec, o)
 	ts := later(now, rec.Updated)
 	rec.Updated = ts
 	rec.thaw(now)

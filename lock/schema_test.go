@@ -33,7 +33,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41", Sequence: ".github/workflows/deploy.yml"},
 			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
 			ClaimID:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
-			Cancelable: true,
+			Cancelable: true, RunJobsKept: true,
 			CancelRequest: &CancelRequest{
 				Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}, ClaimID: "c3", At: metav1.NewMicroTime(since.Add(time.Minute)),
 			},
@@ -50,6 +50,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			{Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "40"}, Pod: &PodRef{Namespace: "ci", Name: "build-40", UID: "u-40"},
 				Since: metav1.NewMicroTime(since.Add(-30 * time.Minute)), Until: since, Ended: EndLost, Reason: "pod ci/build-40 is gone"},
 		},
+		RunJobs: &RunJobs{Pending: []RunMark{{Namespace: "deploys", ClaimID: "a1"}}, Swept: []string{"ci"}},
 	}
 	cm := lockConfigMap("")
 	require.NoError(t, encode(cm, rec))
@@ -117,6 +118,8 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v2.4-frozen.json", wantVersion: FrozenRecordVersion},
 		{file: "v1.5.json", wantVersion: current},
 		{file: "v2.5-frozen.json", wantVersion: FrozenRecordVersion},
+		{file: "v1.6.json", wantVersion: current},
+		{file: "v2.6-frozen.json", wantVersion: FrozenRecordVersion},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
 		{file: "v" + FrozenRecordVersion + "-frozen.json", wantVersion: FrozenRecordVersion},
@@ -177,6 +180,25 @@ func TestRecordUnknownFieldsSurviveDecisions(t *testing.T) {
 	assert.EqualValues(t, 3, doc.Waiters[0]["rank"], "waiter field kept")
 	assert.NotContains(t, doc.Waiters[1], "rank", "the new waiter has only its own fields")
 	assert.Equal(t, "1.99", doc.Version)
+
+	// The account of run jobs (1.7) keeps a newer minor's fields too, in
+	// itself and in each mark, through a take by a run that marks.
+	afterExpiry := cur.Updated.Add(5 * time.Minute)
+	d = Decide(cur, me, cur.Policy, afterExpiry, false, time.Minute)
+	require.Equal(t, Acquired, d.Outcome, "the expired holder is replaced, the waiter gone")
+	_, mark := takeRunJobs(cur, &d, me, RunJobsRequest{Namespace: "dev", SubmitsJob: true}, afterExpiry)
+	require.Equal(t, "c3", mark)
+	require.NoError(t, encode(cm, d.Record))
+	var rj struct {
+		RunJobs map[string]any `json:"runJobs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[RecordAnnotation]), &rj))
+	assert.Equal(t, "2026-12-03T10:01:00.000000Z", rj.RunJobs["checked"], "the account's own newer field kept")
+	assert.Equal(t, []any{
+		map[string]any{"namespace": "ci", "session": "a1", "job": "deploy-7"},
+		map[string]any{"namespace": "dev", "session": "c3"},
+	}, rj.RunJobs["pending"], "a mark's newer field kept; the run's mark added")
+	assert.NotContains(t, rj.RunJobs, "swept", "dev is marked, no longer swept")
 }
 
 func TestSchemaVersionParse(t *testing.T) {

@@ -185,6 +185,8 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 	now := c.clk.Now()
 	h := rec.Holder
 	h.Priority = h.Priority.Level()
+	// NOTE: the account of run jobs is the runs' bookkeeping, not shown.
+	h.RunJobsKept = false
 	for i := range rec.Waiters {
 		w := &rec.Waiters[i]
 		if e := w.EffectivePriority(now); e != w.Priority.Level() {

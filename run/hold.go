@@ -439,6 +439,13 @@ func (h *Hold) giveUp(target string, last error) {
 // until its expiry (KillGrace + ClockMargin): after that it is no longer
 // the hold's to release, and the API server may still be unreachable.
 func (h *Hold) Release(ctx context.Context) error {
+	return h.ReleaseWith(ctx, lock.ReleaseOptions{})
+}
+
+// ReleaseWith is Release, giving each lock up with o (lock.Client.ReleaseHeld):
+// a run says there whether its job ended and nothing was left behind
+// (ReleaseOptions.RunJobsDone).
+func (h *Hold) ReleaseWith(ctx context.Context, o lock.ReleaseOptions) error {
 	h.cancel()
 	h.wg.Wait()
 	h.mu.Lock()
@@ -464,7 +471,7 @@ func (h *Hold) Release(ctx context.Context) error {
 			l.WaitEvents(ctx)
 			continue
 		}
-		rel, err := h.locks.ReleaseHeld(ctx, l, lock.ReleaseOptions{})
+		rel, err := h.locks.ReleaseHeld(ctx, l, o)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("release lock %q: %w", l.Target, err))
 			continue

@@ -157,22 +157,27 @@ func (js *Jobs) StartSweep(ctx context.Context) *Sweep {
 }
 
 // Finish waits for the list and aborts the jobs of runs that ended, as
-// SweepLeftBehind does.
-func (s *Sweep) Finish(ctx context.Context, me HoldRef, obs Observer) {
+// SweepLeftBehind does. It reports whether it looked at every active job
+// and none of an ended run is left: the list was read whole, and every
+// job was judged and, if left behind, aborted.
+func (s *Sweep) Finish(ctx context.Context, me HoldRef, obs Observer) (clean bool) {
 	js := s.js
 	obs = observerOrNop(obs)
 	select {
 	case <-s.done:
 	case <-ctx.Done():
-		return
+		return false
 	}
 	jobs, err := s.jobs, s.err
-	if err != nil && len(jobs) == 0 {
+	if err != nil {
 		// NOTE: quiet, because a command run by someone who may not read
 		// jobs is not to be cluttered with it.
 		js.opts.Log.WithError(err).Debug("cannot look for jobs left behind by earlier runs")
-		return
+		if len(jobs) == 0 {
+			return false
+		}
 	}
+	clean = err == nil
 	holds := js.HoldChecker()
 	for _, j := range jobs {
 		if rs, ok := HoldRefOf(j); !ok || rs == me {
@@ -180,6 +185,7 @@ func (s *Sweep) Finish(ctx context.Context, me HoldRef, obs Observer) {
 		}
 		ended, _, err := holds.Check(ctx, j)
 		if err != nil {
+			clean = false
 			obs.LeftBehind(j, "", fmt.Errorf("cannot tell whether job %q was left behind: %w", j.Name, err))
 			continue
 		}
@@ -187,11 +193,13 @@ func (s *Sweep) Finish(ctx context.Context, me HoldRef, obs Observer) {
 			continue
 		}
 		if _, err := js.abort(ctx, j.Name, job.ReasonSessionEnded, ended); err != nil {
+			clean = false
 			obs.LeftBehind(j, "", fmt.Errorf("cannot abort job %q left behind by an earlier run: %w", j.Name, err))
 			continue
 		}
 		obs.LeftBehind(j, strings.TrimPrefix(ended, RunEnded+": "), nil)
 	}
+	return clean && ctx.Err() == nil
 }
 
 // abort aborts a job and reconciles it at once, which deletes its pod and

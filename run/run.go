@@ -86,25 +86,34 @@ func (e *AcquireError) Names() string {
 // release, which runs, bounded, even when ctx has ended.
 func Run(ctx context.Context, o Options) (Result, error) {
 	obs := observerOrNop(o.Observer)
-	h, err := acquire(ctx, o, obs)
+	h, looked, err := acquire(ctx, o, obs)
 	if err != nil {
 		return Result{}, err
 	}
 	var res Result
+	ended := true
 	if o.Job != nil {
 		res.Job, err = o.Jobs.Run(ctx, h, o.Job, outOrDiscard(o.Out), obs)
 		obs.JobEnded(res.Job, err)
+		// NOTE: a job Run did not see finish (interrupted, lost, not
+		// renewed) stays marked on the locks, even if its abort went
+		// through: the next run looks.
+		ended = res.Job != nil && res.Job.IsTerminal()
 	} else {
 		err = o.Command.Run(ctx, h, obs)
 	}
-	res.ReleaseErr = release(ctx, h)
+	res.ReleaseErr = release(ctx, h, lock.ReleaseOptions{RunJobsDone: o.Jobs != nil && looked && ended})
 	return res, err
 }
 
-// acquire waits for the locks, then holds them; the list of the jobs to
-// sweep starts beside the write that takes the first lock, and the sweep
-// ends once all are held.
-func acquire(ctx context.Context, o Options, obs Observer) (*Hold, error) {
+// acquire waits for the locks, then holds them, and looks for jobs left
+// behind by earlier runs in the job namespace unless every lock's record
+// vouches that there are none (lock.MustLook): the list of the jobs to
+// sweep starts beside the write that takes the first lock whose record
+// does not, and the sweep ends once all are held. looked reports whether
+// nothing is left behind: the records vouched for it, or the sweep found
+// every job and aborted those left behind.
+func acquire(ctx context.Context, o Options, obs Observer) (h *Hold, looked bool, err error) {
 	var sweep *Sweep
 	var sweepOnce sync.Once
 	reqs := make([]lock.Request, len(o.Requests))
@@ -112,40 +121,50 @@ func acquire(ctx context.Context, o Options, obs Observer) (*Hold, error) {
 	for i, req := range o.Requests {
 		if o.Jobs != nil {
 			// NOTE: the list of jobs to sweep starts beside the write that
-			// takes the (first) lock, once no other holder can act, not
-			// after it.
+			// takes the (first) lock that needs it, once no other holder
+			// can act, not after it.
 			req.OnTaking = func() { sweepOnce.Do(func() { sweep = o.Jobs.StartSweep(ctx) }) }
+			req.RunJobs = lock.RunJobsRequest{Namespace: o.Jobs.Namespace(), SubmitsJob: o.Job != nil}
 		}
 		reqs[i], targets[i] = req, req.Target
 	}
 	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
-	h, err := AcquireAll(waitCtx, o.Locks, reqs, HoldOptions{Observer: obs, KillGrace: o.KillGrace})
+	h, err = AcquireAll(waitCtx, o.Locks, reqs, HoldOptions{Observer: obs, KillGrace: o.KillGrace})
 	if err != nil {
 		err = &AcquireError{Targets: targets, Interrupted: ctx.Err() != nil, Err: err}
 	}
 	obs.Waited(err)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	mustLook := false
 	for _, held := range h.Locks() {
 		obs.Acquired(held, o.Locks.Describe(held.Target))
+		mustLook = mustLook || !held.Vouched
 	}
-	if o.Jobs != nil {
-		if sweep == nil {
-			sweep = o.Jobs.StartSweep(ctx)
-		}
-		sweep.Finish(ctx, h.Ref(), obs)
+	if o.Jobs == nil {
+		return h, false, nil
 	}
-	return h, nil
+	if mustLook && sweep == nil {
+		sweep = o.Jobs.StartSweep(ctx)
+	}
+	looked = !mustLook
+	if sweep != nil {
+		// NOTE: a list started for a write that was then lost to another,
+		// and decided again with the record vouching, is looked through
+		// all the same: it is paid for.
+		looked = sweep.Finish(ctx, h.Ref(), obs) || !mustLook
+	}
+	return h, looked, nil
 }
 
-// release releases h once the run ended, bounded by CleanupContext; a
-// release that ran out of time says so.
-func release(ctx context.Context, h *Hold) error {
+// release releases h once the run ended, with o, bounded by
+// CleanupContext; a release that ran out of time says so.
+func release(ctx context.Context, h *Hold, o lock.ReleaseOptions) error {
 	cctx, cancel := CleanupContext(ctx)
 	defer cancel()
-	err := h.Release(cctx)
+	err := h.ReleaseWith(cctx, o)
 	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		// Not a wait: exit 1, and say which step ran out of time.
 		err = fmt.Errorf("cleanup after the run timed out: %w", err)

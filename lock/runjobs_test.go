@@ -1,0 +1,289 @@
+package lock
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// kept is rec with its holder keeping the account of run jobs rj.
+func kept(rec *Record, rj *RunJobs) *Record {
+	rec.Holder.RunJobsKept = true
+	rec.RunJobs = rj
+	return rec
+}
+
+func freedBy(holder Claim) *Record {
+	rec := record(holder)
+	rec.free(rec.Updated)
+	return rec
+}
+
+func pending(ns, claim string) RunMark { return RunMark{Namespace: ns, ClaimID: claim} }
+
+// TestMustLook is the rule of "must I look for jobs left behind?": only a
+// record whose holder kept the account, naming the namespace swept and
+// with no mark pending there, spares the look.
+func TestMustLook(t *testing.T) {
+	t.Parallel()
+	h := held(claim("h", "api", "main", "7"), t0)
+	tests := []struct {
+		name string
+		rec  *Record
+		ns   string
+		want bool
+	}{
+		{name: "no lock", rec: nil, ns: "ci", want: true},
+		{name: "a record without an account (1.6 or before)", rec: record(h), ns: "ci", want: true},
+		{name: "swept, holder kept the account", rec: kept(record(h), &RunJobs{Swept: []string{"ci"}}), ns: "ci", want: false},
+		{name: "swept, free lock released by a holder that kept it", rec: kept(freedBy(h), &RunJobs{Swept: []string{"ci"}}), ns: "ci", want: false},
+		{name: "swept, but the holder did not keep the account (acquire, the loop, an older lockctl)",
+			rec: func() *Record {
+				r := kept(record(h), &RunJobs{Swept: []string{"ci"}})
+				r.Holder.RunJobsKept = false
+				return r
+			}(), ns: "ci", want: true},
+		{name: "another namespace swept", rec: kept(record(h), &RunJobs{Swept: []string{"dev"}}), ns: "ci", want: true},
+		{name: "a run's mark pending", rec: kept(record(h), &RunJobs{Pending: []RunMark{pending("ci", "r1")}}), ns: "ci", want: true},
+		{name: "swept and a mark pending (a re-entered hold's job)", rec: kept(record(h), &RunJobs{Swept: []string{"ci"}, Pending: []RunMark{pending("ci", "r2")}}), ns: "ci", want: true},
+		{name: "a mark pending elsewhere", rec: kept(record(h), &RunJobs{Swept: []string{"ci"}, Pending: []RunMark{pending("dev", "r1")}}), ns: "ci", want: false},
+		{name: "holder kept an empty account", rec: kept(record(h), nil), ns: "ci", want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, MustLook(tt.rec, tt.ns), "MustLook(%s, %q)", tt.name, tt.ns)
+		})
+	}
+}
+
+// TestTakeRunJobs: what a take (or a re-entrance) does to the account, by
+// contender and by the record taken.
+func TestTakeRunJobs(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(time.Minute)
+	h := held(claim("h", "api", "main", "7"), t0)
+	run := RunJobsRequest{Namespace: "ci"}
+	runJob := RunJobsRequest{Namespace: "ci", SubmitsJob: true}
+	tests := []struct {
+		name      string
+		cur       *Record
+		me        Claim
+		req       RunJobsRequest
+		wantLook  bool
+		wantMark  bool
+		wantWrite bool // a write is decided
+		wantKept  bool // the holder after the write keeps the account
+		wantJobs  *RunJobs
+	}{
+		{name: "run -f, new lock", cur: nil, me: claim("me", "web", "main", "1"), req: runJob,
+			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
+		{name: "run --, new lock: marked until it has looked", cur: nil, me: claim("me", "web", "main", "1"), req: run,
+			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
+		{name: "run --, free lock vouched: no look, no mark", cur: kept(freedBy(h), &RunJobs{Swept: []string{"ci", "dev"}}), me: claim("me", "web", "main", "1"), req: run,
+			wantLook: false, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Swept: []string{"ci", "dev"}}},
+		{name: "run -f, free lock vouched: no look, marked", cur: kept(freedBy(h), &RunJobs{Swept: []string{"ci", "dev"}}), me: claim("me", "web", "main", "1"), req: runJob,
+			wantLook: false, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Swept: []string{"dev"}, Pending: []RunMark{pending("ci", "me")}}},
+		{name: "run --, a dead run's mark: look, and the mark is replaced by ours", cur: kept(freedBy(h), &RunJobs{Pending: []RunMark{pending("ci", "dead"), pending("dev", "other")}}),
+			me: claim("me", "web", "main", "1"), req: run,
+			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("dev", "other"), pending("ci", "me")}}},
+		{name: "run --, after a hold that did not keep the account: look, the void account dropped",
+			cur: func() *Record {
+				r := kept(freedBy(h), &RunJobs{Swept: []string{"ci", "dev"}})
+				r.Holder.RunJobsKept = false
+				return r
+			}(),
+			me: claim("me", "web", "main", "1"), req: run,
+			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
+		{name: "acquire takes a vouched lock: the account goes", cur: kept(freedBy(h), &RunJobs{Swept: []string{"ci"}}), me: claim("me", "web", "main", "1"),
+			wantLook: true, wantWrite: true, wantKept: false, wantJobs: nil},
+		{name: "run -f re-enters a hold that keeps the account: its mark beside the holder's", cur: kept(record(held(claim("h", "web", "main", "1"), t0)), &RunJobs{Swept: []string{"ci"}, Pending: []RunMark{pending("dev", "h")}}),
+			me: claim("me", "web", "main", "1"), req: runJob,
+			wantLook: false, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("dev", "h"), pending("ci", "me")}}},
+		{name: "run -- re-enters a vouched hold: nothing written", cur: kept(record(held(claim("h", "web", "main", "1"), t0)), &RunJobs{Swept: []string{"ci"}}),
+			me: claim("me", "web", "main", "1"), req: run, wantLook: false, wantWrite: false},
+		{name: "run -f re-enters a hold that does not keep the account: looks, writes nothing", cur: record(held(claim("h", "web", "main", "1"), t0)),
+			me: claim("me", "web", "main", "1"), req: runJob, wantLook: true, wantWrite: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var before []byte
+			if tt.cur != nil {
+				before, _ = json.Marshal(tt.cur)
+			}
+			d := Decide(tt.cur, tt.me, PolicyNewest, now, true, waiterTTL)
+			require.Equal(t, Acquired, d.Outcome, "the contender holds the lock")
+			look, mark := takeRunJobs(tt.cur, &d, tt.me, tt.req, now)
+			assert.Equal(t, tt.wantLook, look, "must look")
+			if tt.wantMark {
+				assert.Equal(t, tt.me.ClaimID, mark, "the mark left pending")
+			} else {
+				assert.Empty(t, mark, "no mark left pending")
+			}
+			if tt.cur != nil {
+				after, _ := json.Marshal(tt.cur)
+				assert.JSONEq(t, string(before), string(after), "the record read is not changed")
+			}
+			if !tt.wantWrite {
+				assert.Nil(t, d.Record, "no write")
+				return
+			}
+			require.NotNil(t, d.Record, "a write")
+			assert.Equal(t, tt.wantKept, d.Record.Holder.RunJobsKept, "the holder keeps the account")
+			assert.Equal(t, tt.wantJobs, d.Record.RunJobs, "the account written")
+		})
+	}
+}
+
+// TestReleaseRunJobs: a release passes the account on from a holder that
+// kept it, and takes the releasing run's mark away only when its job
+// ended and nothing was left.
+func TestReleaseRunJobs(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(time.Minute)
+	me := held(claim("me", "web", "main", "1"), t0)
+	id := me.Identity
+	done := ReleaseOptions{RunJobsDone: true, runJobs: RunJobsRequest{Namespace: "ci"}, runMark: "me"}
+	tests := []struct {
+		name     string
+		rec      *Record
+		o        ReleaseOptions
+		wantKept bool
+		wantJobs *RunJobs
+	}{
+		{name: "job ended, nothing left: the mark goes, the namespace is swept", rec: kept(record(me), &RunJobs{Pending: []RunMark{pending("ci", "me")}}), o: done,
+			wantKept: true, wantJobs: &RunJobs{Swept: []string{"ci"}}},
+		{name: "job not known to have ended: the mark stays", rec: kept(record(me), &RunJobs{Pending: []RunMark{pending("ci", "me")}}), o: ReleaseOptions{runJobs: done.runJobs, runMark: "me"},
+			wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
+		{name: "a re-entered run's mark stays: not swept", rec: kept(record(me), &RunJobs{Pending: []RunMark{pending("ci", "me"), pending("ci", "other")}}), o: done,
+			wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "other")}}},
+		{name: "vouched command run: still swept", rec: kept(record(me), &RunJobs{Swept: []string{"ci"}}), o: ReleaseOptions{RunJobsDone: true, runJobs: done.runJobs},
+			wantKept: true, wantJobs: &RunJobs{Swept: []string{"ci"}}},
+		{name: "released by lockctl release: kept as it is", rec: kept(record(me), &RunJobs{Pending: []RunMark{pending("ci", "me")}}), o: ReleaseOptions{},
+			wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
+		{name: "a holder that did not keep the account leaves none", rec: func() *Record {
+			r := kept(record(me), &RunJobs{Swept: []string{"ci"}})
+			r.Holder.RunJobsKept = false
+			return r
+		}(), o: done, wantKept: false, wantJobs: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, waiter := range []bool{false, true} {
+				rec := tt.rec.deepCopy()
+				if waiter {
+					w := queued(claim("w", "api", "main", "2"), now)
+					w.Cancelable = true // a lockctl run
+					rec.Waiters = []Claim{w}
+				}
+				res, write, err := decideRelease("staging", rec, "10", id, tt.o, nil, now)
+				require.NoError(t, err)
+				require.True(t, write)
+				if waiter {
+					require.NotNil(t, res.HandedTo, "handed over")
+				} else {
+					require.True(t, rec.IsFree(), "freed")
+				}
+				assert.Equal(t, tt.wantKept, rec.Holder.RunJobsKept, "the next holder keeps the account (waiter %v)", waiter)
+				assert.Equal(t, tt.wantJobs, rec.RunJobs, "the account (waiter %v)", waiter)
+			}
+		})
+	}
+}
+
+// TestHandOverPassesRunJobsToARun: a hand-over passes the account on only
+// to a waiting run, whose confirming write keeps it; lockctl acquire would
+// drop it on confirming, and holds nothing with it before.
+func TestHandOverPassesRunJobsToARun(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(time.Minute)
+	me := held(claim("me", "web", "main", "1"), t0)
+	for _, cancelable := range []bool{true, false} {
+		rec := kept(record(me), &RunJobs{Swept: []string{"ci"}})
+		w := queued(claim("w", "api", "main", "2"), now)
+		w.Cancelable = cancelable
+		rec.Waiters = []Claim{w}
+		res, _, err := decideRelease("staging", rec, "10", me.Identity, ReleaseOptions{}, nil, now)
+		require.NoError(t, err)
+		require.NotNil(t, res.HandedTo)
+		assert.Equal(t, cancelable, rec.Holder.RunJobsKept, "handed to a waiter, cancelable %v", cancelable)
+	}
+}
+
+// TestRunJobsThroughAcquireAndRelease: a run's take marks, its OnTaking is
+// called only when it must look, and ReleaseHeld removes the mark; the
+// next run on the free lock is vouched for and does not look. Requests are
+// counted on the fake clientset.
+func TestRunJobsThroughAcquireAndRelease(t *testing.T) {
+	t.Parallel()
+	var verbs []string
+	c, cs := newTestClient(t, t0, func(cs *fake.Clientset) {
+		cs.PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			verbs = append(verbs, a.GetVerb())
+			return false, nil, nil
+		})
+	})
+	looked := 0
+	req := request("1")
+	req.TTL = time.Minute
+	req.RunJobs = RunJobsRequest{Namespace: "ci", SubmitsJob: true}
+	req.OnTaking = func() { looked++ }
+
+	h, err := c.Acquire(t.Context(), req)
+	require.NoError(t, err)
+	assert.False(t, h.Vouched, "a new lock vouches for nothing")
+	assert.Equal(t, 1, looked, "OnTaking: the look starts beside the create")
+	rec := currentRecord(t, cs)
+	assert.True(t, rec.Holder.RunJobsKept)
+	assert.Equal(t, &RunJobs{Pending: []RunMark{pending("ci", "me")}}, rec.RunJobs, "the take marks the job namespace")
+
+	_, err = c.ReleaseHeld(t.Context(), h, ReleaseOptions{RunJobsDone: true})
+	require.NoError(t, err)
+	rec = currentRecord(t, cs)
+	assert.True(t, rec.IsFree())
+	assert.True(t, rec.Holder.RunJobsKept, "the free lock keeps the account")
+	assert.Equal(t, &RunJobs{Swept: []string{"ci"}}, rec.RunJobs, "the release removes the mark")
+
+	verbs = nil
+	req.ClaimID, req.RunJobs.SubmitsJob = "next", false
+	h, err = c.Acquire(t.Context(), req)
+	require.NoError(t, err)
+	assert.True(t, h.Vouched, "the record vouches: nothing left behind in ci")
+	assert.Equal(t, 1, looked, "OnTaking is not called: no look")
+	_, err = c.ReleaseHeld(t.Context(), h, ReleaseOptions{RunJobsDone: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"get", "update", "update"}, verbs, "a vouched run: the read, the take, the release")
+	assert.Equal(t, &RunJobs{Swept: []string{"ci"}}, currentRecord(t, cs).RunJobs)
+}
+
+func currentRecord(t *testing.T, cs *fake.Clientset) *Record {
+	t.Helper()
+	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), Name("staging"), metav1.GetOptions{})
+	require.NoError(t, err)
+	rec, err := Decode(cm)
+	require.NoError(t, err)
+	return rec
+}
+
+// TestRunJobsNotShown: the account is the runs' bookkeeping; lockctl status
+// does not show the holder's runJobsKept.
+func TestRunJobsNotShown(t *testing.T) {
+	t.Parallel()
+	rec := kept(record(held(claim("h", "api", "main", "7"), t0)), &RunJobs{Swept: []string{"ci"}})
+	c, _ := newTestClient(t, t0, nil, lockObject(t, rec))
+	l, err := c.Get(t.Context(), "staging")
+	require.NoError(t, err)
+	require.NotNil(t, l.Status.Holder)
+	out, err := json.Marshal(l)
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "runJobs", "the view of the lock")
+}
