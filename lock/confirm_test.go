@@ -317,3 +317,59 @@ func TestHandOverWriteLeavesTokenPending(t *testing.T) {
 	assert.True(t, rec.Holder.TokenPending, "the hand-over's version is the token")
 	assert.Empty(t, rec.Holder.Token, "not the version released on (10)")
 }
+
+// TestHandOverRunJobsAccount: a run that keeps the account of run jobs
+// holds a hand-over early only when the record vouches for its job
+// namespace and it submits no job; otherwise its namespace is marked by the
+// confirmation, written first (ADR 0075).
+func TestHandOverRunJobsAccount(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		swept       bool
+		submits     bool
+		wantEarly   bool
+		wantVouched bool
+	}{
+		{name: "vouched, a command: held at once, nothing to look at", swept: true, wantEarly: true, wantVouched: true},
+		{name: "vouched, submits a job: marked first, nothing to look at", swept: true, submits: true, wantVouched: true},
+		{name: "not vouched: marked first, then looks", swept: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			me := queued(claim("me", "web", "main", "42"), t0)
+			me.Cancelable = true
+			prev := held(claim("h", "api", "main", "7"), t0)
+			prev.RunJobsKept = true
+			rec := record(prev, me)
+			rec.RunJobs = &RunJobs{}
+			if tt.swept {
+				rec.RunJobs.Swept = []string{"ci"}
+			}
+			rec.handOver(me, metav1.NewMicroTime(t0), t0)
+			handed := lockObject(t, rec)
+			handed.ResourceVersion = "11"
+			c, cs := newTestClient(t, t0, nil, handed)
+			w := waiterOn(c, handed, 0)
+			w.req.Cancelable = true
+			w.req.RunJobs = RunJobsRequest{Namespace: "ci", SubmitsJob: tt.submits}
+			w.me.Cancelable = true
+			h, err := w.turn(t.Context())
+			require.NoError(t, err)
+			require.NotNil(t, h)
+			assert.Equal(t, "11", h.Token)
+			assert.Equal(t, tt.wantVouched, h.Vouched)
+			if tt.wantEarly {
+				assert.True(t, h.Holder.HandedOver, "held before the confirmation")
+				assert.Empty(t, verbs(cs))
+				return
+			}
+			assert.False(t, h.Holder.HandedOver, "confirmed first")
+			stored := storedRecord(t, cs)
+			require.NotNil(t, stored.RunJobs)
+			assert.True(t, stored.RunJobs.pendingIn("ci"), "the confirmation marked the run's namespace")
+			assert.True(t, stored.Holder.RunJobsKept)
+		})
+	}
+}
