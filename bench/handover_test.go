@@ -123,6 +123,23 @@ func BenchmarkHandover(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 		b.Logf("lockctl, release -> next waiter holds: %s (Release call itself: %s)", all, releases)
 	})
+	b.Run("lockctl-releaseheld", func(b *testing.B) {
+		var all, releases, seen, after Sample
+		for range b.N {
+			h, r, s, a := lockReleaseHeldHandovers(b, env, n)
+			all, releases, seen, after = append(all, h...), append(releases, r...), append(seen, s...), append(after, a...)
+		}
+		record("lockctl-releaseheld", all)
+		report(b, "", all)
+		report(b, "watch-", seen)
+		report(b, "waiter-", after)
+		b.ReportMetric(MS(releases.Percentile(50)), "release-call-p50-ms")
+		b.ReportMetric(float64(len(all)), "handovers")
+		b.ReportMetric(0, "ns/op")
+		b.Logf("lockctl, ReleaseHeld (as lockctl run releases) -> next waiter holds: %s (ReleaseHeld call itself: %s)", all, releases)
+		b.Logf("  of which the hand-over write until a watch in this process sees it: %s", seen)
+		b.Logf("  of which the waiter, from then until its Acquire returns: %s", after)
+	})
 	b.Run("lockctl-pod-finished", func(b *testing.B) {
 		var all, kwok, after Sample
 		for range b.N {
@@ -160,7 +177,7 @@ func BenchmarkHandover(b *testing.B) {
 		defer mu.Unlock()
 		b.Logf("hand-over latency on %s", serverVersion(env.Client))
 		b.Logf("%-34s %6s %10s %10s %10s", "mechanism", "n", "p50", "p99", "max")
-		names := []string{"floor", "lockctl-release", "lockctl-pod-finished", "lockctl-after-pod-phase"}
+		names := []string{"floor", "lockctl-release", "lockctl-releaseheld", "lockctl-pod-finished", "lockctl-after-pod-phase"}
 		for _, r := range runs {
 			names = append(names, "leaderelection-"+r.s.name)
 		}
@@ -181,6 +198,13 @@ func BenchmarkHandover(b *testing.B) {
 			b.ReportMetric(p50, "lockctl/floor-p50-ratio")
 			b.ReportMetric(p99, "lockctl/floor-p99-ratio")
 			b.Logf("lockctl-release / floor: %.1fx at p50, %.1fx at p99", p50, p99)
+			if rh, ok := results["lockctl-releaseheld"]; ok && rh.Percentile(99) > 0 {
+				p50 := float64(rh.Percentile(50)) / float64(fl.Percentile(50))
+				p99 := float64(rh.Percentile(99)) / float64(fl.Percentile(99))
+				b.ReportMetric(p50, "lockctl-held/floor-p50-ratio")
+				b.ReportMetric(p99, "lockctl-held/floor-p99-ratio")
+				b.Logf("lockctl-releaseheld / floor: %.1fx at p50, %.1fx at p99", p50, p99)
+			}
 		}
 		for _, r := range runs {
 			s, ok := results["leaderelection-"+r.s.name]
@@ -228,6 +252,87 @@ func lockReleaseHandovers(b *testing.B, env *testenv.Env, n int) (handovers, rel
 	_, err = clients[n%2].Release(ctx, target, holder, lock.ReleaseOptions{})
 	require.NoError(b, err)
 	return handovers, releases
+}
+
+// lockReleaseHeldHandovers hands one lock n times between two contenders,
+// each with its own client, as lockctl run does: the holder releases the
+// Held its Acquire returned (ReleaseHeld, which writes on the version its
+// watch brought, without a read). A watch with a client of its own times
+// when the hand-over write is seen. It returns the hand-over latencies
+// (just before ReleaseHeld until the waiter's Acquire returns), the
+// ReleaseHeld calls, the part until the watch sees the hand-over and the
+// waiter's part after it.
+func lockReleaseHeldHandovers(b *testing.B, env *testenv.Env, n int) (handovers, releases, seen, after Sample) {
+	ctx := within(b, 10*time.Minute)
+	ns := env.Namespace(b)
+	clients := []*lock.Client{newLockClient(b, env.RESTConfig, ns), newLockClient(b, env.RESTConfig, ns)}
+	repos := []string{"web", "api"}
+	const target = "staging"
+
+	h, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity(repos[0], 1), Policy: lock.PolicyFIFO})
+	require.NoError(b, err)
+	handedAt := watchHandOvers(ctx, b, newClientset(b, env.RESTConfig), ns, lock.Name(target))
+	type timed struct {
+		claim     string
+		start, at time.Time
+	}
+	var all []timed
+	for i := range n {
+		next := clitest.Identity(repos[(i+1)%2], i+2)
+		done := clitest.AcquireQueued(ctx, b, clients[(i+1)%2], lock.Request{Target: target, Identity: next})
+		// NOTE: a run's waiters queue long before its holder releases:
+		// the holder's watch has brought the queue by then.
+		time.Sleep(20*time.Millisecond + rand.N(10*time.Millisecond))
+		start := time.Now()
+		_, err := clients[i%2].ReleaseHeld(ctx, h, lock.ReleaseOptions{})
+		releases = append(releases, time.Since(start))
+		require.NoError(b, err, "release %s", h.Holder.Identity)
+		r := <-done
+		require.NoError(b, r.Err, "acquire %s", next)
+		handovers = append(handovers, r.At.Sub(start))
+		all = append(all, timed{r.Held.ClaimID, start, r.At})
+		h = r.Held
+	}
+	_, err = clients[n%2].ReleaseHeld(ctx, h, lock.ReleaseOptions{})
+	require.NoError(b, err)
+	// NOTE: the waiter may see a hand-over before this process's watch.
+	time.Sleep(time.Second)
+	for _, t := range all {
+		if at, ok := handedAt.at(t.claim); ok {
+			seen = append(seen, at.Sub(t.start))
+			after = append(after, t.at.Sub(at))
+		}
+	}
+	return handovers, releases, seen, after
+}
+
+// watchHandOvers records when a watch first sees each claim handed the
+// lock name over (by its claim ID).
+func watchHandOvers(ctx context.Context, b *testing.B, c kubernetes.Interface, ns, name string) *phaseTimes {
+	b.Helper()
+	w, err := c.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	require.NoError(b, err)
+	pt := &phaseTimes{seen: map[string]time.Time{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			cm, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			at := time.Now()
+			rec, err := lock.Decode(cm)
+			if err != nil || !rec.Holder.HandedOver {
+				continue
+			}
+			pt.mu.Lock()
+			if _, dup := pt.seen[rec.Holder.ClaimID]; !dup {
+				pt.seen[rec.Holder.ClaimID] = at
+			}
+			pt.mu.Unlock()
+		}
+	}()
+	return pt
 }
 
 // lockPodHandovers hands one lock n times from a holder living in a kwok pod

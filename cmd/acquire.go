@@ -167,10 +167,17 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		Identity: id, Job: holder.Job, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
 	}, o.Targets)
+	cmdCtx := ctx
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
 	// NOTE: one lock or several, all or nothing (lock.AcquireAll).
 	all, err := locks.AcquireAll(ctx, reqs)
+	if err == nil {
+		// NOTE: a lock handed over is held before its hand-over is
+		// confirmed; the hold outlives this process, so it is confirmed
+		// first (each bounded by the waiter's expiry it stands on).
+		err = confirmAll(cmdCtx, locks, all)
+	}
 	wait.Finish()
 	single := len(o.Targets) == 1
 	if err != nil {
@@ -223,6 +230,30 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return nil
 	}
 	return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
+}
+
+// confirmTimeout bounds giving back the locks of an acquisition whose
+// hand-over could not be confirmed.
+const confirmTimeout = 10 * time.Second
+
+// confirmAll waits for the confirmation of every hand-over among all
+// (lock.Held.Confirm). When one fails, the hold is lost: the locks are
+// given back, as far as the API server answers, and its error returned.
+func confirmAll(ctx context.Context, locks *lock.Client, all []*lock.Held) error {
+	for _, held := range all {
+		if _, err := held.Confirm(ctx); err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), confirmTimeout)
+			defer cancel()
+			for i := len(all) - 1; i >= 0; i-- {
+				_, _ = locks.ReleaseHeld(rctx, all[i], lock.ReleaseOptions{})
+			}
+			if len(all) == 1 {
+				return err
+			}
+			return fmt.Errorf("lock %q: %w", held.Target, err)
+		}
+	}
+	return nil
 }
 
 // printAcquired says on stderr that held was taken (or was already held),

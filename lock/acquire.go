@@ -291,7 +291,7 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			runJobs:   req.RunJobs,
 			runMark:   res.runMark,
 		}
-		if f := res.rec.Freeze; f != nil && d.TookOver && res.rec.Holder.IgnoredFreeze != "" {
+		if f := res.rec.Freeze; f != nil && (d.TookOver || d.Confirmed) && res.rec.Holder.IgnoredFreeze != "" {
 			res.held.IgnoredFreeze = f
 			log.Warn("took a frozen lock (--ignore-freeze): " + f.Describe())
 		}

@@ -50,6 +50,10 @@ type Decision struct {
 	// TookOver is true when writing Record makes the contender the holder:
 	// that write's resourceVersion is its fencing token.
 	TookOver bool
+	// Confirmed is true when writing Record confirms a hand-over to the
+	// contender: the hold began with the hand-over write, whose
+	// resourceVersion is its fencing token, and keeps it.
+	Confirmed bool
 	// Reentered is true when the contender already held the lock under
 	// another session with the same identity, job and pod (see SameHolder).
 	Reentered bool
@@ -301,10 +305,17 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 		rec.Holder.IgnoredFreeze = prev.IgnoredFreeze
 		rec.Holder.CancelRequest = prev.CancelRequest
 	}
-	if prev.ClaimID == me.ClaimID && !prev.HandedOver && (prev.Token != "" || prev.TokenPending) {
-		// Still the same hold: it keeps its token.
+	if prev.ClaimID == me.ClaimID && (prev.Token != "" || prev.TokenPending) {
+		// Still the same hold: it keeps its token. A hand-over to me began
+		// the hold with the hand-over write, whose version is its token
+		// (recorded since, or still pending); confirming it keeps that, and
+		// the hold's start.
 		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
 		rec.Holder.RunJobsKept = prev.RunJobsKept
+		if prev.HandedOver {
+			rec.Holder.Since = prev.Since
+			return Decision{Record: rec, Outcome: Acquired, Confirmed: true}
+		}
 		return Decision{Record: rec, Outcome: Acquired}
 	}
 	return Decision{Record: rec, Outcome: Acquired, TookOver: true}
@@ -378,12 +389,15 @@ func competes(a, b Claim) bool {
 // handOver makes c the holder from ts. Its expiry stays the short one it
 // had as a waiter until it confirms, so a lock handed to a process that died
 // meanwhile is free again soon; a waiter without one expires at now (never
-// at ts, which a fast clock may have pushed ahead).
+// at ts, which a fast clock may have pushed ahead). The hand-over write is
+// the take-over: its resourceVersion is c's fencing token, pending until
+// the next write records it (docs/adr/0074-hold-on-hand-over.md).
 func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 	r.remove(c.ClaimID)
 	c.Since = ts
 	c.HandedOver = true
-	c.Token, c.TokenPending = "", false
+	c.Token, c.TokenPending = "", true
+	c.handedNow = true
 	// A hand-over passes the account of run jobs on (RunJobs) to a
 	// lockctl run (Cancelable), whose confirming write keeps it; anyone
 	// else would drop it on confirming, and must not hold with it before.

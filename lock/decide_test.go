@@ -361,11 +361,25 @@ func TestFencingTokenRecorded(t *testing.T) {
 	assert.False(t, again.TookOver, "the same hold")
 	assert.Equal(t, "100", again.Record.Holder.Token)
 
-	// Handed over: no token until the new holder confirms.
+	// Handed over: the hand-over write is the take-over, its version the
+	// token; confirming keeps it, and the hold's start.
 	rec := record(held(claim("h", "web", "main", "42"), t0))
 	rec.handOver(queued(claim("w", "api", "main", "1"), t0), metav1.NewMicroTime(t0), t0)
-	assert.False(t, rec.Holder.TokenPending)
+	assert.True(t, rec.Holder.TokenPending, "the hand-over's version is the new holder's token")
+	assert.True(t, rec.Holder.HandedOver)
 	conf := Decide(rec, claim("w", "api", "main", "1"), PolicyNewest, t0.Add(time.Second), true, waiterTTL)
-	assert.True(t, conf.TookOver, "confirming is the take-over")
+	assert.False(t, conf.TookOver, "confirming is not a new take-over")
+	assert.True(t, conf.Confirmed)
+	assert.True(t, conf.Record.Holder.TokenPending, "still pending: the write records the version it was decided on")
+	assert.False(t, conf.Record.Holder.HandedOver)
+	assert.Equal(t, t0, conf.Record.Holder.Since.Time, "the hold began with the hand-over")
+
+	// Handed over by a lockctl that left no token pending: confirming is
+	// the take-over, as it was for it.
+	old := record(held(claim("h", "web", "main", "42"), t0))
+	old.handOver(queued(claim("w", "api", "main", "1"), t0), metav1.NewMicroTime(t0), t0)
+	old.Holder.TokenPending = false
+	conf = Decide(old, claim("w", "api", "main", "1"), PolicyNewest, t0.Add(time.Second), true, waiterTTL)
+	assert.True(t, conf.TookOver, "no token to keep: a new one")
 	assert.True(t, conf.Record.Holder.TokenPending)
 }

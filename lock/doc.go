@@ -11,7 +11,11 @@
 //
 // Waiters queue inside the record. Releasing hands the lock to the first
 // live waiter with one write instead of deleting it, so a release wakes
-// exactly one process and the queue order survives. Waiters renew a short
+// exactly one process and the queue order survives. That write makes the
+// waiter the holder: it holds as soon as its watch brings it, with that
+// write's resourceVersion as fencing token, and confirms in the background
+// before the waiter's expiry the hand-over stands on (Held.Confirm,
+// docs/adr/0074-hold-on-hand-over.md). Waiters renew a short
 // expiry while they wait; a waiter that dies drops out of the queue when its
 // expiry passes, and a lock handed to a waiter that died in between is free
 // again after that same short expiry.

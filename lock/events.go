@@ -95,16 +95,24 @@ func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *Record, m
 	case d.Outcome == Acquired && d.TookOver && !confirmed && res.rec.Holder.IgnoredFreeze != "":
 		c.freezeIgnoredEvent(ctx, res.cm, res.rec.Holder)
 	}
-	if d.Outcome == Acquired && d.TookOver {
+	if d.Outcome == Acquired && (d.TookOver || d.Confirmed) {
 		note := "acquired by " + describeClaim(res.rec.Holder)
 		if confirmed && cur.Holder.HandedOver {
 			note = "hand-over confirmed by " + describeClaim(res.rec.Holder)
 		}
-		if res.cm != nil {
+		if tok := res.rec.Holder.Token; tok != "" {
+			note += ", fencing token " + tok
+		} else if res.cm != nil {
 			note += ", fencing token " + res.cm.ResourceVersion
 		}
 		c.event(ctx, res.cm, false, ReasonAcquired, note)
 	}
+}
+
+// confirmedEvent records that holder confirmed the hand-over of the lock
+// cm, whose fencing token is token.
+func (c *Client) confirmedEvent(ctx context.Context, cm *corev1.ConfigMap, holder Claim, token string) {
+	c.event(ctx, cm, false, ReasonAcquired, "hand-over confirmed by "+describeClaim(holder)+", fencing token "+token)
 }
 
 // releaseEvents records what a release changed on the lock cm: by is who

@@ -190,7 +190,19 @@ type Request struct {
 	// write; if the write is lost, OnTaking is called again before the next.
 	// With RunJobs set, it is called only when the lock's record does not
 	// vouch that no job was left behind in RunJobs.Namespace (MustLook).
+	// A hold that begins with a hand-over (see Acquire) calls it once the
+	// waiter sees the hand-over, before Acquire returns.
 	OnTaking func()
+	// StopBefore is how long before its hold could expire the caller
+	// needs to stop what it runs under it when the hold cannot be renewed
+	// (lockctl run: its kill grace and a clock margin). A lock handed over
+	// to the caller is held from the hand-over on, before it is confirmed
+	// (Held.Confirm): Acquire returns such a hold only when more than
+	// StopBefore, a second and a sixth of the waiter TTL is left of the
+	// waiter's expiry it stands on, and otherwise confirms it first; an
+	// unconfirmed hold is reported lost StopBefore and a second before
+	// that expiry. 0 means nothing to stop.
+	StopBefore time.Duration
 	// RunJobs, when set, makes the contender a lockctl run that keeps the
 	// lock's account of where runs left jobs (RunJobs, record version
 	// 1.7); Held.Vouched then says whether it need not look. The zero value
@@ -276,6 +288,9 @@ type Held struct {
 	// watching is the watch of the lock kept while it is held (see
 	// Acquire); nil when none.
 	watching *heldWatch
+	// confirming is the background confirmation of a hold that began with
+	// a hand-over (see Confirm); nil for any other hold.
+	confirming *confirmation
 }
 
 // WaitEvents waits, as long as ctx allows, until the Events of the
@@ -337,6 +352,13 @@ func (h *Held) lastCM() *corev1.ConfigMap {
 // version. ReleaseHeld ends both; a caller that does not release a Held it
 // got calls Held.StopWatching and Held.WaitEvents instead, or those Events
 // may be lost.
+//
+// A lock handed over to the caller by a release (or from a stale holder)
+// is held as soon as the waiter sees the write that names it holder: that
+// write's resourceVersion is Held.Token, and Held.Holder.HandedOver is set
+// while the hold is confirmed in the background, until which others judge
+// it by the waiter's expiry (see Held.Confirm and Request.StopBefore). A
+// caller that keeps the lock past its exit calls Held.Confirm first.
 func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
 	w := newWaiter(c, req, Claim{})
 	defer w.stop()
@@ -350,6 +372,9 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
 		// running.
 		held.keep(w.lockEvents)
 		w.lockEvents = nil
+	}
+	if held != nil && held.confirming != nil {
+		c.confirmInBackground(ctx, held)
 	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
 		!errors.Is(err, ErrTimeout) && !errors.Is(err, ErrSuperseded) && !errors.Is(err, ErrHeld) {

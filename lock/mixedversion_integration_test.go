@@ -3,6 +3,7 @@ package lock_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,6 +76,8 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 	require.NoError(t, err, "today's holder releases the newer record")
 	r := await(t, done, "api#2")
 	require.NoError(t, r.err, "the waiter takes the lock handed over")
+	_, err = r.held.Confirm(t.Context())
+	require.NoError(t, err, "and confirms it")
 
 	rec = recordOf(t, env.Client, ns, "staging")
 	assert.Equal(t, "1.9", rec["version"], "the hand-over keeps the newer version")
@@ -88,4 +91,125 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 	res, err := l.Release(t.Context(), "staging", clitest.Identity("api", 2), lock.ReleaseOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, res.Previous, "released by its holder")
+}
+
+// rawUpdate plays a lockctl of record version 1.6 from before hand-overs
+// were held early (docs/adr/0074-hold-on-hand-over.md): it changes the
+// record as plain JSON, with a compare-and-swap on resourceVersion, and
+// returns the version written.
+func rawUpdate(t *testing.T, c kubernetes.Interface, ns, target string, change func(rec map[string]any)) string {
+	t.Helper()
+	cms := c.CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	require.NoError(t, err)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
+	change(rec)
+	raw, err := json.Marshal(rec)
+	require.NoError(t, err)
+	cm.Annotations[lock.RecordAnnotation] = string(raw)
+	out, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err, "the older lockctl's compare-and-swap")
+	return out.ResourceVersion
+}
+
+// microJSON renders t as a record stores it.
+func microJSON(t *testing.T, at time.Time) any {
+	t.Helper()
+	b, err := json.Marshal(metav1.NewMicroTime(at))
+	require.NoError(t, err)
+	var s any
+	require.NoError(t, json.Unmarshal(b, &s))
+	return s
+}
+
+// TestIntegrationOlderWaiterTakesAHandOver: today's holder hands the lock
+// to a waiter of an older lockctl, which confirms it as it always did (a
+// take-over with a token of its own); until then and after, today's
+// contenders judge the hold by its expiry and leave it alone.
+func TestIntegrationOlderWaiterTakesAHandOver(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	l := newClient(t, env.Kube, ns)
+	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
+
+	// The older waiter joins the queue.
+	now := time.Now()
+	rawUpdate(t, env.Client, ns, "staging", func(rec map[string]any) {
+		rec["waiters"] = []any{map[string]any{
+			"owner": "acme", "repo": "old", "branch": "main", "build": "2", "session": "older",
+			"since": microJSON(t, now), "expires": microJSON(t, now.Add(time.Minute)), "ttl": "1h0m0s",
+		}}
+	})
+
+	res, err := l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, res.HandedTo, "handed to the older waiter")
+	rec := recordOf(t, env.Client, ns, "staging")
+	holder := rec["holder"].(map[string]any)
+	assert.Equal(t, "older", holder["session"])
+	assert.Equal(t, true, holder["handedOver"], "marked handed over, as older lockctls expect")
+	assert.Equal(t, true, holder["tokenPending"], "the hand-over's version is the token")
+
+	_, err = l.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("api", 3), NoWait: true})
+	var heldErr *lock.HeldError
+	require.ErrorAs(t, err, &heldErr, "the unconfirmed hold stands on the waiter's expiry")
+	assert.Equal(t, "older", heldErr.Holder.ClaimID)
+
+	// The older waiter confirms: a take-over, as it did before.
+	confirmed := rawUpdate(t, env.Client, ns, "staging", func(rec map[string]any) {
+		holder := rec["holder"].(map[string]any)
+		delete(holder, "handedOver")
+		delete(holder, "token")
+		holder["tokenPending"] = true
+		holder["since"] = microJSON(t, time.Now())
+		holder["expires"] = microJSON(t, time.Now().Add(time.Hour))
+	})
+	st, err := l.Get(t.Context(), "staging")
+	require.NoError(t, err)
+	assert.Equal(t, confirmed, st.Status.Token, "the older holder's token is its confirmation's version, as it believes")
+	_, err = l.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("api", 3), NoWait: true})
+	require.ErrorAs(t, err, &heldErr, "the confirmed hold stands")
+	_, err = l.Release(t.Context(), "staging", lock.Identity{Owner: "acme", Repo: "old", Branch: "main", Build: "2"}, lock.ReleaseOptions{Token: confirmed})
+	require.NoError(t, err, "released by its token")
+}
+
+// TestIntegrationOlderReleaserHandsOver: a lockctl from before hand-overs
+// were held early releases to today's waiter, leaving no token pending;
+// the waiter holds with the version that shows the hand-over as its token
+// and its confirmation records it.
+func TestIntegrationOlderReleaserHandsOver(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	l := newClient(t, env.Kube, ns)
+	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
+	done, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: clitest.Identity("api", 2), TTL: time.Hour})
+	awaitQueued(t, queued, "api#2")
+
+	// The older releaser: the first waiter becomes the holder, handed over,
+	// without a token.
+	handedAt := rawUpdate(t, env.Client, ns, "staging", func(rec map[string]any) {
+		waiters := rec["waiters"].([]any)
+		next := waiters[0].(map[string]any)
+		next["handedOver"] = true
+		next["since"] = microJSON(t, time.Now())
+		rec["holder"] = next
+		delete(rec, "waiters")
+	})
+	r := await(t, done, "api#2")
+	require.NoError(t, r.err)
+	assert.Equal(t, handedAt, r.held.Token, "the hand-over's version")
+	assert.True(t, r.held.Holder.HandedOver, "held before the confirmation")
+	got, err := r.held.Confirm(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, handedAt, got.Token)
+	st, err := l.Get(t.Context(), "staging")
+	require.NoError(t, err)
+	assert.Equal(t, handedAt, st.Status.Token, "recorded by the confirmation")
+	assert.False(t, st.Status.Holder.HandedOver)
+	res, err := l.ReleaseHeld(t.Context(), r.held, lock.ReleaseOptions{Token: handedAt})
+	require.NoError(t, err)
+	require.NotNil(t, res.Previous, "released by its token")
 }

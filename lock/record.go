@@ -356,6 +356,11 @@ type Claim struct {
 
 	// target is the lock's target, carried for Decide when creating.
 	target string
+	// handedNow marks a holder the record being decided hands the lock
+	// to: the write of that record is its take-over, so its pending token
+	// is that write's version, not the version decided on (see
+	// Client.write). Never stored.
+	handedNow bool
 	// cancelInProgress makes the contender ask an older Cancelable run of
 	// its branch holding the lock to stop (Request.CancelInProgress); it is
 	// never stored.

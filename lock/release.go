@@ -105,6 +105,10 @@ func (c *Client) Release(ctx context.Context, target string, id Identity, o Rele
 // write lost on, at its first lost write. The watch stops when ReleaseHeld
 // returns.
 func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*Released, error) {
+	// NOTE: a hold that began with a hand-over writes on the version its
+	// confirmation stored, if it is under way; it is stopped if ctx ends
+	// first.
+	h.settleConfirmation(ctx)
 	defer h.WaitEvents(ctx)
 	defer h.StopWatching()
 	o.beforeEvents = func() { h.WaitEvents(ctx) }
@@ -347,12 +351,11 @@ func ownJob(held, caller CIJob) bool {
 
 // holderToken returns the fencing token of rec's holder, read from the
 // lock's version rv: the recorded token, or the lock's resourceVersion while the holder's
-// take-over is still the last write. A holder handed the lock that has not
-// confirmed it yet has no token: "".
+// take-over (or the hand-over to it) is still the last write. A holder
+// handed the lock by a lockctl that did not yet make the hand-over the
+// take-over has no token until it confirms: "".
 func holderToken(rec *Record, rv string) string {
 	switch h := rec.Holder; {
-	case h.HandedOver:
-		return ""
 	case h.Token != "":
 		return h.Token
 	case h.TokenPending:

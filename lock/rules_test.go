@@ -196,7 +196,7 @@ func TestDecideRenew(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rec := tt.rec.deepCopy()
-			err := decideRenew(rec, tt.session, time.Hour, now)
+			err := decideRenew(rec, tt.session, "", time.Hour, now)
 			if tt.wantLost != "" {
 				require.ErrorIs(t, err, ErrLost)
 				assert.EqualError(t, err, tt.wantLost)

@@ -201,8 +201,11 @@ func takeRunJobs(cur *Record, d *Decision, me Claim, r RunJobsRequest, now time.
 	if d.Outcome != Acquired {
 		return false, ""
 	}
+	// NOTE: confirming a hand-over (ADR 0074) takes the lock as a
+	// take-over does: the hold began with the hand-over.
+	took := (d.TookOver || d.Confirmed) && d.Record != nil
 	if !r.keeps() {
-		if d.TookOver && d.Record != nil {
+		if took {
 			d.Record.RunJobs = nil
 		}
 		return true, ""
@@ -210,7 +213,7 @@ func takeRunJobs(cur *Record, d *Decision, me Claim, r RunJobsRequest, now time.
 	mustLook = MustLook(cur, r.Namespace)
 	mark := mustLook || r.SubmitsJob
 	switch {
-	case d.TookOver && d.Record != nil:
+	case took:
 		var rj *RunJobs
 		if cur != nil && cur.Holder.RunJobsKept {
 			rj = cur.RunJobs.deepCopy()

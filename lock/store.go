@@ -187,9 +187,10 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 		next = cm.DeepCopy()
 	}
 	d.Record.Target = target
-	if h := &d.Record.Holder; h.TokenPending && !d.TookOver && cm != nil {
-		// cm is the version the holder's take-over wrote (every later
-		// write records the token): its resourceVersion is the token.
+	if h := &d.Record.Holder; h.TokenPending && !d.TookOver && !h.handedNow && cm != nil {
+		// cm is the version the holder's take-over (or the hand-over to
+		// it) wrote (every later write records the token): its
+		// resourceVersion is the token.
 		h.Token, h.TokenPending = cm.ResourceVersion, false
 	}
 	if err := encode(next, d.Record); err != nil {

@@ -258,7 +258,7 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 		if rec, err = c.decode(cm, h.Target); err != nil {
 			return change{}, err
 		}
-		if err := decideRenew(rec, h.ClaimID, ttl, c.clk.Now()); err != nil {
+		if err := decideRenew(rec, h.ClaimID, h.Token, ttl, c.clk.Now()); err != nil {
 			return change{}, fmt.Errorf("renew lock %s: %w", c.Describe(h.Target), err)
 		}
 		return change{Decision: Decision{Record: rec}, stored: func(_ context.Context, written *corev1.ConfigMap) {
@@ -276,10 +276,12 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 }
 
 // decideRenew is the rule of a renewal of the lock rec by the holder of
-// session at now: a holder without a pod keeps the lock ttl past now, and a
-// freeze that is over is dropped. It returns an error matching ErrLost,
-// and changes nothing, when session no longer holds the lock.
-func decideRenew(rec *Record, session string, ttl time.Duration, now time.Time) error {
+// session, whose hold has the fencing token token, at now: a holder without
+// a pod keeps the lock ttl past now, a hand-over not confirmed yet is
+// confirmed (the confirmation is the hold's first renewal), and a freeze
+// that is over is dropped. It returns an error matching ErrLost, and
+// changes nothing, when session no longer holds the lock.
+func decideRenew(rec *Record, session, token string, ttl time.Duration, now time.Time) error {
 	if rec.IsFree() {
 		return fmt.Errorf("%w: it was released", ErrLost)
 	}
@@ -288,6 +290,9 @@ func decideRenew(rec *Record, session string, ttl time.Duration, now time.Time) 
 	}
 	rec.Updated = later(now, rec.Updated)
 	rec.thaw(now)
+	if rec.Holder.HandedOver {
+		confirmHandOver(&rec.Holder, token, now, ttl)
+	}
 	if rec.Holder.Pod == nil {
 		rec.Holder.Expires = microPtr(now.Add(ttl)) // from now, not Updated (see holding)
 	}

@@ -155,6 +155,11 @@ func (w *waiter) turn(ctx context.Context) (*Held, error) {
 		}
 		w.cm, w.refresh = cm, false
 	}
+	if h := w.handedToMe(); h != nil {
+		// Handed over: held from the write that names us, confirmed in
+		// the background (see Acquire).
+		return h, nil
+	}
 	res, err := c.step(ctx, w.req, w.me, w.cm, w.pod)
 	switch {
 	case errors.Is(err, errRetry):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -195,6 +196,12 @@ func AcquireAll(ctx context.Context, locks *lock.Client, reqs []lock.Request, o 
 	if err != nil {
 		return nil, err
 	}
+	// NOTE: a lock handed over is held before it is confirmed, on the
+	// waiter's expiry: the command must be able to stop before it.
+	reqs = slices.Clone(reqs)
+	for i := range reqs {
+		reqs[i].StopBefore = timings.KillGrace + ClockMargin
+	}
 	held, err := locks.AcquireAll(ctx, reqs)
 	if err != nil {
 		return nil, err
@@ -206,7 +213,7 @@ func AcquireAll(ctx context.Context, locks *lock.Client, reqs []lock.Request, o 
 		isLost: map[string]bool{},
 	}
 	for _, l := range held {
-		renewed, bounded := h.stampedAt(l)
+		renewed, bounded := h.stampedAt(l.Holder)
 		h.wg.Go(func() { h.renew(renewCtx, l, renewed, bounded) })
 	}
 	return h, nil
@@ -221,17 +228,20 @@ func localClock(c clock.WithTicker) clock.Clock {
 	return c
 }
 
-// stampedAt returns when, on h.local, the expiry of l that Acquire found
-// or wrote was stamped (its expiry less its TTL), counting the clock's
-// uncertainty against the holder; false when l has no expiry (a holder
-// pod keeps it) and so no renew deadline.
-func (h *Hold) stampedAt(l *lock.Held) (time.Time, bool) {
+// stampedAt returns when, on h.local, the expiry of the holder's claim
+// that Acquire (or the confirmation of a hand-over) found or wrote was
+// stamped (its expiry less its TTL), counting the clock's uncertainty
+// against the holder; false when it has no expiry (a holder pod keeps it)
+// and so no renew deadline. A hand-over not yet confirmed stands on the
+// waiter's expiry: its renew deadline falls KillGrace + ClockMargin before
+// that.
+func (h *Hold) stampedAt(holder lock.Claim) (time.Time, bool) {
 	now := h.local.Now()
-	exp := l.Holder.Expires
-	if l.Holder.Pod != nil || exp == nil {
+	exp := holder.Expires
+	if holder.Pod != nil || exp == nil {
 		return now, false
 	}
-	ttl := l.Holder.TTL.Duration
+	ttl := holder.TTL.Duration
 	if ttl <= 0 {
 		ttl = h.ttl
 	}
@@ -298,12 +308,18 @@ func (h *Hold) NotRenewed() <-chan error { return h.notRenewed }
 // was stamped; bounded says l has an expiry, and so a renew deadline.
 func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bounded bool) {
 	t := h.timings
-	next := renewed.Add(t.RenewEvery)
 	var (
 		cancelled *lock.CancelRequestedError
 		last      error
 		given     bool // the renew deadline passed and was reported
 	)
+	if l.Holder.HandedOver {
+		var ok bool
+		if renewed, bounded, ok, last = h.awaitConfirmed(ctx, l, renewed, bounded); !ok {
+			return
+		}
+	}
+	next := renewed.Add(t.RenewEvery)
 	for {
 		now := h.local.Now()
 		deadline := renewed.Add(t.RenewDeadline)
@@ -337,16 +353,7 @@ func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bound
 		cancel()
 		switch {
 		case errors.Is(err, lock.ErrLost):
-			h.mu.Lock()
-			h.isLost[l.Target] = true
-			first := h.lostTarget == ""
-			if first {
-				h.lostTarget = l.Target
-			}
-			h.mu.Unlock()
-			if first {
-				h.lost <- err
-			}
+			h.lose(l.Target, err)
 			return
 		case err == nil || errors.As(err, &cancelled):
 			renewed, next, last = now, now.Add(t.RenewEvery), nil
@@ -360,6 +367,57 @@ func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bound
 			next = h.local.Now().Add(t.RetryEvery)
 			h.obs.RenewFailed(l.Target, t.RetryEvery, err)
 		}
+	}
+}
+
+// awaitConfirmed waits for the confirmation of l, a lock handed over to
+// the hold and held before it was confirmed (lock.Held.Confirm): the
+// confirmation is its first renewal, due by the renew deadline counted
+// from the waiter's expiry the hand-over stands on (renewed, bounded). It
+// returns when the expiry l holds next was stamped and whether it has one,
+// false when the lock was lost or ctx ended, and the confirmation's error
+// when it failed. A confirmation that fails or is late leaves the renewals
+// to go on, past the renew deadline: the loop reports it.
+func (h *Hold) awaitConfirmed(ctx context.Context, l *lock.Held, renewed time.Time, bounded bool) (time.Time, bool, bool, error) {
+	var late <-chan time.Time
+	if bounded {
+		timer := h.local.NewTimer(renewed.Add(h.timings.RenewDeadline).Sub(h.local.Now()))
+		defer timer.Stop()
+		late = timer.C()
+	}
+	select {
+	case <-ctx.Done():
+		return renewed, bounded, false, nil
+	case <-late:
+		return renewed, bounded, true, nil
+	case <-l.ConfirmDone():
+	}
+	holder, err := l.Confirm(ctx)
+	switch {
+	case err == nil:
+		at, b := h.stampedAt(holder)
+		return at, b, true, nil
+	case errors.Is(err, lock.ErrLost):
+		h.lose(l.Target, err)
+		return renewed, bounded, false, err
+	case ctx.Err() != nil:
+		return renewed, bounded, false, err
+	}
+	return renewed, bounded, true, err
+}
+
+// lose reports, once for the hold, that target's lock turned out to be
+// someone else's (err wraps lock.ErrLost).
+func (h *Hold) lose(target string, err error) {
+	h.mu.Lock()
+	h.isLost[target] = true
+	first := h.lostTarget == ""
+	if first {
+		h.lostTarget = target
+	}
+	h.mu.Unlock()
+	if first {
+		h.lost <- err
 	}
 }
 

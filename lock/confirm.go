@@ -1,0 +1,376 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A waiter the lock is handed over to holds it as soon as it sees the
+// hand-over write (its watch event, or a read): that write made it the
+// holder, and its resourceVersion is the hold's fencing token. The record
+// still names it as handed over (Claim.HandedOver), so everyone else judges
+// the hold by the waiter's expiry until the new holder confirms it in the
+// background; the confirmation is the hold's first renewal
+// (docs/adr/0074-hold-on-hand-over.md).
+
+// Pauses between attempts to confirm a hand-over after transient API
+// errors: the first, and the longest they grow to by doubling. The
+// waiter's expiry, tens of seconds away, bounds them all.
+const (
+	firstConfirmRetry = 100 * time.Millisecond
+	maxConfirmRetry   = 2 * time.Second
+)
+
+// confirmMargin is kept between the moment a hold not confirmed in time is
+// reported lost and the waiter's expiry it stood on (less the clock's
+// uncertainty, counted apart): for the timer to fire, the request out to
+// be cancelled and the caller to hear of it, on a loaded machine.
+const confirmMargin = time.Second
+
+// ErrUnconfirmed means a hold that began with a hand-over was not
+// confirmed before the waiter's expiry it stood on could pass: it is lost.
+var ErrUnconfirmed = errors.New("hand-over not confirmed in time")
+
+// UnconfirmedError is a hand-over its new holder could not confirm in time
+// (Held.Confirm): the API server did not answer, or kept failing, until
+// Request.StopBefore and a second before the waiter's expiry. The hold is
+// lost; what runs under it must stop. It matches ErrUnconfirmed.
+type UnconfirmedError struct {
+	Target string
+	// Expires is the waiter's expiry the hand-over stood on, on the API
+	// server's clock.
+	Expires time.Time
+	// Last is the last attempt's error; nil when none ended.
+	Last error
+}
+
+func (e *UnconfirmedError) Error() string {
+	s := fmt.Sprintf("lock %q was handed over but could not be confirmed before %s", e.Target, e.Expires.UTC().Format(time.RFC3339))
+	if e.Last != nil {
+		return s + ": " + e.Last.Error()
+	}
+	return s + ": the API server did not answer"
+}
+
+// Is makes an *UnconfirmedError match ErrUnconfirmed.
+func (e *UnconfirmedError) Is(target error) bool { return target == ErrUnconfirmed }
+
+// errConfirmStopped is the cause of a confirmation its hold stopped.
+var errConfirmStopped = errors.New("confirmation stopped")
+
+// errConfirmDeadline is the cause of a confirmation out of time.
+var errConfirmDeadline = errors.New("confirmation out of time")
+
+// confirmation is the background confirmation of a hold that began with a
+// hand-over.
+type confirmation struct {
+	// deadline is when, on the client's clock, the hold is lost unless
+	// confirmed; bounded is false for a holder in a pod, whose pod, not
+	// the expiry, keeps the hold.
+	deadline time.Time
+	bounded  bool
+	expires  time.Time
+
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	// holder and err are the result, set before done is closed.
+	holder Claim
+	err    error
+}
+
+// closed is a channel closed from the start.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// handedToMe returns the hold of a waiter that w.cm names as the holder
+// the lock was handed over to, unconfirmed, or nil to decide as usual. A
+// hand-over whose waiter expiry leaves less than w.req.StopBefore, a
+// second (confirmMargin) and a sixth of the waiter TTL is not held early:
+// the waiter confirms it first (Decide), as it had to before.
+func (w *waiter) handedToMe() *Held {
+	c, cm := w.c, w.cm
+	if cm == nil {
+		return nil
+	}
+	rec, err := c.decode(cm, w.req.Target)
+	if err != nil || rec.IsFree() {
+		return nil
+	}
+	h := rec.Holder
+	if !h.HandedOver || h.ClaimID != w.me.ClaimID || h.Identity != w.me.Identity {
+		return nil
+	}
+	if rj := w.req.RunJobs; rj.keeps() && (rj.SubmitsJob || MustLook(rec, rj.Namespace)) {
+		// NOTE: the write that takes the lock must mark the run's job
+		// namespace (takeRunJobs) before the run looks or submits: the
+		// confirmation comes first.
+		return nil
+	}
+	cf := &confirmation{bounded: h.Pod == nil, done: make(chan struct{})}
+	if cf.bounded {
+		if h.Expires == nil {
+			return nil
+		}
+		cf.expires = h.Expires.Time
+		cf.deadline = h.Expires.Add(-c.clockSlack() - w.req.StopBefore - confirmMargin)
+		if cf.deadline.Sub(c.clk.Now()) < c.waiterTTL()/6 {
+			return nil
+		}
+	}
+	// The hand-over write's version: pending in this version, or recorded
+	// since. A lockctl that did not make the hand-over the take-over left
+	// neither: the version that shows the hand-over stands in for it, and
+	// the confirmation records it.
+	token := h.Token
+	if token == "" {
+		token = cm.ResourceVersion
+	}
+	// A run that keeps the account holds early only when the record
+	// vouches for its job namespace (above); anyone else looks.
+	vouched := w.req.RunJobs.keeps()
+	if w.req.OnTaking != nil && !vouched {
+		w.req.OnTaking()
+	}
+	held := &Held{
+		Target:     w.req.Target,
+		Namespace:  c.namespace,
+		Name:       cm.Name,
+		UID:        cm.UID,
+		ClaimID:    h.ClaimID,
+		Holder:     h,
+		Token:      token,
+		Vouched:    vouched,
+		last:       &lastSeen{cm: cm},
+		events:     cf.done,
+		confirming: cf,
+		runJobs:    w.req.RunJobs,
+	}
+	if f := rec.Freeze; f != nil && h.IgnoredFreeze != "" {
+		held.IgnoredFreeze = f
+	}
+	c.log.WithField("lock", c.Describe(w.req.Target)).WithField("holder", h.Identity.String()).
+		Debug("lock handed over; confirming in the background")
+	return w.took(held)
+}
+
+// confirmInBackground starts the confirmation of h, a hold that began with
+// a hand-over (handedToMe), on a context of its own: it outlives the wait's.
+func (c *Client) confirmInBackground(ctx context.Context, h *Held) {
+	cf := h.confirming
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	cf.cancel = cancel
+	if cf.bounded {
+		// NOTE: the deadline runs on the clock's timers, which measure
+		// local time, from the moment the hold began; a request still
+		// out then is cancelled with it.
+		t := c.clk.NewTimer(cf.deadline.Sub(c.clk.Now()))
+		go func() {
+			defer t.Stop()
+			select {
+			case <-t.C():
+				cancel(errConfirmDeadline)
+			case <-cctx.Done():
+			}
+		}()
+	}
+	go c.confirm(cctx, h, cf)
+}
+
+// confirm writes the confirmation of h's hand-over until it is stored, the
+// lock turns out to be someone else's, ctx ends (its deadline, or the hold
+// stopped it) or an error that will not pass; it records the result in cf
+// and closes cf.done.
+func (c *Client) confirm(ctx context.Context, h *Held, cf *confirmation) {
+	defer close(cf.done)
+	defer cf.cancel(nil)
+	log := c.log.WithField("lock", c.Describe(h.Target)).WithField("holder", h.Holder.Identity.String())
+	var (
+		last  error
+		delay time.Duration
+	)
+	for {
+		holder, written, wrote, err := c.confirmOnce(ctx, h)
+		switch {
+		case err == nil:
+			cf.holder = holder
+			h.remember(written)
+			if wrote {
+				c.confirmedEvent(context.WithoutCancel(ctx), written, holder, h.Token)
+			}
+			log.Debug("hand-over confirmed")
+			return
+		case errors.Is(err, ErrLost):
+			cf.err = err
+			log.WithField("err", err).Warn("lock lost before the hand-over was confirmed")
+			return
+		case ctx.Err() != nil:
+			cf.err = c.confirmEnded(ctx, h, cf, last)
+			return
+		case !transient(err):
+			cf.err = fmt.Errorf("confirm the hand-over of lock %s: %w", c.Describe(h.Target), err)
+			return
+		}
+		last = err
+		delay = min(max(2*delay, firstConfirmRetry), maxConfirmRetry)
+		log.WithField("err", err).Warnf("could not confirm the hand-over; trying again in %s", delay)
+		t := c.clk.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			cf.err = c.confirmEnded(ctx, h, cf, last)
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// confirmEnded is the error of a confirmation whose context ended: its
+// deadline passed, or its hold stopped it.
+func (c *Client) confirmEnded(ctx context.Context, h *Held, cf *confirmation, last error) error {
+	if errors.Is(context.Cause(ctx), errConfirmDeadline) {
+		err := &UnconfirmedError{Target: h.Target, Expires: cf.expires, Last: last}
+		c.log.WithField("lock", c.Describe(h.Target)).WithField("err", err).Warn("hold lost: the hand-over could not be confirmed in time")
+		return err
+	}
+	return fmt.Errorf("confirm the hand-over of lock %s: %w", c.Describe(h.Target), errConfirmStopped)
+}
+
+// confirmOnce writes the confirmation of h's hand-over once (through the
+// one write path, deciding again after a lost write), on the newest version
+// of the lock h knows of. It returns the holder's claim as stored, the
+// version that stores it, and whether this call wrote it (false when an
+// earlier attempt, whose answer was lost, did).
+func (c *Client) confirmOnce(ctx context.Context, h *Held) (holder Claim, written *corev1.ConfigMap, wrote bool, err error) {
+	err = c.update(ctx, "confirm the hand-over of", h.Target, c.confirmVersions(h), func(cm *corev1.ConfigMap) (change, error) {
+		if cm == nil {
+			return change{}, fmt.Errorf("confirm lock %s: %w: it was deleted", c.Describe(h.Target), ErrLost)
+		}
+		rec, err := c.decode(cm, h.Target)
+		if err != nil {
+			return change{}, err
+		}
+		write, err := decideConfirm(rec, h.ClaimID, h.Token, h.runJobs.keeps(), c.clk.Now())
+		if err != nil {
+			return change{}, fmt.Errorf("confirm lock %s: %w", c.Describe(h.Target), err)
+		}
+		ch := change{stored: func(_ context.Context, out *corev1.ConfigMap) {
+			holder, written = rec.Holder, out
+		}}
+		if write {
+			ch.Record, wrote = rec, true
+		}
+		return ch, nil
+	})
+	return holder, written, wrote, err
+}
+
+// confirmVersions is the reader of a confirmation: the version of the lock
+// the hold began in, then, after a lost write, the newer one its watch
+// brings, else a fresh read. It never starts a watch.
+func (c *Client) confirmVersions(h *Held) reader {
+	return func(ctx context.Context, target string, lost *corev1.ConfigMap, _ int) (*corev1.ConfigMap, error) {
+		if lost == nil || h.awaitNewer(ctx, c.clk, lost) {
+			if cm := h.lastCM(); cm != nil {
+				return cm, nil
+			}
+		}
+		return c.get(ctx, target)
+	}
+}
+
+// decideConfirm is the rule of the confirmation of a hand-over to the
+// claim session, whose hold began with token, at now: the holder is no
+// longer marked handed over, records its token and gets the expiry of its
+// TTL (none in a pod). A holder that does not keep the account of run jobs
+// (keeps: Request.RunJobs) drops it, as its take-over would (takeRunJobs).
+// It reports whether to write (false: confirmed already), and returns an
+// error matching ErrLost when session no longer holds the lock.
+func decideConfirm(rec *Record, session, token string, keeps bool, now time.Time) (bool, error) {
+	switch {
+	case rec.IsFree():
+		return false, fmt.Errorf("%w: it was released", ErrLost)
+	case rec.Holder.ClaimID != session:
+		return false, fmt.Errorf("%w: now held by %s", ErrLost, rec.Holder.Identity)
+	case !rec.Holder.HandedOver:
+		return false, nil
+	}
+	rec.Updated = later(now, rec.Updated)
+	rec.thaw(now)
+	ttl := rec.Holder.TTL.Duration
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	confirmHandOver(&rec.Holder, token, now, ttl)
+	if !keeps {
+		rec.RunJobs, rec.Holder.RunJobsKept = nil, false
+	}
+	return true, nil
+}
+
+// confirmHandOver turns h, handed over and holding since the hand-over
+// whose token is token, into a confirmed holder at now: alive while its
+// pod is, or until ttl has passed.
+func confirmHandOver(h *Claim, token string, now time.Time, ttl time.Duration) {
+	h.HandedOver = false
+	h.Token, h.TokenPending = token, false
+	h.Expires = nil
+	if h.Pod == nil {
+		h.Expires = microPtr(now.Add(ttl))
+	}
+}
+
+// ConfirmDone returns a channel closed once the confirmation of a hold
+// that began with a hand-over (Holder.HandedOver) has ended, stored or
+// not (Confirm says which); for any other hold it is closed already.
+func (h *Held) ConfirmDone() <-chan struct{} {
+	if h == nil || h.confirming == nil {
+		return closed
+	}
+	return h.confirming.done
+}
+
+// Confirm waits, as long as ctx allows, until the hold no longer rests on
+// the hand-over it began with, and returns the holder's claim as the
+// confirmation stored it (Holder itself for a hold that began otherwise).
+// Until then the hold lasts until the waiter's expiry in Holder.Expires on
+// the API server's clock (for a holder without a pod); Confirm returns an
+// error matching ErrUnconfirmed once it could not be confirmed by
+// Request.StopBefore and a second before that expiry, one matching ErrLost when the lock
+// turned out to be someone else's, and ctx's error when ctx ends first. A
+// process that keeps the lock past its exit (lockctl acquire) calls it
+// before it exits.
+func (h *Held) Confirm(ctx context.Context) (Claim, error) {
+	if h == nil || h.confirming == nil {
+		return h.holderOrZero(), nil
+	}
+	select {
+	case <-h.confirming.done:
+		return h.confirming.holder, h.confirming.err
+	case <-ctx.Done():
+		return Claim{}, fmt.Errorf("confirm the hand-over of lock %q: %w", h.Target, ctx.Err())
+	}
+}
+
+func (h *Held) holderOrZero() Claim {
+	if h == nil {
+		return Claim{}
+	}
+	return h.Holder
+}
+
+// settleConfirmation waits, as long as ctx allows, for the confirmation of
+// h to end, and stops it when ctx ends first.
+func (h *Held) settleConfirmation(ctx context.Context) {
+	if h == nil || h.confirming == nil || h.confirming.cancel == nil {
+		return
+	}
+	select {
+	case <-h.confirming.done:
+	case <-ctx.Done():
+		h.confirming.cancel(errConfirmStopped)
+		<-h.confirming.done
+	}
+}
