@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,10 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBinaryLeavesOutHeavyPackages keeps out of the binary what ADR 0064 and
-// 0071 took out of every command's start: client-go's clientset of every
-// group and its informers, and Prometheus's client library (tests may
-// import them; the binary may not).
+// TestBinaryLeavesOutHeavyPackages keeps out of the binary what ADR 0064,
+// 0071 and 0073 took out of every command's start: client-go's clientset of
+// every group and its informers, its typed clients with the scheme of every
+// API group (kubernetes/scheme), apply configurations and discovery, every
+// API group but the three lockctl uses, and Prometheus's client library
+// (tests may import them; the binary may not).
 func TestBinaryLeavesOutHeavyPackages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over the binary's dependencies")
@@ -21,8 +24,56 @@ func TestBinaryLeavesOutHeavyPackages(t *testing.T) {
 	require.NoError(t, err, "go list")
 	deps := strings.Fields(string(out))
 	require.Contains(t, deps, "k8s.io/client-go/rest", "the list is the binary's")
+	require.Contains(t, deps, "k8s.io/api/core/v1", "the list is the binary's")
 	for _, dep := range deps {
-		assert.NotContains(t, []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers"}, dep, "ADR 0064")
-		assert.False(t, strings.HasPrefix(dep, "github.com/prometheus/"), "%s: ADR 0071, metrics instead", dep)
+		assert.False(t, heavy(dep), "%s: ADR 0064, 0071 and 0073 keep it out of the binary", dep)
+	}
+}
+
+// apiGroupsUsed are the k8s.io/api packages the binary may link: the groups
+// lockctl's clients serve (internal/base/kubeclient's scheme).
+var apiGroupsUsed = []string{"k8s.io/api/core/v1", "k8s.io/api/events/v1", "k8s.io/api/authorization/v1"}
+
+// heavy says whether the binary must leave dep out.
+func heavy(dep string) bool {
+	under := func(prefix string) bool { return dep == prefix || strings.HasPrefix(dep, prefix+"/") }
+	switch {
+	case under("k8s.io/client-go/kubernetes"), // the clientset, its typed clients and scheme
+		under("k8s.io/client-go/informers"),
+		under("k8s.io/client-go/listers"),
+		under("k8s.io/client-go/applyconfigurations"),
+		under("k8s.io/client-go/discovery"),
+		under("k8s.io/client-go/gentype"),
+		under("k8s.io/client-go/openapi"),
+		under("github.com/google/gnostic-models"),
+		under("google.golang.org/protobuf"),
+		under("github.com/prometheus"):
+		return true
+	case strings.HasPrefix(dep, "k8s.io/api/"):
+		return !slices.Contains(apiGroupsUsed, dep)
+	}
+	return false
+}
+
+// TestHeavy pins what heavy refuses and lets through.
+func TestHeavy(t *testing.T) {
+	for dep, want := range map[string]bool{
+		"k8s.io/client-go/kubernetes":                    true,
+		"k8s.io/client-go/kubernetes/scheme":             true,
+		"k8s.io/client-go/kubernetes/typed/core/v1":      true,
+		"k8s.io/client-go/applyconfigurations/core/v1":   true,
+		"k8s.io/client-go/discovery":                     true,
+		"k8s.io/client-go/informers":                     true,
+		"k8s.io/api/apps/v1":                             true,
+		"k8s.io/api/coordination/v1":                     true,
+		"github.com/prometheus/client_golang/prometheus": true,
+		"k8s.io/api/core/v1":                             false,
+		"k8s.io/api/events/v1":                           false,
+		"k8s.io/api/authorization/v1":                    false,
+		"k8s.io/client-go/kubernetesx":                   false,
+		"k8s.io/client-go/rest":                          false,
+		"k8s.io/client-go/tools/cache":                   false,
+	} {
+		assert.Equal(t, want, heavy(dep), dep)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -413,7 +414,7 @@ func countProcessWatches(ctx context.Context, b *testing.B, env *testenv.Env, pr
 // size.
 func measureEvents(ctx context.Context, b *testing.B, cs kubernetes.Interface, ns string, records []corev1.ConfigMap) float64 {
 	b.Helper()
-	rec := events.NewRecorder(cs.EventsV1(), events.Options{})
+	rec := events.NewRecorder(kubetest.EventsV1(cs.EventsV1()), events.Options{})
 	for i := range records {
 		after, err := job.FromConfigMap(&records[i])
 		require.NoError(b, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -72,10 +73,19 @@ func newClientset(b testing.TB, cfg *rest.Config) kubernetes.Interface {
 	return cs
 }
 
-// newLockClient returns a lock client with a clientset of its own.
+// newKube builds lockctl's own clients (own rate limiter and connections)
+// from cfg, as a separate lockctl process would have.
+func newKube(b testing.TB, cfg *rest.Config) kube.Interface {
+	b.Helper()
+	cs, err := kube.NewForConfig(rest.CopyConfig(cfg))
+	require.NoError(b, err)
+	return cs
+}
+
+// newLockClient returns a lock client with clients of its own.
 func newLockClient(b testing.TB, cfg *rest.Config, ns string) *lock.Client {
 	b.Helper()
-	cs := newClientset(b, cfg)
+	cs := newKube(b, cfg)
 	return lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 }
 

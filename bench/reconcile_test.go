@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/events"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
@@ -172,7 +173,7 @@ func setupClient(b testing.TB, env *testenv.Env) kubernetes.Interface {
 // its client's rate limit) is not in the way.
 func submitJobs(ctx context.Context, b testing.TB, cs kubernetes.Interface, ns string, n int) []*job.Job {
 	b.Helper()
-	store := job.NewStore(cs.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(kubetest.CoreV1(cs.CoreV1()), ns, job.StoreOptions{})
 	jobs := make([]*job.Job, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -311,10 +312,10 @@ func runReconciler(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEv
 
 	var counter Counter
 	cfg := counter.Wrap(withClientSettings(env.RESTConfig, lockctlQPS, lockctlBurst))
-	cs := newClientset(b, cfg)
+	cs := newKube(b, cfg)
 	// NOTE: as lockctl reconcile: the Events' clientset is a copy with a
 	// token bucket of its own, written in the background.
-	rec := events.NewRecorder(newClientset(b, cfg).EventsV1(), events.Options{Jobs: jobEvents})
+	rec := events.NewRecorder(newKube(b, cfg).EventsV1(), events.Options{Jobs: jobEvents})
 	stopEvents := rec.Background(events.DefaultQueueCapacity, scheduler.DefaultWorkers)
 	c, err := scheduler.NewController(cs, ns, map[string]scheduler.Clientset{job.DefaultCluster: cs},
 		scheduler.Options{PodNamespace: ns, OnJobChange: rec.JobChanged})

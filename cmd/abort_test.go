@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -59,7 +60,7 @@ func TestRunAbort(t *testing.T) {
 			te := newTestEnv(t)
 			te.env["USER"] = "alice"
 			storeJobs(t, te, "deploy-web-1", "deploy-web-2")
-			store := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{})
+			store := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{})
 			if tt.finished {
 				j, err := store.Get(t.Context(), "deploy-web-1")
 				require.NoError(t, err)

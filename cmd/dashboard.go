@@ -11,7 +11,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
@@ -129,7 +128,7 @@ func runDashboard(ctx context.Context, o *dashboardOptions) error {
 
 // podsFor returns how the page reads a job's pod logs: in its build
 // cluster, as lockctl logs does.
-func (o *dashboardOptions) podsFor(jobNS string) (func(*job.Job) (corev1client.PodsGetter, string, error), error) {
+func (o *dashboardOptions) podsFor(jobNS string) (func(*job.Job) (kubeclient.PodsGetter, string, error), error) {
 	cfg, err := o.LoadConfig()
 	if err != nil {
 		return nil, err
@@ -139,7 +138,7 @@ func (o *dashboardOptions) podsFor(jobNS string) (func(*job.Job) (corev1client.P
 		return nil, err
 	}
 	podNS := cmp.Or(o.PodNamespace, cfg.PodNamespace, jobNS)
-	return func(j *job.Job) (corev1client.PodsGetter, string, error) {
+	return func(j *job.Job) (kubeclient.PodsGetter, string, error) {
 		name, err := cli.JobContext(contexts, j)
 		if err != nil {
 			return nil, "", err
@@ -225,7 +224,7 @@ func (o *reconcileOptions) startDashboard(ctx context.Context, jobs kubeclient.I
 	podNS = cmp.Or(podNS, jobNS)
 	hub := dashboard.NewHub(locks, kubeclient.CoreV1(jobs), dashboard.Options{
 		Jobs: store, Log: o.f.Log,
-		PodsFor: func(j *job.Job) (corev1client.PodsGetter, string, error) {
+		PodsFor: func(j *job.Job) (kubeclient.PodsGetter, string, error) {
 			cs, ok := clusters[j.ClusterAlias()]
 			if !ok {
 				return nil, "", fmt.Errorf("job %q runs in build cluster %q, which this reconciler does not know", j.Name, j.ClusterAlias())

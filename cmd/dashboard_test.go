@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 )
 
 func TestNewDashboardCmd(t *testing.T) {
@@ -140,7 +141,7 @@ func TestReconcileDashboardOnlyOnLoopback(t *testing.T) {
 	o := &reconcileOptions{f: te.f, DashboardAddress: "127.0.0.1:0"}
 	url := serveUntil(t, func(ctx context.Context, listening func(string)) error {
 		o.dashboardListening = listening
-		stop, err := o.startDashboard(ctx, te.cs, "default", nil, "")
+		stop, err := o.startDashboard(ctx, kubetest.Clients(te.cs), "default", nil, "")
 		if err != nil {
 			return err
 		}

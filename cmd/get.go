@@ -128,7 +128,7 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 			# Follow the jobs as the reconcile loop drives them
 			lockctl get jobs -w
 
-			# Names and states only, newest first
+			# Names and states only, oldest first (--sort-by sorts ascending, as kubectl does)
 			lockctl get jobs -o custom-columns=NAME:.metadata.name,STATE:.status.state --sort-by=.metadata.creationTimestamp
 
 			# Wait for every job that has not ended
@@ -262,6 +262,12 @@ func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			lockctl get clusters -n ci
+
+			# The clusters lockctl cannot reach (-o json prints the states by alias)
+			lockctl get clusters -o go-template='{{range $alias, $c := .}}{{if ne $c.state "reachable"}}{{$alias}}: {{$c.state}}{{"\n"}}{{end}}{{end}}'
+
+			# One cluster's state
+			lockctl get clusters -o jsonpath='{.default.state}{"\n"}'
 		`),
 		Args: cli.NoArgs(),
 		RunE: runE(o, runF, runGetClusters, nil),
@@ -297,10 +303,22 @@ func runGetClusters(ctx context.Context, o *getClustersOptions) error {
 			return nil
 		}
 	}
+	rows := printers.ClusterRows(st)
+	if o.out.IsName() {
+		// NOTE: a build cluster is no Kubernetes object: -o name names it
+		// by its alias, as the rows do (cluster/default).
+		if err := printers.SortBy(rows, o.out); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			fmt.Fprintf(o.f.IOStreams.Out, "cluster/%s\n", r.Alias)
+		}
+		return nil
+	}
 	if !o.out.IsTable() {
-		// NOTE: json and yaml print the status by alias, as they always
-		// have; it is no Kubernetes object, so -o name has nothing to name.
+		// NOTE: json, yaml and templates read the status by alias, as
+		// -o json has always printed it ({.default.state}).
 		return printers.PrintObject(o.f.IOStreams.Out, o.out, st)
 	}
-	return printers.NewClusterPrinter(o.f.IOStreams.Out, o.out, printers.Options{Clock: o.f.Clock}).PrintAll(printers.ClusterRows(st), true)
+	return printers.NewClusterPrinter(o.f.IOStreams.Out, o.out, printers.Options{Clock: o.f.Clock}).PrintAll(rows, true)
 }

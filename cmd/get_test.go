@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -23,7 +24,7 @@ import (
 // second to pending.
 func storeJobs(t *testing.T, te *testEnv, names ...string) {
 	t.Helper()
-	store := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{Clock: te.clock})
+	store := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{Clock: te.clock})
 	for i, n := range names {
 		j, err := store.Create(t.Context(), &job.Job{
 			TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
@@ -134,7 +135,7 @@ func TestRunGetJobsLabels(t *testing.T) {
 	t.Parallel()
 	te := newTestEnv(t)
 	storeJobs(t, te, "deploy-web-1", "deploy-web-2")
-	ci := job.NewStore(te.cs.CoreV1(), "ci", job.StoreOptions{Clock: te.clock})
+	ci := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "ci", job.StoreOptions{Clock: te.clock})
 	_, err := ci.Create(t.Context(), &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-api-1", Labels: map[string]string{"team": "api"}},
@@ -250,4 +251,33 @@ func TestRunGetClusters(t *testing.T) {
 	te.clock.Step(2 * time.Minute)
 	require.NoError(t, te.run("get", "clusters"))
 	golden(t, "get/clusters.golden", te.out.String())
+}
+
+// TestRunGetClustersForms: every -o form of a reading command works on
+// the build clusters too: names by alias, templates over the status by
+// alias, custom columns over the rows.
+func TestRunGetClustersForms(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "names", args: []string{"-o", "name"}, want: "cluster/default\n"},
+		{name: "jsonpath", args: []string{"-o", `jsonpath={.default.state}{"\n"}`}, want: "reachable\n"},
+		{name: "go-template", args: []string{"-o", `go-template={{range $a, $c := .}}{{$a}}={{$c.state}}{{"\n"}}{{end}}`}, want: "default=reachable\n"},
+		{name: "custom columns", args: []string{"-o", "custom-columns=CLUSTER:.cluster,STATE:.state", "--no-headers"}, want: "default   reachable\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			require.NoError(t, te.run("reconcile", "--once"))
+			te.out.Reset()
+			te.errOut.Reset()
+			require.NoError(t, te.run(append([]string{"get", "clusters"}, tt.args...)...))
+			assert.Equal(t, tt.want, te.out.String(), "%v", tt.args)
+			assert.Empty(t, te.errOut.String(), "stderr")
+		})
+	}
 }

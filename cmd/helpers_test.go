@@ -27,6 +27,7 @@ import (
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/cli/identity"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -85,8 +86,8 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 	te.f = &Factory{
 		IOStreams:    IOStreams{In: in, Out: out, ErrOut: errOut},
 		ConfigFlags:  &kubeclient.ConfigFlags{},
-		Clientset:    func() (kubeclient.Interface, error) { return te.cs, nil },
-		ClientsetFor: func(string) (kubeclient.Interface, error) { return te.cs, nil },
+		Clientset:    func() (kubeclient.Interface, error) { return kubetest.Clients(te.cs), nil },
+		ClientsetFor: func(string) (kubeclient.Interface, error) { return kubetest.Clients(te.cs), nil },
 		Namespace:    func() (string, error) { return ns, nil },
 		InPod:        func() (string, string, bool) { return "", "", false },
 		Clock:        te.clock,
@@ -217,7 +218,7 @@ func ptrMicro(t time.Time) *metav1.MicroTime {
 // createJobPod creates the pod of a stored job in the fake cluster.
 func createJobPod(t *testing.T, te *testEnv, name string, mod func(*corev1.Pod)) {
 	t.Helper()
-	j, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), name)
+	j, err := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{}).Get(t.Context(), name)
 	require.NoError(t, err)
 	pod := job.NewPod(j, "default", "7")
 	mod(pod)

@@ -64,7 +64,7 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 			# The same, for a script
 			lockctl history staging -o json | jq -r '.entries[] | select(.ended == "broken") | .by'
 
-			# The longest holds first
+			# Every hold as a table of your columns, oldest first
 			lockctl history staging -o custom-columns=BUILD:.build,FROM:.since,UNTIL:.until --sort-by=.since
 
 			# Follow who takes production
@@ -116,10 +116,17 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 	}
 	p := printers.NewHoldPrinter(o.f.IOStreams.Out, o.out, printers.Options{Clock: o.f.Clock})
 	shown := map[string]bool{}
+	// holding is the identity of the hold last shown as holding, until a
+	// row shows it ended: a holder handed the lock is shown once, not
+	// again when it confirms (its since moves to the confirmation).
+	holding := ""
 	if o.out.IsTable() {
 		holds := printers.Holds(h)
 		for _, e := range holds {
 			shown[holdKey(e)] = true
+		}
+		if len(holds) > 0 && holds[0].Ended == printers.Holding {
+			holding = holds[0].Identity.String()
 		}
 		if err := p.PrintAll(holds, !o.Watch); err != nil || !o.Watch {
 			return err
@@ -133,11 +140,25 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 			// A row for each hold not shown: a new holder, a hold that ended.
 			holds := printers.Holds(h)
 			for i := len(holds) - 1; i >= 0; i-- {
-				if k := holdKey(holds[i]); !shown[k] {
-					shown[k] = true
-					if err := p.Print(holds[i]); err != nil {
-						return err
+				e := holds[i]
+				k := holdKey(e)
+				if shown[k] {
+					continue
+				}
+				shown[k] = true
+				who := e.Identity.String()
+				switch {
+				case e.Ended != printers.Holding:
+					if who == holding {
+						holding = ""
 					}
+				case who == holding:
+					continue // the same hold, confirmed
+				default:
+					holding = who
+				}
+				if err := p.Print(e); err != nil {
+					return err
 				}
 			}
 			return nil

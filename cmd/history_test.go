@@ -1,12 +1,20 @@
 package cmd
 
 import (
+	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/lockctl/lockctl/lock"
 )
 
 func TestNewHistoryCmd(t *testing.T) {
@@ -72,4 +80,71 @@ func TestRunHistory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunHistoryWatchShowsAHandOverOnce: history -w shows the waiter
+// handed the lock as holding once, not again when it confirms (which
+// moves its since), then the end of its hold and the next holder.
+func TestRunHistoryWatchShowsAHandOverOnce(t *testing.T) {
+	t.Parallel()
+	web := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"},
+		ClaimID: "s42", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)), Expires: ptrMicro(testNow.Add(time.Hour))}
+	api := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
+		ClaimID: "w", Since: metav1.NewMicroTime(testNow.Add(-30 * time.Second)), Expires: ptrMicro(testNow.Add(time.Hour))}
+	webEnded := lock.HistoryEntry{Identity: web.Identity, Since: web.Since, Until: metav1.NewMicroTime(testNow), Ended: lock.EndHandedOver, By: api.Identity.String()}
+	version := func(rv string, holder lock.Claim, history ...lock.HistoryEntry) *corev1.ConfigMap {
+		cm := lockConfigMap(t, "staging", holder)
+		cm.ResourceVersion = rv
+		rec := lock.Record{Target: "staging", Policy: lock.PolicyNewest, Holder: holder, Updated: metav1.NewMicroTime(testNow), History: history}
+		raw, err := json.Marshal(rec)
+		require.NoError(t, err)
+		cm.Annotations[lock.RecordAnnotation] = string(raw)
+		return cm
+	}
+
+	te := newTestEnv(t)
+	first := lockConfigMap(t, "staging", web, api)
+	first.ResourceVersion = "1"
+	_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(), first, metav1.CreateOptions{})
+	require.NoError(t, err)
+	fw := watch.NewFake()
+	watching := make(chan struct{})
+	te.cs.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+		close(watching)
+		return true, fw, nil
+	})
+	out := &syncWriter{writes: make(chan string, 100)}
+	te.f.IOStreams.Out = out
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, te.f, []string{"history", "staging", "-w"}) }()
+	<-watching
+
+	handed := api
+	handed.HandedOver, handed.Since = true, metav1.NewMicroTime(testNow)
+	fw.Modify(version("2", handed, webEnded))
+	confirmed := api
+	confirmed.Since = metav1.NewMicroTime(testNow.Add(time.Second))
+	fw.Modify(version("3", confirmed, webEnded))
+	db := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "db", Branch: "main", Build: "3"},
+		ClaimID: "d", Since: metav1.NewMicroTime(testNow.Add(2 * time.Second)), Expires: ptrMicro(testNow.Add(time.Hour)), HandedOver: true}
+	apiEnded := lock.HistoryEntry{Identity: api.Identity, Since: confirmed.Since, Until: db.Since, Ended: lock.EndHandedOver, By: db.Identity.String()}
+	fw.Modify(version("4", db, webEnded, apiEnded))
+	for strings.Count(out.String(), "\n") < 6 {
+		select {
+		case <-out.writes:
+		case <-time.After(10 * time.Second):
+			require.Failf(t, "history -w printed no more rows", "so far:\n%s", out.String())
+		}
+	}
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled, "-w ends when interrupted")
+	var ended []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		f := strings.Fields(l)
+		ended = append(ended, f[0]+" "+f[len(f)-1])
+	}
+	assert.Equal(t, []string{"acme/web@main#42 holding", "acme/web@main#42 acme/api@main#5", "acme/api@main#5 holding",
+		"acme/api@main#5 acme/db@main#3", "acme/db@main#3 holding"}, ended,
+		"one row per holder and per hold that ended:\n%s", out.String())
 }

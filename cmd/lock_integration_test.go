@@ -160,7 +160,7 @@ func TestIntegrationAcquireReentrant(t *testing.T) {
 			assert.Equal(t, token, again, "the token of the hold")
 			assert.Contains(t, errOut, `lock "`+tt.target+`" already held by acme/web@main#123 since`)
 			assert.Contains(t, errOut, "nothing to do")
-			l, err := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{}).Get(t.Context(), tt.target)
+			l, err := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, lock.Options{}).Get(t.Context(), tt.target)
 			require.NoError(t, err)
 			assert.Empty(t, l.Status.Waiters, "nobody queued behind itself")
 		})

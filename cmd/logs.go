@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/cli"
@@ -111,7 +110,7 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 
 // buildCluster returns the pods client and pod namespace of the job's build
 // cluster.
-func (o *logsOptions) buildCluster(j *job.Job, jobNS string) (corev1client.PodsGetter, string, error) {
+func (o *logsOptions) buildCluster(j *job.Job, jobNS string) (kubeclient.PodsGetter, string, error) {
 	cfg, err := o.LoadConfig()
 	if err != nil {
 		return nil, "", err
@@ -147,7 +146,7 @@ func (o *logsOptions) jobEnd(ctx context.Context, store *job.Store, name string)
 
 // follow streams the logs of the job's pod until it finishes, across the
 // pod's replacement (run.FollowJob), saying so on ErrOut.
-func (o *logsOptions) follow(ctx context.Context, store *job.Store, pods corev1client.PodsGetter, podNS, name string) error {
+func (o *logsOptions) follow(ctx context.Context, store *job.Store, pods kubeclient.PodsGetter, podNS, name string) error {
 	return run.FollowJob(ctx, store, pods, podNS, name, run.FollowOptions{
 		Out: o.f.IOStreams.Out, Clock: o.f.Clock, Log: o.f.Log,
 		OnReplace: func(r run.Replacement) { fmt.Fprintln(o.f.IOStreams.ErrOut, r) },

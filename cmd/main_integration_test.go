@@ -72,7 +72,7 @@ func TestIntegrationSubmitReconcileGet(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})
 	state := func(name string) job.State {
 		j, err := store.Get(t.Context(), name)
 		require.NoError(t, err)
@@ -136,7 +136,7 @@ func TestIntegrationReconcileUsageErrors(t *testing.T) {
 	_, errOut, code = lockctlIn(t, env, ns, "submit", "-f", "../testdata/invalid-unknown-field.yaml")
 	assert.Equal(t, cmdutil.CodeUsage, code)
 	assert.Contains(t, errOut, "spec.maxConcurency: Forbidden: unknown field")
-	jobs, err := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{}).List(context.WithoutCancel(t.Context()), job.ListOptions{})
+	jobs, err := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{}).List(context.WithoutCancel(t.Context()), job.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, jobs, "nothing written")
 }
@@ -149,7 +149,7 @@ func TestIntegrationRetentionFromConfig(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})
 	dir := t.TempDir()
 	keep := filepath.Join(dir, "keep.yaml")
 	require.NoError(t, os.WriteFile(keep, []byte("retention: {jobs: 0s, pods: 0s}\n"), 0o644))
@@ -234,7 +234,7 @@ func TestIntegrationReconcileJobEvents(t *testing.T) {
 		t.Run(tt.setting, func(t *testing.T) {
 			t.Parallel()
 			ns := env.Namespace(t)
-			store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
+			store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})
 			for name, code := range map[string]string{"ok": "0", "fails": "3"} {
 				_, errOut, rc := lockctlIn(t, env, ns, "submit", "-f", jobFile(t, name, map[string]string{testenv.AnnotationExitCode: code}, ""))
 				require.Equal(t, cmdutil.CodeOK, rc, errOut)

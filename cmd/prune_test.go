@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -97,7 +98,7 @@ func TestRunPrune(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			storeJobs(t, te, "deploy-web-1", "deploy-web-2")
-			store := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{Clock: te.clock})
+			store := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{Clock: te.clock})
 			j, err := store.Get(t.Context(), "deploy-web-2")
 			require.NoError(t, err)
 			_, err = store.UpdateStatus(t.Context(), j, job.JobStatus{State: job.Failure, StartTime: j.Status.StartTime})

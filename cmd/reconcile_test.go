@@ -17,6 +17,7 @@ import (
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -204,7 +205,7 @@ func TestRunReconcile(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantOut, te.out.String())
-			got, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-1")
+			got, err := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-1")
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantState, got.Status.State)
 		})
@@ -256,11 +257,11 @@ func TestReconcileJobEvents(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			evcs := fake.NewClientset()
-			te.f.EventsClientset = func() (kubeclient.Interface, error) { return evcs, nil }
+			te.f.EventsClientset = func() (kubeclient.Interface, error) { return kubetest.Clients(evcs), nil }
 			storeJobs(t, te, "deploy-web-1")
 
 			require.NoError(t, te.run(append([]string{"reconcile", "--once"}, tt.args...)...))
-			got, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-1")
+			got, err := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-1")
 			require.NoError(t, err)
 			require.Equal(t, job.Pending, got.Status.State)
 

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/printers"
 )
 
 // kubectlPluginPrefix starts the name of a kubectl plugin's executable.
@@ -134,6 +136,13 @@ func runE[O any](o O, runF func(O) error, run func(context.Context, O) error, co
 		if runF != nil {
 			return runF(o)
 		}
-		return run(c.Context(), o)
+		err := run(c.Context(), o)
+		// NOTE: a --sort-by that finds nothing is known only once the
+		// objects are read; it is still a flag error (exit 2).
+		var sortErr *printers.SortByError
+		if errors.As(err, &sortErr) {
+			return cmdutil.FlagErrorf("%w", err)
+		}
+		return err
 	}
 }

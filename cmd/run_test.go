@@ -21,6 +21,7 @@ import (
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
@@ -415,7 +416,7 @@ func TestRunRunJob(t *testing.T) {
 			assert.Equal(t, tt.wantCode, cmdutil.ExitCode(err), "exit code, err %v", err)
 			golden(t, tt.golden, errOut.String())
 			assert.Equal(t, "deploying web\ndone\n", out.String(), "the pod's logs, in order")
-			j, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-42")
+			j, err := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-42")
 			require.NoError(t, err)
 			assert.Equal(t, tt.state, j.Status.State)
 			assert.Nil(t, j.Spec.Lock, "run holds the lock, not the pod")
@@ -446,7 +447,7 @@ func TestRunRunJobInterrupted(t *testing.T) {
 	cancel(&interruptedError{sig: syscall.SIGINT})
 	err := <-done
 
-	j, gerr := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-42")
+	j, gerr := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-42")
 	require.NoError(t, gerr)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, job.Aborted, j.Status.State)
@@ -464,7 +465,7 @@ func TestRunRunJobInterrupted(t *testing.T) {
 func TestRunRunSweepsOrphans(t *testing.T) {
 	t.Parallel()
 	te := newTestEnv(t)
-	store := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{})
+	store := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{})
 	orphan, err := job.Parse([]byte("{apiVersion: lockctl.dev/v1alpha1, kind: Job, metadata: {name: orphan}, spec: {job: o, type: periodic, podSpec: {containers: [{name: c, image: i}]}}}"), "orphan")
 	require.NoError(t, err)
 	orphan.Annotations = map[string]string{run.AnnotationHoldRef: "default/staging/dead"}

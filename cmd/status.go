@@ -74,7 +74,7 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 			lockctl status staging -o yaml
 
 			# Who holds staging, and with which token (empty when free)
-			lockctl status staging -o json | jq -r '.status.state, .status.token'
+			lockctl status staging -o json | jq -r '.status.state, .status.token // ""'
 			lockctl status staging -o jsonpath='{.status.state} {.status.token}{"\n"}'
 
 			# How long until a deploy queued now gets production

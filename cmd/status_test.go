@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -254,6 +255,40 @@ func TestTimestamps(t *testing.T) {
 			}
 			require.NoError(t, te.run(append([]string{"status"}, tt.args...)...))
 			assert.Equal(t, tt.want, te.errOut.String(), tt.name)
+		})
+	}
+}
+
+// TestSortByFindsNothing: a --sort-by path that finds nothing in any row
+// (misspelt) is refused as kubectl refuses it, as a usage error (exit 2),
+// and prints nothing.
+func TestSortByFindsNothing(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "status", args: []string{"status", "-A", "--sort-by", ".spec.targett"},
+			want: `--sort-by ".spec.targett" finds no field in any of the 2 objects: give a path of the objects as -o json prints them, such as .metadata.name`},
+		{name: "history", args: []string{"history", "staging", "--sort-by", ".sinc"},
+			want: `--sort-by ".sinc" finds no field in any of the 6 objects: give a path of the objects as -o json prints them, such as .metadata.name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			tokened := heldLock(t, "43")
+			tokened.Name, tokened.Namespace = lock.Name("prod"), "ops"
+			for _, o := range []*corev1.ConfigMap{withHistory(t, heldLock(t, "42"), 5, 4*time.Minute), tokened} {
+				_, err := te.cs.CoreV1().ConfigMaps(o.Namespace).Create(t.Context(), o, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			err := te.run(tt.args...)
+			require.Error(t, err, "%v", tt.args)
+			assert.Equal(t, tt.want, err.Error())
+			assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "a usage error")
+			assert.Empty(t, te.out.String(), "nothing printed")
 		})
 	}
 }

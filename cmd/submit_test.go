@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -136,7 +137,7 @@ func TestRunSubmit(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantOut, te.out.String())
 			assert.Equal(t, tt.wantErrOut, te.errOut.String())
-			stored, err := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{}).Get(t.Context(), strings.TrimSpace(tt.wantOut))
+			stored, err := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{}).Get(t.Context(), strings.TrimSpace(tt.wantOut))
 			require.NoError(t, err)
 			assert.Equal(t, job.Triggered, stored.Status.State)
 		})

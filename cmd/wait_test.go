@@ -13,6 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -47,7 +48,7 @@ func TestNewWaitCmd(t *testing.T) {
 // the fake clock, with its build ID and description.
 func endJob(t *testing.T, te *testEnv, name string, state job.State, reason string, d time.Duration) *job.Job {
 	t.Helper()
-	store := job.NewStore(te.cs.CoreV1(), "default", job.StoreOptions{Clock: te.clock})
+	store := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{Clock: te.clock})
 	j, err := store.Get(t.Context(), name)
 	require.NoError(t, err)
 	if j.Status.State == job.Triggered {

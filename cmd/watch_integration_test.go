@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,8 +15,9 @@ import (
 )
 
 // TestIntegrationStatusAndHistoryWatch: on the real API server, status -w
-// and history -w print the lock as it is, then a row when another process
-// releases it: the lock free, and the hold that ended.
+// and history -w print the lock as it is, then a row for each change made
+// by other processes: a waiter queued, the lock handed over to it (one
+// holding row, though the waiter then confirms), then released.
 func TestIntegrationStatusAndHistoryWatch(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
@@ -51,21 +53,37 @@ func TestIntegrationStatusAndHistoryWatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	status, statusDone := watch(ctx, "status", "-w", "--no-headers", "-o", "custom-columns=TARGET:.spec.target,STATE:.status.state,HOLDER:.status.holder.build")
+	status, statusDone := watch(ctx, "status", "-w", "--no-headers", "-o", "custom-columns=TARGET:.spec.target,STATE:.status.state,HOLDER:.status.holder.build,WAITING:.status.waiters[*].build")
 	history, historyDone := watch(ctx, "history", "staging", "-w", "--no-headers")
-	awaitOut(status, "staging held 1\n")
+	awaitOut(status, "staging held 1 <none>\n")
 	awaitOut(history, "holding\n")
 
+	// A waiter, handed the lock by the release: it confirms its hold.
+	waited := make(chan string, 1)
+	go func() {
+		_, errOut, code := lockctlIn(t, env, ns, append([]string{"acquire", "staging"}, identityFlags("api", "2")...)...)
+		waited <- fmt.Sprintf("exit %d: %s", code, errOut)
+	}()
+	awaitOut(status, "staging held 1 2\n")
 	_, errOut, code = lockctlIn(t, env, ns, append([]string{"release", "staging"}, identityFlags("web", "1")...)...)
 	require.Equal(t, cmdutil.CodeOK, code, errOut)
-	awaitOut(status, "staging free <none>\n")
+	assert.Contains(t, <-waited, "exit 0: ", "the waiter took the lock")
+	_, errOut, code = lockctlIn(t, env, ns, append([]string{"release", "staging"}, identityFlags("api", "2")...)...)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	awaitOut(status, "staging free <none> <none>\n")
 	awaitOut(history, "released\n")
 	cancel()
 	require.ErrorIs(t, <-statusDone, context.Canceled)
 	require.ErrorIs(t, <-historyDone, context.Canceled)
-	assert.Equal(t, "staging held 1\nstaging free <none>\n", squeezed(status), "the lock, then its release")
+	rows := strings.Split(strings.TrimSuffix(squeezed(status), "\n"), "\n")
+	assert.Equal(t, "staging held 1 <none>", rows[0], "the lock as it was")
+	assert.Equal(t, "staging free <none> <none>", rows[len(rows)-1], "then free once released")
 	lines := strings.Split(strings.TrimSuffix(history.String(), "\n"), "\n")
-	require.Len(t, lines, 2, history.String())
+	require.Len(t, lines, 4, "a row per holder and per hold that ended, the waiter handed the lock once:\n%s", history.String())
 	assert.Contains(t, lines[0], "acme/web@main#1")
-	assert.Contains(t, lines[1], "released")
+	assert.Contains(t, lines[0], "holding")
+	assert.Contains(t, lines[1], "handed over to acme/api@main#2")
+	assert.Contains(t, lines[2], "acme/api@main#2")
+	assert.Contains(t, lines[2], "holding")
+	assert.Contains(t, lines[3], "released")
 }

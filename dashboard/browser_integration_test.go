@@ -21,13 +21,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -91,7 +90,8 @@ func awaitJS(t *testing.T, ctx context.Context, what, expr string) time.Duration
 		}
 		if time.Now().After(deadline) {
 			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
-			t.Fatalf("the page never showed %s (%s; err %v); main is:\n%s", what, expr, err, html)
+			conn, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('conn').textContent`))
+			t.Fatalf("the page never showed %s (%s; err %v); its connection: %q; main is:\n%s", what, expr, err, conn, html)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -139,7 +139,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
-	cs, err := kubernetes.NewForConfig(env.RESTConfig)
+	cs, err := kube.NewForConfig(env.RESTConfig)
 	require.NoError(t, err)
 
 	// The contenders are other processes as far as the page is concerned:
@@ -174,11 +174,18 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
+	// A lock with a history, for the wait estimate: five holds of 10m, a
+	// holder 1m in and one waiter.
+	regularHolds(t, cs.CoreV1(), ns, "uat", 5, 10*time.Minute, time.Minute)
+	_, p, err = contender().TryAcquire(ctx, lock.Request{Target: "uat", Identity: id("main", "99"), ClaimID: "uat-waiter", TTL: time.Hour})
+	require.NoError(t, err)
+	require.NotNil(t, p, "build 99 waits for uat")
+
 	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	store := job.NewStore(kubeclient.CoreV1(cs), ns, job.StoreOptions{})
 	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
 		Jobs:    store,
-		PodsFor: func(*job.Job) (corev1client.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
+		PodsFor: func(*job.Job) (kube.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
 	})
 	hctx, stop := context.WithCancel(ctx)
 	served := make(chan struct{}, 2)
@@ -206,7 +213,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 
 	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(base+"/")))
 	awaitJS(t, bctx, "the holder and the queue in order", `(() => {
-		const who = [...document.querySelectorAll('#locks .lock .queue .who')].map(e => e.textContent);
+		const who = [...document.querySelectorAll('#locks .lock:first-child .queue .who')].map(e => e.textContent);
 		const holder = document.querySelector('#locks .lock .holder');
 		return document.body.dataset.seq !== undefined && holder !== null &&
 			holder.textContent === 'acme/web@<img src=x onerror=alert(1)>#41' &&
@@ -215,12 +222,22 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	assert.Equal(t, "high", text(t, bctx, `document.querySelector('#locks .queue .prio').textContent`), "the hotfix's priority")
 	awaitJS(t, bctx, "the freeze windows to come", `document.querySelectorAll('#windows tbody tr').length === 2`)
 
+	t.Run("the wait estimate, as status gives it", func(t *testing.T) {
+		awaitJS(t, bctx, "uat's estimates", `(() => {
+			const card = [...document.querySelectorAll('#locks .lock')].find(c => c.querySelector('h3 a').textContent === 'uat');
+			const eta = card && card.querySelector('.queue .eta'), est = card && card.querySelector('.estimate');
+			return eta !== null && est !== null && eta.textContent === ' · est. wait about 9 min' &&
+				est.textContent === 'about 20 min for a deploy queued now (median hold 10m over the last 5)';
+		})()`)
+		assert.NotContains(t, text(t, bctx, `document.getElementById('locks').textContent`), "about about", "estimates are shown as they are")
+	})
+
 	t.Run("a release by another process moves the queue on the open page", func(t *testing.T) {
 		_, err := first.Release(ctx, "production", id(evil, "41"), lock.ReleaseOptions{})
 		require.NoError(t, err)
 		took := awaitJS(t, bctx, "the hotfix holding and build 42 next", `(() => {
 			const holder = document.querySelector('#locks .lock .holder');
-			const who = [...document.querySelectorAll('#locks .lock .queue .who')].map(e => e.textContent);
+			const who = [...document.querySelectorAll('#locks .lock:first-child .queue .who')].map(e => e.textContent);
 			return holder !== null && holder.textContent === 'acme/api@hotfix#7' && who.join('|') === 'acme/web@main#42';
 		})()`)
 		t.Logf("hand-over visible on the page %v after the release returned", took.Round(time.Millisecond))
@@ -259,6 +276,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, chromedp.Do(bctx, chromedp.KeyEvent("\t"), chromedp.KeyEvent("\t")))
 		assert.Equal(t, "A", text(t, bctx, `document.activeElement.tagName`), "Tab reaches the links")
+		assert.Equal(t, "solid", text(t, bctx, `getComputedStyle(document.activeElement).outlineStyle`), "the focused link shows where the focus is")
 	})
 
 	t.Run("dark mode", func(t *testing.T) {
@@ -276,6 +294,8 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 			return rows.length === 1 && rows[0].includes('acme/web@<img src=x onerror=alert(1)>#41') &&
 				rows[0].includes('handed over to acme/api@hotfix#7');
 		})()`)
+		metrics(t, bctx, 390, 844, 2, true)
+		assert.Equal(t, "true", text(t, bctx, `String(document.documentElement.scrollWidth <= window.innerWidth)`), "the history fits a phone too")
 		metrics(t, bctx, 1280, 900, 1, false)
 		screenshot(t, bctx, "dashboard-history.png")
 	})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -39,13 +40,19 @@ type started struct {
 	srv   *httptest.Server
 }
 
-func start(t *testing.T) *started {
+// start starts the hub; seed, if any, writes to the cluster first, so
+// that the hub's first list has it (the fake clientset's watch may start
+// after its list and miss what was written in between).
+func start(t *testing.T, seed ...func(cs *fake.Clientset, locks *lock.Client)) *started {
 	t.Helper()
 	cs := fake.NewClientset()
-	locks := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
-	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
-	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
-		Jobs: job.NewStore(kubeclient.CoreV1(cs), jobNS, job.StoreOptions{}),
+	locks := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, lock.Options{})
+	for _, f := range seed {
+		f(cs, locks)
+	}
+	viewer := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, lock.Options{})
+	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(kubetest.Clients(cs)), dashboard.Options{
+		Jobs: job.NewStore(kubeclient.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{}),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -110,7 +117,7 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 		Reason: evil, Until: time.Now().Add(time.Hour),
 	})
 	require.NoError(t, err)
-	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
+	_, err = job.NewStore(kubeclient.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: evil},
@@ -281,7 +288,7 @@ func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
 		return n
 	}
 	before := podGets()
-	_, err = job.NewStore(kubeclient.CoreV1(s.cs), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
+	_, err = job.NewStore(kubeclient.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-2"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,
@@ -290,4 +297,36 @@ func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
 	require.NoError(t, err)
 	s.await(t, "the job", func(s *dashboard.Snapshot) bool { return len(s.Jobs) == 1 })
 	assert.Equal(t, before, podGets(), "the lock did not change: its view is kept, its holder's pod not read again")
+}
+
+func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
+	// Five holds of 10m and a holder 1m in: the waiter's turn is about
+	// 9 min away, a deploy queued now waits one hold more.
+	s := start(t, func(cs *fake.Clientset, locks *lock.Client) {
+		regularHolds(t, kubetest.CoreV1(cs.CoreV1()), lockNS, "production", 5, 10*time.Minute, time.Minute)
+		_, p, err := locks.TryAcquire(t.Context(), holder(evil, "7"))
+		require.NoError(t, err)
+		require.NotNil(t, p, "build 7 waits")
+	})
+
+	snap := s.await(t, "the waiter with its estimate", func(s *dashboard.Snapshot) bool {
+		return len(s.Locks) == 1 && len(s.Locks[0].Lock.Status.Waiters) == 1
+	})
+	st := snap.Locks[0].Lock.Status
+	require.Equal(t, "about 9 min", st.Waiters[0].EstimatedWait, "the waiter's estimate, as status -o json gives it")
+	require.Equal(t, "about 20 min", st.EstimatedWait, "a deploy queued now")
+
+	_, body := get(t, s.srv.URL+"/", nil)
+	assert.Contains(t, body, `<dt>Est. wait</dt><dd class="estimate">about 20 min <span class="muted">for a deploy queued now (median hold 10m over the last 5)</span></dd>`,
+		"the lock's estimate and its basis, as status -o wide shows them")
+	assert.Contains(t, body, `<span class="eta" title="median hold 10m over the last 5"> · est. wait about 9 min</span>`, "the waiter's own estimate")
+	assert.NotContains(t, body, "about about", "the estimate is printed as it is, not prefixed")
+
+	t.Run("the history page reads on a phone", func(t *testing.T) {
+		_, body := get(t, s.srv.URL+"/locks/"+lockNS+"/"+lock.Name("production"), nil)
+		assert.Contains(t, body, `<td class="nowrap">10m</td><td><span class="badge state-released">released</span></td>`,
+			"a hold's length in one piece, how it ended said once")
+		assert.Regexp(t, `<time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ">\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ</time>`, body,
+			"times with a space a narrow column may wrap at")
+	})
 }

@@ -54,6 +54,16 @@ func rfc3339(t any) string {
 	return at.UTC().Format(time.RFC3339)
 }
 
+// when renders t for people: the UTC date and time with a space between,
+// where a narrow column may wrap; "" for none.
+func when(t any) string {
+	at, ok := timeOf(t)
+	if !ok {
+		return ""
+	}
+	return at.UTC().Format("2006-01-02 15:04:05Z")
+}
+
 // jobDuration is how long the job has run: from its pod's creation (else
 // its submission) to its end, or to now while it runs; "" before.
 func jobDuration(now time.Time, e JobEntry) string {

@@ -16,13 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -49,7 +49,7 @@ type Options struct {
 	Jobs *job.Store
 	// PodsFor returns the pods client and pod namespace of a job's build
 	// cluster, for its log page; nil means no log pages.
-	PodsFor func(j *job.Job) (corev1client.PodsGetter, string, error)
+	PodsFor func(j *job.Job) (kube.PodsGetter, string, error)
 	// Clock stamps snapshots and ages; nil means Locks.Clock.
 	Clock clock.Clock
 	// Log receives what the hub does; nil discards it.
@@ -68,7 +68,7 @@ type Options struct {
 // and hands it to every subscriber.
 type Hub struct {
 	locks *lock.Client
-	cms   corev1client.ConfigMapsGetter
+	cms   kube.ConfigMapsGetter
 	o     Options
 
 	kick chan struct{}
@@ -112,7 +112,7 @@ type published struct {
 // NewHub returns a hub over the locks of locks' namespace (every
 // namespace for a client of metav1.NamespaceAll), read through cms, the
 // ConfigMaps client of the same cluster. Run starts it.
-func NewHub(locks *lock.Client, cms corev1client.ConfigMapsGetter, o Options) *Hub {
+func NewHub(locks *lock.Client, cms kube.ConfigMapsGetter, o Options) *Hub {
 	if o.Clock == nil {
 		o.Clock = locks.Clock()
 	}

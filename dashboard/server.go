@@ -42,6 +42,7 @@ var pages = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(template.FuncMap{
 		"ago":      ago,
 		"rfc3339":  rfc3339,
+		"when":     when,
 		"duration": jobDuration,
 		"holdFor":  holdFor,
 		"window":   describeWindow,

@@ -150,7 +150,7 @@ func TestIntegrationShippedServiceAccount(t *testing.T) {
 	// submit, then cron passes of reconcile until the job is done.
 	o = cli("submit", "-f", testenv.WriteJob(t, "deploy-cron", "0"))
 	require.Equal(t, 0, o.Code, "submit: %s", o.Stderr)
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})
 	require.Eventually(t, func() bool {
 		o := cli("reconcile", "--once")
 		require.Equal(t, 0, o.Code, "reconcile --once: %s", o.Stderr)

@@ -103,4 +103,12 @@ func TestIntegrationCLIGetJobs(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
 		assert.True(t, strings.HasPrefix(l, "get-web "), "only the selected job: %q", l)
 	}
+
+	// The build clusters the loop recorded, in kubectl's forms too.
+	o = c.run(t, "get", "clusters", "-o", "name")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Equal(t, "cluster/default\n", o.stdout, "-o name names a cluster by its alias")
+	o = c.run(t, "get", "clusters", "-o", "jsonpath={.default.state}")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Equal(t, "reachable", o.stdout, "a JSONPath over the states by alias")
 }

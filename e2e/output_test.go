@@ -85,6 +85,18 @@ func TestIntegrationCLIStatusOutput(t *testing.T) {
 
 	o = c.run(t, "status", "staging", "-A")
 	assert.Equal(t, 2, o.code, "a name with -A is a usage error")
+
+	// kubectl's forms, as docs/output.md shows them, and a misspelt
+	// --sort-by: one error line, exit 2, nothing printed.
+	o = c.run(t, append([]string{"acquire", "dev"}, id("web", 3)...)...)
+	require.Equal(t, 0, o.code, o.stderr)
+	o = c.run(t, "status", "-o", "custom-columns=TARGET:.spec.target,HOLDER:.status.holder.build", "--sort-by=.spec.target", "--no-headers")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Regexp(t, `^dev\s+3\nstaging\s+1\n$`, o.stdout, "sorted by target, no header")
+	o = c.run(t, "status", "--sort-by=.spec.targett")
+	assert.Equal(t, 2, o.code, "a --sort-by that finds nothing is a usage error")
+	assert.Empty(t, o.stdout)
+	assert.Regexp(t, `^\d\d:\d\d:\d\d error: --sort-by ".spec.targett" finds no field in any of the 2 objects: .*\n\d\d:\d\d:\d\d Run 'lockctl status --help' for usage.\n$`, o.stderr)
 }
 
 func decodeLock(t *testing.T, out string, decode func([]byte, any) error) lock.LockView {

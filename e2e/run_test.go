@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
@@ -40,7 +41,7 @@ func lockGone(t *testing.T, c *cli, target string) bool {
 
 func getJob(t *testing.T, c *cli, name string) *job.Job {
 	t.Helper()
-	j, err := job.NewStore(testenv.Get(t).Client.CoreV1(), c.namespace, job.StoreOptions{}).Get(t.Context(), name)
+	j, err := job.NewStore(kubetest.CoreV1(testenv.Get(t).Client.CoreV1()), c.namespace, job.StoreOptions{}).Get(t.Context(), name)
 	require.NoError(t, err)
 	return j
 }
@@ -244,7 +245,7 @@ func TestIntegrationRunDryRun(t *testing.T) {
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.Contains(t, o.stdout, "kind: Pod\n")
 	assert.Contains(t, o.stdout, "name: deploy-dry\n")
-	_, err := job.NewStore(testenv.Get(t).Client.CoreV1(), c.namespace, job.StoreOptions{}).Get(t.Context(), "deploy-dry")
+	_, err := job.NewStore(kubetest.CoreV1(testenv.Get(t).Client.CoreV1()), c.namespace, job.StoreOptions{}).Get(t.Context(), "deploy-dry")
 	assert.ErrorIs(t, err, job.ErrNotFound, "no job submitted")
 }
 

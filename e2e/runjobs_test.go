@@ -38,7 +38,7 @@ func plantLeftBehind(t *testing.T, c *cli, name string) {
 	j, err := job.Parse(raw, name)
 	require.NoError(t, err)
 	j.Annotations = map[string]string{run.AnnotationHoldRef: run.HoldRef{LockNamespace: c.namespace, Target: "elsewhere", ClaimID: "dead"}.String()}
-	_, err = job.NewStore(testenv.Get(t).Client.CoreV1(), c.namespace, job.StoreOptions{}).Create(t.Context(), j)
+	_, err = job.NewStore(testenv.Get(t).Kube.CoreV1(), c.namespace, job.StoreOptions{}).Create(t.Context(), j)
 	require.NoError(t, err)
 }
 

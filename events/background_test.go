@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/metrics"
 )
 
@@ -42,7 +43,7 @@ func TestBackgroundKeepsEachObjectsOrder(t *testing.T) {
 	reg := metrics.NewRegistry()
 	m, err := NewMetrics(reg)
 	require.NoError(t, err)
-	rec := NewRecorder(cs.EventsV1(), Options{Metrics: m})
+	rec := NewRecorder(kubetest.EventsV1(cs.EventsV1()), Options{Metrics: m})
 	stop := rec.Background(1000, 4)
 
 	const objects, each = 20, 10
@@ -87,7 +88,7 @@ func TestBackgroundNeverBlocks(t *testing.T) {
 	reg := metrics.NewRegistry()
 	m, err := NewMetrics(reg)
 	require.NoError(t, err)
-	rec := NewRecorder(cs.EventsV1(), Options{Metrics: m})
+	rec := NewRecorder(kubetest.EventsV1(cs.EventsV1()), Options{Metrics: m})
 	stop := rec.Background(4, 1)
 
 	rec.Event(t.Context(), configMap("job"), false, "Reconcile", "Pending", "0")
@@ -117,7 +118,7 @@ func TestBackgroundStopIsBounded(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	rec := NewRecorder(cs.EventsV1(), Options{})
+	rec := NewRecorder(kubetest.EventsV1(cs.EventsV1()), Options{})
 	stop := rec.Background(100, 1)
 	for i := range 50 {
 		rec.Event(t.Context(), configMap("job"), false, "Reconcile", "Pending", fmt.Sprint(i))

@@ -18,10 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -35,7 +35,7 @@ var _ lock.EventRecorder = (*Recorder)(nil)
 
 // Recorder writes Events. The zero value and a nil *Recorder write nothing.
 type Recorder struct {
-	events   eventsv1client.EventsGetter
+	events   kube.EventsGetter
 	instance string
 	clock    clock.PassiveClock
 	logger   *logrus.Entry
@@ -65,7 +65,7 @@ type Options struct {
 }
 
 // NewRecorder returns a Recorder writing through events.
-func NewRecorder(events eventsv1client.EventsGetter, o Options) *Recorder {
+func NewRecorder(events kube.EventsGetter, o Options) *Recorder {
 	if o.Instance == "" {
 		o.Instance = os.Getenv("POD_NAME")
 	}

@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -42,8 +43,8 @@ func TestJobChanged(t *testing.T) {
 				})
 			}
 			clock := testingclock.NewFakeClock(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
-			rec := NewRecorder(cs.EventsV1(), Options{Clock: clock, Instance: "test"})
-			store := job.NewStore(cs.CoreV1(), "ci", job.StoreOptions{Clock: clock, OnChange: rec.JobChanged})
+			rec := NewRecorder(kubetest.EventsV1(cs.EventsV1()), Options{Clock: clock, Instance: "test"})
+			store := job.NewStore(kubetest.CoreV1(cs.CoreV1()), "ci", job.StoreOptions{Clock: clock, OnChange: rec.JobChanged})
 			j, err := store.Create(t.Context(), &job.Job{
 				TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 				ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
@@ -106,7 +107,7 @@ func TestJobChangedLevels(t *testing.T) {
 			t.Run(string(level)+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
 				cs := fake.NewClientset()
-				rec := NewRecorder(cs.EventsV1(), Options{Jobs: level})
+				rec := NewRecorder(kubetest.EventsV1(cs.EventsV1()), Options{Jobs: level})
 				rec.JobChanged(t.Context(), c.before, c.after)
 				list, err := cs.EventsV1().Events("ci").List(t.Context(), metav1.ListOptions{})
 				require.NoError(t, err)

@@ -17,11 +17,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -38,8 +38,8 @@ func TestIntegrationJobEvents(t *testing.T) {
 	l := logrus.New()
 	l.SetOutput(logs)
 	l.SetLevel(logrus.DebugLevel)
-	rec := NewRecorder(env.Client.EventsV1(), Options{Log: logrus.NewEntry(l)})
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{OnChange: rec.JobChanged})
+	rec := NewRecorder(env.Kube.EventsV1(), Options{Log: logrus.NewEntry(l)})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{OnChange: rec.JobChanged})
 	j, err := store.Create(t.Context(), &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
@@ -81,8 +81,8 @@ func TestIntegrationLockEvents(t *testing.T) {
 	l := logrus.New()
 	l.SetOutput(logs)
 	l.SetLevel(logrus.DebugLevel)
-	rec := NewRecorder(env.Client.EventsV1(), Options{Log: logrus.NewEntry(l)})
-	locks := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{Events: rec})
+	rec := NewRecorder(env.Kube.EventsV1(), Options{Log: logrus.NewEntry(l)})
+	locks := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, lock.Options{Events: rec})
 	req := func(repo, session string) lock.Request {
 		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, ClaimID: session}
 	}
@@ -130,11 +130,11 @@ func TestIntegrationBackgroundJobEvents(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	own, err := kubernetes.NewForConfig(rest.CopyConfig(env.RESTConfig))
+	own, err := kube.NewForConfig(rest.CopyConfig(env.RESTConfig))
 	require.NoError(t, err)
 	rec := NewRecorder(own.EventsV1(), Options{})
 	stop := rec.Background(DefaultQueueCapacity, DefaultWriters)
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{OnChange: rec.JobChanged})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{OnChange: rec.JobChanged})
 
 	const jobs = 20
 	var wg sync.WaitGroup

@@ -11,14 +11,15 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/kube"
 )
 
 // Store keeps job records as ConfigMaps in one namespace.
 type Store struct {
-	cms       corev1client.ConfigMapInterface
+	cms       kube.ConfigMapInterface
 	namespace string
 	clock     clock.PassiveClock
 	// noWatchList is what cms declares about streaming lists, which the
@@ -51,7 +52,7 @@ type StoreOptions struct {
 }
 
 // NewStore returns a Store for the job records in namespace.
-func NewStore(cms corev1client.ConfigMapsGetter, namespace string, o StoreOptions) *Store {
+func NewStore(cms kube.ConfigMapsGetter, namespace string, o StoreOptions) *Store {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 )
 
 const ns = "jobs"
@@ -38,7 +40,7 @@ func newStore(t *testing.T, objs ...runtime.Object) (*Store, *fake.Clientset, *t
 	t.Helper()
 	cs := fake.NewClientset(objs...)
 	clk := testingclock.NewFakeClock(epoch)
-	return NewStore(cs.CoreV1(), ns, StoreOptions{Clock: clk}), cs, clk
+	return NewStore(kubetest.CoreV1(cs.CoreV1()), ns, StoreOptions{Clock: clk}), cs, clk
 }
 
 func TestStoreCreate(t *testing.T) {
@@ -328,7 +330,7 @@ func TestNextBuildID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1", other, "counted per job name")
 
-	restarted := NewStore(cs.CoreV1(), ns, StoreOptions{})
+	restarted := NewStore(kubetest.CoreV1(cs.CoreV1()), ns, StoreOptions{})
 	got, err := restarted.NextBuildID(ctx, "deploy-web")
 	require.NoError(t, err)
 	assert.Equal(t, "4", got, "a new process continues the count")
@@ -400,7 +402,7 @@ func TestNextBuildIDBlocks(t *testing.T) {
 					return tt.block
 				}
 			}
-			s := NewStore(cs.CoreV1(), ns, opts)
+			s := NewStore(kubetest.CoreV1(cs.CoreV1()), ns, opts)
 			for i := 1; i <= tt.calls; i++ {
 				got, err := s.NextBuildID(ctx, "deploy-web")
 				require.NoError(t, err)
@@ -417,7 +419,7 @@ func TestNextBuildIDBlocks(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantStored, cm.Data[buildIDKey], "ids reserved")
 
-			other := NewStore(cs.CoreV1(), ns, opts)
+			other := NewStore(kubetest.CoreV1(cs.CoreV1()), ns, opts)
 			got, err := other.NextBuildID(ctx, "deploy-web")
 			require.NoError(t, err)
 			want, _ := strconv.Atoi(tt.wantStored)

@@ -9,13 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // noWatchListGetter is a fake clientset's ConfigMaps getter declaring, as
 // the clientset does, that it cannot serve streaming lists.
-type noWatchListGetter struct{ corev1client.ConfigMapsGetter }
+type noWatchListGetter struct{ kube.ConfigMapsGetter }
 
 func (noWatchListGetter) IsWatchListSemanticsUnSupported() bool { return true }
 
@@ -71,7 +73,7 @@ func TestStoreWatchAfter(t *testing.T) {
 			cs := fake.NewClientset(storedAt(t, "a", "1"), storedAt(t, "b", "1"))
 			fw := watch.NewFake()
 			cs.PrependWatchReactor("configmaps", k8stesting.DefaultWatchReactor(fw, nil))
-			s := NewStore(noWatchListGetter{cs.CoreV1()}, ns, StoreOptions{})
+			s := NewStore(noWatchListGetter{kubetest.CoreV1(cs.CoreV1())}, ns, StoreOptions{})
 			shown, err := s.List(t.Context(), ListOptions{})
 			require.NoError(t, err)
 			require.Len(t, shown, 2)

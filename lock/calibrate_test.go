@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 )
 
 // calibrating is a fake server clock (as servertime.Clock): it follows the
@@ -90,7 +92,7 @@ func TestAcquireCalibratesFirst(t *testing.T) {
 				clk.off, clk.synced = off, true
 			}
 			clk.hears(cs, off)
-			c := New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, Options{})
+			c := New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, Options{})
 			c.clk = clk
 			c.SetFreezeWindows(nil)
 
@@ -142,7 +144,7 @@ func TestExpiryJudgedWithUncertainty(t *testing.T) {
 			h.Expires = microPtr(expires)
 			cm := lockObject(t, record(h))
 			cs := fake.NewClientset(cm)
-			c := New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, Options{})
+			c := New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, Options{})
 			c.clk = &calibrating{FakeClock: testingclock.NewFakeClock(t0), synced: true, unc: tt.uncertainty}
 			req := request("1")
 			me, err := c.claim(t.Context(), req)

@@ -128,12 +128,12 @@ func TestIntegrationHolderOnDeadNode(t *testing.T) {
 			node, pod := podOnUnmanagedNode(t, env.Client, ns, "holder-"+target)
 			o := lock.Options{LostPodGrace: deadNodeGrace}
 			if tt.readNodes {
-				o.Nodes = env.Client.CoreV1()
+				o.Nodes = env.Kube.CoreV1()
 			}
 			if tt.evict {
 				o.LostPodGrace = time.Hour // only the eviction counts here
 			}
-			l := newClientWith(t, env.Client, ns, o)
+			l := newClientWith(t, env.Kube, ns, o)
 			mustAcquire(t, l, lock.Request{Target: target, Identity: clitest.Identity("web", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
 			done, queued := acquireAsync(t.Context(), l, lock.Request{Target: target, Identity: clitest.Identity("api", 1)})
 			awaitQueued(t, queued, "waiter")

@@ -72,7 +72,7 @@
 //
 //	sc := servertime.New(nil)
 //	cfg.Wrap(sc.WrapTransport) // the rest.Config of the clients below
-//	cs := kubernetes.NewForConfigOrDie(cfg)
+//	cs, err := kube.NewForConfig(cfg) // package github.com/lockctl/lockctl/kube
 //	c := lock.New(cs.CoreV1(), cs.CoreV1(), lockNamespace, sc, lock.Options{
 //		Nodes: cs.CoreV1(), // optional: judge a holder pod's node (get nodes)
 //		Log:   log,         // optional: a *logrus.Entry

@@ -63,9 +63,9 @@ type Estimate struct {
 // it has so far had left), then one typical hold (the median) for each
 // contender ahead, each hand-over moved past any freeze of the lock or
 // freeze window that covers it. It returns nil, saying nothing, when the
-// history has fewer than MinEstimateHolds holds, or when the holder has
-// already held longer than every past hold (its end cannot be read from
-// the history). With fewer than five holds, or holds spread wide (their
+// history has fewer than MinEstimateHolds holds, or when fewer than
+// MinEstimateHolds past holds lasted longer than the holder has held so
+// far (its end cannot be read from the history). With fewer than five holds, or holds spread wide (their
 // middle half wider than half the median), the estimate is a range from
 // the first to the third quartile (the shortest to the longest hold when
 // fewer than five) rather than one figure.
@@ -91,7 +91,10 @@ func EstimateWait(in EstimateInput) *Estimate {
 				rest = append(rest, d-held)
 			}
 		}
-		if len(rest) == 0 {
+		// NOTE: as for the history itself, fewer than MinEstimateHolds
+		// holds that lasted this long tell nothing of when this one ends
+		// (ADR 0076): one such hold would give a single figure.
+		if len(rest) < MinEstimateHolds {
 			return nil
 		}
 	}

@@ -24,7 +24,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 	const hold = 2 * time.Second
 	req := func(repo string, build int) lock.Request {
 		return lock.Request{Target: "production", Identity: clitest.Identity(repo, build), ClaimID: fmt.Sprint(repo, build)}

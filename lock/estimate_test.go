@@ -66,6 +66,15 @@ windows:
 			in: EstimateInput{HolderSince: ago(10 * time.Minute), Ahead: 1},
 		},
 		{
+			name: "only two past holds lasted as long as the holder has: nothing said", history: "regular.json",
+			in: EstimateInput{HolderSince: ago(250 * time.Second), Ahead: 1},
+		},
+		{
+			name: "three past holds lasted as long as the holder has", history: "regular.json",
+			in:   EstimateInput{HolderSince: ago(247 * time.Second)},
+			want: "about 5 s", wantBasis: "median hold 4m over the last 20",
+		},
+		{
 			name: "holds spread wide: a range", history: "spread.json",
 			in:   EstimateInput{Ahead: 1},
 			want: "2-12 min", wantBasis: "median hold 7m over the last 7, holds of 2m-12m",

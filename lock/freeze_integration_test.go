@@ -27,7 +27,7 @@ func TestIntegrationFreeze(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 	holder := lock.Request{Target: "prod", Identity: clitest.Identity("web", 1)}
 	mustAcquire(t, l, holder)
 
@@ -88,7 +88,7 @@ func TestIntegrationFreeze(t *testing.T) {
 func TestIntegrationFreezeEndsByItself(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
-	l := newClient(t, env.Client, env.Namespace(t))
+	l := newClient(t, env.Kube, env.Namespace(t))
 	_, err := l.Freeze(t.Context(), lock.FreezeRequest{Target: "qa", By: freezer, Reason: "short", Until: time.Now().Add(3 * time.Second)})
 	require.NoError(t, err)
 	h := mustAcquire(t, l, lock.Request{Target: "qa", Identity: clitest.Identity("web", 1)})
@@ -132,7 +132,7 @@ windows:
 `},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 	require.NoError(t, l.LoadFreezeWindows(t.Context()))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
@@ -151,7 +151,7 @@ windows:
 	mustAcquire(t, l, lock.Request{Target: "qa", Identity: clitest.Identity("web", 1)})
 
 	require.NoError(t, cms.Delete(t.Context(), lock.FreezeWindowsName, metav1.DeleteOptions{}))
-	l2 := newClient(t, env.Client, ns)
+	l2 := newClient(t, env.Kube, ns)
 	require.NoError(t, l2.LoadFreezeWindows(t.Context()))
 	h := mustAcquire(t, l2, lock.Request{Target: "prod", Identity: clitest.Identity("web", 2)})
 	assert.Nil(t, h.IgnoredFreeze)

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // TestIntegrationKeepWatching: a holder that
@@ -33,7 +33,7 @@ func TestIntegrationKeepWatching(t *testing.T) {
 	newClient := func() (*Client, *testenv.RequestLog) {
 		cfg := rest.CopyConfig(env.RESTConfig)
 		log := testenv.RecordRequests(cfg)
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := kube.NewForConfig(cfg)
 		require.NoError(t, err)
 		c := New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, Options{})
 		return c, log

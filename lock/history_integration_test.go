@@ -21,7 +21,7 @@ func TestIntegrationHistory(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 	req := func(repo, build string) lock.Request {
 		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}, ClaimID: repo + build}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -27,14 +28,14 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // fraction of it.
 const waitTimeout = time.Minute
 
-func newClient(t *testing.T, c kubernetes.Interface, ns string) *lock.Client {
+func newClient(t *testing.T, c kube.Interface, ns string) *lock.Client {
 	t.Helper()
 	return newClientWith(t, c, ns, lock.Options{})
 }
 
 // newClientWith is newClient with o, on the local clock: the test
 // processes share the API server's machine.
-func newClientWith(t *testing.T, c kubernetes.Interface, ns string, o lock.Options) *lock.Client {
+func newClientWith(t *testing.T, c kube.Interface, ns string, o lock.Options) *lock.Client {
 	t.Helper()
 	return lock.New(c.CoreV1(), c.CoreV1(), ns, clock.RealClock{}, o)
 }
@@ -97,7 +98,7 @@ func TestIntegrationAcquireFreeAndRelease(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 
 	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	assert.NotEmpty(t, h.Token, "fencing token")
@@ -130,7 +131,7 @@ func TestIntegrationFreeLockTakenWithOneWrite(t *testing.T) {
 	ns := env.Namespace(t)
 	cfg := rest.CopyConfig(env.RESTConfig)
 	counted := testenv.RecordRequests(cfg)
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kube.NewForConfig(cfg)
 	require.NoError(t, err)
 	l := newClient(t, cs, ns)
 
@@ -141,7 +142,7 @@ func TestIntegrationFreeLockTakenWithOneWrite(t *testing.T) {
 	assert.Equal(t, "POST", reqs[2].Verb, "one create: %v", reqs)
 
 	// A second contender finds the lock held: it joins the queue and waits.
-	done, queued := acquireAsync(t.Context(), newClient(t, env.Client, ns), lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)})
+	done, queued := acquireAsync(t.Context(), newClient(t, env.Kube, ns), lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)})
 	awaitQueued(t, queued, "second contender")
 	_, err = l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
 	require.NoError(t, err)
@@ -153,7 +154,7 @@ func TestIntegrationFreeLockTakenWithOneWrite(t *testing.T) {
 func TestIntegrationWaitForRelease(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
-	l := newClient(t, env.Client, env.Namespace(t))
+	l := newClient(t, env.Kube, env.Namespace(t))
 
 	first := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	done, queued := acquireAsync(t.Context(), l, lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)})
@@ -172,7 +173,7 @@ func TestIntegrationHolderPodEnds(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 
 	for _, end := range []string{"finishes", "is deleted"} {
 		t.Run(end, func(t *testing.T) {
@@ -202,7 +203,7 @@ func TestIntegrationHolderPodEnds(t *testing.T) {
 func TestIntegrationExpiredLockTakenOver(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
-	l := newClient(t, env.Client, env.Namespace(t))
+	l := newClient(t, env.Kube, env.Namespace(t))
 
 	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1), TTL: 2 * time.Second})
 	start := time.Now()
@@ -214,7 +215,7 @@ func TestIntegrationExpiredLockTakenOver(t *testing.T) {
 func TestIntegrationNewestWins(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
-	l := newClient(t, env.Client, env.Namespace(t))
+	l := newClient(t, env.Kube, env.Namespace(t))
 	other := lock.Request{Target: "staging", Identity: clitest.Identity("api", 1)}
 
 	t.Run("an older build gives up when a newer one waits", func(t *testing.T) {
@@ -257,7 +258,7 @@ func TestIntegrationReleaseByNonHolderRefused(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 
 	_, err := l.Release(t.Context(), "staging", clitest.Identity("web", 2), lock.ReleaseOptions{})
@@ -272,7 +273,7 @@ func TestIntegrationTimeoutLeavesLockAsFound(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	before, err := l.Get(t.Context(), "staging")
 	require.NoError(t, err)
@@ -294,7 +295,7 @@ func TestIntegrationNotALockIsLeftAlone(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 	theirs := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: lock.Name("staging"), Namespace: ns},
 		Data:       map[string]string{"precious": "yes"},
@@ -331,7 +332,7 @@ func TestIntegrationMutualExclusionGoroutines(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l := newClient(t, env.Client, ns)
+			l := newClient(t, env.Kube, ns)
 			for r := range rounds {
 				id := lock.Identity{Owner: "acme", Repo: fmt.Sprintf("repo-%d", i), Branch: "main", Build: fmt.Sprint(r + 1)}
 				ctx, cancel := context.WithTimeout(t.Context(), 2*waitTimeout)

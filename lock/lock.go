@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/liveness"
 )
 
@@ -38,8 +38,8 @@ const (
 // Client takes, waits for and releases namespace locks kept as ConfigMaps
 // in one lock namespace.
 type Client struct {
-	cms       corev1client.ConfigMapsGetter
-	pods      corev1client.PodsGetter
+	cms       kube.ConfigMapsGetter
+	pods      kube.PodsGetter
 	namespace string
 
 	// clk judges expiries and stamps records (see New).
@@ -47,7 +47,7 @@ type Client struct {
 	// log, nodes, events and the durations of opts are Options, with
 	// their defaults filled in.
 	log    *logrus.Entry
-	nodes  corev1client.NodesGetter
+	nodes  kube.NodesGetter
 	events EventRecorder
 	opts   Options
 
@@ -75,7 +75,7 @@ type Options struct {
 	// Nodes, when set, reads the node of a holder's pod, so a dead node is
 	// seen from the node itself; nil, or a Forbidden answer, means the
 	// pod's conditions alone are judged.
-	Nodes corev1client.NodesGetter
+	Nodes kube.NodesGetter
 	// Events, when set, records every change of a lock as an Event on its
 	// ConfigMap (the Reason constants); nil records none. Recording is
 	// best effort and never fails an operation.
@@ -92,7 +92,7 @@ type Options struct {
 // API server before the first decision. A test passes a fake clock, and a
 // program that means the local clock says so with clock.RealClock{}. New
 // panics when clk is nil: no Client silently judges on the local clock.
-func New(cms corev1client.ConfigMapsGetter, pods corev1client.PodsGetter, namespace string, clk clock.WithTicker, o Options) *Client {
+func New(cms kube.ConfigMapsGetter, pods kube.PodsGetter, namespace string, clk clock.WithTicker, o Options) *Client {
 	if clk == nil {
 		panic("lock.New: no clock given; pass the API server's clock (servertime.Clock), or clock.RealClock{} to mean the local one")
 	}

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 )
 
 const lockNS = "locks"
@@ -57,7 +59,7 @@ func newTestClient(t *testing.T, now time.Time, reactors func(*fake.Clientset), 
 	if reactors != nil {
 		reactors(cs)
 	}
-	c := New(cs.CoreV1(), cs.CoreV1(), lockNS, clock.RealClock{}, Options{})
+	c := New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, Options{})
 	c.clk = testingclock.NewFakeClock(now)
 	// NOTE: as if loaded (none), so the verbs the tests count are the
 	// lock's; readfirst_test.go tests the loading (unloaded).

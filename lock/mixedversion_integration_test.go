@@ -54,7 +54,7 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := newClient(t, env.Client, ns)
+	l := newClient(t, env.Kube, ns)
 
 	mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	newerWriter(t, env.Client, ns, "staging")

@@ -45,7 +45,7 @@ func acquireAllAsync(ctx context.Context, l *lock.Client, id lock.Identity, targ
 func TestIntegrationAcquireAll(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
-	l := newClient(t, env.Client, env.Namespace(t))
+	l := newClient(t, env.Kube, env.Namespace(t))
 	mustAcquire(t, l, lock.Request{Target: "b", Identity: clitest.Identity("holder", 1)})
 
 	first, firstQueued := acquireAllAsync(t.Context(), l, clitest.Identity("one", 1), "b", "a")
@@ -83,7 +83,7 @@ func TestIntegrationAcquireAll(t *testing.T) {
 func TestIntegrationAcquireAllGivesBack(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
-	l := newClient(t, env.Client, env.Namespace(t))
+	l := newClient(t, env.Kube, env.Namespace(t))
 	mustAcquire(t, l, lock.Request{Target: "b", Identity: clitest.Identity("holder", 1)})
 	_, err := l.AcquireAll(t.Context(), []lock.Request{
 		{Target: "a", Identity: clitest.Identity("web", 1)},

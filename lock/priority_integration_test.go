@@ -18,7 +18,7 @@ import (
 func TestIntegrationPriorityServesHighFirst(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
-	l := newClient(t, env.Client, env.Namespace(t))
+	l := newClient(t, env.Kube, env.Namespace(t))
 	holder := lock.Request{Target: "prod", Identity: clitest.Identity("web", 1)}
 	mustAcquire(t, l, holder)
 
@@ -65,7 +65,7 @@ func TestIntegrationPriorityServesHighFirst(t *testing.T) {
 func TestIntegrationPriorityNewestWinsWithinPriority(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
-	l := newClient(t, env.Client, env.Namespace(t))
+	l := newClient(t, env.Kube, env.Namespace(t))
 	holder := lock.Request{Target: "prod", Identity: clitest.Identity("db", 1)}
 	mustAcquire(t, l, holder)
 

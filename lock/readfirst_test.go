@@ -11,8 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // windowsObject is a freeze-windows ConfigMap of the lock namespace.
@@ -120,7 +122,7 @@ func TestInterruptedAfterJoining(t *testing.T) {
 	casConfigMaps(cs)
 	// The fake ignores contexts; a real client's read fails once its
 	// context ended.
-	c.cms = ctxConfigMaps{cs.CoreV1()}
+	c.cms = ctxConfigMaps{kubetest.CoreV1(cs.CoreV1())}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req := request("42")
@@ -145,14 +147,14 @@ func TestInterruptedAfterJoining(t *testing.T) {
 
 // ctxConfigMaps is a ConfigMaps client whose reads fail once their context
 // ended, as a real client's do.
-type ctxConfigMaps struct{ corev1client.ConfigMapsGetter }
+type ctxConfigMaps struct{ kube.ConfigMapsGetter }
 
-func (c ctxConfigMaps) ConfigMaps(ns string) corev1client.ConfigMapInterface {
+func (c ctxConfigMaps) ConfigMaps(ns string) kube.ConfigMapInterface {
 	return ctxConfigMapReads{c.ConfigMapsGetter.ConfigMaps(ns)}
 }
 
 type ctxConfigMapReads struct {
-	corev1client.ConfigMapInterface
+	kube.ConfigMapInterface
 }
 
 func (c ctxConfigMapReads) Get(ctx context.Context, name string, o metav1.GetOptions) (*corev1.ConfigMap, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -83,7 +84,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 	t.Run("mark added and removed; the next run is vouched for", func(t *testing.T) {
 		t.Parallel()
 		ns := env.Namespace(t)
-		l := newClient(t, env.Client, ns)
+		l := newClient(t, env.Kube, ns)
 		h := mustAcquire(t, l, runRequest("web", 1, "ci", true))
 		assert.False(t, h.Vouched, "a new lock vouches for nothing")
 		kept, rj := runJobsOf(t, env.Client, ns)
@@ -102,7 +103,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		// A new process: its client has not loaded the freeze windows.
 		cfg := rest.CopyConfig(env.RESTConfig)
 		counted := testenv.RecordRequests(cfg)
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := kube.NewForConfig(cfg)
 		require.NoError(t, err)
 		next := newClient(t, cs, ns)
 		looked := 0
@@ -125,7 +126,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 	t.Run("a re-entered hold's job keeps its namespace marked", func(t *testing.T) {
 		t.Parallel()
 		ns := env.Namespace(t)
-		l := newClient(t, env.Client, ns)
+		l := newClient(t, env.Kube, ns)
 		cleanRun(t, l, "web", 1, "ci")
 		holder := mustAcquire(t, l, runRequest("web", 2, "ci", false))
 		assert.True(t, holder.Vouched, "vouched for")
@@ -158,7 +159,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 	t.Run("a hold by lockctl acquire makes the next run look", func(t *testing.T) {
 		t.Parallel()
 		ns := env.Namespace(t)
-		l := newClient(t, env.Client, ns)
+		l := newClient(t, env.Kube, ns)
 		cleanRun(t, l, "web", 1, "ci")
 		mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("api", 1), TTL: time.Minute})
 		kept, rj := runJobsOf(t, env.Client, ns)
@@ -178,7 +179,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 	t.Run("a hold by an older lockctl makes the next run look", func(t *testing.T) {
 		t.Parallel()
 		ns := env.Namespace(t)
-		l := newClient(t, env.Client, ns)
+		l := newClient(t, env.Kube, ns)
 		cleanRun(t, l, "web", 1, "ci")
 		olderTakes(t, env.Client, ns)
 		kept, rj := runJobsOf(t, env.Client, ns)
@@ -196,7 +197,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 	t.Run("a deleted and re-created lock makes the next run look", func(t *testing.T) {
 		t.Parallel()
 		ns := env.Namespace(t)
-		l := newClient(t, env.Client, ns)
+		l := newClient(t, env.Kube, ns)
 		cleanRun(t, l, "web", 1, "ci")
 		require.NoError(t, env.Client.CoreV1().ConfigMaps(ns).Delete(t.Context(), lock.Name("staging"), metav1.DeleteOptions{}))
 		h := mustAcquire(t, l, runRequest("web", 2, "ci", false))

@@ -7,12 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
 )
@@ -34,7 +34,7 @@ func skewedClient(t *testing.T, env *testenv.Env, ns string, off time.Duration) 
 	sc := servertime.New(skewed{off: off})
 	cfg := rest.CopyConfig(env.RESTConfig)
 	cfg.Wrap(sc.WrapTransport)
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kube.NewForConfig(cfg)
 	require.NoError(t, err)
 	return lock.New(cs.CoreV1(), cs.CoreV1(), ns, sc, lock.Options{})
 }

@@ -8,7 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/lockctl/lockctl/kube"
 )
 
 // store is where the locks of one lock namespace live, one ConfigMap a
@@ -31,7 +32,7 @@ type store interface {
 
 // configMapStore is the store of the ConfigMaps of one namespace.
 type configMapStore struct {
-	cms       corev1client.ConfigMapsGetter
+	cms       kube.ConfigMapsGetter
 	namespace string
 }
 

@@ -9,8 +9,9 @@ import (
 	"github.com/robfig/cron/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lockctl/lockctl/kube"
 )
 
 // FreezeWindowsName is the ConfigMap of the lock namespace that holds the
@@ -92,7 +93,7 @@ func ParseFreezeWindows(data []byte) ([]FreezeWindow, error) {
 // FreezeWindowsName ConfigMap; none when it does not exist. A ConfigMap
 // that cannot be parsed is an error: lockctl refuses to deploy on a freeze
 // configuration it cannot read rather than ignore it.
-func LoadFreezeWindows(ctx context.Context, cms corev1client.ConfigMapsGetter, namespace string) ([]FreezeWindow, error) {
+func LoadFreezeWindows(ctx context.Context, cms kube.ConfigMapsGetter, namespace string) ([]FreezeWindow, error) {
 	cm, err := cms.ConfigMaps(namespace).Get(ctx, FreezeWindowsName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

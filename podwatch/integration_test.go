@@ -212,7 +212,7 @@ func TestIntegrationFollow(t *testing.T) {
 			logger := logrus.New()
 			logger.SetOutput(newTestWriter(t))
 			logger.SetLevel(logrus.DebugLevel)
-			f := New(env.Client.CoreV1(), ns, pod.Name, Options{Log: logrus.NewEntry(logger)})
+			f := New(env.Kube.CoreV1(), ns, pod.Name, Options{Log: logrus.NewEntry(logger)})
 			res, err := f.Follow(ctx, FollowOptions{Out: rec, OnEvent: rec.onEvent, DrainTimeout: 2 * time.Second})
 			cancel()
 			require.NoError(t, <-acted, "acting on the pod")

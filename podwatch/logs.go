@@ -16,7 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/lockctl/lockctl/kube"
 )
 
 // LogOpener opens a stream of the logs of one container of a pod.
@@ -45,12 +46,12 @@ var (
 
 // PodLogs returns the LogOpener that reads logs from the pods/log
 // subresource through the API server. It is the default of New.
-func PodLogs(pods corev1client.PodsGetter) LogOpener {
+func PodLogs(pods kube.PodsGetter) LogOpener {
 	return podLogs{pods: pods}
 }
 
 type podLogs struct {
-	pods corev1client.PodsGetter
+	pods kube.PodsGetter
 }
 
 func (p podLogs) OpenLogs(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
@@ -476,7 +477,7 @@ func (e *NoContainerError) Error() string {
 // PrintLogs writes to w the logs so far of each container of pod that
 // started, init containers first, or of the container called only when
 // only is set. Lines get a "[container] " prefix when there are several.
-func PrintLogs(ctx context.Context, w io.Writer, pods corev1client.PodsGetter, pod *corev1.Pod, only string) error {
+func PrintLogs(ctx context.Context, w io.Writer, pods kube.PodsGetter, pod *corev1.Pod, only string) error {
 	var names []string
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		if only == "" || c.Name == only {
@@ -499,7 +500,7 @@ func PrintLogs(ctx context.Context, w io.Writer, pods corev1client.PodsGetter, p
 	return errors.Join(errs...)
 }
 
-func copyLogs(ctx context.Context, w io.Writer, pods corev1client.PodsGetter, pod *corev1.Pod, container, prefix string) error {
+func copyLogs(ctx context.Context, w io.Writer, pods kube.PodsGetter, pod *corev1.Pod, container, prefix string) error {
 	rc, err := pods.Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container}).Stream(ctx)
 	if apierrors.IsBadRequest(err) {
 		return nil // the container has not started

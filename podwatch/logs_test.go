@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 )
 
 // TestPrintLogs: every container's logs, init containers first, prefixed
@@ -32,7 +34,7 @@ func TestPrintLogs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var buf bytes.Buffer
-			err := PrintLogs(t.Context(), &buf, cs.CoreV1(), pod, tt.only)
+			err := PrintLogs(t.Context(), &buf, kubetest.CoreV1(cs.CoreV1()), pod, tt.only)
 			if tt.wantErr != "" {
 				var nc *NoContainerError
 				require.ErrorAs(t, err, &nc)

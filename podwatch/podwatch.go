@@ -16,12 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/liveness"
 )
 
@@ -136,7 +136,7 @@ func (r Result) Succeeded() bool {
 type Follower struct {
 	clock     clock.Clock
 	logs      LogOpener
-	pods      corev1client.PodsGetter
+	pods      kube.PodsGetter
 	namespace string
 	name      string
 	selector  labels.Selector
@@ -155,21 +155,21 @@ type Options struct {
 }
 
 // New returns a Follower for the pod called name in namespace.
-func New(pods corev1client.PodsGetter, namespace, name string, o Options) *Follower {
+func New(pods kube.PodsGetter, namespace, name string, o Options) *Follower {
 	return newFollower(pods, namespace, name, nil, o)
 }
 
 // NewForSelector returns a Follower for the one pod in namespace that
 // matches selector. Follow fails with ErrAmbiguousSelector when more than
 // one pod matches.
-func NewForSelector(pods corev1client.PodsGetter, namespace string, selector labels.Selector, o Options) *Follower {
+func NewForSelector(pods kube.PodsGetter, namespace string, selector labels.Selector, o Options) *Follower {
 	if selector == nil {
 		selector = labels.Everything()
 	}
 	return newFollower(pods, namespace, "", selector, o)
 }
 
-func newFollower(pods corev1client.PodsGetter, namespace, name string, selector labels.Selector, o Options) *Follower {
+func newFollower(pods kube.PodsGetter, namespace, name string, selector labels.Selector, o Options) *Follower {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

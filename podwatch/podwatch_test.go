@@ -20,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
+	"github.com/lockctl/lockctl/kube"
 )
 
 const (
@@ -36,7 +38,7 @@ var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 // client-go's reflector then does not try; *fake.Clientset says so itself,
 // but its typed CoreV1 client does not.
 type noWatchList struct {
-	corev1client.PodsGetter
+	kube.PodsGetter
 }
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
@@ -82,7 +84,7 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 }
 
 func (h *harness) follower(selector labels.Selector, log *logrus.Entry) *Follower {
-	pods := noWatchList{h.cs.CoreV1()}
+	pods := noWatchList{kubetest.CoreV1(h.cs.CoreV1())}
 	var f *Follower
 	if selector != nil {
 		f = NewForSelector(pods, testNS, selector, Options{Clock: h.clock, Logs: h.kubelet, Log: log})
@@ -960,7 +962,7 @@ func TestPodLogs(t *testing.T) {
 	cs := fake.NewClientset()
 	opts := &corev1.PodLogOptions{Container: "main", Timestamps: true, Follow: true}
 
-	rc, err := PodLogs(cs.CoreV1()).OpenLogs(t.Context(), testNS, testPod, opts)
+	rc, err := PodLogs(kubetest.CoreV1(cs.CoreV1())).OpenLogs(t.Context(), testNS, testPod, opts)
 	require.NoError(t, err)
 	defer func() { _ = rc.Close() }()
 	body, err := io.ReadAll(rc)

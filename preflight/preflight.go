@@ -15,7 +15,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+
+	"github.com/lockctl/lockctl/kube"
 )
 
 // Permission is one verb on one resource, in a namespace ("" for a
@@ -79,7 +80,7 @@ func (e *MissingError) Error() string {
 // SelfSubjectAccessReview allowed, which every authenticated user has by
 // default) is not taken as a missing permission: the first forbidden answer
 // will tell.
-func Check(ctx context.Context, reviews authorizationv1client.SelfSubjectAccessReviewsGetter, where string, perms []Permission) error {
+func Check(ctx context.Context, reviews kube.SelfSubjectAccessReviewsGetter, where string, perms []Permission) error {
 	allowed := make([]bool, len(perms))
 	errs := make([]error, len(perms))
 	var wg sync.WaitGroup
@@ -110,7 +111,7 @@ func Check(ctx context.Context, reviews authorizationv1client.SelfSubjectAccessR
 
 // Can reports whether the caller has one permission; a review the API
 // server refuses to answer counts as no.
-func Can(ctx context.Context, reviews authorizationv1client.SelfSubjectAccessReviewsGetter, p Permission) (bool, error) {
+func Can(ctx context.Context, reviews kube.SelfSubjectAccessReviewsGetter, p Permission) (bool, error) {
 	ok, err := can(ctx, reviews, p)
 	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 		return false, nil
@@ -118,7 +119,7 @@ func Can(ctx context.Context, reviews authorizationv1client.SelfSubjectAccessRev
 	return ok, err
 }
 
-func can(ctx context.Context, reviews authorizationv1client.SelfSubjectAccessReviewsGetter, p Permission) (bool, error) {
+func can(ctx context.Context, reviews kube.SelfSubjectAccessReviewsGetter, p Permission) (bool, error) {
 	r, err := reviews.SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace:   p.Namespace,

@@ -18,11 +18,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -158,7 +158,7 @@ func TestIntegrationInjectedFaults(t *testing.T) {
 	for i := range contenders {
 		cfg, ft := faulty(env.RESTConfig, rate, &on)
 		transports = append(transports, ft)
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := kube.NewForConfig(cfg)
 		require.NoError(t, err)
 		l := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{WaiterTTL: ttl})
 		wg.Add(1)

@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -46,7 +46,7 @@ func lockClient(t testing.TB, cfg *rest.Config, ns string) *lock.Client {
 // lockClientWith is lockClient with o.
 func lockClientWith(t testing.TB, cfg *rest.Config, ns string, o lock.Options) *lock.Client {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	cs, err := kube.NewForConfig(rest.CopyConfig(cfg))
 	require.NoError(t, err)
 	return lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, o)
 }

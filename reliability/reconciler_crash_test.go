@@ -21,8 +21,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -41,8 +43,8 @@ const helperOptions = "LOCKCTL_HELPER_OPTIONS"
 func runReconcilerHelper() {
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 	if err == nil {
-		var cs kubernetes.Interface
-		if cs, err = kubernetes.NewForConfig(cfg); err == nil {
+		var cs kube.Interface
+		if cs, err = kube.NewForConfig(cfg); err == nil {
 			ns := os.Getenv(helperNS)
 			opts := scheduler.Options{MaxConcurrency: helperMaxConcurrency}
 			if o := os.Getenv(helperOptions); o != "" {
@@ -101,7 +103,7 @@ func startReconcilerMode(t *testing.T, mode, kubeconfig, ns string, options ...s
 // submitJobs stores n triggered jobs named job-000... in ns.
 func submitJobs(t *testing.T, cs kubernetes.Interface, ns string, n int) {
 	t.Helper()
-	store := job.NewStore(cs.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(kubetest.CoreV1(cs.CoreV1()), ns, job.StoreOptions{})
 	for i := range n {
 		_, err := store.Create(t.Context(), &job.Job{
 			TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
@@ -179,7 +181,7 @@ func TestIntegrationReconcilerCrash(t *testing.T) {
 	peak := podWorkload(ctx, t, env.Client, ns, 1500*time.Millisecond)
 
 	procs := []*exec.Cmd{startReconciler(t, env.Kubeconfig, ns), startReconciler(t, env.Kubeconfig, ns)}
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})
 	killed := 0
 	for {
 		all, err := store.List(ctx, job.ListOptions{})

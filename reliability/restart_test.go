@@ -137,7 +137,7 @@ func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
 			t.Logf("reconcile loop log (last 60 lines):\n%s", clitest.LastLines(logs.String(), 60))
 		}
 	})
-	c, err := scheduler.NewController(env.Client, ns, map[string]scheduler.Clientset{job.DefaultCluster: env.Client},
+	c, err := scheduler.NewController(env.Kube, ns, map[string]scheduler.Clientset{job.DefaultCluster: env.Kube},
 		scheduler.Options{PodNamespace: ns, MaxConcurrency: helperMaxConcurrency, Log: logrus.NewEntry(logger)})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
@@ -150,7 +150,7 @@ func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
 		}
 	}()
 
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})
 	terminal := func() int {
 		all, err := store.List(ctx, job.ListOptions{})
 		if err != nil {

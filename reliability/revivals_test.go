@@ -126,7 +126,7 @@ func TestIntegrationRevivalsCountLostPods(t *testing.T) {
 		_, err := env.Client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(finish), metav1.PatchOptions{})
 		require.NoError(t, err, "finish %s", name)
 	}
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})
 	waitAll("every job terminal", func(name string) bool {
 		j, err := store.Get(ctx, name)
 		return err == nil && j.IsTerminal()

@@ -94,7 +94,7 @@ func TestIntegrationSoak(t *testing.T) {
 	s.proxy.Thaw()
 
 	// Every job ends and every lock is freed, with the reconcilers running.
-	store := job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})
+	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})
 	require.Eventually(t, func() bool {
 		jobs, err := store.List(t.Context(), job.ListOptions{})
 		if err != nil {

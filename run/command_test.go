@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -61,7 +62,7 @@ func (o *stopObserver) Exited(ps *os.ProcessState, _ error) {
 func TestCommandNotRenewed(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
-	c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
+	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 6 * time.Second}, HoldOptions{})
 	require.NoError(t, err)

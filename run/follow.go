@@ -11,11 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/liveness"
 	"github.com/lockctl/lockctl/podwatch"
 )
@@ -74,7 +74,7 @@ func (r Replacement) String() string {
 // under the same name; once the job has ended (store says so), the follow
 // ends. It returns nil when the pod finished or the job ended, and an
 // error wrapping ctx.Err() when ctx ends first.
-func FollowJob(ctx context.Context, store *job.Store, pods corev1client.PodsGetter, podNamespace, name string, o FollowOptions) error {
+func FollowJob(ctx context.Context, store *job.Store, pods kube.PodsGetter, podNamespace, name string, o FollowOptions) error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -107,7 +107,7 @@ func FollowJob(ctx context.Context, store *job.Store, pods corev1client.PodsGett
 // reconciler created again (not deleted, not taken away, not finished), and
 // reports true, or until the job has ended, and reports false. It tells
 // o.OnReplace which.
-func awaitReplacement(ctx context.Context, store *job.Store, pods corev1client.PodInterface, name, what string, o FollowOptions) (bool, error) {
+func awaitReplacement(ctx context.Context, store *job.Store, pods kube.PodInterface, name, what string, o FollowOptions) (bool, error) {
 	told := false
 	for {
 		j, err := store.Get(ctx, name)

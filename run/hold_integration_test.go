@@ -63,7 +63,7 @@ func TestIntegrationHoldSeveralLocksNoDeadlock(t *testing.T) {
 			slices.Reverse(set)
 		}
 		wg.Go(func() {
-			l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+			l := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 			for r := range rounds {
 				id := ident(fmt.Sprintf("repo-%d", i), fmt.Sprint(r+1))
 				ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
@@ -115,7 +115,7 @@ func TestIntegrationHoldLosingOneOfSeveral(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+	l := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 	// A short TTL: renewals every second.
@@ -148,7 +148,7 @@ func TestIntegrationCancelInProgressStopsACommand(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+	l := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 
@@ -223,7 +223,7 @@ func TestIntegrationCancelInProgressSparesAcquire(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	l := lock.New(env.Client.CoreV1(), env.Client.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+	l := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -51,7 +52,7 @@ func stepUntil(t *testing.T, te *fakeEnv, ch <-chan error, every time.Duration) 
 func TestHoldSeveralLocks(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
-	c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
+	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	obs := &recordingObserver{}
 	h, err := AcquireAll(t.Context(), c, []lock.Request{
@@ -76,7 +77,7 @@ func TestHoldSeveralLocks(t *testing.T) {
 func TestHoldCancelled(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
-	c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
+	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 	old := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}
 	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: old, TTL: 3 * time.Second, Cancelable: true}, HoldOptions{})
 	require.NoError(t, err)
@@ -141,7 +142,7 @@ func TestHoldTimings(t *testing.T) {
 func TestHoldNotRenewed(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
-	c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
+	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	obs := &failObserver{}
 	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 6 * time.Second}, HoldOptions{Observer: obs})
@@ -246,7 +247,7 @@ func writes(te *fakeEnv) int {
 func TestHoldReentered(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
-	c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
+	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
 	first, err := c.Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: time.Hour})
 	require.NoError(t, err)
@@ -316,7 +317,7 @@ func TestHoldReenteredNearItsExpiry(t *testing.T) {
 	t.Run("renewed at once", func(t *testing.T) {
 		t.Parallel()
 		te := newFakeEnv(t)
-		c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
+		c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 		h := take(t, te, c, 30*time.Second)
 		require.Eventually(t, func() bool {
 			st, err := c.Get(t.Context(), "staging")
@@ -329,7 +330,7 @@ func TestHoldReenteredNearItsExpiry(t *testing.T) {
 	t.Run("given up in time", func(t *testing.T) {
 		t.Parallel()
 		te := newFakeEnv(t)
-		c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
+		c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 		start := te.clock.Now()
 		obs := &failObserver{}
 		first, err := c.Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: 40 * time.Second})

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -62,7 +62,7 @@ const holdSlack = time.Second
 // their locks. It is the scheduler's RunChecker for a reconcile loop, and
 // what a run sweeps with; it is safe for concurrent use.
 type HoldChecker struct {
-	core  corev1client.CoreV1Interface
+	core  kube.CoreV1Interface
 	clock clock.WithTicker
 
 	mu      sync.Mutex
@@ -83,7 +83,7 @@ type HoldCheckerOptions struct {
 // NewHoldChecker returns a HoldChecker reading locks, their holder pods and
 // those pods' nodes through core, in the cluster where the runs' job records
 // live.
-func NewHoldChecker(core corev1client.CoreV1Interface, o HoldCheckerOptions) *HoldChecker {
+func NewHoldChecker(core kube.CoreV1Interface, o HoldCheckerOptions) *HoldChecker {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

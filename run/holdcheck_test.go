@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -93,7 +94,7 @@ func TestHoldCheckerCheck(t *testing.T) {
 				j.Annotations = map[string]string{AnnotationHoldRef: tt.session}
 			}
 
-			gotEnded, gotRecheck, err := NewHoldChecker(te.cs.CoreV1(), HoldCheckerOptions{Clock: te.clock}).Check(t.Context(), j)
+			gotEnded, gotRecheck, err := NewHoldChecker(kubetest.CoreV1(te.cs.CoreV1()), HoldCheckerOptions{Clock: te.clock}).Check(t.Context(), j)
 
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantEnded, gotEnded)
@@ -107,7 +108,7 @@ func TestHoldCheckerCheck(t *testing.T) {
 func hold(session string) func(*testing.T, *fakeEnv) {
 	return func(t *testing.T, te *fakeEnv) {
 		t.Helper()
-		c := lock.New(te.cs.CoreV1(), te.cs.CoreV1(), "default", te.clock, lock.Options{})
+		c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 		_, _, err := c.TryAcquire(t.Context(), lock.Request{
 			Target: "staging", ClaimID: session, TTL: 30 * time.Second,
 			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
@@ -135,7 +136,7 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 func TestHoldCheckerLockClients(t *testing.T) {
 	t.Parallel()
 	clk := testingclock.NewFakeClock(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
-	c := NewHoldChecker(fake.NewClientset().CoreV1(), HoldCheckerOptions{Clock: clk}).client("locks")
+	c := NewHoldChecker(kubetest.CoreV1(fake.NewClientset().CoreV1()), HoldCheckerOptions{Clock: clk}).client("locks")
 	assert.Same(t, clk, c.Clock(), "the clock given")
 	assert.NotNil(t, c.Options().Nodes, "nodes are read")
 	assert.Equal(t, "locks", c.Namespace())

@@ -13,12 +13,12 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/podwatch"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -68,7 +68,7 @@ type Jobs struct {
 	namespace string
 	opts      JobsOptions
 	clock     clock.Clock
-	pods      map[string]corev1client.PodsGetter
+	pods      map[string]kube.PodsGetter
 	cleaner   *scheduler.Reconciler
 }
 
@@ -82,7 +82,7 @@ func NewJobs(jobs scheduler.Clientset, namespace string, o JobsOptions) (*Jobs, 
 		o.LockClock = o.Scheduler.Clock
 	}
 	o.FollowLog, o.Log = logutil.OrDiscard(o.FollowLog), logutil.OrDiscard(o.Log)
-	pods := make(map[string]corev1client.PodsGetter, len(o.Clusters))
+	pods := make(map[string]kube.PodsGetter, len(o.Clusters))
 	for alias, cs := range o.Clusters {
 		pods[alias] = kubeclient.CoreV1(cs)
 	}
@@ -284,7 +284,7 @@ type finalJob struct {
 
 // drive runs the controller restricted to the job, follows its pod and
 // waits for the job to end, for the lock to be lost, or for ctx to end.
-func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods corev1client.PodsGetter) (*job.Job, error) {
+func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods kube.PodsGetter) (*job.Job, error) {
 	ctlCtx, stopCtl := context.WithCancel(ctx)
 	ctlDone := make(chan error, 1)
 	go func() { ctlDone <- ctl.Run(ctlCtx) }()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -32,7 +33,7 @@ func TestPodLocker(t *testing.T) {
 	first, second := jobPod("first", "1"), jobPod("second", "2")
 	assert.Equal(t, lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, PodIdentity(first))
 
-	locker := NewPodLocker(lock.New(cs.CoreV1(), cs.CoreV1(), "default", clock.RealClock{}, lock.Options{}))
+	locker := NewPodLocker(lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), "default", clock.RealClock{}, lock.Options{}))
 	held, err := locker.TryAcquire(t.Context(), "staging", first)
 	require.NoError(t, err)
 	assert.True(t, held, "a free lock is taken")

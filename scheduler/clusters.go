@@ -11,9 +11,9 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // ClusterState is how a build cluster answered the last check.
@@ -136,7 +136,7 @@ func probePod(namespace string) *corev1.Pod {
 
 // ReadClusterStatus returns the recorded reachability of each build cluster,
 // empty if no reconciler recorded any yet.
-func ReadClusterStatus(ctx context.Context, cms corev1client.ConfigMapInterface) (map[string]ClusterStatus, error) {
+func ReadClusterStatus(ctx context.Context, cms kube.ConfigMapInterface) (map[string]ClusterStatus, error) {
 	st, _, err := readClusterStatus(ctx, cms)
 	return st, err
 }
@@ -144,7 +144,7 @@ func ReadClusterStatus(ctx context.Context, cms corev1client.ConfigMapInterface)
 // readClusterStatus returns the recorded status and the ConfigMap it was
 // read from (nil when there is none), whose resourceVersion a write of a
 // status derived from it must be conditional on.
-func readClusterStatus(ctx context.Context, cms corev1client.ConfigMapInterface) (map[string]ClusterStatus, *corev1.ConfigMap, error) {
+func readClusterStatus(ctx context.Context, cms kube.ConfigMapInterface) (map[string]ClusterStatus, *corev1.ConfigMap, error) {
 	cm, err := cms.Get(ctx, ClusterStatusName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return map[string]ClusterStatus{}, nil, nil

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 )
@@ -181,7 +182,7 @@ func BenchmarkIntegrationTriggeredToPending(b *testing.B) {
 		cfg := rest.CopyConfig(env.RESTConfig)
 		cfg.QPS, cfg.Burst = 200, 400
 		submitter := kubernetes.NewForConfigOrDie(cfg)
-		store := job.NewStore(submitter.CoreV1(), ns, job.StoreOptions{})
+		store := job.NewStore(kubetest.CoreV1(submitter.CoreV1()), ns, job.StoreOptions{})
 		for i := range jobs {
 			_, err := store.Create(b.Context(), &job.Job{
 				TypeMeta:   jobTypeMeta,
@@ -193,7 +194,7 @@ func BenchmarkIntegrationTriggeredToPending(b *testing.B) {
 		var requests atomic.Int64
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, n: &requests} })
 		cs := kubernetes.NewForConfigOrDie(cfg)
-		c, err := NewController(cs, ns, map[string]Clientset{job.DefaultCluster: cs}, Options{Workers: benchWorkers()})
+		c, err := NewController(kubetest.Clients(cs), ns, map[string]Clientset{job.DefaultCluster: kubetest.Clients(cs)}, Options{Workers: benchWorkers()})
 		require.NoError(b, err)
 		ctx, cancel := context.WithCancel(b.Context())
 		runDone := make(chan error, 1)

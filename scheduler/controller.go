@@ -9,12 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // Timing of the Controller.
@@ -77,7 +77,7 @@ func NewController(jobs Clientset, namespace string, clusters map[string]Clients
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lockctl-jobs", Clock: opts.Clock}),
 	}
-	pods := make(map[string]corev1client.PodsGetter, len(clusters))
+	pods := make(map[string]kube.PodsGetter, len(clusters))
 	nodes := make(map[string]func(string) *corev1.Node, len(clusters))
 	for alias, cs := range clusters {
 		cc := &clusterConn{alias: alias, cs: cs, poke: make(chan struct{}, 1)}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/metrics"
 )
@@ -23,7 +24,7 @@ func (h *harness) controller(opts Options) *Controller {
 	if opts.PodNamespace == "" {
 		opts.PodNamespace = podNS
 	}
-	c, err := NewController(h.jobs, jobNS, map[string]Clientset{job.DefaultCluster: h.build}, opts)
+	c, err := NewController(kubetest.Clients(h.jobs), jobNS, map[string]Clientset{job.DefaultCluster: kubetest.Clients(h.build)}, opts)
 	require.NoError(h.t, err)
 	return c
 }

@@ -13,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/liveness"
 )
 
@@ -84,7 +84,7 @@ func (it *itest) updatePodStatus(name string, change func(*corev1.Pod)) *corev1.
 
 // withoutNodes returns a client of a user that may do in the test's
 // namespace what the reconciler needs, and may not read nodes.
-func (it *itest) withoutNodes() kubernetes.Interface {
+func (it *itest) withoutNodes() kube.Interface {
 	it.t.Helper()
 	user := "reconciler-" + it.ns
 	it.env.Grant(it.t, it.ns, "reconciler", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, []rbacv1.PolicyRule{
@@ -93,7 +93,7 @@ func (it *itest) withoutNodes() kubernetes.Interface {
 	})
 	cfg := rest.CopyConfig(it.env.RESTConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kube.NewForConfig(cfg)
 	require.NoError(it.t, err)
 	return cs
 }
@@ -120,7 +120,7 @@ func TestIntegrationDeadNode(t *testing.T) {
 			it := newITest(t)
 			dead := "dead-" + it.ns[len(it.ns)-5:]
 			it.addNode(dead, false)
-			cs := it.env.Client
+			cs := it.env.Kube
 			if !tc.nodes {
 				cs = it.withoutNodes()
 			}

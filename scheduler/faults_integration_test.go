@@ -16,23 +16,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/preflight"
 )
 
 // closedPortClient returns a clientset for an API server address nothing
 // listens on: every call is refused at once.
-func closedPortClient(t *testing.T) kubernetes.Interface {
+func closedPortClient(t *testing.T) kube.Interface {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	cs, err := kube.NewForConfig(&rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 	require.NoError(t, err)
 	return cs
 }
@@ -40,7 +40,7 @@ func closedPortClient(t *testing.T) kubernetes.Interface {
 // silentClient returns a clientset for an API server that accepts
 // connections and never answers, as a host behind a firewall that drops
 // packets would.
-func silentClient(t *testing.T) kubernetes.Interface {
+func silentClient(t *testing.T) kube.Interface {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -67,7 +67,7 @@ func silentClient(t *testing.T) kubernetes.Interface {
 			c.Close()
 		}
 	})
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: "https://" + l.Addr().String(), TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	cs, err := kube.NewForConfig(&rest.Config{Host: "https://" + l.Addr().String(), TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 	require.NoError(t, err)
 	return cs
 }
@@ -96,7 +96,7 @@ func TestIntegrationBuildClusterAwayAndBack(t *testing.T) {
 	t.Parallel()
 	it := newITest(t)
 	far := it.secondCluster()
-	it.run(Options{Log: testLog(t)}, map[string]Clientset{"default": it.env.Client, "far": far.Client})
+	it.run(Options{Log: testLog(t)}, map[string]Clientset{"default": it.env.Kube, "far": far.Kube})
 
 	it.submit("far-running", onCluster("far"))
 	it.waitState("far-running", job.Pending)
@@ -154,8 +154,8 @@ func TestIntegrationOnceWithUnreachableClusters(t *testing.T) {
 	it.submit("near")
 	it.submit("refused", onCluster("refused"))
 	it.submit("silent", onCluster("silent"))
-	c, err := NewController(it.env.Client, it.ns, map[string]Clientset{
-		"default": it.env.Client, "refused": closedPortClient(t), "silent": silentClient(t),
+	c, err := NewController(it.env.Kube, it.ns, map[string]Clientset{
+		"default": it.env.Kube, "refused": closedPortClient(t), "silent": silentClient(t),
 	}, Options{})
 	require.NoError(t, err)
 
@@ -190,7 +190,7 @@ func TestIntegrationCancelWhileConnecting(t *testing.T) {
 	it := newITest(t)
 	it.submit("silent", onCluster("silent"))
 	for _, once := range []bool{false, true} {
-		c, err := NewController(it.env.Client, it.ns, map[string]Clientset{"silent": silentClient(t)}, Options{})
+		c, err := NewController(it.env.Kube, it.ns, map[string]Clientset{"silent": silentClient(t)}, Options{})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
@@ -224,7 +224,7 @@ func TestIntegrationJobAPIServerUnreachable(t *testing.T) {
 	it := newITest(t)
 	for _, once := range []bool{false, true} {
 		cs := closedPortClient(t)
-		c, err := NewController(cs, it.ns, map[string]Clientset{"default": it.env.Client}, Options{})
+		c, err := NewController(cs, it.ns, map[string]Clientset{"default": it.env.Kube}, Options{})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(t.Context(), probeTimeout+5*time.Second)
 		if once {
@@ -266,7 +266,7 @@ func TestIntegrationPreflight(t *testing.T) {
 	})
 	cfg := rest.CopyConfig(it.env.RESTConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kube.NewForConfig(cfg)
 	require.NoError(t, err)
 
 	err = Preflight(t.Context(), cs, it.ns, map[string]Clientset{"default": cs, "away": closedPortClient(t)}, "", false)
@@ -274,7 +274,7 @@ func TestIntegrationPreflight(t *testing.T) {
 	require.ErrorAs(t, err, &missing)
 	assert.Equal(t, `missing permissions in build cluster "default": cannot watch pods -n `+it.ns, err.Error())
 	require.ErrorAs(t, Preflight(t.Context(), cs, it.ns, map[string]Clientset{"default": cs}, "", true), &missing, "a dry run reads from watches too")
-	require.NoError(t, Preflight(t.Context(), it.env.Client, it.ns, map[string]Clientset{"default": it.env.Client}, "", false))
+	require.NoError(t, Preflight(t.Context(), it.env.Kube, it.ns, map[string]Clientset{"default": it.env.Kube}, "", false))
 
 	start := time.Now()
 	err = Preflight(t.Context(), closedPortClient(t), it.ns, nil, "", false)
@@ -296,7 +296,7 @@ func TestIntegrationClusterStatusConcurrentRecords(t *testing.T) {
 	recorded := make([]error, writers)
 	var wg sync.WaitGroup
 	for i := range writers {
-		r, err := NewReconciler(it.env.Client.CoreV1(), it.ns, nil, Options{})
+		r, err := NewReconciler(it.env.Kube.CoreV1(), it.ns, nil, Options{})
 		require.NoError(t, err)
 		wg.Go(func() {
 			recorded[i] = r.recordCluster(t.Context(), fmt.Sprintf("c%d", i), ClusterStatus{State: ClusterReachable, Namespace: it.ns})

@@ -19,11 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 )
 
 const (
@@ -56,7 +57,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 	if opts.PodNamespace == "" {
 		opts.PodNamespace = podNS
 	}
-	r, err := NewReconciler(h.jobs.CoreV1(), jobNS, map[string]corev1client.PodsGetter{job.DefaultCluster: h.build.CoreV1()}, opts)
+	r, err := NewReconciler(kubetest.CoreV1(h.jobs.CoreV1()), jobNS, map[string]kube.PodsGetter{job.DefaultCluster: kubetest.CoreV1(h.build.CoreV1())}, opts)
 	require.NoError(t, err)
 	h.r = r
 	h.store = r.Store()

@@ -34,7 +34,7 @@ func newITest(t *testing.T) *itest {
 	t.Helper()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	return &itest{t: t, env: env, ns: ns, store: job.NewStore(env.Client.CoreV1(), ns, job.StoreOptions{})}
+	return &itest{t: t, env: env, ns: ns, store: job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{})}
 }
 
 // run runs a Controller over the test's namespace until the test ends;
@@ -42,9 +42,9 @@ func newITest(t *testing.T) *itest {
 func (it *itest) run(opts Options, clusters map[string]Clientset) {
 	it.t.Helper()
 	if clusters == nil {
-		clusters = map[string]Clientset{job.DefaultCluster: it.env.Client}
+		clusters = map[string]Clientset{job.DefaultCluster: it.env.Kube}
 	}
-	c, err := NewController(it.env.Client, it.ns, clusters, opts)
+	c, err := NewController(it.env.Kube, it.ns, clusters, opts)
 	require.NoError(it.t, err)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(it.t.Context()))
 	done := make(chan error, 1)
@@ -362,7 +362,7 @@ func TestIntegrationTwoBuildClusters(t *testing.T) {
 	t.Cleanup(second.Stop)
 	_, err = second.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: it.ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	it.run(Options{}, map[string]Clientset{"default": it.env.Client, "second": second.Client})
+	it.run(Options{}, map[string]Clientset{"default": it.env.Kube, "second": second.Kube})
 
 	it.submit("here", exits("0", "100ms"))
 	it.submit("there", exits("0", "100ms"), func(j *job.Job) { j.Spec.Cluster = "second" })

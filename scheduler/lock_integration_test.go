@@ -35,7 +35,7 @@ func (l lockAdapter) Release(ctx context.Context, target string, pod *corev1.Pod
 func TestIntegrationLockedJobsTakeTurns(t *testing.T) {
 	t.Parallel()
 	it := newITest(t)
-	locker := lockAdapter{c: lock.New(it.env.Client.CoreV1(), it.env.Client.CoreV1(), it.ns, clock.RealClock{}, lock.Options{})}
+	locker := lockAdapter{c: lock.New(it.env.Kube.CoreV1(), it.env.Kube.CoreV1(), it.ns, clock.RealClock{}, lock.Options{})}
 	it.run(Options{Locker: locker}, nil)
 	locked := func(j *job.Job) { j.Spec.Lock = &job.LockSpec{Namespace: "staging"} }
 	it.submit("first", locked, exits("0", "1500ms"))

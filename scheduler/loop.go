@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/metrics"
 )
 
@@ -114,8 +113,8 @@ func (l *Loop) RunOnce(ctx context.Context) (OnceResult, error) {
 
 // PodsGetters returns the pods client of each build cluster (alias →
 // clientset), as NewPruner takes them.
-func PodsGetters(clusters map[string]Clientset) map[string]corev1client.PodsGetter {
-	out := make(map[string]corev1client.PodsGetter, len(clusters))
+func PodsGetters(clusters map[string]Clientset) map[string]kube.PodsGetter {
+	out := make(map[string]kube.PodsGetter, len(clusters))
 	for alias, cs := range clusters {
 		out[alias] = cs.CoreV1()
 	}

@@ -42,12 +42,12 @@ func TestIntegrationOncePassDuplicates(t *testing.T) {
 				}
 			}
 		}
-		clusters := map[string]Clientset{job.DefaultCluster: it.env.Client}
+		clusters := map[string]Clientset{job.DefaultCluster: it.env.Kube}
 
 		// The first runs start (their pods exist when they are superseded),
 		// then three newer runs of each arrive.
 		submit(0)
-		first, err := NewController(it.env.Client, it.ns, clusters, Options{Workers: workers})
+		first, err := NewController(it.env.Kube, it.ns, clusters, Options{Workers: workers})
 		require.NoError(t, err)
 		require.NoError(t, first.RunOnce(t.Context()), "round %d: the first pass", round)
 		for r := 1; r < runs; r++ {
@@ -64,7 +64,7 @@ func TestIntegrationOncePassDuplicates(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "round %d: lockctl reconcile --once exits 0:\n%s", round, out)
 		} else {
-			c, err := NewController(it.env.Client, it.ns, clusters, Options{Workers: workers, OnJobChange: func(_ context.Context, before, after *job.Job) {
+			c, err := NewController(it.env.Kube, it.ns, clusters, Options{Workers: workers, OnJobChange: func(_ context.Context, before, after *job.Job) {
 				if after.IsTerminal() && !before.IsTerminal() {
 					mu.Lock()
 					ended[after.Name]++

@@ -12,11 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/metrics"
 )
 
@@ -125,16 +125,16 @@ func (r ConfigRetention) PruneOptions() (PruneOptions, error) {
 // once: one deletes, the others find the object gone.
 type Pruner struct {
 	store     *job.Store
-	cms       corev1client.ConfigMapInterface
+	cms       kube.ConfigMapInterface
 	namespace string
 	podNS     string
-	clusters  map[string]corev1client.PodsGetter
+	clusters  map[string]kube.PodsGetter
 	opts      PruneOptions
 }
 
 // NewPruner returns a Pruner for the job records in namespace, whose pods
 // run in the given build clusters (alias → client).
-func NewPruner(cms corev1client.ConfigMapsGetter, namespace string, clusters map[string]corev1client.PodsGetter, opts PruneOptions) *Pruner {
+func NewPruner(cms kube.ConfigMapsGetter, namespace string, clusters map[string]kube.PodsGetter, opts PruneOptions) *Pruner {
 	if opts.JobRetention == 0 {
 		opts.JobRetention = DefaultJobRetention
 	}

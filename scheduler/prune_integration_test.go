@@ -11,10 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // TestIntegrationPruner runs jobs to their end with a real reconciler, then
@@ -40,19 +40,19 @@ func TestIntegrationPruner(t *testing.T) {
 
 	// Ten minutes on: every finished job is older than both ages.
 	opts := PruneOptions{JobRetention: 5 * time.Minute, PodRetention: time.Minute, Clock: testingclock.NewFakeClock(time.Now().Add(10 * time.Minute))}
-	clusters := map[string]corev1client.PodsGetter{job.DefaultCluster: it.env.Client.CoreV1()}
+	clusters := map[string]kube.PodsGetter{job.DefaultCluster: it.env.Kube.CoreV1()}
 	wantPods := []string{"deploy", "nightly-1", "nightly-2"}
 	wantJobs := []string{"deploy", "nightly-1"}
 
 	dry := opts
 	dry.DryRun = true
-	res, err := NewPruner(it.env.Client.CoreV1(), it.ns, clusters, dry).Prune(t.Context())
+	res, err := NewPruner(it.env.Kube.CoreV1(), it.ns, clusters, dry).Prune(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, wantPods, prunedNames(res, "pod"), "dry run: pods that would go")
 	assert.Equal(t, wantJobs, prunedNames(res, "job"), "dry run: records that would go")
 	assert.Equal(t, []string{"deploy", "nightly-1", "nightly-2", "running"}, it.recordNames(), "a dry run deletes nothing")
 
-	res, err = NewPruner(it.env.Client.CoreV1(), it.ns, clusters, opts).Prune(t.Context())
+	res, err = NewPruner(it.env.Kube.CoreV1(), it.ns, clusters, opts).Prune(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, wantPods, prunedNames(res, "pod"))
 	assert.Equal(t, wantJobs, prunedNames(res, "job"))
@@ -62,7 +62,7 @@ func TestIntegrationPruner(t *testing.T) {
 	}, waitFor, 20*time.Millisecond, "the pods are gone, finalizers and all")
 	assert.NotNil(t, it.pod("running"), "the unfinished job's pod stays")
 
-	res, err = NewPruner(it.env.Client.CoreV1(), it.ns, clusters, opts).Prune(t.Context())
+	res, err = NewPruner(it.env.Kube.CoreV1(), it.ns, clusters, opts).Prune(t.Context())
 	require.NoError(t, err)
 	assert.Empty(t, res.Deleted, "a second prune finds nothing")
 
@@ -71,7 +71,7 @@ func TestIntegrationPruner(t *testing.T) {
 			j.Spec.Job, j.Spec.Type, j.Spec.Refs = "other", job.Postsubmit, &job.Refs{Org: "acme", Repo: "web"}
 		})
 		it.waitState("late", job.Success)
-		cms := &changeBeforeDelete{ConfigMapsGetter: it.env.Client.CoreV1(), t: t, name: "late"}
+		cms := &changeBeforeDelete{ConfigMapsGetter: it.env.Kube.CoreV1(), t: t, name: "late"}
 		res, err := NewPruner(cms, it.ns, clusters, opts).Prune(t.Context())
 		require.NoError(t, err)
 		assert.NotContains(t, prunedNames(res, "job"), "late")
@@ -106,17 +106,17 @@ func (it *itest) recordNames() []string {
 // changeBeforeDelete changes the record called name just before the pruner
 // deletes it, as another writer could.
 type changeBeforeDelete struct {
-	corev1client.ConfigMapsGetter
+	kube.ConfigMapsGetter
 	t    *testing.T
 	name string
 }
 
-func (c *changeBeforeDelete) ConfigMaps(ns string) corev1client.ConfigMapInterface {
+func (c *changeBeforeDelete) ConfigMaps(ns string) kube.ConfigMapInterface {
 	return &changeBeforeDeleteCMs{ConfigMapInterface: c.ConfigMapsGetter.ConfigMaps(ns), c: c}
 }
 
 type changeBeforeDeleteCMs struct {
-	corev1client.ConfigMapInterface
+	kube.ConfigMapInterface
 	c *changeBeforeDelete
 }
 

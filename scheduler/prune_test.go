@@ -12,10 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // record is a job record finished (when state is terminal) ago before
@@ -144,7 +145,7 @@ func TestPrunerPrune(t *testing.T) {
 				opts := tt.opts
 				opts.PodNamespace, opts.DryRun = podNS, dry
 				opts.Clock = testingclock.NewFakeClock(epoch)
-				s := NewPruner(jobs.CoreV1(), jobNS, map[string]corev1client.PodsGetter{"default": pods.CoreV1()}, opts)
+				s := NewPruner(kubetest.CoreV1(jobs.CoreV1()), jobNS, map[string]kube.PodsGetter{"default": kubetest.CoreV1(pods.CoreV1())}, opts)
 				res, err := s.Prune(t.Context())
 				require.NoError(t, err)
 				var got []string
@@ -196,7 +197,7 @@ func TestPrunerRun(t *testing.T) {
 	first, _ := record{name: "first", state: job.Success, finished: 8 * 24 * time.Hour}.objects(t)
 	jobs := fake.NewClientset(first)
 	clock := testingclock.NewFakeClock(epoch)
-	s := NewPruner(jobs.CoreV1(), jobNS, nil, PruneOptions{Clock: clock})
+	s := NewPruner(kubetest.CoreV1(jobs.CoreV1()), jobNS, nil, PruneOptions{Clock: clock})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx, time.Hour) }()

@@ -9,16 +9,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // buildCluster is where the pods of jobs with one cluster alias run.
 type buildCluster struct {
 	alias     string
 	namespace string
-	pods      corev1client.PodsGetter
+	pods      kube.PodsGetter
 	// node returns a node of the cluster by name, nil when it is not
 	// known; a nil func means nodes may not be read, and pods are judged
 	// by their own conditions.
@@ -48,7 +48,7 @@ type reader interface {
 // apiReader reads everything from the API server.
 type apiReader struct {
 	store *job.Store
-	cms   corev1client.ConfigMapInterface
+	cms   kube.ConfigMapInterface
 }
 
 var _ reader = (*apiReader)(nil)

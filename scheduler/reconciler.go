@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // Reconciler drives the job records of one namespace. It is safe to call
@@ -24,7 +24,7 @@ import (
 // Reconcilers, in several processes, over the same jobs.
 type Reconciler struct {
 	store     *job.Store
-	cms       corev1client.ConfigMapInterface
+	cms       kube.ConfigMapInterface
 	namespace string
 	clusters  map[string]*buildCluster
 	read      reader
@@ -83,12 +83,12 @@ type controllerHooks struct {
 // NewReconciler returns a Reconciler for the job records in namespace, whose
 // pods run in the given build clusters (alias → pods client). Without a
 // Controller it reads straight from the API server.
-func NewReconciler(cms corev1client.ConfigMapsGetter, namespace string, clusters map[string]corev1client.PodsGetter, opts Options) (*Reconciler, error) {
+func NewReconciler(cms kube.ConfigMapsGetter, namespace string, clusters map[string]kube.PodsGetter, opts Options) (*Reconciler, error) {
 	return newReconciler(cms, namespace, clusters, opts, controllerHooks{})
 }
 
 // newReconciler is NewReconciler for a Controller, which gives its hooks.
-func newReconciler(cms corev1client.ConfigMapsGetter, namespace string, clusters map[string]corev1client.PodsGetter, opts Options, hooks controllerHooks) (*Reconciler, error) {
+func newReconciler(cms kube.ConfigMapsGetter, namespace string, clusters map[string]kube.PodsGetter, opts Options, hooks controllerHooks) (*Reconciler, error) {
 	opts = opts.withDefaults()
 	r := &Reconciler{
 		cms:          cms.ConfigMaps(namespace),

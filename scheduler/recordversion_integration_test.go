@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // newerWrite changes the job record called name as a lockctl of a newer
@@ -108,7 +108,7 @@ func TestIntegrationNewerJobRecord(t *testing.T) {
 	// leaves it alone, though it finds no record it can read for it.
 	_, err = it.env.Client.CoreV1().Pods(it.ns).Create(t.Context(), job.NewPod(majorJob, it.ns, "1"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	pruner := NewPruner(it.env.Client.CoreV1(), it.ns, map[string]corev1client.PodsGetter{job.DefaultCluster: it.env.Client.CoreV1()},
+	pruner := NewPruner(it.env.Kube.CoreV1(), it.ns, map[string]kube.PodsGetter{job.DefaultCluster: it.env.Kube.CoreV1()},
 		PruneOptions{PodRetention: time.Nanosecond, JobRetention: -1})
 	res, err := pruner.Prune(t.Context())
 	require.NoError(t, err)

@@ -7,9 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // Two reconcilers over the same job: the one that finds the job pending
@@ -19,7 +20,7 @@ import (
 func TestRevivalCountedOncePerLostPod(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Options{RevivalLimit: 1})
-	other, err := NewReconciler(h.jobs.CoreV1(), jobNS, map[string]corev1client.PodsGetter{job.DefaultCluster: h.build.CoreV1()},
+	other, err := NewReconciler(kubetest.CoreV1(h.jobs.CoreV1()), jobNS, map[string]kube.PodsGetter{job.DefaultCluster: kubetest.CoreV1(h.build.CoreV1())},
 		Options{RevivalLimit: 1, Clock: h.clock, PodNamespace: podNS})
 	require.NoError(t, err)
 	cl := other.clusters[job.DefaultCluster]

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -35,7 +36,7 @@ func TestTriggeredStartsPod(t *testing.T) {
 	h.mustReconcile("b")
 	assert.Equal(t, "2", h.get("b").Status.BuildID, "build ids increase per job name")
 
-	r, err := NewReconciler(h.jobs.CoreV1(), jobNS, nil, Options{})
+	r, err := NewReconciler(kubetest.CoreV1(h.jobs.CoreV1()), jobNS, nil, Options{})
 	require.NoError(t, err)
 	id, err := r.Store().NextBuildID(t.Context(), "deploy-web")
 	require.NoError(t, err)

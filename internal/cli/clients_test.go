@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/metrics"
 )
@@ -27,9 +28,9 @@ func TestLoopEventRecorder(t *testing.T) {
 		t.Parallel()
 		tf := newTestFactory(t)
 		separate, fallback := fake.NewClientset(), fake.NewClientset()
-		tf.f.EventsClientset = func() (kubeclient.Interface, error) { return separate, nil }
+		tf.f.EventsClientset = func() (kubeclient.Interface, error) { return kubetest.Clients(separate), nil }
 		reg := metrics.NewRegistry()
-		rec, err := tf.f.LoopEventRecorder(fallback, events.JobEventsWarnings, reg)
+		rec, err := tf.f.LoopEventRecorder(kubetest.Clients(fallback), events.JobEventsWarnings, reg)
 		require.NoError(t, err)
 		before := &job.Job{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ci"}, Status: job.JobStatus{State: job.Triggered}}
 		after := before.DeepCopy()
@@ -52,7 +53,7 @@ lockctl_events_total{result="written"} 1
 		t.Parallel()
 		tf := newTestFactory(t)
 		fallback := fake.NewClientset()
-		rec, err := tf.f.LoopEventRecorder(fallback, events.JobEventsAll, metrics.NewRegistry())
+		rec, err := tf.f.LoopEventRecorder(kubetest.Clients(fallback), events.JobEventsAll, metrics.NewRegistry())
 		require.NoError(t, err)
 		rec.Event(t.Context(), cm, false, "Test", "Test", "note")
 		assert.Len(t, fallback.Actions(), 1, "written through the fallback")
@@ -62,13 +63,13 @@ lockctl_events_total{result="written"} 1
 		tf := newTestFactory(t)
 		boom := errors.New("no kubeconfig")
 		tf.f.EventsClientset = func() (kubeclient.Interface, error) { return nil, boom }
-		_, err := tf.f.LoopEventRecorder(fake.NewClientset(), events.JobEventsAll, metrics.NewRegistry())
+		_, err := tf.f.LoopEventRecorder(kubetest.Clients(fake.NewClientset()), events.JobEventsAll, metrics.NewRegistry())
 		assert.ErrorIs(t, err, boom, "the events client's error")
 		tf.f.EventsClientset = nil
 		reg := metrics.NewRegistry()
-		_, err = tf.f.LoopEventRecorder(tf.cs, events.JobEventsAll, reg)
+		_, err = tf.f.LoopEventRecorder(kubetest.Clients(tf.cs), events.JobEventsAll, reg)
 		require.NoError(t, err)
-		_, err = tf.f.LoopEventRecorder(tf.cs, events.JobEventsAll, reg)
+		_, err = tf.f.LoopEventRecorder(kubetest.Clients(tf.cs), events.JobEventsAll, reg)
 		assert.Error(t, err, "metrics registered twice in one registry")
 	})
 }

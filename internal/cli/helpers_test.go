@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/cli/identity"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 )
 
 // testFactory is a Factory on fakes, with the environment and the local
@@ -38,8 +39,8 @@ func newTestFactory(t *testing.T) *testFactory {
 	tf.f = &Factory{
 		IOStreams:    discardStreams(),
 		ConfigFlags:  &kubeclient.ConfigFlags{},
-		Clientset:    func() (kubeclient.Interface, error) { return tf.cs, nil },
-		ClientsetFor: func(string) (kubeclient.Interface, error) { return tf.cs, nil },
+		Clientset:    func() (kubeclient.Interface, error) { return kubetest.Clients(tf.cs), nil },
+		ClientsetFor: func(string) (kubeclient.Interface, error) { return kubetest.Clients(tf.cs), nil },
 		Namespace:    func() (string, error) { return "default", nil },
 		InPod:        func() (string, string, bool) { return "", "", false },
 		Clock:        tf.clock,

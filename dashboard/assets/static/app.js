@@ -55,7 +55,9 @@
     return h("time", { datetime: rfc(t), "data-ago": "" }, human(serverNow() - Date.parse(t)));
   }
 
-  function timeEl(t) { return h("time", { datetime: rfc(t) }, rfc(t)); }
+  // timeEl shows t as the page's templates do (when): a space between the
+  // date and the time, where a narrow column may wrap.
+  function timeEl(t) { return h("time", { datetime: rfc(t) }, rfc(t).replace("T", " ")); }
 
   function badge(s) {
     return h("span", { class: "badge state-" + String(s).toLowerCase() }, s);
@@ -73,15 +75,11 @@
     return ident(f.by);
   }
 
-  // estimate renders a waiter's estimated wait and its basis, fields that
-  // newer lockctl releases add to status.
-  function estimate(w) {
-    if (w.estimatedWait === undefined || w.estimatedWait === null) return null;
-    let v = w.estimatedWait;
-    if (typeof v === "number") v = human(v * 1000);
-    const parts = ["about " + v];
-    if (w.basis) parts.push("(" + (typeof w.basis === "string" ? w.basis : JSON.stringify(w.basis)) + ")");
-    return h("span", { class: "eta" }, " · next in " + parts.join(" "));
+  // eta renders a waiter's estimated wait as lockctl status prints it
+  // ("about 11 min", "2-7 min", "any moment"), its basis as the tooltip.
+  function eta(w) {
+    if (!w.estimatedWait) return null;
+    return h("span", { class: "eta", title: w.basis || null }, " · est. wait " + w.estimatedWait);
   }
 
   function prio(w) {
@@ -110,6 +108,10 @@
         h("dt", null, "Since"), h("dd", null, agoEl(st.holder.since), " ago"));
     }
     facts.append(h("dt", null, "Liveness"), h("dd", null, st.liveness || ""));
+    if (st.estimatedWait) {
+      facts.append(h("dt", null, "Est. wait"), h("dd", { class: "estimate" }, st.estimatedWait, " ",
+        h("span", { class: "muted" }, "for a deploy queued now (" + (st.basis || "") + ")")));
+    }
     if (st.invalid) facts.append(h("dt", null, "Invalid"), h("dd", null, st.invalid));
     const card = h("article", { class: "lock", "data-state": st.state },
       h("header", null,
@@ -127,7 +129,7 @@
     if (waiters.length) {
       card.append(h("ol", { class: "queue" }, waiters.map((w) =>
         h("li", null, h("span", { class: "who" }, ident(w)), " ", prio(w), " ",
-          h("span", { class: "waited" }, "waited ", agoEl(w.since)), estimate(w)))));
+          h("span", { class: "waited" }, "waited ", agoEl(w.since)), eta(w)))));
     } else {
       card.append(h("p", { class: "empty" }, "Nobody waits."));
     }
@@ -200,8 +202,8 @@
       h("tr", null,
         h("td", null, ident(x), x.pod ? [" ", h("span", { class: "muted" }, "pod " + x.pod.namespace + "/" + x.pod.name)] : null),
         h("td", null, timeEl(x.since)), h("td", null, timeEl(x.until)),
-        h("td", null, human(Date.parse(x.until) - Date.parse(x.since))),
-        h("td", null, badge(x.ended), " ", describeEnd(x),
+        h("td", { class: "nowrap" }, human(Date.parse(x.until) - Date.parse(x.since))),
+        h("td", null, badge(x.ended), describeEnd(x) !== x.ended ? [" ", describeEnd(x)] : null,
           x.ignoredFreeze ? [" ", h("span", { class: "muted" }, "took it in spite of: " + x.ignoredFreeze)] : null))))
       : h("p", { class: "empty" }, "No past holds."));
   }
@@ -211,6 +213,7 @@
     switch (x.ended) {
       case "handedOver": return "handed over to " + (x.by || "");
       case "broken": return "broken by " + (x.by || "");
+      case "ranAgain": return "taken over by " + (x.by || "") + ", a new run of its job";
       case "expired": case "lost": return x.reason ? x.ended + ": " + x.reason : x.ended;
       default: return x.ended;
     }

@@ -4,49 +4,33 @@ import (
 	"fmt"
 	"net/http"
 
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
 
-// Interface is the part of client-go's clientset lockctl uses: the API
-// groups it reads and writes (core/v1: locks, job records, pods, nodes;
-// events.k8s.io/v1: the audit trail; authorization/v1: the preflight
-// checks). client-go's *kubernetes.Clientset and its fake satisfy it.
-//
-// NOTE: lockctl builds a Clientset of these three groups rather than
-// client-go's clientset of every group: a clientset held as an interface
-// keeps every group's typed clients, apply configurations and the
-// discovery client in the binary (about 6 MB of code; docs/adr/0064).
-type Interface interface {
-	CoreV1() corev1client.CoreV1Interface
-	EventsV1() eventsv1client.EventsV1Interface
-	AuthorizationV1() authorizationv1client.AuthorizationV1Interface
-}
-
-// Clientset is the Interface of a REST config: the typed clients of the
-// three groups, sharing one HTTP client (one connection) and one
+// Clientset is the Interface of a REST config: lockctl's own clients of the
+// three groups (rest.go), sharing one HTTP client (one connection) and one
 // client-side rate limiter, as client-go's clientset shares them.
 type Clientset struct {
-	core   *corev1client.CoreV1Client
-	events *eventsv1client.EventsV1Client
-	authz  *authorizationv1client.AuthorizationV1Client
+	core   coreV1Client
+	events eventsV1Client
+	authz  authorizationV1Client
 }
 
 var _ Interface = (*Clientset)(nil)
 
 // CoreV1 returns the core/v1 client.
-func (c *Clientset) CoreV1() corev1client.CoreV1Interface { return c.core }
+func (c *Clientset) CoreV1() CoreV1Interface { return c.core }
 
 // EventsV1 returns the events.k8s.io/v1 client.
-func (c *Clientset) EventsV1() eventsv1client.EventsV1Interface { return c.events }
+func (c *Clientset) EventsV1() EventsV1Interface { return c.events }
 
 // AuthorizationV1 returns the authorization.k8s.io/v1 client.
-func (c *Clientset) AuthorizationV1() authorizationv1client.AuthorizationV1Interface {
-	return c.authz
-}
+func (c *Clientset) AuthorizationV1() AuthorizationV1Interface { return c.authz }
 
 // NewForConfig returns the Clientset of cfg, as kubernetes.NewForConfig
 // does for every group: client-go's default User-Agent when cfg has none,
@@ -73,16 +57,35 @@ func NewForConfigAndClient(cfg *rest.Config, httpClient *http.Client) (*Clientse
 		}
 		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)
 	}
-	var cs Clientset
-	var err error
-	if cs.core, err = corev1client.NewForConfigAndClient(&c, httpClient); err != nil {
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	core, err := groupClient(&c, httpClient, "/api", corev1.SchemeGroupVersion)
+	if err != nil {
 		return nil, err
 	}
-	if cs.events, err = eventsv1client.NewForConfigAndClient(&c, httpClient); err != nil {
+	events, err := groupClient(&c, httpClient, "/apis", eventsv1.SchemeGroupVersion)
+	if err != nil {
 		return nil, err
 	}
-	if cs.authz, err = authorizationv1client.NewForConfigAndClient(&c, httpClient); err != nil {
+	authz, err := groupClient(&c, httpClient, "/apis", authorizationv1.SchemeGroupVersion)
+	if err != nil {
 		return nil, err
 	}
-	return &cs, nil
+	return &Clientset{
+		core:   coreV1Client{core},
+		events: eventsV1Client{events},
+		authz:  authorizationV1Client{authz},
+	}, nil
+}
+
+// groupClient returns the REST client of one group version of cfg, encoding
+// and decoding with lockctl's scheme (scheme.go), as client-go's typed
+// clients set up theirs.
+func groupClient(cfg *rest.Config, httpClient *http.Client, apiPath string, gv schema.GroupVersion) (*rest.RESTClient, error) {
+	c := *cfg
+	c.GroupVersion = &gv
+	c.APIPath = apiPath
+	c.NegotiatedSerializer = kubeScheme().serializer
+	return rest.RESTClientForConfigAndClient(&c, httpClient)
 }

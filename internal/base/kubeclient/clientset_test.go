@@ -66,10 +66,10 @@ func TestNewForConfig(t *testing.T) {
 		assert.Equal(t, rest.DefaultKubernetesUserAgent(), a, "client-go's User-Agent when the config has none")
 	}
 	assert.Equal(t, int32(1), conns.Load(), "one HTTP client, one connection, for the three groups")
-	limiter := cs.CoreV1().RESTClient().GetRateLimiter()
+	limiter := cs.core.client.GetRateLimiter()
 	require.NotNil(t, limiter)
-	assert.Same(t, limiter, cs.EventsV1().RESTClient().GetRateLimiter(), "one token bucket")
-	assert.Same(t, limiter, cs.AuthorizationV1().RESTClient().GetRateLimiter(), "one token bucket")
+	assert.Same(t, limiter, cs.events.client.GetRateLimiter(), "one token bucket")
+	assert.Same(t, limiter, cs.authz.client.GetRateLimiter(), "one token bucket")
 }
 
 func TestNewForConfigBurst(t *testing.T) {
@@ -78,12 +78,6 @@ func TestNewForConfigBurst(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "burst is required")
 }
-
-// client-go's clientset and its fake are Interfaces.
-var (
-	_ Interface = (*fake.Clientset)(nil)
-	_ Interface = (*Clientset)(nil)
-)
 
 // NewInformer lists and watches with the tweaked options, transforms what
 // it caches, and follows changes after its first list.

@@ -11,8 +11,7 @@ import (
 )
 
 // ListWatcher lists and watches one resource in one namespace (or all):
-// what a typed client of client-go offers for it, such as
-// CoreV1().Pods(ns).
+// what a resource client offers for it, such as CoreV1().Pods(ns).
 type ListWatcher[L runtime.Object] interface {
 	List(ctx context.Context, opts metav1.ListOptions) (L, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)

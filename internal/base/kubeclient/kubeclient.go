@@ -1,27 +1,27 @@
 // Package kubeclient finds the kubeconfig, builds the clientsets of its
 // contexts for lockctl's commands (Loader), names what is wrong with them
 // (no kubeconfig, an untrusted server, an unknown context), and adapts
-// client-go clients for lockctl's packages.
+// the Kubernetes API to lockctl's packages with its own clients of the
+// three API groups it uses.
 package kubeclient
 
 import (
 	"os"
 	"strings"
 
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/watchlist"
 )
 
 // CoreV1 returns cs.CoreV1(), passing on what cs declares about streaming
 // lists. Informers (watchtools.UntilWithSync) ask the client they are given;
-// the typed client of client-go's fake clientset does not say that it
-// cannot serve them, while the clientset does.
-func CoreV1(cs Interface) corev1client.CoreV1Interface {
+// the core/v1 client of client-go's fake clientset (as tests adapt it) does
+// not say that it cannot serve them, while the clientset does.
+func CoreV1(cs Interface) CoreV1Interface {
 	return coreV1{CoreV1Interface: cs.CoreV1(), cs: cs}
 }
 
 type coreV1 struct {
-	corev1client.CoreV1Interface
+	CoreV1Interface
 	cs Interface
 }
 

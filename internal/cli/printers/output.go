@@ -100,7 +100,7 @@ func (o *OutputFlags) Validate() error {
 			err = o.sortBy.Parse(expr)
 		}
 		if err != nil {
-			return fmt.Errorf("invalid --sort-by %q: %w", o.SortBy, err)
+			return fmt.Errorf("invalid --sort-by %q: %w; give a JSON path such as .metadata.name", o.SortBy, err)
 		}
 	}
 	return nil
@@ -162,6 +162,9 @@ func (o *OutputFlags) IsTable() bool {
 	return o.Output == "" || o.Output == "wide" || o.columns != nil
 }
 
+// IsName reports whether the form is -o name.
+func (o *OutputFlags) IsName() bool { return o.format == "name" }
+
 // IsWide reports whether the form is -o wide.
 func (o *OutputFlags) IsWide() bool { return o.Output == "wide" }
 
@@ -198,9 +201,10 @@ type Printer[T any] struct {
 	printed int // objects printed so far
 }
 
-// PrintAll prints items: as rows under one header, names one a line, or
-// (list set) as one List object, else one object each, as -w prints them.
-// --sort-by orders the items first.
+// PrintAll prints items: as rows under one header (nothing, not even the
+// header, for no items), names one a line, or (list set) as one List
+// object, else one object each, as -w prints them. --sort-by orders the
+// items first.
 func (p *Printer[T]) PrintAll(items []T, list bool) error {
 	if err := SortBy(items, p.Flags); err != nil {
 		return err
@@ -210,7 +214,9 @@ func (p *Printer[T]) PrintAll(items []T, list bool) error {
 		return p.object(ListOf(items))
 	}
 	if p.Flags.IsTable() {
-		if len(items) == 0 && list {
+		// NOTE: no rows, no header: under -w the first row brings it,
+		// laid out to that row's widths, as kubectl get -w does.
+		if len(items) == 0 {
 			return nil
 		}
 		rows := make([][]string, 0, len(items))
@@ -409,14 +415,30 @@ func columnsRow(cols []column, obj any) ([]string, error) {
 	return row, nil
 }
 
+// SortByError is a --sort-by path that finds nothing in any of the
+// items to sort, most likely a misspelt one: kubectl refuses it too. It
+// is a usage error.
+type SortByError struct {
+	// Path is --sort-by as given.
+	Path string
+	// Items is how many items the path was looked for in.
+	Items int
+}
+
+func (e *SortByError) Error() string {
+	return fmt.Sprintf("--sort-by %q finds no field in any of the %d objects: give a path of the objects as -o json prints them, such as .metadata.name", e.Path, e.Items)
+}
+
 // SortBy sorts items by flags' --sort-by, as kubectl does: numbers by
 // value, anything else by its text; an item the path finds nothing in
-// comes first. Items keep their order among equals.
+// comes first. Items keep their order among equals. A path that finds
+// nothing in any item is a *SortByError.
 func SortBy[T any](items []T, flags *OutputFlags) error {
-	if flags.sortBy == nil || len(items) < 2 {
+	if flags.sortBy == nil || len(items) == 0 {
 		return nil
 	}
 	keys := make([]any, len(items))
+	found := false
 	for i, it := range items {
 		u, err := toUnstructured(it)
 		if err != nil {
@@ -427,8 +449,11 @@ func SortBy[T any](items []T, flags *OutputFlags) error {
 			return fmt.Errorf("--sort-by %q: %w", flags.SortBy, err)
 		}
 		if len(results) > 0 && len(results[0]) > 0 {
-			keys[i] = results[0][0].Interface()
+			keys[i], found = results[0][0].Interface(), true
 		}
+	}
+	if !found {
+		return &SortByError{Path: flags.SortBy, Items: len(items)}
 	}
 	idx := make([]int, len(items))
 	for i := range idx {

@@ -2,8 +2,10 @@ package printers
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,7 +44,7 @@ func TestOutputForms(t *testing.T) {
 			want: "T         B\nprod      10\ndev       8\nstaging   9\n"},
 		{name: "custom columns file, sorted by target, no headers", output: "custom-columns-file=" + cols, sortBy: ".spec.target", noHeaders: true,
 			want: "dev       3\nprod      17\nstaging   200\n"},
-		{name: "missing paths", output: "custom-columns=T:.spec.target,X:.status.nothing", sortBy: ".status.nothing",
+		{name: "missing paths", output: "custom-columns=T:.spec.target,X:.status.nothing",
 			want: "T         X\nstaging   <none>\nprod      <none>\ndev       <none>\n"},
 	}
 	for _, tt := range tests {
@@ -79,4 +81,57 @@ func TestParseOutputErrors(t *testing.T) {
 		require.Error(t, err, tt.output)
 		assert.Contains(t, err.Error(), tt.want, tt.output)
 	}
+}
+
+func TestSortByFindsNothing(t *testing.T) {
+	t.Parallel()
+	locks := testLocks()
+	locks[1].Status.Holder = nil
+	tests := []struct {
+		name, sortBy string
+		items        []lock.LockView
+		want         string // the targets in order; "" for the error
+	}{
+		{name: "a misspelt path", sortBy: ".spec.targett", items: testLocks()},
+		{name: "a path of one item", sortBy: ".spec.target", items: testLocks()[:1], want: "staging"},
+		{name: "a path some items lack: they come first", sortBy: ".status.holder.build", items: locks, want: "prod,dev,staging"},
+		{name: "a misspelt path of one item", sortBy: ".status.holdr", items: testLocks()[:1]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			flags, err := ParseOutput("", false, tt.sortBy, true, true)
+			require.NoError(t, err, "%s parses", tt.sortBy)
+			items := append([]lock.LockView(nil), tt.items...)
+			err = SortBy(items, flags)
+			if tt.want == "" {
+				var sortErr *SortByError
+				require.ErrorAs(t, err, &sortErr, tt.sortBy)
+				assert.Equal(t, fmt.Sprintf(`--sort-by %q finds no field in any of the %d objects: give a path of the objects as -o json prints them, such as .metadata.name`, tt.sortBy, len(items)), err.Error())
+				return
+			}
+			require.NoError(t, err, tt.sortBy)
+			var got []string
+			for _, l := range items {
+				got = append(got, l.Spec.Target)
+			}
+			assert.Equal(t, tt.want, strings.Join(got, ","), tt.sortBy)
+		})
+	}
+}
+
+// TestWatchFromNothing: -w over no objects prints no header until the
+// first row, which comes under a header laid out to its widths.
+func TestWatchFromNothing(t *testing.T) {
+	t.Parallel()
+	flags, err := ParseOutput("", false, "", true, true)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	p := NewLockPrinter(&out, flags, Options{})
+	require.NoError(t, p.PrintAll(nil, false))
+	assert.Empty(t, out.String(), "no header over no rows")
+	require.NoError(t, p.Print(testLocks()[0]))
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 2, out.String())
+	assert.Equal(t, strings.Index(lines[0], "HOLDER"), strings.Index(lines[1], "acme/web@main#9"), "the row lines up with its header:\n%s", out.String())
 }

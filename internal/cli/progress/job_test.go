@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/cli/term"
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -75,7 +76,7 @@ func TestWaitJobs(t *testing.T) {
 	}
 	cs := fake.NewClientset(stored("ok", job.Success, true), stored("bad", job.Failure, true), stored("slow", job.Pending, false))
 	clk := testingclock.NewFakeClock(start.Time)
-	store := job.NewStore(cs.CoreV1(), "ci", job.StoreOptions{Clock: clk})
+	store := job.NewStore(kubetest.CoreV1(cs.CoreV1()), "ci", job.StoreOptions{Clock: clk})
 	cons := term.New(&bytes.Buffer{}, term.Options{Clock: clk})
 
 	var names, lines []string

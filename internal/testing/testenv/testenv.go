@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/lockctl/lockctl/internal/base/kubeclient"
 )
 
 // DefaultKwokStages is the kwok Stage YAML that Start uses when
@@ -108,8 +110,12 @@ type Env struct {
 	Kubeconfig string
 	// RESTConfig is the admin client configuration.
 	RESTConfig *rest.Config
-	// Client is a clientset built from RESTConfig.
+	// Client is client-go's clientset built from RESTConfig, for a test's
+	// own setup and checks.
 	Client kubernetes.Interface
+	// Kube is lockctl's clients built from RESTConfig (kubeclient's, as the
+	// binary builds them), for the packages under test.
+	Kube kubeclient.Interface
 	// StartupTime is how long Start took, up to the fake Node being Ready.
 	StartupTime time.Duration
 	// EtcdURL is etcd's client URL (plain HTTP on loopback), whose /metrics
@@ -256,6 +262,9 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 		Burst:           200,
 	}
 	if e.Client, err = kubernetes.NewForConfig(e.RESTConfig); err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	if e.Kube, err = kubeclient.NewForConfig(e.RESTConfig); err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
 	if err := e.waitUntil(ctx, "kube-apiserver", apiserver, func(ctx context.Context) error {
