@@ -93,6 +93,12 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			any of them stops it as losing the only one would. Each acquired
 			line shows that lock's fencing token; all are released at the end.
 
+			A lock your build and CI job already hold (lockctl acquire in an
+			earlier step) is re-entered, not taken: run renews it only so that it
+			cannot expire under the job or the command, never shortening it, and
+			leaves it held at the end ("still held by …") for the step that took
+			it to release. Locks it took beside it are released.
+
 			With --cancel-in-progress (GitHub Actions' cancel-in-progress), an
 			older lockctl run of the same owner/repo/branch holding the lock is
 			asked to stop: at its next renewal it sends its command SIGTERM or

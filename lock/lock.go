@@ -265,8 +265,11 @@ type Held struct {
 	// (Request.IgnoreFreeze); nil when the lock was not frozen.
 	IgnoredFreeze *Freeze
 	// Reentered is true when the caller's build already held the lock (the
-	// same identity and pod, or no pod): nothing changed, and Token is the
-	// token of that hold.
+	// same identity, CI job and pod, or no pod; see SameHolder): nothing
+	// changed, and Token is the token of that hold, unless that hold was
+	// handed to the build and not yet confirmed, which the caller took.
+	// Either way the hold is the process's that took it: ReleaseHeld
+	// leaves it held, and renewals never shorten it.
 	Reentered bool
 	// Vouched is true when the lock's record vouched that no earlier run
 	// left a job behind in Request.RunJobs.Namespace (see MustLook), so

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,13 @@ type Released struct {
 	// Invalid is set when a forced release deleted an invalid lock, or one
 	// of a record version this lockctl cannot read.
 	Invalid error
+	// Left is true when ReleaseHeld left a hold the caller had re-entered
+	// (Held.Reentered) as it found it instead of releasing it: it wrote at
+	// most the removal of the caller's own mark in the account of run jobs.
+	Left bool
+	// Kept is, when Left, the claim that still holds the lock: the hold
+	// the caller re-entered; nil when that hold ended meanwhile.
+	Kept *Claim
 }
 
 // ReleaseOptions tunes Release.
@@ -98,6 +106,14 @@ func (c *Client) Release(ctx context.Context, target string, id Identity, o Rele
 // their order while the next holder does not wait for them; ReleaseHeld
 // returns once both are written.
 //
+// A hold the caller re-entered (Held.Reentered: another process of its
+// build and job held the lock already, or had been handed it) is not
+// released but left as it was found, for the process that took it to
+// release (docs/adr/0077-a-run-leaves-a-reentered-hold.md): holder, token,
+// expiry and queue stay. The only write is the removal of the caller's
+// own mark in the account of run jobs when o.RunJobsDone (decideLeave), a
+// compare-and-swap like the release's; Released.Left says so.
+//
 // The version written on is the newest the watch of the lock (see Acquire)
 // brought, and a write lost to another (a waiter joining the
 // queue) is tried again on the version the watch brings next rather than
@@ -114,7 +130,60 @@ func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*R
 	o.beforeEvents = func() { h.WaitEvents(ctx) }
 	o.Job = h.Holder.CIJob
 	o.runJobs, o.runMark = h.runJobs, h.runMark
+	if h.Reentered {
+		return c.leaveHeld(ctx, h, o)
+	}
 	return c.release(ctx, h.Target, h.Holder.Identity, o, c.heldVersions(h, o))
+}
+
+// leaveHeld is ReleaseHeld of a hold h re-entered: it leaves the hold as
+// it is, removing only h's own mark of run jobs when decideLeave says so,
+// on the versions ReleaseHeld writes on. Nothing to write costs no request
+// while h's last version still shows the hold.
+func (c *Client) leaveHeld(ctx context.Context, h *Held, o ReleaseOptions) (*Released, error) {
+	var res *Released
+	err := c.update(ctx, "leave", h.Target, c.heldVersions(h, o), func(cm *corev1.ConfigMap) (change, error) {
+		res = &Released{Left: true}
+		if cm == nil {
+			return change{}, nil
+		}
+		rec, err := c.decode(cm, h.Target)
+		if err != nil {
+			return change{}, err
+		}
+		if !rec.IsFree() && rec.Holder.ClaimID == h.ClaimID {
+			kept := rec.Holder
+			res.Kept = &kept
+		}
+		if !decideLeave(rec, o, c.clk.Now()) {
+			return change{}, nil
+		}
+		return change{Decision: Decision{Record: rec}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// decideLeave is the rule of the end of a caller that re-entered the hold
+// of rec at now: the hold stays as it is (holder, token, expiry, queue),
+// and the caller's own mark in the account of run jobs (o.runMark, in
+// o.runJobs.Namespace) goes, its namespace named swept, when o says its
+// job ended and nothing was left behind (ReleaseOptions.RunJobsDone) and
+// the account is kept (releaseRunJobs' rule). It reports whether rec
+// changed.
+func decideLeave(rec *Record, o ReleaseOptions, now time.Time) bool {
+	ns := o.runJobs.Namespace
+	if !o.RunJobsDone || ns == "" || o.runMark == "" || !rec.Holder.RunJobsKept ||
+		!slices.ContainsFunc(rec.RunJobs.pending(), func(m RunMark) bool { return m.Namespace == ns && m.ClaimID == o.runMark }) {
+		return false
+	}
+	rj := rec.RunJobs.deepCopy()
+	rj.done(ns, o.runMark)
+	rec.RunJobs = rj.orNil()
+	rec.Updated = later(now, rec.Updated)
+	return true
 }
 
 // heldVersions is the reader of ReleaseHeld: the versions of the lock h

@@ -186,6 +186,8 @@ func TestDecideRenew(t *testing.T) {
 		wantFrozen  bool
 	}{
 		{name: "the holder renews: its expiry moves ttl past now", rec: record(held(web41, t0)), session: "h", wantExpires: microPtr(now.Add(time.Hour))},
+		{name: "a later expiry stays: a renewal never shortens a hold (a longer one re-entered)", rec: record(until(held(web41, t0), now.Add(3*time.Hour))), session: "h", wantExpires: microPtr(now.Add(3 * time.Hour))},
+		{name: "an expiry just short of ttl past now moves", rec: record(until(held(web41, t0), now.Add(time.Hour-time.Microsecond))), session: "h", wantExpires: microPtr(now.Add(time.Hour))},
 		{name: "a holder in a pod has no expiry to move", rec: record(inPod(held(web41, t0), "build-1", "u1")), session: "h"},
 		{name: "a freeze that is over is dropped", rec: frozen(record(held(web41, t0)), t0.Add(time.Minute)), session: "h", wantExpires: microPtr(now.Add(time.Hour))},
 		{name: "a freeze that holds stays", rec: frozen(record(held(web41, t0)), t0.Add(time.Hour)), session: "h", wantExpires: microPtr(now.Add(time.Hour)), wantFrozen: true},
@@ -209,6 +211,12 @@ func TestDecideRenew(t *testing.T) {
 			assert.Equal(t, metav1.NewMicroTime(now), rec.Updated, "Updated")
 		})
 	}
+}
+
+// until is c expiring at exp.
+func until(c Claim, exp time.Time) Claim {
+	c.Expires = microPtr(exp)
+	return c
 }
 
 func TestLeaveQueue(t *testing.T) {

@@ -118,6 +118,14 @@ func (rj *RunJobs) pendingIn(ns string) bool {
 	return rj != nil && slices.ContainsFunc(rj.Pending, func(m RunMark) bool { return m.Namespace == ns })
 }
 
+// pending returns rj's pending marks; none for a nil account.
+func (rj *RunJobs) pending() []RunMark {
+	if rj == nil {
+		return nil
+	}
+	return rj.Pending
+}
+
 func (rj *RunJobs) deepCopy() *RunJobs {
 	if rj == nil {
 		return nil

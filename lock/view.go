@@ -244,7 +244,8 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 var ErrLost = errors.New("lock lost")
 
 // Renew pushes the expiry of a held lock ttl past now, for holders that stay
-// alive without a pod (a terminal running a command). It returns an error
+// alive without a pod (a terminal running a command); an expiry already
+// later stays (decideRenew). It returns an error
 // matching ErrLost when the caller no longer holds the lock, and a
 // *CancelRequestedError, having renewed, while a newer build asks the
 // holder to stop (Request.CancelInProgress).
@@ -277,10 +278,12 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 
 // decideRenew is the rule of a renewal of the lock rec by the holder of
 // session, whose hold has the fencing token token, at now: a holder without
-// a pod keeps the lock ttl past now, a hand-over not confirmed yet is
-// confirmed (the confirmation is the hold's first renewal), and a freeze
-// that is over is dropped. It returns an error matching ErrLost, and
-// changes nothing, when session no longer holds the lock.
+// a pod keeps the lock ttl past now, or until the expiry it has when that is
+// later (a renewal never shortens a hold, such as a longer one a run
+// re-entered), a hand-over not confirmed yet is confirmed (the
+// confirmation is the hold's first renewal), and a freeze that is over is
+// dropped. It returns an error matching ErrLost, and changes nothing, when
+// session no longer holds the lock.
 func decideRenew(rec *Record, session, token string, ttl time.Duration, now time.Time) error {
 	if rec.IsFree() {
 		return fmt.Errorf("%w: it was released", ErrLost)
@@ -294,7 +297,9 @@ func decideRenew(rec *Record, session, token string, ttl time.Duration, now time
 		confirmHandOver(&rec.Holder, token, now, ttl)
 	}
 	if rec.Holder.Pod == nil {
-		rec.Holder.Expires = microPtr(now.Add(ttl)) // from now, not Updated (see holding)
+		if e := now.Add(ttl); rec.Holder.Expires == nil || e.After(rec.Holder.Expires.Time) {
+			rec.Holder.Expires = microPtr(e) // from now, not Updated (see holding)
+		}
 	}
 	return nil
 }

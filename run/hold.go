@@ -230,22 +230,24 @@ func localClock(c clock.WithTicker) clock.Clock {
 
 // stampedAt returns when, on h.local, the expiry of the holder's claim
 // that Acquire (or the confirmation of a hand-over) found or wrote was
-// stamped (its expiry less its TTL), counting the clock's uncertainty
-// against the holder; false when it has no expiry (a holder pod keeps it)
-// and so no renew deadline. A hand-over not yet confirmed stands on the
-// waiter's expiry: its renew deadline falls KillGrace + ClockMargin before
-// that.
+// stamped, as if by a renewal of this hold (its expiry less h.ttl, whatever
+// TTL the holder asked for: a hold re-entered may have another), counting
+// the clock's uncertainty against the holder, and never later than now;
+// false when it has no expiry (a holder pod keeps it) and so no renew
+// deadline. The renew deadline counted from it falls KillGrace +
+// ClockMargin before that expiry, or earlier; a hand-over not yet
+// confirmed stands on the waiter's expiry, and so its deadline falls that
+// much before the waiter's expiry.
 func (h *Hold) stampedAt(holder lock.Claim) (time.Time, bool) {
 	now := h.local.Now()
 	exp := holder.Expires
 	if holder.Pod != nil || exp == nil {
 		return now, false
 	}
-	ttl := holder.TTL.Duration
-	if ttl <= 0 {
-		ttl = h.ttl
-	}
-	stamp := exp.Add(-ttl)
+	// NOTE: not the holder's own TTL: a re-entered hold taken with a
+	// longer one (acquire --ttl 1h) would put the deadline in the past,
+	// one taken with a shorter one past its expiry.
+	stamp := exp.Add(-h.ttl)
 	at := now.Add(stamp.Sub(h.locks.Clock().Now())).Add(-h.locks.ClockUncertainty())
 	if at.After(now) {
 		at = now
@@ -434,7 +436,8 @@ func (h *Hold) giveUp(target string, last error) {
 
 // Release stops the renewals and gives the locks up, last taken first,
 // once, telling the observer who holds each next. A lost lock is left
-// alone: it is someone else's. Calls after the first do nothing. A hold
+// alone: it is someone else's. So is a lock the hold re-entered
+// (lock.Held.Reentered): ReleaseHeld leaves it held as it was found. Calls after the first do nothing. A hold
 // given up at its renew deadline is released for at most the time left
 // until its expiry (KillGrace + ClockMargin): after that it is no longer
 // the hold's to release, and the API server may still be unreachable.

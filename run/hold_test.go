@@ -215,3 +215,151 @@ func (o *failObserver) failures() int {
 	defer o.mu.Unlock()
 	return o.count
 }
+
+// leftObserver keeps what Released says.
+type leftObserver struct {
+	NopObserver
+	mu  sync.Mutex
+	rel []*lock.Released
+}
+
+func (o *leftObserver) Released(_ string, rel *lock.Released) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.rel = append(o.rel, rel)
+}
+
+// writes counts the writes of ConfigMaps the fake clientset saw.
+func writes(te *fakeEnv) int {
+	n := 0
+	for _, a := range te.cs.Actions() {
+		if a.GetResource().Resource == "configmaps" && (a.GetVerb() == "create" || a.GetVerb() == "update" || a.GetVerb() == "delete") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHoldReentered: a run's hold that re-enters a longer one (acquire
+// --ttl 1h, ten minutes before a run of 30s) is not given up at a renew
+// deadline counted from acquire's take, renews without shortening the
+// expiry, and at its end leaves the hold as it found it, without a write.
+func TestHoldReentered(t *testing.T) {
+	t.Parallel()
+	te := newFakeEnv(t)
+	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
+	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
+	first, err := c.Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: time.Hour})
+	require.NoError(t, err)
+	first.StopWatching()
+	first.WaitEvents(t.Context())
+	expires := first.Holder.Expires.Time
+	te.clock.Step(10 * time.Minute)
+
+	obs := &leftObserver{}
+	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 30 * time.Second}, HoldOptions{Observer: obs})
+	require.NoError(t, err)
+	require.True(t, h.FirstLock().Reentered, "re-entered")
+	assert.Equal(t, first.ClaimID, h.FirstLock().ClaimID, "acquire's hold")
+	for i := range 3 {
+		require.Eventually(t, te.clock.HasWaiters, 5*time.Second, time.Millisecond, "renewal %d", i)
+		n := writes(te)
+		te.clock.Step(10 * time.Second)
+		require.Eventually(t, func() bool { return writes(te) > n }, 5*time.Second, time.Millisecond, "renewal %d writes", i)
+		select {
+		case err := <-h.NotRenewed():
+			t.Fatalf("given up at renewal %d: %v", i, err)
+		case err := <-h.Lost():
+			t.Fatalf("lost at renewal %d: %v", i, err)
+		default:
+		}
+		st, err := c.Get(t.Context(), "staging")
+		require.NoError(t, err)
+		assert.Equal(t, expires.UTC(), st.Status.Holder.Expires.UTC(), "renewal %d does not shorten acquire's hour", i)
+	}
+
+	n := writes(te)
+	require.NoError(t, h.Release(t.Context()))
+	assert.Equal(t, n, writes(te), "left without a write")
+	st, err := c.Get(t.Context(), "staging")
+	require.NoError(t, err)
+	require.NotNil(t, st, "still held")
+	assert.Equal(t, first.ClaimID, st.Status.Holder.ClaimID, "by acquire's hold")
+	assert.Equal(t, first.Token, st.Status.Token, "with its token")
+	assert.Equal(t, expires.UTC(), st.Status.Holder.Expires.UTC(), "until its expiry")
+	require.Len(t, obs.rel, 1)
+	assert.True(t, obs.rel[0].Left, "left")
+	require.NotNil(t, obs.rel[0].Kept, "kept")
+	assert.Equal(t, first.ClaimID, obs.rel[0].Kept.ClaimID)
+	assert.Nil(t, obs.rel[0].Previous, "nothing released")
+}
+
+// TestHoldReenteredNearItsExpiry: a hold re-entered 10s before its expiry
+// (acquire --ttl 40s, 30s earlier) is renewed at once, TTL past now; one
+// re-entered 25s before it whose renewals fail is given up at its renew
+// deadline, KillGrace + ClockMargin before that expiry, and not before.
+func TestHoldReenteredNearItsExpiry(t *testing.T) {
+	t.Parallel()
+	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
+	take := func(t *testing.T, te *fakeEnv, c *lock.Client, after time.Duration) *Hold {
+		t.Helper()
+		first, err := c.Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: 40 * time.Second})
+		require.NoError(t, err)
+		first.StopWatching()
+		first.WaitEvents(t.Context())
+		te.clock.Step(after)
+		h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 30 * time.Second}, HoldOptions{})
+		require.NoError(t, err)
+		require.True(t, h.FirstLock().Reentered, "re-entered")
+		return h
+	}
+
+	t.Run("renewed at once", func(t *testing.T) {
+		t.Parallel()
+		te := newFakeEnv(t)
+		c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
+		h := take(t, te, c, 30*time.Second)
+		require.Eventually(t, func() bool {
+			st, err := c.Get(t.Context(), "staging")
+			require.NoError(t, err)
+			return st.Status.Holder.Expires.Time.Equal(te.clock.Now().Add(30 * time.Second))
+		}, 5*time.Second, time.Millisecond, "renewed TTL past now, without a step of the clock")
+		require.NoError(t, h.Release(t.Context()))
+	})
+
+	t.Run("given up in time", func(t *testing.T) {
+		t.Parallel()
+		te := newFakeEnv(t)
+		c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
+		start := te.clock.Now()
+		obs := &failObserver{}
+		first, err := c.Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: 40 * time.Second})
+		require.NoError(t, err)
+		first.StopWatching()
+		first.WaitEvents(t.Context())
+		te.clock.Step(15 * time.Second)
+		h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 30 * time.Second}, HoldOptions{Observer: obs})
+		require.NoError(t, err)
+		require.True(t, h.FirstLock().Reentered, "re-entered")
+		te.cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewServiceUnavailable("partitioned")
+		})
+		// The expiry is start+40s; the renew deadline 6s before it.
+		require.Eventually(t, te.clock.HasWaiters, 5*time.Second, time.Millisecond)
+		te.clock.SetTime(start.Add(33 * time.Second))
+		require.Eventually(t, func() bool { return obs.failures() > 0 }, 5*time.Second, time.Millisecond, "a renewal failed")
+		select {
+		case err := <-h.NotRenewed():
+			t.Fatalf("given up before the deadline: %v", err)
+		default:
+		}
+		require.Eventually(t, te.clock.HasWaiters, 5*time.Second, time.Millisecond)
+		te.clock.SetTime(start.Add(34 * time.Second))
+		select {
+		case err := <-h.NotRenewed():
+			assert.ErrorIs(t, err, ErrNotRenewed)
+		case <-time.After(5 * time.Second):
+			t.Fatal("not given up at the deadline")
+		}
+	})
+}

@@ -22,7 +22,8 @@ type Observer interface {
 	// RenewFailed: a renewal of the hold failed for a reason other than
 	// losing the lock; the next one is in retryIn.
 	RenewFailed(target string, retryIn time.Duration, err error)
-	// Released: the hold was released; rel says who holds the lock next.
+	// Released: the hold was released; rel says who holds the lock next,
+	// or that a hold the run re-entered was left held (Released.Left).
 	Released(target string, rel *lock.Released)
 	// LeftBehind: a job whose run ended without cleaning up was aborted,
 	// which deleted its pod, because ended; or it could not be (err).

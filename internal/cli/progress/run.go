@@ -68,6 +68,11 @@ func (r *Run) Waited(err error) {
 }
 
 func (r *Run) Acquired(held *lock.Held, describe string) {
+	if held.Reentered {
+		r.printf(term.StyleGood, "lock %q already held by %s since %s (%s), fencing token %s; this run re-enters the hold and leaves it held",
+			held.Target, held.Holder.Identity, held.Holder.Since.UTC().Format(time.RFC3339), describe, held.Token)
+		return
+	}
 	r.printf(term.StyleGood, "lock %q acquired by %s after %s (%s), fencing token %s",
 		held.Target, held.Holder.Identity, term.HumanDuration(held.Waited), describe, held.Token)
 	if f := held.IgnoredFreeze; f != nil {
@@ -90,6 +95,14 @@ func (r *Run) RenewFailed(target string, retryIn time.Duration, err error) {
 }
 
 func (r *Run) Released(target string, rel *lock.Released) {
+	switch {
+	case rel.Left && rel.Kept != nil:
+		r.printf(term.StyleNone, "lock %q still held by %s: it was held before this run", target, rel.Kept.Identity)
+		return
+	case rel.Left:
+		r.printf(term.StyleNone, "lock %q left as it was: the hold this run re-entered has ended", target)
+		return
+	}
 	r.printf(term.StyleNone, "lock %q released", target)
 	if rel.HandedTo != nil {
 		r.printf(term.StyleNone, "lock %q now held by %s", target, rel.HandedTo.Identity)
