@@ -3,9 +3,7 @@ package lock_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,25 +97,6 @@ func TestIntegrationHandOverHeldOneAtATime(t *testing.T) {
 	t.Logf("%d of %d holds began with a hand-over held before its confirmation", early, acquired)
 }
 
-// cutTransport plays a holder cut off from the API server after its watch
-// brought the hand-over: once cut, every request but the watches already
-// streaming goes unanswered until its context ends.
-type cutTransport struct {
-	next http.RoundTripper
-	cut  atomic.Bool
-}
-
-func (c *cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if c.cut.Load() && req.URL.Query().Get("watch") != "true" {
-		<-req.Context().Done()
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, req.Context().Err()
-	}
-	return c.next.RoundTrip(req)
-}
-
 // TestIntegrationCutOffNewHolderLosesItsHold: the lock is handed over to a
 // waiter whose requests go unanswered from then on; it holds on the
 // hand-over its watch brought, cannot confirm it, and reports the hold
@@ -130,13 +109,8 @@ func TestIntegrationCutOffNewHolderLosesItsHold(t *testing.T) {
 	holder := newClient(t, env.Kube, ns)
 	h := mustAcquire(t, holder, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 
-	cut := &cutTransport{}
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		cut.next = rt
-		return cut
-	})
-	cs, err := kube.NewForConfig(cfg)
+	cut := &testenv.SilentAfterCut{}
+	cs, err := kube.NewForConfig(cut.Config(env.RESTConfig))
 	require.NoError(t, err)
 	const waiterTTL = 6 * time.Second
 	cutOff := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{WaiterTTL: waiterTTL})
@@ -145,7 +119,7 @@ func TestIntegrationCutOffNewHolderLosesItsHold(t *testing.T) {
 	nextDone, nextQueued := acquireAsync(t.Context(), newClient(t, env.Kube, ns), lock.Request{Target: "staging", Identity: clitest.Identity("db", 3)})
 	awaitQueued(t, nextQueued, "db#3")
 
-	cut.cut.Store(true)
+	cut.Cut()
 	res, err := holder.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, res.HandedTo)

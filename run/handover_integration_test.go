@@ -2,39 +2,18 @@ package run
 
 import (
 	"context"
-	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
-
-// silentAfterCut leaves every request but the watches already streaming
-// unanswered once cut, as a partition right after a watch event does.
-type silentAfterCut struct {
-	next http.RoundTripper
-	cut  atomic.Bool
-}
-
-func (s *silentAfterCut) RoundTrip(req *http.Request) (*http.Response, error) {
-	if s.cut.Load() && req.URL.Query().Get("watch") != "true" {
-		<-req.Context().Done()
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, req.Context().Err()
-	}
-	return s.next.RoundTrip(req)
-}
 
 // TestIntegrationHandedOverHoldNotConfirmedStops: a run waiting for a lock
 // is handed it and cut off from the API server right then: it holds on
@@ -50,13 +29,8 @@ func TestIntegrationHandedOverHoldNotConfirmedStops(t *testing.T) {
 	first, err := plain.Acquire(t.Context(), lock.Request{Target: "staging", Identity: ident("web", "1"), TTL: time.Minute})
 	require.NoError(t, err)
 
-	cut := &silentAfterCut{}
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		cut.next = rt
-		return cut
-	})
-	cs, err := kube.NewForConfig(cfg)
+	cut := &testenv.SilentAfterCut{}
+	cs, err := kube.NewForConfig(cut.Config(env.RESTConfig))
 	require.NoError(t, err)
 	cutOff := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{WaiterTTL: 8 * time.Second})
 
@@ -96,7 +70,7 @@ func TestIntegrationHandedOverHoldNotConfirmedStops(t *testing.T) {
 		return err == nil && l != nil && len(l.Status.Waiters) == 2
 	}, waitTimeout, 10*time.Millisecond, "both waiters queued")
 
-	cut.cut.Store(true)
+	cut.Cut()
 	_, err = plain.ReleaseHeld(t.Context(), first, lock.ReleaseOptions{})
 	require.NoError(t, err)
 	r := <-done
