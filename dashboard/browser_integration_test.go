@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,7 +31,16 @@ import (
 	"github.com/lockctl/lockctl/lock"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// hostileLogLine is a line of every container's log on the package's
+// control plane: the log page must show it as text and run nothing.
+const hostileLogLine = `<img src=x onerror=alert(1)><script>alert(2)</script>`
+
+// containerLog is what every container prints here: the default log with
+// a hostile line before its last one, which the tests wait for.
+var containerLog = append(append(slices.Clone(testenv.DefaultContainerLog[:len(testenv.DefaultContainerLog)-1]), hostileLogLine),
+	testenv.DefaultContainerLog[len(testenv.DefaultContainerLog)-1])
+
+func TestMain(m *testing.M) { testenv.MainWith(m, testenv.Options{ContainerLog: containerLog}) }
 
 // chromiumPath finds Debian's chromium (or $LOCKCTL_CHROMIUM). Without it
 // the test skips, or fails when integration tests are required.
@@ -316,6 +326,8 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 				document.getElementById('job-build').textContent === '1';
 		})()`)
 		awaitJS(t, bctx, "the pod's log", fmt.Sprintf(`document.getElementById('log').textContent.includes(%q)`, testenv.DefaultContainerLog[len(testenv.DefaultContainerLog)-1]))
+		assert.Equal(t, "true", text(t, bctx, fmt.Sprintf(`String(document.getElementById('log').textContent.includes(%q))`, hostileLogLine)), "a log line that looks like HTML shows as text")
+		assert.Equal(t, "0", text(t, bctx, `String(document.querySelectorAll('#log *').length)`), "a log line makes no element")
 		awaitJS(t, bctx, "the end of the pod", `document.body.dataset.logEnded === 'true'`)
 		j, err = store.UpdateStatus(ctx, j, job.JobStatus{State: job.Success, PodName: pod.Name, BuildID: "1", StartTime: j.Status.StartTime, PendingTime: j.Status.PendingTime})
 		require.NoError(t, err)

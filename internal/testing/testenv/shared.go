@@ -19,6 +19,7 @@ const SharedStartTimeout = 3 * time.Minute
 // m.Run, when no test is running any more.
 var shared struct {
 	mainRan bool
+	opts    Options
 	once    sync.Once
 	env     *Env
 	err     error
@@ -33,9 +34,14 @@ var shared struct {
 // only unit tests (or -short) starts nothing, and stops after the last test.
 // When tests fail, the directory with the component logs is kept and its path
 // printed. Main returns, and the testing package exits with m.Run's code.
-func Main(m *testing.M) {
+func Main(m *testing.M) { MainWith(m, Options{}) }
+
+// MainWith is Main with the shared control plane started with o (say, a
+// container log of the package's own).
+func MainWith(m *testing.M, o Options) {
 	flag.Parse()
 	shared.mainRan = true
+	shared.opts = o
 	code := m.Run()
 	if shared.env == nil {
 		return
@@ -75,7 +81,7 @@ func Get(t testing.TB) *Env {
 		ctx, cancel := context.WithTimeoutCause(context.Background(), SharedStartTimeout,
 			fmt.Errorf("control plane not ready after %s", SharedStartTimeout))
 		defer cancel()
-		shared.env, shared.err = Start(ctx, Options{})
+		shared.env, shared.err = Start(ctx, shared.opts)
 		if shared.err == nil && testing.Verbose() {
 			fmt.Fprintf(os.Stderr, "testenv: control plane ready in %s (%s)\n",
 				shared.env.StartupTime.Round(time.Millisecond), shared.env.Dir)
