@@ -240,10 +240,10 @@ func TestIntegrationCLIHolderWithoutJob(t *testing.T) {
 	c := newCLI(t)
 	since := time.Now().UTC().Truncate(time.Microsecond)
 	raw, err := json.Marshal(map[string]any{
-		"version": "1.5", "target": "staging", "policy": "newest", "updated": since.Format(time.RFC3339Nano),
+		"version": "1.5", "target": "staging", "policy": "newest", "updated": since.Format(metav1.RFC3339Micro),
 		"holder": map[string]any{
 			"owner": "acme", "repo": "web", "branch": "main", "build": "88", "session": "older-lockctl",
-			"since": since.Format(time.RFC3339Nano), "expires": since.Add(time.Hour).Format(time.RFC3339Nano), "ttl": "1h0m0s",
+			"since": since.Format(metav1.RFC3339Micro), "expires": since.Add(time.Hour).Format(metav1.RFC3339Micro), "ttl": "1h0m0s",
 		},
 	})
 	require.NoError(t, err)

@@ -146,7 +146,7 @@ func TestIntegrationCLILiveLine(t *testing.T) {
 	require.NoError(t, waiter.Wait(), stderr.String())
 
 	out := stderr.String()
-	assert.Contains(t, out, clearLine+"DEBUG: lock acquired holder=acme/api@main#1 lock=", "the debug line starts on a cleared row")
+	debugOnClearedRows(t, out)
 	assert.Contains(t, out, clearLine+"lock \"live\" acquired by acme/api@main#1", "the result line starts on a cleared row")
 	for _, seg := range strings.Split(out, clearLine) {
 		for _, row := range strings.SplitAfter(seg, "\n") {
@@ -289,7 +289,7 @@ func TestIntegrationCLITerminal(t *testing.T) {
 	require.Equal(t, 0, o.code, o.stderr)
 	got := waiter.wait(t)
 
-	assert.Contains(t, got, clearLine+"DEBUG: lock acquired holder=acme/api@main#1", "the debug line starts on a cleared row")
+	debugOnClearedRows(t, got)
 	assert.Contains(t, got, clearLine+"\033[32mlock \"tty\" acquired by acme/api@main#1", "the result in green, on a cleared row")
 	assert.Regexp(t, `(?m)^\d+\r$`, got, "the fencing token on stdout")
 	assert.NotRegexp(t, `(?m)^\d\d:\d\d:\d\d `, got, "no timestamps on a terminal")
@@ -306,4 +306,15 @@ func TestIntegrationCLITerminal(t *testing.T) {
 	got = plain.wait(t)
 	assert.Contains(t, got, `lock "tty-plain" acquired by acme/web@main#2`)
 	assert.NotRegexp(t, "\033\\[[0-9;]*m", got, "NO_COLOR: no colour")
+}
+
+// debugOnClearedRows asserts that out has debug lines of the waiter's
+// acquisition (which ones depends on how it got the lock: a hand-over seen
+// and confirmed, or a take) and that each starts on a cleared row.
+func debugOnClearedRows(t *testing.T, out string) {
+	t.Helper()
+	n := strings.Count(out, "DEBUG: ")
+	assert.Positive(t, n, "debug lines at -v 1")
+	assert.Contains(t, out, "holder=acme/api@main#1", "a debug line names the new holder")
+	assert.Equal(t, n, strings.Count(out, clearLine+"DEBUG: "), "every debug line starts on a cleared row")
 }
