@@ -171,17 +171,15 @@ func (c *Client) leaveHeld(ctx context.Context, h *Held, o ReleaseOptions) (*Rel
 // and the caller's own mark in the account of run jobs (o.runMark, in
 // o.runJobs.Namespace) goes, its namespace named swept, when o says its
 // job ended and nothing was left behind (ReleaseOptions.RunJobsDone) and
-// the account is kept (releaseRunJobs' rule). It reports whether rec
-// changed.
+// the account is kept, as releaseRunJobs removes a releasing run's mark. It
+// reports whether rec changed.
 func decideLeave(rec *Record, o ReleaseOptions, now time.Time) bool {
 	ns := o.runJobs.Namespace
 	if !o.RunJobsDone || ns == "" || o.runMark == "" || !rec.Holder.RunJobsKept ||
 		!slices.ContainsFunc(rec.RunJobs.pending(), func(m RunMark) bool { return m.Namespace == ns && m.ClaimID == o.runMark }) {
 		return false
 	}
-	rj := rec.RunJobs.deepCopy()
-	rj.done(ns, o.runMark)
-	rec.RunJobs = rj.orNil()
+	releaseRunJobs(rec, o)
 	rec.Updated = later(now, rec.Updated)
 	return true
 }
