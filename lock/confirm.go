@@ -282,28 +282,26 @@ func (c *Client) confirmVersions(h *Held) reader {
 }
 
 // decideConfirm is the rule of the confirmation of a hand-over to the
-// claim session, whose hold began with token, at now: the holder is no
+// claim session, whose hold began with token, at now: a renewal
+// (decideRenew) with the holder's own TTL, after which the holder is no
 // longer marked handed over, records its token and gets the expiry of its
 // TTL (none in a pod). A holder that does not keep the account of run jobs
 // (keeps: Request.RunJobs) drops it, as its take-over would (takeRunJobs).
 // It reports whether to write (false: confirmed already), and returns an
 // error matching ErrLost when session no longer holds the lock.
 func decideConfirm(rec *Record, session, token string, keeps bool, now time.Time) (bool, error) {
-	switch {
-	case rec.IsFree():
-		return false, fmt.Errorf("%w: it was released", ErrLost)
-	case rec.Holder.ClaimID != session:
-		return false, fmt.Errorf("%w: now held by %s", ErrLost, rec.Holder.Identity)
-	case !rec.Holder.HandedOver:
-		return false, nil
+	if err := heldBy(rec, session); err != nil || !rec.Holder.HandedOver {
+		return false, err
 	}
-	rec.Updated = later(now, rec.Updated)
-	rec.thaw(now)
 	ttl := rec.Holder.TTL.Duration
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	confirmHandOver(&rec.Holder, token, now, ttl)
+	// The confirmation is the hold's first renewal, with the TTL the
+	// holder asked for.
+	if err := decideRenew(rec, session, token, ttl, now); err != nil {
+		return false, err
+	}
 	if !keeps {
 		rec.RunJobs, rec.Holder.RunJobsKept = nil, false
 	}

@@ -285,11 +285,8 @@ func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
 // dropped. It returns an error matching ErrLost, and changes nothing, when
 // session no longer holds the lock.
 func decideRenew(rec *Record, session, token string, ttl time.Duration, now time.Time) error {
-	if rec.IsFree() {
-		return fmt.Errorf("%w: it was released", ErrLost)
-	}
-	if rec.Holder.ClaimID != session {
-		return fmt.Errorf("%w: now held by %s", ErrLost, rec.Holder.Identity)
+	if err := heldBy(rec, session); err != nil {
+		return err
 	}
 	rec.Updated = later(now, rec.Updated)
 	rec.thaw(now)
@@ -300,6 +297,18 @@ func decideRenew(rec *Record, session, token string, ttl time.Duration, now time
 		if e := now.Add(ttl); rec.Holder.Expires == nil || e.After(rec.Holder.Expires.Time) {
 			rec.Holder.Expires = microPtr(e) // from now, not Updated (see holding)
 		}
+	}
+	return nil
+}
+
+// heldBy returns nil when the claim session holds the lock rec, else an
+// error matching ErrLost that says who does.
+func heldBy(rec *Record, session string) error {
+	if rec.IsFree() {
+		return fmt.Errorf("%w: it was released", ErrLost)
+	}
+	if rec.Holder.ClaimID != session {
+		return fmt.Errorf("%w: now held by %s", ErrLost, rec.Holder.Identity)
 	}
 	return nil
 }

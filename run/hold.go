@@ -437,10 +437,11 @@ func (h *Hold) giveUp(target string, last error) {
 // Release stops the renewals and gives the locks up, last taken first,
 // once, telling the observer who holds each next. A lost lock is left
 // alone: it is someone else's. So is a lock the hold re-entered
-// (lock.Held.Reentered): ReleaseHeld leaves it held as it was found. Calls after the first do nothing. A hold
-// given up at its renew deadline is released for at most the time left
-// until its expiry (KillGrace + ClockMargin): after that it is no longer
-// the hold's to release, and the API server may still be unreachable.
+// (lock.Held.Reentered): ReleaseHeld leaves it held as it was found.
+// Calls after the first do nothing. A hold given up at its renew deadline
+// is released for at most the time left until its expiry (KillGrace +
+// ClockMargin): after that it is no longer the hold's to release, and the
+// API server may still be unreachable.
 func (h *Hold) Release(ctx context.Context) error {
 	return h.ReleaseWith(ctx, lock.ReleaseOptions{})
 }
