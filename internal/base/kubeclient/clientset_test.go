@@ -47,7 +47,13 @@ func TestNewForConfig(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	cs, err := NewForConfig(&rest.Config{Host: srv.URL, QPS: 50, Burst: 100})
+	// NOTE: a dialer of its own makes the config's transport its own too.
+	// client-go caches one transport for all configs alike (every
+	// plain-HTTP config of the package's parallel tests), so the connection
+	// counted here was not this test's alone: one run of the package in 30
+	// under -race counted two. It also means that three HTTP clients would
+	// open three connections, not share one cached transport.
+	cs, err := NewForConfig(&rest.Config{Host: srv.URL, QPS: 50, Burst: 100, Dial: (&net.Dialer{}).DialContext})
 	require.NoError(t, err)
 	ctx := t.Context()
 	_, err = cs.CoreV1().ConfigMaps("ci").Get(ctx, "lock", metav1.GetOptions{})
