@@ -425,9 +425,11 @@ func (r *Record) insert(i int, c Claim) {
 func (r *Record) deepCopy() *Record {
 	out := *r
 	out.Holder = r.Holder.deepCopy()
-	out.Waiters = make([]Claim, len(r.Waiters))
-	for i, w := range r.Waiters {
-		out.Waiters[i] = w.deepCopy()
+	if r.Waiters != nil {
+		out.Waiters = make([]Claim, len(r.Waiters))
+		for i, w := range r.Waiters {
+			out.Waiters[i] = w.deepCopy()
+		}
 	}
 	out.History = append([]HistoryEntry(nil), r.History...)
 	out.RunJobs = r.RunJobs.deepCopy()

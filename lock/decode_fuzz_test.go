@@ -13,7 +13,8 @@ import (
 // panic, must report every bad record as an *InvalidError (or a
 // *VersionError for another major version), and a record it
 // accepts must survive being written back and read again (what the next
-// contender does with it).
+// contender does with it). Its strict path must read every record it takes
+// as the full decode does (assertStrictAgrees).
 //
 // The seed corpus is in testdata/fuzz/FuzzDecode; run it longer with
 //
@@ -56,6 +57,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		assertStrictAgrees(t, raw)
 		rec, err := Decode(lockConfigMap(raw))
 		if err != nil {
 			var (

@@ -58,6 +58,18 @@ type Client struct {
 	// windowCache).
 	windows     windowCache
 	nodesDenied atomic.Bool
+	// lastDecoded is the record of the version of a lock decoded last,
+	// which a waiter decides on twice (a hand-over to it, then its turn).
+	lastDecoded atomic.Pointer[decodedLock]
+}
+
+// decodedLock is the record of one version of a lock object: the object as
+// given (informers and reads hand out objects nobody changes) and its
+// resourceVersion.
+type decodedLock struct {
+	cm  *corev1.ConfigMap
+	rv  string
+	rec *Record
 }
 
 // Options tunes a Client; a zero field takes its default.
@@ -480,7 +492,14 @@ func JudgePod(pod *corev1.Pod, uid types.UID, node *corev1.Node, now time.Time, 
 // decode is Decode, with the target named in an *InvalidError so its hint
 // can give the command that removes the lock.
 func (c *Client) decode(cm *corev1.ConfigMap, target string) (*Record, error) {
+	if last := c.lastDecoded.Load(); last != nil && last.cm == cm && last.rv == cm.ResourceVersion && cm.ResourceVersion != "" {
+		// The caller may change what it gets: a copy.
+		return last.rec.deepCopy(), nil
+	}
 	rec, err := Decode(cm)
+	if err == nil {
+		c.lastDecoded.Store(&decodedLock{cm: cm, rv: cm.ResourceVersion, rec: rec.deepCopy()})
+	}
 	var (
 		invalid *InvalidError
 		version *VersionError

@@ -587,12 +587,19 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 	if !ok {
 		return nil, invalid("metadata.annotations["+RecordAnnotation+"]", "missing")
 	}
-	vs, err := schema.Peek([]byte(raw))
-	if err != nil {
-		return nil, invalid("version", err.Error())
+	rec, ok := decodeStrict(raw)
+	vs := ""
+	if ok {
+		vs = rec.Version
+	} else {
+		var err error
+		if vs, err = schema.Peek([]byte(raw)); err != nil {
+			return nil, invalid("version", err.Error())
+		}
 	}
 	version := schema.Version{Major: 1}
 	if vs != "" {
+		var err error
 		if version, err = schema.Parse(vs); err != nil {
 			return nil, invalid("version", err.Error())
 		}
@@ -600,12 +607,14 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 	if version.Major != recordVersion.Major && version.Major != frozenRecordVersion.Major {
 		return nil, &VersionError{Namespace: cm.Namespace, Name: cm.Name, Found: version.String(), Supported: RecordVersion}
 	}
-	if field, reason := checkTimes(raw); field != "" {
-		return nil, invalid(field, reason)
-	}
-	var rec Record
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-		return nil, invalid("metadata.annotations["+RecordAnnotation+"]", "not a lock record: "+err.Error())
+	if !ok {
+		if field, reason := checkTimes(raw); field != "" {
+			return nil, invalid(field, reason)
+		}
+		rec = &Record{}
+		if err := json.Unmarshal([]byte(raw), rec); err != nil {
+			return nil, invalid("metadata.annotations["+RecordAnnotation+"]", "not a lock record: "+err.Error())
+		}
 	}
 	if _, err := ParsePolicy(string(rec.Policy)); err != nil {
 		return nil, invalid("policy", err.Error())
@@ -630,7 +639,7 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 			return nil, invalid(fmt.Sprintf("waiters[%d].expires", i), "missing")
 		}
 	}
-	return &rec, nil
+	return rec, nil
 }
 
 type fieldErr struct{ field, reason string }

@@ -1,0 +1,92 @@
+package lock
+
+import (
+	"encoding/json"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The strict decode is Decode's fast path for the usual record, one whose
+// every field this lockctl knows (written by this version or an older
+// one). It decodes the record in one pass with unknown fields refused,
+// into copies of the record's types that lack the decoders keeping
+// unknown fields (Record.UnmarshalJSON and its kin): those decode every
+// object twice, once as a struct and once as a map of its fields, and
+// validate each nested object again, which made a contended lock's record
+// (20 claims, 20 past holds, 7 KB) cost about 2 ms to read, for every
+// watch event in every waiting process.
+//
+// A record the strict decode refuses (a newer minor's fields, a broken
+// document, a time it cannot parse) goes the whole way, which keeps the
+// unknown fields and names what is wrong: the two agree on every record
+// the strict decode takes (TestStrictDecodeAgrees, FuzzDecode).
+type strictRecord struct {
+	Version string           `json:"version,omitempty"`
+	Target  string           `json:"target"`
+	Policy  Policy           `json:"policy"`
+	Holder  strictClaim      `json:"holder"`
+	Waiters []strictClaim    `json:"waiters,omitempty"`
+	Updated metav1.MicroTime `json:"updated"`
+	History []strictHistory  `json:"history,omitempty"`
+	Freeze  *Freeze          `json:"freeze,omitempty"`
+	RunJobs *strictRunJobs   `json:"runJobs,omitempty"`
+}
+
+// strictClaim, strictHistory and strictRunMark have the fields of Claim,
+// HistoryEntry and RunMark and none of their methods.
+type (
+	strictClaim   Claim
+	strictHistory HistoryEntry
+	strictRunMark RunMark
+)
+
+type strictRunJobs struct {
+	Pending []strictRunMark `json:"pending,omitempty"`
+	Swept   []string        `json:"swept,omitempty"`
+}
+
+// decodeStrict decodes raw with every field known, and reports whether it
+// could.
+func decodeStrict(raw string) (*Record, bool) {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var s strictRecord
+	if err := dec.Decode(&s); err != nil {
+		return nil, false
+	}
+	// One document and nothing after it, as json.Unmarshal wants.
+	if strings.TrimSpace(raw[dec.InputOffset():]) != "" {
+		return nil, false
+	}
+	rec := &Record{
+		Version: s.Version,
+		Target:  s.Target,
+		Policy:  s.Policy,
+		Holder:  Claim(s.Holder),
+		Updated: s.Updated,
+		Freeze:  s.Freeze,
+	}
+	if s.Waiters != nil {
+		rec.Waiters = make([]Claim, len(s.Waiters))
+		for i, w := range s.Waiters {
+			rec.Waiters[i] = Claim(w)
+		}
+	}
+	if s.History != nil {
+		rec.History = make([]HistoryEntry, len(s.History))
+		for i, h := range s.History {
+			rec.History[i] = HistoryEntry(h)
+		}
+	}
+	if rj := s.RunJobs; rj != nil {
+		rec.RunJobs = &RunJobs{Swept: rj.Swept}
+		if rj.Pending != nil {
+			rec.RunJobs.Pending = make([]RunMark, len(rj.Pending))
+			for i, m := range rj.Pending {
+				rec.RunJobs.Pending[i] = RunMark(m)
+			}
+		}
+	}
+	return rec, true
+}
