@@ -63,6 +63,7 @@ func BenchmarkRunContention(b *testing.B) {
 		contender
 		gaps, walls  Sample
 		first, later Sample // the first gap of each round, and the others
+		cpus         Sample // user and system time of each process, its command's included
 		parts        gapParts
 		counts       Counts
 	}
@@ -82,8 +83,8 @@ func BenchmarkRunContention(b *testing.B) {
 				if s.lockctl {
 					parts = &s.parts
 				}
-				g, w := runRound(b, env, ns, s.contender, runEnviron(b, env.Kubeconfig, ns), fmt.Sprintf("round-%d-%d", r, i), procs, hold, parts)
-				s.gaps, s.walls = append(s.gaps, g...), append(s.walls, w)
+				g, w, cpu := runRound(b, env, ns, s.contender, runEnviron(b, env.Kubeconfig, ns), fmt.Sprintf("round-%d-%d", r, i), procs, hold, parts)
+				s.gaps, s.walls, s.cpus = append(s.gaps, g...), append(s.walls, w), append(s.cpus, cpu...)
 				if len(g) > 0 {
 					s.first, s.later = append(s.first, g[0]), append(s.later, g[1:]...)
 				}
@@ -91,7 +92,7 @@ func BenchmarkRunContention(b *testing.B) {
 		}
 		for i, s := range sides {
 			proxy := startCountingProxy(b, env)
-			runRound(b, env, ns, s.contender, runEnviron(b, proxy.Kubeconfig, ns), fmt.Sprintf("counted-%d", i), procs, hold, nil)
+			_, _, _ = runRound(b, env, ns, s.contender, runEnviron(b, proxy.Kubeconfig, ns), fmt.Sprintf("counted-%d", i), procs, hold, nil)
 			s.counts = proxy.Counts()
 		}
 	}
@@ -100,6 +101,7 @@ func BenchmarkRunContention(b *testing.B) {
 		report(b, s.prefix+"gap-", s.gaps)
 		report(b, s.prefix+"first-gap-", s.first)
 		report(b, s.prefix+"later-gap-", s.later)
+		report(b, s.prefix+"cpu-", s.cpus)
 		if s.lockctl {
 			report(b, s.prefix+"release-", s.parts.release)
 			report(b, s.prefix+"taken-", s.parts.taken)
@@ -127,6 +129,7 @@ func BenchmarkRunContention(b *testing.B) {
 			b.Logf("    confirmation seen -> the next command's start (negative: started before its confirmation was seen): %s", s.parts.start)
 		}
 		b.Logf("  whole round (all %d held once): %s", procs, s.walls)
+		b.Logf("  CPU of one process (user and system, its command's included): %s", s.cpus)
 		b.Logf("  requests per process (counted round): %.1f (%s), %d conflicts", float64(s.counts.Total())/float64(procs), resources(s.counts), s.counts.Conflicts)
 	}
 }
@@ -184,9 +187,9 @@ func watchLock(b *testing.B, env *testenv.Env, ns, target string) (stop func() [
 }
 
 // runRound starts procs processes of c at once on one new lock
-// and returns the gaps between the commands they ran, and the round's wall
-// time. parts, when set, gets the gaps split as the lock's watch saw them.
-func runRound(b *testing.B, env *testenv.Env, ns string, c contender, environ []string, target string, procs, hold int, parts *gapParts) (Sample, time.Duration) {
+// and returns the gaps between the commands they ran, the round's wall
+// time, and the CPU time (user and system) of each process. parts, when set, gets the gaps split as the lock's watch saw them.
+func runRound(b *testing.B, env *testenv.Env, ns string, c contender, environ []string, target string, procs, hold int, parts *gapParts) (Sample, time.Duration, Sample) {
 	dir := b.TempDir()
 	stopWatch := func() []lockChange { return nil }
 	if parts != nil {
@@ -208,6 +211,10 @@ func runRound(b *testing.B, env *testenv.Env, ns string, c contender, environ []
 		require.NoError(b, cmd.Wait(), "%s %d: %s", c.name, i, outs[i])
 	}
 	wall := time.Since(start)
+	var cpus Sample
+	for _, cmd := range cmds {
+		cpus = append(cpus, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	}
 	changes := stopWatch()
 	type span struct {
 		repo       string
@@ -247,7 +254,7 @@ func runRound(b *testing.B, env *testenv.Env, ns string, c contender, environ []
 			parts.start = append(parts.start, time.Duration(spans[i].start-confirmed))
 		}
 	}
-	return gaps, wall
+	return gaps, wall, cpus
 }
 
 func readStamp(b *testing.B, path string) int64 {
