@@ -198,7 +198,7 @@ func (w *waiter) saw(cm *corev1.ConfigMap) {
 	if cm == nil {
 		return
 	}
-	if rec, err := Decode(cm); err == nil {
+	if rec, err := w.c.decode(cm, w.req.Target); err == nil {
 		w.holder = rec.holderOrNone()
 	}
 }
@@ -208,7 +208,13 @@ func isFree(cm *corev1.ConfigMap) bool {
 		return false
 	}
 	rec, err := Decode(cm)
-	// NOTE: a frozen free lock, or one with waiters, is still a lock to
-	// show and to wait for.
-	return err == nil && rec.IsFree() && rec.Freeze == nil && len(rec.Waiters) == 0
+	return err == nil && idle(rec)
+}
+
+// idle reports whether rec is free with nobody waiting and no freeze.
+//
+// NOTE: a frozen free lock, or one with waiters, is still a lock to show
+// and to wait for.
+func idle(rec *Record) bool {
+	return rec.IsFree() && rec.Freeze == nil && len(rec.Waiters) == 0
 }

@@ -269,8 +269,15 @@ func (w *waiter) backOff(ctx context.Context, lost int, round time.Duration) (bo
 				continue
 			}
 			w.onLockEvent(ev)
-			if ev.Type == watch.Deleted && w.cm == nil || isFree(w.cm) {
+			if ev.Type == watch.Deleted && w.cm == nil {
 				return true, nil
+			}
+			// NOTE: decoded through the client, which keeps the version for
+			// the decision that follows.
+			if w.cm != nil {
+				if rec, err := w.c.decode(w.cm, w.req.Target); err == nil && idle(rec) {
+					return true, nil
+				}
 			}
 		}
 	}
