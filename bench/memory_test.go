@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,8 +56,8 @@ func (f *memoryFigures) add(m measured) {
 // short commands, whole processes under GNU time (a Go parent's rusage of
 // its child counts the parent's own resident set): `lockctl acquire`,
 // `status`, `release` and `run -- true` on a free lock, each with lockctl's
-// default GOGC (400 for every command but reconcile) and with GOGC=100,
-// alternating, beside the peer (bench/leasepeer with klock's timings)
+// runtime settings (GOGC 400 and one P for every command but reconcile and
+// dashboard), with GOGC=100 and with GOMAXPROCS at the CPUs, alternating, beside the peer (bench/leasepeer with klock's timings)
 // running `true` under a Lease. LOCKCTL_BENCH_MEMORY_RUNS (default 10)
 // sets the runs of each. It needs GNU time (/usr/bin/time) and skips
 // without it.
@@ -68,7 +69,12 @@ func BenchmarkCommandMemory(b *testing.B) {
 	bin := lockctlBuilds(b)[0].path
 	peer := peerContender(b, false)
 	runs := envInt("LOCKCTL_BENCH_MEMORY_RUNS", 10)
-	settings := []struct{ name, gogc string }{{"default", ""}, {"GOGC=100", "100"}}
+	// The runtime settings the CLI changes from Go's (cmd/main.go), and
+	// Go's own: GOGC 400 against 100, one P against one per CPU.
+	settings := []string{"default", "GOGC=100"}
+	if n := runtime.NumCPU(); n > 1 {
+		settings = append(settings, fmt.Sprintf("GOMAXPROCS=%d", n))
+	}
 	commands := []string{"acquire", "status", "release", "run -- true"}
 	got := map[string]*memoryFigures{}
 	fig := func(key string) *memoryFigures {
@@ -82,17 +88,17 @@ func BenchmarkCommandMemory(b *testing.B) {
 		ns := env.Namespace(b)
 		base := runEnviron(b, env.Kubeconfig, ns)
 		for i := range runs {
-			for _, s := range settings {
+			for j, s := range settings {
 				environ := base
-				if s.gogc != "" {
-					environ = append(append([]string(nil), base...), "GOGC="+s.gogc)
+				if s != "default" {
+					environ = append(append([]string(nil), base...), s)
 				}
-				target := fmt.Sprintf("mem-%s-%03d", s.gogc, i)
+				target := fmt.Sprintf("mem-%d-%03d", j, i)
 				id := []string{"--owner", "bench", "--repo", "memory", "--branch", "main", "--build", "1", "-q"}
-				fig(s.name + " acquire").add(measure(b, environ, bin, append([]string{"acquire", target}, id...)...))
-				fig(s.name + " status").add(measure(b, environ, bin, "status", target))
-				fig(s.name + " release").add(measure(b, environ, bin, append([]string{"release", target}, id...)...))
-				fig(s.name + " run -- true").add(measure(b, environ, bin, runArgs(target+"-run", i, "true")...))
+				fig(s + " acquire").add(measure(b, environ, bin, append([]string{"acquire", target}, id...)...))
+				fig(s + " status").add(measure(b, environ, bin, "status", target))
+				fig(s + " release").add(measure(b, environ, bin, append([]string{"release", target}, id...)...))
+				fig(s + " run -- true").add(measure(b, environ, bin, runArgs(target+"-run", i, "true")...))
 			}
 			fig("peer").add(measure(b, base, peer.path, peer.args(ns, fmt.Sprintf("mem-peer-%03d", i), i, "true")...))
 		}
@@ -104,11 +110,11 @@ func BenchmarkCommandMemory(b *testing.B) {
 	b.ReportMetric(MS(got["peer"].cpu.Percentile(50)), "peer-cpu-p50-ms")
 	for _, s := range settings {
 		for _, c := range commands {
-			f := got[s.name+" "+c]
-			metric := strings.ReplaceAll(strings.ReplaceAll(s.name+"-"+c, " -- true", ""), "=", "")
+			f := got[s+" "+c]
+			metric := strings.ReplaceAll(strings.ReplaceAll(s+"-"+c, " -- true", ""), "=", "")
 			b.ReportMetric(f.rss.median(), metric+"-peak-rss-MiB")
 			b.ReportMetric(MS(f.cpu.Percentile(50)), metric+"-cpu-p50-ms")
-			b.Logf("lockctl %s, %s: peak RSS %s (%.2fx the peer's), CPU %s", c, s.name, f.rss, f.rss.median()/peerRSS, f.cpu)
+			b.Logf("lockctl %s, %s: peak RSS %s (%.2fx the peer's), CPU %s", c, s, f.rss, f.rss.median()/peerRSS, f.cpu)
 		}
 	}
 	b.ReportMetric(0, "ns/op")

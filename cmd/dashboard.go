@@ -93,6 +93,7 @@ func (o *dashboardOptions) validate() error {
 }
 
 func runDashboard(ctx context.Context, o *dashboardOptions) error {
+	serveRuntime(o.f.Getenv)
 	var locks *lock.Client
 	var err error
 	if o.AllNamespaces {

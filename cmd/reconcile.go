@@ -241,8 +241,9 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
-	// NOTE: Main raised GOGC for the short commands (cliGCPercent); the
-	// loop's goes back to the default, under a soft memory limit.
+	// NOTE: Main raised GOGC and lowered GOMAXPROCS for the short commands
+	// (cliGCPercent, cliMaxProcs); the loop goes back to the defaults, its
+	// heap under a soft memory limit.
 	defer scheduler.TuneRuntime(ctx, o.f.Getenv)()
 	cfg, err := o.LoadConfig()
 	if err != nil {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -25,8 +26,10 @@ const MemoryLimitCheck = 10 * time.Second
 // returned.
 const memoryHeadroom = 8 << 20
 
-// TuneRuntime sets the Go runtime up for the reconcile loop: the garbage
-// collector at the default GOGC (100) unless GOGC is set, and the soft memory
+// TuneRuntime sets the Go runtime up for the reconcile loop: the runtime's
+// default number of Ps (GOMAXPROCS: the CPUs, or the container's CPU limit)
+// and the garbage collector at the default GOGC (100), unless GOMAXPROCS or
+// GOGC are set, and the soft memory
 // limit KeepMemoryLimit keeps from DefaultMemoryLimit until ctx ends or the
 // returned stop is called. GOMEMLIMIT, when set (deploy/ sets it to the
 // container's memory limit), is the ceiling: the limit never rises above it,
@@ -35,6 +38,9 @@ const memoryHeadroom = 8 << 20
 func TuneRuntime(ctx context.Context, getenv func(string) string) (stop func()) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(100)
+	}
+	if getenv("GOMAXPROCS") == "" {
+		runtime.SetDefaultGOMAXPROCS()
 	}
 	floor, ceiling := int64(DefaultMemoryLimit), int64(0)
 	if getenv("GOMEMLIMIT") != "" {

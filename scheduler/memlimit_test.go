@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -54,4 +55,26 @@ func TestTuneRuntime(t *testing.T) {
 	assert.Equal(t, 100, debug.SetGCPercent(250), "GOGC unset: the default")
 	assert.Never(t, func() bool { return debug.SetMemoryLimit(-1) != ceiling }, 100*time.Millisecond, time.Millisecond,
 		"GOMEMLIMIT below the default: the limit stays at it")
+}
+
+// TestTuneRuntimeGivesTheLoopItsPs: the loop runs on the runtime's default
+// number of Ps, which lockctl's short commands lower to one, unless
+// GOMAXPROCS is set.
+func TestTuneRuntimeGivesTheLoopItsPs(t *testing.T) {
+	prev := runtime.GOMAXPROCS(0)
+	gc := debug.SetGCPercent(-1)
+	debug.SetGCPercent(gc)
+	limit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev); debug.SetGCPercent(gc); debug.SetMemoryLimit(limit) })
+	runtime.SetDefaultGOMAXPROCS()
+	def := runtime.GOMAXPROCS(0)
+
+	runtime.GOMAXPROCS(1)
+	stop := TuneRuntime(t.Context(), func(k string) string { return map[string]string{"GOMAXPROCS": "1"}[k] })
+	stop()
+	assert.Equal(t, 1, runtime.GOMAXPROCS(0), "GOMAXPROCS set: left as it is")
+
+	stop = TuneRuntime(t.Context(), func(string) string { return "" })
+	stop()
+	assert.Equal(t, def, runtime.GOMAXPROCS(0), "GOMAXPROCS unset: the runtime's default")
 }

@@ -1,0 +1,39 @@
+package cmd
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestTuneCLIRuntime: a short command runs on one P with GOGC 400, a
+// serving one gets the runtime's default Ps back, and GOGC or GOMAXPROCS
+// in the environment win over both.
+func TestTuneCLIRuntime(t *testing.T) {
+	prev := runtime.GOMAXPROCS(0)
+	gc := debug.SetGCPercent(-1)
+	debug.SetGCPercent(gc)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev); debug.SetGCPercent(gc) })
+	runtime.SetDefaultGOMAXPROCS()
+	def := runtime.GOMAXPROCS(0)
+	unset := func(string) string { return "" }
+
+	tuneCLIRuntime(unset)
+	assert.Equal(t, cliMaxProcs, runtime.GOMAXPROCS(0))
+	assert.Equal(t, cliGCPercent, debug.SetGCPercent(gc))
+
+	serveRuntime(unset)
+	assert.Equal(t, def, runtime.GOMAXPROCS(0), "a serving command: the runtime's default")
+
+	runtime.GOMAXPROCS(def)
+	debug.SetGCPercent(150)
+	set := func(k string) string { return map[string]string{"GOGC": "150", "GOMAXPROCS": "3"}[k] }
+	tuneCLIRuntime(set)
+	assert.Equal(t, def, runtime.GOMAXPROCS(0), "GOMAXPROCS set: the runtime read it at start")
+	assert.Equal(t, 150, debug.SetGCPercent(gc), "GOGC set: the runtime read it at start")
+	runtime.GOMAXPROCS(3)
+	serveRuntime(set)
+	assert.Equal(t, 3, runtime.GOMAXPROCS(0))
+}
