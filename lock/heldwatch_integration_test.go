@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"k8s.io/utils/clock"
 	"net/http"
 	"sync"
@@ -21,8 +22,7 @@ import (
 // waited keeps the watch of the lock while it holds it, so its release
 // writes once on the newest version although a waiter joined meanwhile;
 // a holder that took the lock at once (no watch) whose release loses to a
-// waiter's join starts a watch from the version it lost on and writes again
-// on the version it brings, reading nothing. Either way the lock is handed
+// waiter's join reads the newest version and writes again on it. Either way the lock is handed
 // to the first waiter, and the watch ends with the release.
 func TestIntegrationKeepWatching(t *testing.T) {
 	t.Parallel()
@@ -69,8 +69,8 @@ func TestIntegrationKeepWatching(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, rel.HandedTo)
 	assert.Equal(t, "api", rel.HandedTo.Repo)
-	assert.Equal(t, []string{http.MethodPut, "WATCH", http.MethodPut}, testenv.Verbs(firstLog.Take()),
-		"the write on the taken version loses to the join; the next is on the version a watch from it brought, nothing read")
+	assert.Equal(t, []string{http.MethodPut, http.MethodGet, http.MethodPut}, testenv.Verbs(firstLog.Take()),
+		"the write on the taken version loses to the join; the next is on the newest version, read")
 
 	var h2 *Held
 	select {
@@ -113,4 +113,44 @@ func TestIntegrationKeepWatching(t *testing.T) {
 		t.Fatal("the watch did not end with the release")
 	}
 	h2.StopWatching() // again: nothing happens
+}
+
+// TestIntegrationReleaseAfterManyJoins: a holder that took the lock at once
+// (no watch) and releases after ten contenders joined the queue loses its
+// first write, reads the newest version and writes once more on it: one
+// lost write, not one for each version since its own (a watch from the
+// version it lost on brings them one at a time, oldest first).
+func TestIntegrationReleaseAfterManyJoins(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	ns := env.Namespace(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cfg := rest.CopyConfig(env.RESTConfig)
+	log := testenv.RecordRequests(cfg)
+	cs, err := kube.NewForConfig(cfg)
+	require.NoError(t, err)
+	holder := New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, Options{})
+	req := func(repo string) Request {
+		return Request{Target: "staging", Identity: Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Policy: PolicyFIFO, TTL: time.Minute}
+	}
+	h, err := holder.Acquire(ctx, req("web"))
+	require.NoError(t, err)
+	require.Nil(t, h.watching, "taken at once: nothing watched")
+
+	const joiners = 10
+	for i := range joiners {
+		c := New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, Options{})
+		_, p, err := c.TryAcquire(ctx, req(fmt.Sprintf("repo-%02d", i)))
+		require.NoError(t, err)
+		require.NotNil(t, p, "contender %d waits", i)
+	}
+
+	log.Take()
+	rel, err := holder.ReleaseHeld(ctx, h, ReleaseOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, rel.HandedTo)
+	assert.Equal(t, "repo-00", rel.HandedTo.Repo)
+	assert.Equal(t, []string{http.MethodPut, http.MethodGet, http.MethodPut}, testenv.Verbs(log.Take()),
+		"the write on the taken version loses; the next is on the newest version, read")
 }

@@ -189,10 +189,24 @@ func decideLeave(rec *Record, o ReleaseOptions, now time.Time) bool {
 // which h holds the lock is written on: any other (not the holder, free,
 // unreadable) is decided on a fresh read, as is every version once one was
 // not.
+//
+// A hold that watches nothing (taken at once, without waiting) and loses
+// its first write reads the newest version: the version it knew may be
+// many changes old (contenders joining the queue meanwhile), and a watch
+// from it would bring those changes one at a time, oldest first, each a
+// write lost on it. A loss after that read watches from the version it was
+// lost on, which the watch follows from the next change on.
 func (c *Client) heldVersions(h *Held, o ReleaseOptions) reader {
 	fresh := o.Token != "" || o.Force
+	read := false
 	return func(ctx context.Context, target string, lost *corev1.ConfigMap, attempt int) (*corev1.ConfigMap, error) {
 		if !fresh && lost != nil {
+			if h.watching == nil && !read {
+				read = true
+				cm, err := c.get(ctx, target)
+				h.remember(cm)
+				return cm, err
+			}
 			if h.watching == nil {
 				h.keep(c.watchFrom(ctx, lost))
 			}
