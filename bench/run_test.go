@@ -104,6 +104,7 @@ func BenchmarkRunContention(b *testing.B) {
 		report(b, s.prefix+"cpu-", s.cpus)
 		if s.lockctl {
 			report(b, s.prefix+"release-", s.parts.release)
+			report(b, s.prefix+"first-release-", s.parts.firstRelease)
 			report(b, s.prefix+"taken-", s.parts.taken)
 			report(b, s.prefix+"confirm-", s.parts.confirm)
 			report(b, s.prefix+"start-", s.parts.start)
@@ -124,6 +125,7 @@ func BenchmarkRunContention(b *testing.B) {
 		if s.lockctl {
 			b.Logf("  of which (%d gaps seen whole by a watch of the lock in this process):", len(s.parts.release))
 			b.Logf("    end -> the hand-over write seen (holder's exit, release): %s", s.parts.release)
+			b.Logf("      in the first gap of each round: %s", s.parts.firstRelease)
 			b.Logf("    hand-over seen -> the next command's start (watch fan-out, confirmation unless in the background, sweep, start): %s", s.parts.taken)
 			b.Logf("    hand-over seen -> confirmation seen (watch fan-out, the next one's write): %s", s.parts.confirm)
 			b.Logf("    confirmation seen -> the next command's start (negative: started before its confirmation was seen): %s", s.parts.start)
@@ -140,6 +142,9 @@ func BenchmarkRunContention(b *testing.B) {
 // own delivery delay is in both, so it cancels out of the middle part.
 type gapParts struct {
 	release, confirm, start Sample
+	// firstRelease is release for the first gap of each round, taken while
+	// the other processes still start and join.
+	firstRelease Sample
 	// taken is from the hand-over seen to the next command's start: the
 	// next holder's share whether it confirms first (before ADR 0074) or
 	// in the background.
@@ -248,6 +253,9 @@ func runRound(b *testing.B, env *testenv.Env, ns string, c contender, environ []
 			continue // taken without a hand-over, or not seen in time
 		}
 		parts.release = append(parts.release, time.Duration(handed-spans[i-1].end))
+		if i == 1 {
+			parts.firstRelease = append(parts.firstRelease, time.Duration(handed-spans[i-1].end))
+		}
 		parts.taken = append(parts.taken, time.Duration(spans[i].start-handed))
 		if confirmed := first(spans[i].repo, false, handed); confirmed != 0 {
 			parts.confirm = append(parts.confirm, time.Duration(confirmed-handed))
