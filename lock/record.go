@@ -607,10 +607,13 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 	if version.Major != recordVersion.Major && version.Major != frozenRecordVersion.Major {
 		return nil, &VersionError{Namespace: cm.Namespace, Name: cm.Name, Found: version.String(), Supported: RecordVersion}
 	}
+	// NOTE: checked whichever way the record was decoded: the strict
+	// decode parses times as metav1.MicroTime does, which takes some that
+	// are no RFC 3339 ("…00.+00000Z", a comma for the point).
+	if field, reason := checkTimes(raw); field != "" {
+		return nil, invalid(field, reason)
+	}
 	if !ok {
-		if field, reason := checkTimes(raw); field != "" {
-			return nil, invalid(field, reason)
-		}
 		rec = &Record{}
 		if err := json.Unmarshal([]byte(raw), rec); err != nil {
 			return nil, invalid("metadata.annotations["+RecordAnnotation+"]", "not a lock record: "+err.Error())
