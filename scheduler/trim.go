@@ -15,9 +15,19 @@ import (
 // these objects by compare-and-swap updates and patches, for which a nil
 // managedFields leaves the server's record of field owners as it was.
 func stripManagedFields(obj any) (any, error) {
-	// NOTE: an object without managedFields is left unwritten: a fake
-	// clientset hands one object to every watcher, and two informers of
-	// one namespace's ConfigMaps (job records, ledger) transform it at once.
+	// NOTE: the object handed in is never written: a fake clientset hands
+	// one object to every watcher, and two informers of one namespace's
+	// ConfigMaps (job records, ledger) transform it at once, one reading
+	// it while the other strips it. A ConfigMap is stripped in a shallow
+	// copy; an object without managedFields is left as it is.
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		if cm.ManagedFields == nil {
+			return obj, nil
+		}
+		c := *cm
+		c.ManagedFields = nil
+		return &c, nil
+	}
 	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
 		m.SetManagedFields(nil)
 	}
