@@ -76,10 +76,15 @@ func trimJobRecord(obj any) (any, error) {
 // volumes and the like are most of a pod and are never read from the cache;
 // podwatch and lockctl logs read pods from the API server.
 func trimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
+	in, ok := obj.(*corev1.Pod)
 	if !ok {
 		return stripManagedFields(obj)
 	}
+	// NOTE: trimmed in a shallow copy, whose fields are replaced, never
+	// written into: the pod handed in may be another informer's too (see
+	// stripManagedFields).
+	p := *in
+	pod := &p
 	pod.ManagedFields = nil
 	pod.Spec = corev1.PodSpec{
 		SchedulingGates: pod.Spec.SchedulingGates,

@@ -34,3 +34,22 @@ func TestStripManagedFieldsWritesNothingShared(t *testing.T) {
 	wg.Wait()
 	assert.Len(t, shared.ManagedFields, 1)
 }
+
+// TestTrimPodWritesNothingShared: the pod handed in is left as it was.
+func TestTrimPodWritesNothingShared(t *testing.T) {
+	t.Parallel()
+	shared := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ci", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "lockctl"}}},
+		Spec:       corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Message: "ready"}}},
+	}
+	out, err := trimPod(shared)
+	require.NoError(t, err)
+	trimmed := out.(*corev1.Pod)
+	assert.Nil(t, trimmed.ManagedFields)
+	assert.Empty(t, trimmed.Spec.Containers)
+	assert.Empty(t, trimmed.Status.Conditions[0].Message)
+	assert.Len(t, shared.ManagedFields, 1, "the pod handed in is not written")
+	assert.Len(t, shared.Spec.Containers, 1)
+	assert.Equal(t, "ready", shared.Status.Conditions[0].Message)
+}
