@@ -416,53 +416,36 @@ var (
 // UnmarshalJSON decodes a record, keeping the fields it does not know.
 func (r *Record) UnmarshalJSON(b []byte) error {
 	type plain Record
-	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
-		return err
-	}
 	var err error
-	r.unknown, err = schema.Unknown(b, recordFields)
+	r.unknown, err = schema.DecodeKeeping(b, (*plain)(r), recordFields)
 	return err
 }
 
 // MarshalJSON encodes a record with the unknown fields it was read with.
 func (r Record) MarshalJSON() ([]byte, error) {
 	type plain Record
-	b, err := json.Marshal(plain(r))
-	if err != nil {
-		return nil, err
-	}
-	return schema.Merge(b, r.unknown)
+	return schema.EncodeKeeping(plain(r), r.unknown)
 }
 
 // UnmarshalJSON decodes a claim, keeping the fields it does not know.
 func (c *Claim) UnmarshalJSON(b []byte) error {
 	type plain Claim
-	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
-		return err
-	}
 	var err error
-	c.unknown, err = schema.Unknown(b, claimFields)
+	c.unknown, err = schema.DecodeKeeping(b, (*plain)(c), claimFields)
 	return err
 }
 
 // MarshalJSON encodes a claim with the unknown fields it was read with.
 func (c Claim) MarshalJSON() ([]byte, error) {
 	type plain Claim
-	b, err := json.Marshal(plain(c))
-	if err != nil {
-		return nil, err
-	}
-	return schema.Merge(b, c.unknown)
+	return schema.EncodeKeeping(plain(c), c.unknown)
 }
 
 // UnmarshalJSON decodes a history entry, keeping the fields it does not know.
 func (h *HistoryEntry) UnmarshalJSON(b []byte) error {
 	type plain HistoryEntry
-	if err := json.Unmarshal(b, (*plain)(h)); err != nil {
-		return err
-	}
 	var err error
-	h.unknown, err = schema.Unknown(b, historyFields)
+	h.unknown, err = schema.DecodeKeeping(b, (*plain)(h), historyFields)
 	return err
 }
 
@@ -470,11 +453,7 @@ func (h *HistoryEntry) UnmarshalJSON(b []byte) error {
 // with.
 func (h HistoryEntry) MarshalJSON() ([]byte, error) {
 	type plain HistoryEntry
-	b, err := json.Marshal(plain(h))
-	if err != nil {
-		return nil, err
-	}
-	return schema.Merge(b, h.unknown)
+	return schema.EncodeKeeping(plain(h), h.unknown)
 }
 
 // Position returns the 1-based place of session in the queue, 0 if absent.

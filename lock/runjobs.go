@@ -63,43 +63,29 @@ var (
 // UnmarshalJSON decodes the account, keeping the fields it does not know.
 func (rj *RunJobs) UnmarshalJSON(b []byte) error {
 	type plain RunJobs
-	if err := json.Unmarshal(b, (*plain)(rj)); err != nil {
-		return err
-	}
 	var err error
-	rj.unknown, err = schema.Unknown(b, runJobsFields)
+	rj.unknown, err = schema.DecodeKeeping(b, (*plain)(rj), runJobsFields)
 	return err
 }
 
 // MarshalJSON encodes the account with the unknown fields it was read with.
 func (rj RunJobs) MarshalJSON() ([]byte, error) {
 	type plain RunJobs
-	b, err := json.Marshal(plain(rj))
-	if err != nil {
-		return nil, err
-	}
-	return schema.Merge(b, rj.unknown)
+	return schema.EncodeKeeping(plain(rj), rj.unknown)
 }
 
 // UnmarshalJSON decodes a mark, keeping the fields it does not know.
 func (m *RunMark) UnmarshalJSON(b []byte) error {
 	type plain RunMark
-	if err := json.Unmarshal(b, (*plain)(m)); err != nil {
-		return err
-	}
 	var err error
-	m.unknown, err = schema.Unknown(b, runMarkFields)
+	m.unknown, err = schema.DecodeKeeping(b, (*plain)(m), runMarkFields)
 	return err
 }
 
 // MarshalJSON encodes a mark with the unknown fields it was read with.
 func (m RunMark) MarshalJSON() ([]byte, error) {
 	type plain RunMark
-	b, err := json.Marshal(plain(m))
-	if err != nil {
-		return nil, err
-	}
-	return schema.Merge(b, m.unknown)
+	return schema.EncodeKeeping(plain(m), m.unknown)
 }
 
 // MustLook reports whether a lockctl run with job namespace ns that holds

@@ -142,6 +142,28 @@ func isKnown(k string, known map[string]bool) bool {
 	return false
 }
 
+// DecodeKeeping decodes the JSON object raw into v, a pointer to a struct
+// type without a decoder of its own (a `type plain T` of the caller's type
+// T), and returns the members of raw that known, v's fields, do not name
+// (Unknown): what T.UnmarshalJSON keeps to write back.
+func DecodeKeeping(raw []byte, v any, known map[string]bool) (map[string]json.RawMessage, error) {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, err
+	}
+	return Unknown(raw, known)
+}
+
+// EncodeKeeping encodes v, a struct without an encoder of its own, with
+// the members of unknown added (Merge): T.MarshalJSON of a T that kept
+// what it did not know (DecodeKeeping).
+func EncodeKeeping(v any, unknown map[string]json.RawMessage) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return Merge(b, unknown)
+}
+
 // Merge adds the members of unknown to the JSON object encoded, which
 // holds the known fields. Known fields win over unknown ones of the same name.
 func Merge(encoded []byte, unknown map[string]json.RawMessage) ([]byte, error) {
