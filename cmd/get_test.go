@@ -162,6 +162,39 @@ func lines(n int) func(out string) bool {
 	return func(out string) bool { return strings.Count(out, "\n") == n }
 }
 
+// watchRun is a -w command running on a testEnv whose watch of ConfigMaps
+// is fw; what it prints goes to out.
+type watchRun struct {
+	fw     *watch.FakeWatcher
+	out    *syncWriter
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startWatch runs args, a -w command, on te with fw as its watch of
+// ConfigMaps, and returns once the command watches.
+func startWatch(t *testing.T, te *testEnv, args ...string) *watchRun {
+	t.Helper()
+	w := &watchRun{fw: watch.NewFake(), out: &syncWriter{writes: make(chan string, 100)}, done: make(chan error, 1)}
+	watching := make(chan struct{})
+	te.cs.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+		close(watching)
+		return true, w.fw, nil
+	})
+	te.f.IOStreams.Out = w.out
+	ctx, cancel := context.WithCancel(t.Context())
+	w.cancel = cancel
+	go func() { w.done <- Run(ctx, te.f, args) }()
+	<-watching
+	return w
+}
+
+// stop interrupts the command and returns its error.
+func (w *watchRun) stop() error {
+	w.cancel()
+	return <-w.done
+}
+
 // syncWriter is a writer read while a command writes to it; each write is
 // also sent on writes.
 type syncWriter struct {
@@ -207,19 +240,8 @@ func TestRunGetJobsWatch(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			storeJobs(t, te, "deploy-web-1", "deploy-web-2")
-			fw := watch.NewFake()
-			watching := make(chan struct{})
-			te.cs.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
-				close(watching)
-				return true, fw, nil
-			})
-			out := &syncWriter{writes: make(chan string, 100)}
-			te.f.IOStreams.Out = out
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- Run(ctx, te.f, tt.args) }()
-
-			<-watching
+			w := startWatch(t, te, tt.args...)
+			fw, out := w.fw, w.out
 			// Both ends step the fake clock before the watch brings either:
 			// a row's AGE is read when it is printed.
 			ended := endJob(t, te, "deploy-web-1", job.Success, "", time.Minute)
@@ -230,9 +252,7 @@ func TestRunGetJobsWatch(t *testing.T) {
 			for !tt.printed(out.String()) {
 				<-out.writes
 			}
-			cancel()
-			err := <-done
-			require.ErrorIs(t, err, context.Canceled, "-w ends when interrupted")
+			require.ErrorIs(t, w.stop(), context.Canceled, "-w ends when interrupted")
 			golden(t, tt.golden, out.String())
 		})
 	}

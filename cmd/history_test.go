@@ -11,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/lock"
 )
@@ -107,18 +105,8 @@ func TestRunHistoryWatchShowsAHandOverOnce(t *testing.T) {
 	first.ResourceVersion = "1"
 	_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(), first, metav1.CreateOptions{})
 	require.NoError(t, err)
-	fw := watch.NewFake()
-	watching := make(chan struct{})
-	te.cs.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
-		close(watching)
-		return true, fw, nil
-	})
-	out := &syncWriter{writes: make(chan string, 100)}
-	te.f.IOStreams.Out = out
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, te.f, []string{"history", "staging", "-w"}) }()
-	<-watching
+	w := startWatch(t, te, "history", "staging", "-w")
+	fw, out := w.fw, w.out
 
 	handed := api
 	handed.HandedOver, handed.Since = true, metav1.NewMicroTime(testNow)
@@ -137,8 +125,7 @@ func TestRunHistoryWatchShowsAHandOverOnce(t *testing.T) {
 			require.Failf(t, "history -w printed no more rows", "so far:\n%s", out.String())
 		}
 	}
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled, "-w ends when interrupted")
+	require.ErrorIs(t, w.stop(), context.Canceled, "-w ends when interrupted")
 	var ended []string
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
 		f := strings.Fields(l)

@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/lock"
@@ -185,19 +183,8 @@ func TestRunStatusWatch(t *testing.T) {
 			first.ResourceVersion = "1"
 			_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(), first, metav1.CreateOptions{})
 			require.NoError(t, err)
-			fw := watch.NewFake()
-			watching := make(chan struct{})
-			te.cs.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
-				close(watching)
-				return true, fw, nil
-			})
-			out := &syncWriter{writes: make(chan string, 100)}
-			te.f.IOStreams.Out = out
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- Run(ctx, te.f, tt.args) }()
-
-			<-watching
+			w := startWatch(t, te, tt.args...)
+			fw, out := w.fw, w.out
 			handed := lockConfigMap(t, "staging", api)
 			handed.ResourceVersion = "2"
 			var rec map[string]any
@@ -212,9 +199,7 @@ func TestRunStatusWatch(t *testing.T) {
 			for !tt.printed(out.String()) {
 				<-out.writes
 			}
-			cancel()
-			err = <-done
-			require.ErrorIs(t, err, context.Canceled, "-w ends when interrupted")
+			require.ErrorIs(t, w.stop(), context.Canceled, "-w ends when interrupted")
 			golden(t, tt.golden, out.String())
 		})
 	}
