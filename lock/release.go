@@ -201,13 +201,13 @@ func (c *Client) heldVersions(h *Held, o ReleaseOptions) reader {
 	read := false
 	return func(ctx context.Context, target string, lost *corev1.ConfigMap, attempt int) (*corev1.ConfigMap, error) {
 		if !fresh && lost != nil {
-			if h.watching == nil && !read {
-				read = true
-				cm, err := c.get(ctx, target)
-				h.remember(cm)
-				return cm, err
-			}
 			if h.watching == nil {
+				if !read {
+					read = true
+					cm, err := c.get(ctx, target)
+					h.remember(cm)
+					return cm, err
+				}
 				h.keep(c.watchFrom(ctx, lost))
 			}
 			fresh = !h.awaitNewer(ctx, c.clk, lost)
