@@ -65,6 +65,15 @@ func TestStrictDecodeAgrees(t *testing.T) {
 	}
 }
 
+// TestStrictTypesKnowEveryField: the strict decode's copies of the record's
+// types name the same JSON fields as those types, so a field added to one
+// is added to the other (else every record with it would go the slow way).
+func TestStrictTypesKnowEveryField(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, recordFields, schema.Fields(strictRecord{}))
+	assert.Equal(t, runJobsFields, schema.Fields(strictRunJobs{}))
+}
+
 // TestDecodeKeepsUnknownFieldsPastTheStrictPath: a record the strict decode
 // refuses still reads, unknown fields kept for the write back.
 func TestDecodeKeepsUnknownFieldsPastTheStrictPath(t *testing.T) {
