@@ -301,14 +301,14 @@ func TestHoldReentered(t *testing.T) {
 func TestHoldReenteredNearItsExpiry(t *testing.T) {
 	t.Parallel()
 	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
-	take := func(t *testing.T, te *fakeEnv, c *lock.Client, after time.Duration) *Hold {
+	take := func(t *testing.T, te *fakeEnv, c *lock.Client, after time.Duration, o HoldOptions) *Hold {
 		t.Helper()
 		first, err := c.Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: 40 * time.Second})
 		require.NoError(t, err)
 		first.StopWatching()
 		first.WaitEvents(t.Context())
 		te.clock.Step(after)
-		h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 30 * time.Second}, HoldOptions{})
+		h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 30 * time.Second}, o)
 		require.NoError(t, err)
 		require.True(t, h.FirstLock().Reentered, "re-entered")
 		return h
@@ -318,7 +318,7 @@ func TestHoldReenteredNearItsExpiry(t *testing.T) {
 		t.Parallel()
 		te := newFakeEnv(t)
 		c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
-		h := take(t, te, c, 30*time.Second)
+		h := take(t, te, c, 30*time.Second, HoldOptions{})
 		require.Eventually(t, func() bool {
 			st, err := c.Get(t.Context(), "staging")
 			require.NoError(t, err)
@@ -333,14 +333,7 @@ func TestHoldReenteredNearItsExpiry(t *testing.T) {
 		c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 		start := te.clock.Now()
 		obs := &failObserver{}
-		first, err := c.Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: 40 * time.Second})
-		require.NoError(t, err)
-		first.StopWatching()
-		first.WaitEvents(t.Context())
-		te.clock.Step(15 * time.Second)
-		h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 30 * time.Second}, HoldOptions{Observer: obs})
-		require.NoError(t, err)
-		require.True(t, h.FirstLock().Reentered, "re-entered")
+		h := take(t, te, c, 15*time.Second, HoldOptions{Observer: obs})
 		te.cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewServiceUnavailable("partitioned")
 		})
