@@ -471,6 +471,12 @@ func TestDecodeInvalid(t *testing.T) {
 		{"unparsable since", func(m map[string]any) { m["holder"].(map[string]any)["since"] = "yesterday" }, "holder.since"},
 		{"unparsable expires", func(m map[string]any) { m["holder"].(map[string]any)["expires"] = "soon" }, "holder.expires"},
 		{"unparsable updated", func(m map[string]any) { m["updated"] = 12 }, "updated"},
+		{"a time without microseconds", func(m map[string]any) { m["holder"].(map[string]any)["since"] = "2026-12-02T16:00:00Z" }, "holder.since"},
+		{"a waiter's time with nanoseconds", func(m map[string]any) {
+			m["waiters"] = []any{map[string]any{"owner": "o", "repo": "r", "branch": "b", "build": "1", "session": "w",
+				"since": "2026-12-02T16:00:00.000000Z", "expires": "2026-12-02T16:00:00.000000001Z"}}
+		}, "waiters[0].expires"},
+		{"the zero time for an expiry", func(m map[string]any) { m["holder"].(map[string]any)["expires"] = "0001-01-01T00:00:00.000000Z" }, "holder.expires"},
 		{"unknown policy", func(m map[string]any) { m["policy"] = "lifo" }, "policy"},
 		{"missing session", func(m map[string]any) { delete(m["holder"].(map[string]any), "session") }, "holder.session"},
 		{"no expiry and no pod", func(m map[string]any) { delete(m["holder"].(map[string]any), "expires") }, "holder.expires"},

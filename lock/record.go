@@ -586,13 +586,12 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 	if version.Major != recordVersion.Major && version.Major != frozenRecordVersion.Major {
 		return nil, &VersionError{Namespace: cm.Namespace, Name: cm.Name, Found: version.String(), Supported: RecordVersion}
 	}
-	// NOTE: checked whichever way the record was decoded: the strict
-	// decode parses times as metav1.MicroTime does, which takes some that
-	// are no RFC 3339 ("…00.+00000Z", a comma for the point).
-	if field, reason := checkTimes(raw); field != "" {
-		return nil, invalid(field, reason)
-	}
 	if !ok {
+		// NOTE: checkTimes refuses what the decoders refuse: a record the
+		// strict decode took has nothing for it to find.
+		if field, reason := checkTimes(raw); field != "" {
+			return nil, invalid(field, reason)
+		}
 		rec = &Record{}
 		if err := json.Unmarshal([]byte(raw), rec); err != nil {
 			return nil, invalid("metadata.annotations["+RecordAnnotation+"]", "not a lock record: "+err.Error())
@@ -617,7 +616,7 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 		if err := validateClaim(&rec.Waiters[i]); err != nil {
 			return nil, invalid(fmt.Sprintf("waiters[%d].%s", i, err.field), err.reason)
 		}
-		if rec.Waiters[i].Expires == nil {
+		if !hasTime(rec.Waiters[i].Expires) {
 			return nil, invalid(fmt.Sprintf("waiters[%d].expires", i), "missing")
 		}
 	}
@@ -625,6 +624,10 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 }
 
 type fieldErr struct{ field, reason string }
+
+// hasTime reports whether t is a time: the zero time, which the record
+// stores as null, is none.
+func hasTime(t *metav1.MicroTime) bool { return t != nil && !t.IsZero() }
 
 func validateClaim(c *Claim) *fieldErr {
 	if c.ClaimID == "" {
@@ -643,7 +646,7 @@ func validateClaim(c *Claim) *fieldErr {
 	if c.Since.IsZero() {
 		return &fieldErr{"since", "missing"}
 	}
-	if c.Pod == nil && c.Expires == nil {
+	if c.Pod == nil && !hasTime(c.Expires) {
 		return &fieldErr{"expires", "missing (a claim without a pod needs an expiry)"}
 	}
 	if c.Pod != nil && (c.Pod.Name == "" || c.Pod.Namespace == "") {
@@ -715,44 +718,64 @@ func later(t time.Time, floor metav1.MicroTime) metav1.MicroTime {
 	return metav1.NewMicroTime(t)
 }
 
-// checkTimes finds the first stored time that does not parse, so a
-// corrupt lock is reported by field rather than by a JSON decoder message.
+// storedTimes are a claim's times as stored, for checkTimes.
+type storedTimes struct {
+	Since   json.RawMessage `json:"since"`
+	Expires json.RawMessage `json:"expires"`
+}
+
+// checkTimes finds the first stored time of a claim, or the record's
+// update, that the record's decoders would refuse, so a corrupt lock is
+// reported by field rather than by a JSON decoder message. It takes the
+// times as the decoders take them (keys matched as encoding/json matches
+// them, the last of a repeated key) and skips the rest of the record.
 func checkTimes(raw string) (field, reason string) {
 	var doc struct {
-		Updated any              `json:"updated"`
-		Holder  map[string]any   `json:"holder"`
-		Waiters []map[string]any `json:"waiters"`
+		Updated json.RawMessage `json:"updated"`
+		Holder  storedTimes     `json:"holder"`
+		Waiters []storedTimes   `json:"waiters"`
 	}
 	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
-		return "", "" // the strict decode reports it
+		return "", "" // the decode reports it
 	}
-	bad := func(v any) string {
-		if v == nil {
-			return ""
-		}
-		s, ok := v.(string)
-		if !ok {
-			return fmt.Sprintf("%v is not a time", v)
-		}
-		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			return fmt.Sprintf("%q is not an RFC 3339 time", s)
-		}
-		return ""
-	}
-	if r := bad(doc.Updated); r != "" {
+	if r := badTime(doc.Updated); r != "" {
 		return "updated", r
 	}
-	claims := append([]map[string]any{doc.Holder}, doc.Waiters...)
+	claims := append([]storedTimes{doc.Holder}, doc.Waiters...)
 	for i, c := range claims {
 		prefix := "holder"
 		if i > 0 {
 			prefix = fmt.Sprintf("waiters[%d]", i-1)
 		}
-		for _, k := range []string{"since", "expires"} {
-			if r := bad(c[k]); r != "" {
-				return prefix + "." + k, r
-			}
+		if r := badTime(c.Since); r != "" {
+			return prefix + ".since", r
+		}
+		if r := badTime(c.Expires); r != "" {
+			return prefix + ".expires", r
 		}
 	}
 	return "", ""
 }
+
+// badTime says why v, a stored time as raw JSON (nil when absent), is no
+// time as the record stores them (metav1.MicroTime: RFC 3339 with six
+// digits of fraction); "" when it is one, or absent, or null.
+func badTime(v json.RawMessage) string {
+	if len(v) == 0 {
+		return ""
+	}
+	var t metav1.MicroTime
+	if t.UnmarshalJSON(v) == nil {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		var other any
+		_ = json.Unmarshal(v, &other) // valid JSON: the record's json.Unmarshal took it
+		return fmt.Sprintf("%v is not a time", other)
+	}
+	return fmt.Sprintf("%q is not an RFC 3339 time with microseconds (such as %s)", s, timeExample)
+}
+
+// timeExample shows the form of the record's times in messages.
+const timeExample = "2026-12-02T16:00:00.000000Z"

@@ -19,8 +19,8 @@ import (
 
 // assertStrictAgrees checks that when the strict decode takes raw, the full
 // one (json.Unmarshal into Record, keeping unknown fields) reads the same
-// record from it and peeks the same version. (Decode checks the times,
-// checkTimes, whichever way it decoded.)
+// record from it and peeks the same version, and checkTimes, which Decode
+// runs on the full decode's records only, finds nothing wrong in it.
 func assertStrictAgrees(t *testing.T, raw string) bool {
 	t.Helper()
 	strict, ok := decodeStrict(raw)
@@ -35,6 +35,8 @@ func assertStrictAgrees(t *testing.T, raw string) bool {
 	v, err := schema.Peek([]byte(raw))
 	require.NoError(t, err)
 	require.Equal(t, v, strict.Version)
+	field, reason := checkTimes(raw)
+	require.Empty(t, field, "the strict decode took %q, whose %s checkTimes refuses: %s", raw, field, reason)
 	return true
 }
 
