@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +17,16 @@ import (
 // still names it as handed over (Claim.HandedOver), so everyone else judges
 // the hold by the waiter's expiry until the new holder confirms it in the
 // background; the confirmation is the hold's first renewal
-// (docs/adr/0074-hold-on-hand-over.md).
+// (docs/adr/0074-hold-on-hand-over.md), written once the hold has run for
+// Options.ConfirmAfter: a hold released before then is never confirmed,
+// and its release writes on the hand-over's version
+// (docs/adr/0079-confirm-after-a-second.md).
+
+// DefaultConfirmAfter is how long a hold that began with a hand-over runs
+// before its confirmation is written, unless Options.ConfirmAfter says
+// otherwise: a short hold, released within it, costs the lock no write and
+// the other waiters no watch event.
+const DefaultConfirmAfter = time.Second
 
 // Pauses between attempts to confirm a hand-over after transient API
 // errors: the first, and the longest they grow to by doubling. The
@@ -65,6 +76,18 @@ var errConfirmStopped = errors.New("confirmation stopped")
 // errConfirmDeadline is the cause of a confirmation out of time.
 var errConfirmDeadline = errors.New("confirmation out of time")
 
+// errConfirmSkipped is the cause of a confirmation its hold's release
+// made needless before it was due.
+var errConfirmSkipped = errors.New("released before the confirmation was due")
+
+// The states of a confirmation: waiting until it is due (the zero value),
+// writing, or skipped because the hold was released before it was due.
+const (
+	confirmWaiting int32 = iota
+	confirmWriting
+	confirmSkipped
+)
+
 // confirmation is the background confirmation of a hold that began with a
 // hand-over.
 type confirmation struct {
@@ -77,10 +100,20 @@ type confirmation struct {
 
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	// hurry is closed when someone waits for the confirmation (Confirm):
+	// it is written at once.
+	hurry     chan struct{}
+	hurryOnce sync.Once
+	// state is confirmWaiting until the confirmation is due, then
+	// confirmWriting, or confirmSkipped once a release took its place.
+	state atomic.Int32
 	// holder and err are the result, set before done is closed.
 	holder Claim
 	err    error
 }
+
+// hurryUp makes the confirmation due now.
+func (cf *confirmation) hurryUp() { cf.hurryOnce.Do(func() { close(cf.hurry) }) }
 
 // closed is a channel closed from the start.
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -109,7 +142,7 @@ func (w *waiter) handedToMe() *Held {
 		// confirmation comes first.
 		return nil
 	}
-	cf := &confirmation{bounded: h.Pod == nil, done: make(chan struct{})}
+	cf := &confirmation{bounded: h.Pod == nil, done: make(chan struct{}), hurry: make(chan struct{})}
 	if cf.bounded {
 		if h.Expires == nil {
 			return nil
@@ -187,6 +220,16 @@ func (c *Client) confirm(ctx context.Context, h *Held, cf *confirmation) {
 	defer close(cf.done)
 	defer cf.cancel(nil)
 	log := c.log.WithField("lock", c.Describe(h.Target)).WithField("holder", h.Holder.Identity.String())
+	if !c.confirmDue(ctx, cf) {
+		if cf.state.Load() == confirmSkipped {
+			// NOTE: the Event of the acquisition is recorded all the
+			// same, before the release's (which wait for done).
+			c.heldEvent(context.WithoutCancel(ctx), h.lastCM(), h.Holder, h.Token)
+			log.Debug("released before the hand-over was due to be confirmed")
+		}
+		cf.err = c.confirmEnded(ctx, h, cf, nil)
+		return
+	}
 	var (
 		last  error
 		delay time.Duration
@@ -225,6 +268,31 @@ func (c *Client) confirm(ctx context.Context, h *Held, cf *confirmation) {
 		case <-t.C():
 		}
 	}
+}
+
+// confirmDue waits until the confirmation cf is due: Options.ConfirmAfter
+// after the hold began (at most half the time left until its deadline), or
+// at once when someone waits for it (Confirm). It reports whether the
+// confirmation is to be written: false when ctx ended first (its deadline,
+// or its hold stopped or released it).
+func (c *Client) confirmDue(ctx context.Context, cf *confirmation) bool {
+	delay := c.opts.ConfirmAfter
+	if cf.bounded {
+		delay = min(delay, cf.deadline.Sub(c.clk.Now())/2)
+	}
+	if delay > 0 {
+		t := c.clk.NewTimer(delay)
+		select {
+		case <-t.C():
+		case <-cf.hurry:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	// NOTE: leaving the wait, the confirmation is no longer the release's
+	// to skip, unless the release skipped it first.
+	writing := cf.state.CompareAndSwap(confirmWaiting, confirmWriting)
+	return writing && ctx.Err() == nil
 }
 
 // confirmEnded is the error of a confirmation whose context ended: its
@@ -344,6 +412,7 @@ func (h *Held) Confirm(ctx context.Context) (Claim, error) {
 	if h == nil || h.confirming == nil {
 		return h.holderOrZero(), nil
 	}
+	h.confirming.hurryUp()
 	select {
 	case <-h.confirming.done:
 		return h.confirming.holder, h.confirming.err
@@ -360,9 +429,15 @@ func (h *Held) holderOrZero() Claim {
 }
 
 // settleConfirmation waits, as long as ctx allows, for the confirmation of
-// h to end, and stops it when ctx ends first.
+// h to end, and stops it when ctx ends first. A confirmation not yet due
+// is skipped instead, at once: nothing was written, and the release writes
+// on the hand-over's version.
 func (h *Held) settleConfirmation(ctx context.Context) {
 	if h == nil || h.confirming == nil || h.confirming.cancel == nil {
+		return
+	}
+	if h.confirming.state.CompareAndSwap(confirmWaiting, confirmSkipped) {
+		h.confirming.cancel(errConfirmSkipped)
 		return
 	}
 	select {

@@ -57,44 +57,15 @@ func waiterOn(c *Client, cm *corev1.ConfigMap, stopBefore time.Duration) *waiter
 // TestHandOverHeldOnTheEvent: a waiter holds the lock as soon as its watch
 // brings the hand-over, with the hand-over's version as its token and
 // without a request of its own; the confirmation follows in the background
-// and records that token.
+// (at once when waited for) and records that token.
 func TestHandOverHeldOnTheEvent(t *testing.T) {
 	t.Parallel()
-	me := queued(claim("me", "web", "main", "42"), t0)
-	waiting := lockObject(t, record(held(claim("h", "api", "main", "7"), t0), me))
-	c, cs := newTestClient(t, t0, nil, waiting)
-	w := waiterOn(c, waiting, 0)
-	fw := watch.NewFake()
-	w.lockEvents = fw
-
-	type result struct {
-		h   *Held
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		for {
-			h, err := w.turn(t.Context())
-			if h != nil || err != nil {
-				done <- result{h, err}
-				return
-			}
-		}
-	}()
-	// The holder releases: the hand-over is written, and the watch brings it.
-	handed := handedOverTo(t, t0.Add(waiterTTL), "11")
-	require.NoError(t, cs.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, handed, lockNS))
-	fw.Modify(handed)
-
-	r := <-done
-	require.NoError(t, r.err)
-	h := r.h
+	_, cs, h := heldOnHandOver(t)
 	assert.Empty(t, verbs(cs), "held without a request: the waiter had nothing to renew")
 	assert.True(t, h.Holder.HandedOver, "held before it is confirmed")
 	assert.Equal(t, "11", h.Token, "the hand-over's version is the token")
 	assert.True(t, t0.Add(waiterTTL).Equal(h.Holder.Expires.Time), "until then it stands on the waiter's expiry")
 
-	c.confirmInBackground(t.Context(), h)
 	got, err := h.Confirm(t.Context())
 	require.NoError(t, err)
 	assert.False(t, got.HandedOver)
@@ -104,6 +75,84 @@ func TestHandOverHeldOnTheEvent(t *testing.T) {
 	assert.False(t, rec.Holder.HandedOver, "confirmed in the background")
 	assert.Equal(t, "11", rec.Holder.Token, "with the token the hold began with")
 	assert.True(t, t0.Add(time.Hour).Equal(rec.Holder.Expires.Time), "and the holder's TTL")
+}
+
+// heldOnHandOver returns a client and its fake clientset, and the hold of
+// the waiter me (web#42, session "me") behind api#7, taken on the watch
+// event that brings the hand-over to it in version "11" (handedOverTo),
+// its confirmation started.
+func heldOnHandOver(t *testing.T) (*Client, *fake.Clientset, *Held) {
+	t.Helper()
+	me := queued(claim("me", "web", "main", "42"), t0)
+	waiting := lockObject(t, record(held(claim("h", "api", "main", "7"), t0), me))
+	c, cs := newTestClient(t, t0, nil, waiting)
+	w := waiterOn(c, waiting, 0)
+	fw := watch.NewFake()
+	w.lockEvents = fw
+	handed := handedOverTo(t, t0.Add(waiterTTL), "11")
+	require.NoError(t, cs.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, handed, lockNS))
+	go fw.Modify(handed)
+	for {
+		h, err := w.turn(t.Context())
+		require.NoError(t, err)
+		if h != nil {
+			c.confirmInBackground(t.Context(), h)
+			return c, cs, h
+		}
+	}
+}
+
+// TestHandOverReleasedBeforeConfirmationDue: a hold released before its
+// confirmation was due (Options.ConfirmAfter) is never confirmed: the
+// release is its one write, on the hand-over's version, and the Event of
+// the acquisition still comes before the release's.
+func TestHandOverReleasedBeforeConfirmationDue(t *testing.T) {
+	t.Parallel()
+	c, cs, h := heldOnHandOver(t)
+	events := &eventLog{}
+	c.events = events
+	require.True(t, h.Holder.HandedOver)
+
+	res, err := c.ReleaseHeld(t.Context(), h, ReleaseOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, res.Previous)
+	assert.Equal(t, "me", res.Previous.ClaimID)
+	assert.Equal(t, []string{"update configmaps"}, verbs(cs), "one write: the release, on the hand-over's version; no confirmation")
+	assert.True(t, storedRecord(t, cs).IsFree(), "released")
+	_, err = h.Confirm(t.Context())
+	require.ErrorIs(t, err, errConfirmStopped, "the confirmation was skipped")
+	events.mu.Lock()
+	defer events.mu.Unlock()
+	require.Len(t, events.events, 2)
+	assert.Contains(t, events.events[0], "Acquired", "the acquisition first")
+	assert.Contains(t, events.events[0], "fencing token 11, released before its confirmation was due")
+	assert.Contains(t, events.events[1], "Released")
+}
+
+// TestHandOverConfirmedWhenDue: nobody waiting for it, the confirmation
+// is written once the hold has run for Options.ConfirmAfter, not before.
+func TestHandOverConfirmedWhenDue(t *testing.T) {
+	t.Parallel()
+	c, cs, h := heldOnHandOver(t)
+	fc := c.clk.(*testingclock.FakeClock)
+	const step = DefaultConfirmAfter / 10
+	var stepped time.Duration
+	require.Eventually(t, func() bool {
+		select {
+		case <-h.ConfirmDone():
+			return true
+		default:
+			fc.Step(step)
+			stepped += step
+			return false
+		}
+	}, 10*time.Second, 5*time.Millisecond)
+	assert.GreaterOrEqual(t, stepped, DefaultConfirmAfter, "not confirmed before it was due")
+	got, err := h.Confirm(t.Context())
+	require.NoError(t, err)
+	assert.False(t, got.HandedOver)
+	assert.Equal(t, []string{"update configmaps"}, verbs(cs))
+	assert.False(t, storedRecord(t, cs).Holder.HandedOver, "confirmed")
 }
 
 // TestHandOverConfirmFailsUntilExpiry: a new holder whose confirmation

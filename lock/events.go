@@ -115,6 +115,15 @@ func (c *Client) confirmedEvent(ctx context.Context, cm *corev1.ConfigMap, holde
 	c.event(ctx, cm, false, ReasonAcquired, "hand-over confirmed by "+describeClaim(holder)+", fencing token "+token)
 }
 
+// heldEvent records that holder held the lock cm was handed over in, with
+// fencing token token, and released it before its confirmation was due.
+func (c *Client) heldEvent(ctx context.Context, cm *corev1.ConfigMap, holder Claim, token string) {
+	if cm == nil {
+		return
+	}
+	c.event(ctx, cm, false, ReasonAcquired, "hand-over held by "+describeClaim(holder)+", fencing token "+token+", released before its confirmation was due")
+}
+
 // releaseEvents records what a release changed on the lock cm: by is who
 // released it.
 func (c *Client) releaseEvents(ctx context.Context, cm *corev1.ConfigMap, res *Released, by string) {

@@ -92,6 +92,10 @@ type Options struct {
 	// ConfigMap (the Reason constants); nil records none. Recording is
 	// best effort and never fails an operation.
 	Events EventRecorder
+	// ConfirmAfter is how long a hold that began with a hand-over runs
+	// before its confirmation is written (see Held.Confirm); 0 means
+	// DefaultConfirmAfter, a negative value confirms at once.
+	ConfirmAfter time.Duration
 }
 
 // New returns a Client for locks in namespace, reading and writing
@@ -116,6 +120,9 @@ func New(cms kube.ConfigMapsGetter, pods kube.PodsGetter, namespace string, clk 
 	}
 	if o.LostPodGrace <= 0 {
 		o.LostPodGrace = DefaultLostPodGrace
+	}
+	if o.ConfirmAfter == 0 {
+		o.ConfirmAfter = DefaultConfirmAfter
 	}
 	return &Client{
 		cms:       cms,
