@@ -18,6 +18,8 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 )
@@ -117,9 +119,20 @@ func (e *interruptedError) Error() string { return "interrupted by " + e.sig.Str
 // Signal returns the signal, which run passes on to a local command.
 func (e *interruptedError) Signal() os.Signal { return e.sig }
 
+// completing reports whether args are a shell asking for completions
+// (lockctl __complete …, as the scripts of lockctl completion call it):
+// only then are the completion functions registered, which walks every
+// command's flags (about 90 KB of allocations, at every start otherwise).
+func completing(args []string) bool {
+	return len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
+}
+
 // Run executes lockctl with args and the dependencies in f.
 func Run(ctx context.Context, f *Factory, args []string) error {
 	root := newRootCmd(f)
+	if completing(args) {
+		registerCompletions(root, f)
+	}
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
 	err = cmdutil.UnknownCommandError(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
@@ -29,7 +28,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lockctl",
 		Short: "Deploy safely to Kubernetes: namespace locks, job pods and their reconcile loop",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			lockctl takes a per-namespace deploy lock, submits job pods and drives
 			them to completion across the clusters named by kubeconfig contexts.
 			All state lives in the cluster, so any number of lockctl processes can
@@ -108,7 +107,6 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newVersionCmd(f, nil),
 		newWaitCmd(f, nil),
 	)
-	registerCompletions(root, f)
 	// NOTE: the overrides are named from the flags marked so
 	// (cli.MarkOverride), not from a list of their own.
 	var overrides []string
