@@ -3,7 +3,6 @@ module github.com/lockctl/lockctl
 go 1.26.0
 
 require (
-	github.com/MakeNowJust/heredoc v1.0.0
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.24.0
 	github.com/go-logr/logr v1.4.3

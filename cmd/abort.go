@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
@@ -27,7 +26,7 @@ func newAbortCmd(f *Factory, runF func(*abortOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "abort JOB",
 		Short: "Abort a job: its pod is deleted and the job completes as aborted",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Mark JOB aborted. The reconcile loop then deletes its pod, gives back
 			its namespace lock and completes it; a job that was still waiting
 			never starts.

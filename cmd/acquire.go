@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -43,7 +42,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:   "acquire NAMESPACE [NAMESPACE...]",
 		Short: "Take the deploy lock of a namespace, waiting for it if needed",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Take the deploy lock of NAMESPACE. If another build holds it, wait in
 			the queue until it is released, its pod ends or its expiry passes,
 			showing who holds it and for how long.

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -15,7 +14,7 @@ func newCompletionCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Print the completion script for a shell. Load it in the current shell,
 			or install it where your shell reads completions.
 

@@ -8,7 +8,6 @@ import (
 	"net"
 	"sync"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,7 +42,7 @@ func newDashboardCmd(f *Factory, runF func(*dashboardOptions) error) *cobra.Comm
 	c := &cobra.Command{
 		Use:   "dashboard",
 		Short: "Serve a read-only live web page of locks, queues, freezes and jobs",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Serve a web page of the deploy locks of the lock namespace (with
 			-A, of every namespace this user may list): holder, fencing token,
 			since when, liveness, the queue in order with priorities and how

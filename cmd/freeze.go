@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
@@ -31,7 +30,7 @@ func newFreezeCmd(f *Factory, runF func(*freezeOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "freeze NAMESPACE (--for DURATION | --until TIME) --reason TEXT",
 		Short: "Stop deploys to a namespace for a while (a deploy freeze)",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Freeze the deploy lock of NAMESPACE until a time: while frozen,
 			acquire and run wait (showing the freeze, its reason, who set it
 			and until when) or give up at --timeout with exit status 4. A
@@ -135,7 +134,7 @@ func newUnfreezeCmd(f *Factory, runF func(*unfreezeOptions) error) *cobra.Comman
 	c := &cobra.Command{
 		Use:   "unfreeze NAMESPACE",
 		Short: "Lift a deploy freeze",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Lift the freeze of NAMESPACE's deploy lock: the first waiter takes
 			the lock if nobody holds it. Like rm -f, unfreezing a lock that is
 			not frozen succeeds with a message. A recurring window of the

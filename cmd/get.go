@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -51,7 +50,7 @@ func newGetCmd(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "get",
 		Short: "Show job records or build-cluster reachability",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Show lockctl's objects in the job namespace: the jobs, or the
 			reachability of the build clusters as the reconcile loop last
 			recorded it.
@@ -89,7 +88,7 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 		Use:     "jobs [NAME...]",
 		Aliases: []string{"job"},
 		Short:   "Show jobs: state, age, pod and description",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Show the jobs of the job namespace, oldest first, or the jobs named
 			(job/NAME, as -o name prints it, works too). The table has each
 			job's state, age, pod and description; -o wide adds its build
@@ -252,7 +251,7 @@ func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.
 		Use:     "clusters",
 		Aliases: []string{"cluster"},
 		Short:   "Show whether each build cluster is reachable",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Show the reachability of each build cluster as the reconcile loop
 			last recorded it: reachable, unreachable or missing-permissions
 			(lockctl may not list or create pods there), and since when.

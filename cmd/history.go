@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
@@ -34,7 +33,7 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:   "history NAMESPACE",
 		Short: "Show the last holders of a deploy lock and how each hold ended",
-		Long: heredoc.Docf(`
+		Long: fmt.Sprintf(cli.Doc(`
 			Show the last holders of the deploy lock of NAMESPACE, newest
 			first: who held it, from when until when, and how the hold ended
 			(released, handed over to the next waiter, broken with --force by
@@ -56,7 +55,7 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 
 			Reading changes nothing. A lock never taken has no history: history
 			says so on stderr and exits 0.
-		`, lock.MaxHistory) + "\n" + cmdutil.ExitCodeHelp,
+		`), lock.MaxHistory) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# Who deployed to staging lately
 			lockctl history staging

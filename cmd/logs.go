@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +35,7 @@ func newLogsCmd(f *Factory, runF func(*logsOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "logs JOB",
 		Short: "Print the logs of a job's pod from its build cluster",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Print the logs of the containers of JOB's pod, read from the job's
 			build cluster (its alias is mapped to a kubeconfig context by
 			--build-cluster or the --config file; alias "default" is the

@@ -5,7 +5,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
@@ -36,7 +35,7 @@ func newPruneCmd(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "prune",
 		Short: "Delete finished jobs and their pods once they are old enough",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Delete the job records of the job namespace (-n, in --context) that
 			finished more than --older-than ago (default a week), and the pods of
 			jobs that finished more than --pod-older-than ago (default a day), as

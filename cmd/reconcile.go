@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -81,7 +80,7 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 	c := &cobra.Command{
 		Use:   "reconcile",
 		Short: "Run the loop that starts job pods and drives jobs to a final state",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Drive every job of the job namespace (-n, in --context) through its
 			life: supersede older runs of a presubmit, start pods in creation
 			order as the limits allow, follow them in their build clusters,

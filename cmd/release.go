@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
@@ -31,7 +30,7 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:   "release NAMESPACE [NAMESPACE...]",
 		Short: "Give up the deploy lock of a namespace",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Release the deploy lock of NAMESPACE held by this build (the same
 			owner, repo, branch and build as acquire used). The next waiter, if
 			any, holds the lock at once; otherwise the lock is free, and kept

@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,7 +70,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run --lock NAMESPACE [--lock NAMESPACE...] (-f FILE | -- COMMAND [ARG...])",
 		Short: "Lock a namespace, run a job or a command, follow it, release the lock",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Take the deploy lock of the --lock namespace (waiting as acquire does),
 			run a job or a local command while holding it, then release it and
 			exit with the job's or the command's status.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -37,7 +36,7 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status [NAMESPACE]",
 		Short: "Show who holds each deploy lock and who waits",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Show the deploy locks in the lock namespace (with -A, in every
 			namespace), or the lock of NAMESPACE: the holder, its fencing token,
 			since when, whether it is still alive (its pod runs or its expiry is

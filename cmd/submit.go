@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
@@ -25,7 +24,7 @@ func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "submit -f FILE",
 		Short: "Store a job in the cluster for the reconcile loop to run",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Validate the job in FILE (YAML or JSON, "-" for stdin) and store it
 			in the job namespace as triggered. lockctl reconcile then creates
 			its pod when the concurrency limits allow and drives it to a final

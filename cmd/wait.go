@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
@@ -39,7 +38,7 @@ func newWaitCmd(f *Factory, runF func(*waitOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "wait JOB [JOB...]",
 		Short: "Wait for jobs to end, and exit with their status",
-		Long: heredoc.Doc(`
+		Long: cli.Doc(`
 			Wait until each JOB (or job/JOB, as get jobs -o name prints it)
 			has ended, as kubectl wait does, and print one line per job on
 			stdout: its state, its build ID and how long it ran (with -o json or

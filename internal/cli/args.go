@@ -4,17 +4,65 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 )
 
+// Doc returns the text of a raw string literal written indented with the
+// code around it: without the newline it starts with, and without the
+// indentation common to its lines (the first line's, when text follows the
+// opening quote on it, is not counted, nor are blank lines'; a last line of
+// blanks is emptied). It reads the text once and allocates its lines and
+// the result, which matters at every start: the commands' help is built
+// with them.
+func Doc(raw string) string {
+	skipFirst := !strings.HasPrefix(raw, "\n")
+	if !skipFirst {
+		raw = raw[1:]
+	}
+	lines := strings.Split(raw, "\n")
+	indent := -1
+	for i, line := range lines {
+		if i == 0 && skipFirst {
+			continue
+		}
+		n := leadingSpace(line)
+		switch {
+		case n == len(line) && i == len(lines)-1 && (indent < 0 || n < indent):
+			lines[i] = ""
+		case n < len(line) && (indent < 0 || n < indent):
+			indent = n
+		}
+	}
+	if indent > 0 {
+		for i, line := range lines {
+			if (i > 0 || !skipFirst) && len(line) >= indent {
+				lines[i] = line[indent:]
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// leadingSpace is the number of white-space runes line starts with.
+func leadingSpace(line string) int {
+	n := 0
+	for _, r := range line {
+		if !unicode.IsSpace(r) {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 // Examples indents an Example block the way kubectl prints it.
 func Examples(s string) string {
-	lines := strings.Split(strings.TrimRight(heredoc.Doc(s), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(Doc(s), "\n"), "\n")
 	for i, l := range lines {
 		if l != "" {
 			lines[i] = "  " + l
