@@ -401,6 +401,7 @@ func (h *Held) ConfirmDone() <-chan struct{} {
 // Confirm waits, as long as ctx allows, until the hold no longer rests on
 // the hand-over it began with, and returns the holder's claim as the
 // confirmation stored it (Holder itself for a hold that began otherwise).
+// A confirmation not yet due (Options.ConfirmAfter) is written at once.
 // Until then the hold lasts until the waiter's expiry in Holder.Expires on
 // the API server's clock (for a holder without a pod); Confirm returns an
 // error matching ErrUnconfirmed once it could not be confirmed by
