@@ -15,7 +15,9 @@
 // waiter the holder: it holds as soon as its watch brings it, with that
 // write's resourceVersion as fencing token, and confirms in the background
 // before the waiter's expiry the hand-over stands on (Held.Confirm,
-// docs/adr/0074-hold-on-hand-over.md). Waiters renew a short
+// docs/adr/0074-hold-on-hand-over.md), a second into the hold: a shorter
+// hold is released without a confirmation
+// (docs/adr/0079-confirm-after-a-second.md). Waiters renew a short
 // expiry while they wait; a waiter that dies drops out of the queue when its
 // expiry passes, and a lock handed to a waiter that died in between is free
 // again after that same short expiry.
