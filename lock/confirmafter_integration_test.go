@@ -1,7 +1,6 @@
 package lock_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -10,11 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -28,59 +25,45 @@ func TestIntegrationShortHandedOverHoldIsNotConfirmed(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	client := func() (*lock.Client, kube.Interface) {
-		cs, err := kube.NewForConfig(rest.CopyConfig(env.RESTConfig))
-		require.NoError(t, err)
-		return lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{}), cs
-	}
-	first, cs := client()
 	req := func(repo string) lock.Request {
-		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Policy: lock.PolicyFIFO, TTL: time.Minute}
+		return lock.Request{Target: "staging", Identity: clitest.Identity(repo, 1), Policy: lock.PolicyFIFO, TTL: time.Minute}
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
-	defer cancel()
-	a, err := first.Acquire(ctx, req("a"))
-	require.NoError(t, err)
-
-	// b and c wait behind a, in that order.
-	waiting := func(repo string, queued int) (*lock.Client, <-chan *lock.Held) {
-		l, _ := client()
-		got := make(chan *lock.Held, 1)
-		go func() {
-			h, err := l.Acquire(ctx, req(repo))
-			assert.NoError(t, err, repo)
-			got <- h
-		}()
-		require.Eventually(t, func() bool {
-			cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, lock.Name("staging"), metav1.GetOptions{})
-			require.NoError(t, err)
-			rec, err := lock.Decode(cm)
-			require.NoError(t, err)
-			return len(rec.Waiters) == queued
-		}, waitTimeout, 10*time.Millisecond, "%s queued", repo)
-		return l, got
+	stored := func() (*corev1.ConfigMap, *lock.Record) {
+		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+		require.NoError(t, err)
+		rec, err := lock.Decode(cm)
+		require.NoError(t, err)
+		return cm, rec
 	}
-	bClient, bHeld := waiting("b", 1)
-	cClient, cHeld := waiting("c", 2)
+	first := newClient(t, env.Kube, ns)
+	a := mustAcquire(t, first, req("a"))
 
-	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, lock.Name("staging"), metav1.GetOptions{})
-	require.NoError(t, err)
-	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{
+	// b and c wait behind a, in that order, each with a client of its own.
+	bClient, cClient := newClient(t, env.Kube, ns), newClient(t, env.Kube, ns)
+	bDone, bQueued := acquireAsync(t.Context(), bClient, req("b"))
+	awaitQueued(t, bQueued, "b")
+	cDone, cQueued := acquireAsync(t.Context(), cClient, req("c"))
+	awaitQueued(t, cQueued, "c")
+
+	cm, _ := stored()
+	w, err := env.Client.CoreV1().ConfigMaps(ns).Watch(t.Context(), metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", cm.Name).String(),
 		ResourceVersion: cm.ResourceVersion,
 	})
 	require.NoError(t, err)
 	defer w.Stop()
 
-	_, err = first.ReleaseHeld(ctx, a, lock.ReleaseOptions{})
+	_, err = first.ReleaseHeld(t.Context(), a, lock.ReleaseOptions{})
 	require.NoError(t, err)
-	b := <-bHeld
-	require.True(t, b.Holder.HandedOver, "b holds from the hand-over")
+	b := await(t, bDone, "b")
+	require.NoError(t, b.err)
+	require.True(t, b.held.Holder.HandedOver, "b holds from the hand-over")
 	time.Sleep(50 * time.Millisecond) // a short hold
-	_, err = bClient.ReleaseHeld(ctx, b, lock.ReleaseOptions{})
+	_, err = bClient.ReleaseHeld(t.Context(), b.held, lock.ReleaseOptions{})
 	require.NoError(t, err)
-	c := <-cHeld
-	require.True(t, c.Holder.HandedOver, "c holds from b's hand-over")
+	c := await(t, cDone, "c")
+	require.NoError(t, c.err)
+	require.True(t, c.held.Holder.HandedOver, "c holds from b's hand-over")
 
 	// What the lock went through: a's hand-over to b, b's to c, and no
 	// confirmation by b between them.
@@ -93,7 +76,7 @@ func TestIntegrationShortHandedOverHoldIsNotConfirmed(t *testing.T) {
 			rec, err := lock.Decode(got)
 			require.NoError(t, err)
 			holders = append(holders, rec.Holder.Repo+handedMark(rec.Holder.HandedOver))
-		case <-ctx.Done():
+		case <-time.After(waitTimeout):
 			t.Fatalf("the watch brought %v", holders)
 		}
 	}
@@ -101,13 +84,10 @@ func TestIntegrationShortHandedOverHoldIsNotConfirmed(t *testing.T) {
 
 	// c holds on, nobody waiting for its confirmation: it comes by itself.
 	require.Eventually(t, func() bool {
-		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, lock.Name("staging"), metav1.GetOptions{})
-		require.NoError(t, err)
-		rec, err := lock.Decode(cm)
-		require.NoError(t, err)
+		_, rec := stored()
 		return rec.Holder.Repo == "c" && !rec.Holder.HandedOver
 	}, waitTimeout, 50*time.Millisecond, "c confirmed once its confirmation was due")
-	_, err = cClient.ReleaseHeld(ctx, c, lock.ReleaseOptions{})
+	_, err = cClient.ReleaseHeld(t.Context(), c.held, lock.ReleaseOptions{})
 	require.NoError(t, err)
 }
 
