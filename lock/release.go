@@ -213,7 +213,7 @@ func (c *Client) heldVersions(h *Held, o ReleaseOptions) reader {
 			fresh = !h.awaitNewer(ctx, c.clk, lost)
 		}
 		if !fresh {
-			if cm := h.lastCM(); holdsIn(h, cm) {
+			if cm := h.lastCM(); c.holdsIn(h, cm) {
 				return cm, nil
 			}
 			fresh = true
@@ -222,12 +222,14 @@ func (c *Client) heldVersions(h *Held, o ReleaseOptions) reader {
 	}
 }
 
-// holdsIn reports whether h holds the lock in its version cm.
-func holdsIn(h *Held, cm *corev1.ConfigMap) bool {
+// holdsIn reports whether h holds the lock in its version cm. It decodes
+// through the client, which keeps the record for the release's decision
+// on the same version.
+func (c *Client) holdsIn(h *Held, cm *corev1.ConfigMap) bool {
 	if cm == nil {
 		return false
 	}
-	rec, err := Decode(cm)
+	rec, err := c.decode(cm, h.Target)
 	return err == nil && !rec.IsFree() && rec.Holder.ClaimID == h.ClaimID && rec.Holder.Identity == h.Holder.Identity
 }
 
