@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/lockctl/lockctl/job"
 )
@@ -19,7 +20,8 @@ func stripManagedFields(obj any) (any, error) {
 	// one object to every watcher, and two informers of one namespace's
 	// ConfigMaps (job records, ledger) transform it at once, one reading
 	// it while the other strips it. A ConfigMap is stripped in a shallow
-	// copy; an object without managedFields is left as it is.
+	// copy, any other object in a deep one; an object without
+	// managedFields is left as it is.
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
 		if cm.ManagedFields == nil {
 			return obj, nil
@@ -28,10 +30,15 @@ func stripManagedFields(obj any) (any, error) {
 		c.ManagedFields = nil
 		return &c, nil
 	}
-	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+	o, ok := obj.(runtime.Object)
+	if m, err := meta.Accessor(obj); !ok || err != nil || m.GetManagedFields() == nil {
+		return obj, nil
+	}
+	c := o.DeepCopyObject()
+	if m, err := meta.Accessor(c); err == nil {
 		m.SetManagedFields(nil)
 	}
-	return obj, nil
+	return c, nil
 }
 
 // trimJobRecord drops managedFields from a job record before the informer

@@ -33,6 +33,12 @@ func TestStripManagedFieldsWritesNothingShared(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Len(t, shared.ManagedFields, 1)
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}}}
+	out, err = stripManagedFields(node)
+	require.NoError(t, err)
+	assert.Nil(t, out.(*corev1.Node).ManagedFields, "any other object is stripped too")
+	assert.Len(t, node.ManagedFields, 1, "in a copy")
 }
 
 // TestTrimPodWritesNothingShared: the pod handed in is left as it was.
