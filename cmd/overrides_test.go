@@ -15,7 +15,7 @@ import (
 
 // TestOverridesOnlyFromTheCommandLine: the flags that break a lock's
 // promises are marked as overrides on every command that has them, and are
-// never taken from LOCKCTL_* (issue 21 §3: a pipeline-level
+// never taken from LOCKCTL_* (ADR 0054: a pipeline-level
 // LOCKCTL_FORCE=true made every release break whoever held the lock).
 func TestOverridesOnlyFromTheCommandLine(t *testing.T) {
 	t.Parallel()

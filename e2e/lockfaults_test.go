@@ -12,7 +12,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
-// TestIntegrationCLIAcquireReentrant runs the acquire of issue 15 twice with
+// TestIntegrationCLIAcquireReentrant runs one CI build's acquire twice with
 // the built binary in the same pod, as a second step of the same build (or
 // a CI retry) does: the second returns at once with the token of the hold,
 // and another pod with the same build number still waits.

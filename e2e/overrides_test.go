@@ -24,7 +24,7 @@ func (c *cli) runWithEnv(t *testing.T, env []string, args ...string) outcome {
 // environment, as a pipeline-level variable left behind would set them for
 // every step, break nothing: LOCKCTL_FORCE=true and LOCKCTL_TOKEN do not
 // release someone else's lock, LOCKCTL_IGNORE_FREEZE=true does not take a
-// frozen one, and each says once that it was ignored (issue 21 §3).
+// frozen one, and each says once that it was ignored (ADR 0054).
 func TestIntegrationCLIOverridesNotFromEnvironment(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)

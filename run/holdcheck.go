@@ -73,7 +73,7 @@ var _ scheduler.RunChecker = (*HoldChecker)(nil)
 
 // HoldCheckerOptions configure a HoldChecker. The zero value is usable.
 type HoldCheckerOptions struct {
-	// Clock judges the locks' expiries, as lock.Client.Clock does: give it
+	// Clock judges the locks' expiries, as lock.New's clock does: give it
 	// the API server's clock (a servertime.Clock observing the client's
 	// answers), as lockctl does, or expiries are judged on the local clock.
 	// nil means clock.RealClock{}.

@@ -18,8 +18,8 @@ import (
 // several presubmits and pull requests, with 16 workers (the default),
 // exits 0 every time, 20 times, and aborts every older duplicate once (one
 // completion time, one status change, one Event), the running ones'
-// pods deleted (issue 21 §2: the pass failed in 5 of 6 runs with `update
-// job "old": job is finished`). Most passes run in-process; the last few
+// pods deleted (ADR 0053: the pass used to fail in 5 of 6 runs with
+// `update job "old": job is finished`). Most passes run in-process; the last few
 // are the built `lockctl reconcile --once`, whose exit status is checked.
 func TestIntegrationOncePassDuplicates(t *testing.T) {
 	t.Parallel()

@@ -90,7 +90,8 @@ func updatesOf(h *harness, name string) int {
 // TestWriteThatLostToAWinnerIsJudgedAgain: a write of the pass that loses
 // to a change which already did what it wanted (another worker aborted the
 // duplicate first, the record went) re-reads and judges again instead of
-// failing the step; issue 21 §2 saw `update job "old": job is finished`.
+// failing the step, which used to fail with `update job "old": job is
+// finished` (ADR 0053).
 func TestWriteThatLostToAWinnerIsJudgedAgain(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -243,8 +244,8 @@ func TestPodGoneWhileCreatedIsJudgedAgain(t *testing.T) {
 }
 
 // TestRunOnceDuplicatesManyWorkers: a --once pass with several workers over
-// duplicates of several jobs and pull requests (issue 21 §2: the pass
-// failed in 5 of 6 runs) finishes without error, 20 times over, and aborts
+// duplicates of several jobs and pull requests (ADR 0053: the pass used
+// to fail in 5 of 6 runs) finishes without error, 20 times over, and aborts
 // every older duplicate once: one status change, one completion time.
 func TestRunOnceDuplicatesManyWorkers(t *testing.T) {
 	t.Parallel()
