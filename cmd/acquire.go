@@ -24,21 +24,15 @@ type acquireOptions struct {
 
 	cli.LockFlags
 	// Target is the first of Targets, the locks to take.
-	Target   string
-	Targets  []string
-	TTL      time.Duration
-	Timeout  time.Duration
-	NoWait   bool
-	Policy   lock.Policy
-	Priority lock.Priority
-	// IgnoreFreeze takes a frozen lock (an emergency); the freeze records it.
-	IgnoreFreeze bool
-	Progress     string
-	Output       string
+	Target  string
+	Targets []string
+	cli.ContenderFlags
+	NoWait bool
+	Output string
 }
 
 func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command {
-	o := &acquireOptions{f: f, TTL: lock.DefaultTTL, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
+	o := &acquireOptions{f: f, ContenderFlags: cli.NewContenderFlags(lock.DefaultTTL)}
 	c := &cobra.Command{
 		Use:   "acquire NAMESPACE [NAMESPACE...]",
 		Short: "Take the deploy lock of a namespace, waiting for it if needed",
@@ -124,15 +118,13 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	fs := c.Flags()
 	o.AddIdentityFlags(fs)
 	o.AddLockNamespaceFlag(fs)
-	fs.DurationVar(&o.TTL, "ttl", o.TTL, "how long the lock lasts when the holder runs outside a pod")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting after this long (exit 4); 0 waits forever")
+	o.ContenderFlags.AddFlags(fs, cli.ContenderUsage{
+		TTL:      "how long the lock lasts when the holder runs outside a pod",
+		Timeout:  "give up waiting after this long (exit 4); 0 waits forever",
+		Progress: "progress display while waiting: auto, tty or plain",
+	})
 	fs.BoolVar(&o.NoWait, "no-wait", o.NoWait, "try once: if the lock is held, say by whom and exit 4 without queueing")
-	cli.AddPolicyFlag(fs, &o.Policy)
-	cli.AddPriorityFlag(fs, &o.Priority)
-	fs.BoolVar(&o.IgnoreFreeze, "ignore-freeze", o.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
-	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display while waiting: auto, tty or plain")
 	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
-	cli.MarkOverride(fs, "ignore-freeze")
 	return c
 }
 
@@ -140,7 +132,7 @@ func (o *acquireOptions) validate() error {
 	if err := cli.ValidateTargets(o.Targets); err != nil {
 		return err
 	}
-	if err := cli.ValidateWait(o.TTL, o.Timeout, o.Progress); err != nil {
+	if err := o.ContenderFlags.Validate(); err != nil {
 		return err
 	}
 	if o.NoWait && o.Timeout != 0 {

@@ -28,7 +28,7 @@ func TestNewAcquireCmd(t *testing.T) {
 		{
 			name: "defaults",
 			args: []string{"staging"},
-			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}},
 		},
 		{
 			name: "every flag",
@@ -36,19 +36,19 @@ func TestNewAcquireCmd(t *testing.T) {
 				"--lock-namespace", "locks", "--ttl", "5m", "--timeout", "30s", "--policy", "fifo", "--priority", "high", "--progress", "plain", "-o", "yaml"},
 			want: acquireOptions{
 				LockFlags: cli.LockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"},
-				Target:    "staging", Targets: []string{"staging"}, TTL: 5 * time.Minute, Timeout: 30 * time.Second, Policy: lock.PolicyFIFO, Priority: lock.PriorityHigh, Progress: "plain", Output: "yaml",
+				Target:    "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: 5 * time.Minute, Timeout: 30 * time.Second, Policy: lock.PolicyFIFO, Priority: lock.PriorityHigh, Progress: "plain"}, Output: "yaml",
 			},
 		},
 		{
 			name: "flags from LOCKCTL_ environment, command line wins",
 			args: []string{"staging", "--ttl", "2m"},
 			env:  map[string]string{"LOCKCTL_LOCK_NAMESPACE": "locks", "LOCKCTL_TTL": "9m", "LOCKCTL_TIMEOUT": "1m"},
-			want: acquireOptions{LockFlags: cli.LockFlags{LockNamespace: "locks"}, Target: "staging", Targets: []string{"staging"}, TTL: 2 * time.Minute, Timeout: time.Minute, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			want: acquireOptions{LockFlags: cli.LockFlags{LockNamespace: "locks"}, Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: 2 * time.Minute, Timeout: time.Minute, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}},
 		},
 		{
 			name: "no-wait",
 			args: []string{"staging", "--no-wait"},
-			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, TTL: time.Hour, NoWait: true, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}, NoWait: true},
 		},
 		{name: "no-wait with a timeout", args: []string{"staging", "--no-wait", "--timeout", "1m"}, wantErr: "--no-wait and --timeout exclude each other"},
 		{name: "no namespace", args: []string{}, wantErr: "requires at least 1 arg(s), only received 0"},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,24 +25,19 @@ type getJobsOptions struct {
 	Job           string
 	Selector      string
 	AllNamespaces bool
-	Watch         bool
-	Timeout       time.Duration
-	Output        string
-	NoHeaders     bool
-	SortBy        string
+	cli.WatchFlags
+	printers.PrintFlags
 
-	out *printers.OutputFlags // Output, NoHeaders and SortBy parsed
+	out *printers.OutputFlags // PrintFlags parsed
 }
 
 // getClustersOptions configure `lockctl get clusters`.
 type getClustersOptions struct {
 	f *Factory
 
-	Output    string
-	NoHeaders bool
-	SortBy    string
+	printers.PrintFlags
 
-	out *printers.OutputFlags // Output, NoHeaders and SortBy parsed
+	out *printers.OutputFlags // PrintFlags parsed
 }
 
 func newGetCmd(f *Factory) *cobra.Command {
@@ -83,7 +77,7 @@ func newGetCmd(f *Factory) *cobra.Command {
 }
 
 func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command {
-	o := &getJobsOptions{f: f}
+	o := &getJobsOptions{f: f, PrintFlags: printers.PrintFlags{Forms: printers.Forms{Wide: true, Table: true}}}
 	c := &cobra.Command{
 		Use:     "jobs [NAME...]",
 		Aliases: []string{"job"},
@@ -140,19 +134,14 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 	fs.StringVar(&o.Job, "job", o.Job, "show only runs of this job name (spec.job)")
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "label selector: key=value, key!=value, 'key in (a,b)', key, !key, comma-separated")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the jobs of every namespace (-n is then ignored)")
-	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "after the jobs, print every change until interrupted")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "with -w, stop watching after this long (0 means until interrupted)")
-	cli.AddReadOutputFlags(fs, &o.Output, &o.NoHeaders, &o.SortBy, true, true)
+	o.WatchFlags.AddFlags(fs, "the jobs")
+	o.PrintFlags.AddFlags(fs)
 	return c
 }
 
 func (o *getJobsOptions) validate() error {
-	var err error
-	if o.out, err = printers.ParseOutput(o.Output, o.NoHeaders, o.SortBy, true, true); err != nil {
-		return cmdutil.FlagErrorf("%v", err)
-	}
-	if o.Timeout < 0 {
-		return cmdutil.FlagErrorf("invalid --timeout %s: it cannot be negative", o.Timeout)
+	if err := validateReadFlags(&o.WatchFlags, &o.PrintFlags, &o.out); err != nil {
+		return err
 	}
 	if _, err := labels.Parse(o.Selector); err != nil {
 		return cmdutil.FlagErrorf("invalid --selector %q: %v", o.Selector, err)
@@ -240,13 +229,13 @@ func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job
 // ends, which is how -w ends: interrupted, it exits as lockctl does on a
 // signal.
 func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *printers.Printer[*job.Job], shown []*job.Job) error {
-	return watchUntil(ctx, o.Timeout, func(ctx context.Context) error {
+	return o.Until(ctx, func(ctx context.Context) error {
 		return store.WatchAfter(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector}, o.Names, shown, p.Print)
 	})
 }
 
 func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.Command {
-	o := &getClustersOptions{f: f}
+	o := &getClustersOptions{f: f, PrintFlags: printers.PrintFlags{Forms: printers.Forms{Table: true}}}
 	c := &cobra.Command{
 		Use:     "clusters",
 		Aliases: []string{"cluster"},
@@ -271,16 +260,12 @@ func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.
 		Args: cli.NoArgs(),
 		RunE: runE(o, runF, runGetClusters, nil),
 	}
-	cli.AddReadOutputFlags(c.Flags(), &o.Output, &o.NoHeaders, &o.SortBy, false, true)
+	o.PrintFlags.AddFlags(c.Flags())
 	return c
 }
 
 func (o *getClustersOptions) validate() error {
-	var err error
-	if o.out, err = printers.ParseOutput(o.Output, o.NoHeaders, o.SortBy, false, true); err != nil {
-		return cmdutil.FlagErrorf("%v", err)
-	}
-	return nil
+	return validateReadFlags(nil, &o.PrintFlags, &o.out)
 }
 
 func runGetClusters(ctx context.Context, o *getClustersOptions) error {

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/printers"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )
@@ -52,13 +54,13 @@ func TestNewGetJobsCmd(t *testing.T) {
 		wantErr string
 	}{
 		{name: "all", want: getJobsOptions{Names: []string{}}},
-		{name: "one as yaml", args: []string{"a", "-o", "yaml"}, want: getJobsOptions{Names: []string{"a"}, Output: "yaml"}},
+		{name: "one as yaml", args: []string{"a", "-o", "yaml"}, want: getJobsOptions{Names: []string{"a"}, PrintFlags: printers.PrintFlags{Output: "yaml"}}},
 		{name: "two names, one as -o name prints it", args: []string{"job/a", "b"}, want: getJobsOptions{Names: []string{"a", "b"}}},
 		{name: "by job name", args: []string{"--job", "deploy-web"}, want: getJobsOptions{Names: []string{}, Job: "deploy-web"}},
 		{name: "selector, every namespace, watch, wide", args: []string{"-l", "team in (web,api),!canary", "-A", "-w", "-o", "wide"},
-			want: getJobsOptions{Names: []string{}, Selector: "team in (web,api),!canary", AllNamespaces: true, Watch: true, Output: "wide"}},
+			want: getJobsOptions{Names: []string{}, Selector: "team in (web,api),!canary", AllNamespaces: true, WatchFlags: cli.WatchFlags{Watch: true}, PrintFlags: printers.PrintFlags{Output: "wide"}}},
 		{name: "long flags, names", args: []string{"--selector", "team=web", "--all-namespaces", "--watch", "-o", "name"},
-			want: getJobsOptions{Names: []string{}, Selector: "team=web", AllNamespaces: true, Watch: true, Output: "name"}},
+			want: getJobsOptions{Names: []string{}, Selector: "team=web", AllNamespaces: true, WatchFlags: cli.WatchFlags{Watch: true}, PrintFlags: printers.PrintFlags{Output: "name"}}},
 		{name: "bad selector", args: []string{"-l", "team=(web"}, wantErr: `invalid --selector "team=(web": `},
 		{name: "names and a selector", args: []string{"a", "-l", "team=web"}, wantErr: "name jobs, or select them with --selector or --job, not both"},
 		{name: "names and --job", args: []string{"a", "--job", "deploy-web"}, wantErr: "name jobs, or select them with --selector or --job, not both"},
@@ -69,7 +71,7 @@ func TestNewGetJobsCmd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := parseArgs(t, []string{"get", "jobs"}, tt.args, newGetJobsCmd)
-			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *getJobsOptions) { o.f, o.out = nil, nil })
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *getJobsOptions) { o.f, o.out, o.Forms = nil, nil, printers.Forms{} })
 		})
 	}
 }

@@ -18,18 +18,15 @@ type historyOptions struct {
 	f *Factory
 
 	cli.LockFlags
-	Target    string
-	Watch     bool
-	Timeout   time.Duration
-	Output    string
-	NoHeaders bool
-	SortBy    string
+	Target string
+	cli.WatchFlags
+	printers.PrintFlags
 
-	out *printers.OutputFlags // Output, NoHeaders and SortBy parsed
+	out *printers.OutputFlags // PrintFlags parsed
 }
 
 func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command {
-	o := &historyOptions{f: f}
+	o := &historyOptions{f: f, PrintFlags: printers.PrintFlags{Forms: printers.Forms{Table: true}}}
 	c := &cobra.Command{
 		Use:   "history NAMESPACE",
 		Short: "Show the last holders of a deploy lock and how each hold ended",
@@ -74,19 +71,14 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 	}
 	fs := c.Flags()
 	o.AddLockNamespaceFlag(fs)
-	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "after the history, print every change until interrupted")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "with -w, stop watching after this long (0 means until interrupted)")
-	cli.AddReadOutputFlags(fs, &o.Output, &o.NoHeaders, &o.SortBy, false, true)
+	o.WatchFlags.AddFlags(fs, "the history")
+	o.PrintFlags.AddFlags(fs)
 	return c
 }
 
 func (o *historyOptions) validate() error {
-	var err error
-	if o.out, err = printers.ParseOutput(o.Output, o.NoHeaders, o.SortBy, false, true); err != nil {
-		return cmdutil.FlagErrorf("%v", err)
-	}
-	if o.Timeout < 0 {
-		return cmdutil.FlagErrorf("invalid --timeout %s: it cannot be negative", o.Timeout)
+	if err := validateReadFlags(&o.WatchFlags, &o.PrintFlags, &o.out); err != nil {
+		return err
 	}
 	return cli.ValidateTarget(o.Target)
 }
@@ -131,7 +123,7 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 			return err
 		}
 	}
-	return watchUntil(ctx, o.Timeout, func(ctx context.Context) error {
+	return o.Until(ctx, func(ctx context.Context) error {
 		return locks.WatchHistory(ctx, o.Target, func(h *lock.History) error {
 			if !o.out.IsTable() {
 				return hp.Print(h)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cli/printers"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -24,7 +25,7 @@ func TestNewHistoryCmd(t *testing.T) {
 		wantErr string
 	}{
 		{name: "table", args: []string{"staging"}, want: historyOptions{Target: "staging"}},
-		{name: "json", args: []string{"staging", "-o", "json"}, want: historyOptions{Target: "staging", Output: "json"}},
+		{name: "json", args: []string{"staging", "-o", "json"}, want: historyOptions{Target: "staging", PrintFlags: printers.PrintFlags{Output: "json"}}},
 		{name: "no namespace", args: nil, wantErr: "accepts 1 arg(s), received 0"},
 		{name: "bad output", args: []string{"staging", "-o", "wide"}, wantErr: `invalid --output "wide": this command has no wide table`},
 	}
@@ -33,7 +34,7 @@ func TestNewHistoryCmd(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			got, err := parseArgsIn(t, te, []string{"history"}, tt.args, newHistoryCmd)
-			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *historyOptions) { o.f, o.out = nil, nil })
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *historyOptions) { o.f, o.out, o.Forms = nil, nil, printers.Forms{} })
 		})
 	}
 }

@@ -45,27 +45,21 @@ type runOptions struct {
 	Targets  []string
 	Filename string
 	Command  []string
-	TTL      time.Duration
+	cli.ContenderFlags
 	// KillGrace is how long a command stopped because the lock could not
 	// be renewed gets between SIGTERM and SIGKILL; 0 means
 	// run.DefaultKillGrace(TTL).
 	KillGrace time.Duration
-	Timeout   time.Duration
-	Policy    lock.Policy
-	Priority  lock.Priority
-	// IgnoreFreeze takes a frozen lock (an emergency); the freeze records it.
-	IgnoreFreeze bool
 	// CancelInProgress asks an older run of this branch holding the lock
 	// to stop (docs/adr/0026-cancel-in-progress.md).
 	CancelInProgress bool
-	Progress         string
 	DryRun           bool
 }
 
 func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	// NOTE: the command's stderr is captured now, before -q replaces
 	// ErrOut with io.Discard.
-	o := &runOptions{f: f, childErr: f.IOStreams.ErrOut, TTL: defaultRunTTL, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
+	o := &runOptions{f: f, childErr: f.IOStreams.ErrOut, ContenderFlags: cli.NewContenderFlags(defaultRunTTL)}
 	o.PerProcess = true
 	c := &cobra.Command{
 		Use:   "run --lock NAMESPACE [--lock NAMESPACE...] (-f FILE | -- COMMAND [ARG...])",
@@ -180,16 +174,14 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print the pod the job would create and touch nothing")
 	o.AddIdentityFlags(fs)
 	o.AddLockNamespaceFlag(fs)
-	fs.DurationVar(&o.TTL, "ttl", o.TTL, "how long the lock outlives run when run stops renewing it (a killed terminal)")
+	o.ContenderFlags.AddFlags(fs, cli.ContenderUsage{
+		TTL:      "how long the lock outlives run when run stops renewing it (a killed terminal)",
+		Timeout:  "give up waiting for the lock after this long (exit 4); 0 waits forever",
+		Progress: "progress display: auto, tty or plain",
+	})
 	fs.DurationVar(&o.KillGrace, "kill-grace", o.KillGrace, "how long a command stopped because the lock could not be renewed gets between SIGTERM and SIGKILL; 0 means a sixth of --ttl, at most 10s")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up waiting for the lock after this long (exit 4); 0 waits forever")
-	cli.AddPolicyFlag(fs, &o.Policy)
-	cli.AddPriorityFlag(fs, &o.Priority)
-	fs.BoolVar(&o.IgnoreFreeze, "ignore-freeze", o.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
 	fs.BoolVar(&o.CancelInProgress, "cancel-in-progress", o.CancelInProgress, "ask an older lockctl run of this owner/repo/branch holding the lock to stop (it exits 3); this run holds the lock next")
-	fs.StringVar(&o.Progress, "progress", o.Progress, "progress display: auto, tty or plain")
 	o.AddClusterFlags(fs)
-	cli.MarkOverride(fs, "ignore-freeze")
 	return c
 }
 
@@ -220,7 +212,7 @@ func (o *runOptions) validate() error {
 			return err
 		}
 	}
-	if err := cli.ValidateWait(o.TTL, o.Timeout, o.Progress); err != nil {
+	if err := o.ContenderFlags.Validate(); err != nil {
 		return err
 	}
 	if err := validateKillGrace(o.TTL, o.KillGrace); err != nil {

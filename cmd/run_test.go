@@ -31,7 +31,7 @@ import (
 func TestNewRunCmd(t *testing.T) {
 	t.Parallel()
 	job := func(mod func(*runOptions)) runOptions {
-		o := runOptions{Filename: "job.yaml", TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
+		o := runOptions{Filename: "job.yaml", ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}}
 		if mod != nil {
 			mod(&o)
 		}
@@ -48,7 +48,7 @@ func TestNewRunCmd(t *testing.T) {
 		{
 			name: "command",
 			args: []string{"--lock", "staging", "--", "sh", "-c", "exit 7"},
-			want: runOptions{Target: "staging", Targets: []string{"staging"}, Command: []string{"sh", "-c", "exit 7"}, TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			want: runOptions{Target: "staging", Targets: []string{"staging"}, Command: []string{"sh", "-c", "exit 7"}, ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}},
 		},
 		{
 			name: "every flag",
@@ -68,7 +68,7 @@ func TestNewRunCmd(t *testing.T) {
 			args: []string{"--lock", "staging", "--lock", "db-migrations", "--cancel-in-progress", "--", "true"},
 			want: runOptions{
 				Target: "staging", Targets: []string{"staging", "db-migrations"}, Command: []string{"true"}, CancelInProgress: true,
-				TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",
+				ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
 			},
 		},
 		{
@@ -76,7 +76,7 @@ func TestNewRunCmd(t *testing.T) {
 			args: []string{"--lock", "staging", "--ttl", "6s", "--kill-grace", "2s", "--", "true"},
 			want: runOptions{
 				Target: "staging", Targets: []string{"staging"}, Command: []string{"true"},
-				TTL: 6 * time.Second, KillGrace: 2 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",
+				ContenderFlags: cli.ContenderFlags{TTL: 6 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}, KillGrace: 2 * time.Second,
 			},
 		},
 		{

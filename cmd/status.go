@@ -2,9 +2,7 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,17 +20,14 @@ type statusOptions struct {
 	cli.LockFlags
 	Target        string
 	AllNamespaces bool
-	Watch         bool
-	Timeout       time.Duration
-	Output        string
-	NoHeaders     bool
-	SortBy        string
+	cli.WatchFlags
+	printers.PrintFlags
 
-	out *printers.OutputFlags // Output, NoHeaders and SortBy parsed
+	out *printers.OutputFlags // PrintFlags parsed
 }
 
 func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
-	o := &statusOptions{f: f}
+	o := &statusOptions{f: f, PrintFlags: printers.PrintFlags{Forms: printers.Forms{Wide: true, Table: true}}}
 	c := &cobra.Command{
 		Use:   "status [NAMESPACE]",
 		Short: "Show who holds each deploy lock and who waits",
@@ -95,22 +90,14 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 	fs := c.Flags()
 	o.AddLockNamespaceFlag(fs)
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the locks of every lock namespace (--lock-namespace is then ignored)")
-	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "after the locks, print every change until interrupted")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "with -w, stop watching after this long (0 means until interrupted)")
-	cli.AddReadOutputFlags(fs, &o.Output, &o.NoHeaders, &o.SortBy, true, true)
+	o.WatchFlags.AddFlags(fs, "the locks")
+	o.PrintFlags.AddFlags(fs)
 	return c
 }
 
 func (o *statusOptions) validate() error {
-	var err error
-	if o.out, err = printers.ParseOutput(o.Output, o.NoHeaders, o.SortBy, true, true); err != nil {
-		return cmdutil.FlagErrorf("%v", err)
-	}
-	if o.Timeout < 0 {
-		return cmdutil.FlagErrorf("invalid --timeout %s: it cannot be negative", o.Timeout)
-	}
-	if o.Target == "" {
-		return nil
+	if err := validateReadFlags(&o.WatchFlags, &o.PrintFlags, &o.out); err != nil || o.Target == "" {
+		return err
 	}
 	if o.AllNamespaces {
 		// NOTE: as kubectl: a lock is named within one lock namespace.
@@ -191,20 +178,18 @@ func (o *statusOptions) watch(ctx context.Context, locks *lock.Client, p *printe
 			opts.Shown[l.Namespace+"/"+l.Name] = l.ResourceVersion
 		}
 	}
-	return watchUntil(ctx, o.Timeout, func(ctx context.Context) error { return locks.Watch(ctx, opts, p.Print) })
+	return o.Until(ctx, func(ctx context.Context) error { return locks.Watch(ctx, opts, p.Print) })
 }
 
-// watchUntil runs watch (a -w) until its context ends; a timeout (0 means
-// none) ends it without error, as its end by design.
-func watchUntil(ctx context.Context, timeout time.Duration, watch func(context.Context) error) error {
-	if timeout <= 0 {
-		return watch(ctx)
+// validateReadFlags checks a reading command's -w and -o groups, the
+// latter parsed into out.
+func validateReadFlags(w *cli.WatchFlags, p *printers.PrintFlags, out **printers.OutputFlags) error {
+	var err error
+	if *out, err = p.ToPrinter(); err != nil {
+		return cmdutil.FlagErrorf("%v", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	err := watch(wctx)
-	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+	if w == nil {
 		return nil
 	}
-	return err
+	return w.Validate()
 }

@@ -13,7 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/printers"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -26,14 +28,14 @@ func TestNewStatusCmd(t *testing.T) {
 		wantErr string
 	}{
 		{name: "all locks", args: nil, want: statusOptions{}},
-		{name: "one lock as json", args: []string{"staging", "-o", "json"}, want: statusOptions{Target: "staging", Output: "json"}},
+		{name: "one lock as json", args: []string{"staging", "-o", "json"}, want: statusOptions{Target: "staging", PrintFlags: printers.PrintFlags{Output: "json"}}},
 		{name: "every namespace", args: []string{"-A"}, want: statusOptions{AllNamespaces: true}},
 		{name: "two namespaces", args: []string{"a", "b"}, wantErr: "accepts at most 1 arg(s), received 2"},
 		{name: "name across namespaces", args: []string{"staging", "-A"}, wantErr: "a lock cannot be shown by name across all namespaces"},
 		{name: "bad output", args: []string{"-o", "table"}, wantErr: `invalid --output "table": use json, yaml, name, wide, jsonpath=`},
 		{name: "watch, kubectl's forms", args: []string{"-w", "--timeout", "1m", "-o", "custom-columns=T:.spec.target", "--no-headers", "--sort-by", ".metadata.name"},
-			want: statusOptions{Watch: true, Timeout: time.Minute, Output: "custom-columns=T:.spec.target", NoHeaders: true, SortBy: ".metadata.name"}},
-		{name: "jsonpath", args: []string{"staging", "-o", "jsonpath={.status.estimatedWait}"}, want: statusOptions{Target: "staging", Output: "jsonpath={.status.estimatedWait}"}},
+			want: statusOptions{WatchFlags: cli.WatchFlags{Watch: true, Timeout: time.Minute}, PrintFlags: printers.PrintFlags{Output: "custom-columns=T:.spec.target", NoHeaders: true, SortBy: ".metadata.name"}}},
+		{name: "jsonpath", args: []string{"staging", "-o", "jsonpath={.status.estimatedWait}"}, want: statusOptions{Target: "staging", PrintFlags: printers.PrintFlags{Output: "jsonpath={.status.estimatedWait}"}}},
 		{name: "bad jsonpath", args: []string{"-o", "jsonpath={.status"}, wantErr: `invalid --output "jsonpath={.status": unclosed action`},
 		{name: "bad column", args: []string{"-o", "custom-columns=TARGET"}, wantErr: `column "TARGET" is not HEADER:.json.path`},
 		{name: "template without its argument", args: []string{"-o", "go-template"}, wantErr: `go-template needs an argument`},
@@ -45,7 +47,7 @@ func TestNewStatusCmd(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			got, err := parseArgsIn(t, te, []string{"status"}, tt.args, newStatusCmd)
-			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *statusOptions) { o.f, o.out = nil, nil })
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *statusOptions) { o.f, o.out, o.Forms = nil, nil, printers.Forms{} })
 		})
 	}
 }

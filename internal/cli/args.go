@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/spf13/cobra"
@@ -121,24 +119,6 @@ func ValidateTargets(targets []string) error {
 			return cmdutil.FlagErrorf("namespace %q is named twice", t)
 		}
 		seen[t] = true
-	}
-	return nil
-}
-
-// ProgressModes are the values of --progress.
-var ProgressModes = []string{"auto", "tty", "plain"}
-
-// ValidateWait checks the flags of a command that waits for locks and
-// holds them, as acquire and run do: --ttl positive, --timeout not
-// negative, --progress one of ProgressModes.
-func ValidateWait(ttl, timeout time.Duration, progress string) error {
-	switch {
-	case ttl <= 0:
-		return cmdutil.FlagErrorf("--ttl must be positive, got %s", ttl)
-	case timeout < 0:
-		return cmdutil.FlagErrorf("--timeout must not be negative, got %s", timeout)
-	case !slices.Contains(ProgressModes, progress):
-		return cmdutil.FlagErrorf("--progress must be auto, tty or plain, got %q", progress)
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 )
 
-func TestValidateWait(t *testing.T) {
+func TestContenderFlagsValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		ttl, timeout time.Duration
@@ -23,7 +23,7 @@ func TestValidateWait(t *testing.T) {
 		{name: "unknown progress", ttl: time.Second, progress: "fancy", wantErr: `--progress must be auto, tty or plain, got "fancy"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := ValidateWait(tc.ttl, tc.timeout, tc.progress)
+			err := (&ContenderFlags{TTL: tc.ttl, Timeout: tc.timeout, Progress: tc.progress}).Validate()
 			if tc.wantErr == "" {
 				require.NoError(t, err)
 				return

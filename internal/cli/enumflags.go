@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/events"
-	"github.com/lockctl/lockctl/internal/cli/printers"
 	"github.com/lockctl/lockctl/internal/cli/term"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -80,33 +79,6 @@ func (f enumFlag) Set(s string) error {
 func EnumFlag(v *string, allowed ...string) pflag.Value {
 	return enumFlag{v: v, allowed: allowed}
 }
-
-// AddReadOutputFlags binds a reading command's -o/--output (kubectl's
-// forms: printers.ParseOutput checks them), and with table --no-headers
-// and --sort-by.
-func AddReadOutputFlags(fs *pflag.FlagSet, output *string, noHeaders *bool, sortBy *string, wide, table bool) {
-	complete := []string{"name", "json", "yaml"}
-	if wide {
-		complete = append([]string{"wide"}, complete...)
-	}
-	fs.VarP(outputFlag{v: output, complete: complete}, "output", "o", "output format: "+printers.FormsHelp(wide, table))
-	if table {
-		fs.BoolVar(noHeaders, "no-headers", *noHeaders, "print tables without their header")
-		fs.StringVar(sortBy, "sort-by", *sortBy, "sort the rows by a JSONPath expression of each object, such as .metadata.name")
-	}
-}
-
-// outputFlag is a reading command's -o: any string (printers.ParseOutput
-// checks it), completed with the forms that take no argument.
-type outputFlag struct {
-	v        *string
-	complete []string
-}
-
-func (f outputFlag) String() string     { return *f.v }
-func (f outputFlag) Type() string       { return "string" }
-func (f outputFlag) Set(s string) error { *f.v = s; return nil }
-func (f outputFlag) Allowed() []string  { return f.complete }
 
 // AddOutputFlag binds -o/--output to v, one of allowed.
 func AddOutputFlag(fs *pflag.FlagSet, v *string, allowed ...string) {

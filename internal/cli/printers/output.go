@@ -38,31 +38,14 @@ type OutputFlags struct {
 	// "" keeps the command's own order.
 	SortBy string
 
-	// Wide says the command has a -o wide table.
-	Wide bool
-	// Table says the command prints rows, so --no-headers, --sort-by
-	// and custom-columns apply.
-	Table bool
+	// Forms are the forms the command prints beyond json, yaml, name and
+	// templates.
+	Forms
 
 	format  string // the form, without its argument
 	printer kprinters.ResourcePrinter
 	columns []column
 	sortBy  *jsonpath.JSONPath
-}
-
-// ParseOutput returns the output flags of a command parsed (Validate):
-// wide says it has a -o wide table, table that it prints rows.
-func ParseOutput(output string, noHeaders bool, sortBy string, wide, table bool) (*OutputFlags, error) {
-	o := &OutputFlags{Output: output, NoHeaders: noHeaders, SortBy: sortBy, Wide: wide, Table: table}
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-// FormsHelp lists the -o forms for a flag's help.
-func FormsHelp(wide, table bool) string {
-	return (&OutputFlags{Wide: wide, Table: table}).allowed()
 }
 
 // Validate parses -o and --sort-by, reading template and column files;

@@ -50,7 +50,7 @@ func TestOutputForms(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			flags, err := ParseOutput(tt.output, tt.noHeaders, tt.sortBy, true, true)
+			flags, err := (&PrintFlags{Output: tt.output, NoHeaders: tt.noHeaders, SortBy: tt.sortBy, Forms: Forms{Wide: true, Table: true}}).ToPrinter()
 			require.NoError(t, err, tt.output)
 			var out bytes.Buffer
 			p := NewLockPrinter(&out, flags, Options{})
@@ -77,7 +77,7 @@ func TestParseOutputErrors(t *testing.T) {
 		{output: "table", table: true, want: `invalid --output "table": use json, yaml, name, jsonpath=`},
 	}
 	for _, tt := range tests {
-		_, err := ParseOutput(tt.output, false, "", tt.wide, tt.table)
+		_, err := (&PrintFlags{Output: tt.output, Forms: Forms{Wide: tt.wide, Table: tt.table}}).ToPrinter()
 		require.Error(t, err, tt.output)
 		assert.Contains(t, err.Error(), tt.want, tt.output)
 	}
@@ -100,7 +100,7 @@ func TestSortByFindsNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			flags, err := ParseOutput("", false, tt.sortBy, true, true)
+			flags, err := (&PrintFlags{SortBy: tt.sortBy, Forms: Forms{Wide: true, Table: true}}).ToPrinter()
 			require.NoError(t, err, "%s parses", tt.sortBy)
 			items := append([]lock.LockView(nil), tt.items...)
 			err = SortBy(items, flags)
@@ -124,7 +124,7 @@ func TestSortByFindsNothing(t *testing.T) {
 // first row, which comes under a header laid out to its widths.
 func TestWatchFromNothing(t *testing.T) {
 	t.Parallel()
-	flags, err := ParseOutput("", false, "", true, true)
+	flags, err := (&PrintFlags{Forms: Forms{Wide: true, Table: true}}).ToPrinter()
 	require.NoError(t, err)
 	var out bytes.Buffer
 	p := NewLockPrinter(&out, flags, Options{})
