@@ -147,7 +147,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	id := holder.Identity
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}

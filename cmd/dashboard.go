@@ -9,14 +9,12 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -93,13 +91,7 @@ func (o *dashboardOptions) validate() error {
 
 func runDashboard(ctx context.Context, o *dashboardOptions) error {
 	serveRuntime(o.f.Getenv)
-	var locks *lock.Client
-	var err error
-	if o.AllNamespaces {
-		locks, err = o.f.LockClientIn(metav1.NamespaceAll)
-	} else {
-		locks, err = cli.NewLockClient(o.f, &o.LockFlags)
-	}
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{AllNamespaces: o.AllNamespaces})
 	if err != nil {
 		return err
 	}
@@ -216,7 +208,7 @@ func validateDashboardAddress(addr string) error {
 // clientset) in podNS (jobNS when empty). stop ends it.
 func (o *reconcileOptions) startDashboard(ctx context.Context, jobs kubeclient.Interface, jobNS string, clusters map[string]scheduler.Clientset, podNS string) (stop func(), err error) {
 	// NOTE: a lock client of its own: the hub sets its freeze windows.
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return nil, err
 	}

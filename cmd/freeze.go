@@ -102,7 +102,7 @@ func runFreeze(ctx context.Context, o *freezeOptions) error {
 	if err != nil {
 		return err
 	}
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func newUnfreezeCmd(f *Factory, runF func(*unfreezeOptions) error) *cobra.Comman
 func (o *unfreezeOptions) validate() error { return cli.ValidateTarget(o.Target) }
 
 func runUnfreeze(ctx context.Context, o *unfreezeOptions) error {
-	locks, err := cli.NewFreezeAwareLockClient(ctx, o.f, &o.LockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func (o *historyOptions) validate() error {
 }
 
 func runHistory(ctx context.Context, o *historyOptions) error {
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}

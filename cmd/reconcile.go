@@ -277,7 +277,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		defer cancel()
 		stopEvents(flush)
 	}()
-	locks, err := cli.NewLockClientWithEvents(o.f, &o.LockFlags, rec)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{Events: rec})
 	if err != nil {
 		return err
 	}

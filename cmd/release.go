@@ -103,7 +103,7 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 		}
 		id, job = holder.Identity, holder.Job
 	}
-	locks, err := cli.NewFreezeAwareLockClient(ctx, o.f, &o.LockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}

@@ -309,7 +309,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Options)) (run.Result, error) {
 	d := o.f.SetProgress(o.Progress)
 	defer d.SetStatus(nil)
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags)
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return run.Result{}, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
@@ -107,13 +106,7 @@ func (o *statusOptions) validate() error {
 }
 
 func runStatus(ctx context.Context, o *statusOptions) error {
-	var locks *lock.Client
-	var err error
-	if o.AllNamespaces {
-		locks, err = o.f.LockClientIn(metav1.NamespaceAll)
-	} else {
-		locks, err = cli.NewFreezeAwareLockClient(ctx, o.f, &o.LockFlags)
-	}
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{AllNamespaces: o.AllNamespaces})
 	if err != nil {
 		return err
 	}

@@ -521,10 +521,12 @@ func (c *Client) decode(cm *corev1.ConfigMap, target string) (*Record, error) {
 }
 
 func (c *Client) get(ctx context.Context, target string) (*corev1.ConfigMap, error) {
-	if c.windowsPending() {
-		return c.getWithWindows(ctx, target)
-	}
-	return c.store.Get(ctx, target)
+	var cm *corev1.ConfigMap
+	err := c.readWithWindows(ctx, fmt.Sprintf("lock %s/%s", c.namespace, Name(target)), func() (err error) {
+		cm, err = c.store.Get(ctx, target)
+		return err
+	})
+	return cm, err
 }
 
 // windowsPending reports whether the next read of a lock is to load the
@@ -534,11 +536,16 @@ func (c *Client) windowsPending() bool {
 	return c.namespace != metav1.NamespaceAll && !c.windows.loaded()
 }
 
-// getWithWindows reads target's lock and the freeze windows side by side,
-// and keeps the windows. An error reading the windows wins: without them
-// no decision may be made.
-func (c *Client) getWithWindows(ctx context.Context, target string) (*corev1.ConfigMap, error) {
-	var cm *corev1.ConfigMap
+// readWithWindows runs read, a read of locks; while the freeze windows are
+// pending it reads them side by side with it, and keeps them. This is the
+// one way a Client loads its windows besides LoadFreezeWindows and
+// SetFreezeWindows: a caller never needs to load them before a read. An
+// error reading the windows wins, naming what was read: without them no
+// decision may be made.
+func (c *Client) readWithWindows(ctx context.Context, what string, read func() error) error {
+	if !c.windowsPending() {
+		return read()
+	}
 	ran, err := c.windows.load(func() ([]FreezeWindow, error) {
 		var (
 			ws   []FreezeWindow
@@ -549,22 +556,21 @@ func (c *Client) getWithWindows(ctx context.Context, target string) (*corev1.Con
 			defer close(done)
 			ws, werr = LoadFreezeWindows(ctx, c.cms, c.namespace)
 		}()
-		var err error
-		cm, err = c.store.Get(ctx, target)
+		err := read()
 		<-done
 		if werr != nil {
-			return nil, fmt.Errorf("read lock %s/%s with its freeze windows: %w", c.namespace, Name(target), werr)
+			return nil, fmt.Errorf("read %s with its freeze windows: %w", what, werr)
 		}
 		return ws, err
 	})
 	switch {
 	case err != nil:
-		return nil, err
+		return err
 	case !ran:
-		// Loaded by another meanwhile: the lock is read alone.
-		return c.store.Get(ctx, target)
+		// Loaded by another meanwhile: the locks are read alone.
+		return read()
 	}
-	return cm, nil
+	return nil
 }
 
 // leave removes session from the queue of target's lock, if it is there,

@@ -109,10 +109,15 @@ func (c *Client) FreeLockView(target string) LockView {
 
 // List returns every lock in the lock namespace that is not free, by name;
 // a Client made for metav1.NamespaceAll ("") lists the locks of every
-// namespace.
+// namespace. The first read of a Client in one namespace loads its freeze
+// windows beside it, as Get does.
 func (c *Client) List(ctx context.Context) ([]LockView, error) {
 	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
-	list, err := c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	var list *corev1.ConfigMapList
+	err := c.readWithWindows(ctx, "the list of locks", func() (err error) {
+		list, err = c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list locks in namespace %q: %w", c.namespace, err)
 	}

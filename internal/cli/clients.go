@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
@@ -15,52 +16,37 @@ import (
 	"github.com/lockctl/lockctl/scheduler"
 )
 
-// NewLockClient returns a lock client for the lock namespace l resolves.
-func NewLockClient(f *Factory, l *LockFlags) (*lock.Client, error) {
-	ns, err := l.ResolveLockNamespace(f)
-	if err != nil {
-		return nil, err
-	}
-	return f.LockClientIn(ns)
+// LockClientOptions say which locks a command's lock client reaches and
+// where it records their Events. The zero value is the lock namespace the
+// LockFlags resolve, recording with the command's recorder.
+type LockClientOptions struct {
+	// AllNamespaces reaches the locks of every lock namespace
+	// (metav1.NamespaceAll), to list them; --lock-namespace is then not
+	// resolved.
+	AllNamespaces bool
+	// Events records the locks' Events; nil means the command's recorder
+	// (Factory.EventRecorder).
+	Events lock.EventRecorder
 }
 
-// NewFreezeAwareLockClient is NewLockClient with the lock namespace's
-// recurring freeze windows loaded, for the commands that take, hand over
-// or show locks.
-func NewFreezeAwareLockClient(ctx context.Context, f *Factory, l *LockFlags) (*lock.Client, error) {
-	c, err := NewLockClient(f, l)
-	if err != nil {
-		return nil, err
+// NewLockClient returns the lock client of a command, the one way cmd
+// builds one: judging expiries on the API server's clock (LockClock),
+// reading nodes, logging to f.Log. Its freeze windows are loaded by the
+// client itself beside its first read of a lock (lock.Client.Get, List and
+// every write), so no command loads them first.
+func NewLockClient(f *Factory, l *LockFlags, o LockClientOptions) (*lock.Client, error) {
+	ns := metav1.NamespaceAll
+	if !o.AllNamespaces {
+		var err error
+		if ns, err = l.ResolveLockNamespace(f); err != nil {
+			return nil, err
+		}
 	}
-	if err := c.LoadFreezeWindows(ctx); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// LockClientIn returns a lock client for the lock namespace ns;
-// metav1.NamespaceAll lists the locks of every namespace.
-func (f *Factory) LockClientIn(ns string) (*lock.Client, error) {
-	return f.lockClientIn(ns, nil)
-}
-
-// NewLockClientWithEvents is NewLockClient recording the locks' Events
-// with events instead of the command's recorder.
-func NewLockClientWithEvents(f *Factory, l *LockFlags, events lock.EventRecorder) (*lock.Client, error) {
-	ns, err := l.ResolveLockNamespace(f)
-	if err != nil {
-		return nil, err
-	}
-	return f.lockClientIn(ns, events)
-}
-
-// lockClientIn is LockClientIn recording Events with events; nil means
-// the command's recorder (EventRecorder).
-func (f *Factory) lockClientIn(ns string, events lock.EventRecorder) (*lock.Client, error) {
 	cs, err := f.Clientset()
 	if err != nil {
 		return nil, err
 	}
+	events := o.Events
 	if events == nil {
 		events = f.EventRecorder(cs)
 	}

@@ -235,13 +235,13 @@ func TestLockNamespaceDefault(t *testing.T) {
 func TestNewLockClientClock(t *testing.T) {
 	t.Parallel()
 	te := newTestFactory(t)
-	c, err := NewLockClient(te.f, &LockFlags{})
+	c, err := NewLockClient(te.f, &LockFlags{}, LockClientOptions{})
 	require.NoError(t, err)
 	assert.Same(t, te.clock, c.Clock(), "without a server clock, the factory's clock")
 	assert.NotNil(t, c.Options().Nodes, "holder pods' nodes are read")
 
 	te.f.ServerClock = servertime.New(te.clock)
-	c, err = NewLockClient(te.f, &LockFlags{})
+	c, err = NewLockClient(te.f, &LockFlags{}, LockClientOptions{})
 	require.NoError(t, err)
 	assert.Same(t, te.f.ServerClock, c.Clock(), "the API server's clock")
 }
