@@ -39,21 +39,15 @@ type reconcileOptions struct {
 	cli.ClusterFlags
 	cli.LockFlags
 	cli.RetentionFlags
-	Once               bool
-	DryRun             bool
-	MaxConcurrency     int
-	UnscheduledTimeout time.Duration
-	PendingTimeout     time.Duration
-	RunningTimeout     time.Duration
-	RevivalLimit       int
-	Workers            int
-	JobURLTemplate     string
-	MetricsAddr        string
-	DashboardAddress   string
-	Job                string
-	KubeAPIQPS         float32
-	KubeAPIBurst       int
-	JobEvents          events.JobEvents
+	cli.LoopFlags
+	Once             bool
+	DryRun           bool
+	MetricsAddr      string
+	DashboardAddress string
+	Job              string
+	KubeAPIQPS       float32
+	KubeAPIBurst     int
+	JobEvents        events.JobEvents
 
 	// dashboardListening, when set, is told the dashboard's URL (tests).
 	dashboardListening func(url string)
@@ -63,15 +57,11 @@ type reconcileOptions struct {
 
 func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Command {
 	o := &reconcileOptions{
-		f:                  f,
-		UnscheduledTimeout: scheduler.DefaultUnscheduledTimeout,
-		PendingTimeout:     scheduler.DefaultPendingTimeout,
-		RunningTimeout:     scheduler.DefaultRunningTimeout,
-		RevivalLimit:       scheduler.DefaultRevivalLimit,
-		Workers:            scheduler.DefaultWorkers,
-		KubeAPIQPS:         DefaultKubeAPIQPS,
-		KubeAPIBurst:       DefaultKubeAPIBurst,
-		JobEvents:          events.JobEventsAll,
+		f:            f,
+		LoopFlags:    cli.NewLoopFlags(),
+		KubeAPIQPS:   DefaultKubeAPIQPS,
+		KubeAPIBurst: DefaultKubeAPIBurst,
+		JobEvents:    events.JobEventsAll,
 		RetentionFlags: cli.RetentionFlags{
 			JobRetention: scheduler.DefaultJobRetention,
 			PodRetention: scheduler.DefaultPodRetention,
@@ -154,13 +144,7 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Once, "once", o.Once, "look at every unfinished job once, then exit")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "with --once: print what would be done, change nothing")
-	fs.IntVar(&o.MaxConcurrency, "max-concurrency", o.MaxConcurrency, "global maximum of running jobs; 0 means no limit")
-	fs.DurationVar(&o.UnscheduledTimeout, "unscheduled-timeout", o.UnscheduledTimeout, "error a job whose pod is not scheduled within this; negative means never")
-	fs.DurationVar(&o.PendingTimeout, "pending-timeout", o.PendingTimeout, "error a job whose scheduled pod does not start within this; negative means never")
-	fs.DurationVar(&o.RunningTimeout, "running-timeout", o.RunningTimeout, "abort a job whose pod runs longer than this; negative means never")
-	fs.IntVar(&o.RevivalLimit, "revival-limit", o.RevivalLimit, "how often a lost or evicted pod is recreated before the job errors; negative means no limit")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "jobs reconciled at once")
-	fs.StringVar(&o.JobURLTemplate, "job-url-template", o.JobURLTemplate, "Go template for a job's status.url, e.g. https://ci.example/{{.Spec.Job}}/{{.Status.BuildID}}")
+	o.LoopFlags.AddFlags(fs)
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "serve Prometheus metrics on this address, e.g. :9090")
 	fs.StringVar(&o.DashboardAddress, "dashboard-address", o.DashboardAddress, "serve the read-only dashboard on this loopback address, e.g. 127.0.0.1:8081; reach it with kubectl port-forward")
 	fs.StringVar(&o.Job, "job", o.Job, "reconcile only the job record of this name")
@@ -182,28 +166,8 @@ func (o *reconcileOptions) validate() error {
 	if o.DashboardAddress != "" && o.Once {
 		return cmdutil.FlagErrorf("--dashboard-address needs the loop: drop --once, or run lockctl dashboard")
 	}
-	if o.MaxConcurrency < 0 {
-		return cmdutil.FlagErrorf("--max-concurrency must be 0 (no limit) or more")
-	}
-	if o.Workers < 1 {
-		return cmdutil.FlagErrorf("--workers must be at least 1")
-	}
-	// NOTE: in scheduler.Options a zero means the default; a 0 given on
-	// the command line is refused rather than silently becoming it.
-	for _, d := range []struct {
-		name string
-		val  time.Duration
-	}{
-		{"unscheduled-timeout", o.UnscheduledTimeout},
-		{"pending-timeout", o.PendingTimeout},
-		{"running-timeout", o.RunningTimeout},
-	} {
-		if d.val == 0 {
-			return cmdutil.FlagErrorf("--%s must not be 0: give a duration such as 10m, or a negative one for never", d.name)
-		}
-	}
-	if o.RevivalLimit == 0 {
-		return cmdutil.FlagErrorf("--revival-limit must not be 0: give how often a lost pod is recreated, or a negative number for no limit")
+	if err := o.LoopFlags.Validate(); err != nil {
+		return err
 	}
 	if o.KubeAPIQPS == 0 {
 		return cmdutil.FlagErrorf("--kube-api-qps must not be 0: give a positive limit, or a negative number for none")
@@ -220,19 +184,10 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 	if err != nil {
 		return opts, &cmdutil.UsageError{Err: err}
 	}
-	set := func(name string, apply func()) {
-		if o.changed(name) {
-			apply()
-		}
+	o.LoopFlags.Apply(&opts, o.changed)
+	if o.changed("pod-namespace") {
+		opts.PodNamespace = o.PodNamespace
 	}
-	set("max-concurrency", func() { opts.MaxConcurrency = o.MaxConcurrency })
-	set("unscheduled-timeout", func() { opts.UnscheduledTimeout = o.UnscheduledTimeout })
-	set("pending-timeout", func() { opts.PendingTimeout = o.PendingTimeout })
-	set("running-timeout", func() { opts.RunningTimeout = o.RunningTimeout })
-	set("revival-limit", func() { opts.RevivalLimit = o.RevivalLimit })
-	set("workers", func() { opts.Workers = o.Workers })
-	set("job-url-template", func() { opts.JobURLTemplate = o.JobURLTemplate })
-	set("pod-namespace", func() { opts.PodNamespace = o.PodNamespace })
 	opts.DryRun, opts.OnlyJob = o.DryRun, o.Job
 	opts.Clock, opts.Log = o.f.Clock, o.f.Log
 	return opts, nil

@@ -26,8 +26,8 @@ func TestNewReconcileCmd(t *testing.T) {
 	t.Parallel()
 	defaults := func(mod func(o *reconcileOptions)) reconcileOptions {
 		o := reconcileOptions{
-			UnscheduledTimeout: 5 * time.Minute, PendingTimeout: 10 * time.Minute, RunningTimeout: 48 * time.Hour,
-			RevivalLimit: 3, Workers: 16, KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst, JobEvents: events.JobEventsAll,
+			LoopFlags:  cli.LoopFlags{UnscheduledTimeout: 5 * time.Minute, PendingTimeout: 10 * time.Minute, RunningTimeout: 48 * time.Hour, RevivalLimit: 3, Workers: 16},
+			KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst, JobEvents: events.JobEventsAll,
 			RetentionFlags: cli.RetentionFlags{JobRetention: 7 * 24 * time.Hour, PodRetention: 24 * time.Hour},
 		}
 		if mod != nil {
@@ -97,7 +97,7 @@ func TestReconcileFlagsOverrideConfig(t *testing.T) {
 	cfg, err := scheduler.ParseConfig([]byte("maxConcurrency: 3\ntimeouts: {pending: 2m, running: 1h}\nworkers: 2\n"), "c.yaml")
 	require.NoError(t, err)
 	te := newTestEnv(t)
-	o := &reconcileOptions{f: te.f, MaxConcurrency: 9, PendingTimeout: time.Minute, Workers: 4,
+	o := &reconcileOptions{f: te.f, LoopFlags: cli.LoopFlags{MaxConcurrency: 9, PendingTimeout: time.Minute, Workers: 4},
 		changed: func(name string) bool { return name == "max-concurrency" || name == "pending-timeout" }}
 	opts, err := o.options(cfg)
 	require.NoError(t, err)
