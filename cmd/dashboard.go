@@ -90,7 +90,7 @@ func (o *dashboardOptions) validate() error {
 }
 
 func runDashboard(ctx context.Context, o *dashboardOptions) error {
-	serveRuntime(o.f.Getenv)
+	cli.ServeRuntime(o.f.Getenv)
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{AllNamespaces: o.AllNamespaces})
 	if err != nil {
 		return err

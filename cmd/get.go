@@ -140,7 +140,8 @@ func newGetJobsCmd(f *Factory, runF func(*getJobsOptions) error) *cobra.Command 
 }
 
 func (o *getJobsOptions) validate() error {
-	if err := validateReadFlags(&o.WatchFlags, &o.PrintFlags, &o.out); err != nil {
+	var err error
+	if o.out, err = cli.ValidateRead(&o.WatchFlags, &o.PrintFlags); err != nil {
 		return err
 	}
 	if _, err := labels.Parse(o.Selector); err != nil {
@@ -265,7 +266,9 @@ func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.
 }
 
 func (o *getClustersOptions) validate() error {
-	return validateReadFlags(nil, &o.PrintFlags, &o.out)
+	var err error
+	o.out, err = cli.ValidateRead(nil, &o.PrintFlags)
+	return err
 }
 
 func runGetClusters(ctx context.Context, o *getClustersOptions) error {
@@ -287,22 +290,5 @@ func runGetClusters(ctx context.Context, o *getClustersOptions) error {
 			return nil
 		}
 	}
-	rows := printers.ClusterRows(st)
-	if o.out.IsName() {
-		// NOTE: a build cluster is no Kubernetes object: -o name names it
-		// by its alias, as the rows do (cluster/default).
-		if err := printers.SortBy(rows, o.out); err != nil {
-			return err
-		}
-		for _, r := range rows {
-			fmt.Fprintf(o.f.IOStreams.Out, "cluster/%s\n", r.Alias)
-		}
-		return nil
-	}
-	if !o.out.IsTable() {
-		// NOTE: json, yaml and templates read the status by alias, as
-		// -o json has always printed it ({.default.state}).
-		return printers.PrintObject(o.f.IOStreams.Out, o.out, st)
-	}
-	return printers.NewClusterPrinter(o.f.IOStreams.Out, o.out, printers.Options{Clock: o.f.Clock}).PrintAll(rows, true)
+	return printers.PrintClusters(o.f.IOStreams.Out, o.out, st, printers.Options{Clock: o.f.Clock})
 }

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -77,7 +76,8 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 }
 
 func (o *historyOptions) validate() error {
-	if err := validateReadFlags(&o.WatchFlags, &o.PrintFlags, &o.out); err != nil {
+	var err error
+	if o.out, err = cli.ValidateRead(&o.WatchFlags, &o.PrintFlags); err != nil {
 		return err
 	}
 	return cli.ValidateTarget(o.Target)
@@ -106,19 +106,10 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 		}
 	}
 	p := printers.NewHoldPrinter(o.f.IOStreams.Out, o.out, printers.Options{Clock: o.f.Clock})
-	shown := map[string]bool{}
-	// holding is the identity of the hold last shown as holding, until a
-	// row shows it ended: a holder handed the lock is shown once, not
-	// again when it confirms (its since moves to the confirmation).
-	holding := ""
+	var watch *printers.HoldWatch
 	if o.out.IsTable() {
 		holds := printers.Holds(h)
-		for _, e := range holds {
-			shown[holdKey(e)] = true
-		}
-		if len(holds) > 0 && holds[0].Ended == printers.Holding {
-			holding = holds[0].Identity.String()
-		}
+		watch = printers.NewHoldWatch(holds)
 		if err := p.PrintAll(holds, !o.Watch); err != nil || !o.Watch {
 			return err
 		}
@@ -129,25 +120,7 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 				return hp.Print(h)
 			}
 			// A row for each hold not shown: a new holder, a hold that ended.
-			holds := printers.Holds(h)
-			for i := len(holds) - 1; i >= 0; i-- {
-				e := holds[i]
-				k := holdKey(e)
-				if shown[k] {
-					continue
-				}
-				shown[k] = true
-				who := e.Identity.String()
-				switch {
-				case e.Ended != printers.Holding:
-					if who == holding {
-						holding = ""
-					}
-				case who == holding:
-					continue // the same hold, confirmed
-				default:
-					holding = who
-				}
+			for _, e := range watch.Rows(h) {
 				if err := p.Print(e); err != nil {
 					return err
 				}
@@ -155,10 +128,4 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 			return nil
 		})
 	})
-}
-
-// holdKey tells the holds of a history apart, the current one from the
-// same hold once it ended.
-func holdKey(e lock.HistoryEntry) string {
-	return fmt.Sprintf("%s|%s|%s|%s", e.Identity, e.Since.UTC().Format(time.RFC3339Nano), e.Until.UTC().Format(time.RFC3339Nano), e.Ended)
 }

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,7 +78,7 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 	if err != nil {
 		return cmdutil.JobLookupError(err, o.Name, store.Namespace())
 	}
-	pods, podNS, err := o.buildCluster(j, store.Namespace())
+	pods, podNS, err := o.JobPods(o.f, j, store.Namespace())
 	if err != nil {
 		return err
 	}
@@ -105,29 +104,6 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 		return &cmdutil.UsageError{Err: err}
 	}
 	return err
-}
-
-// buildCluster returns the pods client and pod namespace of the job's build
-// cluster.
-func (o *logsOptions) buildCluster(j *job.Job, jobNS string) (kubeclient.PodsGetter, string, error) {
-	cfg, err := o.LoadConfig()
-	if err != nil {
-		return nil, "", err
-	}
-	contexts, err := o.ClusterContexts(cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	ctxName, err := cli.JobContext(contexts, j)
-	if err != nil {
-		return nil, "", err
-	}
-	cs, err := o.f.ClientsetFor(ctxName)
-	if err != nil {
-		return nil, "", err
-	}
-	podNS := cmp.Or(o.PodNamespace, cfg.PodNamespace, jobNS)
-	return kubeclient.CoreV1(cs), podNS, nil
 }
 
 // jobEnd waits for the job's final state once its pod has finished (the

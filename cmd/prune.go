@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
 	"time"
 
@@ -84,7 +83,7 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 	if o.changed("pod-older-than") {
 		opts.PodRetention = o.PodOlderThan
 	}
-	s, err := newPruner(o.f, &o.ClusterFlags, opts)
+	s, err := o.Pruner(o.f, opts)
 	if err != nil {
 		return err
 	}
@@ -93,24 +92,4 @@ func runPrune(ctx context.Context, o *pruneOptions) error {
 		printers.Pruned(o.f.IOStreams.Out, o.f.IOStreams.ErrOut, res, o.DryRun)
 	}
 	return err
-}
-
-// newPruner builds a Pruner over the job namespace and the build clusters
-// named by --config and --build-cluster. A retention age left at 0 in opts
-// comes from the config file, else the default.
-func newPruner(f *Factory, cf *cli.ClusterFlags, opts scheduler.PruneOptions) (*scheduler.Pruner, error) {
-	cfg, err := cf.LoadConfig()
-	if err != nil {
-		return nil, err
-	}
-	ns, jobs, clusters, err := cf.Clusters(f, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if opts, err = cfg.Retention.Apply(opts); err != nil {
-		return nil, &cmdutil.UsageError{Err: err}
-	}
-	opts.PodNamespace = cmp.Or(cf.PodNamespace, cfg.PodNamespace)
-	opts.Clock, opts.Log = f.Clock, f.Log
-	return scheduler.NewPruner(jobs.CoreV1(), ns, scheduler.PodsGetters(clusters), opts), nil
 }

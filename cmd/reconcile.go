@@ -196,7 +196,7 @@ func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, er
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	// NOTE: Main raised GOGC and lowered GOMAXPROCS for the short commands
-	// (cliGCPercent, cliMaxProcs); the loop goes back to the defaults, its
+	// (cli.CLIGCPercent, cli.CLIMaxProcs); the loop goes back to the defaults, its
 	// heap under a soft memory limit.
 	defer scheduler.TuneRuntime(ctx, o.f.Getenv)()
 	cfg, err := o.LoadConfig()

@@ -16,15 +16,8 @@ import (
 // kubectlPluginPrefix starts the name of a kubectl plugin's executable.
 const kubectlPluginPrefix = "kubectl-"
 
-// globalOptions are the flags every command shares.
-type globalOptions struct {
-	Verbosity  int
-	Quiet      bool
-	Timestamps string
-}
-
 func newRootCmd(f *Factory) *cobra.Command {
-	g := &globalOptions{Timestamps: "auto"}
+	g := cli.NewGlobalFlags()
 	root := &cobra.Command{
 		Use:   "lockctl",
 		Short: "Deploy safely to Kubernetes: namespace locks, job pods and their reconcile loop",
@@ -54,10 +47,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f.SetupLogging(g.Verbosity, g.Quiet)
-			if g.Timestamps != "auto" {
-				f.Console().SetTimestamps(g.Timestamps == "true")
-			}
+			g.Apply(f)
 			for _, v := range ignored {
 				fmt.Fprintln(f.IOStreams.ErrOut, cli.IgnoredWarning(v))
 			}
@@ -78,13 +68,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 
 	pf := root.PersistentFlags()
 	f.ConfigFlags.AddFlags(pf)
-	pf.IntVarP(&g.Verbosity, "verbosity", "v", g.Verbosity, "log detail: 0 status, 1 debug, 2 detail, 3+ trace")
-	pf.BoolVarP(&g.Quiet, "quiet", "q", g.Quiet, "print nothing but results and errors")
-	pf.Var(cli.EnumFlag(&g.Timestamps, "auto", "true", "false"), "timestamps",
-		"start stderr lines outside a terminal with the UTC time: auto (yes, except in GitHub Actions and GitLab CI logs, which time each line), true or false")
-	// NOTE: hidden, as the rarely needed override of auto; docs/output.md
-	// has it. Shown, it would be in the help of every command.
-	_ = pf.MarkHidden("timestamps")
+	g.AddFlags(pf)
 
 	// NOTE: one command a line, in the order of --help (cobra sorts it), so
 	// that adding one is a one-line change.

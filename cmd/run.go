@@ -7,11 +7,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/cli/printers"
@@ -20,7 +18,6 @@ import (
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
 	"github.com/lockctl/lockctl/run"
-	"github.com/lockctl/lockctl/scheduler"
 )
 
 // defaultRunTTL is how long the lock of a `lockctl run` outlives the
@@ -215,26 +212,10 @@ func (o *runOptions) validate() error {
 	if err := o.ContenderFlags.Validate(); err != nil {
 		return err
 	}
-	if err := validateKillGrace(o.TTL, o.KillGrace); err != nil {
+	if err := cli.ValidateKillGrace(o.TTL, o.KillGrace); err != nil {
 		return err
 	}
 	return o.ValidateClusters()
-}
-
-// validateKillGrace checks that --ttl leaves time to renew the lock before
-// the renew deadline (run.HoldTimings).
-func validateKillGrace(ttl, grace time.Duration) error {
-	if grace < 0 {
-		return cmdutil.FlagErrorf("--kill-grace must not be negative, got %s", grace)
-	}
-	_, err := run.HoldTimings(ttl, grace)
-	var te *run.TimingsError
-	if !errors.As(err, &te) {
-		return err
-	}
-	least := (3*(te.KillGrace+run.ClockMargin)/2 + 100*time.Millisecond).Truncate(100 * time.Millisecond)
-	return cmdutil.FlagErrorf("--ttl %s is too short for a kill grace of %s: run stops the command %s (kill grace) + %s (clock margin) before the lock can expire, "+
-		"which leaves no time to renew it first (at a third of --ttl); give --ttl %s or more, or a shorter --kill-grace", ttl, te.KillGrace, te.KillGrace, run.ClockMargin, least)
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
@@ -267,7 +248,7 @@ func runJob(ctx context.Context, o *runOptions) error {
 	if o.Target == "" {
 		return cmdutil.FlagErrorf("required flag --lock not set: name the namespace to lock, or give the job a spec.lock")
 	}
-	jobs, err := o.newJobs(opts, contexts)
+	jobs, err := o.RunJobs(o.f, opts, contexts, o.logs)
 	if err != nil {
 		return err
 	}
@@ -299,7 +280,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := o.run(ctx, o.sweeper(), func(ro *run.Options) { ro.Command = c })
+	res, err := o.run(ctx, o.Sweeper(o.f, o.logs), func(ro *run.Options) { ro.Command = c })
 	return cmdutil.JoinRelease(err, res.ReleaseErr)
 }
 
@@ -330,58 +311,6 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 	}
 	set(&ro)
 	return run.Run(ctx, ro)
-}
-
-// newJobs returns where run's jobs live: the job namespace, the build
-// clusters and the reconciler options.
-func (o *runOptions) newJobs(opts scheduler.Options, contexts map[string]string) (*run.Jobs, error) {
-	ns, err := o.f.Namespace()
-	if err != nil {
-		return nil, err
-	}
-	cs, err := o.f.Clientset()
-	if err != nil {
-		return nil, err
-	}
-	clusters, err := o.f.ClusterClients(contexts)
-	if err != nil {
-		return nil, err
-	}
-	opts.Clock, opts.Log = o.f.Clock, o.libraryLog(logrus.WarnLevel)
-	opts.OnJobChange = o.f.EventRecorder(cs).JobChanged
-	jobs, err := run.NewJobs(cs, ns, run.JobsOptions{
-		Clusters: clusters, Scheduler: opts,
-		Logs: o.logs, FollowLog: o.libraryLog(logrus.ErrorLevel), Log: o.f.Log,
-		LockClock: o.f.LockClock(),
-	})
-	return jobs, cmdutil.UsageIfInvalid(err)
-}
-
-// sweeper returns the jobs among which a run of a local command looks for
-// jobs left behind by earlier runs, or nil when there are none to use (no
-// jobs or no build cluster configured): the command runs anyway.
-func (o *runOptions) sweeper() *run.Jobs {
-	opts, contexts, err := o.JobsConfig()
-	var jobs *run.Jobs
-	if err == nil {
-		jobs, err = o.newJobs(opts, contexts)
-	}
-	if err != nil {
-		o.f.Log.WithError(err).Debug("not looking for jobs left behind by earlier runs")
-		return nil
-	}
-	return jobs
-}
-
-// libraryLog is the logger handed to the scheduler (at least at level
-// warn) and podwatch (error) inside run. Their info lines would repeat what
-// the display shows, and podwatch's warnings repeat its events, so below
-// -v 1 only what the display does not say appears.
-func (o *runOptions) libraryLog(level logrus.Level) *logrus.Entry {
-	if o.f.Verbosity >= 1 {
-		return o.f.Log
-	}
-	return logutil.AtMost(o.f.Log, level)
 }
 
 // lockFromJob makes run hold the lock a job asks for (run.LockFromJob).

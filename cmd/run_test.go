@@ -277,7 +277,7 @@ func TestRunRunInterruptedCommand(t *testing.T) {
 			"--", "sh", "-c", `trap 'echo got TERM; exit 3' TERM; echo ready; sleep 30 & wait`))
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "ready") }, 10*time.Second, 10*time.Millisecond)
-	cancel(&interruptedError{sig: syscall.SIGTERM})
+	cancel(&cmdutil.InterruptedError{Sig: syscall.SIGTERM})
 	err := <-done
 
 	require.Error(t, err)
@@ -444,7 +444,7 @@ func TestRunRunJobInterrupted(t *testing.T) {
 		done <- root.ExecuteContext(ctx)
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(errOut.String(), `container "main" is running`) }, 10*time.Second, 5*time.Millisecond)
-	cancel(&interruptedError{sig: syscall.SIGINT})
+	cancel(&cmdutil.InterruptedError{Sig: syscall.SIGINT})
 	err := <-done
 
 	j, gerr := job.NewStore(kubetest.CoreV1(te.cs.CoreV1()), "default", job.StoreOptions{}).Get(t.Context(), "deploy-web-42")

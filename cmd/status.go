@@ -95,7 +95,8 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 }
 
 func (o *statusOptions) validate() error {
-	if err := validateReadFlags(&o.WatchFlags, &o.PrintFlags, &o.out); err != nil || o.Target == "" {
+	var err error
+	if o.out, err = cli.ValidateRead(&o.WatchFlags, &o.PrintFlags); err != nil || o.Target == "" {
 		return err
 	}
 	if o.AllNamespaces {
@@ -172,17 +173,4 @@ func (o *statusOptions) watch(ctx context.Context, locks *lock.Client, p *printe
 		}
 	}
 	return o.Until(ctx, func(ctx context.Context) error { return locks.Watch(ctx, opts, p.Print) })
-}
-
-// validateReadFlags checks a reading command's -w and -o groups, the
-// latter parsed into out.
-func validateReadFlags(w *cli.WatchFlags, p *printers.PrintFlags, out **printers.OutputFlags) error {
-	var err error
-	if *out, err = p.ToPrinter(); err != nil {
-		return cmdutil.FlagErrorf("%v", err)
-	}
-	if w == nil {
-		return nil
-	}
-	return w.Validate()
 }

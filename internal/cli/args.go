@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"errors"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/run"
 )
 
 // Doc returns the text of a raw string literal written indented with the
@@ -121,4 +124,20 @@ func ValidateTargets(targets []string) error {
 		seen[t] = true
 	}
 	return nil
+}
+
+// ValidateKillGrace checks that --ttl leaves time to renew the lock before
+// the renew deadline (run.HoldTimings).
+func ValidateKillGrace(ttl, grace time.Duration) error {
+	if grace < 0 {
+		return cmdutil.FlagErrorf("--kill-grace must not be negative, got %s", grace)
+	}
+	_, err := run.HoldTimings(ttl, grace)
+	var te *run.TimingsError
+	if !errors.As(err, &te) {
+		return err
+	}
+	least := (3*(te.KillGrace+run.ClockMargin)/2 + 100*time.Millisecond).Truncate(100 * time.Millisecond)
+	return cmdutil.FlagErrorf("--ttl %s is too short for a kill grace of %s: run stops the command %s (kill grace) + %s (clock margin) before the lock can expire, "+
+		"which leaves no time to renew it first (at a third of --ttl); give --ttl %s or more, or a shorter --kill-grace", ttl, te.KillGrace, te.KillGrace, run.ClockMargin, least)
 }

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/podwatch"
+	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -104,6 +108,28 @@ func (cf *ClusterFlags) Clusters(f *Factory, c *scheduler.Config) (string, kubec
 	return ns, jobs, clusters, err
 }
 
+// JobPods returns the pods client and pod namespace of the build cluster
+// j runs in, its pods in --pod-namespace, else the config's, else jobNS.
+func (cf *ClusterFlags) JobPods(f *Factory, j *job.Job, jobNS string) (kubeclient.PodsGetter, string, error) {
+	cfg, err := cf.LoadConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	contexts, err := cf.ClusterContexts(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	ctxName, err := JobContext(contexts, j)
+	if err != nil {
+		return nil, "", err
+	}
+	cs, err := f.ClientsetFor(ctxName)
+	if err != nil {
+		return nil, "", err
+	}
+	return kubeclient.CoreV1(cs), cmp.Or(cf.PodNamespace, cfg.PodNamespace, jobNS), nil
+}
+
 // JobsConfig returns the scheduler options of --config (--pod-namespace
 // wins) and the build clusters' contexts, for the jobs lockctl run drives.
 func (cf *ClusterFlags) JobsConfig() (scheduler.Options, map[string]string, error) {
@@ -132,4 +158,68 @@ func JobContext(contexts map[string]string, j *job.Job) (string, error) {
 			j.DisplayName(), j.ClusterAlias(), j.ClusterAlias())}
 	}
 	return ctx, nil
+}
+
+// Pruner returns a Pruner over the job namespace and the build clusters
+// named by --config and --build-cluster. A retention age left at 0 in opts
+// comes from the config file, else the default.
+func (cf *ClusterFlags) Pruner(f *Factory, opts scheduler.PruneOptions) (*scheduler.Pruner, error) {
+	cfg, err := cf.LoadConfig()
+	if err != nil {
+		return nil, err
+	}
+	ns, jobs, clusters, err := cf.Clusters(f, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if opts, err = cfg.Retention.Apply(opts); err != nil {
+		return nil, &cmdutil.UsageError{Err: err}
+	}
+	opts.PodNamespace = cmp.Or(cf.PodNamespace, cfg.PodNamespace)
+	opts.Clock, opts.Log = f.Clock, f.Log
+	return scheduler.NewPruner(jobs.CoreV1(), ns, scheduler.PodsGetters(clusters), opts), nil
+}
+
+// RunJobs returns where lockctl run's jobs live: the job namespace (-n),
+// the build clusters of contexts and the reconciler options opts, whose
+// clock and logger it sets. logs opens the job pod's log streams; nil
+// means through the API server.
+func (cf *ClusterFlags) RunJobs(f *Factory, opts scheduler.Options, contexts map[string]string, logs podwatch.LogOpener) (*run.Jobs, error) {
+	ns, err := f.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := f.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	clusters, err := f.ClusterClients(contexts)
+	if err != nil {
+		return nil, err
+	}
+	opts.Clock, opts.Log = f.Clock, f.LibraryLog(logrus.WarnLevel)
+	opts.OnJobChange = f.EventRecorder(cs).JobChanged
+	jobs, err := run.NewJobs(cs, ns, run.JobsOptions{
+		Clusters: clusters, Scheduler: opts,
+		Logs: logs, FollowLog: f.LibraryLog(logrus.ErrorLevel), Log: f.Log,
+		LockClock: f.LockClock(),
+	})
+	return jobs, cmdutil.UsageIfInvalid(err)
+}
+
+// Sweeper returns the jobs among which a run of a local command looks for
+// jobs left behind by earlier runs (RunJobs), or nil when there are none
+// to use (no jobs or no build cluster configured): the command runs
+// anyway.
+func (cf *ClusterFlags) Sweeper(f *Factory, logs podwatch.LogOpener) *run.Jobs {
+	opts, contexts, err := cf.JobsConfig()
+	var jobs *run.Jobs
+	if err == nil {
+		jobs, err = cf.RunJobs(f, opts, contexts, logs)
+	}
+	if err != nil {
+		f.Log.WithError(err).Debug("not looking for jobs left behind by earlier runs")
+		return nil
+	}
+	return jobs
 }

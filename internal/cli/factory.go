@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/cli/term"
@@ -117,6 +118,17 @@ func (f *Factory) LockClock() clock.WithTicker {
 		return f.ServerClock
 	}
 	return f.Clock
+}
+
+// LibraryLog is the logger handed to a library package whose info lines
+// would repeat what the command's display shows: below -v 1 it passes only
+// entries at level or more severe (lockctl run hands the scheduler warn,
+// podwatch error); from -v 1 on, everything f.Log passes.
+func (f *Factory) LibraryLog(level logrus.Level) *logrus.Entry {
+	if f.Verbosity >= 1 {
+		return f.Log
+	}
+	return logutil.AtMost(f.Log, level)
 }
 
 // jxLogger is jx-logging's logger, made once: jxlog.Logger initialises its

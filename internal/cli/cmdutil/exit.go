@@ -1,14 +1,17 @@
 // Package cmdutil is what lockctl's commands share about errors: the exit
-// codes (part of lockctl's interface, SPEC.md §4), the error types that
-// pick them, and how an error is reported on stderr: one line a person can
-// act on, then a hint.
+// codes (part of lockctl's interface, listed in --help and the README),
+// the error types that pick them, and how an error is reported on stderr:
+// one line a person can act on, then a hint.
 package cmdutil
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/run"
@@ -170,4 +173,28 @@ func JoinRelease(err, rerr error) error {
 		return rerr
 	}
 	return errors.Join(err, rerr)
+}
+
+// InterruptedError is the cause of the context Main cancels on the first
+// SIGINT or SIGTERM, so a command that passes the signal on (run -- CMD)
+// knows which one it was.
+type InterruptedError struct{ Sig os.Signal }
+
+func (e *InterruptedError) Error() string { return "interrupted by " + e.Sig.String() }
+
+// Signal returns the signal, which run passes on to a local command.
+func (e *InterruptedError) Signal() os.Signal { return e.Sig }
+
+// InterruptedCode returns 128+n, and true, when err is the cancellation of
+// ctx by signal n (an InterruptedError cause). NOTE: the signal is read
+// from the context's cause, which the signal handler sets under the
+// context's lock, never from a variable.
+func InterruptedCode(ctx context.Context, err error) (int, bool) {
+	var ie *InterruptedError
+	if err != nil && errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &ie) {
+		if sig, ok := ie.Sig.(syscall.Signal); ok {
+			return 128 + int(sig), true
+		}
+	}
+	return 0, false
 }

@@ -287,3 +287,26 @@ func NewClusterPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[Clus
 		},
 	}
 }
+
+// PrintClusters prints the build clusters' status st (lockctl get
+// clusters) in the form flags give.
+func PrintClusters(w io.Writer, flags *OutputFlags, st map[string]scheduler.ClusterStatus, o Options) error {
+	rows := ClusterRows(st)
+	if flags.IsName() {
+		// NOTE: a build cluster is no Kubernetes object: -o name names it
+		// by its alias, as the rows do (cluster/default).
+		if err := SortBy(rows, flags); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			fmt.Fprintf(w, "cluster/%s\n", r.Alias)
+		}
+		return nil
+	}
+	if !flags.IsTable() {
+		// NOTE: json, yaml and templates read the status by alias, as
+		// -o json has always printed it ({.default.state}).
+		return PrintObject(w, flags, st)
+	}
+	return NewClusterPrinter(w, flags, o).PrintAll(rows, true)
+}

@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"runtime"
@@ -20,20 +20,20 @@ func TestTuneCLIRuntime(t *testing.T) {
 	def := runtime.GOMAXPROCS(0)
 	unset := func(string) string { return "" }
 
-	tuneCLIRuntime(unset)
-	assert.Equal(t, cliMaxProcs, runtime.GOMAXPROCS(0))
-	assert.Equal(t, cliGCPercent, debug.SetGCPercent(gc))
+	TuneCLIRuntime(unset)
+	assert.Equal(t, CLIMaxProcs, runtime.GOMAXPROCS(0))
+	assert.Equal(t, CLIGCPercent, debug.SetGCPercent(gc))
 
-	serveRuntime(unset)
+	ServeRuntime(unset)
 	assert.Equal(t, def, runtime.GOMAXPROCS(0), "a serving command: the runtime's default")
 
 	runtime.GOMAXPROCS(def)
 	debug.SetGCPercent(150)
 	set := func(k string) string { return map[string]string{"GOGC": "150", "GOMAXPROCS": "3"}[k] }
-	tuneCLIRuntime(set)
+	TuneCLIRuntime(set)
 	assert.Equal(t, def, runtime.GOMAXPROCS(0), "GOMAXPROCS set: the runtime read it at start")
 	assert.Equal(t, 150, debug.SetGCPercent(gc), "GOGC set: the runtime read it at start")
 	runtime.GOMAXPROCS(3)
-	serveRuntime(set)
+	ServeRuntime(set)
 	assert.Equal(t, 3, runtime.GOMAXPROCS(0))
 }

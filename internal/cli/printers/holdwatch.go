@@ -1,0 +1,66 @@
+package printers
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockctl/lockctl/lock"
+)
+
+// HoldWatch tells which holds of a watched history (history -w) are rows
+// not shown yet: a new holder, a hold that ended. A holder handed the lock
+// is shown once, not again when it confirms (its since moves to the
+// confirmation).
+type HoldWatch struct {
+	shown map[string]bool
+	// holding is the identity of the hold last shown as holding, until a
+	// row shows it ended.
+	holding string
+}
+
+// NewHoldWatch returns the watch of a history whose rows shown are holds
+// (Holds), newest first.
+func NewHoldWatch(shown []lock.HistoryEntry) *HoldWatch {
+	w := &HoldWatch{shown: map[string]bool{}}
+	for _, e := range shown {
+		w.shown[holdKey(e)] = true
+	}
+	if len(shown) > 0 && shown[0].Ended == Holding {
+		w.holding = shown[0].Identity.String()
+	}
+	return w
+}
+
+// Rows returns the holds of h not shown yet, oldest first, and counts them
+// as shown.
+func (w *HoldWatch) Rows(h *lock.History) []lock.HistoryEntry {
+	var rows []lock.HistoryEntry
+	holds := Holds(h)
+	for i := len(holds) - 1; i >= 0; i-- {
+		e := holds[i]
+		k := holdKey(e)
+		if w.shown[k] {
+			continue
+		}
+		w.shown[k] = true
+		who := e.Identity.String()
+		switch {
+		case e.Ended != Holding:
+			if who == w.holding {
+				w.holding = ""
+			}
+		case who == w.holding:
+			continue // the same hold, confirmed
+		default:
+			w.holding = who
+		}
+		rows = append(rows, e)
+	}
+	return rows
+}
+
+// holdKey tells the holds of a history apart, the current one from the
+// same hold once it ended.
+func holdKey(e lock.HistoryEntry) string {
+	return fmt.Sprintf("%s|%s|%s|%s", e.Identity, e.Since.UTC().Format(time.RFC3339Nano), e.Until.UTC().Format(time.RFC3339Nano), e.Ended)
+}
