@@ -65,7 +65,9 @@ type Factory struct {
 	// LocalEnv describes the user, host, working directory and terminal
 	// session, for holder identities outside CI.
 	LocalEnv func() identity.LocalEnv
-	// Log is the logger, writing to IOStreams.ErrOut.
+	// Log is the command's logger, writing to IOStreams.ErrOut: this
+	// Factory's own (NewLogger), never a global one. Commands hand it (or
+	// LibraryLog) to the library packages they call.
 	Log *logrus.Entry
 	// Verbosity is -v, set once flags are parsed.
 	Verbosity int
@@ -131,10 +133,30 @@ func (f *Factory) LibraryLog(level logrus.Level) *logrus.Entry {
 	return logutil.AtMost(f.Log, level)
 }
 
-// jxLogger is jx-logging's logger, made once: jxlog.Logger initialises its
-// global on first use without a lock, so factories made at once (parallel
-// tests, a library caller's goroutines) would race on it.
+// jxLogger is jx-logging's logger, made once: jxlog.Logger configures
+// logrus's global logger from the environment (JX_LOG_FORMAT, JX_LOG_LEVEL,
+// JX_LOG_FILE) on first use, without a lock, so factories made at once
+// (parallel tests, a library caller's goroutines) would race on it.
 var jxLogger = sync.OnceValue(jxlog.Logger)
+
+// NewLogger returns a logger of its own writing to out, set up as
+// jx-logging sets up its global one from the environment: its formatter,
+// level and hooks (JX_LOG_FILE). Nothing global is changed, so every
+// Factory has its own logger, which SetupLogging then adjusts for -v and -q
+// and the commands hand down to the library (Options.Log).
+func NewLogger(out io.Writer) *logrus.Entry {
+	jx := jxLogger().Logger
+	l := logrus.New()
+	l.SetOutput(out)
+	l.SetFormatter(jx.Formatter)
+	l.SetLevel(jx.GetLevel())
+	hooks := make(logrus.LevelHooks, len(jx.Hooks))
+	for level, hs := range jx.Hooks {
+		hooks[level] = append([]logrus.Hook(nil), hs...)
+	}
+	l.ReplaceHooks(hooks)
+	return logrus.NewEntry(l)
+}
 
 // NewFactory returns the real dependencies on the process's streams;
 // version is lockctl's, sent in the clients' User-Agent.
@@ -148,9 +170,7 @@ func NewFactory(streams IOStreams, version string) *Factory {
 		Getenv:      os.Getenv,
 	}
 	f.LocalEnv = func() identity.LocalEnv { return identity.ReadLocalEnv(f.Getenv) }
-	// jx-logging reads JX_LOG_FORMAT (text, json) and JX_LOG_LEVEL.
-	jxlog.SetOutput(streams.ErrOut)
-	f.Log = jxLogger()
+	f.Log = NewLogger(streams.ErrOut)
 
 	// The loader reads f's fields when it builds a client, not now: a
 	// caller (a test) may set f.Getenv or f.ServerClock after NewFactory.
