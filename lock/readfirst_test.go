@@ -112,6 +112,29 @@ func TestLoadWindowsOnReadOnce(t *testing.T) {
 	assert.Equal(t, []string{Name("staging")}, gets(cs), "loaded once")
 }
 
+// TestListLoadsWindowsOnce: List, like a read of one lock, loads the
+// freeze windows beside the list the first time, so a lock in a window is
+// shown frozen without the caller loading them; the next List reads the
+// locks alone.
+func TestListLoadsWindowsOnce(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(time.Minute)
+	always := windowsObject(`windows: [{name: always, schedule: "* * * * *", duration: 1h, reason: maintenance}]`)
+	c, cs := newTestClient(t, now, onlyVerbs(t, "get", "list"), lockObject(t, record(held(claim("h", "api", "main", "7"), t0))), always)
+	unloaded(c)
+	locks, err := c.List(t.Context())
+	require.NoError(t, err)
+	require.Len(t, locks, 1)
+	require.NotNil(t, locks[0].Status.Freeze, "the window freezes the lock")
+	assert.Equal(t, "always", locks[0].Status.Freeze.By.Branch)
+	assert.Equal(t, []string{FreezeWindowsName}, gets(cs), "the windows read beside the list")
+
+	cs.ClearActions()
+	_, err = c.List(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, gets(cs), "loaded once")
+}
+
 // TestInterruptedAfterJoining: a contender queued by its first write whose
 // wait ends at once (the caller's context ends as soon as the wait is
 // reported) leaves the queue again, and reads nothing in between.
