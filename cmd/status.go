@@ -122,14 +122,37 @@ func (o *statusOptions) validate() error {
 func runStatus(ctx context.Context, o *statusOptions) error {
 	var locks *lock.Client
 	var err error
+	// windowsErr is a freeze windows ConfigMap with broken entries: the
+	// locks are shown with the windows that can be read, and status then
+	// fails naming the broken ones.
+	var windowsErr *lock.WindowsError
 	if o.AllNamespaces {
 		locks, err = o.f.LockClientIn(metav1.NamespaceAll)
-	} else {
-		locks, err = cli.NewFreezeAwareLockClient(ctx, o.f, &o.LockFlags)
+	} else if locks, err = cli.NewLockClient(o.f, &o.LockFlags); err == nil {
+		if err = locks.LoadFreezeWindows(ctx); errors.As(err, &windowsErr) {
+			locks.SetFreezeWindows(windowsErr.Valid)
+			err = nil
+			if o.Watch {
+				fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", windowsErr)
+			}
+		}
 	}
 	if err != nil {
 		return err
 	}
+	err = o.show(ctx, locks)
+	if err == nil && windowsErr != nil && !o.Watch {
+		// NOTE: as kubectl get with some objects it cannot show: what it
+		// can on stdout, then the error, exit 1.
+		return windowsErr
+	}
+	return err
+}
+
+// show prints the locks (or the lock of o.Target), then follows them
+// with -w.
+func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
+	var err error
 	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: locks.Clock()})
 	var items []lock.LockView
 	if o.Target != "" {

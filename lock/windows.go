@@ -167,9 +167,12 @@ func parseWindow(index int, raw json.RawMessage) (FreezeWindow, *WindowEntryErro
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return w, &WindowEntryError{Index: index, Value: string(raw), Reason: "want a map of " + strings.Join(windowFields, ", ")}
 	}
-	var name string
-	if json.Unmarshal(fields["name"], &name) == nil {
-		w.Name = name
+	// What can be read of it, for the error and for a list of the
+	// entries; each field is checked below.
+	for field, dst := range map[string]any{"name": &w.Name, "schedule": &w.Schedule, "reason": &w.Reason, "targets": &w.Targets} {
+		if v, ok := fields[field]; ok {
+			_ = json.Unmarshal(v, dst)
+		}
 	}
 	bad := func(field, reason string) *WindowEntryError {
 		return &WindowEntryError{Index: index, Name: w.Name, Field: field, Value: string(fields[field]), Reason: reason}
