@@ -97,7 +97,7 @@ func describeWindow(w Window) string {
 // freeze window it comes from.
 func describeFreeze(f *lock.Freeze) string {
 	if f.FromWindow() {
-		return "freeze window " + f.By.Branch
+		return "freeze window " + lock.Printable(f.By.Branch)
 	}
 	return f.By.String()
 }
@@ -125,3 +125,13 @@ func card(now time.Time, lockNamespace string, e any) cardData {
 
 // lower renders v (a state, an ending) in lower case, for a class name.
 func lower(v any) string { return strings.ToLower(fmt.Sprint(v)) }
+
+// cardState is the state a lock's card shows: its state, or frozen for a
+// lock nobody holds while a freeze holds it (lockctl status shows "free;
+// frozen until …").
+func cardState(l lock.LockView) string {
+	if l.Status.State == lock.StateFree && l.Status.Freeze != nil {
+		return "frozen"
+	}
+	return string(l.Status.State)
+}
