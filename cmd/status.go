@@ -61,6 +61,10 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 			until interrupted or --timeout, as kubectl get -w does.
 
 			No lock is not a failure: status says so on stderr and exits 0.
+			A freeze windows ConfigMap with an entry that cannot be read is:
+			status prints the locks (judged with the windows it can read),
+			then exits 1 with an error naming the entry (lockctl
+			freeze-windows list shows it, remove takes it away).
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# Every lock, as a table
