@@ -79,8 +79,10 @@ func TestIntegrationDashboardBrowserText(t *testing.T) {
 			PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
 	})
 	require.NoError(t, err)
+	j, err = store.UpdateStatus(ctx, j, job.JobStatus{State: job.Pending, PodName: "deploy-web-frontend-production-42", BuildID: "1234567890", StartTime: j.Status.StartTime})
+	require.NoError(t, err)
 	_, err = store.UpdateStatus(ctx, j, job.JobStatus{State: job.Failure, Reason: "PodFailed", Description: "exit code 2",
-		PodName: "deploy-web-frontend-production-42", BuildID: "1234567890", StartTime: j.Status.StartTime})
+		PodName: "deploy-web-frontend-production-42", BuildID: "1234567890", StartTime: j.Status.StartTime, PendingTime: j.Status.PendingTime})
 	require.NoError(t, err)
 
 	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
@@ -124,7 +126,7 @@ func TestIntegrationDashboardBrowserText(t *testing.T) {
 		assert.Equal(t, "", text(t, bctx, brokenWords), "words broken across lines at 390px")
 		assert.Equal(t, "true", text(t, bctx, `String(document.documentElement.scrollWidth <= window.innerWidth)`), "the page itself does not scroll sideways")
 		if dir := os.Getenv("LOCKCTL_SCREENSHOT_DIR"); dir != "" {
-			png, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
+			png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "dashboard-phone.png"), png, 0o644))
 		}

@@ -326,8 +326,8 @@ func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
 		_, body := get(t, s.srv.URL+"/locks/"+lockNS+"/"+lock.Name("production"), nil)
 		assert.Contains(t, body, `<td class="nowrap">10m</td><td><span class="badge state-released">released</span></td>`,
 			"a hold's length in one piece, how it ended said once")
-		assert.Regexp(t, `<time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ">\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ</time>`, body,
-			"times with a space a narrow column may wrap at")
+		assert.Regexp(t, `<time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"><span class="nowrap">\d{4}-\d\d-\d\d</span> <span class="nowrap">\d\d:\d\d:\d\dZ</span></time>`, body,
+			"times with a space a narrow column may wrap at, and no break at the date's hyphens")
 	})
 }
 

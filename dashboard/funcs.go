@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"html/template"
 	"strings"
 	"time"
 
@@ -55,13 +56,15 @@ func rfc3339(t any) string {
 }
 
 // when renders t for people: the UTC date and time with a space between,
-// where a narrow column may wrap; "" for none.
-func when(t any) string {
+// where a narrow column may wrap, and nowhere else (not at the date's
+// hyphens); "" for none. The HTML is lockctl's own, from a time.
+func when(t any) template.HTML {
 	at, ok := timeOf(t)
 	if !ok {
 		return ""
 	}
-	return at.UTC().Format("2006-01-02 15:04:05Z")
+	at = at.UTC()
+	return template.HTML(`<span class="nowrap">` + at.Format("2006-01-02") + `</span> <span class="nowrap">` + at.Format("15:04:05Z") + `</span>`)
 }
 
 // jobDuration is how long the job has run: from its pod's creation (else

@@ -85,8 +85,11 @@
   }
 
   // timeEl shows t as the page's templates do (when): a space between the
-  // date and the time, where a narrow column may wrap.
-  function timeEl(t) { return h("time", { datetime: rfc(t) }, rfc(t).replace("T", " ")); }
+  // date and the time, where a narrow column may wrap, and nowhere else.
+  function timeEl(t) {
+    const [d, tm] = rfc(t).split("T");
+    return h("time", { datetime: rfc(t) }, h("span", { class: "nowrap" }, d), " ", h("span", { class: "nowrap" }, tm || ""));
+  }
 
   function badge(s) {
     return h("span", { class: "badge state-" + String(s).toLowerCase() }, s);
