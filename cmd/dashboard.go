@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -30,6 +31,8 @@ type dashboardOptions struct {
 	cli.ClusterFlags
 	AllNamespaces bool
 	Address       string
+	// AllowRemote serves the page on an address other than loopback.
+	AllowRemote bool
 
 	// listening, when set, is told the page's URL once it is served (tests).
 	listening func(url string)
@@ -53,9 +56,15 @@ func newDashboardCmd(f *Factory, runF func(*dashboardOptions) error) *cobra.Comm
 			The page updates itself: this process watches the locks and the
 			job records once, however many browsers look, and pushes every
 			change to them. It reads with this user's credentials and shows
-			what they may read, to whoever can open the page: it listens on
-			127.0.0.1 and a free port unless --address says otherwise, and
-			prints the URL on stdout. It changes nothing in the cluster.
+			what they may read, to whoever can open the page, with no
+			authentication: it listens on 127.0.0.1 and a free port unless
+			--address says otherwise, and prints the URL on stdout (for
+			every interface, the URL on this machine, and a warning on
+			stderr). --address takes a loopback address only (127.0.0.1,
+			::1, localhost); another address, every interface (:8080,
+			0.0.0.0:8080, [::]:8080) or a host name is refused unless
+			--allow-remote says to serve there, and then a warning says
+			what the page exposes. It changes nothing in the cluster.
 
 			Stop it with Ctrl-C. docs/dashboard.md shows the page and says who
 			can see what; lockctl reconcile --dashboard-address serves the same
@@ -68,6 +77,10 @@ func newDashboardCmd(f *Factory, runF func(*dashboardOptions) error) *cobra.Comm
 			# Every lock namespace, on a fixed port
 			lockctl dashboard -A --address 127.0.0.1:8080
 
+			# Show the page to the whole network (no authentication: anyone
+			# who reaches port 8080 reads what this user may read)
+			lockctl dashboard --address 0.0.0.0:8080 --allow-remote
+
 			# Jobs whose pods run in another cluster
 			lockctl dashboard -n ci --build-cluster gpu=gpu-context
 		`),
@@ -77,14 +90,20 @@ func newDashboardCmd(f *Factory, runF func(*dashboardOptions) error) *cobra.Comm
 	fs := c.Flags()
 	o.AddLockNamespaceFlag(fs)
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the locks of every lock namespace (--lock-namespace is then ignored)")
-	fs.StringVar(&o.Address, "address", o.Address, "host:port to listen on; port 0 picks a free one")
+	fs.StringVar(&o.Address, "address", o.Address, "loopback host:port to listen on; port 0 picks a free one")
+	fs.BoolVar(&o.AllowRemote, "allow-remote", o.AllowRemote, "allow an --address other than loopback: anyone who reaches it reads the page, with no authentication")
 	o.AddClusterFlags(fs)
 	return c
 }
 
 func (o *dashboardOptions) validate() error {
-	if _, _, err := net.SplitHostPort(o.Address); err != nil {
-		return cmdutil.FlagErrorf("invalid --address %q: give host:port, such as 127.0.0.1:8080", o.Address)
+	loopback, err := isLoopbackAddress("--address", o.Address)
+	if err != nil {
+		return err
+	}
+	if !loopback && !o.AllowRemote {
+		return cmdutil.FlagErrorf("--address %q is not a loopback address: the page shows the locks, the jobs and the job pods' logs "+
+			"this user may read, with no authentication, to anyone who reaches it; use 127.0.0.1:PORT, or add --allow-remote to serve it there", o.Address)
 	}
 	return o.ValidateClusters()
 }
@@ -113,6 +132,9 @@ func runDashboard(ctx context.Context, o *dashboardOptions) error {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", o.Address)
 	if err != nil {
 		return fmt.Errorf("serve the dashboard: %w", err)
+	}
+	if warning := exposedWarning(ln.Addr()); warning != "" {
+		fmt.Fprintln(o.f.IOStreams.ErrOut, warning)
 	}
 	host, _, _ := net.SplitHostPort(o.Address)
 	return serveDashboard(ctx, hub, ln, o.f.IOStreams, o.listening, host)
@@ -169,8 +191,25 @@ func serveDashboard(ctx context.Context, hub *dashboard.Hub, ln net.Listener, st
 	return dashboard.Serve(ctx, ln, hub.Handler(hosts...))
 }
 
-// dashboardURL is the URL of the page served on addr; an unspecified
-// address (0.0.0.0, ::) is shown as 127.0.0.1.
+// exposedWarning is the warning of a dashboard listening on addr other
+// than loopback: what it shows, and to whom; "" on loopback.
+func exposedWarning(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if ok && tcp.IP.IsLoopback() {
+		return ""
+	}
+	where := fmt.Sprintf("on %s", addr)
+	if ok && tcp.IP.IsUnspecified() {
+		// NOTE: Go listens on both IPv4 and IPv6 for 0.0.0.0 as for ::.
+		where = fmt.Sprintf("on every interface of this machine, port %d,", tcp.Port)
+	}
+	return fmt.Sprintf("warning: serving the dashboard %s with no authentication (--allow-remote): anyone who reaches it "+
+		"reads the locks, the jobs and the job pods' logs that this user's credentials may read", where)
+}
+
+// dashboardURL is the URL of the page served on addr, with the port it
+// really listens on; an unspecified address (every interface: 0.0.0.0,
+// ::) is shown as 127.0.0.1, its URL on this machine.
 func dashboardURL(addr net.Addr) string {
 	tcp, ok := addr.(*net.TCPAddr)
 	if !ok {
@@ -183,6 +222,23 @@ func dashboardURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port)) + "/"
 }
 
+// isLoopbackAddress reports whether addr, the value of a dashboard's
+// address flag, is a host:port on loopback only: a loopback IP or
+// localhost. Every interface (":8080", "0.0.0.0:8080", "[::]:8080"),
+// another IP and any other host name (which may resolve anywhere) are
+// not. An addr that is not host:port is a usage error naming flag.
+func isLoopbackAddress(flag, addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, cmdutil.FlagErrorf("invalid %s %q: give a loopback host:port, such as 127.0.0.1:8080", flag, addr)
+	}
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
 // validateDashboardAddress checks lockctl reconcile's --dashboard-address:
 // empty (no dashboard) or a loopback host:port. In the cluster the page
 // shows what the reconciler's ServiceAccount may read; on loopback only
@@ -191,11 +247,11 @@ func validateDashboardAddress(addr string) error {
 	if addr == "" {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(addr)
+	loopback, err := isLoopbackAddress("--dashboard-address", addr)
 	if err != nil {
-		return cmdutil.FlagErrorf("invalid --dashboard-address %q: give a loopback host:port, such as 127.0.0.1:8081", addr)
+		return err
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !loopback {
 		return cmdutil.FlagErrorf("--dashboard-address %q is not a loopback address: the page shows what this ServiceAccount may read, "+
 			"so it listens on 127.0.0.1 only; use 127.0.0.1:8081 and reach it with kubectl port-forward", addr)
 	}

@@ -60,6 +60,34 @@ func TestIntegrationDashboardCommands(t *testing.T) {
 		assert.Contains(t, fetch(t, url), "staging", "the page")
 	})
 
+	t.Run("lockctl dashboard refuses every interface unless --allow-remote", func(t *testing.T) {
+		for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+			_, errOut, code := lockctlIn(t, env, ns, "dashboard", "--address", addr)
+			assert.Equal(t, 2, code, "%s: %s", addr, errOut)
+			assert.Contains(t, errOut, "is not a loopback address", addr)
+			assert.Contains(t, errOut, "--allow-remote", addr)
+		}
+		var out, errOut clitest.SyncBuffer
+		f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, f, []string{"dashboard", "--address", "0.0.0.0:0", "--allow-remote", "--kubeconfig", env.Kubeconfig, "-n", ns})
+		}()
+		defer func() { cancel(); assert.NoError(t, <-done) }()
+		var url string
+		require.Eventually(t, func() bool { url = pageURL.FindString(out.String()); return url != "" }, 60*time.Second, 20*time.Millisecond, "the URL; stderr: %s", errOut.String())
+		_, port, err := net.SplitHostPort(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/"))
+		require.NoError(t, err)
+		assert.NotEqual(t, "0", port, "the port really listened on")
+		assert.Contains(t, errOut.String(), "warning: serving the dashboard on every interface of this machine, port "+port+
+			", with no authentication (--allow-remote): anyone who reaches it reads the locks, the jobs and the job pods' logs")
+		assert.Contains(t, fetch(t, url+"api/snapshot"), `"build":"41"`)
+		if other := otherAddress(t); other != "" {
+			assert.Contains(t, fetch(t, "http://"+net.JoinHostPort(other, port)+"/api/snapshot"), `"build":"41"`, "served on %s too, as the warning says", other)
+		}
+	})
+
 	t.Run("lockctl reconcile --dashboard-address, on loopback only", func(t *testing.T) {
 		url := serveCommand(t, env, ns, true, "reconcile", "--dashboard-address", "127.0.0.1:0")
 		assert.Contains(t, fetch(t, url+"api/snapshot"), `"build":"41"`, "the holder, from the cluster")

@@ -28,7 +28,15 @@ func TestNewDashboardCmd(t *testing.T) {
 		{name: "defaults", want: dashboardOptions{Address: DefaultDashboardAddress}},
 		{name: "every namespace on a port", args: []string{"-A", "--address", "127.0.0.1:8080"}, want: dashboardOptions{AllNamespaces: true, Address: "127.0.0.1:8080"}},
 		{name: "lock namespace", args: []string{"--lock-namespace", "locks"}, want: dashboardOptions{Address: DefaultDashboardAddress, LockFlags: cli.LockFlags{LockNamespace: "locks"}}},
-		{name: "bad address", args: []string{"--address", "8080"}, wantErr: `invalid --address "8080": give host:port, such as 127.0.0.1:8080`},
+		{name: "bad address", args: []string{"--address", "8080"}, wantErr: `invalid --address "8080": give a loopback host:port, such as 127.0.0.1:8080`},
+		{name: "localhost", args: []string{"--address", "localhost:8080"}, want: dashboardOptions{Address: "localhost:8080"}},
+		{name: "IPv6 loopback", args: []string{"--address", "[::1]:8080"}, want: dashboardOptions{Address: "[::1]:8080"}},
+		{name: "every IPv4 interface", args: []string{"--address", "0.0.0.0:8080"}, wantErr: `--address "0.0.0.0:8080" is not a loopback address: the page shows the locks, the jobs and the job pods' logs this user may read, with no authentication, to anyone who reaches it; use 127.0.0.1:PORT, or add --allow-remote to serve it there`},
+		{name: "every interface, no host", args: []string{"--address", ":8080"}, wantErr: `--address ":8080" is not a loopback address`},
+		{name: "every IPv6 interface", args: []string{"--address", "[::]:8080"}, wantErr: `--address "[::]:8080" is not a loopback address`},
+		{name: "another IP", args: []string{"--address", "10.0.0.7:8080"}, wantErr: `--address "10.0.0.7:8080" is not a loopback address`},
+		{name: "a host name", args: []string{"--address", "build-box.example:8080"}, wantErr: `--address "build-box.example:8080" is not a loopback address`},
+		{name: "every interface, allowed", args: []string{"--address", "0.0.0.0:8080", "--allow-remote"}, want: dashboardOptions{Address: "0.0.0.0:8080", AllowRemote: true}},
 		{name: "positional", args: []string{"x"}, wantErr: `unknown command "x" for "lockctl dashboard"`},
 	}
 	for _, tt := range tests {
@@ -119,6 +127,57 @@ func TestRunDashboard(t *testing.T) {
 	assert.Contains(t, body, `"build":"41"`, "the holder")
 	assert.Contains(t, body, `"lockNamespace":"default"`)
 	assert.Equal(t, url+"\n", te.out.String(), "the URL on stdout")
+	assert.NotContains(t, te.errOut.String(), "warning", "loopback exposes nothing")
+}
+
+func TestRunDashboardAllowRemote(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, address string
+	}{
+		{name: "every IPv4 interface", address: "0.0.0.0:0"},
+		{name: "every interface", address: ":0"},
+		{name: "every IPv6 interface", address: "[::]:0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t, heldLock(t, "41"))
+			o := &dashboardOptions{f: te.f, Address: tt.address, AllowRemote: true}
+			require.NoError(t, o.validate())
+			url := serveUntil(t, func(ctx context.Context, listening func(string)) error {
+				o.listening = listening
+				return runDashboard(ctx, o)
+			})
+			_, port, err := net.SplitHostPort(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/"))
+			require.NoError(t, err, url)
+			assert.NotEqual(t, "0", port, "the port really listened on, not the 0 asked for")
+			assert.Equal(t, "http://127.0.0.1:"+port+"/\n", te.out.String(), "the URL on this machine on stdout")
+			assert.Contains(t, fetch(t, url+"api/snapshot"), `"build":"41"`)
+			assert.Contains(t, te.errOut.String(), "warning: serving the dashboard on every interface of this machine, port "+port+","+
+				" with no authentication (--allow-remote): anyone who reaches it reads the locks, the jobs and the job pods' logs "+
+				"that this user's credentials may read\n", "what it exposes")
+		})
+	}
+}
+
+func TestExposedWarning(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}},
+		{addr: &net.TCPAddr{IP: net.IPv6loopback, Port: 8080}},
+		{addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 8080}, want: "warning: serving the dashboard on 10.0.0.7:8080 with no authentication"},
+		{addr: &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, want: "on every interface of this machine, port 8080, with no authentication"},
+	} {
+		got := exposedWarning(tt.addr)
+		if tt.want == "" {
+			assert.Empty(t, got, tt.addr.String())
+			continue
+		}
+		assert.Contains(t, got, tt.want, tt.addr.String())
+	}
 }
 
 // otherAddress returns an address of this machine that is not loopback, or

@@ -78,6 +78,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newCompletionCmd(f),
 		newDashboardCmd(f, nil),
 		newFreezeCmd(f, nil),
+		newFreezeWindowsCmd(f),
 		newGetCmd(f),
 		newHistoryCmd(f, nil),
 		newLogsCmd(f, nil),

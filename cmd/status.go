@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -55,6 +56,10 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 			until interrupted or --timeout, as kubectl get -w does.
 
 			No lock is not a failure: status says so on stderr and exits 0.
+			A freeze windows ConfigMap with an entry that cannot be read is:
+			status prints the locks (judged with the windows it can read),
+			then exits 1 with an error naming the entry (lockctl
+			freeze-windows list shows it, remove takes it away).
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# Every lock, as a table
@@ -108,9 +113,35 @@ func (o *statusOptions) validate() error {
 
 func runStatus(ctx context.Context, o *statusOptions) error {
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{AllNamespaces: o.AllNamespaces})
+	// windowsErr is a freeze windows ConfigMap with broken entries: the
+	// locks are shown with the windows that can be read, and status then
+	// fails naming the broken ones.
+	var windowsErr *lock.WindowsError
+	if err == nil && !o.AllNamespaces {
+		if err = locks.LoadFreezeWindows(ctx); errors.As(err, &windowsErr) {
+			locks.SetFreezeWindows(windowsErr.Valid)
+			err = nil
+			if o.Watch {
+				fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", windowsErr)
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}
+	err = o.show(ctx, locks)
+	if err == nil && windowsErr != nil && !o.Watch {
+		// NOTE: as kubectl get with some objects it cannot show: what it
+		// can on stdout, then the error, exit 1.
+		return windowsErr
+	}
+	return err
+}
+
+// show prints the locks (or the lock of o.Target), then follows them
+// with -w.
+func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
+	var err error
 	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: locks.Clock()})
 	var items []lock.LockView
 	if o.Target != "" {

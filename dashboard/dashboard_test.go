@@ -326,7 +326,43 @@ func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
 		_, body := get(t, s.srv.URL+"/locks/"+lockNS+"/"+lock.Name("production"), nil)
 		assert.Contains(t, body, `<td class="nowrap">10m</td><td><span class="badge state-released">released</span></td>`,
 			"a hold's length in one piece, how it ended said once")
-		assert.Regexp(t, `<time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ">\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ</time>`, body,
-			"times with a space a narrow column may wrap at")
+		assert.Regexp(t, `<time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"><span class="nowrap">\d{4}-\d\d-\d\d</span> <span class="nowrap">\d\d:\d\d:\d\dZ</span></time>`, body,
+			"times with a space a narrow column may wrap at, and no break at the date's hyphens")
 	})
+}
+
+// rlo is the right-to-left override, which displays what follows it
+// reversed: "main\u202egnp.exe" reads "mainexe.png".
+const rlo = "\u202e"
+
+// TestPageShowsBidiControlsEscaped: text with a bidirectional override (an
+// identity, a freeze's reason, a window's name) is shown quoted with
+// escapes, as lockctl's CLI shows it, never raw; and a frozen lock nobody
+// holds shows frozen, not free.
+func TestPageShowsBidiControlsEscaped(t *testing.T) {
+	s := start(t, func(cs *fake.Clientset, _ *lock.Client) {
+		_, err := cs.CoreV1().ConfigMaps(lockNS).Create(t.Context(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: lockNS},
+			Data:       map[string]string{lock.FreezeWindowsKey: "windows: [{name: \"night" + rlo + "ly\", schedule: \"0 22 * * *\", duration: 1h, reason: \"re" + rlo + "ason\"}]\n"},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	})
+	ctx := t.Context()
+	_, _, err := s.locks.TryAcquire(ctx, holder("main"+rlo+"gnp.exe", "1"))
+	require.NoError(t, err)
+	_, err = s.locks.Freeze(ctx, lock.FreezeRequest{
+		Target: "staging", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+		Reason: "hold" + rlo + "fix", Until: time.Now().Add(time.Hour),
+	})
+	require.NoError(t, err)
+	s.await(t, "both locks and the window", func(snap *dashboard.Snapshot) bool { return len(snap.Locks) == 2 && len(snap.Windows) == 1 })
+
+	_, body := get(t, s.srv.URL+"/", nil)
+	assert.NotContains(t, body, rlo, "no raw override on the page")
+	assert.Contains(t, body, `acme/web@&#34;main\u202egnp.exe&#34;#1`, "the identity, as lock.Identity.String shows it")
+	assert.Contains(t, body, `&#34;hold\u202efix&#34;`, "the freeze's reason")
+	assert.Contains(t, body, `&#34;night\u202ely&#34;`, "the window's name")
+	assert.Contains(t, body, `&#34;re\u202eason&#34;`, "the window's reason")
+	assert.Contains(t, body, `<article class="lock" data-state="frozen">`, "the frozen lock nobody holds")
+	assert.Contains(t, body, `<span class="badge state-frozen">frozen</span>`)
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"html/template"
 	"strings"
 	"time"
 
@@ -55,13 +56,15 @@ func rfc3339(t any) string {
 }
 
 // when renders t for people: the UTC date and time with a space between,
-// where a narrow column may wrap; "" for none.
-func when(t any) string {
+// where a narrow column may wrap, and nowhere else (not at the date's
+// hyphens); "" for none. The HTML is lockctl's own, from a time.
+func when(t any) template.HTML {
 	at, ok := timeOf(t)
 	if !ok {
 		return ""
 	}
-	return at.UTC().Format("2006-01-02 15:04:05Z")
+	at = at.UTC()
+	return template.HTML(`<span class="nowrap">` + at.Format("2006-01-02") + `</span> <span class="nowrap">` + at.Format("15:04:05Z") + `</span>`)
 }
 
 // jobDuration is how long the job has run: from its pod's creation (else
@@ -97,7 +100,7 @@ func describeWindow(w Window) string {
 // freeze window it comes from.
 func describeFreeze(f *lock.Freeze) string {
 	if f.FromWindow() {
-		return "freeze window " + f.By.Branch
+		return "freeze window " + lock.Printable(f.By.Branch)
 	}
 	return f.By.String()
 }
@@ -125,3 +128,13 @@ func card(now time.Time, lockNamespace string, e any) cardData {
 
 // lower renders v (a state, an ending) in lower case, for a class name.
 func lower(v any) string { return strings.ToLower(fmt.Sprint(v)) }
+
+// cardState is the state a lock's card shows: its state, or frozen for a
+// lock nobody holds while a freeze holds it (lockctl status shows "free;
+// frozen until …").
+func cardState(l lock.LockView) string {
+	if l.Status.State == lock.StateFree && l.Status.Freeze != nil {
+		return "frozen"
+	}
+	return string(l.Status.State)
+}

@@ -280,7 +280,9 @@ func (h *Hub) setWindows(obj any, deleted bool) {
 		obj, deleted = d.Obj, true
 	}
 	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
+	if !ok || cm.Name != lock.FreezeWindowsName {
+		// NOTE: the watch selects that name; a client that does not
+		// filter (a fake) must not have other ConfigMaps read as windows.
 		return
 	}
 	var ws []lock.FreezeWindow
@@ -290,8 +292,13 @@ func (h *Hub) setWindows(obj any, deleted bool) {
 	}
 	h.mu.Lock()
 	if err != nil {
-		h.problems["windows "+cm.Namespace] = fmt.Sprintf("freeze windows %s/%s, key %s: %v", cm.Namespace, cm.Name, lock.FreezeWindowsKey, err)
+		// The broken entries are named; the windows that can be read are
+		// shown (locking in that namespace refuses until it is fixed).
 		ws = nil
+		if we := (*lock.WindowsError)(nil); errors.As(err, &we) {
+			we.Namespace, ws = cm.Namespace, we.Valid
+		}
+		h.problems["windows "+cm.Namespace] = err.Error()
 	} else {
 		delete(h.problems, "windows "+cm.Namespace)
 	}

@@ -49,6 +49,8 @@ var pages = sync.OnceValue(func() *template.Template {
 		"freeze":   describeFreeze,
 		"lower":    lower,
 		"card":     card,
+		"text":     lock.Printable,
+		"state":    cardState,
 	}).ParseFS(assets, "assets/*.html"))
 })
 

@@ -220,6 +220,10 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 	}
 	cur = c.withWindows(cur, req.Target, policy, now)
 	d := Decide(cur, me, policy, now, alive, c.waiterTTL())
+	if d.Freeze != nil {
+		// Shown to the contender: until when the lock really stays frozen.
+		d.Freeze = effectiveFreeze(d.Freeze, c.freezeWindows(), req.Target, now)
+	}
 	if req.NoWait && d.Outcome == Waiting {
 		// Joining the queue would mean waiting: write nothing.
 		h := cur.holderOrNone()

@@ -147,21 +147,11 @@ func (in EstimateInput) turn(rest, hold time.Duration) (turn, frozen time.Time) 
 // nor a window freezes it, and the end of the freeze that moved t (zero
 // when none did).
 func (in EstimateInput) unfrozen(t time.Time) (time.Time, time.Time) {
-	var moved time.Time
-	// NOTE: bounded: windows back to back could chain; 50 of them is
-	// further ahead than any estimate means anything.
-	for i := 0; i < 50; i++ {
-		switch f := windowFreeze(in.Windows, in.Target, t); {
-		case in.Freeze.ActiveAt(t):
-			t = in.Freeze.Until.Time
-		case f != nil:
-			t = f.Until.Time
-		default:
-			return t, moved
-		}
-		moved = t
+	end := thawsAt(in.Freeze, in.Windows, in.Target, t)
+	if !end.After(t) {
+		return t, time.Time{}
 	}
-	return t, moved
+	return end, end
 }
 
 // quantile is the q-quantile of sorted (0 ≤ q ≤ 1), interpolated between

@@ -225,6 +225,7 @@ func (c *Client) Unfreeze(ctx context.Context, target string) (*Unfrozen, error)
 // is, and one in a freeze window is refused with a *WindowError.
 func decideUnfreeze(target string, rec *Record, ws []FreezeWindow, now time.Time) (*Unfrozen, bool, error) {
 	if w := windowFreeze(ws, target, now); w != nil {
+		w.Until = metav1.NewMicroTime(thawsAt(rec.Freeze, ws, target, now))
 		return nil, false, &WindowError{Target: target, Freeze: w}
 	}
 	if !rec.Freeze.ActiveAt(now) {

@@ -83,6 +83,13 @@ func (id Identity) String() string {
 	return fmt.Sprintf("%s/%s@%s#%s", printable(id.Owner), printable(id.Repo), printable(id.Branch), printable(id.Build))
 }
 
+// Printable returns s as lockctl shows text from a record: as it is when
+// it is valid UTF-8 and every rune is printable (unicode.IsPrint: no
+// control, format or bidirectional-override characters), else quoted with
+// Go escapes ("evil\u202egnp.exe"), so that it can neither drive a
+// terminal nor display reversed.
+func Printable(s string) string { return printable(s) }
+
 func printable(s string) string {
 	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
 		return s

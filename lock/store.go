@@ -128,7 +128,7 @@ func (c *Client) update(ctx context.Context, op, target string, read reader, dec
 		read = c.fresh
 	}
 	var lost *corev1.ConfigMap
-	for attempt := 0; attempt < maxConflicts; attempt++ {
+	return retryLost(fmt.Sprintf("%s lock %s", op, c.Describe(target)), func(attempt int) error {
 		cm, err := read(ctx, target, lost, attempt)
 		if err != nil {
 			return err
@@ -137,13 +137,22 @@ func (c *Client) update(ctx context.Context, op, target string, read reader, dec
 		if err != nil {
 			return err
 		}
-		err = c.apply(ctx, target, cm, ch)
-		if !errors.Is(err, errRetry) {
+		lost = cm
+		return c.apply(ctx, target, cm, ch)
+	})
+}
+
+// retryLost runs round, one read, decision and compare-and-swap write,
+// again as long as its write loses to another's (it returns errRetry), up
+// to maxConflicts times; what names the change in the error that ends it.
+// Every write of this package loops here.
+func retryLost(what string, round func(attempt int) error) error {
+	for attempt := 0; attempt < maxConflicts; attempt++ {
+		if err := round(attempt); !errors.Is(err, errRetry) {
 			return err
 		}
-		lost = cm
 	}
-	return fmt.Errorf("%s lock %s: too many concurrent changes, try again", op, c.Describe(target))
+	return fmt.Errorf("%s: too many concurrent changes, try again", what)
 }
 
 // fresh is the reader that reads the lock from the API server every time.

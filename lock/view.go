@@ -103,7 +103,7 @@ func (c *Client) FreeLockView(target string) LockView {
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
 		Spec:       LockViewSpec{Target: target},
 		Status: LockViewStatus{State: StateFree, Liveness: "free",
-			Freeze: windowFreeze(c.freezeWindows(), target, c.clk.Now())},
+			Freeze: effectiveFreeze(nil, c.freezeWindows(), target, c.clk.Now())},
 	}
 }
 
@@ -209,11 +209,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 	if ws != nil {
 		rec.dropLapsedWindow(ws, now)
 	}
-	if rec.Freeze.ActiveAt(now) {
-		l.Status.Freeze = rec.Freeze
-	} else {
-		l.Status.Freeze = windowFreeze(ws, rec.Target, now)
-	}
+	l.Status.Freeze = effectiveFreeze(rec.Freeze, ws, rec.Target, now)
 	if rec.unheld() {
 		l.Status.Holder, l.Status.Token = nil, ""
 		l.Status.Liveness = "free"

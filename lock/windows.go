@@ -2,7 +2,13 @@ package lock
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,55 +50,199 @@ type FreezeWindow struct {
 }
 
 type freezeWindowsFile struct {
-	Windows []FreezeWindow `json:"windows"`
+	Windows []json.RawMessage `json:"windows"`
+}
+
+// windowFields are the fields of a window, in the order they are checked.
+var windowFields = []string{"name", "schedule", "duration", "reason", "targets"}
+
+// WindowEntryError is an entry of a freeze windows file that cannot be
+// read: which entry, the field at fault, the value given and why it is
+// refused.
+type WindowEntryError struct {
+	// Index is the entry's place in the list, from 1.
+	Index int
+	// Name is the entry's name; "" when it has none that can be read.
+	Name string
+	// Field is the field at fault; "" when the entry as a whole is.
+	Field string
+	// Value is the value given, as JSON; "" when the field is missing.
+	Value string
+	// Reason says what is wrong.
+	Reason string
+}
+
+// Where names the entry: `window 2 ("nightly")`, or `window 2`.
+func (e *WindowEntryError) Where() string {
+	if e.Name != "" {
+		return fmt.Sprintf("window %d (%q)", e.Index, e.Name)
+	}
+	return fmt.Sprintf("window %d", e.Index)
+}
+
+func (e *WindowEntryError) Error() string {
+	switch {
+	case e.Field == "":
+		return fmt.Sprintf("%s: %s", e.Where(), e.Reason)
+	case e.Value == "":
+		return fmt.Sprintf("%s: %s: %s", e.Where(), e.Field, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s %s: %s", e.Where(), e.Field, e.Value, e.Reason)
+}
+
+// WindowsError is a freeze windows file with entries that cannot be
+// read (Entries), or that cannot be read at all (Err). Every lockctl that
+// reads it refuses to take or hand over the namespace's locks until it is
+// fixed: it cannot tell which locks the broken entries freeze.
+type WindowsError struct {
+	// Namespace is the lock namespace whose windows these are; "" when
+	// they were not read from a ConfigMap.
+	Namespace string
+	// Err is why the file cannot be read at all; nil when only some
+	// entries are broken.
+	Err error
+	// Entries are the broken entries, in the file's order.
+	Entries []*WindowEntryError
+	// Valid are the windows that can be read, in the file's order: what
+	// a read-only view (status, the dashboard) still shows.
+	Valid []FreezeWindow
+}
+
+func (e *WindowsError) Error() string {
+	what := "key " + FreezeWindowsKey
+	if e.Namespace != "" {
+		what = fmt.Sprintf("freeze windows %s/%s, key %s", e.Namespace, FreezeWindowsName, FreezeWindowsKey)
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %v; fix or delete that ConfigMap", what, e.Err)
+	}
+	msgs := make([]string, len(e.Entries))
+	for i, en := range e.Entries {
+		msgs[i] = en.Error()
+	}
+	fix := "fix it in that ConfigMap"
+	if n := e.Entries[0].Name; n != "" {
+		fix = fmt.Sprintf("fix it in that ConfigMap, or remove it with lockctl freeze-windows remove %s", n)
+	}
+	return fmt.Sprintf("%s: %s; %s", what, strings.Join(msgs, "; "), fix)
 }
 
 // ParseFreezeWindows reads the windows file format (FreezeWindowsKey):
-// `windows:` and a list of FreezeWindow. Unknown fields, a bad schedule, a
-// duration that is not positive, a missing name or reason, and a name used
-// twice are errors naming the window.
+// `windows:` and a list of FreezeWindow. An unknown field, a bad schedule,
+// a duration that is not positive, a missing name or reason, and a name
+// used twice make an entry broken; any broken entry makes the error a
+// *WindowsError that names each (index, name, field, value, reason) and
+// holds the windows that can be read.
 func ParseFreezeWindows(data []byte) ([]FreezeWindow, error) {
 	var f freezeWindowsFile
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, err
+		return nil, &WindowsError{Err: err}
 	}
+	var valid []FreezeWindow
+	var broken []*WindowEntryError
 	seen := map[string]bool{}
-	for i := range f.Windows {
-		w := &f.Windows[i]
-		where := fmt.Sprintf("window %d", i+1)
-		if w.Name != "" {
-			where = fmt.Sprintf("window %q", w.Name)
+	for i, raw := range f.Windows {
+		w, err := parseWindow(i+1, raw)
+		if err == nil && seen[w.Name] {
+			err = &WindowEntryError{Index: i + 1, Name: w.Name, Field: "name", Value: strconv.Quote(w.Name), Reason: "the name is used twice"}
 		}
-		switch {
-		case w.Name == "":
-			return nil, fmt.Errorf("%s: name is missing", where)
-		case seen[w.Name]:
-			return nil, fmt.Errorf("%s: the name is used twice", where)
-		case w.Duration.Duration <= 0:
-			return nil, fmt.Errorf("%s: duration must be positive, such as 8h", where)
+		if err != nil {
+			broken = append(broken, err)
+			continue
 		}
 		seen[w.Name] = true
-		if err := ValidateFreezeReason(w.Reason); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+		valid = append(valid, w)
+	}
+	if len(broken) > 0 {
+		return nil, &WindowsError{Entries: broken, Valid: valid}
+	}
+	return valid, nil
+}
+
+// parseWindow reads entry index of a windows file, field by field, so
+// that an error names the field and the value.
+func parseWindow(index int, raw json.RawMessage) (FreezeWindow, *WindowEntryError) {
+	var w FreezeWindow
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return w, &WindowEntryError{Index: index, Value: string(raw), Reason: "want a map of " + strings.Join(windowFields, ", ")}
+	}
+	// What can be read of it, for the error and for a list of the
+	// entries; each field is checked below.
+	for field, dst := range map[string]any{"name": &w.Name, "schedule": &w.Schedule, "reason": &w.Reason, "targets": &w.Targets} {
+		if v, ok := fields[field]; ok {
+			_ = json.Unmarshal(v, dst)
+		}
+	}
+	bad := func(field, reason string) *WindowEntryError {
+		return &WindowEntryError{Index: index, Name: w.Name, Field: field, Value: string(fields[field]), Reason: reason}
+	}
+	var unknown []string
+	for k := range fields {
+		if !slices.Contains(windowFields, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return w, bad(unknown[0], "unknown field; a window has "+strings.Join(windowFields, ", "))
+	}
+	str := func(field string) (string, *WindowEntryError) {
+		var v string
+		if _, ok := fields[field]; !ok {
+			return "", bad(field, "missing")
+		}
+		if err := json.Unmarshal(fields[field], &v); err != nil {
+			return "", bad(field, "want a string")
+		}
+		return v, nil
+	}
+	var err *WindowEntryError
+	if w.Name, err = str("name"); err != nil {
+		return w, err
+	}
+	if w.Name == "" {
+		return w, bad("name", "empty")
+	}
+	if w.Schedule, err = str("schedule"); err != nil {
+		return w, err
+	}
+	sched, perr := cron.ParseStandard(w.Schedule)
+	if perr != nil {
+		return w, bad("schedule", perr.Error()+`; want a five-field cron schedule such as "0 22 * * *", or @daily`)
+	}
+	w.sched = sched
+	d, err := str("duration")
+	if err != nil {
+		return w, err
+	}
+	if w.Duration.Duration, perr = time.ParseDuration(d); perr != nil || w.Duration.Duration <= 0 {
+		return w, bad("duration", "want a positive duration such as 8h or 90m")
+	}
+	if w.Reason, err = str("reason"); err != nil {
+		return w, err
+	}
+	if rerr := ValidateFreezeReason(w.Reason); rerr != nil {
+		return w, bad("reason", rerr.Error())
+	}
+	if t, ok := fields["targets"]; ok && string(t) != "null" {
+		if json.Unmarshal(t, &w.Targets) != nil {
+			return w, bad("targets", "want a list of namespaces")
 		}
 		for _, t := range w.Targets {
 			if t == "" {
-				return nil, fmt.Errorf("%s: empty target", where)
+				return w, bad("targets", "empty target")
 			}
 		}
-		sched, err := cron.ParseStandard(w.Schedule)
-		if err != nil {
-			return nil, fmt.Errorf("%s: schedule %q: %w", where, w.Schedule, err)
-		}
-		w.sched = sched
 	}
-	return f.Windows, nil
+	return w, nil
 }
 
 // LoadFreezeWindows reads the freeze windows of namespace from its
 // FreezeWindowsName ConfigMap; none when it does not exist. A ConfigMap
-// that cannot be parsed is an error: lockctl refuses to deploy on a freeze
-// configuration it cannot read rather than ignore it.
+// that cannot be parsed is a *WindowsError naming each broken entry:
+// lockctl refuses to deploy on a freeze configuration it cannot read
+// rather than ignore it.
 func LoadFreezeWindows(ctx context.Context, cms kube.ConfigMapsGetter, namespace string) ([]FreezeWindow, error) {
 	cm, err := cms.ConfigMaps(namespace).Get(ctx, FreezeWindowsName, metav1.GetOptions{})
 	switch {
@@ -102,10 +252,10 @@ func LoadFreezeWindows(ctx context.Context, cms kube.ConfigMapsGetter, namespace
 		return nil, fmt.Errorf("read freeze windows %s/%s: %w", namespace, FreezeWindowsName, err)
 	}
 	ws, err := ParseFreezeWindows([]byte(cm.Data[FreezeWindowsKey]))
-	if err != nil {
-		return nil, fmt.Errorf("freeze windows %s/%s, key %s: %w; fix or delete that ConfigMap", namespace, FreezeWindowsName, FreezeWindowsKey, err)
+	if we := (*WindowsError)(nil); errors.As(err, &we) {
+		we.Namespace = namespace
 	}
-	return ws, nil
+	return ws, err
 }
 
 // applies reports whether w freezes target's lock.
@@ -164,6 +314,57 @@ func windowFreeze(ws []FreezeWindow, target string, now time.Time) *Freeze {
 		}
 	}
 	return out
+}
+
+// thawsAt is when target's lock stops being frozen, judged at t: t itself
+// when neither own (the record's freeze; nil for none) nor a window ws
+// freezes it then, else the end of the last of the freezes that overlap or
+// follow one another with no gap, own and windows alike, windows chained
+// back to back included. Every place that says until when a lock is
+// frozen asks this function.
+func thawsAt(own *Freeze, ws []FreezeWindow, target string, t time.Time) time.Time {
+	// NOTE: bounded: windows back to back could chain for ever; after 50
+	// freezes the lock is shown frozen until the end of the 50th, and is
+	// judged again then.
+	for i := 0; i < 50; i++ {
+		end := t
+		if own.ActiveAt(t) {
+			end = own.Until.Time
+		}
+		if f := windowFreeze(ws, target, t); f != nil && f.Until.After(end) {
+			end = f.Until.Time
+		}
+		if !end.After(t) {
+			break
+		}
+		t = end
+	}
+	return t
+}
+
+// effectiveFreeze is the freeze that holds target's lock at now, as every
+// view and message shows it: of the freezes in force at now (own, the
+// record's, and the windows' ws), the one that lasts longest (own on a
+// tie), with Until set to when the lock really thaws (thawsAt). A copy;
+// nil when nothing freezes the lock at now.
+func effectiveFreeze(own *Freeze, ws []FreezeWindow, target string, now time.Time) *Freeze {
+	var f *Freeze
+	if own.ActiveAt(now) {
+		cp := *own
+		f = &cp
+	}
+	if w := windowFreeze(ws, target, now); w != nil && (f == nil || w.Until.After(f.Until.Time)) {
+		if f != nil {
+			// The contenders that took the lock in spite of the freeze.
+			w.Overrides = f.Overrides
+		}
+		f = w
+	}
+	if f == nil {
+		return nil
+	}
+	f.Until = metav1.NewMicroTime(thawsAt(own, ws, target, now))
+	return f
 }
 
 // applyWindows freezes rec as the windows say at now, when no freeze of

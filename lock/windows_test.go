@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestParseFreezeWindows(t *testing.T) {
@@ -23,12 +24,17 @@ windows:
 - {name: friday, schedule: "0 14 * * FRI", duration: 10h, reason: no deploys on Friday afternoon}
 `},
 		{name: "empty", in: "", wantN: 0},
-		{name: "unknown field", in: `windows: [{name: a, schedule: "@daily", duration: 1h, reason: r, until: x}]`, wantErr: `unknown field "until"`},
-		{name: "bad schedule", in: `windows: [{name: a, schedule: "at night", duration: 1h, reason: r}]`, wantErr: `window "a": schedule "at night"`},
-		{name: "no duration", in: `windows: [{name: a, schedule: "@daily", reason: r}]`, wantErr: `window "a": duration must be positive, such as 8h`},
-		{name: "no name", in: `windows: [{schedule: "@daily", duration: 1h, reason: r}]`, wantErr: "window 1: name is missing"},
-		{name: "name twice", in: `windows: [{name: a, schedule: "@daily", duration: 1h, reason: r}, {name: a, schedule: "@daily", duration: 1h, reason: r}]`, wantErr: `window "a": the name is used twice`},
-		{name: "no reason", in: `windows: [{name: a, schedule: "@daily", duration: 1h}]`, wantErr: `window "a": the reason is empty`},
+		{name: "unknown field", in: `windows: [{name: a, schedule: "@daily", duration: 1h, reason: r, until: x}]`, wantErr: `window 1 ("a"): until "x": unknown field; a window has name, schedule, duration, reason, targets; fix it in that ConfigMap, or remove it with lockctl freeze-windows remove a`},
+		{name: "bad schedule", in: `windows: [{name: a, schedule: "at night", duration: 1h, reason: r}]`, wantErr: `window 1 ("a"): schedule "at night": expected exactly 5 fields`},
+		{name: "no duration", in: `windows: [{name: a, schedule: "@daily", reason: r}]`, wantErr: `window 1 ("a"): duration: missing`},
+		{name: "bad duration", in: `windows: [{name: a, schedule: "@daily", duration: 8 hours, reason: r}]`, wantErr: `window 1 ("a"): duration "8 hours": want a positive duration such as 8h or 90m`},
+		{name: "negative duration", in: `windows: [{name: a, schedule: "@daily", duration: -1h, reason: r}]`, wantErr: `window 1 ("a"): duration "-1h": want a positive duration`},
+		{name: "one broken of two", in: `windows: [{name: a, schedule: "@daily", duration: 1h, reason: r}, {name: b, schedule: "@dialy", duration: 1h, reason: r}]`, wantErr: `key windows.yaml: window 2 ("b"): schedule "@dialy"`},
+		{name: "not a list", in: `windows: {name: a}`, wantErr: `key windows.yaml: error unmarshaling JSON`},
+		{name: "no name", in: `windows: [{schedule: "@daily", duration: 1h, reason: r}]`, wantErr: "window 1: name: missing; fix it in that ConfigMap"},
+		{name: "name twice", in: `windows: [{name: a, schedule: "@daily", duration: 1h, reason: r}, {name: a, schedule: "@daily", duration: 1h, reason: r}]`, wantErr: `window 2 ("a"): name "a": the name is used twice`},
+		{name: "no reason", in: `windows: [{name: a, schedule: "@daily", duration: 1h}]`, wantErr: `window 1 ("a"): reason: missing`},
+		{name: "empty reason", in: `windows: [{name: a, schedule: "@daily", duration: 1h, reason: " "}]`, wantErr: `window 1 ("a"): reason " ": the reason is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,4 +183,104 @@ func TestFreezeWindowsRefreshedWhileInUse(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Len(t, c.FreezeWindows(), 1)
+}
+
+// TestFrozenUntil: every freeze in force counts, and a freeze that starts
+// when another ends (or before) carries the lock on: a manual freeze
+// inside a window ends with the window, a window after a manual freeze
+// with no gap extends it, windows back to back chain.
+func TestFrozenUntil(t *testing.T) {
+	t.Parallel()
+	// t0 is 2026-12-02T10:00:00Z.
+	ws, err := ParseFreezeWindows([]byte(`
+windows:
+- {name: maintenance, schedule: "0 9 * * *", duration: 4h, reason: maintenance, targets: [prod, chain, gap]}
+- {name: then, schedule: "0 13 * * *", duration: 2h, reason: then, targets: [chain]}
+- {name: later, schedule: "1 13 * * *", duration: 1h, reason: later, targets: [gap]}
+- {name: after, schedule: "0 11 * * *", duration: 3h, reason: after, targets: [after]}
+`))
+	require.NoError(t, err)
+	at := func(hhmm string) time.Time {
+		tm, err := time.Parse("15:04", hhmm)
+		require.NoError(t, err)
+		return time.Date(2026, 12, 2, tm.Hour(), tm.Minute(), 0, 0, time.UTC)
+	}
+	manual := func(until string) *Freeze {
+		return &Freeze{Reason: "hotfix", By: Identity{Owner: "alice", Repo: "ops", Branch: "main", Build: "1"},
+			Since: metav1.NewMicroTime(at("09:30")), Until: metav1.NewMicroTime(at(until))}
+	}
+	tests := []struct {
+		name      string
+		target    string
+		own       *Freeze
+		wantBy    string // "" for no freeze; "main" for the manual one
+		wantUntil string
+	}{
+		{name: "a manual freeze inside a window ends with the window", target: "prod", own: manual("11:00"), wantBy: "maintenance", wantUntil: "13:00"},
+		{name: "a manual freeze longer than the window", target: "prod", own: manual("14:00"), wantBy: "main", wantUntil: "14:00"},
+		{name: "a manual freeze that ends with the window", target: "prod", own: manual("13:00"), wantBy: "main", wantUntil: "13:00"},
+		{name: "a manual freeze that ended, in a window", target: "prod", own: manual("09:45"), wantBy: "maintenance", wantUntil: "13:00"},
+		{name: "windows back to back chain", target: "chain", wantBy: "maintenance", wantUntil: "15:00"},
+		{name: "a manual freeze inside chained windows", target: "chain", own: manual("11:00"), wantBy: "maintenance", wantUntil: "15:00"},
+		{name: "a minute's gap ends the freeze", target: "gap", wantBy: "maintenance", wantUntil: "13:00"},
+		{name: "a window that starts as a manual freeze ends", target: "after", own: manual("11:00"), wantBy: "main", wantUntil: "14:00"},
+		{name: "a manual freeze, no window", target: "staging", own: manual("11:00"), wantBy: "main", wantUntil: "11:00"},
+		{name: "nothing", target: "staging"},
+		{name: "a window that starts later is not a freeze now", target: "after"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			now := at("10:00")
+			f := effectiveFreeze(tt.own, ws, tt.target, now)
+			if tt.wantBy == "" {
+				assert.Nil(t, f, "not frozen")
+				assert.Equal(t, now, thawsAt(tt.own, ws, tt.target, now), "thaws at once")
+				return
+			}
+			require.NotNil(t, f, "frozen")
+			assert.Equal(t, tt.wantBy, f.By.Branch, "the freeze shown")
+			assert.Equal(t, at(tt.wantUntil), f.Until.UTC(), "until")
+			assert.Equal(t, at(tt.wantUntil), thawsAt(tt.own, ws, tt.target, now), "thawsAt agrees")
+			if tt.own != nil {
+				assert.Equal(t, at("09:30"), tt.own.Since.UTC(), "the record's freeze is left as it was")
+			}
+		})
+	}
+}
+
+// TestFrozenUntilEverywhere: a lock frozen by hand inside a freeze window
+// shows the window's end in its view (status, the page), in the error of
+// an acquire that would wait, and in unfreeze's
+// refusal, on the client's (fake) clock.
+func TestFrozenUntilEverywhere(t *testing.T) {
+	t.Parallel()
+	now := t0 // 10:00
+	windows := `windows: [{name: maintenance, schedule: "0 9 * * *", duration: 4h, reason: maintenance}]`
+	windowEnd := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
+	rec := frozen(freeRecord(), now.Add(time.Hour)) // until 11:00
+	c, _ := newTestClient(t, now, nil, lockObject(t, rec), windowsObject(windows))
+	require.NoError(t, c.LoadFreezeWindows(t.Context()))
+
+	l, err := c.Get(t.Context(), "staging")
+	require.NoError(t, err)
+	require.NotNil(t, l, "the frozen lock")
+	require.NotNil(t, l.Status.Freeze)
+	assert.Equal(t, windowEnd, l.Status.Freeze.Until.UTC(), "the view: the window's end, not the manual freeze's")
+
+	free := c.FreeLockView("qa")
+	require.NotNil(t, free.Status.Freeze)
+	assert.Equal(t, windowEnd, free.Status.Freeze.Until.UTC(), "a lock that does not exist yet")
+
+	_, err = c.Acquire(t.Context(), Request{Target: "staging", Identity: claim("me", "web", "main", "2").Identity, NoWait: true})
+	var held *HeldError
+	require.ErrorAs(t, err, &held)
+	require.NotNil(t, held.Freeze)
+	assert.Equal(t, windowEnd, held.Freeze.Until.UTC(), "acquire's message")
+	assert.Contains(t, err.Error(), "frozen until 2026-12-02T13:00:00Z")
+
+	_, err = c.Unfreeze(t.Context(), "staging")
+	var we *WindowError
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, windowEnd, we.Freeze.Until.UTC(), "unfreeze's refusal")
 }

@@ -1,6 +1,8 @@
 // lockctl dashboard: renders the snapshots the server pushes (/events) and
 // streams a job's logs. Every string from the cluster goes into the page as
-// text (textContent, text nodes), never as HTML.
+// text (textContent, text nodes), never as HTML, and text that is not
+// printable (bidirectional overrides, other format and control characters)
+// is shown quoted with escapes, as lockctl and the page's server show it.
 "use strict";
 
 (function () {
@@ -10,6 +12,33 @@
   // snapshot, so that ages count on the clock locks are judged on.
   let offset = 0;
 
+  // PRINTABLE matches a rune Go's unicode.IsPrint accepts: a letter, mark,
+  // number, punctuation, symbol or the ASCII space.
+  const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
+  const SHORT = { 7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r" };
+
+  // printable mirrors lock.Printable: s as it is when every character is
+  // printable, else quoted with Go's escapes (strconv.Quote), so that a
+  // right-to-left override cannot display text reversed.
+  function printable(s) {
+    s = String(s);
+    let plain = true;
+    for (const ch of s) if (!PRINTABLE.test(ch)) { plain = false; break; }
+    if (plain) return s;
+    let out = '"';
+    for (const ch of s) {
+      const c = ch.codePointAt(0);
+      if (ch === '"' || ch === "\\") out += "\\" + ch;
+      else if (PRINTABLE.test(ch)) out += ch;
+      else if (SHORT[c]) out += SHORT[c];
+      else if (c < 0x80) out += "\\x" + c.toString(16).padStart(2, "0");
+      else if (c < 0x10000) out += "\\u" + c.toString(16).padStart(4, "0");
+      else out += "\\U" + c.toString(16).padStart(8, "0");
+    }
+    return out + '"';
+  }
+
+  // h makes an element; string children become text, shown printable.
   function h(tag, attrs, ...children) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -20,7 +49,7 @@
     }
     for (const c of children.flat()) {
       if (c === undefined || c === null || c === false) continue;
-      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+      e.append(c instanceof Node ? c : document.createTextNode(printable(c)));
     }
     return e;
   }
@@ -56,8 +85,11 @@
   }
 
   // timeEl shows t as the page's templates do (when): a space between the
-  // date and the time, where a narrow column may wrap.
-  function timeEl(t) { return h("time", { datetime: rfc(t) }, rfc(t).replace("T", " ")); }
+  // date and the time, where a narrow column may wrap, and nowhere else.
+  function timeEl(t) {
+    const [d, tm] = rfc(t).split("T");
+    return h("time", { datetime: rfc(t) }, h("span", { class: "nowrap" }, d), " ", h("span", { class: "nowrap" }, tm || ""));
+  }
 
   function badge(s) {
     return h("span", { class: "badge state-" + String(s).toLowerCase() }, s);
@@ -65,12 +97,13 @@
 
   function ident(id) {
     if (!id) return "";
-    return id.owner + "/" + id.repo + "@" + id.branch + "#" + id.build;
+    // As lock.Identity.String: each field printable on its own.
+    return printable(id.owner) + "/" + printable(id.repo) + "@" + printable(id.branch) + "#" + printable(id.build);
   }
 
   function freezeBy(f) {
     if (f.by && f.by.owner === "configmap" && f.by.repo === "lockctl-freeze-windows") {
-      return "freeze window " + f.by.branch;
+      return "freeze window " + printable(f.by.branch);
     }
     return ident(f.by);
   }
@@ -113,10 +146,13 @@
         h("span", { class: "muted" }, "for a deploy queued now (" + (st.basis || "") + ")")));
     }
     if (st.invalid) facts.append(h("dt", null, "Invalid"), h("dd", null, st.invalid));
-    const card = h("article", { class: "lock", "data-state": st.state },
+    // As the server's cardState: a lock nobody holds shows frozen while a
+    // freeze holds it.
+    const state = st.state === "free" && st.freeze ? "frozen" : st.state;
+    const card = h("article", { class: "lock", "data-state": state },
       h("header", null,
         h("h3", null, h("a", { href: href }, target), lockNS ? null : h("span", { class: "muted" }, " in " + md.namespace)),
-        badge(st.state)),
+        badge(state)),
       facts);
     if (st.freeze) {
       card.append(h("p", { class: "freeze", role: "note" },
@@ -157,7 +193,9 @@
     if (!el) return;
     const active = document.activeElement;
     const key = active && el.contains(active) && active.getAttribute("href");
-    el.replaceChildren(...nodes);
+    // NOTE: flat, as h's children: an array among nodes is its nodes, not
+    // the text of the array (",[object HTMLSpanElement]").
+    el.replaceChildren(...nodes.flat().map((n) => (n instanceof Node ? n : printable(n))));
     if (key) {
       for (const a of el.querySelectorAll("a")) {
         if (a.getAttribute("href") === key) { a.focus(); break; }
@@ -174,7 +212,7 @@
     replace("windows", s.windows.length ? table(["Window", "Freezes", "From", "Until", "Reason"], s.windows.map((w) =>
       h("tr", { class: w.active ? "active" : null },
         h("td", null, (s.lockNamespace ? "" : w.namespace + "/") + w.name, w.active ? [" ", badge("frozen")] : null),
-        h("td", null, w.targets && w.targets.length ? w.targets.join(", ") : "every lock"),
+        h("td", null, w.targets && w.targets.length ? w.targets.map(printable).join(", ") : "every lock"),
         h("td", null, timeEl(w.start)), h("td", null, timeEl(w.end)), h("td", null, w.reason))))
       : h("p", { class: "empty" }, "No freeze windows."));
     if (s.showJobs) {
@@ -211,11 +249,11 @@
   // describeEnd mirrors lock.HistoryEntry.Describe.
   function describeEnd(x) {
     switch (x.ended) {
-      case "handedOver": return "handed over to " + (x.by || "");
-      case "broken": return "broken by " + (x.by || "");
-      case "ranAgain": return "taken over by " + (x.by || "") + ", a new run of its job";
-      case "expired": case "lost": return x.reason ? x.ended + ": " + x.reason : x.ended;
-      default: return x.ended;
+      case "handedOver": return "handed over to " + printable(x.by || "");
+      case "broken": return "broken by " + printable(x.by || "");
+      case "ranAgain": return "taken over by " + printable(x.by || "") + ", a new run of its job";
+      case "expired": case "lost": return x.reason ? x.ended + ": " + printable(x.reason) : x.ended;
+      default: return printable(x.ended);
     }
   }
 

@@ -1,0 +1,300 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/printers"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// freezeWindowsAddOptions configure `lockctl freeze-windows add`.
+type freezeWindowsAddOptions struct {
+	f *Factory
+
+	cli.LockFlags
+	Name     string
+	Schedule string
+	Duration time.Duration
+	Reason   string
+	Targets  []string
+}
+
+// freezeWindowsListOptions configure `lockctl freeze-windows list`.
+type freezeWindowsListOptions struct {
+	f *Factory
+
+	cli.LockFlags
+	Output string
+}
+
+// freezeWindowsRemoveOptions configure `lockctl freeze-windows remove`.
+type freezeWindowsRemoveOptions struct {
+	f *Factory
+
+	cli.LockFlags
+	Name string
+}
+
+func newFreezeWindowsCmd(f *Factory) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "freeze-windows",
+		Short: "Add, list and remove recurring freeze windows",
+		Long: cli.Doc(`
+			Recurring deploy freezes (every night, Friday afternoons) of the
+			lock namespace: from every time a window's cron schedule fires,
+			for its duration, the locks of its targets (every lock of the
+			namespace when it names none) are frozen as lockctl freeze
+			freezes them, with the window's reason. unfreeze cannot lift a
+			window; remove it here.
+
+			The windows live in the ConfigMap lockctl-freeze-windows of the
+			lock namespace, key windows.yaml. add checks a window before it
+			writes it; an entry written there by hand that cannot be read
+			makes every acquire and release of the namespace refuse (exit 1)
+			until it is fixed, and status and list name it.
+		`) + "\n" + cmdutil.ExitCodeHelp,
+		Example: cli.Examples(`
+			# No deploys to production at night
+			lockctl freeze-windows add nightly --schedule "0 22 * * *" --duration 8h \
+			  --reason "nightly maintenance" --target production
+
+			# What is configured, and what is broken
+			lockctl freeze-windows list
+
+			# Drop a window (broken or not)
+			lockctl freeze-windows remove nightly
+		`),
+		Args: cli.NoArgs(),
+		RunE: func(c *cobra.Command, _ []string) error {
+			return cmdutil.FlagErrorf("name what to do: add, list or remove")
+		},
+	}
+	c.AddCommand(newFreezeWindowsAddCmd(f, nil), newFreezeWindowsListCmd(f, nil), newFreezeWindowsRemoveCmd(f, nil))
+	return c
+}
+
+func newFreezeWindowsAddCmd(f *Factory, runF func(*freezeWindowsAddOptions) error) *cobra.Command {
+	o := &freezeWindowsAddOptions{f: f}
+	c := &cobra.Command{
+		Use:   "add NAME --schedule CRON --duration DURATION --reason TEXT [--target NAMESPACE]...",
+		Short: "Add a recurring freeze window",
+		Long: cli.Doc(`
+			Add the freeze window NAME to the lock namespace: from every time
+			--schedule fires (five-field cron, UTC unless it starts with
+			CRON_TZ=<zone>; or a descriptor such as @daily), for --duration,
+			the locks of the --target namespaces (every lock of the namespace
+			without --target) are frozen with --reason. The window is checked
+			before it is written, and the write is a compare-and-swap on the
+			ConfigMap, so concurrent edits are not lost. A name already there
+			is an error: remove it first to change it.
+		`) + "\n" + cmdutil.ExitCodeHelp,
+		Example: cli.Examples(`
+			# Friday afternoons, every lock of the namespace
+			lockctl freeze-windows add friday --schedule "0 14 * * FRI" --duration 10h --reason "no deploys on Friday afternoon"
+
+			# Nights in Berlin time, production only
+			lockctl freeze-windows add nightly --schedule "CRON_TZ=Europe/Berlin 0 22 * * *" --duration 8h \
+			  --reason "nightly maintenance" --target production
+		`),
+		Args: cli.ExactArgs(1),
+		RunE: runE(o, runF, runFreezeWindowsAdd, func(_ *cobra.Command, args []string) { o.Name = args[0] }),
+	}
+	fs := c.Flags()
+	fs.StringVar(&o.Schedule, "schedule", o.Schedule, `when each freeze starts: a cron schedule such as "0 22 * * *" (required)`)
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "how long each freeze lasts, such as 8h (required)")
+	fs.StringVar(&o.Reason, "reason", o.Reason, "why, shown to everyone who waits (required)")
+	fs.StringArrayVar(&o.Targets, "target", o.Targets, "a namespace whose lock the window freezes; repeat for more; none means every lock")
+	o.AddLockNamespaceFlag(fs)
+	return c
+}
+
+// window is the window o describes.
+func (o *freezeWindowsAddOptions) window() lock.FreezeWindow {
+	return lock.FreezeWindow{Name: o.Name, Schedule: o.Schedule, Duration: metav1.Duration{Duration: o.Duration}, Reason: o.Reason, Targets: o.Targets}
+}
+
+func (o *freezeWindowsAddOptions) validate() error {
+	err := lock.ValidateFreezeWindow(o.window())
+	var we *lock.WindowEntryError
+	if !errors.As(err, &we) {
+		return err
+	}
+	flag := map[string]string{"name": "NAME", "schedule": "--schedule", "duration": "--duration", "reason": "--reason", "targets": "--target"}[we.Field]
+	if we.Value == "" || we.Value == `""` {
+		return cmdutil.FlagErrorf("%s is required", flag)
+	}
+	return cmdutil.FlagErrorf("invalid %s %s: %s", flag, we.Value, we.Reason)
+}
+
+func runFreezeWindowsAdd(ctx context.Context, o *freezeWindowsAddOptions) error {
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	if err != nil {
+		return err
+	}
+	if err := locks.AddFreezeWindow(ctx, o.window()); err != nil {
+		return err
+	}
+	w := o.window()
+	targets := "every lock"
+	if len(w.Targets) > 0 {
+		targets = strings.Join(w.Targets, ", ")
+	}
+	fmt.Fprintf(o.f.IOStreams.ErrOut, "freeze window %q added to configmap %s/%s: %s for %s, %s\n",
+		o.Name, locks.Namespace(), lock.FreezeWindowsName, o.Schedule, o.Duration, targets)
+	return nil
+}
+
+func newFreezeWindowsListCmd(f *Factory, runF func(*freezeWindowsListOptions) error) *cobra.Command {
+	o := &freezeWindowsListOptions{f: f}
+	c := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the freeze windows, broken entries included",
+		Long: cli.Doc(`
+			List the freeze windows of the lock namespace: name, schedule,
+			duration, targets, the freeze in force or the next one, and the
+			reason. An entry that cannot be read is listed as invalid, with
+			the field, the value and why; list still exits 0, and warns that
+			acquire and release refuse the namespace's locks until it is
+			fixed. -o json and -o yaml print a List of the entries.
+		`) + "\n" + cmdutil.ExitCodeHelp,
+		Example: cli.Examples(`
+			lockctl freeze-windows list
+			lockctl freeze-windows list -o json | jq -r '.items[] | select(.invalid) | .invalid'
+		`),
+		Args: cli.NoArgs(),
+		RunE: runE(o, runF, runFreezeWindowsList, nil),
+	}
+	fs := c.Flags()
+	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
+	o.AddLockNamespaceFlag(fs)
+	return c
+}
+
+// windowItem is a freeze window as list -o json|yaml prints it.
+type windowItem struct {
+	Name     string   `json:"name"`
+	Schedule string   `json:"schedule,omitempty"`
+	Duration string   `json:"duration,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+	Targets  []string `json:"targets,omitempty"`
+	// Active is true while the window freezes; Start and End are the
+	// freeze in force or the next one.
+	Active bool         `json:"active"`
+	Start  *metav1.Time `json:"start,omitempty"`
+	End    *metav1.Time `json:"end,omitempty"`
+	// Invalid says why the entry cannot be read; empty when it can.
+	Invalid string `json:"invalid,omitempty"`
+}
+
+func runFreezeWindowsList(ctx context.Context, o *freezeWindowsListOptions) error {
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	if err != nil {
+		return err
+	}
+	entries, err := locks.ListFreezeWindows(ctx)
+	if err != nil {
+		return err
+	}
+	now := locks.Clock().Now()
+	items := make([]windowItem, 0, len(entries))
+	broken := 0
+	for _, e := range entries {
+		w := e.Window
+		it := windowItem{Name: w.Name, Schedule: w.Schedule, Reason: w.Reason, Targets: w.Targets}
+		if w.Duration.Duration > 0 {
+			it.Duration = w.Duration.Duration.String()
+		}
+		if e.Err != nil {
+			broken++
+			it.Invalid = e.Err.Error()
+		} else if f := w.Next(now); f != nil {
+			start, end := metav1.NewTime(f.Since.Time), metav1.NewTime(f.Until.Time)
+			it.Start, it.End, it.Active = &start, &end, !f.Since.After(now)
+		}
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "no freeze windows in namespace %q\n", locks.Namespace())
+	}
+	if broken > 0 {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %d of the freeze windows in configmap %s/%s cannot be read: acquire and release refuse the locks of namespace %q until they are fixed or removed\n",
+			broken, locks.Namespace(), lock.FreezeWindowsName, locks.Namespace())
+	}
+	if o.Output != "" {
+		return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(o.f.IOStreams.Out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSCHEDULE\tDURATION\tTARGETS\tSTATE\tREASON")
+	for _, it := range items {
+		state := "-"
+		switch {
+		case it.Invalid != "":
+			state = "invalid: " + it.Invalid
+		case it.Active:
+			state = "frozen until " + it.End.UTC().Format(time.RFC3339)
+		case it.Start != nil:
+			state = "next " + it.Start.UTC().Format(time.RFC3339)
+		}
+		targets := "*"
+		if len(it.Targets) > 0 {
+			targets = strings.Join(it.Targets, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", orDash(it.Name), orDash(it.Schedule), orDash(it.Duration), targets, state, orDash(it.Reason))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newFreezeWindowsRemoveCmd(f *Factory, runF func(*freezeWindowsRemoveOptions) error) *cobra.Command {
+	o := &freezeWindowsRemoveOptions{f: f}
+	c := &cobra.Command{
+		Use:     "remove NAME",
+		Aliases: []string{"rm"},
+		Short:   "Remove a freeze window",
+		Long: cli.Doc(`
+			Remove the freeze window NAME from the lock namespace, broken or
+			not; the others stay as they are. A freeze the window made ends
+			with the next write to each lock. No window of that name is an
+			error (exit 1). The write is a compare-and-swap on the ConfigMap.
+		`) + "\n" + cmdutil.ExitCodeHelp,
+		Example: cli.Examples(`
+			lockctl freeze-windows remove nightly
+		`),
+		Args: cli.ExactArgs(1),
+		RunE: runE(o, runF, runFreezeWindowsRemove, func(_ *cobra.Command, args []string) { o.Name = args[0] }),
+	}
+	o.AddLockNamespaceFlag(c.Flags())
+	return c
+}
+
+func runFreezeWindowsRemove(ctx context.Context, o *freezeWindowsRemoveOptions) error {
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	if err != nil {
+		return err
+	}
+	if err := locks.RemoveFreezeWindow(ctx, o.Name); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.f.IOStreams.ErrOut, "freeze window %q removed from configmap %s/%s\n", o.Name, locks.Namespace(), lock.FreezeWindowsName)
+	return nil
+}
