@@ -31,6 +31,7 @@ func TestKrewInstall(t *testing.T) {
 	require.NoError(t, err)
 	archive := rel.Archives["kubectl-lockctl"]
 	assert.Contains(t, string(data), rel.SHA256[archive], "the manifest has the archive's real sum")
+	assert.Contains(t, string(data), "version: "+rel.Version+"\n", "the manifest spells the version as the tag")
 
 	install := func(archivePath string) (string, string, error) {
 		root := t.TempDir()
