@@ -47,6 +47,15 @@ func TestKrewInstall(t *testing.T) {
 	require.NoError(t, err, "%s version: %s", plugin, version)
 	assert.True(t, strings.HasPrefix(string(version), "lockctl "), "the installed plugin runs: %s", version)
 
+	// The template in plugins/ is no manifest to install: krew refuses
+	// its placeholder sums, for the very archive the release has.
+	template := manifest
+	manifest = filepath.Join(repoRoot(), "plugins", "lockctl.yaml")
+	_, log, err = install(filepath.Join(rel.Dir, archive))
+	require.Error(t, err, "krew installs from the template:\n%s", log)
+	assert.Contains(t, log, "checksum does not match")
+	manifest = template
+
 	// A tampered archive is refused.
 	bad := filepath.Join(t.TempDir(), archive)
 	writeTarGz(t, bad, map[string][]byte{"kubectl-lockctl": []byte("#!/bin/sh\necho tampered\n")})
