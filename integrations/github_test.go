@@ -307,18 +307,11 @@ jobs:
       run: ./deploy.sh
 `)
 		var res ghJobResult
-		t.Run("job", func(t *testing.T) {
-			t.Run("runs", func(t *testing.T) {
-				t.Parallel()
-				res = r.runJob(file, "deploy")
-			})
-			t.Run("is cancelled while it waits", func(t *testing.T) {
-				t.Parallel()
-				require.Eventually(t, func() bool { return len(waiters(t, ns)) == 1 }, 2*time.Minute, 100*time.Millisecond,
-					"the lock step waits in the queue:\n%s", r.log.String())
-				r.cancel()
-			})
-		})
+		done := inBackground(func() { res = r.runJob(file, "deploy") })
+		require.Eventually(t, func() bool { return len(waiters(t, ns)) == 1 }, 2*time.Minute, 100*time.Millisecond,
+			"the lock step waits in the queue:\n%s", r.log.String())
+		r.cancel()
+		<-done
 		assert.True(t, res.Cancelled)
 		assert.Equal(t, "cancelled", res.Steps["lock"])
 		assert.Equal(t, "skipped", res.Steps["deploy"])
@@ -361,29 +354,25 @@ while ! [ -e `+gate+` ]; do sleep 0.1; done
 echo "end $RUNNER_NAME" >> `+order+"\n")
 			runners[i] = r
 		}
-		t.Run("jobs", func(t *testing.T) {
-			for i, r := range runners {
-				t.Run(r.run.Runner, func(t *testing.T) {
-					t.Parallel()
-					results[i] = r.runJob(file, "deploy")
-				})
-			}
-			t.Run("one deploys, the other waits", func(t *testing.T) {
-				t.Parallel()
-				require.Eventually(t, func() bool {
-					data, _ := os.ReadFile(order)
-					return strings.Count(string(data), "\n") == 1 && len(waiters(t, ns)) == 1
-				}, 2*time.Minute, 100*time.Millisecond, "one job deploys while the other waits")
-				data, err := os.ReadFile(order)
-				require.NoError(t, err)
-				assert.Equal(t, 1, strings.Count(string(data), "start"), "one deploy at a time: %s", data)
-				require.NoError(t, os.WriteFile(gate, nil, 0o644))
-			})
-		})
+		var done []<-chan struct{}
+		for i, r := range runners {
+			done = append(done, inBackground(func() { results[i] = r.runJob(file, "deploy") }))
+		}
+		require.Eventually(t, func() bool {
+			data, _ := os.ReadFile(order)
+			return strings.Count(string(data), "\n") == 1 && len(waiters(t, ns)) == 1
+		}, 2*time.Minute, 100*time.Millisecond, "one job deploys while the other waits")
+		data, err := os.ReadFile(order)
+		require.NoError(t, err)
+		assert.Equal(t, 1, strings.Count(string(data), "start"), "one deploy at a time: %s", data)
+		require.NoError(t, os.WriteFile(gate, nil, 0o644))
+		for _, d := range done {
+			<-d
+		}
 		for i := range results {
 			assert.False(t, results[i].Failed, "job %d", i)
 		}
-		data, err := os.ReadFile(order)
+		data, err = os.ReadFile(order)
 		require.NoError(t, err)
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 		require.Len(t, lines, 4, "%s", data)
@@ -437,6 +426,20 @@ func pick(m map[string]any, keys ...string) map[string]any {
 		out[k] = m[k]
 	}
 	return out
+}
+
+// inBackground runs a job in a goroutine of its own and closes the channel
+// it returns when the job has ended, failed test assertion included (a
+// failed require ends the goroutine, running its defers). The jobs of one
+// test that must run at once run so, not as parallel subtests, which
+// -parallel would serialise.
+func inBackground(job func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		job()
+	}()
+	return done
 }
 
 // kubeconfigIn is the test environment's kubeconfig with its context in
