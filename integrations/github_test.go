@@ -109,9 +109,10 @@ func TestIntegrationGitHubAction(t *testing.T) {
 		st, _ := l["status"].(map[string]any)
 		return st
 	}
-	// hold takes staging for another build, as another pipeline would.
-	hold := func(t *testing.T, ns string, id ...string) {
-		o := clitest.Run(t, time.Minute, t.TempDir(), []string{"KUBECONFIG=" + env.Kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns},
+	// hold takes staging for another build, as another pipeline would:
+	// one whose identity is in its environment ciEnv, or in flags.
+	hold := func(t *testing.T, ns string, ciEnv []string, id ...string) {
+		o := clitest.Run(t, time.Minute, t.TempDir(), append([]string{"KUBECONFIG=" + env.Kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}, ciEnv...),
 			append([]string{"acquire", "staging", "--ttl", "1h"}, id...)...)
 		require.Equal(t, 0, o.Code, "acquire for another build: %s", o.Stderr)
 	}
@@ -203,16 +204,23 @@ jobs:
 		r.path = append(r.path, filepath.Dir(clitest.Binary(t)))
 	}
 	for _, tt := range []struct {
-		name     string
-		holder   []string
-		wantCode string
+		name      string
+		holderEnv []string
+		holder    []string
+		wantCode  string
 	}{
-		{name: "superseded by a newer build of the branch", holder: []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "9"}, wantCode: "exited 3"},
+		{
+			name: "superseded by a newer build of the branch",
+			// Run 9 of the same workflow, on its runner.
+			holderEnv: []string{"CI=true", "GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/web", "GITHUB_REF_NAME=main", "GITHUB_RUN_NUMBER=9",
+				"GITHUB_WORKFLOW_REF=acme/web/.github/workflows/deploy.yml@refs/heads/main", "GITHUB_JOB=deploy", "RUNNER_NAME=GitHub Actions 9", "GITHUB_RUN_ATTEMPT=1"},
+			wantCode: "exited 3",
+		},
 		{name: "timed out behind another repository", holder: []string{"--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"}, wantCode: "exited 4"},
 	} {
 		t.Run("acquire "+tt.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			hold(t, ns, tt.holder...)
+			hold(t, ns, tt.holderEnv, tt.holder...)
 			before := status(t, ns)
 			r := newRunner(t, ns, 7)
 			kubeconfigStep(t, r, ns)
@@ -224,7 +232,7 @@ jobs:
 			assert.Equal(t, "skipped", res.Steps["deploy"], "no deploy without the lock")
 			assert.NoFileExists(t, filepath.Join(r.workdir, "deployed"))
 			assert.Equal(t, "success", res.Steps["post lock"], "post does not fail the job a second time")
-			assert.Contains(t, r.log.String(), "no lock held by this action, nothing to release")
+			assert.Contains(t, r.log.String(), "no lock held by this action (acquire exited "+strings.TrimPrefix(tt.wantCode, "exited ")+"), nothing to release")
 			assert.Equal(t, before["token"], status(t, ns)["token"], "the other build's hold is untouched")
 		})
 	}
@@ -295,7 +303,7 @@ jobs:
 	t.Run("cancelled while waiting: the claim leaves the queue", func(t *testing.T) {
 		ns := env.Namespace(t)
 		other := []string{"--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"}
-		hold(t, ns, other...)
+		hold(t, ns, nil, other...)
 		r := newRunner(t, ns, 7)
 		kubeconfigStep(t, r, ns)
 		script(t, r, "deploy.sh", "touch deployed\n")
