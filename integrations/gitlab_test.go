@@ -198,7 +198,8 @@ echo "end $CI_JOB_NAME" >> "$ORDER"
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 		require.Len(t, lines, 4, "%s", data)
 		first, second := strings.TrimPrefix(lines[0], "start "), strings.TrimPrefix(lines[2], "start ")
-		assert.ElementsMatch(t, []string{"deploy 1/2", "deploy 2/2"}, []string{first, second})
+		// NOTE: gitlab-ci-local names them "deploy: [1/2]", GitLab "deploy 1/2".
+		assert.ElementsMatch(t, []string{"deploy: [1/2]", "deploy: [2/2]"}, []string{first, second})
 		assert.Equal(t, []string{"start " + first, "end " + first, "start " + second, "end " + second}, lines, "one deploy after the other")
 		assert.Contains(t, status(t, ns), `"state": "free"`, "both released")
 	})
