@@ -16,7 +16,7 @@ export LOCKCTL_REQUIRE_INTEGRATION := 1
 # bench, which drive a lockctl binary built without it.
 RACE_PKGS = $(shell go list ./... | grep -v -e /e2e -e /reliability -e /bench)
 
-.PHONY: fuzz help build image localcluster tools chromium test unit integration soak demo up down bench lint golden docs clean check-integrations integration-tools krew-manifest
+.PHONY: fuzz help build image localcluster tools chromium test unit integration soak demo up down bench lint golden docs clean check-integrations integration-tools krew-manifest pin-image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ integration-tools: ## build the integrations' tools (actionlint, krew, kubectl, 
 
 check-integrations: tools integration-tools ## check integrations/ with each CI ecosystem's tools and run them against a real API server (docs/integrations.md)
 	go test -count=1 -timeout 20m ./integrations
+
+pin-image: ## pin deploy/'s image to release VERSION pushed to LOCKCTL_IMAGE (OWNER/IMAGE), by tag and the digest of _output/image/lockctl.tar
+	go run ./hack/pin-image -image "$(LOCKCTL_IMAGE)" -version $(VERSION) -oci _output/image/lockctl.tar
 
 krew-manifest: ## write dist/lockctl.yaml, the krew manifest of release VERSION from dist/checksums.txt
 	go run ./hack/krew-manifest -version $(VERSION) -checksums dist/checksums.txt -o dist/lockctl.yaml

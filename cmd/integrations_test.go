@@ -38,7 +38,13 @@ func TestCIIntegrations(t *testing.T) {
 			file: "gitlab/lockctl.gitlab-ci.yml",
 			env: map[string]string{"GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web",
 				"CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "7", "LOCKCTL_TARGET": "staging", "LOCKCTL_ACQUIRE_TIMEOUT": "30m", "LOCKCTL_ACQUIRE_TTL": "1h"},
-			want: []string{"lockctl acquire staging --timeout 30m --ttl 1h > .lockctl-token.tmp"},
+			want: []string{"lockctl acquire staging --timeout 30m --ttl 1h", "lockctl release staging"},
+		},
+		{
+			file: "gitlab/templates/lockctl.yml",
+			env: map[string]string{"GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web",
+				"CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "7", "LOCKCTL_TARGET": "staging", "LOCKCTL_ACQUIRE_TIMEOUT": "30m", "LOCKCTL_ACQUIRE_TTL": "1h"},
+			want: []string{"lockctl acquire staging --timeout 30m --ttl 1h", "lockctl release staging"},
 		},
 		{
 			file: "tekton/task.yaml",
@@ -66,12 +72,24 @@ func TestCIIntegrations(t *testing.T) {
 			t.Parallel()
 			data, err := os.ReadFile(filepath.Join("..", "integrations", tt.file))
 			require.NoError(t, err)
+			// NOTE: a CI/CD component is its spec, ---, then the jobs.
+			if _, jobs, ok := strings.Cut(string(data), "\n---\n"); ok {
+				data = []byte(jobs)
+			}
 			var doc any
 			require.NoError(t, yaml.Unmarshal(data, &doc), "%s is YAML", tt.file)
 			var got [][]string
 			for _, s := range yamlStrings(doc) {
 				for _, line := range strings.Split(s, "\n") {
-					if !strings.HasPrefix(strings.TrimSpace(line), "lockctl ") {
+					line = strings.TrimSpace(line)
+					// A command substitution's lockctl, and a command
+					// line's first command (before || or &&).
+					if m := substLockctl.FindStringSubmatch(line); m != nil {
+						line = m[1]
+					}
+					line, _, _ = strings.Cut(line, " || ")
+					line, _, _ = strings.Cut(line, " && ")
+					if !strings.HasPrefix(line, "lockctl ") {
 						continue
 					}
 					if words := shellWords(t, expand(line, tt.env)); len(words) > 0 && words[0] == "lockctl" {
@@ -93,6 +111,9 @@ func TestCIIntegrations(t *testing.T) {
 		})
 	}
 }
+
+// substLockctl finds lockctl run in a command substitution, "$(lockctl …)".
+var substLockctl = regexp.MustCompile(`\$\((lockctl [^()]*)\)`)
 
 // assertParses runs lockctl with args on fakes, with a context that is
 // already over: any error is fine but a usage error.

@@ -65,6 +65,18 @@ func runVersion(_ context.Context, o *versionOptions) error {
 	return err
 }
 
+// bareSemver matches a semantic version without its v (0.2.0, 0.2.1-rc.1).
+var bareSemver = regexp.MustCompile(`^\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]*)?$`)
+
+// tagSpelling spells a semantic version as its Git tag: v0.2.0 for 0.2.0;
+// anything else (dev, v0.2.0, a commit) is returned as it is.
+func tagSpelling(ver string) string {
+	if bareSemver.MatchString(ver) {
+		return "v" + ver
+	}
+	return ver
+}
+
 // pseudoVersion matches the end of a Go pseudo-version
 // (v0.0.0-20261205004355-abcdef123456, v0.1.1-0.20261205004355-abcdef123456,
 // possibly +dirty): the commit time and the 12-hex-digit revision.
@@ -76,8 +88,12 @@ var pseudoVersion = regexp.MustCompile(`[.-](\d{14})-([0-9a-f]{12})(\+[0-9A-Za-z
 // the module version only; `go install module@main` a pseudo-version that
 // names the commit and its time; `go build` in a clone also the VCS
 // revision, commit time and whether the tree was modified.
+//
+// A release's version is spelt as its tag, v0.2.0, however it was linked
+// in: `go install …@v0.2.0` records the tag, a release tool's version
+// template gives 0.2.0; a bare semantic version gets its v back (tagSpelling).
 func buildVersion(ver, com, built string, info *debug.BuildInfo) versionInfo {
-	v := versionInfo{Version: ver, Commit: com, Date: built, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	v := versionInfo{Version: tagSpelling(ver), Commit: com, Date: built, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if info == nil {
 		return v
 	}

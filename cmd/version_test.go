@@ -33,6 +33,19 @@ func TestBuildVersion(t *testing.T) {
 			wantVer: "v0.2.0", wantCommit: "abc1234", wantDate: "2026-12-05T00:00:00Z",
 		},
 		{
+			name: "ldflags without the v (a release tool's bare version): spelt as the tag", ver: "0.2.0", commit: "abc1234", built: "2026-12-05T00:00:00Z",
+			info:    &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}},
+			wantVer: "v0.2.0", wantCommit: "abc1234", wantDate: "2026-12-05T00:00:00Z",
+		},
+		{
+			name: "ldflags, a snapshot's bare version", ver: "0.2.1-next", commit: "abc1234", built: "2026-12-05T00:00:00Z",
+			wantVer: "v0.2.1-next", wantCommit: "abc1234", wantDate: "2026-12-05T00:00:00Z",
+		},
+		{
+			name: "ldflags, git describe's commit-only fallback is no version", ver: "abc1234", commit: "abc1234", built: "2026-12-05T00:00:00Z",
+			wantVer: "abc1234", wantCommit: "abc1234", wantDate: "2026-12-05T00:00:00Z",
+		},
+		{
 			name: "go install module@v0.2.0", ver: "dev", commit: "unknown", built: "unknown",
 			info:    &debug.BuildInfo{Main: debug.Module{Path: "github.com/lockctl/lockctl", Version: "v0.2.0"}},
 			wantVer: "v0.2.0", wantCommit: "unknown", wantDate: "unknown",

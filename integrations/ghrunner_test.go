@@ -3,12 +3,15 @@ package integrations_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,19 +23,23 @@ import (
 // way GitHub's runner does, for the parts lockctl's action uses: steps in
 // order under their if: conditions (success() by default), `run:` steps with
 // bash -eo pipefail, JavaScript actions (node main.js, then post.js at the
-// end of the job under post-if) and composite actions, with inputs passed as
-// INPUT_* (defaults from action.yml), outputs, state, environment and PATH
-// passed through the GITHUB_OUTPUT, GITHUB_STATE, GITHUB_ENV and
-// GITHUB_PATH files, and ${{ }} expressions over secrets, steps, inputs, env
-// and github.action_path. Anything else it meets fails the test rather than
-// being ignored.
+// end of the job under post-if, with the same inputs and the state main
+// saved as STATE_*) and composite actions, with inputs passed as INPUT_*
+// (defaults from action.yml), outputs, state, environment and PATH passed
+// through the GITHUB_OUTPUT, GITHUB_STATE, GITHUB_ENV and GITHUB_PATH files,
+// and ${{ }} expressions over secrets, steps, inputs, env and
+// github.action_path. Its environment is the one a hosted runner gives a
+// job (newGHRunner), nothing more. cancel cancels the job as the runner
+// does. Anything else it meets fails the test rather than being ignored.
 type ghRunner struct {
 	t *testing.T
 	// workdir is GITHUB_WORKSPACE, temp RUNNER_TEMP.
 	workdir, temp string
-	// env is the runner's environment for every step (GITHUB_* identity,
-	// HOME, PATH), extended by GITHUB_ENV.
+	// env is the runner's environment for every step (newGHRunner),
+	// extended by GITHUB_ENV.
 	env map[string]string
+	// run is the workflow run the job belongs to.
+	run ghRun
 	// path are the directories GITHUB_PATH added, first first.
 	path    []string
 	secrets map[string]string
@@ -42,7 +49,120 @@ type ghRunner struct {
 	// inputDefaults overrides action.yml defaults per action directory, as
 	// an organization's runner configuration could (a release mirror).
 	inputDefaults map[string]map[string]string
-	log           bytes.Buffer
+	// diesBeforePost makes the runner machine die after the job's steps:
+	// no post step runs.
+	diesBeforePost bool
+	log            syncBuffer
+
+	mu sync.Mutex
+	// cancelled is set by cancel; step is the process of the step running,
+	// done closed when it has exited.
+	cancelled bool
+	step      *os.Process
+	done      chan struct{}
+}
+
+// ghRun is the workflow run a job belongs to, as GitHub numbers it.
+type ghRun struct {
+	// Repository is owner/name, Ref a branch's full ref.
+	Repository, Ref string
+	// Workflow is the workflow file's path in the repository.
+	Workflow string
+	// ID and Number are the run's; Attempt counts its re-runs from 1.
+	ID, Number, Attempt int
+	// Runner is the runner machine's name (RUNNER_NAME): the jobs of a
+	// matrix each run on their own.
+	Runner string
+}
+
+// newGHRunner is a fresh hosted runner machine for a job of run, whose
+// environment is what GitHub's runner sets for a job of a push to
+// run.Ref, and HOME and PATH; the job's own variables (GITHUB_JOB, the
+// command files) are set as it runs.
+func newGHRunner(t *testing.T, run ghRun) *ghRunner {
+	t.Helper()
+	work, temp, home := t.TempDir(), t.TempDir(), t.TempDir()
+	owner, _, _ := strings.Cut(run.Repository, "/")
+	event := filepath.Join(temp, "event.json")
+	require.NoError(t, os.WriteFile(event, []byte(`{"ref": "`+run.Ref+`"}`), 0o600))
+	r := &ghRunner{t: t, workdir: work, temp: temp, run: run, env: map[string]string{
+		"HOME": home, "CI": "true", "GITHUB_ACTIONS": "true",
+		"GITHUB_REPOSITORY": run.Repository, "GITHUB_REPOSITORY_OWNER": owner,
+		"GITHUB_REF": run.Ref, "GITHUB_REF_NAME": strings.TrimPrefix(run.Ref, "refs/heads/"), "GITHUB_REF_TYPE": "branch",
+		"GITHUB_SHA":          fmt.Sprintf("%040x", run.ID),
+		"GITHUB_WORKFLOW":     filepath.Base(run.Workflow),
+		"GITHUB_WORKFLOW_REF": run.Repository + "/" + run.Workflow + "@" + run.Ref,
+		"GITHUB_RUN_ID":       fmt.Sprint(run.ID), "GITHUB_RUN_NUMBER": fmt.Sprint(run.Number),
+		"GITHUB_RUN_ATTEMPT": fmt.Sprint(run.Attempt),
+		"GITHUB_EVENT_NAME":  "push", "GITHUB_EVENT_PATH": event, "GITHUB_ACTOR": owner,
+		"GITHUB_SERVER_URL": "https://github.com", "GITHUB_API_URL": "https://api.github.com",
+		"RUNNER_NAME": run.Runner, "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64",
+		"RUNNER_TEMP": temp, "RUNNER_TOOL_CACHE": filepath.Join(temp, "toolcache"),
+		"GITHUB_WORKSPACE": work,
+	}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("job log:\n%s", r.log.String())
+		}
+	})
+	return r
+}
+
+// cancel cancels the job as GitHub's runner does: the step running gets
+// SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that if it is still
+// there, each sent to the step's own process only (its children get
+// nothing); the steps after it run only under always() or cancelled(),
+// the post steps under their post-if.
+func (r *ghRunner) cancel() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cancelled = true
+	if r.step == nil {
+		return
+	}
+	p, done := r.step, r.done
+	go func() {
+		for _, s := range []struct {
+			sig   os.Signal
+			after time.Duration
+		}{{os.Interrupt, 7500 * time.Millisecond}, {syscall.SIGTERM, 2500 * time.Millisecond}, {os.Kill, 0}} {
+			_ = p.Signal(s.sig)
+			if s.after == 0 {
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(s.after):
+			}
+		}
+	}()
+}
+
+// isCancelled reports whether cancel was called.
+func (r *ghRunner) isCancelled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cancelled
+}
+
+// syncBuffer is a bytes.Buffer safe for a step's output and a test that
+// reads the log as the job runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // ghStep is one step of a job or of a composite action.
@@ -58,6 +178,7 @@ type ghStep struct {
 }
 
 type ghWorkflow struct {
+	Name string `json:"name"`
 	Jobs map[string]struct {
 		Steps []ghStep `json:"steps"`
 	} `json:"jobs"`
@@ -84,8 +205,10 @@ type ghAction struct {
 type ghJobResult struct {
 	// Failed is the job's result: a step failed.
 	Failed bool
+	// Cancelled is true when the job was cancelled.
+	Cancelled bool
 	// Steps are the results of the job's steps by id or name: success,
-	// failure or skipped; post steps are "post NAME".
+	// failure, cancelled or skipped; post steps are "post NAME".
 	Steps map[string]string
 	// Outputs are the steps' outputs by step id.
 	Outputs map[string]map[string]string
@@ -128,21 +251,24 @@ func (r *ghRunner) eval(s string, c ghContext) string {
 }
 
 // cond evaluates an if: or post-if: condition for a job that has failed
-// or not (never cancelled here).
+// or not, and was cancelled or not.
 func (r *ghRunner) cond(s string, failed bool) bool {
 	s = strings.TrimSpace(s)
 	if m := ghExpr.FindStringSubmatch(s); m != nil && m[0] == s {
 		s = m[1]
 	}
+	cancelled := r.isCancelled()
 	switch s {
 	case "", "success()":
-		return !failed
-	case "always()", "!cancelled()":
+		return !failed && !cancelled
+	case "always()":
 		return true
+	case "!cancelled()":
+		return !cancelled
 	case "failure()":
-		return failed
+		return failed && !cancelled
 	case "cancelled()":
-		return false
+		return cancelled
 	}
 	r.t.Fatalf("condition %q: not supported by the test runner", s)
 	return false
@@ -157,6 +283,13 @@ func (r *ghRunner) runJob(file, name string) ghJobResult {
 	require.NoError(r.t, yaml.Unmarshal(data, &wf), file)
 	job, ok := wf.Jobs[name]
 	require.True(r.t, ok, "%s has no job %q", file, name)
+	for k := range r.env {
+		require.False(r.t, strings.HasPrefix(k, "LOCKCTL_"), "the runner's environment has %s: a hosted runner sets no LOCKCTL_* variable", k)
+	}
+	r.env["GITHUB_JOB"] = name
+	if wf.Name != "" {
+		r.env["GITHUB_WORKFLOW"] = wf.Name
+	}
 	res := ghJobResult{Steps: map[string]string{}, Outputs: map[string]map[string]string{}}
 	type post struct {
 		name, dir, script, cond string
@@ -211,7 +344,9 @@ func (r *ghRunner) runJob(file, name string) ghJobResult {
 				var state map[string]string
 				outputs, state, ok = r.runNode(key, dir, a.Runs.Main, inputEnv)
 				if a.Runs.Post != "" {
-					var stateEnv []string
+					// The post step gets the same inputs and the state
+					// main saved, nothing else of main's.
+					stateEnv := append([]string{}, inputEnv...)
 					for k, v := range state {
 						stateEnv = append(stateEnv, "STATE_"+k+"="+v)
 					}
@@ -241,12 +376,19 @@ func (r *ghRunner) runJob(file, name string) ghJobResult {
 		if s.ID != "" {
 			res.Outputs[s.ID] = outputs
 		}
-		if ok {
+		switch {
+		case ok:
 			res.Steps[key] = "success"
-		} else {
+		case r.isCancelled():
+			res.Steps[key] = "cancelled"
+		default:
 			res.Steps[key] = "failure"
 			res.Failed = true
 		}
+	}
+	res.Cancelled = r.isCancelled()
+	if r.diesBeforePost {
+		posts = nil
 	}
 	for i := len(posts) - 1; i >= 0; i-- {
 		p := posts[i]
@@ -254,7 +396,15 @@ func (r *ghRunner) runJob(file, name string) ghJobResult {
 			res.Steps["post "+p.name] = "skipped"
 			continue
 		}
-		if _, _, ok := r.runNode("post "+p.name, p.dir, p.script, p.env); ok {
+		// NOTE: a cancelled job's post steps are not cancelled.
+		r.mu.Lock()
+		r.cancelled = false
+		r.mu.Unlock()
+		_, _, ok := r.runNode("post "+p.name, p.dir, p.script, p.env)
+		r.mu.Lock()
+		r.cancelled = res.Cancelled
+		r.mu.Unlock()
+		if ok {
 			res.Steps["post "+p.name] = "success"
 		} else {
 			res.Steps["post "+p.name] = "failure"
@@ -295,8 +445,10 @@ func (r *ghRunner) exec(name string, cmd *exec.Cmd, env []string) (map[string]st
 		require.NoError(r.t, os.WriteFile(files[f], nil, 0o600))
 		env = append(env, f+"="+files[f])
 	}
+	summary := filepath.Join(r.temp, fmt.Sprintf("step-summary-%d", time.Now().UnixNano()))
+	require.NoError(r.t, os.WriteFile(summary, nil, 0o600))
 	cmd.Env = []string{"PATH=" + strings.Join(append(append([]string{}, r.path...), os.Getenv("PATH")), ":"),
-		"GITHUB_WORKSPACE=" + r.workdir, "RUNNER_TEMP=" + r.temp}
+		"GITHUB_STEP_SUMMARY=" + summary, "GITHUB_ACTION=" + name}
 	for k, v := range r.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -304,8 +456,28 @@ func (r *ghRunner) exec(name string, cmd *exec.Cmd, env []string) (map[string]st
 	cmd.Dir = r.workdir
 	fmt.Fprintf(&r.log, "##[group]%s\n", name)
 	cmd.Stdout, cmd.Stderr = &r.log, &r.log
-	err := cmd.Run()
+	// NOTE: a process the step left behind may hold its output open; the
+	// step has ended when its own process has.
+	cmd.WaitDelay = time.Second
+	r.mu.Lock()
+	if r.cancelled {
+		r.mu.Unlock()
+		fmt.Fprintf(&r.log, "##[endgroup] %s: not started, the job is cancelled\n", name)
+		return map[string]string{}, false
+	}
+	err := cmd.Start()
+	require.NoError(r.t, err, "step %s", name)
+	r.step, r.done = cmd.Process, make(chan struct{})
+	r.mu.Unlock()
+	err = cmd.Wait()
+	r.mu.Lock()
+	close(r.done)
+	r.step = nil
+	r.mu.Unlock()
 	fmt.Fprintf(&r.log, "##[endgroup] %s: %v\n", name, err)
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil
+	}
 	if _, isExit := err.(*exec.ExitError); err != nil && !isExit {
 		r.t.Fatalf("step %s: %v", name, err)
 	}

@@ -2,15 +2,18 @@ package integrations_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
@@ -74,35 +77,23 @@ func TestIntegrationGitHubAction(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	rel := serveRelease(t, "v0.2.0")
-	kubeconfig, err := os.ReadFile(env.Kubeconfig)
-	require.NoError(t, err)
 	example := filepath.Join(repoRoot(), "integrations", "github", "example-workflow.yml")
 
-	// newRunner is a fresh runner machine for a job of run number build,
-	// whose lock lives in the test's namespace ns.
-	newRunner := func(t *testing.T, ns, build string) *ghRunner {
-		work, temp, home := t.TempDir(), t.TempDir(), t.TempDir()
+	// newRunner is a fresh runner machine for a job of run number build
+	// (run ID 1000+build, attempt 1) of acme/web's deploy workflow on main,
+	// whose KUBECONFIG secret's context is in the test's namespace ns, as a
+	// user's kubeconfig names theirs: the lock lives there.
+	newRunner := func(t *testing.T, ns string, build int) *ghRunner {
+		r := newGHRunner(t, ghRun{Repository: "acme/web", Ref: "refs/heads/main", Workflow: ".github/workflows/deploy.yml",
+			ID: 1000 + build, Number: build, Attempt: 1, Runner: fmt.Sprintf("GitHub Actions %d", build)})
 		setup := filepath.Join(repoRoot(), "integrations", "github", "setup")
-		r := &ghRunner{
-			t: t, workdir: work, temp: temp,
-			env: map[string]string{
-				"HOME": home, "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/web",
-				"GITHUB_REF_NAME": "main", "GITHUB_RUN_NUMBER": build, "GITHUB_RUN_ID": "100" + build,
-				"LOCKCTL_LOCK_NAMESPACE": ns,
-			},
-			secrets: map[string]string{"KUBECONFIG": string(kubeconfig)},
-			actions: map[string]string{
-				"lockctl/lockctl/integrations/github":       filepath.Join(repoRoot(), "integrations", "github"),
-				"lockctl/lockctl/integrations/github/setup": setup,
-			},
-			// The release mirror is this test's server.
-			inputDefaults: map[string]map[string]string{setup: {"base-url": rel.BaseURL}},
+		r.secrets = map[string]string{"KUBECONFIG": string(kubeconfigIn(t, env, ns))}
+		r.actions = map[string]string{
+			"lockctl/lockctl/integrations/github":       filepath.Join(repoRoot(), "integrations", "github"),
+			"lockctl/lockctl/integrations/github/setup": setup,
 		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("job log:\n%s", r.log.String())
-			}
-		})
+		// The release mirror is this test's server.
+		r.inputDefaults = map[string]map[string]string{setup: {"base-url": rel.BaseURL}}
 		return r
 	}
 	// script writes an executable script into the runner's workspace.
@@ -118,9 +109,10 @@ func TestIntegrationGitHubAction(t *testing.T) {
 		st, _ := l["status"].(map[string]any)
 		return st
 	}
-	// hold takes staging for another build, as another pipeline would.
-	hold := func(t *testing.T, ns string, id ...string) {
-		o := clitest.Run(t, time.Minute, t.TempDir(), []string{"KUBECONFIG=" + env.Kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns},
+	// hold takes staging for another build, as another pipeline would:
+	// one whose identity is in its environment ciEnv, or in flags.
+	hold := func(t *testing.T, ns string, ciEnv []string, id ...string) {
+		o := clitest.Run(t, time.Minute, t.TempDir(), append([]string{"KUBECONFIG=" + env.Kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns}, ciEnv...),
 			append([]string{"acquire", "staging", "--ttl", "1h"}, id...)...)
 		require.Equal(t, 0, o.Code, "acquire for another build: %s", o.Stderr)
 	}
@@ -143,7 +135,7 @@ exit ` + code + "\n"
 	} {
 		t.Run("example deploy job: "+tt.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			r := newRunner(t, ns, "7")
+			r := newRunner(t, ns, 7)
 			script(t, r, "deploy.sh", deployScript(tt.deployExit))
 			res := r.runJob(example, "deploy")
 
@@ -177,7 +169,7 @@ exit ` + code + "\n"
 
 	t.Run("example migrate job: run holds the lock for one command", func(t *testing.T) {
 		ns := env.Namespace(t)
-		r := newRunner(t, ns, "8")
+		r := newRunner(t, ns, 8)
 		script(t, r, "migrate.sh", `lockctl status staging -o json > migrate.status; echo "migrating $1"`+"\n")
 		res := r.runJob(example, "migrate")
 		require.False(t, res.Failed, "job log:\n%s", r.log.String())
@@ -204,25 +196,34 @@ jobs:
     - uses: lockctl/lockctl/integrations/github@v0.2.0
       with: {command: run, namespace: staging, run: exit 7}
 `), 0o644))
-	kubeconfigStep := func(t *testing.T, r *ghRunner) {
+	// kubeconfigStep does what the example's setup and kubeconfig steps
+	// do: lockctl on PATH, a kubeconfig whose context is in ns.
+	kubeconfigStep := func(t *testing.T, r *ghRunner, ns string) {
 		require.NoError(t, os.MkdirAll(filepath.Join(r.env["HOME"], ".kube"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(r.env["HOME"], ".kube", "config"), kubeconfig, 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(r.env["HOME"], ".kube", "config"), kubeconfigIn(t, env, ns), 0o600))
 		r.path = append(r.path, filepath.Dir(clitest.Binary(t)))
 	}
 	for _, tt := range []struct {
-		name     string
-		holder   []string
-		wantCode string
+		name      string
+		holderEnv []string
+		holder    []string
+		wantCode  string
 	}{
-		{name: "superseded by a newer build of the branch", holder: []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "9"}, wantCode: "exited 3"},
+		{
+			name: "superseded by a newer build of the branch",
+			// Run 9 of the same workflow, on its runner.
+			holderEnv: []string{"CI=true", "GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=acme/web", "GITHUB_REF_NAME=main", "GITHUB_RUN_NUMBER=9",
+				"GITHUB_WORKFLOW_REF=acme/web/.github/workflows/deploy.yml@refs/heads/main", "GITHUB_JOB=deploy", "RUNNER_NAME=GitHub Actions 9", "GITHUB_RUN_ATTEMPT=1"},
+			wantCode: "exited 3",
+		},
 		{name: "timed out behind another repository", holder: []string{"--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"}, wantCode: "exited 4"},
 	} {
 		t.Run("acquire "+tt.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			hold(t, ns, tt.holder...)
+			hold(t, ns, tt.holderEnv, tt.holder...)
 			before := status(t, ns)
-			r := newRunner(t, ns, "7")
-			kubeconfigStep(t, r)
+			r := newRunner(t, ns, 7)
+			kubeconfigStep(t, r, ns)
 			script(t, r, "deploy.sh", "touch deployed\n")
 			res := r.runJob(failures, "deploy")
 			assert.True(t, res.Failed, "the job fails")
@@ -231,19 +232,198 @@ jobs:
 			assert.Equal(t, "skipped", res.Steps["deploy"], "no deploy without the lock")
 			assert.NoFileExists(t, filepath.Join(r.workdir, "deployed"))
 			assert.Equal(t, "success", res.Steps["post lock"], "post does not fail the job a second time")
-			assert.Contains(t, r.log.String(), "no lock held by this action, nothing to release")
+			assert.Contains(t, r.log.String(), "no lock held by this action (acquire exited "+strings.TrimPrefix(tt.wantCode, "exited ")+"), nothing to release")
 			assert.Equal(t, before["token"], status(t, ns)["token"], "the other build's hold is untouched")
 		})
 	}
 
 	t.Run("run fails with the command's status and releases", func(t *testing.T) {
 		ns := env.Namespace(t)
-		r := newRunner(t, ns, "7")
-		kubeconfigStep(t, r)
+		r := newRunner(t, ns, 7)
+		kubeconfigStep(t, r, ns)
 		res := r.runJob(failures, "run-fails")
 		assert.True(t, res.Failed)
 		assert.Contains(t, r.log.String(), "exit status 7")
 		assert.Equal(t, "free", status(t, ns)["state"], "released")
+	})
+
+	// workflow writes a workflow of one job, deploy, into a file.
+	workflow := func(t *testing.T, body string) string {
+		file := filepath.Join(t.TempDir(), "deploy.yml")
+		require.NoError(t, os.WriteFile(file, []byte("name: deploy\njobs:\n  deploy:\n"+body), 0o644))
+		return file
+	}
+	// waiters are the identities queued for staging.
+	waiters := func(t *testing.T, ns string) []any {
+		w, _ := status(t, ns)["waiters"].([]any)
+		return w
+	}
+
+	t.Run("lock-namespace reaches the post step", func(t *testing.T) {
+		// The kubeconfig's context is in one namespace, the lock in
+		// another, named by the input alone.
+		ns, kubeNS := env.Namespace(t), env.Namespace(t)
+		r := newRunner(t, kubeNS, 7)
+		kubeconfigStep(t, r, kubeNS)
+		script(t, r, "deploy.sh", "lockctl status staging --lock-namespace "+ns+" -o json > deploy.status\n")
+		res := r.runJob(workflow(t, `    steps:
+    - id: lock
+      uses: lockctl/lockctl/integrations/github@v0.2.0
+      with: {namespace: staging, lock-namespace: `+ns+`, timeout: 2m}
+    - name: deploy
+      run: ./deploy.sh
+`), "deploy")
+		require.False(t, res.Failed, "the job succeeds")
+		data, err := os.ReadFile(filepath.Join(r.workdir, "deploy.status"))
+		require.NoError(t, err)
+		assert.Contains(t, string(data), `"state": "held"`, "held in the lock namespace while deploying")
+		assert.Equal(t, "success", res.Steps["post lock"])
+		assert.Equal(t, "free", status(t, ns)["state"], "the post step released it in the lock namespace")
+		assert.NotContains(t, r.log.String(), "::warning::")
+	})
+
+	t.Run("a post step that finds its hold gone warns", func(t *testing.T) {
+		ns := env.Namespace(t)
+		r := newRunner(t, ns, 7)
+		kubeconfigStep(t, r, ns)
+		// Someone breaks the lock while the job deploys.
+		script(t, r, "deploy.sh", "lockctl release staging --force\n")
+		res := r.runJob(workflow(t, `    steps:
+    - id: lock
+      uses: lockctl/lockctl/integrations/github@v0.2.0
+      with: {namespace: staging, timeout: 2m}
+    - name: deploy
+      run: ./deploy.sh
+`), "deploy")
+		assert.False(t, res.Failed, "the job's result stands")
+		assert.Equal(t, "success", res.Steps["post lock"])
+		assert.Regexp(t, `::warning::lock staging was held by this job under fencing token \d+, but the post step found it not held`, r.log.String())
+	})
+
+	t.Run("cancelled while waiting: the claim leaves the queue", func(t *testing.T) {
+		ns := env.Namespace(t)
+		other := []string{"--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"}
+		hold(t, ns, nil, other...)
+		r := newRunner(t, ns, 7)
+		kubeconfigStep(t, r, ns)
+		script(t, r, "deploy.sh", "touch deployed\n")
+		file := workflow(t, `    steps:
+    - id: lock
+      uses: lockctl/lockctl/integrations/github@v0.2.0
+      with: {namespace: staging, timeout: 10m}
+    - name: deploy
+      run: ./deploy.sh
+`)
+		var res ghJobResult
+		done := inBackground(func() { res = r.runJob(file, "deploy") })
+		require.Eventually(t, func() bool { return len(waiters(t, ns)) == 1 }, 2*time.Minute, 100*time.Millisecond,
+			"the lock step waits in the queue:\n%s", r.log.String())
+		r.cancel()
+		<-done
+		assert.True(t, res.Cancelled)
+		assert.Equal(t, "cancelled", res.Steps["lock"])
+		assert.Equal(t, "skipped", res.Steps["deploy"])
+		assert.NoFileExists(t, filepath.Join(r.workdir, "deployed"))
+		assert.Equal(t, "success", res.Steps["post lock"], "the post step runs on cancel")
+		assert.Contains(t, r.log.String(), "left the queue")
+		assert.Empty(t, waiters(t, ns), "the cancelled run's claim is gone")
+		assert.Empty(t, processesIn(t, r.workdir), "nothing the job started is left running")
+		// The holder releases: nobody is next, the cancelled run least.
+		o := clitest.Run(t, time.Minute, t.TempDir(), []string{"KUBECONFIG=" + env.Kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns},
+			append([]string{"release", "staging"}, other...)...)
+		require.Equal(t, 0, o.Code, o.Stderr)
+		assert.NotContains(t, o.Stderr, "now held by")
+		assert.Equal(t, "free", status(t, ns)["state"])
+	})
+
+	t.Run("a matrix: two jobs of one run never hold at once", func(t *testing.T) {
+		ns := env.Namespace(t)
+		out := t.TempDir()
+		order, gate := filepath.Join(out, "order"), filepath.Join(out, "go")
+		file := workflow(t, `    strategy:
+      matrix: {region: [eu, us]}
+    steps:
+    - id: lock
+      uses: lockctl/lockctl/integrations/github@v0.2.0
+      with: {namespace: staging, timeout: 10m}
+    - name: deploy
+      run: ./deploy.sh
+`)
+		var runners [2]*ghRunner
+		var results [2]ghJobResult
+		for i := range runners {
+			// One run, one job, each matrix entry on its own runner.
+			r := newGHRunner(t, ghRun{Repository: "acme/web", Ref: "refs/heads/main", Workflow: ".github/workflows/deploy.yml",
+				ID: 1009, Number: 9, Attempt: 1, Runner: fmt.Sprintf("GitHub Actions %d", i+1)})
+			r.actions = map[string]string{"lockctl/lockctl/integrations/github": filepath.Join(repoRoot(), "integrations", "github")}
+			kubeconfigStep(t, r, ns)
+			script(t, r, "deploy.sh", `echo "start $RUNNER_NAME" >> `+order+`
+while ! [ -e `+gate+` ]; do sleep 0.1; done
+echo "end $RUNNER_NAME" >> `+order+"\n")
+			runners[i] = r
+		}
+		var done []<-chan struct{}
+		for i, r := range runners {
+			done = append(done, inBackground(func() { results[i] = r.runJob(file, "deploy") }))
+		}
+		require.Eventually(t, func() bool {
+			data, _ := os.ReadFile(order)
+			return strings.Count(string(data), "\n") == 1 && len(waiters(t, ns)) == 1
+		}, 2*time.Minute, 100*time.Millisecond, "one job deploys while the other waits")
+		data, err := os.ReadFile(order)
+		require.NoError(t, err)
+		assert.Equal(t, 1, strings.Count(string(data), "start"), "one deploy at a time: %s", data)
+		require.NoError(t, os.WriteFile(gate, nil, 0o644))
+		for _, d := range done {
+			<-d
+		}
+		for i := range results {
+			assert.False(t, results[i].Failed, "job %d", i)
+		}
+		data, err = os.ReadFile(order)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		require.Len(t, lines, 4, "%s", data)
+		first, second := strings.TrimPrefix(lines[0], "start "), strings.TrimPrefix(lines[2], "start ")
+		assert.NotEqual(t, first, second)
+		assert.Equal(t, []string{"start " + first, "end " + first, "start " + second, "end " + second}, lines, "one deploy after the other")
+		assert.Equal(t, "free", status(t, ns)["state"], "both released")
+	})
+
+	t.Run("a re-run takes over the hold its first attempt left", func(t *testing.T) {
+		ns := env.Namespace(t)
+		file := workflow(t, `    steps:
+    - id: lock
+      uses: lockctl/lockctl/integrations/github@v0.2.0
+      with: {namespace: staging, timeout: 2m}
+    - name: deploy
+      run: ./deploy.sh
+`)
+		attempt := func(n int, runner string) *ghRunner {
+			r := newGHRunner(t, ghRun{Repository: "acme/web", Ref: "refs/heads/main", Workflow: ".github/workflows/deploy.yml",
+				ID: 1011, Number: 11, Attempt: n, Runner: runner})
+			r.actions = map[string]string{"lockctl/lockctl/integrations/github": filepath.Join(repoRoot(), "integrations", "github")}
+			kubeconfigStep(t, r, ns)
+			script(t, r, "deploy.sh", "lockctl status staging -o json > deploy.status\n")
+			return r
+		}
+		// The first attempt's runner dies after its steps: no post step.
+		first := attempt(1, "GitHub Actions 3")
+		first.diesBeforePost = true
+		res := first.runJob(file, "deploy")
+		require.False(t, res.Failed)
+		firstToken := res.Outputs["lock"]["token"]
+		require.Equal(t, firstToken, status(t, ns)["token"], "the dead runner's hold is left")
+
+		second := attempt(2, "GitHub Actions 4")
+		res = second.runJob(file, "deploy")
+		require.False(t, res.Failed, "the re-run takes over at once (timeout 2m)")
+		assert.NotEqual(t, firstToken, res.Outputs["lock"]["token"], "under a new fencing token")
+		data, err := os.ReadFile(filepath.Join(second.workdir, "deploy.status"))
+		require.NoError(t, err)
+		assert.Contains(t, string(data), `"state": "held"`)
+		assert.Equal(t, "free", status(t, ns)["state"], "the re-run's post step released")
+		assert.NotContains(t, second.log.String(), "::warning::")
 	})
 }
 
@@ -252,6 +432,53 @@ func pick(m map[string]any, keys ...string) map[string]any {
 	out := map[string]any{}
 	for _, k := range keys {
 		out[k] = m[k]
+	}
+	return out
+}
+
+// inBackground runs a job in a goroutine of its own and closes the channel
+// it returns when the job has ended, failed test assertion included (a
+// failed require ends the goroutine, running its defers). The jobs of one
+// test that must run at once run so, not as parallel subtests, which
+// -parallel would serialise.
+func inBackground(job func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		job()
+	}()
+	return done
+}
+
+// kubeconfigIn is the test environment's kubeconfig with its context in
+// namespace ns, as a user's kubeconfig names theirs.
+func kubeconfigIn(t *testing.T, env *testenv.Env, ns string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	require.NoError(t, err)
+	cfg.Contexts[cfg.CurrentContext].Namespace = ns
+	data, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return data
+}
+
+// processesIn lists the processes (pid and command line) whose working
+// directory is dir or below it.
+func processesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out = append(out, e.Name()+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 	return out
 }

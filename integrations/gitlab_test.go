@@ -24,10 +24,18 @@ type gitlabPipeline struct {
 	out bytes.Buffer
 }
 
+// deployJob is a deploy job that extends .lockctl and runs deploy.sh.
+const deployJob = `  stage: deploy
+  extends: .lockctl
+  script:
+    - ./deploy.sh staging
+`
+
 // newGitLabProject makes a git project of acme/web on main whose
 // .gitlab-ci.yml includes the component (integrations/gitlab/templates) with
-// inputs and has a deploy job that extends .lockctl and runs deploy.sh.
-func newGitLabProject(t *testing.T, ns, deployScript string) string {
+// inputs, the lock in namespace ns, and has the deploy job job (deployJob,
+// or another) whose deploy.sh runs deployScript.
+func newGitLabProject(t *testing.T, ns, job, deployScript string) string {
 	t.Helper()
 	dir := t.TempDir()
 	git := func(args ...string) {
@@ -53,11 +61,7 @@ func newGitLabProject(t *testing.T, ns, deployScript string) string {
       timeout: 2m
 stages: [deploy]
 deploy:
-  stage: deploy
-  extends: .lockctl
-  script:
-    - ./deploy.sh staging
-`), 0o644))
+`+job), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.sh"), []byte("#!/bin/sh\nset -eu\n"+deployScript), 0o755))
 	git("init", "-q", "-b", "main")
 	git("remote", "add", "origin", "https://gitlab.example/acme/web.git")
@@ -71,10 +75,11 @@ func startGitLabPipeline(t *testing.T, env *testenv.Env, dir, iid string, vars .
 	t.Helper()
 	gcl := tool(t, "gitlab-ci-local")
 	// NOTE: gitlab-ci-local sets GITLAB_CI=false, so that scripts can tell
-	// a local run; a GitLab runner sets true, which lockctl reads as
-	// "identity from CI_*". CI_PIPELINE_IID numbers the pipelines as GitLab
-	// would across projects' clones.
-	args := []string{"--shell-executor-no-image", "--variable", "GITLAB_CI=true", "--variable", "KUBECONFIG=" + env.Kubeconfig, "--variable", "CI_PIPELINE_IID=" + iid}
+	// a local run, and a job's variables as a runner does, by which lockctl
+	// recognises a GitLab job. CI_PIPELINE_IID numbers the pipelines as
+	// GitLab would across projects' clones. Shell jobs run in the project's
+	// directory, all of them in the same one.
+	args := []string{"--shell-executor-no-image", "--variable", "KUBECONFIG=" + env.Kubeconfig, "--variable", "CI_PIPELINE_IID=" + iid}
 	for _, v := range vars {
 		args = append(args, "--variable", v)
 	}
@@ -118,11 +123,11 @@ func TestIntegrationGitLabComponent(t *testing.T) {
 	t.Run("a failed deploy still releases", func(t *testing.T) {
 		ns := env.Namespace(t)
 		out := t.TempDir()
-		dir := newGitLabProject(t, ns, `lockctl status staging -o json > "$OUT/status.json"
+		dir := newGitLabProject(t, ns, deployJob, `lockctl status staging -o json > "$OUT/status.json"
 echo "$LOCKCTL_FENCING_TOKEN" > "$OUT/token"
 exit 1
 `)
-		p := startGitLabPipeline(t, env, dir, "7", "OUT="+out, "LOCKCTL_LOCK_NAMESPACE="+ns)
+		p := startGitLabPipeline(t, env, dir, "7", "OUT="+out)
 		assert.False(t, p.wait(), "the pipeline fails")
 		during, err := os.ReadFile(filepath.Join(out, "status.json"))
 		require.NoError(t, err, "deploy.sh ran:\n%s", p.out.String())
@@ -145,10 +150,10 @@ exit 1
 while [ "$CI_PIPELINE_IID" = 1 ] && ! [ -e "$OUT/go" ]; do sleep 0.1; done
 echo "end $CI_PIPELINE_IID" >> "$ORDER"
 `
-		first := startGitLabPipeline(t, env, newGitLabProject(t, ns, script), "1", "OUT="+out, "ORDER="+log, "LOCKCTL_LOCK_NAMESPACE="+ns)
+		first := startGitLabPipeline(t, env, newGitLabProject(t, ns, deployJob, script), "1", "OUT="+out, "ORDER="+log)
 		require.Eventually(t, func() bool { data, _ := os.ReadFile(log); return string(data) == "start 1\n" }, 2*time.Minute, 100*time.Millisecond,
 			"the first pipeline deploys:\n%s", &first.out)
-		second := startGitLabPipeline(t, env, newGitLabProject(t, ns, script), "2", "OUT="+out, "ORDER="+log, "LOCKCTL_LOCK_NAMESPACE="+ns)
+		second := startGitLabPipeline(t, env, newGitLabProject(t, ns, deployJob, script), "2", "OUT="+out, "ORDER="+log)
 		require.Eventually(t, func() bool { return strings.Contains(status(t, ns), `"waiters"`) }, 2*time.Minute, 100*time.Millisecond,
 			"the second pipeline waits in the lock's queue:\n%s", &second.out)
 		data, err := os.ReadFile(log)
@@ -161,5 +166,50 @@ echo "end $CI_PIPELINE_IID" >> "$ORDER"
 		require.NoError(t, err)
 		assert.Equal(t, "start 1\nend 1\nstart 2\nend 2\n", string(data), "one deploy at a time, in order")
 		assert.Contains(t, status(t, ns), `"state": "free"`, "both released")
+	})
+
+	t.Run("two parallel jobs in one directory: one holds at a time", func(t *testing.T) {
+		ns := env.Namespace(t)
+		out := t.TempDir()
+		log := filepath.Join(out, "order")
+		// Each job notes its start and end; the first holds the lock until
+		// the test lets it go.
+		dir := newGitLabProject(t, ns, `  stage: deploy
+  extends: .lockctl
+  parallel: 2
+  script:
+    - ./deploy.sh staging
+`, `echo "start $CI_JOB_NAME" >> "$ORDER"
+while ! [ -e "$OUT/go" ]; do sleep 0.1; done
+echo "end $CI_JOB_NAME" >> "$ORDER"
+`)
+		p := startGitLabPipeline(t, env, dir, "3", "OUT="+out, "ORDER="+log)
+		require.Eventually(t, func() bool {
+			data, _ := os.ReadFile(log)
+			return strings.Count(string(data), "start") == 1 && strings.Contains(status(t, ns), `"waiters"`)
+		}, 2*time.Minute, 100*time.Millisecond, "one job deploys while the other waits in the queue:\n%s", &p.out)
+		data, err := os.ReadFile(log)
+		require.NoError(t, err)
+		assert.Equal(t, 1, strings.Count(string(data), "start"), "one deploy at a time: %s", data)
+		require.NoError(t, os.WriteFile(filepath.Join(out, "go"), nil, 0o644))
+		assert.True(t, p.wait(), "the pipeline succeeds")
+		data, err = os.ReadFile(log)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		require.Len(t, lines, 4, "%s", data)
+		first, second := strings.TrimPrefix(lines[0], "start "), strings.TrimPrefix(lines[2], "start ")
+		// NOTE: gitlab-ci-local names them "deploy: [1/2]", GitLab "deploy 1/2".
+		assert.ElementsMatch(t, []string{"deploy: [1/2]", "deploy: [2/2]"}, []string{first, second})
+		assert.Equal(t, []string{"start " + first, "end " + first, "start " + second, "end " + second}, lines, "one deploy after the other")
+		assert.Contains(t, status(t, ns), `"state": "free"`, "both released")
+	})
+
+	t.Run("a workspace cleaned before after_script still releases", func(t *testing.T) {
+		ns := env.Namespace(t)
+		dir := newGitLabProject(t, ns, deployJob, `git clean -ffdxq -e .gitlab-ci-local
+`)
+		p := startGitLabPipeline(t, env, dir, "4")
+		assert.True(t, p.wait(), "the pipeline succeeds")
+		assert.Contains(t, status(t, ns), `"state": "free"`, "after_script released")
 	})
 }

@@ -31,6 +31,7 @@ func TestKrewInstall(t *testing.T) {
 	require.NoError(t, err)
 	archive := rel.Archives["kubectl-lockctl"]
 	assert.Contains(t, string(data), rel.SHA256[archive], "the manifest has the archive's real sum")
+	assert.Contains(t, string(data), "version: "+rel.Version+"\n", "the manifest spells the version as the tag")
 
 	install := func(archivePath string) (string, string, error) {
 		root := t.TempDir()
@@ -45,6 +46,15 @@ func TestKrewInstall(t *testing.T) {
 	version, err := exec.Command(plugin, "version").CombinedOutput()
 	require.NoError(t, err, "%s version: %s", plugin, version)
 	assert.True(t, strings.HasPrefix(string(version), "lockctl "), "the installed plugin runs: %s", version)
+
+	// The template in plugins/ is no manifest to install: krew refuses
+	// its placeholder sums, for the very archive the release has.
+	template := manifest
+	manifest = filepath.Join(repoRoot(), "plugins", "lockctl.yaml")
+	_, log, err = install(filepath.Join(rel.Dir, archive))
+	require.Error(t, err, "krew installs from the template:\n%s", log)
+	assert.Contains(t, log, "checksum does not match")
+	manifest = template
 
 	// A tampered archive is refused.
 	bad := filepath.Join(t.TempDir(), archive)

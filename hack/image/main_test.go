@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -202,9 +203,10 @@ func keys(m map[string][]byte) []string {
 	return out
 }
 
-// TestReleaseBuildsImage checks that the release configuration runs this
-// program with the same linker flags as its builds and attaches the tarball
-// it writes.
+// TestReleaseBuildsImage checks the release's image: `make image` runs this
+// program, linking the same variables as the release's builds, before the
+// tag (deploy/ is pinned to the image it writes); the release checks that
+// tarball against deploy/'s pin (hack/pin-image -check) and attaches it.
 func TestReleaseBuildsImage(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile(filepath.Join("..", "..", ".goreleaser.yml"))
@@ -219,19 +221,34 @@ func TestReleaseBuildsImage(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(data, &rel))
 	var hook string
 	for _, h := range rel.Before.Hooks {
-		if strings.HasPrefix(h, "go run ./hack/image ") {
+		if strings.HasPrefix(h, "go run ./hack/pin-image -check ") {
 			hook = h
 		}
 	}
-	require.NotEmpty(t, hook, "a before hook runs hack/image")
-	require.NotEmpty(t, rel.Builds)
-	assert.Contains(t, hook, `-ldflags "`+rel.Builds[0].Ldflags[0]+`"`, "the image binary is linked as the release's")
-	_, out, ok := strings.Cut(hook, " -o ")
-	require.True(t, ok, "the hook names its output: %s", hook)
+	require.NotEmpty(t, hook, "a before hook checks the image against deploy/'s pin")
+	_, out, ok := strings.Cut(hook, " -oci ")
+	require.True(t, ok, "the hook names the tarball: %s", hook)
 	out, _, _ = strings.Cut(out, " ")
 	var globs []string
 	for _, f := range rel.Release.ExtraFiles {
 		globs = append(globs, strings.TrimPrefix(f.Glob, "./"))
 	}
 	assert.Contains(t, globs, out, "the release attaches the tarball")
+
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^\tgo run ./hack/image -o `+regexp.QuoteMeta(out)+` .*-ldflags "\$\(LDFLAGS\)"`, string(mk), "make image writes the tarball the release checks")
+	ldflags := regexp.MustCompile(`(?m)^LDFLAGS\s*:=\s*(.*)$`).FindStringSubmatch(string(mk))
+	require.NotNil(t, ldflags, "the Makefile sets LDFLAGS")
+	vars := regexp.MustCompile(`-X (?:\$\(MODULE\)|` + regexp.QuoteMeta(Module) + `)(/\S+)=`)
+	names := func(s string) []string {
+		var out []string
+		for _, m := range vars.FindAllStringSubmatch(s, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	require.NotEmpty(t, rel.Builds)
+	require.Len(t, names(ldflags[1]), 3, "make image links version, commit and date")
+	assert.Equal(t, names(rel.Builds[0].Ldflags[0]), names(ldflags[1]), "the image binary links what the release's builds link")
 }

@@ -4,12 +4,18 @@
 'use strict';
 const fs = require('fs');
 const os = require('os');
-const { spawnSync } = require('child_process');
+const { spawn } = require('child_process');
 
 // input reads an input as the runner passes it: INPUT_<NAME>, upper case,
 // spaces as underscores, dashes kept.
 function input(name) {
   return (process.env['INPUT_' + name.replace(/ /g, '_').toUpperCase()] || '').trim();
+}
+
+// state reads what main saved with append('GITHUB_STATE', name, value): the
+// runner passes it to the post step as STATE_<name>, and only there.
+function state(name) {
+  return process.env['STATE_' + name] || '';
 }
 
 // append writes name=value to the file the runner named in the variable
@@ -23,15 +29,60 @@ function append(file, name, value) {
   fs.appendFileSync(path, `${name}<<${delim}${os.EOL}${value}${os.EOL}${delim}${os.EOL}`);
 }
 
-// lockctl runs lockctl with args; stderr (status, waiting lines) goes to
-// the log as it comes, stdout is returned.
+// lockctl runs lockctl with args and resolves to { code, stdout, stderr,
+// error, interrupted }. stderr (status, waiting lines) goes to the log as it
+// comes; stdout is returned when capture is set, else logged too.
+//
+// The runner cancels a step by signalling its node process alone (SIGINT,
+// then SIGTERM, then SIGKILL of that pid), never its children. While
+// lockctl runs, this process catches SIGINT and SIGTERM, passes each on to
+// lockctl and waits for it to end: an acquire that is waiting leaves the
+// lock's queue (it exits 130 or 143), a run passes the signal on to its
+// command and releases. interrupted names the first signal caught.
 function lockctl(args, capture) {
   const bin = process.env.LOCKCTL_BIN || 'lockctl';
-  const r = spawnSync(bin, args, { stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'], encoding: 'utf8' });
-  if (r.error) {
-    return { code: 1, stdout: '', error: `run ${bin}: ${r.error.message} (is lockctl installed? see integrations/github/setup)` };
-  }
-  return { code: r.status === null ? 1 : r.status, stdout: r.stdout || '', signal: r.signal };
+  return new Promise((resolve) => {
+    let interrupted = '';
+    let stdout = '';
+    let stderr = '';
+    let child;
+    let settled = false;
+    const forward = (sig) => {
+      interrupted = interrupted || sig;
+      if (child && child.exitCode === null && child.signalCode === null) {
+        child.kill(sig);
+      }
+    };
+    const onInt = () => forward('SIGINT');
+    const onTerm = () => forward('SIGTERM');
+    const done = (r) => {
+      if (settled) {
+        return;
+      }
+      settled = true;
+      process.removeListener('SIGINT', onInt);
+      process.removeListener('SIGTERM', onTerm);
+      resolve({ stdout, stderr, interrupted, ...r });
+    };
+    process.on('SIGINT', onInt);
+    process.on('SIGTERM', onTerm);
+    child = spawn(bin, args, { stdio: ['ignore', capture ? 'pipe' : 'inherit', 'pipe'] });
+    if (capture) {
+      child.stdout.setEncoding('utf8');
+      child.stdout.on('data', (d) => { stdout += d; });
+    }
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      process.stderr.write(d);
+    });
+    child.on('error', (err) => {
+      done({ code: 1, error: `run ${bin}: ${err.message} (is lockctl installed? see integrations/github/setup)` });
+    });
+    child.on('close', (code, signal) => {
+      done({ code: code === null ? 128 + (os.constants.signals[signal] || 9) : code, signal });
+    });
+  });
 }
 
-module.exports = { input, append, lockctl };
+module.exports = { input, state, append, lockctl };

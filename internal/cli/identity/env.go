@@ -33,8 +33,8 @@ type CI struct {
 //
 // Recognised: Prow and Jenkins X (REPO_OWNER, REPO_NAME, BRANCH_NAME,
 // BUILD_NUMBER; Tekton tasks follow the same convention when their pipeline
-// passes those parameters as environment), GitHub Actions, GitLab CI,
-// Jenkins, Buildkite, CircleCI, Azure Pipelines, Bitbucket Pipelines,
+// passes those parameters as environment), GitHub Actions, GitLab CI (and
+// gitlab-ci-local: isGitLab), Jenkins, Buildkite, CircleCI, Azure Pipelines, Bitbucket Pipelines,
 // Woodpecker, Drone and Argo Workflows.
 func FromEnv(getenv func(string) string) (lock.Identity, map[string]string, CI) {
 	var id lock.Identity
@@ -99,7 +99,7 @@ func FromEnv(getenv func(string) string) (lock.Identity, map[string]string, CI) 
 		set("job", &ci.Job.Job, "GITHUB_JOB")
 		set("jobID", &ci.Job.JobID, "RUNNER_NAME")
 		attempt("GITHUB_RUN_ATTEMPT")
-	case getenv("GITLAB_CI") == "true":
+	case isGitLab(getenv):
 		ci.Name = "gitlab"
 		set("owner", &id.Owner, "CI_PROJECT_NAMESPACE")
 		set("repo", &id.Repo, "CI_PROJECT_NAME")
@@ -198,6 +198,28 @@ func FromEnv(getenv func(string) string) (lock.Identity, map[string]string, CI) 
 		delete(src, "attempt")
 	}
 	return id, src, ci
+}
+
+// gitLabJob are the variables every GitLab CI job has, which identify it
+// together: its server, project, pipeline and job.
+var gitLabJob = []string{"CI_SERVER_URL", "CI_PROJECT_PATH", "CI_PIPELINE_ID", "CI_JOB_ID"}
+
+// isGitLab recognises a GitLab CI job: GITLAB_CI=true, as a GitLab runner
+// sets, or the variables of gitLabJob all set whatever GITLAB_CI says.
+// gitlab-ci-local, which runs a project's pipeline on a workstation, sets
+// GITLAB_CI=false (so scripts can tell) and the same job variables as a
+// runner: its jobs are GitLab jobs to the lock, one job's hold is not
+// another's.
+func isGitLab(getenv func(string) string) bool {
+	if getenv("GITLAB_CI") == "true" {
+		return true
+	}
+	for _, v := range gitLabJob {
+		if getenv(v) == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // workflowPath returns the workflow file of a GitHub Actions run from its

@@ -95,6 +95,19 @@ func TestFromEnv(t *testing.T) {
 			wantJob: lock.CIJob{Job: "deploy: [eu]", JobID: "1007", Attempt: 1007},
 		},
 		{
+			name: "gitlab-ci-local: GITLAB_CI=false, a GitLab job's variables",
+			env: map[string]string{"GITLAB_CI": "false", "CI": "true", "CI_SERVER_URL": "https://gitlab.example:443", "CI_PROJECT_PATH": "acme/web",
+				"CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web", "CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_ID": "1001",
+				"CI_PIPELINE_IID": "1", "CI_JOB_NAME": "deploy 2/2", "CI_JOB_ID": "3"},
+			want: ident("acme", "web", "main", "1"), wantCI: "gitlab", wantBuildFrom: "$CI_PIPELINE_IID",
+			wantJob: lock.CIJob{Job: "deploy 2/2", JobID: "3", Attempt: 3},
+		},
+		{
+			name: "GITLAB_CI=false without a job's variables: not GitLab",
+			env:  map[string]string{"GITLAB_CI": "false", "CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web", "CI_JOB_ID": "3"},
+			want: lock.Identity{}, wantCI: "ci",
+		},
+		{
 			name: "circleci",
 			env: map[string]string{"CIRCLECI": "true", "CI": "true", "CIRCLE_PROJECT_USERNAME": "acme", "CIRCLE_PROJECT_REPONAME": "web",
 				"CIRCLE_BRANCH": "main", "CIRCLE_BUILD_NUM": "77"},

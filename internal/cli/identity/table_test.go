@@ -41,7 +41,8 @@ var ciCases = map[string]ciCase{
 	},
 	"gitlab": {
 		env: map[string]string{"CI": "true", "GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web",
-			"CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "9", "CI_PIPELINE_ID": "5501", "CI_JOB_NAME": "deploy 1/2", "CI_JOB_ID": "1001"},
+			"CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_IID": "9", "CI_PIPELINE_ID": "5501", "CI_JOB_NAME": "deploy 1/2", "CI_JOB_ID": "1001",
+			"CI_SERVER_URL": "https://gitlab.example", "CI_PROJECT_PATH": "acme/web"},
 		other: map[string]string{"CI_JOB_NAME": "deploy 2/2", "CI_JOB_ID": "1002"},
 		again: map[string]string{"CI_JOB_ID": "1007"},
 	},
@@ -106,6 +107,9 @@ type tableRow struct {
 	// what the lock does for another job at once, a step again, the job
 	// again: "waits", "re-enters", "takes over".
 	other, step, again string
+	// recognised is the cell saying which variables make FromEnv
+	// recognise the system.
+	recognised string
 }
 
 // readTable reads the table of docs/ci-identity.md.
@@ -122,13 +126,13 @@ func readTable(t *testing.T) []tableRow {
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		require.Len(t, cells, 9, "row %q", line)
+		require.Len(t, cells, 10, "row %q", line)
 		m := name.FindStringSubmatch(cells[0])
 		require.NotNil(t, m, "row %q names the system as FromEnv does, in (`name`)", line)
 		rows = append(rows, tableRow{
 			system: m[1],
 			vars:   map[string]string{"build": cells[1], "sequence": cells[2], "job": cells[3], "jobID": cells[4], "attempt": cells[5]},
-			other:  cells[6], step: cells[7], again: cells[8],
+			other:  cells[6], step: cells[7], again: cells[8], recognised: cells[9],
 		})
 	}
 	require.NotEmpty(t, rows)
@@ -157,6 +161,37 @@ func TestCITableVariables(t *testing.T) {
 				for _, v := range envVar.FindAllString(src[field], -1) {
 					assert.Contains(t, envVar.FindAllString(cell, -1), v, "%s: %s read from %s, which the table names", row.system, field, v)
 				}
+			}
+		})
+	}
+}
+
+var (
+	recognisedVar = regexp.MustCompile("`\\$([A-Z_]+)`(?: = `([^`]+)`)?")
+	aside         = regexp.MustCompile(`\([^)]*\)`)
+)
+
+// TestCITableRecognisedBy checks the last column of the table: each of its
+// alternatives, those variables alone (with the value it names, else the
+// case's), is recognised as that CI system.
+func TestCITableRecognisedBy(t *testing.T) {
+	t.Parallel()
+	for _, row := range readTable(t) {
+		t.Run(row.system, func(t *testing.T) {
+			t.Parallel()
+			c := ciCases[row.system]
+			for _, alt := range strings.Split(aside.ReplaceAllString(row.recognised, ""), "; or ") {
+				env := map[string]string{}
+				for _, m := range recognisedVar.FindAllStringSubmatch(alt, -1) {
+					env[m[1]] = m[2]
+					if m[2] == "" {
+						env[m[1]] = c.env[m[1]]
+						require.NotEmpty(t, env[m[1]], "the case of %s sets %s", row.system, m[1])
+					}
+				}
+				require.NotEmpty(t, env, "%s: %q names variables", row.system, alt)
+				_, _, ci := FromEnv(func(k string) string { return env[k] })
+				assert.Equal(t, row.system, ci.Name, "%s recognised from %v", row.system, env)
 			}
 		})
 	}
