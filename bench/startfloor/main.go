@@ -1,20 +1,28 @@
 // Command startfloor is the floor of a Kubernetes command-line tool's
 // start-up, to measure lockctl's against: it loads the kubeconfig as
-// client-go's tools do (KUBECONFIG, else ~/.kube/config, current context),
-// builds a clientset and GETs one ConfigMap, printing its name and
-// resourceVersion. Anything a real command does beyond that is its own cost.
+// client-go's tools do (KUBECONFIG, else ~/.kube/config, its current
+// context), builds client-go's transport from it (TLS, credentials) and GETs
+// one ConfigMap into the API type, printing its name and resourceVersion.
+// It uses client-go's clientcmd and rest and nothing more: no clientset,
+// whose scheme registers every API group, so anything a real command does
+// beyond it is that command's own cost.
 //
 //	startfloor NAMESPACE NAME
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -35,14 +43,32 @@ func get(namespace, name string) error {
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cm, err := cs.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	u := strings.TrimSuffix(cfg.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(namespace) + "/configmaps/" + url.PathEscape(name)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
+	}
+	var cm corev1.ConfigMap
+	if err := json.Unmarshal(body, &cm); err != nil {
 		return err
 	}
 	fmt.Println(cm.Name, cm.ResourceVersion)
