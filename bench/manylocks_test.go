@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
@@ -172,4 +173,44 @@ func fillLocks(b *testing.B, env *testenv.Env, ns string, l int) {
 		b.Fatal(err)
 	}
 	b.Logf("made %d locks in %s", l, time.Since(start).Round(time.Millisecond))
+}
+
+// BenchmarkStatusAllNamespaces measures `lockctl status -A` over
+// LOCKCTL_BENCH_NAMESPACES namespaces (default 500) with one held lock
+// each: wall, CPU and peak RSS of 5 runs under GNU time, and how many
+// locks it listed (every lock of the control plane, those of other
+// benchmarks included).
+func BenchmarkStatusAllNamespaces(b *testing.B) {
+	if _, err := os.Stat(timeBinary); err != nil {
+		b.Skipf("needs GNU time at %s to measure a child's peak RSS", timeBinary)
+	}
+	env := testenv.Get(b)
+	n := envInt("LOCKCTL_BENCH_NAMESPACES", 500)
+	ctx := within(b, 30*time.Minute)
+	var costs startCosts
+	listed := 0
+	for range b.N {
+		start := time.Now()
+		c := newKube(b, env.RESTConfig)
+		for i := range n {
+			ns := env.Namespace(b)
+			l := lock.New(c.CoreV1(), c.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+			_, err := l.Acquire(ctx, lock.Request{Target: "production", Identity: clitest.Identity(fmt.Sprintf("ns-%03d", i), 1), TTL: 24 * time.Hour})
+			require.NoError(b, err)
+		}
+		b.Logf("made %d namespaces with a lock each in %s", n, time.Since(start).Round(time.Millisecond))
+		environ := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(), "KUBECONFIG=" + env.Kubeconfig}
+		b.Logf("load average: %s", loadAverage())
+		for range 5 {
+			costs.add(timeStart(b, environ, clitest.Binary(b), "status", "-A"))
+		}
+		out := clitest.Run(b, time.Minute, b.TempDir(), environ[2:], "status", "-A", "-o", "name")
+		require.Zero(b, out.Code, out.Stderr)
+		listed = strings.Count(out.Stdout, "\n")
+	}
+	b.ReportMetric(MS(costs.wall.Percentile(50)), "status-A-p50-ms")
+	b.ReportMetric(costs.rss.median(), "status-A-rss-MiB")
+	b.ReportMetric(float64(listed), "locks-listed")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("lockctl status -A over %d namespaces (%d locks listed): %s", n, listed, &costs)
 }

@@ -21,12 +21,9 @@ import (
 )
 
 // queueSizes are the queue lengths BenchmarkLongQueue measures;
-// LOCKCTL_BENCH_QUEUE names one instead.
+// LOCKCTL_BENCH_QUEUE names others ("2,10,50").
 func queueSizes() []int {
-	if n := envInt("LOCKCTL_BENCH_QUEUE", 0); n > 0 {
-		return []int{n}
-	}
-	return []int{2, 10, 50, 200}
+	return envInts("LOCKCTL_BENCH_QUEUE", []int{2, 10, 50, 100})
 }
 
 // queueRun is the outcome of one drain of a queue of n waiters.
@@ -47,12 +44,39 @@ type queueRun struct {
 	apiCPU time.Duration
 	// wall is the hand-over phase.
 	wall time.Duration
+	// rounds is how many queues of n were drained, handed how many
+	// hand-overs in all.
+	rounds, handed int
 }
 
-func (r queueRun) handovers() int { return max(r.n-1, 1) }
+func (r queueRun) handovers() int { return max(r.handed, 1) }
+
+// add adds the figures of another drain of a queue of the same length.
+func (r *queueRun) add(o queueRun) {
+	r.n = o.n
+	r.gaps = append(r.gaps, o.gaps...)
+	r.recordBytes = max(r.recordBytes, o.recordBytes)
+	r.watchBytes += o.watchBytes
+	r.otherBytes += o.otherBytes
+	r.apiCPU += o.apiCPU
+	r.wall += o.wall
+	r.rounds++
+	r.handed += o.handed
+	if r.requests.ByVerb == nil {
+		r.requests = Counts{ByVerb: map[string]int{}, ByResource: map[string]int{}}
+	}
+	for v, k := range o.requests.ByVerb {
+		r.requests.ByVerb[v] += k
+	}
+	for v, k := range o.requests.ByResource {
+		r.requests.ByResource[v] += k
+	}
+	r.requests.Conflicts += o.requests.Conflicts
+}
 
 // BenchmarkLongQueue drains a queue of N waiters on one lock (N = 2, 10, 50
-// and 200; LOCKCTL_BENCH_QUEUE picks one), each a lock client with a
+// and 100; LOCKCTL_BENCH_QUEUE picks others; a short queue again until 50
+// hand-overs, LOCKCTL_BENCH_QUEUE_HANDOVERS), each a lock client with a
 // clientset of its own, as separate processes would be, holding the lock
 // LOCKCTL_BENCH_HOLD_MS (default 20) ms in fifo order. Per hand-over it
 // reports the gap (p50, p99), the bytes every client read from its watch
@@ -68,7 +92,13 @@ func BenchmarkLongQueue(b *testing.B) {
 		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
 			var r queueRun
 			for range b.N {
-				r = drainQueue(b, env, n, hold)
+				// Short queues are drained again until they have handed
+				// the lock over LOCKCTL_BENCH_QUEUE_HANDOVERS times
+				// (default 50), so each length has a sample of its gaps.
+				r = queueRun{}
+				for r.handed < envInt("LOCKCTL_BENCH_QUEUE_HANDOVERS", 50) || r.rounds == 0 {
+					r.add(drainQueue(b, env, n, hold))
+				}
 			}
 			h := float64(r.handovers())
 			report(b, "gap-", r.gaps)
@@ -78,7 +108,7 @@ func BenchmarkLongQueue(b *testing.B) {
 			b.ReportMetric(float64(r.requests.Total())/h, "req/handover")
 			b.ReportMetric(MS(r.apiCPU)/h, "apiserver-cpu-ms/handover")
 			b.ReportMetric(0, "ns/op")
-			b.Logf("%d waiters, hold %s: gap %s; record %.1f KiB with all queued", n, hold, r.gaps, float64(r.recordBytes)/1024)
+			b.Logf("%d waiters, hold %s, %d queues drained: gap %s; record %.1f KiB with all queued", n, hold, r.rounds, r.gaps, float64(r.recordBytes)/1024)
 			b.Logf("  per hand-over: watch %.1f KiB, other %.1f KiB, %.1f requests (%s), API server CPU %.2f ms; phase %s",
 				float64(r.watchBytes)/h/1024, float64(r.otherBytes)/h/1024, float64(r.requests.Total())/h, verbs(r.requests),
 				MS(r.apiCPU)/h, r.wall.Round(time.Millisecond))
@@ -131,7 +161,9 @@ func drainQueue(b *testing.B, env *testenv.Env, n int, hold time.Duration) queue
 		ids[i] = clitest.Identity(fmt.Sprintf("service-%03d", i), 1000+i)
 	}
 
-	// The first takes the lock; the others join its queue, ten at a time.
+	// The first takes the lock; the others join its queue one after the
+	// other (a joining burst is BenchmarkContention's), each once the one
+	// before it is queued.
 	first, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: ids[0], Policy: lock.PolicyFIFO})
 	require.NoError(b, err)
 	type acquired struct {
@@ -142,28 +174,29 @@ func drainQueue(b *testing.B, env *testenv.Env, n int, hold time.Duration) queue
 	got := make(chan acquired, n)
 	errs := make(chan error, n)
 	var joined sync.WaitGroup
-	for lo := 1; lo < n; lo += 10 {
-		for i := lo; i < min(lo+10, n); i++ {
-			joined.Add(1)
-			go func() {
-				var once sync.Once
-				h, err := clients[i].Acquire(ctx, lock.Request{
-					Target: target, Identity: ids[i], Policy: lock.PolicyFIFO,
-					OnProgress: func(lock.Progress) { once.Do(joined.Done) },
-				})
-				once.Do(joined.Done)
-				if err != nil {
-					errs <- fmt.Errorf("%s: %w", ids[i], err)
-					return
-				}
-				got <- acquired{i: i, at: time.Now(), h: h}
-			}()
-		}
+	for i := 1; i < n; i++ {
+		joined.Add(1)
+		go func() {
+			var once sync.Once
+			h, err := clients[i].Acquire(ctx, lock.Request{
+				Target: target, Identity: ids[i], Policy: lock.PolicyFIFO,
+				OnProgress: func(lock.Progress) { once.Do(joined.Done) },
+			})
+			once.Do(joined.Done)
+			if err != nil {
+				errs <- fmt.Errorf("%s: %w", ids[i], err)
+				return
+			}
+			got <- acquired{i: i, at: time.Now(), h: h}
+		}()
 		joined.Wait()
+		if i%50 == 0 {
+			b.Logf("  %s: %d queued", time.Now().Format(time.TimeOnly), i)
+		}
 	}
 	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, lock.Name(target), metav1.GetOptions{})
 	require.NoError(b, err)
-	run := queueRun{n: n, recordBytes: len(cm.Annotations[lock.RecordAnnotation])}
+	run := queueRun{n: n, recordBytes: len(cm.Annotations[lock.RecordAnnotation]), handed: n - 1}
 
 	apiPID := env.PID("kube-apiserver")
 	cpu0 := processCPU(apiPID)
