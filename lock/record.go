@@ -411,7 +411,7 @@ const (
 	// nothing. The room between it and MaxRecordBytes is what the writes
 	// of a queue that drains may add (history entries, tokens, a cancel
 	// request) without dropping history; with identities of typical
-	// length it is some 600 waiters.
+	// length it is about 1,000 waiters.
 	MaxQueueBytes = 192 << 10
 )
 
