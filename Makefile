@@ -16,7 +16,7 @@ export LOCKCTL_REQUIRE_INTEGRATION := 1
 # bench, which drive a lockctl binary built without it.
 RACE_PKGS = $(shell go list ./... | grep -v -e /e2e -e /reliability -e /bench)
 
-.PHONY: fuzz help build image localcluster tools chromium test unit integration soak demo up down bench lint golden docs clean check-integrations integration-tools krew-manifest pin-image
+.PHONY: fuzz help build image localcluster tools chromium test unit integration soak demo up down bench scale lint golden docs clean check-integrations integration-tools krew-manifest pin-image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -74,8 +74,14 @@ down: localcluster ## stop the local control plane
 localcluster:
 	CGO_ENABLED=0 go build -o bin/localcluster ./hack/localcluster
 
-bench: tools ## run the benchmarks against the local control plane, printing figures
-	go test -v -run '^$$' -bench . -benchtime 1x -timeout 120m ./...
+# The curves of cost against size, which take long: make scale runs them.
+SCALE_BENCHES = BenchmarkLongQueue|BenchmarkManyLocks|BenchmarkStatusAllNamespaces
+
+bench: tools ## run the benchmarks against the local control plane, printing figures (the scale curves: make scale)
+	go test -v -run '^$$' -bench . -skip '$(SCALE_BENCHES)' -benchtime 1x -timeout 120m ./...
+
+scale: tools ## run the scale benchmarks (long queue, thousands of locks, status -A, start-up floor), drawing docs/images/*.svg
+	LOCKCTL_BENCH_PLOTS=$(CURDIR)/docs/images go test -v -run '^$$' -bench '$(SCALE_BENCHES)|BenchmarkStartFloor' -benchtime 1x -timeout 120m ./bench
 
 FUZZTIME ?= 30s
 fuzz: ## fuzz the lock-record decoder and the job-file parser, FUZZTIME each

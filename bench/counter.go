@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 )
@@ -176,4 +178,54 @@ func (c Counts) Sub(earlier Counts) Counts {
 		}
 	}
 	return out
+}
+
+// ByteCounter counts the bytes of the response bodies every client built
+// from a configuration it wrapped reads: of watches (every event the API
+// server sends) apart from the rest. They are the bytes after any
+// decompression, about what the API server writes, since it compresses
+// neither watches nor small responses. The zero value is ready to use.
+type ByteCounter struct {
+	watch, other atomic.Int64
+}
+
+// Wrap returns a copy of cfg whose transport counts into c.
+func (c *ByteCounter) Wrap(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && resp.Body != nil {
+				n := &c.other
+				if VerbOf(req) == VerbWatch {
+					n = &c.watch
+				}
+				resp.Body = &countingBody{ReadCloser: resp.Body, n: n}
+			}
+			return resp, err
+		})
+	})
+	return out
+}
+
+// Watch returns the bytes read from watches so far, Other those of every
+// other response.
+func (c *ByteCounter) Watch() int64 { return c.watch.Load() }
+
+// Other returns the bytes read from responses other than watches so far.
+func (c *ByteCounter) Other() int64 { return c.other.Load() }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }

@@ -10,6 +10,11 @@
 //
 //	go test ./bench -run '^$' -bench . -benchtime 1x -timeout 60m
 //
+// Where a cost grows with the work (a queue's length, the number of
+// locks), the benchmark also draws the curve from its own numbers as an
+// SVG (Plot, WritePlot) into the directory LOCKCTL_BENCH_PLOTS names;
+// `make scale` names docs/images.
+//
 // Without -bench the package starts no control plane, so `go test ./...`
 // only runs the unit tests of the helpers below.
 //

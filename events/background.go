@@ -13,7 +13,7 @@ import (
 // most (well under 1 MB), written by 16 goroutines. A loop records at most
 // one Event per state write, so writers as many as its workers keep up
 // with it; 4 writers for 16 workers dropped 3,021 of 10,000 Events at
-// 5,000 jobs (docs/benchmarks.md §3).
+// 5,000 jobs (docs/benchmarks-history.md §3).
 const (
 	DefaultQueueCapacity = 1000
 	DefaultWriters       = 16

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -232,6 +233,11 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		}
 		return nil, "", &HeldError{Target: req.Target, Holder: h, Waiters: len(cur.Waiters), Freeze: d.Freeze}
 	}
+	if d.Outcome == Waiting && d.Record != nil && cur != nil && cur.Position(me.ClaimID) == 0 {
+		if err := queueRoom(req.Target, cur, d); err != nil {
+			return nil, "", err
+		}
+	}
 	if !recheck.IsZero() && (d.NextCheck.IsZero() || recheck.Before(d.NextCheck) || !d.NextCheck.After(now)) {
 		// A grace period of the holder's pod ends, or the holder's expiry
 		// is surely past: take over then, not at the next renewal.
@@ -246,6 +252,23 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 	endStaleHold(d, me, why)
 	mustLook, mark := takeRunJobs(cur, &d, me, req.RunJobs, now)
 	return &stepResult{cm: cm, rec: cur, decision: d, mustLook: mustLook, runMark: mark}, why, nil
+}
+
+// queueRoom returns a *QueueFullError when d, which queues a contender not
+// yet in cur's queue, makes the record larger than MaxQueueBytes.
+func queueRoom(target string, cur *Record, d Decision) error {
+	raw, err := json.Marshal(d.Record)
+	if err != nil {
+		return fmt.Errorf("encode lock record: %w", err)
+	}
+	if len(raw) <= MaxQueueBytes {
+		return nil
+	}
+	h := cur.holderOrNone()
+	if d.HandedTo != nil {
+		h = *d.HandedTo
+	}
+	return &QueueFullError{Target: target, Holder: h, Waiters: len(cur.Waiters), Bytes: len(raw)}
 }
 
 // endStaleHold writes the end of a stale holder's hold into the history of

@@ -78,6 +78,28 @@ func (e *HeldError) Error() string {
 // Is matches ErrHeld.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
+// QueueFullError reports a lock whose queue the caller could not join: its
+// record would have grown past MaxQueueBytes, which keeps it within what the
+// API server stores. Nothing was written. It matches ErrHeld: like a
+// contender that asked not to wait, the caller does not wait, and may try
+// again once the queue is shorter.
+type QueueFullError struct {
+	Target string
+	Holder Claim
+	// Waiters is how many others wait for the lock.
+	Waiters int
+	// Bytes is the size the record would have had with the caller queued.
+	Bytes int
+}
+
+func (e *QueueFullError) Error() string {
+	return fmt.Sprintf("lock on %q is held by %s and its queue is full: %d waiting, and one more would make the lock record %d KiB, over the %d KiB a queue may reach; nothing was written, try again when the queue is shorter",
+		e.Target, e.Holder.Identity, e.Waiters, (e.Bytes+1023)>>10, MaxQueueBytes>>10)
+}
+
+// Is matches ErrHeld.
+func (e *QueueFullError) Is(target error) bool { return target == ErrHeld }
+
 // SupersededError reports the claim that made the caller give up.
 type SupersededError struct {
 	Target string

@@ -406,6 +406,22 @@ type Record struct {
 	unknown map[string]json.RawMessage
 }
 
+// Sizes of the record, which is one annotation: the API server refuses an
+// object whose annotations, keys and values, add up to more than 256 KiB.
+const (
+	// MaxRecordBytes is the largest record lockctl writes: under the API
+	// server's limit by room for the lock's other annotations. A write
+	// that would make it larger drops the oldest history entries first.
+	MaxRecordBytes = 250 << 10
+	// MaxQueueBytes is the largest record a contender may join the queue
+	// of: one that would make it larger gets a *QueueFullError, and writes
+	// nothing. The room between it and MaxRecordBytes is what the writes
+	// of a queue that drains may add (history entries, tokens, a cancel
+	// request) without dropping history; with identities of typical
+	// length it is about 1,000 waiters.
+	MaxQueueBytes = 192 << 10
+)
+
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
@@ -689,6 +705,15 @@ func encode(cm *corev1.ConfigMap, rec *Record) error {
 	raw, err := json.Marshal(&out)
 	if err != nil {
 		return fmt.Errorf("encode lock record: %w", err)
+	}
+	for len(raw) > MaxRecordBytes && len(out.History) > 0 {
+		// The history is there for people; the write it would make too
+		// large for the API server is a hand-over, a release or a renewal,
+		// which must not fail: the oldest holds go first.
+		out.History = out.History[1:]
+		if raw, err = json.Marshal(&out); err != nil {
+			return fmt.Errorf("encode lock record: %w", err)
+		}
 	}
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}

@@ -107,27 +107,54 @@ func (c *Client) FreeLockView(target string) LockView {
 	}
 }
 
+// listPageSize is how many locks one request of List reads: the locks of
+// a namespace with thousands are read, decoded and viewed a page at a
+// time, so only one page of ConfigMaps is held at once.
+const listPageSize = 500
+
 // List returns every lock in the lock namespace that is not free, by name;
 // a Client made for metav1.NamespaceAll ("") lists the locks of every
 // namespace. The first read of a Client in one namespace loads its freeze
 // windows beside it, as Get does.
 func (c *Client) List(ctx context.Context) ([]LockView, error) {
 	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
-	var list *corev1.ConfigMapList
-	err := c.readWithWindows(ctx, "the list of locks", func() (err error) {
-		list, err = c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list locks in namespace %q: %w", c.namespace, err)
-	}
-	out := make([]LockView, 0, len(list.Items))
-	for i := range list.Items {
-		if !isFree(&list.Items[i]) {
-			out = append(out, c.view(ctx, &list.Items[i]))
+	var out []LockView
+	opts := metav1.ListOptions{LabelSelector: sel, Limit: listPageSize}
+	for {
+		var list *corev1.ConfigMapList
+		read := func() (err error) {
+			list, err = c.cms.ConfigMaps(c.namespace).List(ctx, opts)
+			return err
 		}
+		var err error
+		if out == nil {
+			err = c.readWithWindows(ctx, "the list of locks", read) // the first page brings the windows
+		} else {
+			err = read()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list locks in namespace %q: %w", c.namespace, err)
+		}
+		if out == nil {
+			out = make([]LockView, 0, len(list.Items)+int(ptrValue(list.RemainingItemCount)))
+		}
+		for i := range list.Items {
+			if !isFree(&list.Items[i]) {
+				out = append(out, c.view(ctx, &list.Items[i]))
+			}
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
 	}
-	return out, nil
+}
+
+func ptrValue(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) LockView {

@@ -13,7 +13,7 @@ import (
 // between collections under the default GOGC. A larger live heap raises it
 // (KeepMemoryLimit), so many records never make the collector run without
 // pause. At 10,000 jobs the live heap raises it above this start before
-// the peak (docs/benchmarks.md §4: 64 or 80 MiB made no difference there);
+// the peak (docs/benchmarks-history.md §4: 64 or 80 MiB made no difference there);
 // a smaller loop stays nearer it.
 const DefaultMemoryLimit = 64 << 20
 

@@ -30,6 +30,7 @@ func Explain(err error) (msg, hint string) {
 		notHolder      *lock.NotHolderError
 		tokenErr       *lock.TokenError
 		held           *lock.HeldError
+		queueFull      *lock.QueueFullError
 		noJob          *JobNotFoundError
 		noConfig       *kubeclient.NoKubeconfigError
 		untrusted      *kubeclient.UntrustedServerError
@@ -61,6 +62,8 @@ func Explain(err error) (msg, hint string) {
 		return err.Error(), fmt.Sprintf("wait longer with --timeout, or see the queue with `lockctl status %s`", timeout.Target)
 	case errors.As(err, &noJob):
 		return err.Error(), fmt.Sprintf("list the jobs there with `lockctl get jobs -n %s`", noJob.Namespace)
+	case errors.As(err, &queueFull):
+		return err.Error(), fmt.Sprintf("see the queue with `lockctl status %s`; a queue this long is served one holder at a time, so fewer waiting builds (--policy newest keeps one per branch) or more locks suit it better", queueFull.Target)
 	case errors.As(err, &held):
 		return err.Error(), fmt.Sprintf("try again later, or wait for it: `lockctl acquire %s --timeout 10m`", held.Target)
 	case errors.As(err, &tokenErr):

@@ -64,6 +64,12 @@ func TestExplainLockErrors(t *testing.T) {
 			wantHint: "try again later, or wait for it: `lockctl acquire staging --timeout 10m`",
 		},
 		{
+			name:     "a full queue says how full and what to do",
+			err:      fmt.Errorf("acquire lock %q: %w", "staging", &lock.QueueFullError{Target: "staging", Holder: holder, Waiters: 650, Bytes: 197000}),
+			wantMsg:  `acquire lock "staging": lock on "staging" is held by acme/web@main#7 and its queue is full: 650 waiting, and one more would make the lock record 193 KiB, over the 192 KiB a queue may reach; nothing was written, try again when the queue is shorter`,
+			wantHint: "see the queue with `lockctl status staging`; a queue this long is served one holder at a time, so fewer waiting builds (--policy newest keeps one per branch) or more locks suit it better",
+		},
+		{
 			name:     "a wait that timed out before the lock was read",
 			err:      fmt.Errorf("acquire lock %q: %w", "staging", &lock.TimeoutError{Target: "staging", Waited: 3 * time.Millisecond}),
 			wantMsg:  `acquire lock "staging": timed out after 3ms waiting for lock on "staging", before the lock could be read`,
@@ -98,6 +104,7 @@ func TestExitCodeTimeouts(t *testing.T) {
 	}{
 		{name: "lock wait timed out", err: fmt.Errorf("acquire: %w", &lock.TimeoutError{Target: "staging"}), want: CodeTimeout},
 		{name: "no-wait on a held lock", err: fmt.Errorf("acquire: %w", &lock.HeldError{Target: "staging"}), want: CodeTimeout},
+		{name: "a full queue", err: fmt.Errorf("acquire: %w", &lock.QueueFullError{Target: "staging"}), want: CodeTimeout},
 		{name: "another wait timed out", err: fmt.Errorf("job %q did not end within 1m: %w", "j", ErrWaitTimeout), want: CodeTimeout},
 		{name: "a cleanup's deadline", err: fmt.Errorf("cleanup after the run: %w", context.DeadlineExceeded), want: CodeError},
 		{name: "a request's deadline", err: &url.Error{Op: "Get", URL: "https://x", Err: context.DeadlineExceeded}, want: CodeError},

@@ -57,3 +57,14 @@ func (e *Env) procIndex(name string) int {
 	}
 	return -1
 }
+
+// PID returns the process id of the component called name
+// ("kube-apiserver", "etcd"), or 0 when it does not run in this Env: for
+// benchmarks that read its CPU time from /proc.
+func (e *Env) PID(name string) int {
+	i := e.procIndex(name)
+	if i < 0 || e.procs[i].cmd.Process == nil {
+		return 0
+	}
+	return e.procs[i].cmd.Process.Pid
+}

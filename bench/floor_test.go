@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// startCost is what one process cost, as GNU time and the clock saw it.
+type startCost struct {
+	wall, cpu     time.Duration
+	rssMiB        float64
+	minor, major  float64
+	voluntaryCtxs float64
+}
+
+// startCosts collects startCosts of one program.
+type startCosts struct {
+	wall, cpu                Sample
+	rss, minor, major, volun rssSample
+}
+
+func (s *startCosts) add(c startCost) {
+	s.wall, s.cpu = append(s.wall, c.wall), append(s.cpu, c.cpu)
+	s.rss, s.minor, s.major = append(s.rss, c.rssMiB), append(s.minor, c.minor), append(s.major, c.major)
+	s.volun = append(s.volun, c.voluntaryCtxs)
+}
+
+func (s *startCosts) String() string {
+	return fmt.Sprintf("wall %s; cpu p50 %s; peak RSS median %.1f MiB; minor faults median %.0f, major %.0f; voluntary switches %.0f",
+		s.wall, FormatMS(s.cpu.Percentile(50)), s.rss.median(), s.minor.median(), s.major.median(), s.volun.median())
+}
+
+// timeStart runs bin with args under GNU time, which forks it itself, so
+// the peak RSS is the child's own (see startOnce).
+func timeStart(b testing.TB, environ []string, bin string, args ...string) startCost {
+	b.Helper()
+	report := filepath.Join(b.TempDir(), "rusage")
+	cmd := exec.Command(timeBinary, append([]string{"-f", "%M %R %F %w", "-o", report, "--", bin}, args...)...)
+	cmd.Env = environ
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	wall := time.Since(start)
+	require.NoError(b, err, "%s %v: %s", bin, args, out)
+	raw, err := os.ReadFile(report)
+	require.NoError(b, err)
+	f := strings.Fields(string(raw))
+	require.Len(b, f, 4, "GNU time: %q", raw)
+	n := make([]float64, len(f))
+	for i := range f {
+		n[i], err = strconv.ParseFloat(f[i], 64)
+		require.NoError(b, err, "GNU time: %q", raw)
+	}
+	// NOTE: GNU time prints CPU times in hundredths of a second; the wait
+	// for it reports its own and its child's, to the microsecond, and it
+	// spends next to nothing itself.
+	return startCost{
+		wall:   wall,
+		cpu:    cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
+		rssMiB: n[0] / 1024, minor: n[1], major: n[2], voluntaryCtxs: n[3],
+	}
+}
+
+// BenchmarkStartFloor measures lockctl's `status TARGET` against the floor
+// of any Kubernetes command-line tool, bench/startfloor (load the
+// kubeconfig, build client-go's transport, GET one ConfigMap), side by side:
+// LOCKCTL_BENCH_START_RUNS rounds (default 30), each running the floor and
+// then lockctl against the same held lock, under GNU time: wall, CPU, peak
+// RSS, page faults and binary size, and lockctl's ratio to the floor.
+func BenchmarkStartFloor(b *testing.B) {
+	if _, err := os.Stat(timeBinary); err != nil {
+		b.Skipf("needs GNU time at %s to measure a child's peak RSS", timeBinary)
+	}
+	env := testenv.Get(b)
+	ns := env.Namespace(b)
+	ctx := within(b, 10*time.Minute)
+	const target = "staging"
+	l := newLockClient(b, env.RESTConfig, ns)
+	_, err := l.Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity("floor", 1)})
+	require.NoError(b, err)
+
+	floor := buildStartFloor(b)
+	bins := []struct {
+		name, prefix, path string
+		args               []string
+	}{
+		{"floor (startfloor: kubeconfig, transport, GET)", "floor-", floor, []string{ns, lock.Name(target)}},
+		{"lockctl status TARGET", "status-", clitest.Binary(b), []string{"status", target, "--lock-namespace", ns}},
+	}
+	environ := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(), "KUBECONFIG=" + env.Kubeconfig}
+	runs := envInt("LOCKCTL_BENCH_START_RUNS", 30)
+	costs := make([]startCosts, len(bins))
+	b.Logf("load average at the start: %s", loadAverage())
+	for range b.N {
+		for range runs {
+			for i, bin := range bins {
+				costs[i].add(timeStart(b, environ, bin.path, bin.args...))
+			}
+		}
+	}
+	b.Logf("load average at the end: %s", loadAverage())
+	for i, bin := range bins {
+		c := &costs[i]
+		st, err := os.Stat(bin.path)
+		require.NoError(b, err)
+		report(b, bin.prefix+"wall-", c.wall)
+		b.ReportMetric(MS(c.cpu.Percentile(50)), bin.prefix+"cpu-p50-ms")
+		b.ReportMetric(c.rss.median(), bin.prefix+"rss-MiB")
+		b.ReportMetric(c.minor.median(), bin.prefix+"minor-faults")
+		b.ReportMetric(float64(st.Size())/1e6, bin.prefix+"binary-MB")
+		b.Logf("%-48s %5.1f MB: %s", bin.name, float64(st.Size())/1e6, c)
+	}
+	f, s := &costs[0], &costs[1]
+	ratio := func(a, b float64) float64 { return a / b }
+	b.ReportMetric(ratio(MS(s.wall.Percentile(50)), MS(f.wall.Percentile(50))), "wall-x-floor")
+	b.ReportMetric(ratio(MS(s.cpu.Percentile(50)), MS(f.cpu.Percentile(50))), "cpu-x-floor")
+	b.ReportMetric(ratio(s.rss.median(), f.rss.median()), "rss-x-floor")
+	b.Logf("lockctl status / floor: wall p50 %.2fx, cpu p50 %.2fx, peak RSS %.2fx, minor faults %.2fx",
+		ratio(MS(s.wall.Percentile(50)), MS(f.wall.Percentile(50))), ratio(MS(s.cpu.Percentile(50)), MS(f.cpu.Percentile(50))),
+		ratio(s.rss.median(), f.rss.median()), ratio(s.minor.median(), f.minor.median()))
+	b.ReportMetric(0, "ns/op")
+}
+
+// buildStartFloor builds bench/startfloor as the CLI is built (-trimpath,
+// stripped, CGO off).
+func buildStartFloor(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "startfloor")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./startfloor")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	return bin
+}
