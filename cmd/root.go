@@ -93,6 +93,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newAcquireCmd(f, nil),
 		newCompletionCmd(f),
 		newDashboardCmd(f, nil),
+		newEnforceCmd(f, nil),
 		newFreezeCmd(f, nil),
 		newGetCmd(f),
 		newHistoryCmd(f, nil),
