@@ -102,6 +102,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newReconcileCmd(f, nil),
 		newReleaseCmd(f, nil),
 		newRunCmd(f, nil),
+		newStampCmd(f, nil),
 		newStatusCmd(f, nil),
 		newSubmitCmd(f, nil),
 		newUnfreezeCmd(f, nil),
