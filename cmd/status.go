@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/cli/printers"
@@ -137,6 +138,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 		if err != nil {
 			return err
 		}
+		o.sayEnforced(ctx)
 		if l == nil {
 			free := locks.FreeLockView(o.Target)
 			if f := free.Status.Freeze; f != nil {
@@ -207,4 +209,22 @@ func watchUntil(ctx context.Context, timeout time.Duration, watch func(context.C
 		return nil
 	}
 	return err
+}
+
+// sayEnforced says on ErrOut whether the API server enforces the lock of
+// o.Target, and how (lockctl enforce); nothing when it does not, or when
+// the caller may not read the policies (logged at -v 1).
+func (o *statusOptions) sayEnforced(ctx context.Context) {
+	cs, err := o.f.Clientset()
+	if err != nil {
+		return
+	}
+	st, err := enforce.Status(ctx, cs.AdmissionregistrationV1(), o.Target)
+	if err != nil {
+		o.f.Log.WithField("err", err).Debug("cannot tell whether the lock is enforced")
+		return
+	}
+	if st.Enforced || st.Incomplete != "" {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", o.Target, st.Describe())
+	}
 }
