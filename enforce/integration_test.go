@@ -72,13 +72,14 @@ func newUser(t *testing.T, env *testenv.Env, name, target, lockNS string, extra 
 	require.NoError(t, err)
 	subject := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	env.Grant(t, target, "writer-"+name, subject, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: all}})
+	role := strings.NewReplacer(":", "-").Replace(name)
+	env.Grant(t, target, "writer-"+role, subject, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: all}})
 	rules := append([]rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	}, extra...)
 	if target != lockNS {
-		env.Grant(t, lockNS, "locker-"+name, subject, rules)
+		env.Grant(t, lockNS, "locker-"+role, subject, rules)
 	}
 	me, err := enforce.WhoAmI(t.Context(), kc.AuthenticationV1())
 	require.NoError(t, err)
@@ -200,4 +201,170 @@ func TestIntegrationEnforceHolder(t *testing.T) {
 	_, err = bob.locks.ReleaseHeld(t.Context(), bobHeld, lock.ReleaseOptions{})
 	require.NoError(t, err)
 	awaitAdmitted(t, alice, target, "")
+}
+
+// TestIntegrationEnforceStrictStaleHolder: two builds of one user (one
+// service account); right after the hand-over from the first to the
+// second, the first's write, stamped with its old token, is refused, and
+// the second's, with the new token, admitted; an unstamped write is
+// refused with a message that names the annotation.
+func TestIntegrationEnforceStrictStaleHolder(t *testing.T) {
+	env := testenv.Get(t)
+	target, lockNS := env.Namespace(t), env.Namespace(t)
+	ci := newUser(t, env, "system:serviceaccount:ci:deployer", target, lockNS)
+	install(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny, Strict: true})
+
+	first, err := ci.locks.Acquire(t.Context(), ci.request(target, 1))
+	require.NoError(t, err)
+	awaitAdmitted(t, ci, target, first.Token)
+	refusal := awaitRefused(t, ci, target, "")
+	assert.Contains(t, refusal.Error(), "does not carry the fencing token "+first.Token)
+	assert.Contains(t, refusal.Error(), enforce.TokenAnnotation)
+
+	done := make(chan error, 1)
+	var second *lock.Held
+	go func() {
+		var err error
+		second, err = ci.locks.Acquire(t.Context(), ci.request(target, 2))
+		done <- err
+	}()
+	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		v, err := ci.locks.Get(ctx, target)
+		return err == nil && v != nil && len(v.Status.Waiters) == 1, err
+	}), "build 2 queues")
+	_, err = ci.locks.ReleaseHeld(t.Context(), first, lock.ReleaseOptions{})
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	require.NotEqual(t, first.Token, second.Token)
+
+	refusal = awaitRefused(t, ci, target, first.Token)
+	assert.Contains(t, refusal.Error(), "fencing token "+second.Token)
+	require.NoError(t, ci.write(t.Context(), target, second.Token), "the new holder's stamped write")
+}
+
+// TestIntegrationEnforceFreezeAndBreakGlass: while the lock is frozen even
+// its holder is refused, with the freeze's reason in the message; a user
+// granted verb breakglass on locks.lockctl.dev writes all the same.
+func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
+	env := testenv.Get(t)
+	target, lockNS := env.Namespace(t), env.Namespace(t)
+	alice := newUser(t, env, "alice", target, lockNS)
+	carol := newUser(t, env, "carol", target, lockNS)
+	env.Grant(t, lockNS, "breakglass-carol", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "carol"},
+		[]rbacv1.PolicyRule{{APIGroups: []string{enforce.APIGroup}, Resources: []string{enforce.Resource}, ResourceNames: []string{target}, Verbs: []string{enforce.VerbBreakGlass}}})
+	install(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny})
+
+	_, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
+	require.NoError(t, err)
+	_, err = alice.locks.Freeze(t.Context(), lock.FreezeRequest{Target: target, By: alice.request(target, 1).Identity, Reason: "release party", Until: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	refusal := awaitRefused(t, alice, target, "")
+	assert.Contains(t, refusal.Error(), "is frozen (frozen until")
+	assert.Contains(t, refusal.Error(), `"release party"`)
+	assert.Contains(t, refusal.Error(), "break-glass")
+	require.NoError(t, carol.write(t.Context(), target, ""), "break-glass is admitted")
+
+	_, err = alice.locks.Unfreeze(t.Context(), target)
+	require.NoError(t, err)
+	awaitAdmitted(t, alice, target, "")
+}
+
+// TestIntegrationEnforceWarnMode: in warn mode a refused write is admitted,
+// and the client gets the refusal as a warning.
+func TestIntegrationEnforceWarnMode(t *testing.T) {
+	env := testenv.Get(t)
+	target, lockNS := env.Namespace(t), env.Namespace(t)
+	alice := newUser(t, env, "alice", target, lockNS)
+	bob := newUser(t, env, "bob", target, lockNS)
+	install(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeWarn})
+	_, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
+	require.NoError(t, err)
+	var warned []string
+	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := bob.write(ctx, target, ""); err != nil {
+			return false, err
+		}
+		warned = bob.warnings.take()
+		return len(warned) > 0, nil
+	}), "bob's writes are admitted and, once the policy applies, warned")
+	assert.Contains(t, strings.Join(warned, "\n"), "lockctl refused this write: namespace "+target+" is locked by acme/alice@main#1")
+	require.NoError(t, alice.write(t.Context(), target, ""))
+	assert.Empty(t, alice.warnings.take(), "the holder is not warned")
+}
+
+// TestIntegrationEnforceForgedRecord: a user who may update the lock's
+// ConfigMap cannot write itself in as holder, nor a record whose summary
+// does not match it, nor delete the lock while someone else holds it.
+func TestIntegrationEnforceForgedRecord(t *testing.T) {
+	env := testenv.Get(t)
+	target, lockNS := env.Namespace(t), env.Namespace(t)
+	alice := newUser(t, env, "alice", target, lockNS)
+	bob := newUser(t, env, "bob", target, lockNS)
+	install(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny})
+	_, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
+	require.NoError(t, err)
+	awaitRefused(t, bob, target, "")
+
+	cms := bob.client.CoreV1().ConfigMaps(lockNS)
+	forge := func(edit func(cm *corev1.ConfigMap)) error {
+		cm, err := cms.Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+		require.NoError(t, err)
+		edit(cm)
+		_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
+		return err
+	}
+	err = forge(func(cm *corev1.ConfigMap) {
+		cm.Annotations[lock.RecordAnnotation] = strings.Replace(cm.Annotations[lock.RecordAnnotation], `"user":"alice"`, `"user":"bob"`, 1)
+		cm.Annotations[lock.SummaryHolderUserAnnotation] = "bob"
+	})
+	require.Error(t, err, "bob writes himself in as holder")
+	assert.Contains(t, err.Error(), "lockctl refused this change of lock "+lockNS+"/"+lock.Name(target)+": it would make bob holder out of turn")
+	err = forge(func(cm *corev1.ConfigMap) {
+		cm.Annotations[lock.RecordAnnotation] = strings.Replace(cm.Annotations[lock.RecordAnnotation], `"updated":"`, `"updated":"1`, 1)
+	})
+	require.Error(t, err, "a record its summary does not match")
+	assert.Contains(t, err.Error(), "do not match its record")
+	err = cms.Delete(t.Context(), lock.Name(target), metav1.DeleteOptions{})
+	require.Error(t, err, "bob deletes alice's lock")
+	assert.Contains(t, err.Error(), "lockctl refused this change")
+	awaitRefused(t, bob, target, "")
+}
+
+// TestIntegrationEnforceRequireHolderAndUninstall: with --require-holder a
+// target nobody holds refuses everyone; the holder writes once it takes
+// the lock; uninstalling leaves no policy or binding behind and admits
+// everyone again.
+func TestIntegrationEnforceRequireHolderAndUninstall(t *testing.T) {
+	env := testenv.Get(t)
+	target, lockNS := env.Namespace(t), env.Namespace(t)
+	alice := newUser(t, env, "alice", target, lockNS)
+	bob := newUser(t, env, "bob", target, lockNS)
+	s := enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny, RequireHolder: true}
+	require.NoError(t, enforce.Install(t.Context(), env.Kube.AdmissionregistrationV1(), s))
+	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return bob.write(ctx, target, "") != nil, nil
+	}), "with no lock at all, bob is refused")
+
+	h, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
+	require.NoError(t, err)
+	awaitAdmitted(t, alice, target, "")
+	_, err = alice.locks.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{})
+	require.NoError(t, err)
+	refusal := awaitRefused(t, alice, target, "")
+	assert.Contains(t, refusal.Error(), "nobody holds it; take it with `lockctl acquire "+target+"` first")
+
+	st, err := enforce.Status(t.Context(), env.Kube.AdmissionregistrationV1(), target)
+	require.NoError(t, err)
+	assert.Equal(t, enforce.State{Enforced: true, Mode: enforce.ModeDeny, RequireHolder: true}, st)
+	removed, err := enforce.Uninstall(t.Context(), env.Kube.AdmissionregistrationV1(), target)
+	require.NoError(t, err)
+	assert.True(t, removed)
+	selector := metav1.ListOptions{LabelSelector: lock.KindLabel + "=" + enforce.KindValue + "," + lock.TargetLabel + "=" + target}
+	ps, err := env.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(t.Context(), selector)
+	require.NoError(t, err)
+	assert.Empty(t, ps.Items, "policies left behind")
+	bs, err := env.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(t.Context(), selector)
+	require.NoError(t, err)
+	assert.Empty(t, bs.Items, "bindings left behind")
+	awaitAdmitted(t, bob, target, "")
 }
