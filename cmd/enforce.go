@@ -177,10 +177,22 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		}
 		return nil
 	}
+	locks, err := o.f.LockClientIn(lockNS)
+	if err != nil {
+		return err
+	}
 	for _, t := range o.Targets {
 		s := o.settings(t, lockNS)
 		if err := enforce.Install(ctx, admreg, s); err != nil {
 			return fmt.Errorf("enforce lock %q: %w", t, err)
+		}
+		// NOTE: a record written by a lockctl before 1.8 has no summary
+		// for the policy to read, which reads it as free until the next
+		// write: this is that write.
+		if wrote, err := locks.Summarize(ctx, t); err != nil {
+			return fmt.Errorf("enforce lock %q: bring its record up to date for the policy: %w", t, err)
+		} else if wrote {
+			fmt.Fprintf(errOut, "lock %q: wrote the summary of its record that the policy reads (%s)\n", t, locks.Describe(t))
 		}
 		desc := enforce.State{Enforced: true, Mode: s.Mode, RequireHolder: s.RequireHolder, Strict: s.Strict}.Describe()
 		if s.Mode != enforce.ModeDeny {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/enforce"
+	"github.com/lockctl/lockctl/lock"
 )
 
 func TestNewEnforceCmd(t *testing.T) {
@@ -64,8 +65,26 @@ func TestNewEnforceCmd(t *testing.T) {
 func TestRunEnforce(t *testing.T) {
 	t.Parallel()
 	te := newTestEnv(t)
+	require.NoError(t, te.run("acquire", "prod", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1"))
+	// A record as a lockctl before 1.8 leaves it: no summary.
+	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), "lockctl-lock-prod", metav1.GetOptions{})
+	require.NoError(t, err)
+	for k := range cm.Annotations {
+		if strings.HasPrefix(k, lock.SummaryPrefix) {
+			delete(cm.Annotations, k)
+		}
+	}
+	_, err = te.cs.CoreV1().ConfigMaps("default").Update(t.Context(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	te.errOut.Reset()
+	te.out.Reset()
+
 	require.NoError(t, te.run("enforce", "prod", "--strict"))
-	assert.Equal(t, "10:00:00 lock \"prod\" enforced (warn, strict) by ValidatingAdmissionPolicy lockctl-enforce-prod; the API server applies it within seconds\n", te.errOut.String())
+	assert.Equal(t, "10:00:00 lock \"prod\": wrote the summary of its record that the policy reads (default/lockctl-lock-prod)\n"+
+		"10:00:00 lock \"prod\" enforced (warn, strict) by ValidatingAdmissionPolicy lockctl-enforce-prod; the API server applies it within seconds\n", te.errOut.String())
+	cm, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), "lockctl-lock-prod", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "acme/web@main#1", cm.Annotations[lock.SummaryHolderAnnotation], "the summary is written")
 	adm := te.cs.AdmissionregistrationV1()
 	p, err := adm.ValidatingAdmissionPolicies().Get(t.Context(), "lockctl-enforce-prod", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -76,6 +95,7 @@ func TestRunEnforce(t *testing.T) {
 	te.errOut.Reset()
 	require.NoError(t, te.run("status", "prod"))
 	assert.Contains(t, te.errOut.String(), "lock \"prod\" is enforced by the API server: warn, strict\n")
+	te.out.Reset()
 
 	te.errOut.Reset()
 	require.NoError(t, te.run("enforce", "prod", "--uninstall"))

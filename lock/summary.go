@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,4 +102,34 @@ func microTime(t metav1.MicroTime) string {
 		return ""
 	}
 	return t.UTC().Format(metav1.RFC3339Micro)
+}
+
+// Summarize writes the summary of target's lock record when the lock has
+// none, or one that is not of its record (written by a lockctl before
+// record version 1.8), so that an admission policy reading it sees the
+// lock as it is (lockctl enforce). The record is written back as it was;
+// a lock that does not exist, or whose summary is current, is not
+// written. It reports whether it wrote.
+func (c *Client) Summarize(ctx context.Context, target string) (bool, error) {
+	wrote := false
+	err := c.update(ctx, "summarize", target, nil, func(cm *corev1.ConfigMap) (change, error) {
+		wrote = false
+		if cm == nil || summaryCurrent(cm) {
+			return change{}, nil
+		}
+		rec, err := c.decode(cm, target)
+		if err != nil {
+			return change{}, err
+		}
+		wrote = true
+		return change{Decision: Decision{Record: rec}}, nil
+	})
+	return wrote, err
+}
+
+// summaryCurrent reports whether cm's summary is of its record, as the
+// policy judges it: the record holds the summary's updated.
+func summaryCurrent(cm *corev1.ConfigMap) bool {
+	u := cm.Annotations[SummaryUpdatedAnnotation]
+	return u != "" && strings.Contains(cm.Annotations[RecordAnnotation], `"updated":"`+u+`"`)
 }
