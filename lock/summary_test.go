@@ -17,7 +17,9 @@ func TestEncodeWritesSummary(t *testing.T) {
 	t.Parallel()
 	since := metav1.NewMicroTime(time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC))
 	exp := metav1.NewMicroTime(since.Add(time.Hour))
-	id := func(repo, build string) Identity { return Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build} }
+	id := func(repo, build string) Identity {
+		return Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}
+	}
 	tests := []struct {
 		name string
 		rec  Record
