@@ -183,16 +183,17 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	}
 	for _, t := range o.Targets {
 		s := o.settings(t, lockNS)
+		// NOTE: before the policy: the policy's parameter is the lock,
+		// which must exist, and a record written by a lockctl before 1.8
+		// has no summary for it to read (it would read the lock as free
+		// until its next write).
+		if wrote, err := locks.Summarize(ctx, t); err != nil {
+			return fmt.Errorf("enforce lock %q: make its lock readable by the policy: %w", t, err)
+		} else if wrote {
+			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy (%s)\n", t, locks.Describe(t))
+		}
 		if err := enforce.Install(ctx, admreg, s); err != nil {
 			return fmt.Errorf("enforce lock %q: %w", t, err)
-		}
-		// NOTE: a record written by a lockctl before 1.8 has no summary
-		// for the policy to read, which reads it as free until the next
-		// write: this is that write.
-		if wrote, err := locks.Summarize(ctx, t); err != nil {
-			return fmt.Errorf("enforce lock %q: bring its record up to date for the policy: %w", t, err)
-		} else if wrote {
-			fmt.Fprintf(errOut, "lock %q: wrote the summary of its record that the policy reads (%s)\n", t, locks.Describe(t))
 		}
 		desc := enforce.State{Enforced: true, Mode: s.Mode, RequireHolder: s.RequireHolder, Strict: s.Strict}.Describe()
 		if s.Mode != enforce.ModeDeny {

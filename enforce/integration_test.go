@@ -143,6 +143,11 @@ func awaitAdmitted(t *testing.T, u *user, ns, token string) {
 
 func install(t *testing.T, env *testenv.Env, s enforce.Settings) {
 	t.Helper()
+	// As lockctl enforce does: the lock exists, so the policy has its
+	// parameter.
+	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), s.LockNamespace, clock.RealClock{}, lock.Options{})
+	_, err := admin.Summarize(t.Context(), s.Target)
+	require.NoError(t, err)
 	require.NoError(t, enforce.Install(t.Context(), env.Kube.AdmissionregistrationV1(), s))
 	t.Cleanup(func() {
 		_, err := enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), s.Target)
@@ -251,7 +256,7 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 	alice := newUser(t, env, "alice", target, lockNS)
 	carol := newUser(t, env, "carol", target, lockNS)
 	env.Grant(t, lockNS, "breakglass-carol", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "carol"},
-		[]rbacv1.PolicyRule{{APIGroups: []string{enforce.APIGroup}, Resources: []string{enforce.Resource}, ResourceNames: []string{target}, Verbs: []string{enforce.VerbBreakGlass}}})
+		[]rbacv1.PolicyRule{{APIGroups: []string{enforce.APIGroup}, Resources: []string{enforce.Resource}, Verbs: []string{enforce.VerbBreakGlass}}})
 	install(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny})
 
 	_, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
@@ -331,26 +336,25 @@ func TestIntegrationEnforceForgedRecord(t *testing.T) {
 }
 
 // TestIntegrationEnforceRequireHolderAndUninstall: with --require-holder a
-// target nobody holds refuses everyone; the holder writes once it takes
-// the lock; uninstalling leaves no policy or binding behind and admits
-// everyone again.
+// target nobody holds refuses everyone, and lockctl can still take its
+// lock; the holder writes once it takes the lock; uninstalling leaves no
+// policy or binding behind and admits everyone again.
 func TestIntegrationEnforceRequireHolderAndUninstall(t *testing.T) {
 	env := testenv.Get(t)
 	target, lockNS := env.Namespace(t), env.Namespace(t)
 	alice := newUser(t, env, "alice", target, lockNS)
 	bob := newUser(t, env, "bob", target, lockNS)
 	s := enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny, RequireHolder: true}
-	require.NoError(t, enforce.Install(t.Context(), env.Kube.AdmissionregistrationV1(), s))
-	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return bob.write(ctx, target, "") != nil, nil
-	}), "with no lock at all, bob is refused")
+	install(t, env, s)
+	refusal := awaitRefused(t, bob, target, "")
+	assert.Contains(t, refusal.Error(), "nobody holds it; take it with `lockctl acquire "+target+"` first")
 
 	h, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
 	require.NoError(t, err)
 	awaitAdmitted(t, alice, target, "")
 	_, err = alice.locks.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{})
 	require.NoError(t, err)
-	refusal := awaitRefused(t, alice, target, "")
+	refusal = awaitRefused(t, alice, target, "")
 	assert.Contains(t, refusal.Error(), "nobody holds it; take it with `lockctl acquire "+target+"` first")
 
 	st, err := enforce.Status(t.Context(), env.Kube.AdmissionregistrationV1(), target)

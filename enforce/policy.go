@@ -155,8 +155,10 @@ const (
 	// VerbForce lets a user change or delete the lock's record out of
 	// turn (lockctl release --force).
 	VerbForce = "force"
-	// BreakGlassAuditKey is the audit annotation of a break-glass write.
-	BreakGlassAuditKey = "break-glass"
+	// AuditKey is the audit annotation (prefixed with the policy's name
+	// by the API server) of a write the lock refuses; the audit event's
+	// response says whether break-glass (or warn or audit mode) admitted it.
+	AuditKey = "refused-by-lock"
 )
 
 // Name is the name of the policy and binding of target.
@@ -271,7 +273,7 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	isLock := fmt.Sprintf("request.namespace == %s && request.resource.group == '' && request.resource.resource == 'configmaps' && request.name == %s",
 		q(s.LockNamespace), q(lockName))
 	isProbe := fmt.Sprintf("request.namespace == %s && request.resource.resource == 'configmaps' && %s != ''", q(s.Target), ann("object", ProbeAnnotation))
-	isGuarded := fmt.Sprintf("request.namespace == %s && %s.exists(k, k == request.resource.group + '/' + request.resource.resource) && (request.subResource == '' || request.subResource == 'scale')",
+	isGuarded := fmt.Sprintf("request.namespace == %s && %s.exists(k, k == request.resource.group + '/' + request.resource.resource) && (!has(request.subResource) || request.subResource in ['', 'scale'])",
 		q(s.Target), list(guarded))
 	system := fmt.Sprintf("(%[1]s.startsWith('system:') && !%[1]s.startsWith('system:serviceaccount:')) || %[1]s.startsWith('system:serviceaccount:kube-system:')", user)
 	conditions := []admissionregistrationv1.MatchCondition{
@@ -311,7 +313,7 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "freeze", Expression: ann("params", lock.SummaryFreezeAnnotation)},
 		{Name: "agent", Expression: fmt.Sprintf("variables.user in %s", list(s.Agents))},
 		{Name: "asHolder", Expression: "variables.holderUser == '' || variables.user == variables.holderUser || variables.agent"},
-		{Name: "stamped", Expression: fmt.Sprintf("request.operation == 'DELETE' || request.subResource != '' ? variables.token : %s", ann("object", TokenAnnotation))},
+		{Name: "stamped", Expression: fmt.Sprintf("request.operation == 'DELETE' || (has(request.subResource) && request.subResource != '') ? variables.token : %s", ann("object", TokenAnnotation))},
 		{Name: "admitted", Expression: fmt.Sprintf("variables.isLock ? true : variables.isProbe ? false : variables.frozen ? false : variables.holder != '' ? (variables.asHolder && %s) : %s", strict, whenFree)},
 		{Name: "breakGlass", Expression: "!variables.isLock && !variables.isProbe && !variables.admitted && " + rights(VerbBreakGlass)},
 		// The lock's record: its version before (oldObject) and after
@@ -372,10 +374,13 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 				{Expression: "variables.admitted || variables.breakGlass", MessageExpression: targetMessage, Reason: ptr(metav1.StatusReasonForbidden)},
 				{Expression: "variables.recordOK || " + rights(VerbForce), MessageExpression: recordMessage, Reason: ptr(metav1.StatusReasonForbidden)},
 			},
+			// NOTE: the API server evaluates audit annotations without the
+			// authorizer, so the annotation cannot tell a break-glass write
+			// from a refused one: the audit event's response does.
 			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{
-				Key: BreakGlassAuditKey,
-				ValueExpression: "variables.breakGlass ? 'user ' + variables.user + ' wrote ' + request.resource.resource + ' ' + request.namespace + '/' + request.name + ' by break-glass on lock " + lockRef +
-					", ' + (variables.frozen ? variables.freeze : variables.holder != '' ? 'held by ' + variables.holder : 'free') : null",
+				Key: AuditKey,
+				ValueExpression: "!variables.isLock && !variables.isProbe && !variables.admitted ? ('user ' + variables.user + ' wrote ' + request.resource.resource + ' ' + request.namespace + '/' + request.name + ' against lock " + lockRef +
+					", ' + (variables.frozen ? variables.freeze : variables.holder != '' ? 'held by ' + variables.holder : 'free') + ': admitted only by break-glass, or in warn or audit mode') : ''",
 			}},
 		},
 	}
@@ -389,14 +394,13 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 }
 
 // Binding returns the ValidatingAdmissionPolicyBinding of s: the policy
-// with the lock's ConfigMap as its parameter. A target without a lock
-// (never taken, or pruned) has no parameter: its writes are admitted,
-// except with RequireHolder, when they are refused.
+// with the lock's ConfigMap as its parameter. A target without a lock has
+// no parameter, and its writes are admitted, with RequireHolder too:
+// refusing them would refuse the write that creates the lock, and lock
+// everyone out. lockctl enforce creates the lock (lock.Client.Summarize)
+// before it installs the policy.
 func Binding(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	notFound := admissionregistrationv1.AllowAction
-	if s.RequireHolder {
-		notFound = admissionregistrationv1.DenyAction
-	}
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: objectMeta(s),

@@ -56,7 +56,7 @@ func TestSystemUser(t *testing.T) {
 // where there is one) and ConfigMaps in the target and lock namespaces, is
 // bound to the lock's ConfigMap, and carries its settings where status
 // reads them; the mode picks the actions, and only --require-holder denies
-// a target without a lock.
+// a target without a lock, whatever the settings.
 func TestPolicyAndBinding(t *testing.T) {
 	t.Parallel()
 	s := Settings{Target: "web", LockNamespace: "locks", Mode: ModeDeny, Strict: true, Kinds: []Kind{{"apps", "deployments"}, {"", "secrets"}}}
@@ -92,7 +92,7 @@ func TestPolicyAndBinding(t *testing.T) {
 		assert.Equal(t, want, got, "mode %q", mode)
 	}
 	s.RequireHolder = true
-	assert.Equal(t, admissionregistrationv1.DenyAction, *Binding(s).Spec.ParamRef.ParameterNotFoundAction)
+	assert.Equal(t, admissionregistrationv1.AllowAction, *Binding(s).Spec.ParamRef.ParameterNotFoundAction, "never refuse the write that creates the lock")
 	assert.Equal(t, "true", Policy(s).Annotations[RequireHolderAnnotation])
 }
 

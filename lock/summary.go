@@ -104,17 +104,25 @@ func microTime(t metav1.MicroTime) string {
 	return t.UTC().Format(metav1.RFC3339Micro)
 }
 
-// Summarize writes the summary of target's lock record when the lock has
-// none, or one that is not of its record (written by a lockctl before
-// record version 1.8), so that an admission policy reading it sees the
-// lock as it is (lockctl enforce). The record is written back as it was;
-// a lock that does not exist, or whose summary is current, is not
-// written. It reports whether it wrote.
+// Summarize makes target's lock readable by an admission policy (lockctl
+// enforce): a lock that does not exist is created free (as a released
+// lock is kept, for its history: the next contender takes it as a new
+// one, with its own policy), so that the policy has its parameter; a
+// record without a summary, or with one that is not of it (written by a
+// lockctl before record version 1.8), is written back as it was with its
+// summary. A lock whose summary is current is not written. It reports
+// whether it wrote.
 func (c *Client) Summarize(ctx context.Context, target string) (bool, error) {
 	wrote := false
 	err := c.update(ctx, "summarize", target, nil, func(cm *corev1.ConfigMap) (change, error) {
 		wrote = false
-		if cm == nil || summaryCurrent(cm) {
+		if cm == nil {
+			rec := &Record{Target: target, Policy: PolicyNewest, Updated: metav1.NewMicroTime(c.clk.Now())}
+			rec.free(rec.Updated)
+			wrote = true
+			return change{Decision: Decision{Record: rec, Create: true}}, nil
+		}
+		if summaryCurrent(cm) {
 			return change{}, nil
 		}
 		rec, err := c.decode(cm, target)
