@@ -201,7 +201,7 @@ func TestIntegrationEnforceHolder(t *testing.T) {
 	_, err = alice.locks.ReleaseHeld(t.Context(), held, lock.ReleaseOptions{})
 	require.NoError(t, err, "alice hands over under the policy")
 	require.NoError(t, <-done, "bob takes the lock")
-	awaitRefused(t, alice, target, "")
+	assert.Contains(t, awaitRefused(t, alice, target, "").Error(), "is locked by acme/bob@main#1")
 	require.NoError(t, bob.write(t.Context(), target, ""))
 	_, err = bob.locks.ReleaseHeld(t.Context(), bobHeld, lock.ReleaseOptions{})
 	require.NoError(t, err)
@@ -308,7 +308,7 @@ func TestIntegrationEnforceForgedRecord(t *testing.T) {
 	install(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny})
 	_, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
 	require.NoError(t, err)
-	awaitRefused(t, bob, target, "")
+	assert.Contains(t, awaitRefused(t, bob, target, "").Error(), "is locked by acme/alice@main#1")
 
 	cms := bob.client.CoreV1().ConfigMaps(lockNS)
 	forge := func(edit func(cm *corev1.ConfigMap)) error {
@@ -332,7 +332,7 @@ func TestIntegrationEnforceForgedRecord(t *testing.T) {
 	err = cms.Delete(t.Context(), lock.Name(target), metav1.DeleteOptions{})
 	require.Error(t, err, "bob deletes alice's lock")
 	assert.Contains(t, err.Error(), "lockctl refused this change")
-	awaitRefused(t, bob, target, "")
+	assert.Contains(t, awaitRefused(t, bob, target, "").Error(), "is locked by acme/alice@main#1")
 }
 
 // TestIntegrationEnforceRequireHolderAndUninstall: with --require-holder a
