@@ -41,7 +41,7 @@ func layer(pkg string) string {
 }
 
 // libraryPackages are the packages of the design that the CLI is built on.
-var libraryPackages = []string{"lock", "job", "scheduler", "run", "podwatch", "liveness", "servertime", "events", "preflight", "metrics", "kube"}
+var libraryPackages = []string{"lock", "job", "scheduler", "run", "podwatch", "liveness", "servertime", "events", "preflight", "metrics", "kube", "enforce"}
 
 // mayImport says which layers a layer may import: its own and the ones
 // below it. The test infrastructure may import anything but the commands;

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/cli/printers"
@@ -149,6 +150,7 @@ func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
 		if err != nil {
 			return err
 		}
+		o.sayEnforced(ctx)
 		if l == nil {
 			free := locks.FreeLockView(o.Target)
 			if f := free.Status.Freeze; f != nil {
@@ -204,4 +206,22 @@ func (o *statusOptions) watch(ctx context.Context, locks *lock.Client, p *printe
 		}
 	}
 	return o.Until(ctx, func(ctx context.Context) error { return locks.Watch(ctx, opts, p.Print) })
+}
+
+// sayEnforced says on ErrOut whether the API server enforces the lock of
+// o.Target, and how (lockctl enforce); nothing when it does not, or when
+// the caller may not read the policies (logged at -v 1).
+func (o *statusOptions) sayEnforced(ctx context.Context) {
+	cs, err := o.f.Clientset()
+	if err != nil {
+		return
+	}
+	st, err := enforce.Status(ctx, cs.AdmissionregistrationV1(), o.Target)
+	if err != nil {
+		o.f.Log.WithField("err", err).Debug("cannot tell whether the lock is enforced")
+		return
+	}
+	if st.Enforced || st.Incomplete != "" {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", o.Target, st.Describe())
+	}
 }

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # make demo: start the local control plane (if it is not running) and show two
 # builds taking turns on the deploy lock of namespace "staging", a superseded
-# build, then lockctl run with a local command, with a job, and interrupted.
+# build, then lockctl run with a local command, with a job, and interrupted,
+# and last a write refused by the API server under lockctl enforce.
 # Leaves the control plane running for `make down`.
 #
 # Escape codes (bold commands) only when stdout is a terminal and NO_COLOR is
 # not set; NO_COLOR is passed on to lockctl. The e2e test runs this script
 # against its own control plane: LOCKCTL_DEMO_KUBECONFIG skips
 # `localcluster up`, LOCKCTL_BIN names the lockctl binary, LOCKCTL_DEMO_DIR
-# where the job files go.
+# where the job files go, LOCKCTL_LOCALCLUSTER_BIN the localcluster binary
+# (the refused write is shown only when it is there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -136,6 +138,23 @@ set -e
 
 say "lockctl get jobs"
 lockctl get jobs
+
+# The API server enforces the lock: a write to staging from someone who does
+# not hold it is refused. bin/localcluster write-as grants a user the right
+# to write ConfigMaps there and writes as that user (impersonated), as
+# `kubectl --as USER` would.
+writer="${LOCKCTL_LOCALCLUSTER_BIN:-bin/localcluster}"
+if [[ -x "$writer" ]]; then
+  say "lockctl enforce staging --mode deny   # the API server refuses writes from anyone but the holder"
+  lockctl enforce staging --mode deny
+  say "lockctl acquire staging ${web[*]} --build 47"
+  acquire acme/web#47 staging "${web[@]}" --build 47
+  say "kubectl --as mallory create configmap app-config -n staging   # mallory does not hold the lock"
+  "$writer" write-as mallory staging
+  say "lockctl release staging ${web[*]} --build 47; lockctl enforce staging --uninstall"
+  lockctl release staging "${web[@]}" --build 47
+  lockctl enforce staging --uninstall
+fi
 
 cat <<EOT
 

@@ -1,7 +1,8 @@
 // Package kube is the part of the Kubernetes API that lockctl's library
 // takes: narrow clients of core/v1 (ConfigMaps, Pods, Nodes),
-// events.k8s.io/v1 (Events) and authorization/v1 (SelfSubjectAccessReviews),
-// and NewForConfig, which builds them from a REST config.
+// events.k8s.io/v1 (Events), authorization/v1 (SelfSubjectAccessReviews),
+// authentication/v1 (SelfSubjectReviews) and admissionregistration/v1
+// (ValidatingAdmissionPolicies and their bindings), and NewForConfig, which builds them from a REST config.
 //
 // The methods of the resource interfaces (ConfigMapInterface, PodInterface …)
 // have exactly the signatures of client-go's typed clients, so a client-go
@@ -25,8 +26,8 @@ import (
 )
 
 type (
-	// Interface is what lockctl uses of a clientset: CoreV1, EventsV1 and
-	// AuthorizationV1.
+	// Interface is what lockctl uses of a clientset: CoreV1, EventsV1,
+	// AuthorizationV1, AuthenticationV1 and AdmissionregistrationV1.
 	Interface = kubeclient.Interface
 	// CoreV1Interface is what lockctl uses of core/v1.
 	CoreV1Interface = kubeclient.CoreV1Interface
@@ -60,6 +61,13 @@ type (
 	// SelfSubjectAccessReviewInterface asks the API server what the caller
 	// may do.
 	SelfSubjectAccessReviewInterface = kubeclient.SelfSubjectAccessReviewInterface
+	// AuthenticationV1Interface is what lockctl uses of authentication/v1.
+	AuthenticationV1Interface = kubeclient.AuthenticationV1Interface
+	// SelfSubjectReviewInterface asks the API server who the caller is.
+	SelfSubjectReviewInterface = kubeclient.SelfSubjectReviewInterface
+	// AdmissionregistrationV1Interface is what lockctl uses of
+	// admissionregistration.k8s.io/v1.
+	AdmissionregistrationV1Interface = kubeclient.AdmissionregistrationV1Interface
 )
 
 // NewForConfig returns the clients of cfg: one HTTP client and one

@@ -72,7 +72,7 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 	if _, err := ParsePriority(string(req.Priority)); err != nil {
 		return Claim{}, err
 	}
-	me := Claim{Identity: req.Identity, CIJob: req.Job, ClaimID: req.ClaimID, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
+	me := Claim{Identity: req.Identity, CIJob: req.Job, User: req.User, ClaimID: req.ClaimID, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
 		Cancelable: req.Cancelable, cancelInProgress: req.CancelInProgress}
 	if me.ClaimID == "" {
 		me.ClaimID = newSession()

@@ -53,6 +53,7 @@ func FuzzDecode(f *testing.F) {
 		`{"updated":"0001-01-01T00:00:00.0000001Z"}`,
 		`{"version":"2.0","target":"t"}`,
 		`{"version":"1.7","target":"t","policy":"fifo","holder":{"owner":"o","repo":"r","branch":"b","build":"1","session":"s","since":"2026-12-02T16:00:00Z","expires":"2026-12-02T17:00:00Z","new":{"a":1}},"updated":"2026-12-02T16:00:00Z","history":[]}`,
+		`{"version":"1.8","target":"t","policy":"fifo","holder":{"owner":"o","repo":"r","branch":"b","build":"1","user":"system:serviceaccount:ci:deployer","session":"s","since":"2026-12-02T16:00:00.000000Z"},"waiters":[{"owner":"o","repo":"r","branch":"b","build":"2","user":7,"session":"w","since":"2026-12-02T16:00:00.000000Z"}],"updated":"2026-12-02T16:00:00.000000Z"}`,
 	} {
 		f.Add(seed)
 	}

@@ -50,7 +50,7 @@ const MaxOverrides = 20
 // refuse the lock with a version error rather than hand it out, and the
 // same minor as RecordVersion, whose fields it has too. Once the freeze is
 // gone the record is written as RecordVersion again.
-const FrozenRecordVersion = "2.7"
+const FrozenRecordVersion = "2.8"
 
 // frozenRecordVersion is FrozenRecordVersion parsed.
 var frozenRecordVersion = schema.MustParse(FrozenRecordVersion)

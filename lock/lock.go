@@ -158,6 +158,12 @@ type Request struct {
 	// Target is the namespace to lock.
 	Target string
 	Identity
+	// User is the contender's authenticated Kubernetes user (a
+	// SelfSubjectReview's username), recorded with its claim; an enforced
+	// lock admits the holder's writes by it (docs/enforcement.md). ""
+	// records none: the holder of an enforced lock is then known by its
+	// fencing token alone.
+	User string
 	// Pod, when set, is the pod the contender runs in (namespace and name;
 	// the UID is looked up). The lock then lives as long as that pod.
 	Pod *PodRef

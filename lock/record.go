@@ -281,6 +281,12 @@ type Claim struct {
 	// CIJob is the CI job the claimant runs in, when known (record
 	// version 1.6).
 	CIJob `json:",inline"`
+	// User is the claimant's authenticated Kubernetes user, as the API
+	// server named it in a SelfSubjectReview when the claim was made;
+	// empty when lockctl could not learn it (or before record version
+	// 1.8). An enforced lock admits the holder's writes by it
+	// (docs/enforcement.md).
+	User string `json:"user,omitempty"`
 	// ClaimID tells apart two processes with the same identity: it names
 	// this claim (stored as "session", its name in earlier records).
 	ClaimID string `json:"session"`
@@ -425,7 +431,7 @@ const (
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-const RecordVersion = "1.7"
+const RecordVersion = "1.8"
 
 // recordVersion is RecordVersion parsed.
 var recordVersion = schema.MustParse(RecordVersion)
@@ -728,6 +734,7 @@ func encode(cm *corev1.ConfigMap, rec *Record) error {
 	cm.Annotations[PurposeAnnotation] = fmt.Sprintf(
 		"deploy lock for namespace %q, managed by lockctl: inspect with `lockctl status %s`, break with `lockctl release %s --force`",
 		rec.Target, rec.Target, rec.Target)
+	writeSummary(cm, &out)
 	cm.OwnerReferences = ownerRefs(cm.Namespace, rec.Holder.Pod)
 	return nil
 }

@@ -32,6 +32,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		Holder: Claim{
 			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41", Sequence: ".github/workflows/deploy.yml"},
 			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
+			User:     "system:serviceaccount:ci:deployer",
 			ClaimID:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
 			Cancelable: true, RunJobsKept: true,
 			CancelRequest: &CancelRequest{
@@ -40,6 +41,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		},
 		Waiters: []Claim{{
 			Identity: Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"},
+			User:     "alice@example.com",
 			ClaimID:  "b2", Since: metav1.NewMicroTime(since.Add(time.Minute)), Expires: &wexp,
 			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-7"}, Priority: PriorityHigh,
 		}},

@@ -38,6 +38,11 @@ func (e *ExitError) Error() string {
 // Unwrap returns why the command could not be started, or nil.
 func (e *ExitError) Unwrap() error { return e.Err }
 
+// TokenEnv is the environment variable in which a command run under a
+// lock finds the hold's fencing token, for a deploy tool to stamp on what
+// it writes (lockctl stamp) or to check.
+const TokenEnv = "LOCKCTL_FENCING_TOKEN"
+
 // CommandOptions are the streams of a local command.
 type CommandOptions struct {
 	// Stdin, Stdout and Stderr are passed to the command as they are. When
@@ -103,6 +108,12 @@ func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 	// NOTE: said before the start, so it comes before anything the command
 	// prints.
 	obs.Started(c.argv)
+	if len(h.held) > 0 && h.held[0].Token != "" {
+		// NOTE: the environment is set here, not in NewCommand: the token
+		// is known once the lock is held. With several locks it is the
+		// first's (docs/enforcement.md).
+		c.child.Env = append(os.Environ(), TokenEnv+"="+h.held[0].Token)
+	}
 	if err := c.child.Start(); err != nil {
 		return startError(c.argv[0], err)
 	}

@@ -5,6 +5,10 @@
 //	localcluster up      start it (or say it already runs) and print the kubeconfig
 //	localcluster down    stop it
 //	localcluster status  say whether it runs
+//	localcluster write-as USER NAMESPACE
+//	                     write a ConfigMap in NAMESPACE as USER (impersonated,
+//	                     granted the right to), as someone who does not hold
+//	                     the lock would: the demo of lockctl enforce
 //
 // State lives in _output/local: kubeconfig, pid and the server's log.
 package main
@@ -29,6 +33,13 @@ import (
 const startTimeout = 3 * time.Minute
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "write-as" {
+		if err := writeAs(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "localcluster:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: localcluster up|down|status")
 		os.Exit(2)

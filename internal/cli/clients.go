@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -133,4 +134,21 @@ func (f *Factory) LoopEventRecorder(fallback kubeclient.Interface, jobEvents eve
 		return nil, err
 	}
 	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Log, Jobs: jobEvents, Metrics: metrics}), nil
+}
+
+// KubeUser returns the caller's authenticated Kubernetes user, for the
+// claim a lock records (lock.Request.User): what an enforced lock admits
+// the holder's writes by. A cluster that refuses or does not serve the
+// SelfSubjectReview (older than 1.28, or RBAC without it) yields "": the
+// lock is taken all the same, and at -v 1 the reason is logged.
+func KubeUser(ctx context.Context, f *Factory) string {
+	if f.WhoAmI == nil {
+		return ""
+	}
+	user, err := f.WhoAmI(ctx)
+	if err == nil {
+		return user
+	}
+	f.Log.WithField("err", err).Debug("the Kubernetes user is not known: an enforced lock knows this claim by its fencing token only")
+	return ""
 }

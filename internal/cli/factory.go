@@ -7,6 +7,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/internal/cli/cmdutil"
@@ -48,6 +50,9 @@ type Factory struct {
 	// client-side rate limiter of its own, for the reconcile loop's Events;
 	// nil means Clientset.
 	EventsClientset func() (kubeclient.Interface, error)
+	// WhoAmI returns the caller's authenticated Kubernetes user, recorded
+	// with its claims for an enforced lock (KubeUser); nil records none.
+	WhoAmI func(ctx context.Context) (string, error)
 	// Namespace returns -n, else the current context's namespace.
 	Namespace func() (string, error)
 	// InPod returns the namespace and name of the pod lockctl runs in, and
@@ -191,6 +196,13 @@ func NewFactory(streams IOStreams, version string) *Factory {
 			return nil, cmdutil.KubeconfigError(usageIfUnknownContext(err))
 		}
 		return cs, nil
+	}
+	f.WhoAmI = func(ctx context.Context) (string, error) {
+		cs, err := f.Clientset()
+		if err != nil {
+			return "", err
+		}
+		return enforce.WhoAmI(ctx, cs.AuthenticationV1())
 	}
 	f.EventsClientset = func() (kubeclient.Interface, error) {
 		cs, err := kc.SeparateClientset()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -19,6 +21,8 @@ type Clientset struct {
 	core   coreV1Client
 	events eventsV1Client
 	authz  authorizationV1Client
+	authn  authenticationV1Client
+	admreg admissionregistrationV1Client
 }
 
 var _ Interface = (*Clientset)(nil)
@@ -31,6 +35,13 @@ func (c *Clientset) EventsV1() EventsV1Interface { return c.events }
 
 // AuthorizationV1 returns the authorization.k8s.io/v1 client.
 func (c *Clientset) AuthorizationV1() AuthorizationV1Interface { return c.authz }
+
+// AuthenticationV1 returns the authentication.k8s.io/v1 client.
+func (c *Clientset) AuthenticationV1() AuthenticationV1Interface { return c.authn }
+
+// AdmissionregistrationV1 returns the admissionregistration.k8s.io/v1
+// client.
+func (c *Clientset) AdmissionregistrationV1() AdmissionregistrationV1Interface { return c.admreg }
 
 // NewForConfig returns the Clientset of cfg, as kubernetes.NewForConfig
 // does for every group: client-go's default User-Agent when cfg has none,
@@ -72,10 +83,20 @@ func NewForConfigAndClient(cfg *rest.Config, httpClient *http.Client) (*Clientse
 	if err != nil {
 		return nil, err
 	}
+	authn, err := groupClient(&c, httpClient, "/apis", authenticationv1.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	admreg, err := groupClient(&c, httpClient, "/apis", admissionregistrationv1.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
 	return &Clientset{
 		core:   coreV1Client{core},
 		events: eventsV1Client{events},
 		authz:  authorizationV1Client{authz},
+		authn:  authenticationV1Client{authn},
+		admreg: admissionregistrationV1Client{admreg},
 	}, nil
 }
 

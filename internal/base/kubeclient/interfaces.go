@@ -3,6 +3,8 @@ package kubeclient
 import (
 	"context"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -28,6 +30,8 @@ type Interface interface {
 	CoreV1() CoreV1Interface
 	EventsV1() EventsV1Interface
 	AuthorizationV1() AuthorizationV1Interface
+	AuthenticationV1() AuthenticationV1Interface
+	AdmissionregistrationV1() AdmissionregistrationV1Interface
 }
 
 // CoreV1Interface is what lockctl uses of core/v1.
@@ -122,4 +126,58 @@ type SelfSubjectAccessReviewsGetter interface {
 // do.
 type SelfSubjectAccessReviewInterface interface {
 	Create(ctx context.Context, selfSubjectAccessReview *authorizationv1.SelfSubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SelfSubjectAccessReview, error)
+}
+
+// AuthenticationV1Interface is what lockctl uses of authentication/v1: who
+// the caller is, for an enforced lock (docs/enforcement.md).
+type AuthenticationV1Interface interface {
+	SelfSubjectReviewsGetter
+}
+
+// SelfSubjectReviewsGetter returns the SelfSubjectReviews.
+type SelfSubjectReviewsGetter interface {
+	SelfSubjectReviews() SelfSubjectReviewInterface
+}
+
+// SelfSubjectReviewInterface asks the API server who the caller is.
+type SelfSubjectReviewInterface interface {
+	Create(ctx context.Context, selfSubjectReview *authenticationv1.SelfSubjectReview, opts metav1.CreateOptions) (*authenticationv1.SelfSubjectReview, error)
+}
+
+// AdmissionregistrationV1Interface is what lockctl uses of
+// admissionregistration.k8s.io/v1: the policies of an enforced lock.
+type AdmissionregistrationV1Interface interface {
+	ValidatingAdmissionPoliciesGetter
+	ValidatingAdmissionPolicyBindingsGetter
+}
+
+// ValidatingAdmissionPoliciesGetter returns the ValidatingAdmissionPolicies.
+type ValidatingAdmissionPoliciesGetter interface {
+	ValidatingAdmissionPolicies() ValidatingAdmissionPolicyInterface
+}
+
+// ValidatingAdmissionPolicyInterface reads and writes
+// ValidatingAdmissionPolicies.
+type ValidatingAdmissionPolicyInterface interface {
+	Create(ctx context.Context, validatingAdmissionPolicy *admissionregistrationv1.ValidatingAdmissionPolicy, opts metav1.CreateOptions) (*admissionregistrationv1.ValidatingAdmissionPolicy, error)
+	Update(ctx context.Context, validatingAdmissionPolicy *admissionregistrationv1.ValidatingAdmissionPolicy, opts metav1.UpdateOptions) (*admissionregistrationv1.ValidatingAdmissionPolicy, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*admissionregistrationv1.ValidatingAdmissionPolicy, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*admissionregistrationv1.ValidatingAdmissionPolicyList, error)
+}
+
+// ValidatingAdmissionPolicyBindingsGetter returns the
+// ValidatingAdmissionPolicyBindings.
+type ValidatingAdmissionPolicyBindingsGetter interface {
+	ValidatingAdmissionPolicyBindings() ValidatingAdmissionPolicyBindingInterface
+}
+
+// ValidatingAdmissionPolicyBindingInterface reads and writes
+// ValidatingAdmissionPolicyBindings.
+type ValidatingAdmissionPolicyBindingInterface interface {
+	Create(ctx context.Context, validatingAdmissionPolicyBinding *admissionregistrationv1.ValidatingAdmissionPolicyBinding, opts metav1.CreateOptions) (*admissionregistrationv1.ValidatingAdmissionPolicyBinding, error)
+	Update(ctx context.Context, validatingAdmissionPolicyBinding *admissionregistrationv1.ValidatingAdmissionPolicyBinding, opts metav1.UpdateOptions) (*admissionregistrationv1.ValidatingAdmissionPolicyBinding, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*admissionregistrationv1.ValidatingAdmissionPolicyBinding, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*admissionregistrationv1.ValidatingAdmissionPolicyBindingList, error)
 }

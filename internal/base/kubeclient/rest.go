@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -209,5 +211,54 @@ func (c authorizationV1Client) SelfSubjectAccessReviews() SelfSubjectAccessRevie
 	return resource[*authorizationv1.SelfSubjectAccessReview, *authorizationv1.SelfSubjectAccessReview]{
 		client: c.client, name: "selfsubjectaccessreviews",
 		newObject: func() *authorizationv1.SelfSubjectAccessReview { return &authorizationv1.SelfSubjectAccessReview{} },
+	}
+}
+
+// authenticationV1Client is the authentication.k8s.io/v1 client of a
+// Clientset.
+type authenticationV1Client struct{ client *rest.RESTClient }
+
+var _ AuthenticationV1Interface = authenticationV1Client{}
+
+// SelfSubjectReviews returns the client of SelfSubjectReviews, which are
+// only created.
+func (c authenticationV1Client) SelfSubjectReviews() SelfSubjectReviewInterface {
+	return resource[*authenticationv1.SelfSubjectReview, *authenticationv1.SelfSubjectReview]{
+		client: c.client, name: "selfsubjectreviews",
+		newObject: func() *authenticationv1.SelfSubjectReview { return &authenticationv1.SelfSubjectReview{} },
+	}
+}
+
+// admissionregistrationV1Client is the admissionregistration.k8s.io/v1
+// client of a Clientset.
+type admissionregistrationV1Client struct{ client *rest.RESTClient }
+
+var _ AdmissionregistrationV1Interface = admissionregistrationV1Client{}
+
+// ValidatingAdmissionPolicies returns the client of the (cluster-scoped)
+// ValidatingAdmissionPolicies.
+func (c admissionregistrationV1Client) ValidatingAdmissionPolicies() ValidatingAdmissionPolicyInterface {
+	return resource[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyList]{
+		client: c.client, name: "validatingadmissionpolicies",
+		newObject: func() *admissionregistrationv1.ValidatingAdmissionPolicy {
+			return &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		},
+		newList: func() *admissionregistrationv1.ValidatingAdmissionPolicyList {
+			return &admissionregistrationv1.ValidatingAdmissionPolicyList{}
+		},
+	}
+}
+
+// ValidatingAdmissionPolicyBindings returns the client of the
+// (cluster-scoped) ValidatingAdmissionPolicyBindings.
+func (c admissionregistrationV1Client) ValidatingAdmissionPolicyBindings() ValidatingAdmissionPolicyBindingInterface {
+	return resource[*admissionregistrationv1.ValidatingAdmissionPolicyBinding, *admissionregistrationv1.ValidatingAdmissionPolicyBindingList]{
+		client: c.client, name: "validatingadmissionpolicybindings",
+		newObject: func() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+			return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		},
+		newList: func() *admissionregistrationv1.ValidatingAdmissionPolicyBindingList {
+			return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
+		},
 	}
 }

@@ -3,6 +3,8 @@ package kubeclient
 import (
 	"sync"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -40,6 +42,8 @@ var kubeScheme = sync.OnceValue(func() *schemeCodecs {
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(eventsv1.AddToScheme(s))
 	utilruntime.Must(authorizationv1.AddToScheme(s))
+	utilruntime.Must(authenticationv1.AddToScheme(s))
+	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
 	codecs := serializer.NewCodecFactory(s)
 	return &schemeCodecs{
 		scheme:     s,

@@ -12,6 +12,8 @@ package kubetest
 
 import (
 	"k8s.io/client-go/kubernetes"
+	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
@@ -64,6 +66,14 @@ func (c clientset) AuthorizationV1() kubeclient.AuthorizationV1Interface {
 	return AuthorizationV1(c.cs.AuthorizationV1())
 }
 
+func (c clientset) AuthenticationV1() kubeclient.AuthenticationV1Interface {
+	return authenticationV1{c: c.cs.AuthenticationV1()}
+}
+
+func (c clientset) AdmissionregistrationV1() kubeclient.AdmissionregistrationV1Interface {
+	return admissionregistrationV1{c: c.cs.AdmissionregistrationV1()}
+}
+
 func (c clientset) IsWatchListSemanticsUnSupported() bool {
 	return watchlist.DoesClientNotSupportWatchListSemantics(c.cs)
 }
@@ -102,4 +112,28 @@ var _ kubeclient.AuthorizationV1Interface = authorizationV1{}
 
 func (c authorizationV1) SelfSubjectAccessReviews() kubeclient.SelfSubjectAccessReviewInterface {
 	return c.c.SelfSubjectAccessReviews()
+}
+
+type authenticationV1 struct {
+	c authenticationv1client.AuthenticationV1Interface
+}
+
+var _ kubeclient.AuthenticationV1Interface = authenticationV1{}
+
+func (c authenticationV1) SelfSubjectReviews() kubeclient.SelfSubjectReviewInterface {
+	return c.c.SelfSubjectReviews()
+}
+
+type admissionregistrationV1 struct {
+	c admissionregistrationv1client.AdmissionregistrationV1Interface
+}
+
+var _ kubeclient.AdmissionregistrationV1Interface = admissionregistrationV1{}
+
+func (c admissionregistrationV1) ValidatingAdmissionPolicies() kubeclient.ValidatingAdmissionPolicyInterface {
+	return c.c.ValidatingAdmissionPolicies()
+}
+
+func (c admissionregistrationV1) ValidatingAdmissionPolicyBindings() kubeclient.ValidatingAdmissionPolicyBindingInterface {
+	return c.c.ValidatingAdmissionPolicyBindings()
 }

@@ -1,0 +1,254 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lockctl/lockctl/enforce"
+	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/cli/printers"
+)
+
+// enforceOptions configure `lockctl enforce`.
+type enforceOptions struct {
+	f *Factory
+
+	cli.LockFlags
+	Targets       []string
+	Mode          string
+	RequireHolder bool
+	Strict        bool
+	Kinds         []string
+	Agents        []string
+	Exempt        []string
+	Uninstall     bool
+	DryRun        bool
+	Output        string
+	Timeout       time.Duration
+
+	kinds []enforce.Kind
+}
+
+func newEnforceCmd(f *Factory, runF func(*enforceOptions) error) *cobra.Command {
+	o := &enforceOptions{f: f, Mode: string(enforce.ModeWarn), Timeout: 30 * time.Second}
+	for _, k := range enforce.DefaultKinds {
+		o.Kinds = append(o.Kinds, k.String())
+	}
+	c := &cobra.Command{
+		Use:   "enforce NAMESPACE [NAMESPACE...]",
+		Short: "Make the API server refuse writes to a locked namespace from anyone but the holder",
+		Long: cli.Doc(`
+			Install, for each NAMESPACE, a ValidatingAdmissionPolicy and its
+			binding (no webhook, no CRD) that make the API server enforce the
+			namespace's deploy lock: while the lock is held, only the holder's
+			Kubernetes user (recorded by acquire and run) may create, update,
+			patch or delete the guarded kinds in the namespace; while it is
+			frozen nobody may, except with break-glass; and nobody may write
+			the lock's record to make someone holder out of turn.
+
+			--mode warn (the default) admits every write and returns the
+			refusal as a warning, which kubectl prints; audit only records it
+			in the audit log; deny refuses. Roll out warn first, deny after.
+			--strict also requires, while the lock is held, the hold's fencing
+			token in the written object's annotation lockctl.dev/fencing-token
+			(lockctl stamp sets it), so a build whose hold has ended is refused
+			even as the holder's user. --require-holder refuses writes while
+			nobody holds the lock.
+
+			The system's own writers are never checked (control-plane users,
+			nodes, kube-system's service accounts); --exempt adds users, such
+			as lockctl's reconcile loop. --agent admits a user as the holder's
+			agent while the lock is held (a GitOps controller). Break-glass and
+			forced changes of the record are RBAC: verbs breakglass and force
+			on resource locks of API group lockctl.dev, named by NAMESPACE, in
+			the lock namespace (docs/enforcement.md).
+
+			Enforcing again updates the policy to the flags given. In deny mode
+			the command waits (up to --timeout) until the API server applies
+			the policy, by a dry-run write the policy always refuses; the other
+			modes take effect within seconds. --uninstall removes the policy
+			and binding lockctl made, and nothing else; like rm -f, it succeeds
+			when there is nothing to remove. --dry-run -o yaml prints the
+			manifests instead, for GitOps.
+		`) + "\n" + cmdutil.ExitCodeHelp,
+		Example: cli.Examples(`
+			# Roll out: warn first, then deny
+			lockctl enforce production
+			lockctl enforce production --mode deny
+
+			# Strictly, by the fencing token too, with Argo CD as the holder's agent
+			lockctl enforce production --mode deny --strict \
+			  --agent system:serviceaccount:argocd:argocd-application-controller
+
+			# The manifests, for a GitOps repository
+			lockctl enforce production --mode deny --dry-run -o yaml > enforce.yaml
+
+			# Remove it
+			lockctl enforce production --uninstall
+		`),
+		Args: cli.MinArgs(1),
+		RunE: runE(o, runF, runEnforce, func(_ *cobra.Command, args []string) { o.Targets = args }),
+	}
+	fs := c.Flags()
+	fs.StringVar(&o.Mode, "mode", o.Mode, "what the API server does with a refused write: warn, audit or deny")
+	fs.BoolVar(&o.RequireHolder, "require-holder", o.RequireHolder, "refuse writes while nobody holds the lock")
+	fs.BoolVar(&o.Strict, "strict", o.Strict, "also require the hold's fencing token in annotation lockctl.dev/fencing-token of the object written")
+	fs.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "the guarded kinds, as resource.group")
+	fs.StringArrayVar(&o.Agents, "agent", o.Agents, "a user admitted as the holder's agent while the lock is held, such as a GitOps controller (repeatable)")
+	fs.StringArrayVar(&o.Exempt, "exempt", o.Exempt, "a user the policy never checks, such as lockctl's reconcile loop (repeatable)")
+	fs.BoolVar(&o.Uninstall, "uninstall", o.Uninstall, "remove the policy and binding lockctl made")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print the manifests (-o yaml or json) instead of installing them")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "in deny mode, how long to wait for the API server to apply the policy; 0 means no limit")
+	o.AddLockNamespaceFlag(fs)
+	cli.AddOutputFlag(fs, &o.Output, "yaml", "json")
+	return c
+}
+
+func (o *enforceOptions) validate() error {
+	for _, t := range o.Targets {
+		if err := cli.ValidateTarget(t); err != nil {
+			return err
+		}
+	}
+	if _, err := enforce.ParseMode(o.Mode); err != nil {
+		return cmdutil.FlagErrorf("invalid --mode: %v", err)
+	}
+	o.kinds = nil
+	for _, k := range o.Kinds {
+		kind, err := enforce.ParseKind(k)
+		if err != nil {
+			return cmdutil.FlagErrorf("invalid --kinds: %v", err)
+		}
+		o.kinds = append(o.kinds, kind)
+	}
+	if len(o.kinds) == 0 {
+		return cmdutil.FlagErrorf("--kinds is empty: name at least one kind to guard, such as deployments.apps")
+	}
+	for _, u := range append(append([]string{}, o.Agents...), o.Exempt...) {
+		if strings.TrimSpace(u) == "" {
+			return cmdutil.FlagErrorf("--agent and --exempt take a user name, got an empty one")
+		}
+	}
+	switch {
+	case o.Uninstall && o.DryRun:
+		return cmdutil.FlagErrorf("--uninstall and --dry-run cannot be combined: --dry-run prints what enforce installs")
+	case o.DryRun && o.Output == "":
+		return cmdutil.FlagErrorf("--dry-run prints the manifests: add -o yaml or -o json")
+	case !o.DryRun && o.Output != "":
+		return cmdutil.FlagErrorf("-o prints the manifests of --dry-run: add --dry-run, or drop -o")
+	case o.Timeout < 0:
+		return cmdutil.FlagErrorf("invalid --timeout %s: it cannot be negative", o.Timeout)
+	}
+	return nil
+}
+
+func runEnforce(ctx context.Context, o *enforceOptions) error {
+	lockNS, err := o.ResolveLockNamespace(o.f)
+	if err != nil {
+		return err
+	}
+	errOut := o.f.IOStreams.ErrOut
+	if o.DryRun {
+		return o.printManifests(lockNS)
+	}
+	cs, err := o.f.Clientset()
+	if err != nil {
+		return err
+	}
+	admreg := cs.AdmissionregistrationV1()
+	if o.Uninstall {
+		for _, t := range o.Targets {
+			removed, err := enforce.Uninstall(ctx, admreg, t)
+			if err != nil {
+				return fmt.Errorf("stop enforcing lock %q: %w", t, err)
+			}
+			if removed {
+				fmt.Fprintf(errOut, "lock %q is no longer enforced (removed ValidatingAdmissionPolicy and binding %s)\n", t, enforce.Name(t))
+			} else {
+				fmt.Fprintf(errOut, "lock %q was not enforced\n", t)
+			}
+		}
+		return nil
+	}
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	if err != nil {
+		return err
+	}
+	for _, t := range o.Targets {
+		s := o.settings(t, lockNS)
+		// NOTE: before the policy: the policy's parameter is the lock,
+		// which must exist, and a record written by a lockctl before 1.8
+		// has no summary for it to read (it would read the lock as free
+		// until its next write).
+		if wrote, err := locks.Summarize(ctx, t); err != nil {
+			return fmt.Errorf("enforce lock %q: make its lock readable by the policy: %w", t, err)
+		} else if wrote {
+			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy (%s)\n", t, locks.Describe(t))
+		}
+		if err := enforce.Install(ctx, admreg, s); err != nil {
+			return fmt.Errorf("enforce lock %q: %w", t, err)
+		}
+		desc := enforce.State{Enforced: true, Mode: s.Mode, RequireHolder: s.RequireHolder, Strict: s.Strict}.Describe()
+		if s.Mode != enforce.ModeDeny {
+			fmt.Fprintf(errOut, "lock %q enforced (%s) by ValidatingAdmissionPolicy %s; the API server applies it within seconds\n", t, desc, enforce.Name(t))
+			continue
+		}
+		fmt.Fprintf(errOut, "lock %q enforced (%s) by ValidatingAdmissionPolicy %s; waiting for the API server to apply it...\n", t, desc, enforce.Name(t))
+		err := enforce.AwaitInEffect(ctx, cs.CoreV1(), t, 100*time.Millisecond, o.Timeout)
+		switch {
+		case errors.Is(err, enforce.ErrNotInEffect):
+			return fmt.Errorf("lock %q: %w after %s; it is installed and will apply, check with a write to %q", t, err, o.Timeout, t)
+		case err != nil:
+			fmt.Fprintf(errOut, "lock %q: could not check that the policy is in effect: %v\n", t, err)
+		default:
+			fmt.Fprintf(errOut, "lock %q: the API server refuses writes from anyone but the holder\n", t)
+		}
+	}
+	return nil
+}
+
+func (o *enforceOptions) settings(target, lockNS string) enforce.Settings {
+	return enforce.Settings{
+		Target: target, LockNamespace: lockNS, Mode: enforce.Mode(o.Mode),
+		RequireHolder: o.RequireHolder, Strict: o.Strict, Kinds: o.kinds, Agents: o.Agents, Exempt: o.Exempt,
+	}
+}
+
+// printManifests prints the policy and binding of every target: YAML
+// documents, or one JSON List.
+func (o *enforceOptions) printManifests(lockNS string) error {
+	var objs []any
+	for _, t := range o.Targets {
+		s := o.settings(t, lockNS)
+		objs = append(objs, enforce.Policy(s), enforce.Binding(s))
+	}
+	out := o.f.IOStreams.Out
+	if o.Output == "json" {
+		list := struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Items      []any  `json:"items"`
+		}{"v1", "List", objs}
+		return printers.Object(out, "json", list)
+	}
+	for i, obj := range objs {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("encode yaml: %w", err)
+		}
+		if i > 0 {
+			fmt.Fprintln(out, "---")
+		}
+		if _, err := out.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
+)
+
+// TestIntegrationEnforceCommand: lockctl enforce --mode deny returns once
+// the API server applies the policy; acquire records the caller's
+// Kubernetes user (a SelfSubjectReview), which status shows, as it shows
+// the enforcement; another user's write is refused with what to do;
+// --uninstall removes it and the write goes through.
+func TestIntegrationEnforceCommand(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	target, lockNS := env.Namespace(t), env.Namespace(t)
+
+	_, errOut, code := lockctlIn(t, env, lockNS, "enforce", target, "--mode", "deny")
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	assert.Contains(t, errOut, `lock "`+target+`": made its lock readable by the policy`)
+	assert.Contains(t, errOut, `lock "`+target+`": the API server refuses writes from anyone but the holder`)
+
+	token, errOut, code := lockctlIn(t, env, lockNS, append([]string{"acquire", target}, identityFlags("web", "1")...)...)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	out, errOut, code := lockctlIn(t, env, lockNS, "status", target, "-o", "yaml")
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	assert.Contains(t, out, "user: admin", "acquire recorded the caller's user")
+	assert.Contains(t, errOut, `lock "`+target+`" is enforced by the API server: deny`)
+
+	subject := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}
+	env.Grant(t, target, "writer", subject, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}}})
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "mallory"}
+	mallory, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	write := func(ctx context.Context) error {
+		_, err := mallory.CoreV1().ConfigMaps(target).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "app-"}}, metav1.CreateOptions{})
+		return err
+	}
+	err = write(t.Context())
+	require.Error(t, err, "enforce returned once the policy applied")
+	assert.Contains(t, err.Error(), "lockctl refused this write: namespace "+target+" is locked by acme/web@main#1 (user admin)")
+	assert.Contains(t, err.Error(), "with fencing token "+strings.TrimSpace(token))
+	assert.Contains(t, err.Error(), "`lockctl acquire "+target+"`")
+
+	_, errOut, code = lockctlIn(t, env, lockNS, "enforce", target, "--uninstall")
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	assert.Contains(t, errOut, `lock "`+target+`" is no longer enforced`)
+	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return write(ctx) == nil, nil
+	}), "mallory writes once the policy is gone")
+}

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/assert"
+)
+
+// TestKubeUser: the user a SelfSubjectReview names, and "" with the reason
+// logged at debug level when the review is refused, so that acquire goes
+// on without it.
+func TestKubeUser(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		whoAmI  func(context.Context) (string, error)
+		want    string
+		wantLog string
+	}{
+		{name: "known", whoAmI: func(context.Context) (string, error) { return "alice", nil }, want: "alice"},
+		{
+			name:    "refused",
+			whoAmI:  func(context.Context) (string, error) { return "", errors.New(`selfsubjectreviews is forbidden`) },
+			wantLog: "the Kubernetes user is not known",
+		},
+		{name: "no way to ask"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var logs bytes.Buffer
+			l := logrus.New()
+			l.SetOutput(&logs)
+			l.SetLevel(logrus.DebugLevel)
+			f := &Factory{WhoAmI: tt.whoAmI, Log: logrus.NewEntry(l)}
+			assert.Equal(t, tt.want, KubeUser(t.Context(), f))
+			if tt.wantLog != "" {
+				assert.Contains(t, logs.String(), tt.wantLog)
+				assert.Contains(t, logs.String(), "selfsubjectreviews is forbidden")
+			}
+		})
+	}
+}

@@ -1,0 +1,143 @@
+package lock
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The summary of the record: flat annotations on the lock's ConfigMap,
+// written by every write of the record (encode), for the
+// ValidatingAdmissionPolicy of an enforced lock (docs/enforcement.md),
+// whose CEL cannot decode the record's JSON. They say nothing the record
+// does not; SummaryUpdatedAnnotation ties them to the record they were
+// made from, so a record written by a lockctl that does not write them
+// (before record version 1.8) is not read through a stale summary.
+const (
+	// SummaryPrefix starts the name of every summary annotation.
+	SummaryPrefix = "enforce.lockctl.dev/"
+	// SummaryUpdatedAnnotation is the record's `updated`, as the record
+	// spells it.
+	SummaryUpdatedAnnotation = SummaryPrefix + "updated"
+	// SummaryHolderAnnotation is the holder's identity (owner/repo@branch#build),
+	// empty when nobody holds the lock.
+	SummaryHolderAnnotation = SummaryPrefix + "holder"
+	// SummaryHolderUserAnnotation is the holder's Kubernetes user (Claim.User),
+	// empty when nobody holds the lock or its user is not known.
+	SummaryHolderUserAnnotation = SummaryPrefix + "holder-user"
+	// SummarySinceAnnotation is when the holder took the lock.
+	SummarySinceAnnotation = SummaryPrefix + "since"
+	// SummaryTokenAnnotation is the holder's fencing token, empty while it
+	// is pending (SummaryTokenPendingAnnotation).
+	SummaryTokenAnnotation = SummaryPrefix + "token"
+	// SummaryTokenPendingAnnotation is "true" when the holder's token is
+	// the ConfigMap's own resourceVersion (Claim.TokenPending).
+	SummaryTokenPendingAnnotation = SummaryPrefix + "token-pending"
+	// SummaryNextUserAnnotation is the user of the first waiter.
+	SummaryNextUserAnnotation = SummaryPrefix + "next-user"
+	// SummaryWaiterUsersAnnotation lists the users of the waiters that
+	// have one, one a line, in queue order.
+	SummaryWaiterUsersAnnotation = SummaryPrefix + "waiter-users"
+	// SummaryFrozenAnnotation is "true" while the record carries a freeze.
+	SummaryFrozenAnnotation = SummaryPrefix + "frozen"
+	// SummaryFreezeAnnotation describes the freeze for messages: its
+	// reason, who set it and until when.
+	SummaryFreezeAnnotation = SummaryPrefix + "freeze"
+)
+
+// summaryKeys are the summary annotations, which writeSummary replaces as
+// a whole.
+var summaryKeys = []string{
+	SummaryUpdatedAnnotation, SummaryHolderAnnotation, SummaryHolderUserAnnotation,
+	SummarySinceAnnotation, SummaryTokenAnnotation, SummaryTokenPendingAnnotation,
+	SummaryNextUserAnnotation, SummaryWaiterUsersAnnotation, SummaryFrozenAnnotation,
+	SummaryFreezeAnnotation,
+}
+
+// writeSummary sets the summary annotations of rec on cm, whose
+// annotations map exists.
+func writeSummary(cm *corev1.ConfigMap, rec *Record) {
+	for _, k := range summaryKeys {
+		delete(cm.Annotations, k)
+	}
+	set := func(k, v string) {
+		if v != "" {
+			cm.Annotations[k] = v
+		}
+	}
+	set(SummaryUpdatedAnnotation, microTime(rec.Updated))
+	if !rec.unheld() {
+		h := rec.Holder
+		set(SummaryHolderAnnotation, h.Identity.String())
+		set(SummaryHolderUserAnnotation, h.User)
+		set(SummarySinceAnnotation, microTime(h.Since))
+		if h.TokenPending {
+			set(SummaryTokenPendingAnnotation, "true")
+		} else {
+			set(SummaryTokenAnnotation, h.Token)
+		}
+	}
+	var users []string
+	for i, w := range rec.Waiters {
+		if i == 0 {
+			set(SummaryNextUserAnnotation, w.User)
+		}
+		if w.User != "" {
+			users = append(users, w.User)
+		}
+	}
+	set(SummaryWaiterUsersAnnotation, strings.Join(users, "\n"))
+	if f := rec.Freeze; f != nil {
+		set(SummaryFrozenAnnotation, "true")
+		set(SummaryFreezeAnnotation, f.Describe())
+	}
+}
+
+// microTime spells t as the record does (metav1.MicroTime's JSON, without
+// the quotes); "" for the zero time.
+func microTime(t metav1.MicroTime) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(metav1.RFC3339Micro)
+}
+
+// Summarize makes target's lock readable by an admission policy (lockctl
+// enforce): a lock that does not exist is created free (as a released
+// lock is kept, for its history: the next contender takes it as a new
+// one, with its own policy), so that the policy has its parameter; a
+// record without a summary, or with one that is not of it (written by a
+// lockctl before record version 1.8), is written back as it was with its
+// summary. A lock whose summary is current is not written. It reports
+// whether it wrote.
+func (c *Client) Summarize(ctx context.Context, target string) (bool, error) {
+	wrote := false
+	err := c.update(ctx, "summarize", target, nil, func(cm *corev1.ConfigMap) (change, error) {
+		wrote = false
+		if cm == nil {
+			rec := &Record{Target: target, Policy: PolicyNewest, Updated: metav1.NewMicroTime(c.clk.Now())}
+			rec.free(rec.Updated)
+			wrote = true
+			return change{Decision: Decision{Record: rec, Create: true}}, nil
+		}
+		if summaryCurrent(cm) {
+			return change{}, nil
+		}
+		rec, err := c.decode(cm, target)
+		if err != nil {
+			return change{}, err
+		}
+		wrote = true
+		return change{Decision: Decision{Record: rec}}, nil
+	})
+	return wrote, err
+}
+
+// summaryCurrent reports whether cm's summary is of its record, as the
+// policy judges it: the record holds the summary's updated.
+func summaryCurrent(cm *corev1.ConfigMap) bool {
+	u := cm.Annotations[SummaryUpdatedAnnotation]
+	return u != "" && strings.Contains(cm.Annotations[RecordAnnotation], `"updated":"`+u+`"`)
+}
