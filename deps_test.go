@@ -31,7 +31,7 @@ func TestBinaryLeavesOutHeavyPackages(t *testing.T) {
 }
 
 // apiGroupsUsed are the k8s.io/api packages the binary may link: the groups
-// lockctl's clients serve (internal/base/kubeclient's scheme).
+// lockctl's clients serve (kube's scheme).
 var apiGroupsUsed = []string{"k8s.io/api/core/v1", "k8s.io/api/events/v1", "k8s.io/api/authorization/v1"}
 
 // heavy says whether the binary must leave dep out.

@@ -21,83 +21,143 @@ import (
 
 const module = "github.com/lockctl/lockctl"
 
-// layer names the layer of a package of this module by its folder; see
-// CONTRIBUTING.md's Layout.
-func layer(pkg string) string {
+// The layers, from the top: each may import only layers below it (and, in
+// the library, only lower tiers of it). A package's layer comes from its
+// folder: CONTRIBUTING.md's Layout says what each folder is for.
+const (
+	layerCommands = "commands" // main and cmd: cobra wiring, flags, printing
+	layerCLI      = "cli"      // cmd/internal/...: CLI plumbing only cmd may use
+	layerTools    = "tools"    // bench, e2e, reliability, integrations, deploy, hack: tests and programs beside the product
+	layerLibrary  = "library"  // the top-level packages the CLI is built on
+	layerBase     = "base"     // internal/base/...: utilities below the library
+	layerTesting  = "testing"  // internal/testing/...: test infrastructure
+)
+
+// toolFolders are the top-level folders of layerTools.
+var toolFolders = []string{"bench", "e2e", "reliability", "integrations", "deploy", "hack"}
+
+// libraryTiers orders the library inside itself, lowest first: a package
+// imports only packages of lower tiers. A new top-level package must be
+// placed here, or TestLayers fails.
+var libraryTiers = [][]string{
+	{"kube", "liveness", "servertime", "metrics"},
+	{"job", "lock", "podwatch", "preflight"},
+	{"enforce", "events", "scheduler"},
+	{"run"},
+	{"dashboard"},
+}
+
+// layer returns the layer of a package of this module from its path, and
+// for the library its tier (-1 elsewhere); "" means no layer fits.
+func layer(pkg string) (string, int) {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	top, _, _ := strings.Cut(rel, "/")
 	switch {
 	case rel == "" || rel == "cmd":
-		return "commands"
-	case rel == "internal/cli" || strings.HasPrefix(rel, "internal/cli/"):
-		return "cli"
+		return layerCommands, -1
+	case strings.HasPrefix(rel, "cmd/internal/"):
+		return layerCLI, -1
 	case strings.HasPrefix(rel, "internal/base/"):
-		return "base"
+		return layerBase, -1
 	case strings.HasPrefix(rel, "internal/testing/"):
-		return "testing"
-	case slices.Contains(libraryPackages, rel):
-		return "library"
+		return layerTesting, -1
+	case slices.Contains(toolFolders, top):
+		return layerTools, -1
 	}
-	return "other"
+	for tier, pkgs := range libraryTiers {
+		if slices.Contains(pkgs, rel) {
+			return layerLibrary, tier
+		}
+	}
+	return "", -1
 }
 
-// libraryPackages are the packages of the design that the CLI is built on.
-var libraryPackages = []string{"lock", "job", "scheduler", "run", "podwatch", "liveness", "servertime", "events", "preflight", "metrics", "kube", "enforce"}
-
-// mayImport says which layers a layer may import: its own and the ones
-// below it. The test infrastructure may import anything but the commands;
-// nothing but tests, benchmarks and hack/ may import it.
+// mayImport says which layers a layer may import besides its own (the
+// library's own tiers are checked apart). The tools and the test
+// infrastructure sit beside the product: they may use any of it but the
+// commands' plumbing (the tools drive the commands themselves), and nothing
+// of the product may use them.
 var mayImport = map[string][]string{
-	"commands": {"commands", "cli", "library", "base", "other"},
-	"cli":      {"cli", "library", "base"},
-	"library":  {"library", "base"},
-	"base":     {"base"},
-	"testing":  {"testing", "cli", "library", "base"},
+	layerCommands: {layerCLI, layerLibrary, layerBase},
+	layerCLI:      {layerLibrary, layerBase},
+	layerTools:    {layerCommands, layerLibrary, layerBase, layerTesting},
+	layerLibrary:  {layerBase},
+	layerBase:     {},
+	layerTesting:  {layerLibrary, layerBase},
 }
 
-// TestLayers checks, over `go list`, that the folders are layers and imports
-// only go down: no package the library imports imports the library back or
-// the CLI plumbing, and the CLI plumbing is below the commands only.
+// TestLayers checks, over `go list` of every package of the module with its
+// tests' imports, that each package has a layer and imports only go down:
+// the library's tiers import lower tiers only, nothing below the commands
+// imports the CLI plumbing, and only tests import the test infrastructure.
 func TestLayers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list over the module")
-	}
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	out, err := exec.Command("go", "list", "-f",
+		`{{.ImportPath}} {{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, "./...").Output()
 	require.NoError(t, err, "go list")
-	imports := map[string][]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
+	seen := 0
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		for _, imp := range f[1:] {
-			if imp == module || strings.HasPrefix(imp, module+"/") {
-				imports[f[0]] = append(imports[f[0]], imp)
-			}
+		code, tests, _ := strings.Cut(sc.Text(), "|")
+		f := strings.Fields(code)
+		pkg := f[0]
+		seen++
+		from, tier := layer(pkg)
+		if from == "" {
+			t.Errorf("%s has no layer: put it in a layer's folder, or in libraryTiers", pkg)
+			continue
 		}
-	}
-	require.NotEmpty(t, imports)
-	for pkg, imps := range imports {
-		from := layer(pkg)
-		allowed, ok := mayImport[from]
-		if !ok {
-			continue // bench, e2e, reliability, hack, dashboard: above the library
-		}
-		for _, imp := range imps {
-			to := layer(imp)
-			if to == "cli" && pkg == module+"/dashboard" {
-				continue
+		check := func(imp string, test bool) {
+			if imp != module && !strings.HasPrefix(imp, module+"/") || imp == pkg {
+				return
 			}
-			if !slices.Contains(allowed, to) {
+			to, toTier := layer(imp)
+			switch {
+			case to == "":
+				return // reported as a package of its own
+			case to == layerTesting && (test || strings.HasSuffix(pkg, "test")):
+				return // tests, and test helpers beside a package (termtest), use the test infrastructure
+			case strings.HasPrefix(strings.TrimPrefix(imp, module+"/"), strings.TrimPrefix(pkg, module+"/")+"/"):
+				return // a package's own subpackages (cmd/internal/cli/term/termtest)
+			case from == layerLibrary && to == layerLibrary:
+				if toTier >= tier {
+					t.Errorf("%s (library tier %d) imports %s (tier %d): the library imports only lower tiers", pkg, tier, imp, toTier)
+				}
+			case to != from && !slices.Contains(mayImport[from], to):
 				t.Errorf("%s (%s) imports %s (%s): imports only go down", pkg, from, imp, to)
 			}
 		}
+		for _, imp := range f[1:] {
+			check(imp, false)
+		}
+		for _, imp := range strings.Fields(tests) {
+			check(imp, true)
+		}
 	}
+	require.NoError(t, sc.Err())
+	require.Greater(t, seen, 30, "go list found too few packages")
 }
 
-// TestLayerNames keeps the layer map in step with the tree: every package of
-// the module's internal folder is in a layer.
-func TestLayerNames(t *testing.T) {
-	for _, pkg := range []string{"internal/cli/term", "internal/base/schema", "internal/testing/testenv", "lock", "cmd"} {
-		require.NotEqual(t, "other", layer(module+"/"+pkg), pkg)
+// TestLayerOf pins the layer of a package of each kind of folder.
+func TestLayerOf(t *testing.T) {
+	for pkg, want := range map[string]string{
+		"":                         layerCommands,
+		"cmd":                      layerCommands,
+		"cmd/internal/cli/term":    layerCLI,
+		"internal/base/schema":     layerBase,
+		"internal/testing/testenv": layerTesting,
+		"bench":                    layerTools,
+		"hack/localcluster":        layerTools,
+		"lock":                     layerLibrary,
+		"dashboard":                layerLibrary,
+		"kube":                     layerLibrary,
+		"somethingnew":             "",
+	} {
+		got, _ := layer(strings.TrimSuffix(module+"/"+pkg, "/"))
+		assert.Equal(t, want, got, pkg)
 	}
+	_, lock := layer(module + "/lock")
+	_, run := layer(module + "/run")
+	assert.Less(t, lock, run, "lock is below run")
 }
 
 // apiPackages are the library packages whose exported API other programs
@@ -279,12 +339,12 @@ func TestInternalTypesInFindsLeaks(t *testing.T) {
 import (
 	"context"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/internal/base/clients"
 	sch "github.com/lockctl/lockctl/internal/base/schema"
 )
 
 type Options struct {
-	Client  kubeclient.Interface
+	Client  clients.Interface
 	version sch.Version
 }
 
@@ -296,7 +356,7 @@ type Versions map[string]sch.Version
 
 var Current = sch.Version{Major: 1}
 
-func New(c kubeclient.Interface) error { return nil }
+func New(c clients.Interface) error { return nil }
 
 func (o *Options) Version() []sch.Version { return nil }
 
@@ -316,11 +376,11 @@ type options struct{ v sch.Version }
 	}
 	leaky := filepath.Base(dir)
 	assert.Equal(t, []string{
-		leaky + ".Options.Client uses kubeclient.Interface",
+		leaky + ".Options.Client uses clients.Interface",
 		leaky + ".Checker.Check uses sch.Version",
 		leaky + ".Versions uses sch.Version",
 		leaky + ".Current uses sch.Version",
-		leaky + ".New uses kubeclient.Interface",
+		leaky + ".New uses clients.Interface",
 		leaky + ".Options.Version uses sch.Version",
 	}, got)
 }

@@ -10,11 +10,12 @@ import (
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/internal/cli/printers"
-	"github.com/lockctl/lockctl/internal/cli/progress"
-	"github.com/lockctl/lockctl/internal/cli/term"
+	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/cmd/internal/cli/progress"
+	"github.com/lockctl/lockctl/cmd/internal/cli/term"
+	"github.com/lockctl/lockctl/internal/base/human"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -263,6 +264,6 @@ func (o *acquireOptions) printAcquired(held *lock.Held, id lock.Identity, locks 
 		o.f.Console().Statusf(term.StyleNone, fields, "lock %q already held by %s; nothing to do (%s)", held.Target, id, locks.Describe(held.Target))
 	default:
 		o.f.Console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
-			held.Target, id, term.HumanDuration(held.Waited), locks.Describe(held.Target))
+			held.Target, id, human.Duration(held.Waited), locks.Describe(held.Target))
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"github.com/spf13/cobra"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/internal/cli/completion"
+	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/completion"
 	"github.com/lockctl/lockctl/job"
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // complete runs `lockctl __complete args...` as a shell does and returns
@@ -137,7 +137,7 @@ func TestCompletionNeverFails(t *testing.T) {
 			})
 		}},
 		{name: "no kubeconfig", env: func(te *testEnv) {
-			te.f.Clientset = func() (kubeclient.Interface, error) { return nil, errors.New("no configuration has been provided") }
+			te.f.Clientset = func() (kube.Interface, error) { return nil, errors.New("no configuration has been provided") }
 			te.f.Namespace = func() (string, error) { return "", errors.New("no configuration has been provided") }
 		}},
 	}

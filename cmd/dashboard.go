@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/dashboard"
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -126,7 +126,7 @@ func runDashboard(ctx context.Context, o *dashboardOptions) error {
 	if err != nil {
 		return err
 	}
-	hub := dashboard.NewHub(locks, kubeclient.CoreV1(cs), dashboard.Options{
+	hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{
 		Jobs: store, PodsFor: podsFor, Log: o.f.Log,
 	})
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", o.Address)
@@ -142,7 +142,7 @@ func runDashboard(ctx context.Context, o *dashboardOptions) error {
 
 // podsFor returns how the page reads a job's pod logs: in its build
 // cluster, as lockctl logs does.
-func (o *dashboardOptions) podsFor(jobNS string) (func(*job.Job) (kubeclient.PodsGetter, string, error), error) {
+func (o *dashboardOptions) podsFor(jobNS string) (func(*job.Job) (kube.PodsGetter, string, error), error) {
 	cfg, err := o.LoadConfig()
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (o *dashboardOptions) podsFor(jobNS string) (func(*job.Job) (kubeclient.Pod
 		return nil, err
 	}
 	podNS := cmp.Or(o.PodNamespace, cfg.PodNamespace, jobNS)
-	return func(j *job.Job) (kubeclient.PodsGetter, string, error) {
+	return func(j *job.Job) (kube.PodsGetter, string, error) {
 		name, err := cli.JobContext(contexts, j)
 		if err != nil {
 			return nil, "", err
@@ -161,7 +161,7 @@ func (o *dashboardOptions) podsFor(jobNS string) (func(*job.Job) (kubeclient.Pod
 		if err != nil {
 			return nil, "", err
 		}
-		return kubeclient.CoreV1(cs), podNS, nil
+		return kube.CoreV1(cs), podNS, nil
 	}, nil
 }
 
@@ -262,17 +262,17 @@ func validateDashboardAddress(addr string) error {
 // background, on --dashboard-address: the locks of the lock namespace and
 // the job records of jobNS, whose pods run in clusters (alias →
 // clientset) in podNS (jobNS when empty). stop ends it.
-func (o *reconcileOptions) startDashboard(ctx context.Context, jobs kubeclient.Interface, jobNS string, clusters map[string]scheduler.Clientset, podNS string) (stop func(), err error) {
+func (o *reconcileOptions) startDashboard(ctx context.Context, jobs kube.Interface, jobNS string, clusters map[string]scheduler.Clientset, podNS string) (stop func(), err error) {
 	// NOTE: a lock client of its own: the hub sets its freeze windows.
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return nil, err
 	}
-	store := job.NewStore(kubeclient.CoreV1(jobs), jobNS, job.StoreOptions{Clock: o.f.Clock})
+	store := job.NewStore(kube.CoreV1(jobs), jobNS, job.StoreOptions{Clock: o.f.Clock})
 	podNS = cmp.Or(podNS, jobNS)
-	hub := dashboard.NewHub(locks, kubeclient.CoreV1(jobs), dashboard.Options{
+	hub := dashboard.NewHub(locks, kube.CoreV1(jobs), dashboard.Options{
 		Jobs: store, Log: o.f.Log,
-		PodsFor: func(j *job.Job) (kubeclient.PodsGetter, string, error) {
+		PodsFor: func(j *job.Job) (kube.PodsGetter, string, error) {
 			cs, ok := clusters[j.ClusterAlias()]
 			if !ok {
 				return nil, "", fmt.Errorf("job %q runs in build cluster %q, which this reconciler does not know", j.Name, j.ClusterAlias())

@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/enforce"
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/internal/cli/printers"
 )
 
 // enforceOptions configure `lockctl enforce`.

@@ -1,6 +1,6 @@
 package cmd
 
-import "github.com/lockctl/lockctl/internal/cli"
+import "github.com/lockctl/lockctl/cmd/internal/cli"
 
 // Factory holds lockctl's dependencies (cli.Factory): Run takes one, and
 // tests build one on fakes.

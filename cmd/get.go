@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/internal/cli/printers"
+	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/scheduler"
 )

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/internal/cli/printers"
+	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 )

@@ -24,11 +24,11 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/internal/cli/identity"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -85,9 +85,9 @@ func newTestEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 	ns := "default"
 	te.f = &Factory{
 		IOStreams:    IOStreams{In: in, Out: out, ErrOut: errOut},
-		ConfigFlags:  &kubeclient.ConfigFlags{},
-		Clientset:    func() (kubeclient.Interface, error) { return kubetest.Clients(te.cs), nil },
-		ClientsetFor: func(string) (kubeclient.Interface, error) { return kubetest.Clients(te.cs), nil },
+		ConfigFlags:  &kube.ConfigFlags{},
+		Clientset:    func() (kube.Interface, error) { return kubetest.Clients(te.cs), nil },
+		ClientsetFor: func(string) (kube.Interface, error) { return kubetest.Clients(te.cs), nil },
 		Namespace:    func() (string, error) { return ns, nil },
 		InPod:        func() (string, string, bool) { return "", "", false },
 		Clock:        te.clock,

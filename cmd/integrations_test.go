@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 )
 
 // TestCIIntegrations reads every file of integrations/ as its CI system

@@ -10,11 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/internal/cli/progress"
+	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/progress"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/podwatch"
 	"github.com/lockctl/lockctl/run"
 )
@@ -121,7 +121,7 @@ func (o *logsOptions) jobEnd(ctx context.Context, store *job.Store, name string)
 
 // follow streams the logs of the job's pod until it finishes, across the
 // pod's replacement (run.FollowJob), saying so on ErrOut.
-func (o *logsOptions) follow(ctx context.Context, store *job.Store, pods kubeclient.PodsGetter, podNS, name string) error {
+func (o *logsOptions) follow(ctx context.Context, store *job.Store, pods kube.PodsGetter, podNS, name string) error {
 	return run.FollowJob(ctx, store, pods, podNS, name, run.FollowOptions{
 		Out: o.f.IOStreams.Out, Clock: o.f.Clock, Log: o.f.Log,
 		OnReplace: func(r run.Replacement) { fmt.Fprintln(o.f.IOStreams.ErrOut, r) },

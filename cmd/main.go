@@ -18,9 +18,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/base/logutil"
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 )
 
 // Main runs lockctl with the process's arguments and streams and returns

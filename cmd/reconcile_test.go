@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/events"
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -257,7 +257,7 @@ func TestReconcileJobEvents(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			evcs := fake.NewClientset()
-			te.f.EventsClientset = func() (kubeclient.Interface, error) { return kubetest.Clients(evcs), nil }
+			te.f.EventsClientset = func() (kube.Interface, error) { return kubetest.Clients(evcs), nil }
 			storeJobs(t, te, "deploy-web-1")
 
 			require.NoError(t, te.run(append([]string{"reconcile", "--once"}, tt.args...)...))

@@ -24,7 +24,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/dashboard"
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
@@ -192,8 +191,8 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	require.NotNil(t, p, "build 99 waits for uat")
 
 	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-	store := job.NewStore(kubeclient.CoreV1(cs), ns, job.StoreOptions{})
-	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
+	store := job.NewStore(kube.CoreV1(cs), ns, job.StoreOptions{})
+	hub := dashboard.NewHub(viewer, kube.CoreV1(cs), dashboard.Options{
 		Jobs:    store,
 		PodsFor: func(*job.Job) (kube.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
 	})

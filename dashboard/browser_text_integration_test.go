@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/dashboard"
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
@@ -71,7 +70,7 @@ func TestIntegrationDashboardBrowserText(t *testing.T) {
 `},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	store := job.NewStore(kubeclient.CoreV1(cs), ns, job.StoreOptions{})
+	store := job.NewStore(kube.CoreV1(cs), ns, job.StoreOptions{})
 	j, err := store.Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-web-frontend-production-42"},
@@ -86,7 +85,7 @@ func TestIntegrationDashboardBrowserText(t *testing.T) {
 	require.NoError(t, err)
 
 	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(cs), dashboard.Options{
+	hub := dashboard.NewHub(viewer, kube.CoreV1(cs), dashboard.Options{
 		Jobs:    store,
 		PodsFor: func(*job.Job) (kube.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
 	})

@@ -19,9 +19,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/dashboard"
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -51,8 +51,8 @@ func start(t *testing.T, seed ...func(cs *fake.Clientset, locks *lock.Client)) *
 		f(cs, locks)
 	}
 	viewer := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, lock.Options{})
-	hub := dashboard.NewHub(viewer, kubeclient.CoreV1(kubetest.Clients(cs)), dashboard.Options{
-		Jobs: job.NewStore(kubeclient.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{}),
+	hub := dashboard.NewHub(viewer, kube.CoreV1(kubetest.Clients(cs)), dashboard.Options{
+		Jobs: job.NewStore(kube.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{}),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -117,7 +117,7 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 		Reason: evil, Until: time.Now().Add(time.Hour),
 	})
 	require.NoError(t, err)
-	_, err = job.NewStore(kubeclient.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
+	_, err = job.NewStore(kube.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: evil},
@@ -288,7 +288,7 @@ func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
 		return n
 	}
 	before := podGets()
-	_, err = job.NewStore(kubeclient.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
+	_, err = job.NewStore(kube.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-2"},
 		Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,

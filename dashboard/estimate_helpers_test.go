@@ -9,7 +9,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -17,7 +17,7 @@ import (
 // ending before now, and a holder that took it heldFor ago: a client
 // whose clock is a fake one stamps the record, so no test waits for the
 // holds to pass. The holder is acme/web@main#<n+1>.
-func regularHolds(t *testing.T, core kubeclient.CoreV1Interface, ns, target string, n int, hold, heldFor time.Duration) {
+func regularHolds(t *testing.T, core kube.CoreV1Interface, ns, target string, n int, hold, heldFor time.Duration) {
 	t.Helper()
 	ctx := t.Context()
 	now := time.Now()

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/internal/cli/term"
+	"github.com/lockctl/lockctl/internal/base/human"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -43,7 +43,7 @@ func ago(now time.Time, t any) string {
 	if !ok {
 		return ""
 	}
-	return term.HumanDuration(now.Sub(at))
+	return human.Duration(now.Sub(at))
 }
 
 // rfc3339 renders t for a datetime attribute and a tooltip; "" for none.
@@ -80,12 +80,12 @@ func jobDuration(now time.Time, e JobEntry) string {
 	if !done {
 		to = now
 	}
-	return term.HumanDuration(to.Sub(from))
+	return human.Duration(to.Sub(from))
 }
 
 // holdFor is how long a past hold lasted.
 func holdFor(h lock.HistoryEntry) string {
-	return term.HumanDuration(h.Until.Sub(h.Since.Time))
+	return human.Duration(h.Until.Sub(h.Since.Time))
 }
 
 // describeWindow renders whom a freeze window freezes.

@@ -64,7 +64,7 @@ func NewStore(cms kube.ConfigMapsGetter, namespace string, o StoreOptions) *Stor
 		onChange:  o.OnChange,
 		counters:  map[string]*counter{},
 		// NOTE: asked of the getter, which may be a clientset's wrapper
-		// (internal/base/kubeclient), not of the typed client it returns.
+		// (kube), not of the typed client it returns.
 		noWatchList: watchlist.DoesClientNotSupportWatchListSemantics(cms),
 	}
 }

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // Watch calls fn with every job record that opts selects, first each one
@@ -18,12 +18,12 @@ import (
 // until fn returns an error, which it returns. A record that cannot be
 // decoded is skipped.
 func (s *Store) Watch(ctx context.Context, opts ListOptions, fn func(watch.EventType, *Job) error) error {
-	w := kubeclient.ConfigMapWatch{
+	w := kube.ConfigMapWatch{
 		LabelSelector: opts.selector(),
 		NoWatchList:   s.noWatchList,
 		What:          fmt.Sprintf("jobs in namespace %q", s.namespace),
 	}
-	return kubeclient.WatchConfigMaps(ctx, s.cms, w, func(t watch.EventType, cm *corev1.ConfigMap) error {
+	return kube.WatchConfigMaps(ctx, s.cms, w, func(t watch.EventType, cm *corev1.ConfigMap) error {
 		j, err := FromConfigMap(cm)
 		if err != nil {
 			return nil

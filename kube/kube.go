@@ -1,79 +1,57 @@
-// Package kube is the part of the Kubernetes API that lockctl's library
-// takes: narrow clients of core/v1 (ConfigMaps, Pods, Nodes),
-// events.k8s.io/v1 (Events), authorization/v1 (SelfSubjectAccessReviews),
-// authentication/v1 (SelfSubjectReviews) and admissionregistration/v1
-// (ValidatingAdmissionPolicies and their bindings), and NewForConfig, which builds them from a REST config.
+// Package kube is lockctl's client of the Kubernetes API. It finds the
+// kubeconfig and builds the clientsets of its contexts for the commands
+// (Loader), names what is wrong with them (no kubeconfig, an untrusted
+// server, an unknown context), and gives the library narrow clients of the
+// API groups it uses (Interface, ConfigMapsGetter, PodsGetter …).
 //
-// The methods of the resource interfaces (ConfigMapInterface, PodInterface …)
-// have exactly the signatures of client-go's typed clients, so a client-go
-// corev1client.ConfigMapInterface is a ConfigMapInterface as it is; the
-// getters (ConfigMapsGetter, PodsGetter …) return these types, so a program
-// holding a client-go clientset wraps its getters (lockctl's tests do so
-// with internal/testing/kubetest).
-//
-// lockctl does not link client-go's typed clients: each of them registers
-// every API group client-go knows in one scheme when the process starts
-// (docs/adr/0073).
-//
-// The types are aliases of lockctl's internal kubeclient package, which
-// builds the clients; programs outside this module name them here.
+// The methods of the resource interfaces have exactly the signatures of
+// client-go's typed clients, so a client-go corev1client.ConfigMapInterface
+// is a ConfigMapInterface as it is; the getters return this package's types,
+// so a program holding a client-go clientset wraps its getters (lockctl's
+// tests do so with internal/testing/kubetest). lockctl does not link
+// client-go's typed clients: each of them registers every API group
+// client-go knows in one scheme when the process starts (docs/adr/0073).
 package kube
 
 import (
-	"k8s.io/client-go/rest"
+	"os"
+	"strings"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"k8s.io/client-go/util/watchlist"
 )
 
-type (
-	// Interface is what lockctl uses of a clientset: CoreV1, EventsV1,
-	// AuthorizationV1, AuthenticationV1 and AdmissionregistrationV1.
-	Interface = kubeclient.Interface
-	// CoreV1Interface is what lockctl uses of core/v1.
-	CoreV1Interface = kubeclient.CoreV1Interface
-	// ConfigMapsGetter returns the ConfigMaps of a namespace.
-	ConfigMapsGetter = kubeclient.ConfigMapsGetter
-	// ConfigMapInterface reads and writes the ConfigMaps of a namespace.
-	ConfigMapInterface = kubeclient.ConfigMapInterface
-	// PodsGetter returns the Pods of a namespace.
-	PodsGetter = kubeclient.PodsGetter
-	// PodInterface reads, creates and deletes the Pods of a namespace and
-	// reads their logs.
-	PodInterface = kubeclient.PodInterface
-	// NodesGetter returns the Nodes.
-	NodesGetter = kubeclient.NodesGetter
-	// NodeInterface reads Nodes.
-	NodeInterface = kubeclient.NodeInterface
-	// NamespacesGetter returns the Namespaces.
-	NamespacesGetter = kubeclient.NamespacesGetter
-	// NamespaceInterface lists Namespaces.
-	NamespaceInterface = kubeclient.NamespaceInterface
-	// EventsV1Interface is what lockctl uses of events.k8s.io/v1.
-	EventsV1Interface = kubeclient.EventsV1Interface
-	// EventsGetter returns the Events of a namespace.
-	EventsGetter = kubeclient.EventsGetter
-	// EventInterface creates Events in a namespace.
-	EventInterface = kubeclient.EventInterface
-	// AuthorizationV1Interface is what lockctl uses of authorization/v1.
-	AuthorizationV1Interface = kubeclient.AuthorizationV1Interface
-	// SelfSubjectAccessReviewsGetter returns the SelfSubjectAccessReviews.
-	SelfSubjectAccessReviewsGetter = kubeclient.SelfSubjectAccessReviewsGetter
-	// SelfSubjectAccessReviewInterface asks the API server what the caller
-	// may do.
-	SelfSubjectAccessReviewInterface = kubeclient.SelfSubjectAccessReviewInterface
-	// AuthenticationV1Interface is what lockctl uses of authentication/v1.
-	AuthenticationV1Interface = kubeclient.AuthenticationV1Interface
-	// SelfSubjectReviewInterface asks the API server who the caller is.
-	SelfSubjectReviewInterface = kubeclient.SelfSubjectReviewInterface
-	// AdmissionregistrationV1Interface is what lockctl uses of
-	// admissionregistration.k8s.io/v1.
-	AdmissionregistrationV1Interface = kubeclient.AdmissionregistrationV1Interface
-)
+// CoreV1 returns cs.CoreV1(), passing on what cs declares about streaming
+// lists. Informers (watchtools.UntilWithSync) ask the client they are given;
+// the core/v1 client of client-go's fake clientset (as tests adapt it) does
+// not say that it cannot serve them, while the clientset does.
+func CoreV1(cs Interface) CoreV1Interface {
+	return coreV1{CoreV1Interface: cs.CoreV1(), cs: cs}
+}
 
-// NewForConfig returns the clients of cfg: one HTTP client and one
-// client-side rate limiter (cfg's QPS and Burst, unless cfg has a
-// RateLimiter) for the three groups, and client-go's default User-Agent when
-// cfg names none.
-func NewForConfig(cfg *rest.Config) (Interface, error) {
-	return kubeclient.NewForConfig(cfg)
+type coreV1 struct {
+	CoreV1Interface
+	cs Interface
+}
+
+// IsWatchListSemanticsUnSupported passes on the clientset's answer.
+func (c coreV1) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(c.cs)
+}
+
+// inClusterNamespaceFile holds the namespace of the pod lockctl runs in.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// InPod returns the namespace and name of the pod this process runs in,
+// from the service account's namespace file and $POD_NAME (else the host
+// name), and false outside a pod.
+func InPod(getenv func(string) string) (namespace, name string, ok bool) {
+	data, err := os.ReadFile(inClusterNamespaceFile)
+	if err != nil {
+		return "", "", false
+	}
+	name = getenv("POD_NAME")
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	return strings.TrimSpace(string(data)), name, name != ""
 }

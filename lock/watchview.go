@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // WatchOptions say which locks Watch follows and what the caller has
@@ -69,7 +69,7 @@ func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watc
 	for k, v := range opts.Shown {
 		seen[k] = v
 	}
-	w := kubeclient.ConfigMapWatch{
+	w := kube.ConfigMapWatch{
 		LabelSelector: sel,
 		FieldSelector: fieldSel,
 		// NOTE: a plain LIST then WATCH, not a streaming list: a lock
@@ -78,7 +78,7 @@ func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watc
 		NoWatchList: true,
 		What:        fmt.Sprintf("locks in namespace %q", c.namespace),
 	}
-	return kubeclient.WatchConfigMaps(ctx, c.cms.ConfigMaps(c.namespace), w, func(t watch.EventType, cm *corev1.ConfigMap) error {
+	return kube.WatchConfigMaps(ctx, c.cms.ConfigMaps(c.namespace), w, func(t watch.EventType, cm *corev1.ConfigMap) error {
 		if !IsLock(cm) {
 			return nil
 		}

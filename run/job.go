@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
@@ -84,9 +83,9 @@ func NewJobs(jobs scheduler.Clientset, namespace string, o JobsOptions) (*Jobs, 
 	o.FollowLog, o.Log = logutil.OrDiscard(o.FollowLog), logutil.OrDiscard(o.Log)
 	pods := make(map[string]kube.PodsGetter, len(o.Clusters))
 	for alias, cs := range o.Clusters {
-		pods[alias] = kubeclient.CoreV1(cs)
+		pods[alias] = kube.CoreV1(cs)
 	}
-	cleaner, err := scheduler.NewReconciler(kubeclient.CoreV1(jobs), namespace, pods, o.Scheduler)
+	cleaner, err := scheduler.NewReconciler(kube.CoreV1(jobs), namespace, pods, o.Scheduler)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/preflight"
 )
 
@@ -194,7 +194,7 @@ func (c *Controller) connect(ctx, life context.Context, cc *clusterConn) Cluster
 func (c *Controller) startCaches(ctx, parent context.Context, cc *clusterConn) error {
 	cctx, stop := context.WithCancel(parent)
 	podSelector := job.LabelManagedBy + "=" + job.ManagedByValue + "," + job.LabelRecordNamespace + "=" + c.namespace
-	podInf := kubeclient.NewInformer[*corev1.PodList](cc.cs, cc.cs.CoreV1().Pods(cc.cl.namespace), &corev1.Pod{}, kubeclient.InformerOptions{
+	podInf := kube.NewInformer[*corev1.PodList](cc.cs, cc.cs.CoreV1().Pods(cc.cl.namespace), &corev1.Pod{}, kube.InformerOptions{
 		Resync: resyncPeriod, Transform: cachePod,
 		Tweak: func(o *metav1.ListOptions) { o.LabelSelector = podSelector },
 	})
@@ -215,7 +215,7 @@ func (c *Controller) startCaches(ctx, parent context.Context, cc *clusterConn) e
 	synced := []cache.InformerSynced{podInf.HasSynced}
 	var nodeInf cache.SharedIndexInformer
 	if c.mayReadNodes(ctx, cc) {
-		nodeInf = kubeclient.NewInformer[*corev1.NodeList](cc.cs, cc.cs.CoreV1().Nodes(), &corev1.Node{}, kubeclient.InformerOptions{
+		nodeInf = kube.NewInformer[*corev1.NodeList](cc.cs, cc.cs.CoreV1().Nodes(), &corev1.Node{}, kube.InformerOptions{
 			Resync: resyncPeriod, Transform: trimNode,
 		})
 		if err := c.addNodeHandlers(cc, nodeInf); err != nil {

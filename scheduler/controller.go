@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
 )
@@ -103,11 +102,11 @@ func NewController(jobs Clientset, namespace string, clusters map[string]Clients
 		cc.cl = r.clusters[alias]
 	}
 	cms := jobs.CoreV1().ConfigMaps(namespace)
-	c.jobInf = kubeclient.NewInformer[*corev1.ConfigMapList](jobs, cms, &corev1.ConfigMap{}, kubeclient.InformerOptions{
+	c.jobInf = kube.NewInformer[*corev1.ConfigMapList](jobs, cms, &corev1.ConfigMap{}, kube.InformerOptions{
 		Resync: resyncPeriod, Transform: trimJobRecord,
 		Tweak: func(o *metav1.ListOptions) { o.LabelSelector = job.Selector },
 	})
-	c.ledgerInf = kubeclient.NewInformer[*corev1.ConfigMapList](jobs, cms, &corev1.ConfigMap{}, kubeclient.InformerOptions{
+	c.ledgerInf = kube.NewInformer[*corev1.ConfigMapList](jobs, cms, &corev1.ConfigMap{}, kube.InformerOptions{
 		Resync: resyncPeriod, Transform: stripManagedFields,
 		Tweak: func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + LedgerName },
 	})

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/lockctl/lockctl/internal/base/kubeclient"
+	"github.com/lockctl/lockctl/kube"
 )
 
 // DefaultKwokStages is the kwok Stage YAML that Start uses when
@@ -113,9 +113,9 @@ type Env struct {
 	// Client is client-go's clientset built from RESTConfig, for a test's
 	// own setup and checks.
 	Client kubernetes.Interface
-	// Kube is lockctl's clients built from RESTConfig (kubeclient's, as the
+	// Kube is lockctl's clients built from RESTConfig (package kube's, as the
 	// binary builds them), for the packages under test.
-	Kube kubeclient.Interface
+	Kube kube.Interface
 	// StartupTime is how long Start took, up to the fake Node being Ready.
 	StartupTime time.Duration
 	// EtcdURL is etcd's client URL (plain HTTP on loopback), whose /metrics
@@ -264,7 +264,7 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if e.Client, err = kubernetes.NewForConfig(e.RESTConfig); err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	if e.Kube, err = kubeclient.NewForConfig(e.RESTConfig); err != nil {
+	if e.Kube, err = kube.NewForConfig(e.RESTConfig); err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
 	if err := e.waitUntil(ctx, "kube-apiserver", apiserver, func(ctx context.Context) error {
