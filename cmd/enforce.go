@@ -203,6 +203,8 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		fmt.Fprintf(errOut, "lock %q enforced (%s) by ValidatingAdmissionPolicy %s; waiting for the API server to apply it...\n", t, desc, enforce.Name(t))
 		err := enforce.AwaitInEffect(ctx, cs.CoreV1(), t, 100*time.Millisecond, o.Timeout)
 		switch {
+		case errors.Is(err, enforce.ErrNoTargetNamespace):
+			fmt.Fprintf(errOut, "lock %q: namespace %q does not exist yet; the policy applies to its writes once it is created\n", t, t)
 		case errors.Is(err, enforce.ErrNotInEffect):
 			return fmt.Errorf("lock %q: %w after %s; it is installed and will apply, check with a write to %q", t, err, o.Timeout, t)
 		case err != nil:

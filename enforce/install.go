@@ -169,6 +169,12 @@ func Status(ctx context.Context, c kube.AdmissionregistrationV1Interface, target
 // apply the policy in time.
 var ErrNotInEffect = errors.New("the API server has not applied the policy yet")
 
+// ErrNoTargetNamespace is returned by AwaitInEffect when the target
+// namespace does not exist: there is nothing to write to yet, so nothing
+// tells whether the policy is in effect. It applies to the namespace's
+// writes once the namespace is created.
+var ErrNoTargetNamespace = errors.New("the namespace does not exist yet")
+
 // AwaitInEffect waits until the API server applies target's policy,
 // which it does asynchronously (its policy informer) after Install: it
 // sends a dry-run create of a ConfigMap the policy always refuses, every
@@ -191,6 +197,8 @@ func AwaitInEffect(ctx context.Context, cms kube.ConfigMapsGetter, target string
 		switch {
 		case err == nil:
 			return false, nil
+		case apierrors.IsNotFound(err):
+			return false, ErrNoTargetNamespace
 		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
 			if strings.Contains(err.Error(), "lockctl refused this write: a probe") {
 				return true, nil
@@ -211,6 +219,9 @@ func AwaitInEffect(ctx context.Context, cms kube.ConfigMapsGetter, target string
 		}
 		if ctx.Err() != nil {
 			return ErrNotInEffect
+		}
+		if errors.Is(err, ErrNoTargetNamespace) {
+			return err
 		}
 		return fmt.Errorf("probe the policy of %q with a dry-run ConfigMap: %w", target, err)
 	}

@@ -372,3 +372,39 @@ func TestIntegrationEnforceRequireHolderAndUninstall(t *testing.T) {
 	assert.Empty(t, bs.Items, "bindings left behind")
 	awaitAdmitted(t, bob, target, "")
 }
+
+// TestIntegrationEnforceTargetNotCreatedYet: a lock may be enforced before
+// its namespace exists. The probe cannot tell whether the policy is in
+// effect there and says so at once (the command then says the policy
+// applies once the namespace is created), instead of polling until its
+// timeout; once the namespace is created, the policy refuses its writes.
+func TestIntegrationEnforceTargetNotCreatedYet(t *testing.T) {
+	env := testenv.Get(t)
+	lockNS := env.Namespace(t)
+	target := "later-" + lockNS
+	s := enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny}
+	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
+	_, err := admin.Summarize(t.Context(), target)
+	require.NoError(t, err)
+	require.NoError(t, enforce.Install(t.Context(), env.Kube.AdmissionregistrationV1(), s))
+	t.Cleanup(func() {
+		_, err := enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), target)
+		assert.NoError(t, err)
+	})
+	err = enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), target, 20*time.Millisecond, 0)
+	require.ErrorIs(t, err, enforce.ErrNoTargetNamespace)
+
+	_, err = env.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().Namespaces().Delete(context.Background(), target, metav1.DeleteOptions{})
+	})
+	require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), target, 20*time.Millisecond, 30*time.Second))
+	alice := newUser(t, env, "alice", target, lockNS)
+	h, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = alice.locks.ReleaseHeld(context.Background(), h, lock.ReleaseOptions{}) })
+	bob := newUser(t, env, "bob", target, lockNS)
+	refusal := awaitRefused(t, bob, target, "")
+	assert.Contains(t, refusal.Error(), "lockctl refused")
+}

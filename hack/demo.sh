@@ -140,11 +140,13 @@ say "lockctl get jobs"
 lockctl get jobs
 
 # The API server enforces the lock: a write to staging from someone who does
-# not hold it is refused. bin/localcluster write-as grants a user the right
+# not hold it is admitted before lockctl enforce and refused after it. bin/localcluster write-as grants a user the right
 # to write ConfigMaps there and writes as that user (impersonated), as
 # `kubectl --as USER` would.
 writer="${LOCKCTL_LOCALCLUSTER_BIN:-bin/localcluster}"
 if [[ -x "$writer" ]]; then
+  say "kubectl --as mallory create configmap app-config -n staging   # nobody enforces the lock yet"
+  "$writer" write-as mallory staging
   say "lockctl enforce staging --mode deny   # the API server refuses writes from anyone but the holder"
   lockctl enforce staging --mode deny
   say "lockctl acquire staging ${web[*]} --build 47"
