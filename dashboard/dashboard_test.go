@@ -105,25 +105,29 @@ func get(t *testing.T, url string, hdr map[string]string) (*http.Response, strin
 }
 
 func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
-	s := start(t)
-	ctx := t.Context()
-	_, _, err := s.locks.TryAcquire(ctx, holder(evil, "1"))
-	require.NoError(t, err)
-	_, p, err := s.locks.TryAcquire(ctx, holder("main", "2"))
-	require.NoError(t, err)
-	require.NotNil(t, p, "the second build waits")
-	_, err = s.locks.Freeze(ctx, lock.FreezeRequest{
-		Target: "production", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
-		Reason: evil, Until: time.Now().Add(time.Hour),
+	// NOTE: written before the hub starts (see start): written after it,
+	// a write between the fake clientset's list and its watch is missed,
+	// and on a busy machine that happens.
+	s := start(t, func(cs *fake.Clientset, locks *lock.Client) {
+		ctx := t.Context()
+		_, _, err := locks.TryAcquire(ctx, holder(evil, "1"))
+		require.NoError(t, err)
+		_, p, err := locks.TryAcquire(ctx, holder("main", "2"))
+		require.NoError(t, err)
+		require.NotNil(t, p, "the second build waits")
+		_, err = locks.Freeze(ctx, lock.FreezeRequest{
+			Target: "production", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+			Reason: evil, Until: time.Now().Add(time.Hour),
+		})
+		require.NoError(t, err)
+		_, err = job.NewStore(kube.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
+			TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+			ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
+			Spec: job.JobSpec{Job: "deploy", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: evil},
+				PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+		})
+		require.NoError(t, err)
 	})
-	require.NoError(t, err)
-	_, err = job.NewStore(kube.CoreV1(kubetest.Clients(s.cs)), jobNS, job.StoreOptions{}).Create(ctx, &job.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
-		Spec: job.JobSpec{Job: "deploy", Type: job.Postsubmit, Refs: &job.Refs{Org: "acme", Repo: "web", BaseRef: evil},
-			PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
-	})
-	require.NoError(t, err)
 
 	snap := s.await(t, "the holder, a waiter, the freeze and the job", func(s *dashboard.Snapshot) bool {
 		return len(s.Locks) == 1 && len(s.Locks[0].Lock.Status.Waiters) == 1 &&
