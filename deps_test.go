@@ -14,8 +14,9 @@ import (
 // 0071 and 0073 took out of every command's start: client-go's clientset of
 // every group and its informers, its typed clients with the scheme of every
 // API group (kubernetes/scheme), apply configurations and discovery, every
-// API group but the three lockctl uses, and Prometheus's client library
-// (tests may import them; the binary may not).
+// API group but the five lockctl uses (ADR 0080 added the two lockctl
+// enforce needs), and Prometheus's client library (tests may import them;
+// the binary may not).
 func TestBinaryLeavesOutHeavyPackages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over the binary's dependencies")
@@ -31,8 +32,13 @@ func TestBinaryLeavesOutHeavyPackages(t *testing.T) {
 }
 
 // apiGroupsUsed are the k8s.io/api packages the binary may link: the groups
-// lockctl's clients serve (kube's scheme).
-var apiGroupsUsed = []string{"k8s.io/api/core/v1", "k8s.io/api/events/v1", "k8s.io/api/authorization/v1"}
+// lockctl's clients serve (kube's scheme): locks, job records and pods;
+// Events; the preflight checks; and, for lockctl enforce, the caller's user
+// (SelfSubjectReview) and the admission policy.
+var apiGroupsUsed = []string{
+	"k8s.io/api/core/v1", "k8s.io/api/events/v1", "k8s.io/api/authorization/v1",
+	"k8s.io/api/authentication/v1", "k8s.io/api/admissionregistration/v1",
+}
 
 // heavy says whether the binary must leave dep out.
 func heavy(dep string) bool {
@@ -70,6 +76,9 @@ func TestHeavy(t *testing.T) {
 		"k8s.io/api/core/v1":                             false,
 		"k8s.io/api/events/v1":                           false,
 		"k8s.io/api/authorization/v1":                    false,
+		"k8s.io/api/authentication/v1":                   false,
+		"k8s.io/api/admissionregistration/v1":            false,
+		"k8s.io/api/admissionregistration/v1beta1":       true,
 		"k8s.io/client-go/kubernetesx":                   false,
 		"k8s.io/client-go/rest":                          false,
 		"k8s.io/client-go/tools/cache":                   false,

@@ -17,7 +17,7 @@ import (
 )
 
 // schemeCodecs is how lockctl's clients encode and decode: a scheme of the
-// three API groups it uses and meta/v1's option, status and watch types.
+// five API groups it uses and meta/v1's option, status and watch types.
 type schemeCodecs struct {
 	scheme *runtime.Scheme
 	// serializer encodes bodies and decodes answers, Status errors and
