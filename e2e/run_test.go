@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,6 +118,20 @@ func TestIntegrationRunCommand(t *testing.T) {
 	o = c.run(t, "run", "--lock", "qa", "--", "no-such-command-lockctl")
 	assert.Equal(t, 127, o.code, o.stderr)
 	assert.Contains(t, o.stderr, `error: run "no-such-command-lockctl": exec: "no-such-command-lockctl": executable file not found in $PATH`)
+}
+
+// TestIntegrationRunGivesItsCommandTheToken: the command of run finds the
+// fencing token of its hold in $LOCKCTL_FENCING_TOKEN, the one run prints,
+// so a deploy under run can stamp its manifests (lockctl stamp) without
+// being told the token.
+func TestIntegrationRunGivesItsCommandTheToken(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	o := c.run(t, append(append([]string{"run", "--lock", "qa"}, id("web", 1)...), "--", "sh", "-c", `echo "$LOCKCTL_FENCING_TOKEN"`)...)
+	require.Equal(t, 0, o.code, o.stderr)
+	m := regexp.MustCompile(`lock "qa" acquired by .*fencing token (\d+)`).FindStringSubmatch(o.stderr)
+	require.NotNil(t, m, "run prints the token: %s", o.stderr)
+	assert.Equal(t, m[1]+"\n", o.stdout, "the command's $LOCKCTL_FENCING_TOKEN")
 }
 
 // TestIntegrationRunSerialises starts two runs on one namespace at once:
