@@ -190,20 +190,8 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, p, "build 99 waits for uat")
 
-	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	store := job.NewStore(kube.CoreV1(cs), ns, job.StoreOptions{})
-	hub := dashboard.NewHub(viewer, kube.CoreV1(cs), dashboard.Options{
-		Jobs:    store,
-		PodsFor: func(*job.Job) (kube.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
-	})
-	hctx, stop := context.WithCancel(ctx)
-	served := make(chan struct{}, 2)
-	t.Cleanup(func() { stop(); <-served; <-served })
-	go func() { _ = hub.Run(hctx); served <- struct{}{} }()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = dashboard.Serve(hctx, ln, hub.Handler()); served <- struct{}{} }()
-	base := "http://" + ln.Addr().String()
+	base := serveDashboard(t, ctx, cs, ns, store)
 
 	var dialogs, exceptions atomic.Int32
 	var bctx context.Context
@@ -337,4 +325,24 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 
 	assert.Zero(t, dialogs.Load(), "no script from a user string ran")
 	assert.Zero(t, exceptions.Load(), "the page's script ran without an exception")
+}
+
+// serveDashboard runs a hub over the locks and jobs of ns and serves its
+// page on a loopback port until the test ends, as lockctl dashboard does;
+// it returns the page's base URL.
+func serveDashboard(t *testing.T, ctx context.Context, cs kube.Interface, ns string, store *job.Store) string {
+	t.Helper()
+	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+	hub := dashboard.NewHub(viewer, kube.CoreV1(cs), dashboard.Options{
+		Jobs:    store,
+		PodsFor: func(*job.Job) (kube.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
+	})
+	hctx, stop := context.WithCancel(ctx)
+	served := make(chan struct{}, 2)
+	t.Cleanup(func() { stop(); <-served; <-served })
+	go func() { _ = hub.Run(hctx); served <- struct{}{} }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = dashboard.Serve(hctx, ln, hub.Handler()); served <- struct{}{} }()
+	return "http://" + ln.Addr().String()
 }

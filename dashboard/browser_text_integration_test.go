@@ -1,8 +1,6 @@
 package dashboard_test
 
 import (
-	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
@@ -84,19 +81,7 @@ func TestIntegrationDashboardBrowserText(t *testing.T) {
 		PodName: "deploy-web-frontend-production-42", BuildID: "1234567890", StartTime: j.Status.StartTime, PendingTime: j.Status.PendingTime})
 	require.NoError(t, err)
 
-	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-	hub := dashboard.NewHub(viewer, kube.CoreV1(cs), dashboard.Options{
-		Jobs:    store,
-		PodsFor: func(*job.Job) (kube.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
-	})
-	hctx, stop := context.WithCancel(ctx)
-	served := make(chan struct{}, 2)
-	t.Cleanup(func() { stop(); <-served; <-served })
-	go func() { _ = hub.Run(hctx); served <- struct{}{} }()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = dashboard.Serve(hctx, ln, hub.Handler()); served <- struct{}{} }()
-	base := "http://" + ln.Addr().String()
+	base := serveDashboard(t, ctx, cs, ns, store)
 	bctx := browser(t, ctx, func(any) {})
 
 	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(base+"/")))
