@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/enforce"
+	"github.com/lockctl/lockctl/lock"
 )
 
 // enforceOptions configure `lockctl enforce`.
@@ -163,11 +165,20 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		return err
 	}
 	admreg := cs.AdmissionregistrationV1()
+	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	if err != nil {
+		return err
+	}
 	if o.Uninstall {
 		for _, t := range o.Targets {
 			removed, err := enforce.Uninstall(ctx, admreg, t)
 			if err != nil {
 				return fmt.Errorf("stop enforcing lock %q: %w", t, err)
+			}
+			// NOTE: after the policy: a lock unmarked first would be
+			// taken without its user while the policy still applies.
+			if _, err := locks.Summarize(ctx, t, ""); err != nil {
+				return fmt.Errorf("stop enforcing lock %q: remove its mark %s: %w", t, lock.EnforcedAnnotation, err)
 			}
 			if removed {
 				fmt.Fprintf(errOut, "lock %q is no longer enforced (removed ValidatingAdmissionPolicy and binding %s)\n", t, enforce.Name(t))
@@ -177,20 +188,17 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		}
 		return nil
 	}
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
-	if err != nil {
-		return err
-	}
 	for _, t := range o.Targets {
 		s := o.settings(t, lockNS)
 		// NOTE: before the policy: the policy's parameter is the lock,
 		// which must exist, and a record written by a lockctl before 1.8
 		// has no summary for it to read (it would read the lock as free
-		// until its next write).
-		if wrote, err := locks.Summarize(ctx, t); err != nil {
+		// until its next write). The mark makes contenders record their
+		// user, which the policy admits the holder's writes by.
+		if wrote, err := locks.Summarize(ctx, t, cmp.Or(string(s.Mode), string(enforce.ModeWarn))); err != nil {
 			return fmt.Errorf("enforce lock %q: make its lock readable by the policy: %w", t, err)
 		} else if wrote {
-			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy (%s)\n", t, locks.Describe(t))
+			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy and marked it enforced (%s)\n", t, locks.Describe(t))
 		}
 		if err := enforce.Install(ctx, admreg, s); err != nil {
 			return fmt.Errorf("enforce lock %q: %w", t, err)

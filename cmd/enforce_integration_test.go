@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/lock"
 )
 
 // TestIntegrationEnforceCommand: lockctl enforce --mode deny returns once
@@ -63,4 +65,49 @@ func TestIntegrationEnforceCommand(t *testing.T) {
 	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		return write(ctx) == nil, nil
 	}), "mallory writes once the policy is gone")
+}
+
+// TestIntegrationAcquireAsksWhoOnlyWhenEnforced: acquire records the
+// caller's user only on a lock that lockctl enforce marked, and asks the
+// API server who it is only then: a lock that is not enforced costs no
+// SelfSubjectReview. --uninstall removes the mark.
+func TestIntegrationAcquireAsksWhoOnlyWhenEnforced(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	plain, enforced, lockNS := env.Namespace(t), env.Namespace(t), env.Namespace(t)
+	asked := 0
+	lockctl := func(args ...string) (string, string, int) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		who := f.WhoAmI
+		f.WhoAmI = func(ctx context.Context) (string, error) { asked++; return who(ctx) }
+		err := Run(t.Context(), f, append(args, "--kubeconfig", env.Kubeconfig, "-n", lockNS))
+		if err != nil {
+			cmdutil.PrintError(&errOut, err, 0)
+		}
+		return out.String(), errOut.String(), cmdutil.ExitCode(err)
+	}
+
+	_, errOut, code := lockctl(append([]string{"acquire", plain}, identityFlags("web", "1")...)...)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	assert.Zero(t, asked, "no SelfSubjectReview for a lock that is not enforced")
+	out, errOut, code := lockctl("status", plain, "-o", "yaml")
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	assert.NotContains(t, out, "user: admin")
+
+	_, errOut, code = lockctl("enforce", enforced, "--mode", "warn")
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	_, errOut, code = lockctl(append([]string{"acquire", enforced}, identityFlags("web", "2")...)...)
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	assert.Equal(t, 1, asked, "one SelfSubjectReview for the enforced lock")
+	out, errOut, code = lockctl("status", enforced, "-o", "yaml")
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	assert.Contains(t, out, "user: admin")
+
+	_, errOut, code = lockctl("enforce", enforced, "--uninstall")
+	require.Equal(t, cmdutil.CodeOK, code, errOut)
+	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(enforced), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotContains(t, cm.Annotations, lock.EnforcedAnnotation, "--uninstall removes the mark")
 }

@@ -146,7 +146,7 @@ func install(t *testing.T, env *testenv.Env, s enforce.Settings) {
 	// As lockctl enforce does: the lock exists, so the policy has its
 	// parameter.
 	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), s.LockNamespace, clock.RealClock{}, lock.Options{})
-	_, err := admin.Summarize(t.Context(), s.Target)
+	_, err := admin.Summarize(t.Context(), s.Target, string(s.Mode))
 	require.NoError(t, err)
 	require.NoError(t, enforce.Install(t.Context(), env.Kube.AdmissionregistrationV1(), s))
 	t.Cleanup(func() {
@@ -384,7 +384,7 @@ func TestIntegrationEnforceTargetNotCreatedYet(t *testing.T) {
 	target := "later-" + lockNS
 	s := enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny}
 	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
-	_, err := admin.Summarize(t.Context(), target)
+	_, err := admin.Summarize(t.Context(), target, string(s.Mode))
 	require.NoError(t, err)
 	require.NoError(t, enforce.Install(t.Context(), env.Kube.AdmissionregistrationV1(), s))
 	t.Cleanup(func() {

@@ -203,6 +203,9 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		}
 		cur = rec
 	}
+	if me.User == "" && req.LookupUser != nil && cm != nil && cm.Annotations[EnforcedAnnotation] != "" {
+		me.User = req.LookupUser(ctx)
+	}
 	now := c.clk.Now()
 	alive, recheck, why := true, time.Time{}, ""
 	if cur != nil && !cur.IsFree() {

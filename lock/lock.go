@@ -164,6 +164,11 @@ type Request struct {
 	// records none: the holder of an enforced lock is then known by its
 	// fencing token alone.
 	User string
+	// LookupUser, when set and User is "", tells the contender's user on
+	// demand: asked only when the lock read carries EnforcedAnnotation, so
+	// a lock that is not enforced costs no request for it. It is asked on
+	// every decision on such a lock; the caller remembers the answer.
+	LookupUser func(ctx context.Context) string
 	// Pod, when set, is the pod the contender runs in (namespace and name;
 	// the UID is looked up). The lock then lives as long as that pod.
 	Pod *PodRef

@@ -111,6 +111,10 @@ type change struct {
 	// remove) once it is stored: the change's Events and what the caller
 	// keeps of it.
 	stored func(ctx context.Context, cm *corev1.ConfigMap)
+	// annotate sets these annotations of the lock with the record ("" as
+	// a value removes one): the marks that are not the record's, such as
+	// EnforcedAnnotation.
+	annotate map[string]string
 }
 
 // reader returns the version of target's lock to decide on next; lost is
@@ -171,7 +175,7 @@ func (c *Client) apply(ctx context.Context, target string, cm *corev1.ConfigMap,
 			return err
 		}
 	case ch.Record != nil:
-		written, err := c.write(ctx, target, cm, ch.Decision)
+		written, err := c.write(ctx, target, cm, ch.Decision, ch.annotate)
 		if err != nil {
 			return err
 		}
@@ -187,7 +191,7 @@ func (c *Client) apply(ctx context.Context, target string, cm *corev1.ConfigMap,
 
 // write stores d.Record by creating or updating the lock read as cm.
 // Conflicts and races with creation or deletion return errRetry.
-func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap, d Decision) (*corev1.ConfigMap, error) {
+func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap, d Decision, annotate map[string]string) (*corev1.ConfigMap, error) {
 	create := d.Create || cm == nil
 	var next *corev1.ConfigMap
 	if create {
@@ -204,6 +208,13 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 	}
 	if err := encode(next, d.Record); err != nil {
 		return nil, err
+	}
+	for k, v := range annotate {
+		if v == "" {
+			delete(next.Annotations, k)
+		} else {
+			next.Annotations[k] = v
+		}
 	}
 	if create {
 		return c.store.Create(ctx, next)

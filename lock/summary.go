@@ -104,25 +104,37 @@ func microTime(t metav1.MicroTime) string {
 	return t.UTC().Format(metav1.RFC3339Micro)
 }
 
+// EnforcedAnnotation marks a lock whose target lockctl enforce guards,
+// with the policy's mode (warn, audit, deny) as its value. A contender
+// reading it asks who it is (Request.LookupUser) and records that user
+// with its claim; a lock without it costs no such request. It is not part
+// of the summary: writes of the record keep it as it is.
+const EnforcedAnnotation = SummaryPrefix + "enforced"
+
 // Summarize makes target's lock readable by an admission policy (lockctl
-// enforce): a lock that does not exist is created free (as a released
+// enforce) and marks it enforced in mode (EnforcedAnnotation; "" removes
+// the mark). A lock that does not exist is created free (as a released
 // lock is kept, for its history: the next contender takes it as a new
-// one, with its own policy), so that the policy has its parameter; a
-// record without a summary, or with one that is not of it (written by a
-// lockctl before record version 1.8), is written back as it was with its
-// summary. A lock whose summary is current is not written. It reports
-// whether it wrote.
-func (c *Client) Summarize(ctx context.Context, target string) (bool, error) {
+// one, with its own policy), so that the policy has its parameter, unless
+// mode is ""; a record without a summary, or with one that is not of it
+// (written by a lockctl before record version 1.8), is written back as it
+// was with its summary. A lock whose summary is current and whose mark is
+// mode is not written. It reports whether it wrote.
+func (c *Client) Summarize(ctx context.Context, target, mode string) (bool, error) {
 	wrote := false
+	mark := map[string]string{EnforcedAnnotation: mode}
 	err := c.update(ctx, "summarize", target, nil, func(cm *corev1.ConfigMap) (change, error) {
 		wrote = false
 		if cm == nil {
+			if mode == "" {
+				return change{}, nil
+			}
 			rec := &Record{Target: target, Policy: PolicyNewest, Updated: metav1.NewMicroTime(c.clk.Now())}
 			rec.free(rec.Updated)
 			wrote = true
-			return change{Decision: Decision{Record: rec, Create: true}}, nil
+			return change{Decision: Decision{Record: rec, Create: true}, annotate: mark}, nil
 		}
-		if summaryCurrent(cm) {
+		if summaryCurrent(cm) && cm.Annotations[EnforcedAnnotation] == mode {
 			return change{}, nil
 		}
 		rec, err := c.decode(cm, target)
@@ -130,7 +142,7 @@ func (c *Client) Summarize(ctx context.Context, target string) (bool, error) {
 			return change{}, err
 		}
 		wrote = true
-		return change{Decision: Decision{Record: rec}}, nil
+		return change{Decision: Decision{Record: rec}, annotate: mark}, nil
 	})
 	return wrote, err
 }

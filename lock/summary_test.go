@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -82,4 +83,46 @@ func TestEncodeWritesSummary(t *testing.T) {
 			assert.Contains(t, cm.Annotations[RecordAnnotation], `"updated":"`+got[SummaryUpdatedAnnotation]+`"`, "the summary's updated is found in the record")
 		})
 	}
+}
+
+// TestLookupUserOnlyWhenEnforced: a contender asks who it is only on a
+// lock marked enforced, records that user with its claim, and the writes
+// of the record keep the mark, which Summarize with no mode removes.
+func TestLookupUserOnlyWhenEnforced(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c, cs := newTestClient(t, now, nil)
+	asked := 0
+	req := request("1")
+	req.LookupUser = func(context.Context) string { asked++; return "alice" }
+
+	held, _, err := c.TryAcquire(t.Context(), req)
+	require.NoError(t, err)
+	require.NotNil(t, held)
+	assert.Zero(t, asked, "a lock that is not enforced is taken without asking")
+	_, err = c.ReleaseHeld(t.Context(), held, ReleaseOptions{})
+	require.NoError(t, err)
+
+	wrote, err := c.Summarize(t.Context(), req.Target, "deny")
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	req.Build = "2"
+	held, _, err = c.TryAcquire(t.Context(), req)
+	require.NoError(t, err)
+	require.NotNil(t, held)
+	assert.Equal(t, 1, asked)
+	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), Name(req.Target), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "alice", cm.Annotations[SummaryHolderUserAnnotation])
+	assert.Equal(t, "deny", cm.Annotations[EnforcedAnnotation], "the acquisition kept the mark")
+
+	wrote, err = c.Summarize(t.Context(), req.Target, "")
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	cm, err = cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), Name(req.Target), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotContains(t, cm.Annotations, EnforcedAnnotation)
+	wrote, err = c.Summarize(t.Context(), "never-locked", "")
+	require.NoError(t, err)
+	assert.False(t, wrote, "unmarking creates no lock")
 }

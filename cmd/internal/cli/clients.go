@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -136,19 +137,39 @@ func (f *Factory) LoopEventRecorder(fallback kube.Interface, jobEvents events.Jo
 	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Log, Jobs: jobEvents, Metrics: metrics}), nil
 }
 
-// KubeUser returns the caller's authenticated Kubernetes user, for the
-// claim a lock records (lock.Request.User): what an enforced lock admits
-// the holder's writes by. A cluster that refuses or does not serve the
-// SelfSubjectReview (older than 1.28, or RBAC without it) yields "": the
-// lock is taken all the same, and at -v 1 the reason is logged.
-func KubeUser(ctx context.Context, f *Factory) string {
+// KubeUser returns a function that tells the caller's authenticated
+// Kubernetes user, for the claim a lock records (lock.Request.LookupUser):
+// what an enforced lock admits the holder's writes by. It asks the API
+// server once, with a SelfSubjectReview, on its first call, which the lock
+// makes only on an enforced lock, and remembers the answer. A cluster that
+// refuses or does not serve the review (older than 1.28, or RBAC without
+// it) yields "": the lock is taken all the same, and at -v 1 the reason is
+// logged.
+func KubeUser(f *Factory) func(ctx context.Context) string {
 	if f.WhoAmI == nil {
-		return ""
+		return nil
 	}
-	user, err := f.WhoAmI(ctx)
-	if err == nil {
+	var (
+		mu    sync.Mutex
+		asked bool
+		user  string
+	)
+	return func(ctx context.Context) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if asked {
+			return user
+		}
+		u, err := f.WhoAmI(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				// NOTE: a cancelled ask is asked again by the next decision.
+				asked = true
+			}
+			f.Log.WithField("err", err).Debug("the Kubernetes user is not known: an enforced lock knows this claim by its fencing token only")
+			return ""
+		}
+		asked, user = true, u
 		return user
 	}
-	f.Log.WithField("err", err).Debug("the Kubernetes user is not known: an enforced lock knows this claim by its fencing token only")
-	return ""
 }

@@ -12,7 +12,7 @@ import (
 
 // TestKubeUser: the user a SelfSubjectReview names, and "" with the reason
 // logged at debug level when the review is refused, so that acquire goes
-// on without it.
+// on without it; asked once however often the lock asks.
 func TestKubeUser(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -36,8 +36,19 @@ func TestKubeUser(t *testing.T) {
 			l := logrus.New()
 			l.SetOutput(&logs)
 			l.SetLevel(logrus.DebugLevel)
-			f := &Factory{WhoAmI: tt.whoAmI, Log: logrus.NewEntry(l)}
-			assert.Equal(t, tt.want, KubeUser(t.Context(), f))
+			asked := 0
+			f := &Factory{Log: logrus.NewEntry(l)}
+			if tt.whoAmI != nil {
+				f.WhoAmI = func(ctx context.Context) (string, error) { asked++; return tt.whoAmI(ctx) }
+			}
+			lookup := KubeUser(f)
+			if tt.whoAmI == nil {
+				assert.Nil(t, lookup)
+				return
+			}
+			assert.Equal(t, tt.want, lookup(t.Context()))
+			assert.Equal(t, tt.want, lookup(t.Context()))
+			assert.Equal(t, 1, asked, "asked once")
 			if tt.wantLog != "" {
 				assert.Contains(t, logs.String(), tt.wantLog)
 				assert.Contains(t, logs.String(), "selfsubjectreviews is forbidden")
