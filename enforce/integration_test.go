@@ -253,25 +253,77 @@ func TestIntegrationEnforceStrictStaleHolder(t *testing.T) {
 func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 	env := testenv.Get(t)
 	target, lockNS := env.Namespace(t), env.Namespace(t)
+	rights := func(verbs ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{enforce.APIGroup}, Resources: []string{enforce.Resource}, ResourceNames: []string{target}, Verbs: verbs}
+	}
 	alice := newUser(t, env, "alice", target, lockNS)
-	carol := newUser(t, env, "carol", target, lockNS)
-	env.Grant(t, lockNS, "breakglass-carol", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "carol"},
-		[]rbacv1.PolicyRule{{APIGroups: []string{enforce.APIGroup}, Resources: []string{enforce.Resource}, Verbs: []string{enforce.VerbBreakGlass}}})
+	bob := newUser(t, env, "bob", target, lockNS, rights(enforce.VerbFreeze))
+	carol := newUser(t, env, "carol", target, lockNS, rights(enforce.VerbBreakGlass, enforce.VerbUnfreeze))
 	install(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny})
 
 	_, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
 	require.NoError(t, err)
-	_, err = alice.locks.Freeze(t.Context(), lock.FreezeRequest{Target: target, By: alice.request(target, 1).Identity, Reason: "release party", Until: time.Now().Add(time.Hour)})
-	require.NoError(t, err)
+	freeze := func(u *user) error {
+		_, err := u.locks.Freeze(t.Context(), lock.FreezeRequest{Target: target, By: u.request(target, 1).Identity, Reason: "release party", Until: time.Now().Add(time.Hour)})
+		return err
+	}
+	err = freeze(alice)
+	require.Error(t, err, "freezing takes the right to")
+	assert.Contains(t, err.Error(), "lockctl refused this change of lock "+lockNS+"/"+lock.Name(target)+": freezing it")
+	assert.Contains(t, err.Error(), "takes verb freeze on locks.lockctl.dev "+target+", which user alice has not")
+	require.NoError(t, freeze(bob), "bob may freeze")
+
 	refusal := awaitRefused(t, alice, target, "")
 	assert.Contains(t, refusal.Error(), "is frozen (frozen until")
 	assert.Contains(t, refusal.Error(), `"release party"`)
 	assert.Contains(t, refusal.Error(), "break-glass")
 	require.NoError(t, carol.write(t.Context(), target, ""), "break-glass is admitted")
 
-	_, err = alice.locks.Unfreeze(t.Context(), target)
-	require.NoError(t, err)
+	for _, u := range []*user{alice, bob} {
+		_, err = u.locks.Unfreeze(t.Context(), target)
+		require.Error(t, err, "%s may not lift the freeze before it ends", u.name)
+		assert.Contains(t, err.Error(), "lifting its freeze (frozen until")
+		assert.Contains(t, err.Error(), "takes verb unfreeze")
+	}
+	_, err = carol.locks.Unfreeze(t.Context(), target)
+	require.NoError(t, err, "carol may unfreeze")
 	awaitAdmitted(t, alice, target, "")
+}
+
+// TestIntegrationEnforceFreezeNeedsNoRights: the writes of freezes nobody
+// set by hand need no right: an acquire that writes a freeze window's
+// freeze, and the first write after a freeze ended, which drops it.
+func TestIntegrationEnforceFreezeNeedsNoRights(t *testing.T) {
+	env := testenv.Get(t)
+	target, lockNS := env.Namespace(t), env.Namespace(t)
+	alice := newUser(t, env, "alice", target, lockNS)
+	bob := newUser(t, env, "bob", target, lockNS,
+		rbacv1.PolicyRule{APIGroups: []string{enforce.APIGroup}, Resources: []string{enforce.Resource}, Verbs: []string{enforce.VerbFreeze}})
+	install(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny})
+
+	_, err := bob.locks.Freeze(t.Context(), lock.FreezeRequest{Target: target, By: bob.request(target, 1).Identity, Reason: "short", Until: time.Now().Add(2 * time.Second)})
+	require.NoError(t, err)
+	time.Sleep(3 * time.Second)
+	_, err = alice.locks.Acquire(t.Context(), alice.request(target, 1))
+	require.NoError(t, err, "the freeze ended: the write that drops it needs no right")
+	_, err = alice.locks.Release(t.Context(), target, alice.request(target, 1).Identity, lock.ReleaseOptions{})
+	require.NoError(t, err)
+
+	windows := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: lockNS},
+		Data: map[string]string{lock.FreezeWindowsKey: "windows:\n- name: always\n  schedule: \"* * * * *\"\n  duration: 2m\n  reason: change freeze\n"},
+	}
+	_, err = env.Kube.CoreV1().ConfigMaps(lockNS).Create(t.Context(), windows, metav1.CreateOptions{})
+	require.NoError(t, err)
+	fresh := lock.New(alice.kube.CoreV1(), alice.kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{ConfirmAfter: -1})
+	held, progress, err := fresh.TryAcquire(t.Context(), alice.request(target, 2))
+	require.NoError(t, err, "queued behind the window's freeze")
+	assert.Nil(t, held)
+	require.NotNil(t, progress)
+	require.NotNil(t, progress.Freeze, "the window freezes the lock")
+	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "always", cm.Annotations[lock.SummaryFreezeWindowAnnotation], "alice wrote the window's freeze without a right")
 }
 
 // TestIntegrationEnforceWarnMode: in warn mode a refused write is admitted,

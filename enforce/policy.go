@@ -155,6 +155,11 @@ const (
 	// VerbForce lets a user change or delete the lock's record out of
 	// turn (lockctl release --force).
 	VerbForce = "force"
+	// VerbFreeze lets a user set or change a freeze (lockctl freeze);
+	// VerbUnfreeze lets one lift a freeze before it ends (lockctl
+	// unfreeze). Freezes written from freeze windows need neither.
+	VerbFreeze   = "freeze"
+	VerbUnfreeze = "unfreeze"
 	// AuditKey is the audit annotation (prefixed with the policy's name
 	// by the API server) of a write the lock refuses; the audit event's
 	// response says whether break-glass (or warn or audit mode) admitted it.
@@ -327,6 +332,14 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "newHolder", Expression: ann("object", lock.SummaryHolderAnnotation)},
 		{Name: "newUser", Expression: ann("object", lock.SummaryHolderUserAnnotation)},
 		{Name: "newWaiters", Expression: waiters("object")},
+		// A freeze set with lockctl freeze (not from a window), before and
+		// after the write; lapsed when the write is at or after its end.
+		{Name: "oldFreeze", Expression: fresh("oldObject") + " && " + ann("oldObject", lock.SummaryFrozenAnnotation) + " == 'true' && " + ann("oldObject", lock.SummaryFreezeWindowAnnotation) + " == '' ? " + ann("oldObject", lock.SummaryFreezeAnnotation) + " : ''"},
+		{Name: "newFreeze", Expression: "variables.newFresh && " + ann("object", lock.SummaryFrozenAnnotation) + " == 'true' && " + ann("object", lock.SummaryFreezeWindowAnnotation) + " == '' ? " + ann("object", lock.SummaryFreezeAnnotation) + " : ''"},
+		{Name: "lapsed", Expression: fmt.Sprintf("%[1]s != '' && %[2]s != '' && timestamp(%[2]s) >= timestamp(%[1]s)",
+			ann("oldObject", lock.SummaryFreezeUntilAnnotation), ann("object", lock.SummaryUpdatedAnnotation))},
+		{Name: "freezes", Expression: "variables.isLock && variables.newFreeze != '' && variables.newFreeze != variables.oldFreeze"},
+		{Name: "unfreezes", Expression: "variables.isLock && variables.oldFreeze != '' && variables.newFreeze == '' && !variables.lapsed"},
 		{Name: "recordOK", Expression: strings.Join([]string{
 			"!variables.isLock ? true :",
 			"request.operation == 'DELETE' ? (!variables.oldHeld || variables.user == variables.oldUser) :",
@@ -355,6 +368,10 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		"'it would make ' + (variables.newUser == '' ? 'nobody' : variables.newUser) + ' holder out of turn, or record another user in its queue, as user ' + variables.user + " +
 		"(variables.oldHeld ? ' while ' + variables.oldHolder + ' (user ' + variables.oldUser + ') holds it' : '') + '; use lockctl, or lockctl release --force with the right to (verb " + VerbForce + " on " + Resource + "." + APIGroup + ")')"
 
+	freezeMessage := "'lockctl refused this change of lock " + lockRef + ": ' + (variables.freezes ? " +
+		"'freezing it (' + variables.newFreeze + ') takes verb " + VerbFreeze + "' : " +
+		"'lifting its freeze (' + variables.oldFreeze + ') before it ends takes verb " + VerbUnfreeze + "') + ' on " + Resource + "." + APIGroup + " ' + " + t + " + ', which user ' + variables.user + ' has not; ask who grants the rights on the lock'"
+
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: objectMeta(s),
@@ -373,6 +390,7 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Validations: []admissionregistrationv1.Validation{
 				{Expression: "variables.admitted || variables.breakGlass", MessageExpression: targetMessage, Reason: ptr(metav1.StatusReasonForbidden)},
 				{Expression: "variables.recordOK || " + rights(VerbForce), MessageExpression: recordMessage, Reason: ptr(metav1.StatusReasonForbidden)},
+				{Expression: "variables.freezes ? " + rights(VerbFreeze) + " : variables.unfreezes ? " + rights(VerbUnfreeze) + " : true", MessageExpression: freezeMessage, Reason: ptr(metav1.StatusReasonForbidden)},
 			},
 			// NOTE: the API server evaluates audit annotations without the
 			// authorizer, so the annotation cannot tell a break-glass write

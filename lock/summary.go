@@ -45,6 +45,13 @@ const (
 	// SummaryFreezeAnnotation describes the freeze for messages: its
 	// reason, who set it and until when.
 	SummaryFreezeAnnotation = SummaryPrefix + "freeze"
+	// SummaryFreezeUntilAnnotation is when the freeze ends, as the record
+	// spells it: a write at or after it may drop the freeze.
+	SummaryFreezeUntilAnnotation = SummaryPrefix + "freeze-until"
+	// SummaryFreezeWindowAnnotation names the freeze window the freeze was
+	// written from; empty for a freeze set with lockctl freeze. The policy
+	// asks for the right to freeze or unfreeze only for the latter.
+	SummaryFreezeWindowAnnotation = SummaryPrefix + "freeze-window"
 )
 
 // summaryKeys are the summary annotations, which writeSummary replaces as
@@ -53,7 +60,7 @@ var summaryKeys = []string{
 	SummaryUpdatedAnnotation, SummaryHolderAnnotation, SummaryHolderUserAnnotation,
 	SummarySinceAnnotation, SummaryTokenAnnotation, SummaryTokenPendingAnnotation,
 	SummaryNextUserAnnotation, SummaryWaiterUsersAnnotation, SummaryFrozenAnnotation,
-	SummaryFreezeAnnotation,
+	SummaryFreezeAnnotation, SummaryFreezeUntilAnnotation, SummaryFreezeWindowAnnotation,
 }
 
 // writeSummary sets the summary annotations of rec on cm, whose
@@ -92,6 +99,10 @@ func writeSummary(cm *corev1.ConfigMap, rec *Record) {
 	if f := rec.Freeze; f != nil {
 		set(SummaryFrozenAnnotation, "true")
 		set(SummaryFreezeAnnotation, f.Describe())
+		set(SummaryFreezeUntilAnnotation, microTime(f.Until))
+		if f.FromWindow() {
+			set(SummaryFreezeWindowAnnotation, f.By.Branch)
+		}
 	}
 }
 

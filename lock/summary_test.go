@@ -63,7 +63,22 @@ func TestEncodeWritesSummary(t *testing.T) {
 			},
 			want: map[string]string{
 				SummaryUpdatedAnnotation: "2026-12-06T10:00:00.000000Z", SummaryFrozenAnnotation: "true",
-				SummaryFreezeAnnotation: `frozen until 2026-12-06T11:00:00Z by acme/ops@main#1: "release party"`,
+				SummaryFreezeAnnotation:      `frozen until 2026-12-06T11:00:00Z by acme/ops@main#1: "release party"`,
+				SummaryFreezeUntilAnnotation: "2026-12-06T11:00:00.000000Z",
+			},
+		},
+		{
+			name: "free and frozen by a window",
+			rec: Record{
+				Target: "staging", Policy: PolicyFIFO, Updated: since,
+				Holder: Claim{Identity: Identity{Owner: "lockctl", Repo: "free", Branch: "free", Build: "0"}, ClaimID: "released", Since: since, Expires: &since, Released: true},
+				Freeze: &Freeze{Reason: "weekend", By: Identity{Owner: "configmap", Repo: FreezeWindowsName, Branch: "weekends", Build: "0"}, Since: since, Until: exp},
+			},
+			want: map[string]string{
+				SummaryUpdatedAnnotation: "2026-12-06T10:00:00.000000Z", SummaryFrozenAnnotation: "true",
+				SummaryFreezeAnnotation:       `frozen until 2026-12-06T11:00:00Z by configmap/lockctl-freeze-windows@weekends#0: "weekend"`,
+				SummaryFreezeUntilAnnotation:  "2026-12-06T11:00:00.000000Z",
+				SummaryFreezeWindowAnnotation: "weekends",
 			},
 		},
 	}
