@@ -80,7 +80,7 @@ func TestRunEnforce(t *testing.T) {
 	te.out.Reset()
 
 	require.NoError(t, te.run("enforce", "prod", "--strict"))
-	assert.Equal(t, "10:00:00 lock \"prod\": made its lock readable by the policy (default/lockctl-lock-prod)\n"+
+	assert.Equal(t, "10:00:00 lock \"prod\": made its lock readable by the policy and marked it enforced (default/lockctl-lock-prod)\n"+
 		"10:00:00 lock \"prod\" enforced (warn, strict) by ValidatingAdmissionPolicy lockctl-enforce-prod; the API server applies it within seconds\n", te.errOut.String())
 	cm, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), "lockctl-lock-prod", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -75,6 +75,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(
 		newAbortCmd(f, nil),
 		newAcquireCmd(f, nil),
+		newBreakGlassCmd(f, nil),
 		newCompletionCmd(f),
 		newDashboardCmd(f, nil),
 		newEnforceCmd(f, nil),

@@ -151,6 +151,9 @@ func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
 			return err
 		}
 		o.sayEnforced(ctx)
+		if l != nil && l.Status.BreakGlass != "" {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q: %s\n", o.Target, l.Status.BreakGlass)
+		}
 		if l == nil {
 			free := locks.FreeLockView(o.Target)
 			if f := free.Status.Freeze; f != nil {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/enforce"
+	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
@@ -276,8 +277,39 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 	refusal := awaitRefused(t, alice, target, "")
 	assert.Contains(t, refusal.Error(), "is frozen (frozen until")
 	assert.Contains(t, refusal.Error(), `"release party"`)
-	assert.Contains(t, refusal.Error(), "break-glass")
-	require.NoError(t, carol.write(t.Context(), target, ""), "break-glass is admitted")
+	assert.Contains(t, refusal.Error(), "declare break-glass with `lockctl break-glass "+target+" --reason ...`")
+	require.Error(t, carol.write(t.Context(), target, ""), "the right alone admits nothing: break-glass is declared first")
+
+	// Break-glass: declared by its user, with the right, and seen.
+	grant := func(u *user, as string) error {
+		_, err := u.locks.GrantBreakGlass(t.Context(), lock.BreakGlassRequest{Target: target, User: as, By: u.request(target, 9).Identity, Reason: "roll back", For: time.Hour})
+		return err
+	}
+	err = grant(alice, "alice")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "declaring break-glass takes verb breakglass on locks.lockctl.dev "+target+", which user alice has not")
+	err = grant(carol, "alice")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "break-glass is declared by its user only, and this grants it to alice, as user carol")
+	recorder := events.NewRecorder(carol.kube.EventsV1(), events.Options{})
+	carol.locks = lock.New(carol.kube.CoreV1(), carol.kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{ConfirmAfter: -1, Events: recorder})
+	require.NoError(t, grant(carol, "carol"))
+	awaitAdmitted(t, carol, target, "")
+	require.Error(t, alice.write(t.Context(), target, ""), "the grant admits its user only")
+	admin, err := kubernetes.NewForConfig(env.RESTConfig)
+	require.NoError(t, err)
+	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := admin.EventsV1().Events(lockNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.Reason == lock.ReasonBreakGlass && strings.Contains(e.Note, `break-glass for user carol by acme/carol@main#9`) && strings.Contains(e.Note, `"roll back"`) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}), "a BreakGlass Event on the lock")
 
 	for _, u := range []*user{alice, bob} {
 		_, err = u.locks.Unfreeze(t.Context(), target)
@@ -288,6 +320,10 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 	_, err = carol.locks.Unfreeze(t.Context(), target)
 	require.NoError(t, err, "carol may unfreeze")
 	awaitAdmitted(t, alice, target, "")
+	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotContains(t, cm.Annotations, lock.BreakGlassUserAnnotation, "the grant ended with the freeze it was for")
+	awaitRefused(t, carol, target, "")
 }
 
 // TestIntegrationEnforceFreezeNeedsNoRights: the writes of freezes nobody
@@ -311,7 +347,7 @@ func TestIntegrationEnforceFreezeNeedsNoRights(t *testing.T) {
 
 	windows := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: lockNS},
-		Data: map[string]string{lock.FreezeWindowsKey: "windows:\n- name: always\n  schedule: \"* * * * *\"\n  duration: 2m\n  reason: change freeze\n"},
+		Data:       map[string]string{lock.FreezeWindowsKey: "windows:\n- name: always\n  schedule: \"* * * * *\"\n  duration: 2m\n  reason: change freeze\n"},
 	}
 	_, err = env.Kube.CoreV1().ConfigMaps(lockNS).Create(t.Context(), windows, metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -320,7 +320,12 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "asHolder", Expression: "variables.holderUser == '' || variables.user == variables.holderUser || variables.agent"},
 		{Name: "stamped", Expression: fmt.Sprintf("request.operation == 'DELETE' || (has(request.subResource) && request.subResource != '') ? variables.token : %s", ann("object", TokenAnnotation))},
 		{Name: "admitted", Expression: fmt.Sprintf("variables.isLock ? true : variables.isProbe ? false : variables.frozen ? false : variables.holder != '' ? (variables.asHolder && %s) : %s", strict, whenFree)},
-		{Name: "breakGlass", Expression: "!variables.isLock && !variables.isProbe && !variables.admitted && " + rights(VerbBreakGlass)},
+		// The break-glass grant (lock.BreakGlassUserAnnotation): it admits
+		// its user while the lock is in the state it was granted in.
+		{Name: "state", Expression: "variables.token + '|' + (variables.frozen ? variables.freeze : '')"},
+		{Name: "granted", Expression: fmt.Sprintf("%s != '' && variables.user == %s && %s == variables.state",
+			ann("params", lock.BreakGlassUserAnnotation), ann("params", lock.BreakGlassUserAnnotation), ann("params", lock.BreakGlassStateAnnotation))},
+		{Name: "breakGlass", Expression: "!variables.isLock && !variables.isProbe && !variables.admitted && variables.granted"},
 		// The lock's record: its version before (oldObject) and after
 		// (object) the write.
 		{Name: "oldHeld", Expression: fresh("oldObject") + " && " + ann("oldObject", lock.SummaryHolderAnnotation) + " != ''"},
@@ -338,6 +343,10 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "newFreeze", Expression: "variables.newFresh && " + ann("object", lock.SummaryFrozenAnnotation) + " == 'true' && " + ann("object", lock.SummaryFreezeWindowAnnotation) + " == '' ? " + ann("object", lock.SummaryFreezeAnnotation) + " : ''"},
 		{Name: "lapsed", Expression: fmt.Sprintf("%[1]s != '' && %[2]s != '' && timestamp(%[2]s) >= timestamp(%[1]s)",
 			ann("oldObject", lock.SummaryFreezeUntilAnnotation), ann("object", lock.SummaryUpdatedAnnotation))},
+		{Name: "newGrantee", Expression: ann("object", lock.BreakGlassUserAnnotation)},
+		{Name: "grants", Expression: fmt.Sprintf("variables.isLock && variables.newGrantee != '' && (variables.newGrantee != %s || %s != %s || %s != %s)",
+			ann("oldObject", lock.BreakGlassUserAnnotation), ann("object", lock.BreakGlassStateAnnotation), ann("oldObject", lock.BreakGlassStateAnnotation),
+			ann("object", lock.BreakGlassAnnotation), ann("oldObject", lock.BreakGlassAnnotation))},
 		{Name: "freezes", Expression: "variables.isLock && variables.newFreeze != '' && variables.newFreeze != variables.oldFreeze"},
 		{Name: "unfreezes", Expression: "variables.isLock && variables.oldFreeze != '' && variables.newFreeze == '' && !variables.lapsed"},
 		{Name: "recordOK", Expression: strings.Join([]string{
@@ -358,8 +367,8 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	targetMessage := strings.Join([]string{
 		"'lockctl refused this write: ' + (",
 		"variables.isProbe ? 'a probe of the policy of lock " + lockRef + ", which is in effect' :",
-		"variables.frozen ? 'namespace ' + " + t + " + ' is frozen (' + variables.freeze + '; lock " + lockRef + "); wait for the freeze to end, or ask for break-glass (verb " + VerbBreakGlass + " on " + Resource + "." + APIGroup + " ' + " + t + " + ')' :",
-		"variables.holder != '' && !variables.asHolder ? 'namespace ' + " + t + " + ' is locked by ' + variables.holder + ' (user ' + variables.holderUser + ') since ' + variables.since + ' with fencing token ' + variables.token + ' (lock " + lockRef + "); take your turn with `lockctl acquire ' + " + t + " + '`, wait for its release, or ask for break-glass' :",
+		"variables.frozen ? 'namespace ' + " + t + " + ' is frozen (' + variables.freeze + '; lock " + lockRef + "); wait for the freeze to end, or declare break-glass with `lockctl break-glass ' + " + t + " + ' --reason ...` (verb " + VerbBreakGlass + " on " + Resource + "." + APIGroup + " ' + " + t + " + ')' :",
+		"variables.holder != '' && !variables.asHolder ? 'namespace ' + " + t + " + ' is locked by ' + variables.holder + ' (user ' + variables.holderUser + ') since ' + variables.since + ' with fencing token ' + variables.token + ' (lock " + lockRef + "); take your turn with `lockctl acquire ' + " + t + " + '`, wait for its release, or declare break-glass with `lockctl break-glass ' + " + t + " + ' --reason ...`' :",
 		"variables.holder != '' ? 'the object does not carry the fencing token ' + variables.token + ' of the hold of ' + variables.holder + ' (lock " + lockRef + ") in annotation " + TokenAnnotation + " (it has \\'' + variables.stamped + '\\'): a build whose hold has ended may not write; stamp the manifests with `lockctl stamp` under the current hold' :",
 		"'namespace ' + " + t + " + ' is written only by the holder of its lock " + lockRef + ", and nobody holds it; take it with `lockctl acquire ' + " + t + " + '` first')",
 	}, " ")
@@ -368,6 +377,9 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		"'it would make ' + (variables.newUser == '' ? 'nobody' : variables.newUser) + ' holder out of turn, or record another user in its queue, as user ' + variables.user + " +
 		"(variables.oldHeld ? ' while ' + variables.oldHolder + ' (user ' + variables.oldUser + ') holds it' : '') + '; use lockctl, or lockctl release --force with the right to (verb " + VerbForce + " on " + Resource + "." + APIGroup + ")')"
 
+	grantMessage := "'lockctl refused this change of lock " + lockRef + ": ' + (variables.newGrantee != variables.user ? " +
+		"'break-glass is declared by its user only, and this grants it to ' + variables.newGrantee + ', as user ' + variables.user : " +
+		"'declaring break-glass takes verb " + VerbBreakGlass + " on " + Resource + "." + APIGroup + " ' + " + t + " + ', which user ' + variables.user + ' has not') + '; ask who grants the rights on the lock'"
 	freezeMessage := "'lockctl refused this change of lock " + lockRef + ": ' + (variables.freezes ? " +
 		"'freezing it (' + variables.newFreeze + ') takes verb " + VerbFreeze + "' : " +
 		"'lifting its freeze (' + variables.oldFreeze + ') before it ends takes verb " + VerbUnfreeze + "') + ' on " + Resource + "." + APIGroup + " ' + " + t + " + ', which user ' + variables.user + ' has not; ask who grants the rights on the lock'"
@@ -390,15 +402,17 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Validations: []admissionregistrationv1.Validation{
 				{Expression: "variables.admitted || variables.breakGlass", MessageExpression: targetMessage, Reason: ptr(metav1.StatusReasonForbidden)},
 				{Expression: "variables.recordOK || " + rights(VerbForce), MessageExpression: recordMessage, Reason: ptr(metav1.StatusReasonForbidden)},
+				{Expression: "!variables.grants || (variables.newGrantee == variables.user && " + rights(VerbBreakGlass) + ")", MessageExpression: grantMessage, Reason: ptr(metav1.StatusReasonForbidden)},
 				{Expression: "variables.freezes ? " + rights(VerbFreeze) + " : variables.unfreezes ? " + rights(VerbUnfreeze) + " : true", MessageExpression: freezeMessage, Reason: ptr(metav1.StatusReasonForbidden)},
 			},
 			// NOTE: the API server evaluates audit annotations without the
-			// authorizer, so the annotation cannot tell a break-glass write
-			// from a refused one: the audit event's response does.
+			// authorizer; the grant needs none, so the annotation tells a
+			// break-glass write (admitted) from a refused one (or one only
+			// warned about in warn or audit mode).
 			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{
 				Key: AuditKey,
 				ValueExpression: "!variables.isLock && !variables.isProbe && !variables.admitted ? ('user ' + variables.user + ' wrote ' + request.resource.resource + ' ' + request.namespace + '/' + request.name + ' against lock " + lockRef +
-					", ' + (variables.frozen ? variables.freeze : variables.holder != '' ? 'held by ' + variables.holder : 'free') + ': admitted only by break-glass, or in warn or audit mode') : ''",
+					", ' + (variables.frozen ? variables.freeze : variables.holder != '' ? 'held by ' + variables.holder : 'free') + (variables.granted ? ': admitted by ' + " + ann("params", lock.BreakGlassAnnotation) + " : ': refused, or admitted in warn or audit mode')) : ''",
 			}},
 		},
 	}

@@ -39,6 +39,10 @@ const (
 	// ReasonFreezeIgnored (a warning): a contender took the frozen lock
 	// with --ignore-freeze.
 	ReasonFreezeIgnored = "FreezeIgnored"
+	// ReasonBreakGlass (a warning): someone declared break-glass on an
+	// enforced lock (lockctl break-glass): their writes of the target are
+	// admitted whatever the lock says, until the grant ends.
+	ReasonBreakGlass = "BreakGlass"
 )
 
 // EventRecorder records an Event about a lock's ConfigMap. It must never

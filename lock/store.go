@@ -216,6 +216,7 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 			next.Annotations[k] = v
 		}
 	}
+	dropEndedGrant(next, d.Record)
 	if create {
 		return c.store.Create(ctx, next)
 	}

@@ -76,6 +76,10 @@ type LockViewStatus struct {
 	// Basis says what EstimatedWait is made from ("median hold 4m over
 	// the last 20").
 	Basis string `json:"basis,omitempty"`
+	// BreakGlass describes the break-glass grant in force on an enforced
+	// lock (lockctl break-glass): whose writes the API server admits
+	// whatever the lock says, why, and until when.
+	BreakGlass string `json:"breakGlass,omitempty"`
 }
 
 // Get returns target's lock, or nil when there is none or it is free (kept
@@ -172,6 +176,7 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) LockView {
 	}
 	if rec != nil {
 		c.estimate(&l, rec)
+		l.Status.BreakGlass = ActiveBreakGlass(cm, rec, c.clk.Now())
 	}
 	return l
 }

@@ -160,6 +160,9 @@
         h("span", { class: "by" }, freezeBy(st.freeze)), ": ",
         h("q", { class: "reason" }, st.freeze.reason)));
     }
+    if (st.breakGlass) {
+      card.append(h("p", { class: "freeze breakglass", role: "note" }, h("strong", null, "Break-glass"), ": ", st.breakGlass));
+    }
     card.append(h("h4", null, "Queue"));
     const waiters = st.waiters || [];
     if (waiters.length) {

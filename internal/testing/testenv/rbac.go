@@ -60,7 +60,13 @@ func (e *Env) awaitAllowed(ctx context.Context, ns, user string, rules []rbacv1.
 		for _, group := range r.APIGroups {
 			for _, resource := range r.Resources {
 				for _, verb := range r.Verbs {
-					wants = append(wants, authorizationv1.ResourceAttributes{Namespace: ns, Group: group, Resource: resource, Verb: verb})
+					// NOTE: a rule for named objects allows nothing
+					// unnamed: ask about its first name.
+					name := ""
+					if len(r.ResourceNames) > 0 {
+						name = r.ResourceNames[0]
+					}
+					wants = append(wants, authorizationv1.ResourceAttributes{Namespace: ns, Group: group, Resource: resource, Verb: verb, Name: name})
 				}
 			}
 		}
