@@ -41,7 +41,7 @@ test: tools chromium integration-tools ## run the whole suite: unit tests under 
 	go test -count=1 -timeout 40m ./...
 
 integration-tools: ## build the integrations' tools (actionlint, krew, kubectl, gitlab-ci-local, tekton-lint, tekton-validate; cached in _output/tools)
-	hack/integration-tools.sh actionlint krew gitlab-ci-local tekton-lint tekton-validate
+	hack/integration-tools.sh actionlint krew kubectl gitlab-ci-local tekton-lint tekton-validate
 
 check-integrations: tools integration-tools ## check integrations/ with each CI ecosystem's tools and run them against a real API server (docs/integrations.md)
 	go test -count=1 -timeout 20m ./integrations

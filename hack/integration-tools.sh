@@ -10,7 +10,7 @@
 #
 #   actionlint      GitHub Actions' linter (Go module github.com/rhysd/actionlint)
 #   krew            the kubectl plugin manager (Go module sigs.k8s.io/krew)
-#   kubectl         (only on request) built from hack/tools' k8s.io/kubernetes, as kube-apiserver is
+#   kubectl         built from hack/tools' k8s.io/kubernetes, as kube-apiserver is
 #   gitlab-ci-local runs .gitlab-ci.yml pipelines locally (npm; needs node, rsync, git)
 #   tekton-lint     Tekton's linter (npm @ibm/tekton-lint)
 #   tekton-validate Tekton's own Validate on Tasks and Pipelines: hack/tektonvalidate,
@@ -133,7 +133,9 @@ build() {
 	tmp="${dir}.tmp.$$"
 	rm -rf "${tmp}"
 	mkdir -p "${tmp}"
-	trap 'rm -rf "${tmp}"' EXIT
+	# NOTE: expanded now: tmp is local, gone when the EXIT trap runs.
+	# shellcheck disable=SC2064
+	trap "rm -rf '${tmp}'" EXIT
 	start=${SECONDS}
 	compile "${name}" "${tmp}"
 	rm -rf "${dir}"
