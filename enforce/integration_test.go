@@ -323,7 +323,7 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotContains(t, cm.Annotations, lock.BreakGlassUserAnnotation, "the grant ended with the freeze it was for")
-	awaitRefused(t, carol, target, "")
+	assert.Contains(t, awaitRefused(t, carol, target, "").Error(), "is locked by acme/alice@main#1", "the grant ended: carol is refused again")
 }
 
 // TestIntegrationEnforceFreezeNeedsNoRights: the writes of freezes nobody
