@@ -339,6 +339,14 @@ func TestIntegrationEnforceFreezeNeedsNoRights(t *testing.T) {
 
 	_, err := bob.locks.Freeze(t.Context(), lock.FreezeRequest{Target: target, By: bob.request(target, 1).Identity, Reason: "short", Until: time.Now().Add(2 * time.Second)})
 	require.NoError(t, err)
+	// As a lockctl whose summary has no freeze-until left it: the policy
+	// reads the end from the freeze's description.
+	cms := alice.client.CoreV1().ConfigMaps(lockNS)
+	cm, err := cms.Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	require.NoError(t, err)
+	delete(cm.Annotations, lock.SummaryFreezeUntilAnnotation)
+	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
 	time.Sleep(3 * time.Second)
 	_, err = alice.locks.Acquire(t.Context(), alice.request(target, 1))
 	require.NoError(t, err, "the freeze ended: the write that drops it needs no right")
@@ -357,7 +365,7 @@ func TestIntegrationEnforceFreezeNeedsNoRights(t *testing.T) {
 	assert.Nil(t, held)
 	require.NotNil(t, progress)
 	require.NotNil(t, progress.Freeze, "the window freezes the lock")
-	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err = env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "always", cm.Annotations[lock.SummaryFreezeWindowAnnotation], "alice wrote the window's freeze without a right")
 }

@@ -238,6 +238,26 @@ func fresh(obj string) string {
 		ann(obj, lock.SummaryUpdatedAnnotation), ann(obj, lock.RecordAnnotation))
 }
 
+// manualFreeze is the CEL of the description of obj's freeze when it is
+// one set with lockctl freeze, ” when there is none or it is a freeze
+// window's. A summary without freeze-window (lockctl 0.2.0) tells a
+// window's freeze by who set it (lock.Freeze.FromWindow).
+func manualFreeze(obj, fresh string) string {
+	desc := ann(obj, lock.SummaryFreezeAnnotation)
+	return fmt.Sprintf("%s && %s == 'true' && %s == '' && !%s.contains(%s) ? %s : ''",
+		fresh, ann(obj, lock.SummaryFrozenAnnotation), ann(obj, lock.SummaryFreezeWindowAnnotation),
+		desc, q(" by configmap/"+lock.FreezeWindowsName+"@"), desc)
+}
+
+// freezeUntil is the CEL of the end of obj's freeze: its freeze-until,
+// else the time its description starts with (lock.Freeze.Describe: a
+// summary without freeze-until), else ”.
+func freezeUntil(obj string) string {
+	desc := ann(obj, lock.SummaryFreezeAnnotation)
+	return fmt.Sprintf("%[1]s != '' ? %[1]s : %[2]s.startsWith('frozen until ') && %[2]s.indexOf(' by ') > 13 ? %[2]s.substring(13, %[2]s.indexOf(' by ')) : ''",
+		ann(obj, lock.SummaryFreezeUntilAnnotation), desc)
+}
+
 // Policy returns the ValidatingAdmissionPolicy of s.
 func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	lockName := lock.Name(s.Target)
@@ -339,10 +359,10 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "newWaiters", Expression: waiters("object")},
 		// A freeze set with lockctl freeze (not from a window), before and
 		// after the write; lapsed when the write is at or after its end.
-		{Name: "oldFreeze", Expression: fresh("oldObject") + " && " + ann("oldObject", lock.SummaryFrozenAnnotation) + " == 'true' && " + ann("oldObject", lock.SummaryFreezeWindowAnnotation) + " == '' ? " + ann("oldObject", lock.SummaryFreezeAnnotation) + " : ''"},
-		{Name: "newFreeze", Expression: "variables.newFresh && " + ann("object", lock.SummaryFrozenAnnotation) + " == 'true' && " + ann("object", lock.SummaryFreezeWindowAnnotation) + " == '' ? " + ann("object", lock.SummaryFreezeAnnotation) + " : ''"},
-		{Name: "lapsed", Expression: fmt.Sprintf("%[1]s != '' && %[2]s != '' && timestamp(%[2]s) >= timestamp(%[1]s)",
-			ann("oldObject", lock.SummaryFreezeUntilAnnotation), ann("object", lock.SummaryUpdatedAnnotation))},
+		{Name: "oldFreeze", Expression: manualFreeze("oldObject", fresh("oldObject"))},
+		{Name: "newFreeze", Expression: manualFreeze("object", "variables.newFresh")},
+		{Name: "oldUntil", Expression: freezeUntil("oldObject")},
+		{Name: "lapsed", Expression: fmt.Sprintf("variables.oldUntil != '' && %[1]s != '' && timestamp(%[1]s) >= timestamp(variables.oldUntil)", ann("object", lock.SummaryUpdatedAnnotation))},
 		{Name: "newGrantee", Expression: ann("object", lock.BreakGlassUserAnnotation)},
 		{Name: "grants", Expression: fmt.Sprintf("variables.isLock && variables.newGrantee != '' && (variables.newGrantee != %s || %s != %s || %s != %s)",
 			ann("oldObject", lock.BreakGlassUserAnnotation), ann("object", lock.BreakGlassStateAnnotation), ann("oldObject", lock.BreakGlassStateAnnotation),
