@@ -184,7 +184,7 @@ func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *c
 			c.stepEvents(ctx, res, judged, me, why)
 		}
 		if d.CancelRequested != nil {
-			c.event(ctx, res.cm, false, ReasonCancelRequested, fmt.Sprintf("%s asked %s to stop (cancel-in-progress)", me.Identity, d.CancelRequested.Identity))
+			c.event(ctx, res.cm, false, reasonCancelRequested, fmt.Sprintf("%s asked %s to stop (cancel-in-progress)", me.Identity, d.CancelRequested.Identity))
 		}
 	}
 	return res, change{Decision: d, stored: stored}, nil
@@ -328,7 +328,7 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			log.Debug("lock acquired")
 		}
 	case Superseded:
-		c.event(ctx, res.cm, false, ReasonSuperseded, fmt.Sprintf("%s gave up: superseded by %s", me.Identity, d.By.Identity))
+		c.event(ctx, res.cm, false, reasonSuperseded, fmt.Sprintf("%s gave up: superseded by %s", me.Identity, d.By.Identity))
 		return &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.ClaimID == res.rec.Holder.ClaimID}
 	}
 	return nil

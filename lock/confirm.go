@@ -22,11 +22,11 @@ import (
 // and its release writes on the hand-over's version
 // (docs/adr/0079-confirm-after-a-second.md).
 
-// DefaultConfirmAfter is how long a hold that began with a hand-over runs
+// defaultConfirmAfter is how long a hold that began with a hand-over runs
 // before its confirmation is written, unless Options.ConfirmAfter says
 // otherwise: a short hold, released within it, costs the lock no write and
 // the other waiters no watch event.
-const DefaultConfirmAfter = time.Second
+const defaultConfirmAfter = time.Second
 
 // Pauses between attempts to confirm a hand-over after transient API
 // errors: the first, and the longest they grow to by doubling. The
@@ -42,15 +42,15 @@ const (
 // be cancelled and the caller to hear of it, on a loaded machine.
 const confirmMargin = time.Second
 
-// ErrUnconfirmed means a hold that began with a hand-over was not
+// errUnconfirmed means a hold that began with a hand-over was not
 // confirmed before the waiter's expiry it stood on could pass: it is lost.
-var ErrUnconfirmed = errors.New("hand-over not confirmed in time")
+var errUnconfirmed = errors.New("hand-over not confirmed in time")
 
-// UnconfirmedError is a hand-over its new holder could not confirm in time
+// unconfirmedError is a hand-over its new holder could not confirm in time
 // (Held.Confirm): the API server did not answer, or kept failing, until
 // Request.StopBefore and a second before the waiter's expiry. The hold is
-// lost; what runs under it must stop. It matches ErrUnconfirmed.
-type UnconfirmedError struct {
+// lost; what runs under it must stop. It matches errUnconfirmed.
+type unconfirmedError struct {
 	Target string
 	// Expires is the waiter's expiry the hand-over stood on, on the API
 	// server's clock.
@@ -59,7 +59,7 @@ type UnconfirmedError struct {
 	Last error
 }
 
-func (e *UnconfirmedError) Error() string {
+func (e *unconfirmedError) Error() string {
 	s := fmt.Sprintf("lock %q was handed over but could not be confirmed before %s", e.Target, e.Expires.UTC().Format(time.RFC3339))
 	if e.Last != nil {
 		return s + ": " + e.Last.Error()
@@ -67,8 +67,8 @@ func (e *UnconfirmedError) Error() string {
 	return s + ": the API server did not answer"
 }
 
-// Is makes an *UnconfirmedError match ErrUnconfirmed.
-func (e *UnconfirmedError) Is(target error) bool { return target == ErrUnconfirmed }
+// Is makes an *unconfirmedError match errUnconfirmed.
+func (e *unconfirmedError) Is(target error) bool { return target == errUnconfirmed }
 
 // errConfirmStopped is the cause of a confirmation its hold stopped.
 var errConfirmStopped = errors.New("confirmation stopped")
@@ -136,7 +136,7 @@ func (w *waiter) handedToMe() *Held {
 	if !h.HandedOver || h.ClaimID != w.me.ClaimID || h.Identity != w.me.Identity {
 		return nil
 	}
-	if rj := w.req.RunJobs; rj.keeps() && (rj.SubmitsJob || MustLook(rec, rj.Namespace)) {
+	if rj := w.req.RunJobs; rj.keeps() && (rj.SubmitsJob || mustLookIn(rec, rj.Namespace)) {
 		// NOTE: the write that takes the lock must mark the run's job
 		// namespace (takeRunJobs) before the run looks or submits: the
 		// confirmation comes first.
@@ -299,7 +299,7 @@ func (c *Client) confirmDue(ctx context.Context, cf *confirmation) bool {
 // deadline passed, or its hold stopped it.
 func (c *Client) confirmEnded(ctx context.Context, h *Held, cf *confirmation, last error) error {
 	if errors.Is(context.Cause(ctx), errConfirmDeadline) {
-		err := &UnconfirmedError{Target: h.Target, Expires: cf.expires, Last: last}
+		err := &unconfirmedError{Target: h.Target, Expires: cf.expires, Last: last}
 		c.log.WithField("lock", c.Describe(h.Target)).WithField("err", err).Warn("hold lost: the hand-over could not be confirmed in time")
 		return err
 	}
@@ -404,7 +404,7 @@ func (h *Held) ConfirmDone() <-chan struct{} {
 // A confirmation not yet due (Options.ConfirmAfter) is written at once.
 // Until then the hold lasts until the waiter's expiry in Holder.Expires on
 // the API server's clock (for a holder without a pod); Confirm returns an
-// error matching ErrUnconfirmed once it could not be confirmed by
+// error matching errUnconfirmed once it could not be confirmed by
 // Request.StopBefore and a second before that expiry, one matching ErrLost when the lock
 // turned out to be someone else's, and ctx's error when ctx ends first. A
 // process that keeps the lock past its exit (lockctl acquire) calls it

@@ -135,7 +135,7 @@ func TestHandOverConfirmedWhenDue(t *testing.T) {
 	t.Parallel()
 	c, cs, h := heldOnHandOver(t)
 	fc := c.clk.(*testingclock.FakeClock)
-	const step = DefaultConfirmAfter / 10
+	const step = defaultConfirmAfter / 10
 	var stepped time.Duration
 	require.Eventually(t, func() bool {
 		select {
@@ -147,7 +147,7 @@ func TestHandOverConfirmedWhenDue(t *testing.T) {
 			return false
 		}
 	}, 10*time.Second, 5*time.Millisecond)
-	assert.GreaterOrEqual(t, stepped, DefaultConfirmAfter, "not confirmed before it was due")
+	assert.GreaterOrEqual(t, stepped, defaultConfirmAfter, "not confirmed before it was due")
 	got, err := h.Confirm(t.Context())
 	require.NoError(t, err)
 	assert.False(t, got.HandedOver)
@@ -194,8 +194,8 @@ func TestHandOverConfirmFailsUntilExpiry(t *testing.T) {
 		}
 	}
 	_, err = h.Confirm(t.Context())
-	require.ErrorIs(t, err, ErrUnconfirmed)
-	var ue *UnconfirmedError
+	require.ErrorIs(t, err, errUnconfirmed)
+	var ue *unconfirmedError
 	require.ErrorAs(t, err, &ue)
 	assert.Contains(t, ue.Error(), "etcd is away", "the last attempt's error is named")
 	assert.False(t, lostAt.After(expires.Add(-stopBefore-confirmMargin)), "lost by %s, StopBefore and a margin before the expiry %s (at %s)", expires.Add(-stopBefore-confirmMargin), expires, lostAt)

@@ -119,9 +119,9 @@ func (r *Record) free(ts metav1.MicroTime) {
 // IsFree reports whether the record is a free lock kept for its history.
 func (r *Record) IsFree() bool { return r.Holder.Released }
 
-// KindLockHistory is the kind of the History objects `lockctl history -o`
+// kindLockHistory is the kind of the History objects `lockctl history -o`
 // prints.
-const KindLockHistory = "LockHistory"
+const kindLockHistory = "LockHistory"
 
 // History is what `lockctl history` shows of a lock: a Kubernetes-style
 // object (apiVersion, kind and metadata naming the lock, so that -o name
@@ -166,7 +166,7 @@ func (c *Client) History(ctx context.Context, target string) (*History, error) {
 // newHistory is the empty history of target's lock.
 func (c *Client) newHistory(target string) *History {
 	return &History{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLockHistory},
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLockHistory},
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
 		Target:     target, Entries: []HistoryEntry{},
 	}

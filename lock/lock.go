@@ -27,12 +27,12 @@ import (
 const (
 	// DefaultTTL is how long a holder without a pod keeps the lock.
 	DefaultTTL = time.Hour
-	// DefaultWaiterTTL is how long a waiter's place lasts between renewals;
+	// defaultWaiterTTL is how long a waiter's place lasts between renewals;
 	// waiters renew at two thirds of it.
-	DefaultWaiterTTL = time.Minute
-	// DefaultLostPodGrace is how long a holder's pod may sit on a NotReady
+	defaultWaiterTTL = time.Minute
+	// defaultLostPodGrace is how long a holder's pod may sit on a NotReady
 	// or Unknown node (or in phase Unknown) before the lock counts as stale.
-	DefaultLostPodGrace = liveness.DefaultNodeGrace
+	defaultLostPodGrace = liveness.DefaultNodeGrace
 )
 
 // Client takes, waits for and releases namespace locks kept as ConfigMaps
@@ -78,11 +78,11 @@ type Options struct {
 	// and "err"; nil means a logger that discards.
 	Log *logrus.Entry
 	// WaiterTTL is how long a waiter's place lasts between renewals;
-	// 0 means DefaultWaiterTTL.
+	// 0 means defaultWaiterTTL.
 	WaiterTTL time.Duration
 	// LostPodGrace is how long a holder pod's node may be NotReady or
 	// Unknown (liveness.Options.NodeGrace) before the lock is stale; 0 means
-	// DefaultLostPodGrace.
+	// defaultLostPodGrace.
 	LostPodGrace time.Duration
 	// Nodes, when set, reads the node of a holder's pod, so a dead node is
 	// seen from the node itself; nil, or a Forbidden answer, means the
@@ -94,7 +94,7 @@ type Options struct {
 	Events EventRecorder
 	// ConfirmAfter is how long a hold that began with a hand-over runs
 	// before its confirmation is written (see Held.Confirm); 0 means
-	// DefaultConfirmAfter, a negative value confirms at once.
+	// defaultConfirmAfter, a negative value confirms at once.
 	ConfirmAfter time.Duration
 }
 
@@ -116,13 +116,13 @@ func New(cms kube.ConfigMapsGetter, pods kube.PodsGetter, namespace string, clk 
 		o.Log = logutil.Discard()
 	}
 	if o.WaiterTTL <= 0 {
-		o.WaiterTTL = DefaultWaiterTTL
+		o.WaiterTTL = defaultWaiterTTL
 	}
 	if o.LostPodGrace <= 0 {
-		o.LostPodGrace = DefaultLostPodGrace
+		o.LostPodGrace = defaultLostPodGrace
 	}
 	if o.ConfirmAfter == 0 {
-		o.ConfirmAfter = DefaultConfirmAfter
+		o.ConfirmAfter = defaultConfirmAfter
 	}
 	return &Client{
 		cms:       cms,
@@ -188,7 +188,7 @@ type Request struct {
 	// lock next (docs/adr/0026-cancel-in-progress.md).
 	CancelInProgress bool
 	// Job is the CI job the contender runs in, when known: the unit that
-	// holds the lock once (see CIJob, SameHolder and RunsAgain). The zero
+	// holds the lock once (see CIJob, sameHolder and runsAgain). The zero
 	// value makes the build the unit, as before jobs were known.
 	Job CIJob
 	// Unordered says the build number only tells this contender apart
@@ -214,7 +214,7 @@ type Request struct {
 	// look for what earlier holders left behind) may start then, beside the
 	// write; if the write is lost, OnTaking is called again before the next.
 	// With RunJobs set, it is called only when the lock's record does not
-	// vouch that no job was left behind in RunJobs.Namespace (MustLook).
+	// vouch that no job was left behind in RunJobs.Namespace (mustLookIn).
 	// A hold that begins with a hand-over (see Acquire) calls it once the
 	// waiter sees the hand-over, before Acquire returns.
 	OnTaking func()
@@ -256,7 +256,7 @@ type Progress struct {
 	Wait *EstimateInput
 }
 
-// Estimate is the contender's wait for its turn as EstimateWait sees it
+// Estimate is the contender's wait for its turn as estimateWait sees it
 // at now; nil when the history says nothing.
 func (p *Progress) Estimate(now time.Time) *Estimate {
 	if p.Wait == nil {
@@ -264,7 +264,7 @@ func (p *Progress) Estimate(now time.Time) *Estimate {
 	}
 	in := *p.Wait
 	in.Now = now
-	return EstimateWait(in)
+	return estimateWait(in)
 }
 
 // Held reports whether anyone holds the lock; a frozen lock may wait with
@@ -290,14 +290,14 @@ type Held struct {
 	// (Request.IgnoreFreeze); nil when the lock was not frozen.
 	IgnoredFreeze *Freeze
 	// Reentered is true when the caller's build already held the lock (the
-	// same identity, CI job and pod, or no pod; see SameHolder): nothing
+	// same identity, CI job and pod, or no pod; see sameHolder): nothing
 	// changed, and Token is the token of that hold, unless that hold was
 	// handed to the build and not yet confirmed, which the caller took.
 	// Either way the hold is the process's that took it: ReleaseHeld
 	// leaves it held, and renewals never shorten it.
 	Reentered bool
 	// Vouched is true when the lock's record vouched that no earlier run
-	// left a job behind in Request.RunJobs.Namespace (see MustLook), so
+	// left a job behind in Request.RunJobs.Namespace (see mustLookIn), so
 	// the caller need not look there. False (the zero value, and always
 	// without Request.RunJobs) means look.
 	Vouched bool
@@ -423,7 +423,7 @@ func (c *Client) acquire(ctx context.Context, w *waiter) (*Held, error) {
 	return w.run(ctx)
 }
 
-// holderAlive judges the holder: by its pod when it has one (see JudgePod),
+// holderAlive judges the holder: by its pod when it has one (see judgePod),
 // else by its expiry. recheck, when not zero, is when the verdict changes
 // by itself (a grace period of the pod or its node ends); why says why a
 // holder is not alive, for people.
@@ -456,7 +456,7 @@ func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now 
 		}
 		pod = p
 	}
-	v := JudgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
+	v := judgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
 	if !v.Alive {
 		why = "pod " + h.Pod.String()
 		if v.Message != "" {
@@ -490,12 +490,12 @@ func (c *Client) node(ctx context.Context, pod *corev1.Pod) *corev1.Node {
 	return nil
 }
 
-// JudgePod applies the shared liveness rule (liveness.Judge) to a holder's
+// judgePod applies the shared liveness rule (liveness.Judge) to a holder's
 // pod: it keeps the lock while it may still be running, and not once it is
 // gone, finished, replaced by another pod of the same name (uid, when given,
 // differs) or lost with its node for longer than grace. node is the pod's
 // node, or nil when it may not be read.
-func JudgePod(pod *corev1.Pod, uid types.UID, node *corev1.Node, now time.Time, grace time.Duration) liveness.Verdict {
+func judgePod(pod *corev1.Pod, uid types.UID, node *corev1.Node, now time.Time, grace time.Duration) liveness.Verdict {
 	if pod != nil && uid != "" && pod.UID != uid {
 		return liveness.Verdict{Lost: true, Message: "pod was replaced by another of the same name"}
 	}
@@ -560,7 +560,7 @@ func (c *Client) readWithWindows(ctx context.Context, what string, read func() e
 		)
 		go func() {
 			defer close(done)
-			ws, werr = LoadFreezeWindows(ctx, c.cms, c.namespace)
+			ws, werr = loadFreezeWindows(ctx, c.cms, c.namespace)
 		}()
 		err := read()
 		<-done

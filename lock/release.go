@@ -271,7 +271,7 @@ func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm 
 		return res, change{remove: true, stored: func(ctx context.Context, _ *corev1.ConfigMap) {
 			log.WithField("err", err).Warn("deleted a lock this lockctl cannot read")
 			o.eventsTurn()
-			c.event(ctx, cm, true, ReasonForceReleased, fmt.Sprintf("unreadable lock deleted with --force by %s: %v", o.by(id), err))
+			c.event(ctx, cm, true, reasonForceReleased, fmt.Sprintf("unreadable lock deleted with --force by %s: %v", o.by(id), err))
 		}}, nil
 	case err != nil:
 		return nil, change{}, err

@@ -30,7 +30,7 @@ type RunJobs struct {
 	// Swept are the job namespaces a run looked in, or was vouched for,
 	// and left with no job of a run that held this lock behind: the next
 	// run there need not look, while the holder carries RunJobsKept. At
-	// most MaxSwept, the oldest dropped first.
+	// most maxSwept, the oldest dropped first.
 	Swept []string `json:"swept,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
@@ -51,9 +51,9 @@ type RunMark struct {
 	unknown map[string]json.RawMessage
 }
 
-// MaxSwept bounds RunJobs.Swept: a namespace dropped from it is only looked
+// maxSwept bounds RunJobs.Swept: a namespace dropped from it is only looked
 // in once more.
-const MaxSwept = 16
+const maxSwept = 16
 
 var (
 	runJobsFields = schema.Fields(RunJobs{})
@@ -88,12 +88,12 @@ func (m RunMark) MarshalJSON() ([]byte, error) {
 	return schema.EncodeKeeping(plain(m), m.unknown)
 }
 
-// MustLook reports whether a lockctl run with job namespace ns that holds
+// mustLookIn reports whether a lockctl run with job namespace ns that holds
 // or takes the lock of rec (nil: there is no lock) must look there for
 // jobs earlier runs left behind: unless rec's holder kept the account
 // (Claim.RunJobsKept) and the account names ns swept and no run's mark is
 // pending there.
-func MustLook(rec *Record, ns string) bool {
+func mustLookIn(rec *Record, ns string) bool {
 	if rec == nil || !rec.Holder.RunJobsKept || rec.RunJobs == nil {
 		return true
 	}
@@ -155,7 +155,7 @@ func (rj *RunJobs) done(ns, claim string) {
 		return
 	}
 	rj.Swept = append(rj.Swept, ns)
-	if n := len(rj.Swept) - MaxSwept; n > 0 {
+	if n := len(rj.Swept) - maxSwept; n > 0 {
 		rj.Swept = slices.Clone(rj.Swept[n:])
 	}
 }
@@ -180,7 +180,7 @@ func (r RunJobsRequest) keeps() bool { return r.Namespace != "" }
 // takeRunJobs is the rule of the account for contender me, of request r,
 // that the decision d on cur (nil: no lock) leaves holding the lock: it
 // changes d's record, writing one for a re-entered hold if it must, and
-// reports whether me must look for jobs left behind (MustLook on cur) and
+// reports whether me must look for jobs left behind (mustLookIn on cur) and
 // the mark it left pending ("" for none).
 //
 // A run that takes the lock makes its claim the holder with RunJobsKept,
@@ -204,7 +204,7 @@ func takeRunJobs(cur *Record, d *Decision, me Claim, r RunJobsRequest, now time.
 		}
 		return true, ""
 	}
-	mustLook = MustLook(cur, r.Namespace)
+	mustLook = mustLookIn(cur, r.Namespace)
 	mark := mustLook || r.SubmitsJob
 	switch {
 	case took:

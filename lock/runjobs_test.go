@@ -59,7 +59,7 @@ func TestMustLook(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, MustLook(tt.rec, tt.ns), "MustLook(%s, %q)", tt.name, tt.ns)
+			assert.Equal(t, tt.want, mustLookIn(tt.rec, tt.ns), "mustLookIn(%s, %q)", tt.name, tt.ns)
 		})
 	}
 }

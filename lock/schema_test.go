@@ -89,7 +89,7 @@ func TestRecordGoldenFrozen(t *testing.T) {
 	cm := lockConfigMap("")
 	require.NoError(t, encode(cm, rec))
 	got := cm.Annotations[RecordAnnotation] + "\n"
-	path := recordGolden("v" + FrozenRecordVersion + "-frozen.json")
+	path := recordGolden("v" + frozenVersion + "-frozen.json")
 	if *update {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 	}
@@ -117,14 +117,14 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v1.2.json", wantVersion: current},
 		{file: "v1.3.json", wantVersion: current},
 		{file: "v1.4.json", wantVersion: current},
-		{file: "v2.4-frozen.json", wantVersion: FrozenRecordVersion},
+		{file: "v2.4-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.5.json", wantVersion: current},
-		{file: "v2.5-frozen.json", wantVersion: FrozenRecordVersion},
+		{file: "v2.5-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.6.json", wantVersion: current},
-		{file: "v2.6-frozen.json", wantVersion: FrozenRecordVersion},
+		{file: "v2.6-frozen.json", wantVersion: frozenVersion},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
-		{file: "v" + FrozenRecordVersion + "-frozen.json", wantVersion: FrozenRecordVersion},
+		{file: "v" + frozenVersion + "-frozen.json", wantVersion: frozenVersion},
 		{file: "v3.0.json", wantErr: "lock locks/lockctl-lock-staging has record version 3.0, which this lockctl cannot read (it reads versions 1 and 2, up to " + current + ")"},
 	}
 	for _, tt := range tests {

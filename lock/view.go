@@ -69,7 +69,7 @@ type LockViewStatus struct {
 	// Invalid is set when the stored record cannot be read.
 	Invalid string `json:"invalid,omitempty"`
 	// EstimatedWait is how long a contender that joined the queue now
-	// would wait for its turn, as EstimateWait renders it ("about 11
+	// would wait for its turn, as estimateWait renders it ("about 11
 	// min", "8-15 min"); empty when the history says nothing. Each waiter
 	// has its own (Claim.EstimatedWait).
 	EstimatedWait string `json:"estimatedWait,omitempty"`
@@ -85,7 +85,7 @@ func (c *Client) Get(ctx context.Context, target string) (*LockView, error) {
 	if err != nil || cm == nil {
 		return nil, err
 	}
-	if !IsLock(cm) {
+	if !isLock(cm) {
 		return nil, &NotALockError{Namespace: cm.Namespace, Name: cm.Name}
 	}
 	if isFree(cm) {
@@ -177,7 +177,7 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) LockView {
 }
 
 // estimate sets the wait estimates of l's waiters, and of a contender
-// that would join now, from rec's history (EstimateWait).
+// that would join now, from rec's history (estimateWait).
 func (c *Client) estimate(l *LockView, rec *Record) {
 	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.clk.Now()}
 	if h := l.Status.Holder; h != nil && l.Status.Alive {
@@ -186,14 +186,14 @@ func (c *Client) estimate(l *LockView, rec *Record) {
 	}
 	for i := range l.Status.Waiters {
 		in.Ahead = i
-		e := EstimateWait(in)
+		e := estimateWait(in)
 		l.Status.Waiters[i].EstimatedWait, l.Status.Waiters[i].Basis = e.String(), e.Basis()
 	}
 	in.Ahead = len(l.Status.Waiters)
 	if l.Status.Holder == nil && in.Ahead == 0 && !rec.Freeze.ActiveAt(in.Now) && l.Status.Freeze == nil {
 		return // free: no wait at all
 	}
-	e := EstimateWait(in)
+	e := estimateWait(in)
 	l.Status.EstimatedWait, l.Status.Basis = e.String(), e.Basis()
 }
 
@@ -254,7 +254,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 	pod, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		v := JudgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
+		v := judgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
 		l.Status.Alive = v.Alive
 		l.Status.Liveness = fmt.Sprintf("pod %s %s", h.Pod, pod.Status.Phase)
 		if v.Message != "" {

@@ -238,12 +238,12 @@ func parseWindow(index int, raw json.RawMessage) (FreezeWindow, *WindowEntryErro
 	return w, nil
 }
 
-// LoadFreezeWindows reads the freeze windows of namespace from its
+// loadFreezeWindows reads the freeze windows of namespace from its
 // FreezeWindowsName ConfigMap; none when it does not exist. A ConfigMap
 // that cannot be parsed is a *WindowsError naming each broken entry:
 // lockctl refuses to deploy on a freeze configuration it cannot read
 // rather than ignore it.
-func LoadFreezeWindows(ctx context.Context, cms kube.ConfigMapsGetter, namespace string) ([]FreezeWindow, error) {
+func loadFreezeWindows(ctx context.Context, cms kube.ConfigMapsGetter, namespace string) ([]FreezeWindow, error) {
 	cm, err := cms.ConfigMaps(namespace).Get(ctx, FreezeWindowsName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -384,7 +384,7 @@ func (r *Record) applyWindows(ws []FreezeWindow, now time.Time) bool {
 }
 
 // LoadFreezeWindows loads the freeze windows of the lock namespace from
-// its FreezeWindowsName ConfigMap (see the function LoadFreezeWindows),
+// its FreezeWindowsName ConfigMap (see the function loadFreezeWindows),
 // replacing any loaded before. A contender or a release during a window
 // treats the lock as frozen and writes the window's freeze into the record
 // with its next write; a window's freeze in the record that the windows no
@@ -394,7 +394,7 @@ func (c *Client) LoadFreezeWindows(ctx context.Context) error {
 	if c.namespace == metav1.NamespaceAll {
 		return nil
 	}
-	ws, err := LoadFreezeWindows(ctx, c.cms, c.namespace)
+	ws, err := loadFreezeWindows(ctx, c.cms, c.namespace)
 	if err != nil {
 		return err
 	}

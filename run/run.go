@@ -108,7 +108,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 // acquire waits for the locks, then holds them, and looks for jobs left
 // behind by earlier runs in the job namespace unless every lock's record
-// vouches that there are none (lock.MustLook): the list of the jobs to
+// vouches that there are none (Held.Vouched): the list of the jobs to
 // sweep starts beside the write that takes the first lock whose record
 // does not, and the sweep ends once all are held. looked reports whether
 // nothing is left behind: the records vouched for it, or the sweep found
