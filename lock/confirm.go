@@ -349,45 +349,6 @@ func (c *Client) confirmVersions(h *Held) reader {
 	}
 }
 
-// decideConfirm is the rule of the confirmation of a hand-over to the
-// claim session, whose hold began with token, at now: a renewal
-// (decideRenew) with the holder's own TTL, after which the holder is no
-// longer marked handed over, records its token and gets the expiry of its
-// TTL (none in a pod). A holder that does not keep the account of run jobs
-// (keeps: Request.RunJobs) drops it, as its take-over would (takeRunJobs).
-// It reports whether to write (false: confirmed already), and returns an
-// error matching ErrLost when session no longer holds the lock.
-func decideConfirm(rec *Record, session, token string, keeps bool, now time.Time) (bool, error) {
-	if err := heldBy(rec, session); err != nil || !rec.Holder.HandedOver {
-		return false, err
-	}
-	ttl := rec.Holder.TTL.Duration
-	if ttl <= 0 {
-		ttl = DefaultTTL
-	}
-	// The confirmation is the hold's first renewal, with the TTL the
-	// holder asked for.
-	if err := decideRenew(rec, session, token, ttl, now); err != nil {
-		return false, err
-	}
-	if !keeps {
-		rec.RunJobs, rec.Holder.RunJobsKept = nil, false
-	}
-	return true, nil
-}
-
-// confirmHandOver turns h, handed over and holding since the hand-over
-// whose token is token, into a confirmed holder at now: alive while its
-// pod is, or until ttl has passed.
-func confirmHandOver(h *Claim, token string, now time.Time, ttl time.Duration) {
-	h.HandedOver = false
-	h.Token, h.TokenPending = token, false
-	h.Expires = nil
-	if h.Pod == nil {
-		h.Expires = microPtr(now.Add(ttl))
-	}
-}
-
 // ConfirmDone returns a channel closed once the confirmation of a hold
 // that began with a hand-over (Holder.HandedOver) has ended, stored or
 // not (Confirm says which); for any other hold it is closed already.

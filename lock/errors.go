@@ -220,3 +220,6 @@ func (e *NamespaceError) Error() string {
 
 // Is matches errNoNamespace.
 func (e *NamespaceError) Is(target error) bool { return target == errNoNamespace }
+
+// ErrLost means a holder found the lock no longer its own.
+var ErrLost = errors.New("lock lost")

@@ -132,34 +132,6 @@ func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*LockView, erro
 	return &l, nil
 }
 
-// decideFreeze is the rule of a freeze: it returns rec (nil when there is
-// no lock: a new one nobody holds) frozen as req asks at now. A freeze
-// already there is replaced, keeping the overrides of one still active;
-// the holder and the queue stay as they are. An end that is not after now
-// is an error.
-func decideFreeze(rec *Record, req FreezeRequest, now time.Time) (*Record, error) {
-	if !req.Until.After(now) {
-		return nil, fmt.Errorf("freeze end %s is not in the future", req.Until.UTC().Format(time.RFC3339))
-	}
-	create := rec == nil
-	if create {
-		rec = &Record{Target: req.Target, Policy: PolicyNewest}
-	}
-	ts := later(now, rec.Updated)
-	rec.Updated = ts
-	if create {
-		// A new lock nobody holds: the free placeholder of record 1.3,
-		// so that the record is valid for every reader once thawed.
-		rec.free(ts)
-	}
-	f := &Freeze{Reason: req.Reason, By: req.By, Since: ts, Until: metav1.NewMicroTime(req.Until)}
-	if rec.Freeze.ActiveAt(now) {
-		f.Overrides = rec.Freeze.Overrides
-	}
-	rec.Freeze = f
-	return rec, nil
-}
-
 // windowError is returned by Unfreeze during a freeze window: the window
 // comes from configuration, which unfreeze does not change.
 type windowError struct {
@@ -216,37 +188,6 @@ func (c *Client) Unfreeze(ctx context.Context, target string) (*Unfrozen, error)
 		return nil, err
 	}
 	return res, nil
-}
-
-// decideUnfreeze is the rule of an unfreeze of target's lock rec at now, with
-// the freeze windows ws: the freeze is lifted, and a lock left with no
-// holder goes to its first waiter, or stays free when nobody waits. It
-// reports whether rec changed; a lock that is not frozen is left as it
-// is, and one in a freeze window is refused with a *windowError.
-func decideUnfreeze(target string, rec *Record, ws []FreezeWindow, now time.Time) (*Unfrozen, bool, error) {
-	if w := windowFreeze(ws, target, now); w != nil {
-		w.Until = metav1.NewMicroTime(thawsAt(rec.Freeze, ws, target, now))
-		return nil, false, &windowError{Target: target, Freeze: w}
-	}
-	if !rec.Freeze.ActiveAt(now) {
-		return &Unfrozen{}, false, nil
-	}
-	res := &Unfrozen{Previous: rec.Freeze}
-	rec.Freeze = nil
-	ts := later(now, rec.Updated)
-	rec.Updated = ts
-	if rec.unheld() {
-		rec.dropExpired(now)
-		rec.orderWaiters(now)
-		if len(rec.Waiters) == 0 {
-			rec.free(ts)
-		} else {
-			rec.handOver(rec.Waiters[0], ts, now)
-			h := rec.Holder
-			res.HandedTo = &h
-		}
-	}
-	return res, true, nil
 }
 
 // unheld reports whether nobody holds the lock: its holder is the free

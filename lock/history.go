@@ -191,18 +191,6 @@ func staleEnding(h Claim) Ending {
 	return EndLost
 }
 
-// saw notes the holder of a version of the lock the waiter read, so that a
-// wait that times out before the waiter joins the queue still says who held
-// the lock.
-func (w *waiter) saw(cm *corev1.ConfigMap) {
-	if cm == nil {
-		return
-	}
-	if rec, err := w.c.decode(cm, w.req.Target); err == nil {
-		w.holder = rec.holderOrNone()
-	}
-}
-
 func isFree(cm *corev1.ConfigMap) bool {
 	if cm == nil {
 		return false

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -166,24 +164,6 @@ func (c *Client) leaveHeld(ctx context.Context, h *Held, o ReleaseOptions) (*Rel
 	return res, nil
 }
 
-// decideLeave is the rule of the end of a caller that re-entered the hold
-// of rec at now: the hold stays as it is (holder, token, expiry, queue),
-// and the caller's own mark in the account of run jobs (o.runMark, in
-// o.runJobs.Namespace) goes, its namespace named swept, when o says its
-// job ended and nothing was left behind (ReleaseOptions.RunJobsDone) and
-// the account is kept, as releaseRunJobs removes a releasing run's mark. It
-// reports whether rec changed.
-func decideLeave(rec *Record, o ReleaseOptions, now time.Time) bool {
-	ns := o.runJobs.Namespace
-	if !o.RunJobsDone || ns == "" || o.runMark == "" || !rec.Holder.RunJobsKept ||
-		!slices.ContainsFunc(rec.RunJobs.pending(), func(m RunMark) bool { return m.Namespace == ns && m.ClaimID == o.runMark }) {
-		return false
-	}
-	releaseRunJobs(rec, o)
-	rec.Updated = later(now, rec.Updated)
-	return true
-}
-
 // heldVersions is the reader of ReleaseHeld: the versions of the lock h
 // saw while it holds the lock in them, then fresh reads. Only a version in
 // which h holds the lock is written on: any other (not the holder, free,
@@ -314,90 +294,6 @@ func setNamespace(err error, ns string) {
 	}
 }
 
-// decideRelease is the rule of a release of target's lock rec, of version rv,
-// by id at now, with the freeze windows ws: it changes rec into the record
-// to write and reports whether to write it. The holder (by identity and
-// job, or by o.Token) releases: the first waiter that may take the lock
-// gets it, else the lock stays, free (or frozen, keeping its queue), for
-// its history; the hold's end goes into the history. A caller that only
-// waits leaves the queue (Released.LeftQueue). Anyone else is refused with
-// a *NotHolderError, or a *TokenError for a wrong token, unless o.Force
-// breaks the hold. Nothing to release is an empty Released, and no write.
-func decideRelease(target string, rec *Record, rv string, id Identity, o ReleaseOptions, ws []FreezeWindow, now time.Time) (*Released, bool, error) {
-	if rec.IsFree() && rec.positionOf(id, o.Job) == 0 {
-		return &Released{}, false, nil
-	}
-	holder := rec.Holder
-	res := &Released{Previous: &holder}
-	if rec.unheld() {
-		// Frozen with no holder: nothing to release, but a waiter leaves.
-		res.Previous = nil
-	}
-	switch {
-	case o.Token != "" && !rec.unheld():
-		if tok := holderToken(rec, rv); tok != o.Token {
-			return nil, false, &TokenError{Target: target, Token: o.Token, Holder: holder, HolderToken: tok}
-		}
-	case !id.names(holder.Identity) || !ownJob(holder.CIJob, o.Job) || rec.unheld():
-		if !o.Force {
-			if i := rec.positionOf(id, o.Job); i > 0 {
-				rec.Waiters = append(rec.Waiters[:i-1:i-1], rec.Waiters[i:]...)
-				rec.Updated = later(now, rec.Updated)
-				return &Released{LeftQueue: true}, true, nil
-			}
-			if rec.unheld() {
-				return res, false, nil
-			}
-			err := &NotHolderError{Target: target, Holder: holder}
-			if id.names(holder.Identity) {
-				err.Caller = o.Job
-			}
-			return nil, false, err
-		}
-		if rec.unheld() {
-			return res, false, nil
-		}
-		res.Forced = true
-	}
-	releaseRunJobs(rec, o)
-	ts := later(now, rec.Updated)
-	rec.Updated = ts
-	rec.thaw(now)
-	if ws != nil {
-		rec.dropLapsedWindow(ws, now)
-		rec.applyWindows(ws, now)
-	}
-	rec.dropExpired(now)
-	rec.orderWaiters(now)
-	// While the lock is frozen only a waiter that ignores the freeze takes
-	// it; the others wait for the freeze to end.
-	next := rec.firstEligible(now)
-	how, by := EndReleased, ""
-	if res.Forced {
-		how, by = EndBroken, o.by(id)
-	}
-	switch {
-	case next == nil && rec.Freeze != nil:
-		rec.ended(holder, ts, how, by, "")
-		rec.vacate(ts)
-	case next == nil:
-		// NOTE: kept, free, rather than deleted, so its history outlives
-		// the hold; every lockctl of this major version takes it over.
-		rec.ended(holder, ts, how, by, "")
-		rec.free(ts)
-	default:
-		if !res.Forced {
-			how, by = EndHandedOver, next.Identity.String()
-		}
-		rec.ended(holder, ts, how, by, "")
-		rec.handOver(*next, ts, now)
-		rec.overridden(ts, now)
-		handed := rec.Holder
-		res.HandedTo = &handed
-	}
-	return res, true, nil
-}
-
 // by names who releases: o.By, else id.
 func (o ReleaseOptions) by(id Identity) string {
 	if o.By != "" {
@@ -445,4 +341,19 @@ func holderToken(rec *Record, rv string) string {
 		return rv
 	}
 	return ""
+}
+
+// leave removes session from the queue of target's lock, if it is there,
+// so a waiter that gives up leaves the lock as it found it.
+func (c *Client) leave(ctx context.Context, target, session string) error {
+	return c.update(ctx, "leave the queue of", target, nil, func(cm *corev1.ConfigMap) (change, error) {
+		if cm == nil {
+			return change{}, nil
+		}
+		rec, err := c.decode(cm, target)
+		if err != nil || !leaveQueue(rec, session, c.clk.Now()) {
+			return change{}, err
+		}
+		return change{Decision: Decision{Record: rec}}, nil
+	})
 }

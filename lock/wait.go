@@ -513,3 +513,15 @@ func sameProgress(a, b *Progress) bool {
 	return a.Holder.ClaimID == b.Holder.ClaimID && a.HolderAlive == b.HolderAlive &&
 		a.Position == b.Position && len(a.Ahead) == len(b.Ahead) && a.Freeze.same(b.Freeze)
 }
+
+// saw notes the holder of a version of the lock the waiter read, so that a
+// wait that times out before the waiter joins the queue still says who held
+// the lock.
+func (w *waiter) saw(cm *corev1.ConfigMap) {
+	if cm == nil {
+		return
+	}
+	if rec, err := w.c.decode(cm, w.req.Target); err == nil {
+		w.holder = rec.holderOrNone()
+	}
+}

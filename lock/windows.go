@@ -478,3 +478,47 @@ func (r *Record) dropLapsedWindow(ws []FreezeWindow, now time.Time) bool {
 	r.Freeze = nil
 	return true
 }
+
+// windowsPending reports whether the next read of a lock is to load the
+// freeze windows beside it, in one round trip: they are not loaded yet
+// (LoadFreezeWindows), and the client has one lock namespace.
+func (c *Client) windowsPending() bool {
+	return c.namespace != metav1.NamespaceAll && !c.windows.loaded()
+}
+
+// readWithWindows runs read, a read of locks; while the freeze windows are
+// pending it reads them side by side with it, and keeps them. This is the
+// one way a Client loads its windows besides LoadFreezeWindows and
+// SetFreezeWindows: a caller never needs to load them before a read. An
+// error reading the windows wins, naming what was read: without them no
+// decision may be made.
+func (c *Client) readWithWindows(ctx context.Context, what string, read func() error) error {
+	if !c.windowsPending() {
+		return read()
+	}
+	ran, err := c.windows.load(func() ([]FreezeWindow, error) {
+		var (
+			ws   []FreezeWindow
+			werr error
+			done = make(chan struct{})
+		)
+		go func() {
+			defer close(done)
+			ws, werr = loadFreezeWindows(ctx, c.cms, c.namespace)
+		}()
+		err := read()
+		<-done
+		if werr != nil {
+			return nil, fmt.Errorf("read %s with its freeze windows: %w", what, werr)
+		}
+		return ws, err
+	})
+	switch {
+	case err != nil:
+		return err
+	case !ran:
+		// Loaded by another meanwhile: the locks are read alone.
+		return read()
+	}
+	return nil
+}
