@@ -479,7 +479,7 @@ func (p *Progress) Held() bool { return p.Holder.Identity != (Identity{}) }
 func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
 	w := newWaiter(c, req, Claim{})
 	defer w.stop()
-	w.started = c.clk.Now()
+	w.st.start(c.clk.Now())
 	held, err := c.acquire(ctx, w)
 	if held != nil && w.lockEvents != nil {
 		// NOTE: the watch of the lock waited for is kept while it is held,
@@ -495,7 +495,7 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
 	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
 		!errors.Is(err, ErrTimeout) && !errors.Is(err, ErrSuperseded) && !errors.Is(err, ErrHeld) {
-		err = &TimeoutError{Target: req.Target, Holder: w.holder, Waited: c.clk.Since(w.started), Freeze: w.freeze}
+		err = &TimeoutError{Target: req.Target, Holder: w.st.holder, Waited: c.clk.Since(w.st.started), Freeze: w.st.freeze}
 	}
 	return held, err
 }

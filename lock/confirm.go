@@ -118,13 +118,13 @@ func (cf *confirmation) hurryUp() { cf.hurryOnce.Do(func() { close(cf.hurry) }) 
 // closed is a channel closed from the start.
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// handedToMe returns the hold of a waiter that w.cm names as the holder
+// handedToMe returns the hold of a waiter that w.st.cm names as the holder
 // the lock was handed over to, unconfirmed, or nil to decide as usual. A
 // hand-over whose waiter expiry leaves less than w.req.StopBefore, a
 // second (confirmMargin) and a sixth of the waiter TTL is not held early:
 // the waiter confirms it first (Decide), as it had to before.
 func (w *waiter) handedToMe() *Held {
-	c, cm := w.c, w.cm
+	c, cm := w.c, w.st.cm
 	if cm == nil {
 		return nil
 	}

@@ -50,7 +50,8 @@ func waiterOn(c *Client, cm *corev1.ConfigMap, stopBefore time.Duration) *waiter
 	req.StopBefore = stopBefore
 	me := claim("me", "web", "main", "42")
 	w := newWaiter(c, req, me)
-	w.cm, w.joined, w.started = cm, true, c.clk.Now()
+	w.st.start(c.clk.Now())
+	w.st.queued(cm)
 	return w
 }
 
