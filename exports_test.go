@@ -328,3 +328,23 @@ var _ = door.Sentinel
 	assert.Equal(t, map[string]bool{"Get": true, "Sentinel": true}, used)
 	assert.Equal(t, []string{"Hidden", "Loose", "Unused"}, e.unneeded(used))
 }
+
+// TestLockStoresTheLedgerUnread: lock keeps lockctl run's account of run
+// jobs in its records through one hook (lock.Ledger) without reading it,
+// so its code imports neither run nor the account's package; only its
+// tests use runjobs, to drive the hook as run does (ADR 0095).
+func TestLockStoresTheLedgerUnread(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("lock", "*.go"))
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		require.NoError(t, err, name)
+		for _, p := range []string{module + "/run", module + "/runjobs"} {
+			assert.Empty(t, importNames(f, p), "%s imports %s", name, p)
+		}
+	}
+}

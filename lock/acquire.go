@@ -108,11 +108,11 @@ type stepResult struct {
 	// events is closed once the Events of the write, recorded in the
 	// background, are written; nil when they were recorded before.
 	events <-chan struct{}
-	// mustLook and runMark are what takeRunJobs decided for an
-	// acquisition: whether to look for jobs left behind, and the mark
-	// left pending.
-	mustLook bool
-	runMark  string
+	// mustLook and ledgerMark are what takeLedger decided for an
+	// acquisition: whether to look for what earlier holders left behind,
+	// and the mark left in the ledger.
+	mustLook   bool
+	ledgerMark string
 }
 
 func (r *stepResult) progress(c *Client, target string, started time.Time) *Progress {
@@ -254,8 +254,11 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		why = "its job runs again: " + me.CIJob.Describe()
 	}
 	endStaleHold(d, me, why)
-	mustLook, mark := takeRunJobs(cur, &d, me, req.RunJobs, now)
-	return &stepResult{cm: cm, rec: cur, decision: d, mustLook: mustLook, runMark: mark}, why, nil
+	mustLook, mark, err := takeLedger(cur, &d, me, req.Ledger, now)
+	if err != nil {
+		return nil, "", fmt.Errorf("lock %s: %w", c.Describe(req.Target), err)
+	}
+	return &stepResult{cm: cm, rec: cur, decision: d, mustLook: mustLook, ledgerMark: mark}, why, nil
 }
 
 // queueRoom returns a *QueueFullError when d, which queues a contender not
@@ -308,19 +311,19 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			token = res.cm.ResourceVersion
 		}
 		res.held = &Held{
-			Target:    req.Target,
-			Namespace: c.namespace,
-			Name:      res.cm.Name,
-			UID:       res.cm.UID,
-			ClaimID:   res.rec.Holder.ClaimID,
-			Holder:    res.rec.Holder,
-			Token:     token,
-			Reentered: d.Reentered,
-			Vouched:   !res.mustLook,
-			last:      &lastSeen{cm: res.cm},
-			events:    res.events,
-			runJobs:   req.RunJobs,
-			runMark:   res.runMark,
+			Target:     req.Target,
+			Namespace:  c.namespace,
+			Name:       res.cm.Name,
+			UID:        res.cm.UID,
+			ClaimID:    res.rec.Holder.ClaimID,
+			Holder:     res.rec.Holder,
+			Token:      token,
+			Reentered:  d.Reentered,
+			Vouched:    !res.mustLook,
+			last:       &lastSeen{cm: res.cm},
+			events:     res.events,
+			ledger:     req.Ledger,
+			ledgerMark: res.ledgerMark,
 		}
 		if f := res.rec.Freeze; f != nil && (d.TookOver || d.Confirmed) && res.rec.Holder.IgnoredFreeze != "" {
 			res.held.IgnoredFreeze = f
@@ -398,8 +401,8 @@ type Request struct {
 	// then on. Work that must only start once no other holder is live (a
 	// look for what earlier holders left behind) may start then, beside the
 	// write; if the write is lost, OnTaking is called again before the next.
-	// With RunJobs set, it is called only when the lock's record does not
-	// vouch that no job was left behind in RunJobs.Namespace (mustLookIn).
+	// With a Ledger, it is called only when the Ledger says the contender
+	// must look (Ledger.Take).
 	// A hold that begins with a hand-over (see Acquire) calls it once the
 	// waiter sees the hand-over, before Acquire returns.
 	OnTaking func()
@@ -413,11 +416,12 @@ type Request struct {
 	// unconfirmed hold is reported lost StopBefore and a second before
 	// that expiry. 0 means nothing to stop.
 	StopBefore time.Duration
-	// RunJobs, when set, makes the contender a lockctl run that keeps the
-	// lock's account of where runs left jobs (RunJobs, record version
-	// 1.7); Held.Vouched then says whether it need not look. The zero value
-	// keeps none, and a lock taken so vouches for nothing.
-	RunJobs RunJobsRequest
+	// Ledger, when set, keeps the contender's own bookkeeping in the lock's
+	// record beside its hold (lockctl run's account of run jobs, package
+	// runjobs); Held.Vouched then says whether it need not look for what
+	// earlier holders left behind. nil keeps none, and a lock taken so
+	// drops the one it had.
+	Ledger Ledger
 }
 
 // Progress is what a waiting contender knows.

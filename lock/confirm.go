@@ -136,11 +136,14 @@ func (w *waiter) handedToMe() *Held {
 	if !h.HandedOver || h.ClaimID != w.me.ClaimID || h.Identity != w.me.Identity {
 		return nil
 	}
-	if rj := w.req.RunJobs; rj.keeps() && (rj.SubmitsJob || mustLookIn(rec, rj.Namespace)) {
-		// NOTE: the write that takes the lock must mark the run's job
-		// namespace (takeRunJobs) before the run looks or submits: the
-		// confirmation comes first.
-		return nil
+	if l := w.req.Ledger; l != nil {
+		// NOTE: a mark the ledger leaves (lockctl run's job namespace)
+		// must be written by the write that takes the lock (takeLedger)
+		// before the contender looks or submits: the confirmation comes
+		// first.
+		if _, _, _, marked, err := l.Take(rec.Ledger, h.LedgerKept, true, h.ClaimID); err != nil || marked {
+			return nil
+		}
 	}
 	cf := &confirmation{bounded: h.Pod == nil, done: make(chan struct{}), hurry: make(chan struct{})}
 	if cf.bounded {
@@ -161,9 +164,9 @@ func (w *waiter) handedToMe() *Held {
 	if token == "" {
 		token = cm.ResourceVersion
 	}
-	// A run that keeps the account holds early only when the record
-	// vouches for its job namespace (above); anyone else looks.
-	vouched := w.req.RunJobs.keeps()
+	// A contender with a ledger holds early only when the ledger needs no
+	// mark, so needs no look (above); anyone else looks.
+	vouched := w.req.Ledger != nil
 	if w.req.OnTaking != nil && !vouched {
 		w.req.OnTaking()
 	}
@@ -179,7 +182,7 @@ func (w *waiter) handedToMe() *Held {
 		last:       &lastSeen{cm: cm},
 		events:     cf.done,
 		confirming: cf,
-		runJobs:    w.req.RunJobs,
+		ledger:     w.req.Ledger,
 	}
 	if f := rec.Freeze; f != nil && h.IgnoredFreeze != "" {
 		held.IgnoredFreeze = f
@@ -320,7 +323,7 @@ func (c *Client) confirmOnce(ctx context.Context, h *Held) (holder Claim, writte
 		if err != nil {
 			return change{}, err
 		}
-		write, err := decideConfirm(rec, h.ClaimID, h.Token, h.runJobs.keeps(), c.clk.Now())
+		write, err := decideConfirm(rec, h.ClaimID, h.Token, h.ledger != nil, c.clk.Now())
 		if err != nil {
 			return change{}, fmt.Errorf("confirm lock %s: %w", c.Describe(h.Target), err)
 		}

@@ -391,19 +391,20 @@ func TestHandOverRunJobsAccount(t *testing.T) {
 			me := queued(claim("me", "web", "main", "42"), t0)
 			me.Cancelable = true
 			prev := held(claim("h", "api", "main", "7"), t0)
-			prev.RunJobsKept = true
+			prev.LedgerKept = true
 			rec := record(prev, me)
-			rec.RunJobs = &RunJobs{}
+			rj := &account{}
 			if tt.swept {
-				rec.RunJobs.Swept = []string{"ci"}
+				rj.Swept = []string{"ci"}
 			}
+			rec = kept(rec, rj)
 			rec.handOver(me, metav1.NewMicroTime(t0), t0)
 			handed := lockObject(t, rec)
 			handed.ResourceVersion = "11"
 			c, cs := newTestClient(t, t0, nil, handed)
 			w := waiterOn(c, handed, 0)
 			w.req.Cancelable = true
-			w.req.RunJobs = RunJobsRequest{Namespace: "ci", SubmitsJob: tt.submits}
+			w.req.Ledger = keeper("ci", tt.submits)
 			w.me.Cancelable = true
 			h, err := w.turn(t.Context())
 			require.NoError(t, err)
@@ -417,9 +418,9 @@ func TestHandOverRunJobsAccount(t *testing.T) {
 			}
 			assert.False(t, h.Holder.HandedOver, "confirmed first")
 			stored := storedRecord(t, cs)
-			require.NotNil(t, stored.RunJobs)
-			assert.True(t, stored.RunJobs.pendingIn("ci"), "the confirmation marked the run's namespace")
-			assert.True(t, stored.Holder.RunJobsKept)
+			require.NotNil(t, accountOf(t, stored))
+			assert.True(t, accountOf(t, stored).PendingIn("ci"), "the confirmation marked the run's namespace")
+			assert.True(t, stored.Holder.LedgerKept)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -311,7 +312,7 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 		// (recorded since, or still pending); confirming it keeps that, and
 		// the hold's start.
 		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
-		rec.Holder.RunJobsKept = prev.RunJobsKept
+		rec.Holder.LedgerKept = prev.LedgerKept
 		if prev.HandedOver {
 			rec.Holder.Since = prev.Since
 			return Decision{Record: rec, Outcome: Acquired, Confirmed: true}
@@ -398,10 +399,10 @@ func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 	c.HandedOver = true
 	c.Token, c.TokenPending = "", true
 	c.handedNow = true
-	// A hand-over passes the account of run jobs on (RunJobs) to a
+	// A hand-over passes the ledger (the account of run jobs) on to a
 	// lockctl run (Cancelable), whose confirming write keeps it; anyone
 	// else would drop it on confirming, and must not hold with it before.
-	c.RunJobsKept = r.Holder.RunJobsKept && c.Cancelable
+	c.LedgerKept = r.Holder.LedgerKept && c.Cancelable
 	if c.Expires == nil {
 		c.Expires = microPtr(now)
 	}
@@ -432,7 +433,7 @@ func (r *Record) deepCopy() *Record {
 		}
 	}
 	out.History = append([]HistoryEntry(nil), r.History...)
-	out.RunJobs = r.RunJobs.deepCopy()
+	out.Ledger = slices.Clone(r.Ledger)
 	if r.Freeze != nil {
 		f := *r.Freeze
 		f.Overrides = append([]Override(nil), f.Overrides...)

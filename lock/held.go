@@ -34,20 +34,19 @@ type Held struct {
 	// Either way the hold is the process's that took it: ReleaseHeld
 	// leaves it held, and renewals never shorten it.
 	Reentered bool
-	// Vouched is true when the lock's record vouched that no earlier run
-	// left a job behind in Request.RunJobs.Namespace (see mustLookIn), so
-	// the caller need not look there. False (the zero value, and always
-	// without Request.RunJobs) means look.
+	// Vouched is true when the caller's Request.Ledger found that nothing
+	// earlier holders left behind needs a look (for lockctl run, no job in
+	// its job namespace: runjobs.MustLook). False (the zero value, and
+	// always without a Ledger) means look.
 	Vouched bool
 
 	// last is the version of the lock this hold last wrote or read, so
 	// ReleaseHeld may write on it without reading the lock first.
 	last *lastSeen
-	// runJobs and runMark are the caller's request to keep the account of
-	// run jobs and the mark its acquisition left pending ("" for none),
-	// for ReleaseHeld.
-	runJobs RunJobsRequest
-	runMark string
+	// ledger and ledgerMark are the caller's Request.Ledger and the mark
+	// its acquisition left in it ("" for none), for ReleaseHeld.
+	ledger     Ledger
+	ledgerMark string
 	// events is closed once the Events of the acquisition are recorded;
 	// nil when they were recorded before Acquire returned.
 	events <-chan struct{}

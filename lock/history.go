@@ -101,8 +101,8 @@ func (r *Record) ended(h Claim, ts metav1.MicroTime, how Ending, by, reason stri
 
 // free makes the lock free at ts, kept for its history: the holder becomes
 // a placeholder without a pod whose expiry is ts, which every lockctl of
-// this major version takes over. The placeholder keeps the account of run
-// jobs if the holder did (Claim.RunJobsKept).
+// this major version takes over. The placeholder keeps the ledger (the
+// account of run jobs) if the holder did (Claim.LedgerKept).
 func (r *Record) free(ts metav1.MicroTime) {
 	r.Holder = Claim{
 		Identity: Identity{Owner: "lockctl", Repo: "free", Branch: "free", Build: "0"},
@@ -110,8 +110,8 @@ func (r *Record) free(ts metav1.MicroTime) {
 		Since:    ts,
 		Expires:  &ts,
 		Released: true,
-		// The account of run jobs passes on to the free lock (RunJobs).
-		RunJobsKept: r.Holder.RunJobsKept,
+		// The ledger passes on to the free lock (Ledger).
+		LedgerKept: r.Holder.LedgerKept,
 	}
 	r.Waiters = nil
 }

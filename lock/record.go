@@ -351,14 +351,14 @@ type Claim struct {
 	// lock goes to that build next. Added in record version 1.5.
 	CancelRequest *CancelRequest `json:"cancelRequest,omitempty"`
 
-	// RunJobsKept, on the holder, says the record's RunJobs vouches for
-	// the holds up to this one: a lockctl run made this claim the holder
-	// keeping the account, or a release or hand-over passed it on from a
-	// holder that had it. Every other write that makes a holder leaves it
+	// LedgerKept, on the holder, says the record's Ledger vouches for
+	// the holds up to this one: a contender with a Ledger (lockctl run)
+	// made this claim the holder keeping it, or a release or hand-over
+	// passed it on from a holder that had it. Every other write that makes a holder leaves it
 	// out, and a lockctl before record version 1.7 does not know it, so a
 	// holder it puts in place vouches for nothing. Added in record version
 	// 1.7.
-	RunJobsKept bool `json:"runJobsKept,omitempty"`
+	LedgerKept bool `json:"runJobsKept,omitempty"`
 
 	// Released marks the holder of a free lock: the lock was released with
 	// nobody waiting and is kept, for its history, as this placeholder
@@ -402,10 +402,11 @@ type Record struct {
 	// A record with a freeze has version frozenVersion (major 2), and
 	// may have no holder (Holder.ClaimID empty).
 	Freeze *Freeze `json:"freeze,omitempty"`
-	// RunJobs is where lockctl run may have left jobs behind, while the
-	// holder carries RunJobsKept (see RunJobs). Added in record version
-	// 1.7.
-	RunJobs *RunJobs `json:"runJobs,omitempty"`
+	// Ledger is the bookkeeping the holder's Ledger keeps beside the hold,
+	// which lock stores without reading, while the holder carries
+	// LedgerKept: lockctl run's account of where runs may have left jobs
+	// behind (package runjobs). Added in record version 1.7.
+	Ledger json.RawMessage `json:"runJobs,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
@@ -447,6 +448,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	type plain Record
 	var err error
 	r.unknown, err = schema.DecodeKeeping(b, (*plain)(r), recordFields)
+	r.Ledger = ledgerOrNil(r.Ledger)
 	return err
 }
 

@@ -54,19 +54,11 @@ type ReleaseOptions struct {
 	// zero value matches any job, as before jobs were known.
 	Job CIJob
 
-	// RunJobsDone, given to ReleaseHeld by a lockctl run that kept the
-	// lock's account of run jobs (Request.RunJobs), says its job, if any,
-	// has ended and nothing is left behind in its job namespace: it looked
-	// there and aborted every job left behind, or did not have to look
-	// (Held.Vouched). The release then removes the run's mark and names
-	// the namespace swept (RunJobs). False leaves the mark for the next
-	// run to look.
-	RunJobsDone bool
-
-	// runJobs and runMark are the Held's (see Held.runJobs), set by
-	// ReleaseHeld.
-	runJobs RunJobsRequest
-	runMark string
+	// ledger and ledgerMark are the Held's (see Held.ledger), set by
+	// ReleaseHeld: the release asks the ledger what to leave in the
+	// record (Ledger.Release).
+	ledger     Ledger
+	ledgerMark string
 
 	// beforeEvents, when set, is called after the release's write and
 	// before its Events are recorded (ReleaseHeld waits there for the
@@ -109,8 +101,8 @@ func (c *Client) Release(ctx context.Context, target string, id Identity, o Rele
 // released but left as it was found, for the process that took it to
 // release (docs/adr/0077-a-run-leaves-a-reentered-hold.md): holder, token,
 // expiry and queue stay. The only write is the removal of the caller's
-// own mark in the account of run jobs when o.RunJobsDone (decideLeave), a
-// compare-and-swap like the release's; Released.Left says so.
+// own mark from the ledger when its Request.Ledger says so (decideLeave),
+// a compare-and-swap like the release's; Released.Left says so.
 //
 // The version written on is the newest the watch of the lock (see Acquire)
 // brought, and a write lost to another (a waiter joining the
@@ -127,7 +119,7 @@ func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*R
 	defer h.StopWatching()
 	o.beforeEvents = func() { h.WaitEvents(ctx) }
 	o.Job = h.Holder.CIJob
-	o.runJobs, o.runMark = h.runJobs, h.runMark
+	o.ledger, o.ledgerMark = h.ledger, h.ledgerMark
 	if h.Reentered {
 		return c.leaveHeld(ctx, h, o)
 	}

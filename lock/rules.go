@@ -2,7 +2,6 @@ package lock
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +25,8 @@ func leaveQueue(rec *Record, session string, now time.Time) bool {
 // claim session, whose hold began with token, at now: a renewal
 // (decideRenew) with the holder's own TTL, after which the holder is no
 // longer marked handed over, records its token and gets the expiry of its
-// TTL (none in a pod). A holder that does not keep the account of run jobs
-// (keeps: Request.RunJobs) drops it, as its take-over would (takeRunJobs).
+// TTL (none in a pod). A holder that does not keep a ledger (keeps:
+// Request.Ledger) drops the lock's, as its take-over would (takeLedger).
 // It reports whether to write (false: confirmed already), and returns an
 // error matching ErrLost when session no longer holds the lock.
 func decideConfirm(rec *Record, session, token string, keeps bool, now time.Time) (bool, error) {
@@ -44,7 +43,7 @@ func decideConfirm(rec *Record, session, token string, keeps bool, now time.Time
 		return false, err
 	}
 	if !keeps {
-		rec.RunJobs, rec.Holder.RunJobsKept = nil, false
+		rec.Ledger, rec.Holder.LedgerKept = nil, false
 	}
 	return true, nil
 }
@@ -122,18 +121,19 @@ func decideUnfreeze(target string, rec *Record, ws []FreezeWindow, now time.Time
 
 // decideLeave is the rule of the end of a caller that re-entered the hold
 // of rec at now: the hold stays as it is (holder, token, expiry, queue),
-// and the caller's own mark in the account of run jobs (o.runMark, in
-// o.runJobs.Namespace) goes, its namespace named swept, when o says its
-// job ended and nothing was left behind (ReleaseOptions.RunJobsDone) and
-// the account is kept, as releaseRunJobs removes a releasing run's mark. It
-// reports whether rec changed.
+// and the ledger, kept by the holder, changes only when the caller's ledger
+// (o.ledger) removes the caller's own mark (o.ledgerMark) from it
+// (Ledger.Release), as releaseLedger lets a releasing holder's ledger do.
+// It reports whether rec changed.
 func decideLeave(rec *Record, o ReleaseOptions, now time.Time) bool {
-	ns := o.runJobs.Namespace
-	if !o.RunJobsDone || ns == "" || o.runMark == "" || !rec.Holder.RunJobsKept ||
-		!slices.ContainsFunc(rec.RunJobs.pending(), func(m RunMark) bool { return m.Namespace == ns && m.ClaimID == o.runMark }) {
+	if o.ledger == nil || o.ledgerMark == "" || !rec.Holder.LedgerKept || rec.Ledger == nil {
 		return false
 	}
-	releaseRunJobs(rec, o)
+	next, marked, err := o.ledger.Release(rec.Ledger, o.ledgerMark)
+	if err != nil || !marked {
+		return false
+	}
+	rec.Ledger = next
 	rec.Updated = later(now, rec.Updated)
 	return true
 }
@@ -183,7 +183,7 @@ func decideRelease(target string, rec *Record, rv string, id Identity, o Release
 		}
 		res.Forced = true
 	}
-	releaseRunJobs(rec, o)
+	releaseLedger(rec, o)
 	ts := later(now, rec.Updated)
 	rec.Updated = ts
 	rec.thaw(now)

@@ -385,9 +385,7 @@ func TestDecideConfirm(t *testing.T) {
 	noTTL := handed(web41)
 	noTTL.TTL = metav1.Duration{}
 	account := func(rec *Record) *Record {
-		rec.Holder.RunJobsKept = true
-		rec.RunJobs = &RunJobs{Swept: []string{"ci"}}
-		return rec
+		return kept(rec, &account{Swept: []string{"ci"}})
 	}
 	confirmed := record(held(web41, t0))
 	confirmed.Holder.Token = "tok"
@@ -433,8 +431,8 @@ func TestDecideConfirm(t *testing.T) {
 			assert.False(t, rec.Holder.TokenPending, "token no longer pending")
 			assert.Equal(t, "tok", rec.Holder.Token, "the hand-over's token")
 			assert.Equal(t, tt.wantExpires, rec.Holder.Expires, "expiry")
-			assert.Equal(t, tt.wantAccount, rec.RunJobs != nil, "account of run jobs kept")
-			assert.Equal(t, tt.wantAccount, rec.Holder.RunJobsKept, "RunJobsKept")
+			assert.Equal(t, tt.wantAccount, rec.Ledger != nil, "account of run jobs kept")
+			assert.Equal(t, tt.wantAccount, rec.Holder.LedgerKept, "LedgerKept")
 		})
 	}
 }

@@ -34,7 +34,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
 			User:     "system:serviceaccount:ci:deployer",
 			ClaimID:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
-			Cancelable: true, RunJobsKept: true,
+			Cancelable: true, LedgerKept: true,
 			CancelRequest: &CancelRequest{
 				Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}, ClaimID: "c3", At: metav1.NewMicroTime(since.Add(time.Minute)),
 			},
@@ -52,8 +52,8 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			{Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "40"}, Pod: &PodRef{Namespace: "ci", Name: "build-40", UID: "u-40"},
 				Since: metav1.NewMicroTime(since.Add(-30 * time.Minute)), Until: since, Ended: EndLost, Reason: "pod ci/build-40 is gone"},
 		},
-		RunJobs: &RunJobs{Pending: []RunMark{{Namespace: "deploys", ClaimID: "a1"}}, Swept: []string{"ci"}},
 	}
+	rec = kept(rec, &account{Pending: []runMark{{Namespace: "deploys", ClaimID: "a1"}}, Swept: []string{"ci"}})
 	cm := lockConfigMap("")
 	require.NoError(t, encode(cm, rec))
 	got := cm.Annotations[RecordAnnotation] + "\n"
@@ -188,7 +188,8 @@ func TestRecordUnknownFieldsSurviveDecisions(t *testing.T) {
 	afterExpiry := cur.Updated.Add(5 * time.Minute)
 	d = Decide(cur, me, cur.Policy, afterExpiry, false, time.Minute)
 	require.Equal(t, Acquired, d.Outcome, "the expired holder is replaced, the waiter gone")
-	_, mark := takeRunJobs(cur, &d, me, RunJobsRequest{Namespace: "dev", SubmitsJob: true}, afterExpiry)
+	_, mark, err := takeLedger(cur, &d, me, keeper("dev", true), afterExpiry)
+	require.NoError(t, err)
 	require.Equal(t, "c3", mark)
 	require.NoError(t, encode(cm, d.Record))
 	var rj struct {

@@ -218,7 +218,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 	h := rec.Holder
 	h.Priority = h.Priority.Level()
 	// NOTE: the account of run jobs is the runs' bookkeeping, not shown.
-	h.RunJobsKept = false
+	h.LedgerKept = false
 	for i := range rec.Waiters {
 		w := &rec.Waiters[i]
 		if e := w.EffectivePriority(now); e != w.Priority.Level() {
