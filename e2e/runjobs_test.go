@@ -15,17 +15,20 @@ import (
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/run"
+	"github.com/lockctl/lockctl/runjobs"
 )
 
 // runJobsOf reads the account of run jobs of target's lock, and whether
 // its holder keeps it.
-func runJobsOf(t *testing.T, c *cli, target string) (bool, *lock.RunJobs) {
+func runJobsOf(t *testing.T, c *cli, target string) (bool, *runjobs.Account) {
 	t.Helper()
 	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
 	rec, err := lock.Decode(cm)
 	require.NoError(t, err)
-	return rec.Holder.RunJobsKept, rec.RunJobs
+	rj, err := runjobs.Decode(rec.Ledger)
+	require.NoError(t, err)
+	return rec.Holder.LedgerKept, rj
 }
 
 // plantLeftBehind writes the record of a job left behind by a run that
@@ -54,7 +57,7 @@ func TestIntegrationRunLooksOnlyWhenNotVouched(t *testing.T) {
 	require.Equal(t, 0, o.code, o.stderr)
 	kept, rj := runJobsOf(t, c, "dev")
 	assert.True(t, kept, "the run's hold kept the account")
-	assert.Equal(t, &lock.RunJobs{Swept: []string{c.namespace}}, rj, "its job ended and nothing was left: the namespace is swept")
+	assert.Equal(t, &runjobs.Account{Swept: []string{c.namespace}}, rj, "its job ended and nothing was left: the namespace is swept")
 
 	plantLeftBehind(t, c, "planted")
 	o = c.run(t, append(append([]string{"run", "--lock", "dev"}, id("api", 1)...), "--", "true")...)
@@ -75,7 +78,7 @@ func TestIntegrationRunLooksOnlyWhenNotVouched(t *testing.T) {
 	assert.Equal(t, job.Aborted, getJob(t, c, "planted").Status.State)
 	kept, rj = runJobsOf(t, c, "dev")
 	assert.True(t, kept)
-	assert.Equal(t, &lock.RunJobs{Swept: []string{c.namespace}}, rj, "vouched for again")
+	assert.Equal(t, &runjobs.Account{Swept: []string{c.namespace}}, rj, "vouched for again")
 }
 
 // TestIntegrationRunKilledAfterVouchedRuns: a lock whose record vouches
@@ -88,7 +91,7 @@ func TestIntegrationRunKilledAfterVouchedRuns(t *testing.T) {
 	o := c.run(t, append(append([]string{"run", "--lock", "dev"}, id("web", 1)...), "--", "true")...)
 	require.Equal(t, 0, o.code, o.stderr)
 	_, rj := runJobsOf(t, c, "dev")
-	require.Equal(t, &lock.RunJobs{Swept: []string{c.namespace}}, rj, "vouched for")
+	require.Equal(t, &runjobs.Account{Swept: []string{c.namespace}}, rj, "vouched for")
 
 	p := startRun(t, c, append([]string{"run", "--lock", "dev", "--ttl", ttl.String(), "-f", testenv.WriteJob(t, "deploy-orphan", "")}, id("web", 2)...)...)
 	p.waitFor(t, `container "main" is running`)
@@ -106,5 +109,5 @@ func TestIntegrationRunKilledAfterVouchedRuns(t *testing.T) {
 	_, err := testenv.Get(t).Client.CoreV1().Pods(c.namespace).Get(t.Context(), "deploy-orphan", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "orphaned pod deleted, got %v", err)
 	_, rj = runJobsOf(t, c, "dev")
-	assert.Equal(t, &lock.RunJobs{Swept: []string{c.namespace}}, rj, "the look covered the killed run's mark")
+	assert.Equal(t, &runjobs.Account{Swept: []string{c.namespace}}, rj, "the look covered the killed run's mark")
 }

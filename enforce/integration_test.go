@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/enforce"
-	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
@@ -291,8 +291,7 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 	err = grant(carol, "alice")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "break-glass is declared by its user only, and this grants it to alice, as user carol")
-	recorder := events.NewRecorder(carol.kube.EventsV1(), events.Options{})
-	carol.locks = lock.New(carol.kube.CoreV1(), carol.kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{ConfirmAfter: -1, Events: recorder})
+	carol.locks = lock.New(carol.kube.CoreV1(), carol.kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{ConfirmAfter: -1, Events: &eventWriter{t: t, client: carol.client}})
 	require.NoError(t, grant(carol, "carol"))
 	awaitAdmitted(t, carol, target, "")
 	require.Error(t, alice.write(t.Context(), target, ""), "the grant admits its user only")
@@ -503,4 +502,30 @@ func TestIntegrationEnforceTargetNotCreatedYet(t *testing.T) {
 	bob := newUser(t, env, "bob", target, lockNS)
 	refusal := awaitRefused(t, bob, target, "")
 	assert.Contains(t, refusal.Error(), "lockctl refused")
+}
+
+// eventWriter writes the lock's Events as lockctl's recorder does, in
+// short: the events package is above this one.
+type eventWriter struct {
+	t      *testing.T
+	client kubernetes.Interface
+}
+
+func (w *eventWriter) Event(ctx context.Context, cm *corev1.ConfigMap, warning bool, action, reason, note string) {
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	_, err := w.client.EventsV1().Events(cm.Namespace).Create(ctx, &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{GenerateName: "lock-"},
+		EventTime:           metav1.NowMicro(),
+		ReportingController: "lockctl.dev/lockctl",
+		ReportingInstance:   "enforce-test",
+		Action:              action,
+		Reason:              reason,
+		Note:                note,
+		Type:                typ,
+		Regarding:           corev1.ObjectReference{Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, APIVersion: "v1"},
+	}, metav1.CreateOptions{})
+	assert.NoError(w.t, err, "write the Event")
 }

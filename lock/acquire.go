@@ -8,7 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockctl/lockctl/liveness"
 )
 
 // acquireNow takes the lock for me if that needs no waiting; otherwise it
@@ -104,11 +108,11 @@ type stepResult struct {
 	// events is closed once the Events of the write, recorded in the
 	// background, are written; nil when they were recorded before.
 	events <-chan struct{}
-	// mustLook and runMark are what takeRunJobs decided for an
-	// acquisition: whether to look for jobs left behind, and the mark
-	// left pending.
-	mustLook bool
-	runMark  string
+	// mustLook and ledgerMark are what takeLedger decided for an
+	// acquisition: whether to look for what earlier holders left behind,
+	// and the mark left in the ledger.
+	mustLook   bool
+	ledgerMark string
 }
 
 func (r *stepResult) progress(c *Client, target string, started time.Time) *Progress {
@@ -184,7 +188,7 @@ func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *c
 			c.stepEvents(ctx, res, judged, me, why)
 		}
 		if d.CancelRequested != nil {
-			c.event(ctx, res.cm, false, ReasonCancelRequested, fmt.Sprintf("%s asked %s to stop (cancel-in-progress)", me.Identity, d.CancelRequested.Identity))
+			c.event(ctx, res.cm, false, reasonCancelRequested, fmt.Sprintf("%s asked %s to stop (cancel-in-progress)", me.Identity, d.CancelRequested.Identity))
 		}
 	}
 	return res, change{Decision: d, stored: stored}, nil
@@ -253,8 +257,11 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		why = "its job runs again: " + me.CIJob.Describe()
 	}
 	endStaleHold(d, me, why)
-	mustLook, mark := takeRunJobs(cur, &d, me, req.RunJobs, now)
-	return &stepResult{cm: cm, rec: cur, decision: d, mustLook: mustLook, runMark: mark}, why, nil
+	mustLook, mark, err := takeLedger(cur, &d, me, req.Ledger, now)
+	if err != nil {
+		return nil, "", fmt.Errorf("lock %s: %w", c.Describe(req.Target), err)
+	}
+	return &stepResult{cm: cm, rec: cur, decision: d, mustLook: mustLook, ledgerMark: mark}, why, nil
 }
 
 // queueRoom returns a *QueueFullError when d, which queues a contender not
@@ -307,19 +314,19 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			token = res.cm.ResourceVersion
 		}
 		res.held = &Held{
-			Target:    req.Target,
-			Namespace: c.namespace,
-			Name:      res.cm.Name,
-			UID:       res.cm.UID,
-			ClaimID:   res.rec.Holder.ClaimID,
-			Holder:    res.rec.Holder,
-			Token:     token,
-			Reentered: d.Reentered,
-			Vouched:   !res.mustLook,
-			last:      &lastSeen{cm: res.cm},
-			events:    res.events,
-			runJobs:   req.RunJobs,
-			runMark:   res.runMark,
+			Target:     req.Target,
+			Namespace:  c.namespace,
+			Name:       res.cm.Name,
+			UID:        res.cm.UID,
+			ClaimID:    res.rec.Holder.ClaimID,
+			Holder:     res.rec.Holder,
+			Token:      token,
+			Reentered:  d.Reentered,
+			Vouched:    !res.mustLook,
+			last:       &lastSeen{cm: res.cm},
+			events:     res.events,
+			ledger:     req.Ledger,
+			ledgerMark: res.ledgerMark,
 		}
 		if f := res.rec.Freeze; f != nil && (d.TookOver || d.Confirmed) && res.rec.Holder.IgnoredFreeze != "" {
 			res.held.IgnoredFreeze = f
@@ -331,8 +338,295 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			log.Debug("lock acquired")
 		}
 	case Superseded:
-		c.event(ctx, res.cm, false, ReasonSuperseded, fmt.Sprintf("%s gave up: superseded by %s", me.Identity, d.By.Identity))
+		c.event(ctx, res.cm, false, reasonSuperseded, fmt.Sprintf("%s gave up: superseded by %s", me.Identity, d.By.Identity))
 		return &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.ClaimID == res.rec.Holder.ClaimID}
 	}
 	return nil
+}
+
+// Request describes a contender.
+type Request struct {
+	// Target is the namespace to lock.
+	Target string
+	Identity
+	// User is the contender's authenticated Kubernetes user (a
+	// SelfSubjectReview's username), recorded with its claim; an enforced
+	// lock admits the holder's writes by it (docs/enforcement.md). ""
+	// records none: the holder of an enforced lock is then known by its
+	// fencing token alone.
+	User string
+	// LookupUser, when set and User is "", tells the contender's user on
+	// demand: asked only when the lock read carries EnforcedAnnotation, so
+	// a lock that is not enforced costs no request for it. It is asked on
+	// every decision on such a lock; the caller remembers the answer.
+	LookupUser func(ctx context.Context) string
+	// Pod, when set, is the pod the contender runs in (namespace and name;
+	// the UID is looked up). The lock then lives as long as that pod.
+	Pod *PodRef
+	// TTL is how long the lock lasts without a pod; 0 means DefaultTTL.
+	TTL time.Duration
+	// Policy applies when this request creates the lock; an existing lock
+	// keeps the policy it was created with. "" means PolicyNewest.
+	Policy Policy
+	// Priority places the contender in the queue: ahead of waiters of a
+	// lower effective priority (see Claim.Priority). "" means
+	// PriorityNormal. It never displaces the holder.
+	Priority Priority
+	// IgnoreFreeze takes the lock even while it is frozen (an emergency);
+	// the freeze records who did.
+	IgnoreFreeze bool
+	// Cancelable says the contender, once it holds the lock, stops what it
+	// runs when a newer build of its branch asks it to (it watches for a
+	// *CancelRequestedError from Renew): lockctl run. acquire is not.
+	Cancelable bool
+	// CancelInProgress asks the holder to stop when it is an older
+	// Cancelable build of the contender's branch; the contender holds the
+	// lock next (docs/adr/0026-cancel-in-progress.md).
+	CancelInProgress bool
+	// Job is the CI job the contender runs in, when known: the unit that
+	// holds the lock once (see CIJob, sameHolder and runsAgain). The zero
+	// value makes the build the unit, as before jobs were known.
+	Job CIJob
+	// Unordered says the build number only tells this contender apart
+	// (a developer's terminal, a CI without a build counter): it is served
+	// first come, first served and never supersedes nor is superseded.
+	Unordered bool
+	// ClaimID identifies this contender's claim (Claim.ClaimID); "" means a
+	// random one. Reuse it to make TryAcquire calls of one contender
+	// idempotent.
+	ClaimID string
+	// OnProgress, when set, is called each time the contender's view of the
+	// lock changes while it waits.
+	OnProgress func(Progress)
+	// NoWait makes Acquire try once: it takes the lock if that needs no
+	// waiting, and otherwise returns a *HeldError without joining the
+	// queue or writing anything.
+	NoWait bool
+	// OnTaking, when set, is called just before each write that makes the
+	// contender the holder, and before Acquire returns a hold it re-entered
+	// without a write: the lock was last read free, its holder no longer
+	// alive, or handed to the contender, so no other holder can act from
+	// then on. Work that must only start once no other holder is live (a
+	// look for what earlier holders left behind) may start then, beside the
+	// write; if the write is lost, OnTaking is called again before the next.
+	// With a Ledger, it is called only when the Ledger says the contender
+	// must look (Ledger.Take).
+	// A hold that begins with a hand-over (see Acquire) calls it once the
+	// waiter sees the hand-over, before Acquire returns.
+	OnTaking func()
+	// StopBefore is how long before its hold could expire the caller
+	// needs to stop what it runs under it when the hold cannot be renewed
+	// (lockctl run: its kill grace and a clock margin). A lock handed over
+	// to the caller is held from the hand-over on, before it is confirmed
+	// (Held.Confirm): Acquire returns such a hold only when more than
+	// StopBefore, a second and a sixth of the waiter TTL is left of the
+	// waiter's expiry it stands on, and otherwise confirms it first; an
+	// unconfirmed hold is reported lost StopBefore and a second before
+	// that expiry. 0 means nothing to stop.
+	StopBefore time.Duration
+	// Ledger, when set, keeps the contender's own bookkeeping in the lock's
+	// record beside its hold (lockctl run's account of run jobs, package
+	// runjobs); Held.Vouched then says whether it need not look for what
+	// earlier holders left behind. nil keeps none, and a lock taken so
+	// drops the one it had.
+	Ledger Ledger
+}
+
+// Progress is what a waiting contender knows.
+type Progress struct {
+	Target string
+	// Holder is the current holder.
+	Holder Claim
+	// HolderAlive is false when the holder is stale and about to be replaced.
+	HolderAlive bool
+	// Position is the contender's 1-based place in the queue.
+	Position int
+	// Ahead are the waiters in front of the contender.
+	Ahead []Claim
+	// Started is when the contender started waiting.
+	Started time.Time
+	// Freeze is set while the lock is frozen: the contender waits for it
+	// to end even when nobody holds the lock (Holder.ClaimID is then "").
+	Freeze *Freeze
+	// Wait is what the estimate of the contender's wait is made from (see
+	// Estimate); nil when there is nothing to make it from.
+	Wait *EstimateInput
+}
+
+// Estimate is the contender's wait for its turn as estimateWait sees it
+// at now; nil when the history says nothing.
+func (p *Progress) Estimate(now time.Time) *Estimate {
+	if p.Wait == nil {
+		return nil
+	}
+	in := *p.Wait
+	in.Now = now
+	return estimateWait(in)
+}
+
+// Held reports whether anyone holds the lock; a frozen lock may wait with
+// nobody holding it.
+func (p *Progress) Held() bool { return p.Holder.Identity != (Identity{}) }
+
+// Acquire takes the lock for req, waiting as long as ctx allows. It returns
+// a *SupersededError when a newer build of the same branch waits or holds
+// the lock, and a *TimeoutError when ctx's deadline passes first; in both
+// cases, and when ctx is cancelled, the caller's place in the queue is given
+// up so the lock is left as it was found. Whatever call ctx's deadline
+// interrupts, the error is a *TimeoutError: only the wait can time out.
+//
+// Acquire returns as soon as the lock is held: the Events of the
+// acquisition are recorded in the background, and the watch of the lock it
+// waited with keeps running so that ReleaseHeld writes on the newest
+// version. ReleaseHeld ends both; a caller that does not release a Held it
+// got calls Held.StopWatching and Held.WaitEvents instead, or those Events
+// may be lost.
+//
+// A lock handed over to the caller by a release (or from a stale holder)
+// is held as soon as the waiter sees the write that names it holder: that
+// write's resourceVersion is Held.Token, and Held.Holder.HandedOver is set
+// while the hold is confirmed in the background, until which others judge
+// it by the waiter's expiry (see Held.Confirm and Request.StopBefore). A
+// caller that keeps the lock past its exit calls Held.Confirm first.
+func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
+	w := newWaiter(c, req, Claim{})
+	defer w.stop()
+	w.st.start(c.clk.Now())
+	held, err := c.acquire(ctx, w)
+	if held != nil && w.lockEvents != nil {
+		// NOTE: the watch of the lock waited for is kept while it is held,
+		// so ReleaseHeld writes on the newest version (waiters joined
+		// meanwhile) and the next holder is not kept waiting by a lost
+		// write and a read. Handed to the hold, so w.stop leaves it
+		// running.
+		held.keep(w.lockEvents)
+		w.lockEvents = nil
+	}
+	if held != nil && held.confirming != nil {
+		c.confirmInBackground(ctx, held)
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
+		!errors.Is(err, ErrTimeout) && !errors.Is(err, ErrSuperseded) && !errors.Is(err, ErrHeld) {
+		err = &TimeoutError{Target: req.Target, Holder: w.st.holder, Waited: c.clk.Since(w.st.started), Freeze: w.st.freeze}
+	}
+	return held, err
+}
+
+func (c *Client) acquire(ctx context.Context, w *waiter) (*Held, error) {
+	me, err := c.claim(ctx, w.req)
+	if err != nil {
+		return nil, err
+	}
+	w.me = me
+	if w.req.NoWait {
+		return c.acquireNow(ctx, w.req, me)
+	}
+	return w.run(ctx)
+}
+
+// holderAlive judges the holder: by its pod when it has one (see judgePod),
+// else by its expiry. recheck, when not zero, is when the verdict changes
+// by itself (a grace period of the pod or its node ends); why says why a
+// holder is not alive, for people.
+func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time) (alive bool, recheck time.Time, why string, err error) {
+	if h.Pod == nil {
+		// NOTE: an expiry counts as passed only once the earliest the API
+		// server's time may be has passed it, so a clock estimate running
+		// ahead never takes a live lock early; until then it is judged
+		// again when that is sure.
+		slack := c.clockSlack()
+		if h.Expires != nil && h.Expires.After(now.Add(-slack)) {
+			if !h.Expires.After(now) {
+				recheck = h.Expires.Add(slack)
+			}
+			return true, recheck, "", nil
+		}
+		why = "expired"
+		if h.Expires != nil {
+			why += " at " + h.Expires.UTC().Format(time.RFC3339)
+		}
+		return false, time.Time{}, why, nil
+	}
+	if pod == nil || pod.Name != h.Pod.Name || pod.Namespace != h.Pod.Namespace {
+		p, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, time.Time{}, "pod " + h.Pod.String() + " is gone", nil
+		}
+		if err != nil {
+			return false, time.Time{}, "", fmt.Errorf("check holder pod %s: %w", h.Pod, err)
+		}
+		pod = p
+	}
+	v := judgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
+	if !v.Alive {
+		why = "pod " + h.Pod.String()
+		if v.Message != "" {
+			why += ": " + v.Message
+		} else {
+			why += " " + string(pod.Status.Phase)
+		}
+	}
+	return v.Alive, v.Recheck, why, nil
+}
+
+// node returns the node pod is bound to, or nil when it is unknown or may
+// not be read. Reading nodes needs a cluster-scoped permission that many CI
+// accounts lack (docs/rbac.md); without it the pod's own conditions stand in
+// for the node's, which is said once at -v 1.
+func (c *Client) node(ctx context.Context, pod *corev1.Pod) *corev1.Node {
+	if c.nodes == nil || pod == nil || pod.Spec.NodeName == "" || c.nodesDenied.Load() {
+		return nil
+	}
+	n, err := c.nodes.Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return n
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		if !c.nodesDenied.Swap(true) {
+			c.log.WithField("err", err).Debug("cannot read nodes; judging holder pods by their own conditions (docs/rbac.md has the optional ClusterRole)")
+		}
+	default:
+		c.log.WithField("err", err).Debug("cannot read the holder pod's node; judging it by its own conditions")
+	}
+	return nil
+}
+
+// judgePod applies the shared liveness rule (liveness.Judge) to a holder's
+// pod: it keeps the lock while it may still be running, and not once it is
+// gone, finished, replaced by another pod of the same name (uid, when given,
+// differs) or lost with its node for longer than grace. node is the pod's
+// node, or nil when it may not be read.
+func judgePod(pod *corev1.Pod, uid types.UID, node *corev1.Node, now time.Time, grace time.Duration) liveness.Verdict {
+	if pod != nil && uid != "" && pod.UID != uid {
+		return liveness.Verdict{Lost: true, Message: "pod was replaced by another of the same name"}
+	}
+	return liveness.Judge(pod, node, now, liveness.Options{NodeGrace: grace})
+}
+
+// withWindows returns cur frozen as the freeze windows say at now, when no
+// freeze of its own holds it: a copy, or a new free lock of policy when
+// there is none, so that the decision on it writes the window's freeze.
+// cur itself when no window applies.
+func (c *Client) withWindows(cur *Record, target string, policy Policy, now time.Time) *Record {
+	ws := c.freezeWindows()
+	if ws == nil {
+		return cur
+	}
+	if cur == nil {
+		f := windowFreeze(ws, target, now)
+		if f == nil {
+			return nil
+		}
+		ts := metav1.NewMicroTime(now)
+		rec := &Record{Target: target, Policy: policy, Updated: ts}
+		rec.free(ts)
+		rec.Freeze = f
+		return rec
+	}
+	rec := cur.deepCopy()
+	dropped := rec.dropLapsedWindow(ws, now)
+	if !rec.applyWindows(ws, now) && !dropped {
+		return cur
+	}
+	return rec
 }

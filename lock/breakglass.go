@@ -22,27 +22,27 @@ const (
 	// BreakGlassUserAnnotation is the Kubernetes user the grant admits.
 	BreakGlassUserAnnotation = SummaryPrefix + "break-glass-user"
 	// BreakGlassStateAnnotation is the state of the lock the grant is
-	// for (BreakGlassState): a change of holder or of freeze ends it.
+	// for (breakGlassState): a change of holder or of freeze ends it.
 	BreakGlassStateAnnotation = SummaryPrefix + "break-glass-state"
 	// BreakGlassAnnotation describes the grant for people and messages.
 	BreakGlassAnnotation = SummaryPrefix + "break-glass"
-	// BreakGlassUntilAnnotation is when the grant ends, as the record
+	// breakGlassUntilAnnotation is when the grant ends, as the record
 	// spells times; the first write of the record after it drops it.
-	BreakGlassUntilAnnotation = SummaryPrefix + "break-glass-until"
+	breakGlassUntilAnnotation = SummaryPrefix + "break-glass-until"
 )
 
 // breakGlassKeys are the grant's annotations, written and dropped as one.
-var breakGlassKeys = []string{BreakGlassUserAnnotation, BreakGlassStateAnnotation, BreakGlassAnnotation, BreakGlassUntilAnnotation}
+var breakGlassKeys = []string{BreakGlassUserAnnotation, BreakGlassStateAnnotation, BreakGlassAnnotation, breakGlassUntilAnnotation}
 
-// BreakGlassState is the state of the lock a grant is tied to: the
+// breakGlassState is the state of the lock a grant is tied to: the
 // holder's fencing token (empty when nobody holds it) and the freeze's
 // description (empty when not frozen), as the policy reads them from the
 // summary; token is the token as the policy knows it.
-func BreakGlassState(token, freeze string) string {
+func breakGlassState(token, freeze string) string {
 	return token + "|" + freeze
 }
 
-// stateOf is BreakGlassState of rec read as cm.
+// stateOf is breakGlassState of rec read as cm.
 func stateOf(rec *Record, cm *corev1.ConfigMap) string {
 	token := ""
 	if !rec.unheld() {
@@ -55,7 +55,7 @@ func stateOf(rec *Record, cm *corev1.ConfigMap) string {
 	if rec.Freeze != nil {
 		freeze = rec.Freeze.Describe()
 	}
-	return BreakGlassState(token, freeze)
+	return breakGlassState(token, freeze)
 }
 
 // BreakGlassRequest declares break-glass on an enforced lock.
@@ -80,15 +80,15 @@ type BreakGlass struct {
 	Until                     time.Time
 }
 
-// ErrNoUser is returned by GrantBreakGlass for a request without a user.
-var ErrNoUser = errors.New("break-glass needs your Kubernetes user, which the API server did not tell (SelfSubjectReview)")
+// errNoUser is returned by GrantBreakGlass for a request without a user.
+var errNoUser = errors.New("break-glass needs your Kubernetes user, which the API server did not tell (SelfSubjectReview)")
 
 // GrantBreakGlass writes the grant of req onto target's lock, replacing
 // any other, and records a BreakGlass Event. The lock must exist: an
 // enforced lock does (lockctl enforce creates it).
 func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*BreakGlass, error) {
 	if req.User == "" {
-		return nil, ErrNoUser
+		return nil, errNoUser
 	}
 	if err := req.By.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid identity: %w", err)
@@ -102,7 +102,7 @@ func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*B
 	var out *BreakGlass
 	err := c.update(ctx, "break-glass", req.Target, nil, func(cm *corev1.ConfigMap) (change, error) {
 		if cm == nil {
-			return change{}, &NotEnforcedError{Target: req.Target}
+			return change{}, &notEnforcedError{Target: req.Target}
 		}
 		rec, err := c.decode(cm, req.Target)
 		if err != nil {
@@ -124,7 +124,7 @@ func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*B
 			BreakGlassUserAnnotation:  req.User,
 			BreakGlassStateAnnotation: stateOf(rec, cm),
 			BreakGlassAnnotation:      desc,
-			BreakGlassUntilAnnotation: microTime(metav1.NewMicroTime(until)),
+			breakGlassUntilAnnotation: microTime(metav1.NewMicroTime(until)),
 		}
 		return change{Decision: Decision{Record: rec}, annotate: mark, stored: func(ctx context.Context, written *corev1.ConfigMap) {
 			c.event(ctx, written, true, ReasonBreakGlass, desc)
@@ -160,10 +160,10 @@ func (c *Client) EndBreakGlass(ctx context.Context, target string) (bool, error)
 	return ended, err
 }
 
-// ActiveBreakGlass describes target's grant as read on cm, "" when there
+// activeBreakGlass describes target's grant as read on cm, "" when there
 // is none or it ended (its time is up at now, or the lock changed hands or
 // freeze since).
-func ActiveBreakGlass(cm *corev1.ConfigMap, rec *Record, now time.Time) string {
+func activeBreakGlass(cm *corev1.ConfigMap, rec *Record, now time.Time) string {
 	if cm == nil || rec == nil || !grantLives(cm.Annotations, stateOf(rec, cm), now) {
 		return ""
 	}
@@ -176,7 +176,7 @@ func grantLives(annotations map[string]string, state string, t time.Time) bool {
 	if annotations[BreakGlassUserAnnotation] == "" || annotations[BreakGlassStateAnnotation] != state {
 		return false
 	}
-	until, err := time.Parse(metav1.RFC3339Micro, annotations[BreakGlassUntilAnnotation])
+	until, err := time.Parse(metav1.RFC3339Micro, annotations[breakGlassUntilAnnotation])
 	return err == nil && t.Before(until)
 }
 
@@ -195,10 +195,10 @@ func dropEndedGrant(next *corev1.ConfigMap, rec *Record) {
 	}
 }
 
-// NotEnforcedError is returned for a break-glass on a lock that does not
+// notEnforcedError is returned for a break-glass on a lock that does not
 // exist, so that nothing is enforced to break.
-type NotEnforcedError struct{ Target string }
+type notEnforcedError struct{ Target string }
 
-func (e *NotEnforcedError) Error() string {
+func (e *notEnforcedError) Error() string {
 	return fmt.Sprintf("lock %q does not exist, so nothing enforces it: break-glass is for an enforced lock (lockctl enforce %s)", e.Target, strings.TrimSpace(e.Target))
 }

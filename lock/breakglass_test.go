@@ -25,10 +25,10 @@ func TestBreakGlassGrant(t *testing.T) {
 	grant := BreakGlassRequest{Target: req.Target, User: "carol", By: ops, Reason: "roll back", For: 10 * time.Minute}
 
 	_, err := c.GrantBreakGlass(ctx, grant)
-	var ne *NotEnforcedError
+	var ne *notEnforcedError
 	require.ErrorAs(t, err, &ne)
 	_, err = c.GrantBreakGlass(ctx, BreakGlassRequest{Target: req.Target, By: ops, Reason: "x", For: time.Minute})
-	require.ErrorIs(t, err, ErrNoUser)
+	require.ErrorIs(t, err, errNoUser)
 
 	held, err := c.Acquire(ctx, req)
 	require.NoError(t, err)
@@ -38,9 +38,9 @@ func TestBreakGlassGrant(t *testing.T) {
 	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(ctx, Name(req.Target), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "carol", cm.Annotations[BreakGlassUserAnnotation])
-	assert.Equal(t, BreakGlassState(cm.Annotations[SummaryTokenAnnotation], ""), cm.Annotations[BreakGlassStateAnnotation],
+	assert.Equal(t, breakGlassState(cm.Annotations[SummaryTokenAnnotation], ""), cm.Annotations[BreakGlassStateAnnotation],
 		"tied to the holder's token, as the policy reads it")
-	assert.Equal(t, "2026-03-01T12:10:00.000000Z", cm.Annotations[BreakGlassUntilAnnotation])
+	assert.Equal(t, "2026-03-01T12:10:00.000000Z", cm.Annotations[breakGlassUntilAnnotation])
 	l, err := c.Get(ctx, req.Target)
 	require.NoError(t, err)
 	assert.Equal(t, g.Description, l.Status.BreakGlass)

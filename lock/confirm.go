@@ -22,11 +22,11 @@ import (
 // and its release writes on the hand-over's version
 // (docs/adr/0079-confirm-after-a-second.md).
 
-// DefaultConfirmAfter is how long a hold that began with a hand-over runs
+// defaultConfirmAfter is how long a hold that began with a hand-over runs
 // before its confirmation is written, unless Options.ConfirmAfter says
 // otherwise: a short hold, released within it, costs the lock no write and
 // the other waiters no watch event.
-const DefaultConfirmAfter = time.Second
+const defaultConfirmAfter = time.Second
 
 // Pauses between attempts to confirm a hand-over after transient API
 // errors: the first, and the longest they grow to by doubling. The
@@ -42,15 +42,15 @@ const (
 // be cancelled and the caller to hear of it, on a loaded machine.
 const confirmMargin = time.Second
 
-// ErrUnconfirmed means a hold that began with a hand-over was not
+// errUnconfirmed means a hold that began with a hand-over was not
 // confirmed before the waiter's expiry it stood on could pass: it is lost.
-var ErrUnconfirmed = errors.New("hand-over not confirmed in time")
+var errUnconfirmed = errors.New("hand-over not confirmed in time")
 
-// UnconfirmedError is a hand-over its new holder could not confirm in time
+// unconfirmedError is a hand-over its new holder could not confirm in time
 // (Held.Confirm): the API server did not answer, or kept failing, until
 // Request.StopBefore and a second before the waiter's expiry. The hold is
-// lost; what runs under it must stop. It matches ErrUnconfirmed.
-type UnconfirmedError struct {
+// lost; what runs under it must stop. It matches errUnconfirmed.
+type unconfirmedError struct {
 	Target string
 	// Expires is the waiter's expiry the hand-over stood on, on the API
 	// server's clock.
@@ -59,7 +59,7 @@ type UnconfirmedError struct {
 	Last error
 }
 
-func (e *UnconfirmedError) Error() string {
+func (e *unconfirmedError) Error() string {
 	s := fmt.Sprintf("lock %q was handed over but could not be confirmed before %s", e.Target, e.Expires.UTC().Format(time.RFC3339))
 	if e.Last != nil {
 		return s + ": " + e.Last.Error()
@@ -67,8 +67,8 @@ func (e *UnconfirmedError) Error() string {
 	return s + ": the API server did not answer"
 }
 
-// Is makes an *UnconfirmedError match ErrUnconfirmed.
-func (e *UnconfirmedError) Is(target error) bool { return target == ErrUnconfirmed }
+// Is makes an *unconfirmedError match errUnconfirmed.
+func (e *unconfirmedError) Is(target error) bool { return target == errUnconfirmed }
 
 // errConfirmStopped is the cause of a confirmation its hold stopped.
 var errConfirmStopped = errors.New("confirmation stopped")
@@ -118,13 +118,13 @@ func (cf *confirmation) hurryUp() { cf.hurryOnce.Do(func() { close(cf.hurry) }) 
 // closed is a channel closed from the start.
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// handedToMe returns the hold of a waiter that w.cm names as the holder
+// handedToMe returns the hold of a waiter that w.st.cm names as the holder
 // the lock was handed over to, unconfirmed, or nil to decide as usual. A
 // hand-over whose waiter expiry leaves less than w.req.StopBefore, a
 // second (confirmMargin) and a sixth of the waiter TTL is not held early:
 // the waiter confirms it first (Decide), as it had to before.
 func (w *waiter) handedToMe() *Held {
-	c, cm := w.c, w.cm
+	c, cm := w.c, w.st.cm
 	if cm == nil {
 		return nil
 	}
@@ -136,11 +136,14 @@ func (w *waiter) handedToMe() *Held {
 	if !h.HandedOver || h.ClaimID != w.me.ClaimID || h.Identity != w.me.Identity {
 		return nil
 	}
-	if rj := w.req.RunJobs; rj.keeps() && (rj.SubmitsJob || MustLook(rec, rj.Namespace)) {
-		// NOTE: the write that takes the lock must mark the run's job
-		// namespace (takeRunJobs) before the run looks or submits: the
-		// confirmation comes first.
-		return nil
+	if l := w.req.Ledger; l != nil {
+		// NOTE: a mark the ledger leaves (lockctl run's job namespace)
+		// must be written by the write that takes the lock (takeLedger)
+		// before the contender looks or submits: the confirmation comes
+		// first.
+		if _, _, _, marked, err := l.Take(rec.Ledger, h.LedgerKept, true, h.ClaimID); err != nil || marked {
+			return nil
+		}
 	}
 	cf := &confirmation{bounded: h.Pod == nil, done: make(chan struct{}), hurry: make(chan struct{})}
 	if cf.bounded {
@@ -161,9 +164,9 @@ func (w *waiter) handedToMe() *Held {
 	if token == "" {
 		token = cm.ResourceVersion
 	}
-	// A run that keeps the account holds early only when the record
-	// vouches for its job namespace (above); anyone else looks.
-	vouched := w.req.RunJobs.keeps()
+	// A contender with a ledger holds early only when the ledger needs no
+	// mark, so needs no look (above); anyone else looks.
+	vouched := w.req.Ledger != nil
 	if w.req.OnTaking != nil && !vouched {
 		w.req.OnTaking()
 	}
@@ -179,7 +182,7 @@ func (w *waiter) handedToMe() *Held {
 		last:       &lastSeen{cm: cm},
 		events:     cf.done,
 		confirming: cf,
-		runJobs:    w.req.RunJobs,
+		ledger:     w.req.Ledger,
 	}
 	if f := rec.Freeze; f != nil && h.IgnoredFreeze != "" {
 		held.IgnoredFreeze = f
@@ -299,7 +302,7 @@ func (c *Client) confirmDue(ctx context.Context, cf *confirmation) bool {
 // deadline passed, or its hold stopped it.
 func (c *Client) confirmEnded(ctx context.Context, h *Held, cf *confirmation, last error) error {
 	if errors.Is(context.Cause(ctx), errConfirmDeadline) {
-		err := &UnconfirmedError{Target: h.Target, Expires: cf.expires, Last: last}
+		err := &unconfirmedError{Target: h.Target, Expires: cf.expires, Last: last}
 		c.log.WithField("lock", c.Describe(h.Target)).WithField("err", err).Warn("hold lost: the hand-over could not be confirmed in time")
 		return err
 	}
@@ -320,7 +323,7 @@ func (c *Client) confirmOnce(ctx context.Context, h *Held) (holder Claim, writte
 		if err != nil {
 			return change{}, err
 		}
-		write, err := decideConfirm(rec, h.ClaimID, h.Token, h.runJobs.keeps(), c.clk.Now())
+		write, err := decideConfirm(rec, h.ClaimID, h.Token, h.ledger != nil, c.clk.Now())
 		if err != nil {
 			return change{}, fmt.Errorf("confirm lock %s: %w", c.Describe(h.Target), err)
 		}
@@ -349,45 +352,6 @@ func (c *Client) confirmVersions(h *Held) reader {
 	}
 }
 
-// decideConfirm is the rule of the confirmation of a hand-over to the
-// claim session, whose hold began with token, at now: a renewal
-// (decideRenew) with the holder's own TTL, after which the holder is no
-// longer marked handed over, records its token and gets the expiry of its
-// TTL (none in a pod). A holder that does not keep the account of run jobs
-// (keeps: Request.RunJobs) drops it, as its take-over would (takeRunJobs).
-// It reports whether to write (false: confirmed already), and returns an
-// error matching ErrLost when session no longer holds the lock.
-func decideConfirm(rec *Record, session, token string, keeps bool, now time.Time) (bool, error) {
-	if err := heldBy(rec, session); err != nil || !rec.Holder.HandedOver {
-		return false, err
-	}
-	ttl := rec.Holder.TTL.Duration
-	if ttl <= 0 {
-		ttl = DefaultTTL
-	}
-	// The confirmation is the hold's first renewal, with the TTL the
-	// holder asked for.
-	if err := decideRenew(rec, session, token, ttl, now); err != nil {
-		return false, err
-	}
-	if !keeps {
-		rec.RunJobs, rec.Holder.RunJobsKept = nil, false
-	}
-	return true, nil
-}
-
-// confirmHandOver turns h, handed over and holding since the hand-over
-// whose token is token, into a confirmed holder at now: alive while its
-// pod is, or until ttl has passed.
-func confirmHandOver(h *Claim, token string, now time.Time, ttl time.Duration) {
-	h.HandedOver = false
-	h.Token, h.TokenPending = token, false
-	h.Expires = nil
-	if h.Pod == nil {
-		h.Expires = microPtr(now.Add(ttl))
-	}
-}
-
 // ConfirmDone returns a channel closed once the confirmation of a hold
 // that began with a hand-over (Holder.HandedOver) has ended, stored or
 // not (Confirm says which); for any other hold it is closed already.
@@ -404,7 +368,7 @@ func (h *Held) ConfirmDone() <-chan struct{} {
 // A confirmation not yet due (Options.ConfirmAfter) is written at once.
 // Until then the hold lasts until the waiter's expiry in Holder.Expires on
 // the API server's clock (for a holder without a pod); Confirm returns an
-// error matching ErrUnconfirmed once it could not be confirmed by
+// error matching errUnconfirmed once it could not be confirmed by
 // Request.StopBefore and a second before that expiry, one matching ErrLost when the lock
 // turned out to be someone else's, and ctx's error when ctx ends first. A
 // process that keeps the lock past its exit (lockctl acquire) calls it

@@ -50,7 +50,8 @@ func waiterOn(c *Client, cm *corev1.ConfigMap, stopBefore time.Duration) *waiter
 	req.StopBefore = stopBefore
 	me := claim("me", "web", "main", "42")
 	w := newWaiter(c, req, me)
-	w.cm, w.joined, w.started = cm, true, c.clk.Now()
+	w.st.start(c.clk.Now())
+	w.st.queued(cm)
 	return w
 }
 
@@ -135,7 +136,7 @@ func TestHandOverConfirmedWhenDue(t *testing.T) {
 	t.Parallel()
 	c, cs, h := heldOnHandOver(t)
 	fc := c.clk.(*testingclock.FakeClock)
-	const step = DefaultConfirmAfter / 10
+	const step = defaultConfirmAfter / 10
 	var stepped time.Duration
 	require.Eventually(t, func() bool {
 		select {
@@ -147,7 +148,7 @@ func TestHandOverConfirmedWhenDue(t *testing.T) {
 			return false
 		}
 	}, 10*time.Second, 5*time.Millisecond)
-	assert.GreaterOrEqual(t, stepped, DefaultConfirmAfter, "not confirmed before it was due")
+	assert.GreaterOrEqual(t, stepped, defaultConfirmAfter, "not confirmed before it was due")
 	got, err := h.Confirm(t.Context())
 	require.NoError(t, err)
 	assert.False(t, got.HandedOver)
@@ -194,8 +195,8 @@ func TestHandOverConfirmFailsUntilExpiry(t *testing.T) {
 		}
 	}
 	_, err = h.Confirm(t.Context())
-	require.ErrorIs(t, err, ErrUnconfirmed)
-	var ue *UnconfirmedError
+	require.ErrorIs(t, err, errUnconfirmed)
+	var ue *unconfirmedError
 	require.ErrorAs(t, err, &ue)
 	assert.Contains(t, ue.Error(), "etcd is away", "the last attempt's error is named")
 	assert.False(t, lostAt.After(expires.Add(-stopBefore-confirmMargin)), "lost by %s, StopBefore and a margin before the expiry %s (at %s)", expires.Add(-stopBefore-confirmMargin), expires, lostAt)
@@ -390,19 +391,20 @@ func TestHandOverRunJobsAccount(t *testing.T) {
 			me := queued(claim("me", "web", "main", "42"), t0)
 			me.Cancelable = true
 			prev := held(claim("h", "api", "main", "7"), t0)
-			prev.RunJobsKept = true
+			prev.LedgerKept = true
 			rec := record(prev, me)
-			rec.RunJobs = &RunJobs{}
+			rj := &account{}
 			if tt.swept {
-				rec.RunJobs.Swept = []string{"ci"}
+				rj.Swept = []string{"ci"}
 			}
+			rec = kept(rec, rj)
 			rec.handOver(me, metav1.NewMicroTime(t0), t0)
 			handed := lockObject(t, rec)
 			handed.ResourceVersion = "11"
 			c, cs := newTestClient(t, t0, nil, handed)
 			w := waiterOn(c, handed, 0)
 			w.req.Cancelable = true
-			w.req.RunJobs = RunJobsRequest{Namespace: "ci", SubmitsJob: tt.submits}
+			w.req.Ledger = keeper("ci", tt.submits)
 			w.me.Cancelable = true
 			h, err := w.turn(t.Context())
 			require.NoError(t, err)
@@ -416,9 +418,9 @@ func TestHandOverRunJobsAccount(t *testing.T) {
 			}
 			assert.False(t, h.Holder.HandedOver, "confirmed first")
 			stored := storedRecord(t, cs)
-			require.NotNil(t, stored.RunJobs)
-			assert.True(t, stored.RunJobs.pendingIn("ci"), "the confirmation marked the run's namespace")
-			assert.True(t, stored.Holder.RunJobsKept)
+			require.NotNil(t, accountOf(t, stored))
+			assert.True(t, accountOf(t, stored).PendingIn("ci"), "the confirmation marked the run's namespace")
+			assert.True(t, stored.Holder.LedgerKept)
 		})
 	}
 }

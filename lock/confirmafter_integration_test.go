@@ -17,7 +17,7 @@ import (
 
 // TestIntegrationShortHandedOverHoldIsNotConfirmed: against the real API
 // server, a hold handed over and released within its confirmation delay
-// (lock.DefaultConfirmAfter) writes nothing but its release, on the
+// (defaultConfirmAfter) writes nothing but its release, on the
 // hand-over's version; a hold that runs longer is confirmed by itself once
 // the delay has passed, without anyone waiting for it
 // (docs/adr/0079-confirm-after-a-second.md).

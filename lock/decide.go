@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,10 +56,10 @@ type Decision struct {
 	// resourceVersion is its fencing token, and keeps it.
 	Confirmed bool
 	// Reentered is true when the contender already held the lock under
-	// another session with the same identity, job and pod (see SameHolder).
+	// another session with the same identity, job and pod (see sameHolder).
 	Reentered bool
 	// RanAgain is true when the contender takes the lock from its own CI
-	// job's earlier run (see RunsAgain); StaleHolder is that run.
+	// job's earlier run (see runsAgain); StaleHolder is that run.
 	RanAgain bool
 	// NextCheck is when the decision must be taken again even if nothing
 	// changes: the holder's expiry, the contender's renewal or the end of a
@@ -128,7 +129,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 		return acquire(rec, me, ts, now)
 	}
-	if !rec.unheld() && RunsAgain(rec.Holder, me) && rec.mayTake(me, now) {
+	if !rec.unheld() && runsAgain(rec.Holder, me) && rec.mayTake(me, now) {
 		// The holder's CI job runs again (a re-run, a retry): the run that
 		// took the lock is over, and its build's hold goes on in this one,
 		// ahead of the queue, as a new hold with a new token.
@@ -138,7 +139,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		dd.StaleHolder, dd.Freeze, dd.RanAgain = &prev, d.Freeze, true
 		return dd
 	}
-	if SameHolder(rec.Holder, me) {
+	if sameHolder(rec.Holder, me) {
 		// Re-entrance: another process of the holder's build and job (a
 		// later step, a retried step) holds it already; the hold stays as
 		// it is.
@@ -258,7 +259,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	return d
 }
 
-// SameHolder reports whether claim c is the holder h again: the same
+// sameHolder reports whether claim c is the holder h again: the same
 // owner, repo, branch, build and sequence, the same CI job (name, ID and
 // attempt; none on both sides is the same), and the same pod (by
 // namespace and name, and by UID when both know it), or no pod on either
@@ -266,7 +267,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 // contender, and so is a claim with a job against a holder without one (a
 // lockctl before record version 1.6 wrote it, and which job it was is not
 // known).
-func SameHolder(h, c Claim) bool {
+func sameHolder(h, c Claim) bool {
 	if h.Identity != c.Identity || h.CIJob != c.CIJob || (h.Pod == nil) != (c.Pod == nil) {
 		return false
 	}
@@ -277,13 +278,13 @@ func SameHolder(h, c Claim) bool {
 		(h.Pod.UID == "" || c.Pod.UID == "" || h.Pod.UID == c.Pod.UID)
 }
 
-// RunsAgain reports whether claim c is a later run of holder h's CI job: the
+// runsAgain reports whether claim c is a later run of holder h's CI job: the
 // same build (identity and sequence) and job name, and a higher attempt
 // (GitHub Actions' re-run of a run, GitLab's retry of a job). The CI system
 // starts a job again only once its earlier run has ended, so that run's
 // hold is over and c takes it over. A holder or a claim without a job or
 // an attempt never runs again.
-func RunsAgain(h, c Claim) bool {
+func runsAgain(h, c Claim) bool {
 	return h.Identity == c.Identity && h.Job != "" && h.Job == c.Job &&
 		h.Attempt > 0 && c.Attempt > h.Attempt
 }
@@ -299,7 +300,7 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 	rec.remove(me.ClaimID)
 	prev := rec.Holder
 	rec.Holder = holding(me, ts, now)
-	if prev.ClaimID == me.ClaimID || SameHolder(prev, me) || RunsAgain(prev, me) {
+	if prev.ClaimID == me.ClaimID || sameHolder(prev, me) || runsAgain(prev, me) {
 		// A hand-over in spite of a freeze stays on record, and so does a
 		// newer build's request to stop.
 		rec.Holder.IgnoredFreeze = prev.IgnoredFreeze
@@ -311,7 +312,7 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 		// (recorded since, or still pending); confirming it keeps that, and
 		// the hold's start.
 		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
-		rec.Holder.RunJobsKept = prev.RunJobsKept
+		rec.Holder.LedgerKept = prev.LedgerKept
 		if prev.HandedOver {
 			rec.Holder.Since = prev.Since
 			return Decision{Record: rec, Outcome: Acquired, Confirmed: true}
@@ -398,10 +399,10 @@ func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 	c.HandedOver = true
 	c.Token, c.TokenPending = "", true
 	c.handedNow = true
-	// A hand-over passes the account of run jobs on (RunJobs) to a
+	// A hand-over passes the ledger (the account of run jobs) on to a
 	// lockctl run (Cancelable), whose confirming write keeps it; anyone
 	// else would drop it on confirming, and must not hold with it before.
-	c.RunJobsKept = r.Holder.RunJobsKept && c.Cancelable
+	c.LedgerKept = r.Holder.LedgerKept && c.Cancelable
 	if c.Expires == nil {
 		c.Expires = microPtr(now)
 	}
@@ -432,7 +433,7 @@ func (r *Record) deepCopy() *Record {
 		}
 	}
 	out.History = append([]HistoryEntry(nil), r.History...)
-	out.RunJobs = r.RunJobs.deepCopy()
+	out.Ledger = slices.Clone(r.Ledger)
 	if r.Freeze != nil {
 		f := *r.Freeze
 		f.Overrides = append([]Override(nil), f.Overrides...)

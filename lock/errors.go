@@ -205,8 +205,8 @@ func (e *NotHolderError) Error() string {
 // Is matches ErrNotHolder.
 func (e *NotHolderError) Is(target error) bool { return target == ErrNotHolder }
 
-// ErrNoNamespace means the lock namespace does not exist.
-var ErrNoNamespace = errors.New("lock namespace not found")
+// errNoNamespace means the lock namespace does not exist.
+var errNoNamespace = errors.New("lock namespace not found")
 
 // NamespaceError reports a lock namespace that does not exist, found when
 // a lock was to be created in it.
@@ -218,5 +218,8 @@ func (e *NamespaceError) Error() string {
 	return fmt.Sprintf("lock namespace %q does not exist", e.Namespace)
 }
 
-// Is matches ErrNoNamespace.
-func (e *NamespaceError) Is(target error) bool { return target == ErrNoNamespace }
+// Is matches errNoNamespace.
+func (e *NamespaceError) Is(target error) bool { return target == errNoNamespace }
+
+// ErrLost means a holder found the lock no longer its own.
+var ErrLost = errors.New("lock lost")

@@ -9,9 +9,9 @@ import (
 
 // The thresholds of the wait estimate (docs/adr/0062-wait-estimate.md).
 const (
-	// MinEstimateHolds is the fewest past holds an estimate is made from:
+	// minEstimateHolds is the fewest past holds an estimate is made from:
 	// with fewer, nothing is said.
-	MinEstimateHolds = 3
+	minEstimateHolds = 3
 	// minPointHolds is the fewest past holds a single figure ("about 11
 	// min") is given from; with fewer the estimate is a range.
 	minPointHolds = 5
@@ -41,7 +41,7 @@ type EstimateInput struct {
 }
 
 // Estimate is how long a contender should expect to wait for its turn,
-// rounded to what the history supports (see EstimateWait).
+// rounded to what the history supports (see estimateWait).
 type Estimate struct {
 	// Low and High bound the wait, rounded; they are equal for a single
 	// figure.
@@ -58,25 +58,25 @@ type Estimate struct {
 	FrozenUntil time.Time
 }
 
-// EstimateWait estimates when the contender's turn comes: the rest of the
+// estimateWait estimates when the contender's turn comes: the rest of the
 // current hold (the median of what the past holds that lasted longer than
 // it has so far had left), then one typical hold (the median) for each
 // contender ahead, each hand-over moved past any freeze of the lock or
 // freeze window that covers it. It returns nil, saying nothing, when the
-// history has fewer than MinEstimateHolds holds, or when fewer than
-// MinEstimateHolds past holds lasted longer than the holder has held so
+// history has fewer than minEstimateHolds holds, or when fewer than
+// minEstimateHolds past holds lasted longer than the holder has held so
 // far (its end cannot be read from the history). With fewer than five holds, or holds spread wide (their
 // middle half wider than half the median), the estimate is a range from
 // the first to the third quartile (the shortest to the longest hold when
 // fewer than five) rather than one figure.
-func EstimateWait(in EstimateInput) *Estimate {
+func estimateWait(in EstimateInput) *Estimate {
 	holds := make([]time.Duration, 0, len(in.History))
 	for _, h := range in.History {
 		if d := h.Until.Sub(h.Since.Time); d > 0 {
 			holds = append(holds, d)
 		}
 	}
-	if len(holds) < MinEstimateHolds {
+	if len(holds) < minEstimateHolds {
 		return nil
 	}
 	sort.Slice(holds, func(i, k int) bool { return holds[i] < holds[k] })
@@ -91,10 +91,10 @@ func EstimateWait(in EstimateInput) *Estimate {
 				rest = append(rest, d-held)
 			}
 		}
-		// NOTE: as for the history itself, fewer than MinEstimateHolds
+		// NOTE: as for the history itself, fewer than minEstimateHolds
 		// holds that lasted this long tell nothing of when this one ends
 		// (ADR 0076): one such hold would give a single figure.
-		if len(rest) < MinEstimateHolds {
+		if len(rest) < minEstimateHolds {
 			return nil
 		}
 	}

@@ -116,7 +116,7 @@ windows:
 			if tt.history != "" {
 				in.History = recordedHistory(t, tt.history)
 			}
-			e := EstimateWait(in)
+			e := estimateWait(in)
 			if tt.want == "" {
 				assert.Nil(t, e, "estimate of %s", tt.name)
 				return

@@ -12,33 +12,33 @@ import (
 // Options.Events); `kubectl get events --field-selector
 // involvedObject.name=lockctl-lock-TARGET` lists them.
 const (
-	// ReasonAcquired: a contender took the lock, or confirmed a hand-over.
-	ReasonAcquired = "Acquired"
-	// ReasonHandedOver: the lock went to the first waiter, on a release or
+	// reasonAcquired: a contender took the lock, or confirmed a hand-over.
+	reasonAcquired = "Acquired"
+	// reasonHandedOver: the lock went to the first waiter, on a release or
 	// when its holder was stale.
-	ReasonHandedOver = "HandedOver"
-	// ReasonReleased: the holder released the lock and nobody waited.
-	ReasonReleased = "Released"
-	// ReasonForceReleased (a warning): someone else broke the lock with
+	reasonHandedOver = "HandedOver"
+	// reasonReleased: the holder released the lock and nobody waited.
+	reasonReleased = "Released"
+	// reasonForceReleased (a warning): someone else broke the lock with
 	// --force, or deleted a lock this lockctl cannot read.
-	ReasonForceReleased = "ForceReleased"
-	// ReasonStaleHolderRemoved (a warning): a contender found the holder
+	reasonForceReleased = "ForceReleased"
+	// reasonStaleHolderRemoved (a warning): a contender found the holder
 	// no longer alive (expired, pod gone or finished, node lost) and took
 	// its place or handed it on.
-	ReasonStaleHolderRemoved = "StaleHolderRemoved"
-	// ReasonSuperseded: a contender gave up because a newer build of its
+	reasonStaleHolderRemoved = "StaleHolderRemoved"
+	// reasonSuperseded: a contender gave up because a newer build of its
 	// branch waits or holds the lock.
-	ReasonSuperseded = "Superseded"
-	// ReasonCancelRequested: a newer build with cancel-in-progress asked
+	reasonSuperseded = "Superseded"
+	// reasonCancelRequested: a newer build with cancel-in-progress asked
 	// the holder, an older lockctl run of its branch, to stop.
-	ReasonCancelRequested = "CancelRequested"
-	// ReasonFrozen: someone froze the lock (lockctl freeze).
-	ReasonFrozen = "Frozen"
-	// ReasonUnfrozen: someone lifted the freeze (lockctl unfreeze).
-	ReasonUnfrozen = "Unfrozen"
-	// ReasonFreezeIgnored (a warning): a contender took the frozen lock
+	reasonCancelRequested = "CancelRequested"
+	// reasonFrozen: someone froze the lock (lockctl freeze).
+	reasonFrozen = "Frozen"
+	// reasonUnfrozen: someone lifted the freeze (lockctl unfreeze).
+	reasonUnfrozen = "Unfrozen"
+	// reasonFreezeIgnored (a warning): a contender took the frozen lock
 	// with --ignore-freeze.
-	ReasonFreezeIgnored = "FreezeIgnored"
+	reasonFreezeIgnored = "FreezeIgnored"
 	// ReasonBreakGlass (a warning): someone declared break-glass on an
 	// enforced lock (lockctl break-glass): their writes of the target are
 	// admitted whatever the lock says, until the grant ends.
@@ -85,11 +85,11 @@ func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *Record, m
 		if d.HandedTo != nil {
 			next = "handed over to " + describeClaim(*d.HandedTo)
 		}
-		c.event(ctx, res.cm, true, ReasonStaleHolderRemoved,
+		c.event(ctx, res.cm, true, reasonStaleHolderRemoved,
 			fmt.Sprintf("stale holder %s removed: %s; %s", describeClaim(*d.StaleHolder), why, next))
 	}
 	if d.HandedTo != nil && d.StaleHolder != nil {
-		c.event(ctx, res.cm, false, ReasonHandedOver,
+		c.event(ctx, res.cm, false, reasonHandedOver,
 			fmt.Sprintf("handed over from %s to %s", d.StaleHolder.Identity, describeClaim(*d.HandedTo)))
 	}
 	confirmed := cur != nil && cur.Holder.ClaimID == me.ClaimID
@@ -109,14 +109,14 @@ func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *Record, m
 		} else if res.cm != nil {
 			note += ", fencing token " + res.cm.ResourceVersion
 		}
-		c.event(ctx, res.cm, false, ReasonAcquired, note)
+		c.event(ctx, res.cm, false, reasonAcquired, note)
 	}
 }
 
 // confirmedEvent records that holder confirmed the hand-over of the lock
 // cm, whose fencing token is token.
 func (c *Client) confirmedEvent(ctx context.Context, cm *corev1.ConfigMap, holder Claim, token string) {
-	c.event(ctx, cm, false, ReasonAcquired, "hand-over confirmed by "+describeClaim(holder)+", fencing token "+token)
+	c.event(ctx, cm, false, reasonAcquired, "hand-over confirmed by "+describeClaim(holder)+", fencing token "+token)
 }
 
 // heldEvent records that holder held the lock cm was handed over in, with
@@ -125,7 +125,7 @@ func (c *Client) heldEvent(ctx context.Context, cm *corev1.ConfigMap, holder Cla
 	if cm == nil {
 		return
 	}
-	c.event(ctx, cm, false, ReasonAcquired, "hand-over held by "+describeClaim(holder)+", fencing token "+token+", released before its confirmation was due")
+	c.event(ctx, cm, false, reasonAcquired, "hand-over held by "+describeClaim(holder)+", fencing token "+token+", released before its confirmation was due")
 }
 
 // releaseEvents records what a release changed on the lock cm: by is who
@@ -134,21 +134,21 @@ func (c *Client) releaseEvents(ctx context.Context, cm *corev1.ConfigMap, res *R
 	prev := describeClaim(*res.Previous)
 	switch {
 	case res.Forced:
-		c.event(ctx, cm, true, ReasonForceReleased, fmt.Sprintf("hold of %s broken with --force by %s", prev, by))
+		c.event(ctx, cm, true, reasonForceReleased, fmt.Sprintf("hold of %s broken with --force by %s", prev, by))
 	case res.HandedTo == nil:
-		c.event(ctx, cm, false, ReasonReleased, "released by "+prev)
+		c.event(ctx, cm, false, reasonReleased, "released by "+prev)
 	}
 	if res.HandedTo != nil && res.HandedTo.IgnoredFreeze != "" {
 		c.freezeIgnoredEvent(ctx, cm, *res.HandedTo)
 	}
 	if res.HandedTo != nil {
-		c.event(ctx, cm, false, ReasonHandedOver, fmt.Sprintf("released by %s, handed over to %s", res.Previous.Identity, describeClaim(*res.HandedTo)))
+		c.event(ctx, cm, false, reasonHandedOver, fmt.Sprintf("released by %s, handed over to %s", res.Previous.Identity, describeClaim(*res.HandedTo)))
 	}
 }
 
 // freezeIgnoredEvent records that holder took the frozen lock cm with
 // --ignore-freeze.
 func (c *Client) freezeIgnoredEvent(ctx context.Context, cm *corev1.ConfigMap, holder Claim) {
-	c.event(ctx, cm, true, ReasonFreezeIgnored,
+	c.event(ctx, cm, true, reasonFreezeIgnored,
 		fmt.Sprintf("%s took the lock with --ignore-freeze; it was %s", describeClaim(holder), holder.IgnoredFreeze))
 }

@@ -18,7 +18,7 @@ import (
 // time out), the holder at the time keeps the lock, and only contenders
 // that ignore the freeze (an emergency) take it. docs/adr/0022-freeze.md
 // has the design. A record with a freeze is written as major version 2
-// (FrozenRecordVersion), which lockctl releases that do not know freezes
+// (frozenVersion), which lockctl releases that do not know freezes
 // refuse instead of ignoring it.
 type Freeze struct {
 	// Reason says why, shown to everyone who waits.
@@ -31,7 +31,7 @@ type Freeze struct {
 	// removes the freeze from the record.
 	Until metav1.MicroTime `json:"until"`
 	// Overrides lists, newest last, the contenders that took the lock
-	// during the freeze with --ignore-freeze; at most MaxOverrides.
+	// during the freeze with --ignore-freeze; at most maxOverrides.
 	Overrides []Override `json:"overrides,omitempty"`
 }
 
@@ -42,18 +42,18 @@ type Override struct {
 	At metav1.MicroTime `json:"at"`
 }
 
-// MaxOverrides bounds Freeze.Overrides; the oldest are dropped first.
-const MaxOverrides = 20
+// maxOverrides bounds Freeze.Overrides; the oldest are dropped first.
+const maxOverrides = 20
 
-// FrozenRecordVersion is the version of a record that carries a freeze:
+// frozenVersion is the version of a record that carries a freeze:
 // major 2, so lockctl releases without freezes (which read major 1 only)
 // refuse the lock with a version error rather than hand it out, and the
 // same minor as RecordVersion, whose fields it has too. Once the freeze is
 // gone the record is written as RecordVersion again.
-const FrozenRecordVersion = "2.8"
+const frozenVersion = "2.8"
 
-// frozenRecordVersion is FrozenRecordVersion parsed.
-var frozenRecordVersion = schema.MustParse(FrozenRecordVersion)
+// frozenRecordVersion is frozenVersion parsed.
+var frozenRecordVersion = schema.MustParse(frozenVersion)
 
 // ActiveAt reports whether the freeze holds at now; a nil freeze never
 // does.
@@ -79,17 +79,17 @@ type FreezeRequest struct {
 	Until time.Time
 }
 
-// MaxFreezeReasonLen bounds Freeze.Reason in bytes.
-const MaxFreezeReasonLen = 1024
+// maxFreezeReasonLen bounds Freeze.Reason in bytes.
+const maxFreezeReasonLen = 1024
 
 // ValidateFreezeReason checks a freeze reason: not empty, printable, at
-// most MaxFreezeReasonLen bytes.
+// most maxFreezeReasonLen bytes.
 func ValidateFreezeReason(reason string) error {
 	switch {
 	case strings.TrimSpace(reason) == "":
 		return errors.New("the reason is empty")
-	case len(reason) > MaxFreezeReasonLen:
-		return fmt.Errorf("the reason is %d bytes long, more than the %d allowed", len(reason), MaxFreezeReasonLen)
+	case len(reason) > maxFreezeReasonLen:
+		return fmt.Errorf("the reason is %d bytes long, more than the %d allowed", len(reason), maxFreezeReasonLen)
 	case strings.IndexFunc(reason, unicode.IsControl) >= 0:
 		return errors.New("the reason contains control characters")
 	}
@@ -122,7 +122,7 @@ func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*LockView, erro
 		return change{Decision: Decision{Record: rec, Create: cm == nil}, stored: func(ctx context.Context, written *corev1.ConfigMap) {
 			out = written
 			c.log.WithField("lock", c.Describe(req.Target)).Debug(rec.Freeze.Describe())
-			c.event(ctx, written, false, ReasonFrozen, rec.Freeze.Describe())
+			c.event(ctx, written, false, reasonFrozen, rec.Freeze.Describe())
 		}}, nil
 	})
 	if err != nil {
@@ -132,43 +132,15 @@ func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*LockView, erro
 	return &l, nil
 }
 
-// decideFreeze is the rule of a freeze: it returns rec (nil when there is
-// no lock: a new one nobody holds) frozen as req asks at now. A freeze
-// already there is replaced, keeping the overrides of one still active;
-// the holder and the queue stay as they are. An end that is not after now
-// is an error.
-func decideFreeze(rec *Record, req FreezeRequest, now time.Time) (*Record, error) {
-	if !req.Until.After(now) {
-		return nil, fmt.Errorf("freeze end %s is not in the future", req.Until.UTC().Format(time.RFC3339))
-	}
-	create := rec == nil
-	if create {
-		rec = &Record{Target: req.Target, Policy: PolicyNewest}
-	}
-	ts := later(now, rec.Updated)
-	rec.Updated = ts
-	if create {
-		// A new lock nobody holds: the free placeholder of record 1.3,
-		// so that the record is valid for every reader once thawed.
-		rec.free(ts)
-	}
-	f := &Freeze{Reason: req.Reason, By: req.By, Since: ts, Until: metav1.NewMicroTime(req.Until)}
-	if rec.Freeze.ActiveAt(now) {
-		f.Overrides = rec.Freeze.Overrides
-	}
-	rec.Freeze = f
-	return rec, nil
-}
-
-// WindowError is returned by Unfreeze during a freeze window: the window
+// windowError is returned by Unfreeze during a freeze window: the window
 // comes from configuration, which unfreeze does not change.
-type WindowError struct {
+type windowError struct {
 	Target, Namespace string
 	// Freeze is the window's freeze.
 	Freeze *Freeze
 }
 
-func (e *WindowError) Error() string {
+func (e *windowError) Error() string {
 	return fmt.Sprintf("lock on %q is in freeze window %q of configmap %s/%s (%s); unfreeze cannot lift a window: edit or delete that ConfigMap, or acquire with --ignore-freeze",
 		e.Target, e.Freeze.By.Branch, e.Namespace, FreezeWindowsName, e.Freeze.Describe())
 }
@@ -199,7 +171,7 @@ func (c *Client) Unfreeze(ctx context.Context, target string) (*Unfrozen, error)
 		var write bool
 		res, write, err = decideUnfreeze(target, rec, c.freezeWindows(), c.clk.Now())
 		if err != nil || !write {
-			if we := (*WindowError)(nil); errors.As(err, &we) {
+			if we := (*windowError)(nil); errors.As(err, &we) {
 				we.Namespace = c.namespace
 			}
 			return change{}, err
@@ -209,44 +181,13 @@ func (c *Client) Unfreeze(ctx context.Context, target string) (*Unfrozen, error)
 			if res.HandedTo != nil {
 				note += "; handed over to " + describeClaim(*res.HandedTo)
 			}
-			c.event(ctx, written, false, ReasonUnfrozen, note)
+			c.event(ctx, written, false, reasonUnfrozen, note)
 		}}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
-}
-
-// decideUnfreeze is the rule of an unfreeze of target's lock rec at now, with
-// the freeze windows ws: the freeze is lifted, and a lock left with no
-// holder goes to its first waiter, or stays free when nobody waits. It
-// reports whether rec changed; a lock that is not frozen is left as it
-// is, and one in a freeze window is refused with a *WindowError.
-func decideUnfreeze(target string, rec *Record, ws []FreezeWindow, now time.Time) (*Unfrozen, bool, error) {
-	if w := windowFreeze(ws, target, now); w != nil {
-		w.Until = metav1.NewMicroTime(thawsAt(rec.Freeze, ws, target, now))
-		return nil, false, &WindowError{Target: target, Freeze: w}
-	}
-	if !rec.Freeze.ActiveAt(now) {
-		return &Unfrozen{}, false, nil
-	}
-	res := &Unfrozen{Previous: rec.Freeze}
-	rec.Freeze = nil
-	ts := later(now, rec.Updated)
-	rec.Updated = ts
-	if rec.unheld() {
-		rec.dropExpired(now)
-		rec.orderWaiters(now)
-		if len(rec.Waiters) == 0 {
-			rec.free(ts)
-		} else {
-			rec.handOver(rec.Waiters[0], ts, now)
-			h := rec.Holder
-			res.HandedTo = &h
-		}
-	}
-	return res, true, nil
 }
 
 // unheld reports whether nobody holds the lock: its holder is the free
@@ -306,8 +247,8 @@ func (r *Record) overridden(ts metav1.MicroTime, now time.Time) {
 	}
 	r.Holder.IgnoredFreeze = r.Freeze.Describe()
 	r.Freeze.Overrides = append(r.Freeze.Overrides, Override{Identity: r.Holder.Identity, At: ts})
-	if n := len(r.Freeze.Overrides); n > MaxOverrides {
-		r.Freeze.Overrides = r.Freeze.Overrides[n-MaxOverrides:]
+	if n := len(r.Freeze.Overrides); n > maxOverrides {
+		r.Freeze.Overrides = r.Freeze.Overrides[n-maxOverrides:]
 	}
 }
 

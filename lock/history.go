@@ -101,8 +101,8 @@ func (r *Record) ended(h Claim, ts metav1.MicroTime, how Ending, by, reason stri
 
 // free makes the lock free at ts, kept for its history: the holder becomes
 // a placeholder without a pod whose expiry is ts, which every lockctl of
-// this major version takes over. The placeholder keeps the account of run
-// jobs if the holder did (Claim.RunJobsKept).
+// this major version takes over. The placeholder keeps the ledger (the
+// account of run jobs) if the holder did (Claim.LedgerKept).
 func (r *Record) free(ts metav1.MicroTime) {
 	r.Holder = Claim{
 		Identity: Identity{Owner: "lockctl", Repo: "free", Branch: "free", Build: "0"},
@@ -110,8 +110,8 @@ func (r *Record) free(ts metav1.MicroTime) {
 		Since:    ts,
 		Expires:  &ts,
 		Released: true,
-		// The account of run jobs passes on to the free lock (RunJobs).
-		RunJobsKept: r.Holder.RunJobsKept,
+		// The ledger passes on to the free lock (Ledger).
+		LedgerKept: r.Holder.LedgerKept,
 	}
 	r.Waiters = nil
 }
@@ -119,9 +119,9 @@ func (r *Record) free(ts metav1.MicroTime) {
 // IsFree reports whether the record is a free lock kept for its history.
 func (r *Record) IsFree() bool { return r.Holder.Released }
 
-// KindLockHistory is the kind of the History objects `lockctl history -o`
+// kindLockHistory is the kind of the History objects `lockctl history -o`
 // prints.
-const KindLockHistory = "LockHistory"
+const kindLockHistory = "LockHistory"
 
 // History is what `lockctl history` shows of a lock: a Kubernetes-style
 // object (apiVersion, kind and metadata naming the lock, so that -o name
@@ -166,7 +166,7 @@ func (c *Client) History(ctx context.Context, target string) (*History, error) {
 // newHistory is the empty history of target's lock.
 func (c *Client) newHistory(target string) *History {
 	return &History{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLockHistory},
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLockHistory},
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
 		Target:     target, Entries: []HistoryEntry{},
 	}
@@ -189,18 +189,6 @@ func staleEnding(h Claim) Ending {
 		return EndExpired
 	}
 	return EndLost
-}
-
-// saw notes the holder of a version of the lock the waiter read, so that a
-// wait that times out before the waiter joins the queue still says who held
-// the lock.
-func (w *waiter) saw(cm *corev1.ConfigMap) {
-	if cm == nil {
-		return
-	}
-	if rec, err := w.c.decode(cm, w.req.Target); err == nil {
-		w.holder = rec.holderOrNone()
-	}
 }
 
 func isFree(cm *corev1.ConfigMap) bool {

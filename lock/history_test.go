@@ -116,7 +116,7 @@ func TestHistoryOfNoLock(t *testing.T) {
 	h, err := c.History(t.Context(), "staging")
 	require.NoError(t, err)
 	assert.Equal(t, &History{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLockHistory},
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLockHistory},
 		ObjectMeta: metav1.ObjectMeta{Name: Name("staging"), Namespace: "locks"},
 		Target:     "staging", Entries: []HistoryEntry{},
 	}, h, "an object -o name and templates read")

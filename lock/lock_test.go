@@ -575,7 +575,7 @@ func TestJudgePod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			v := JudgePod(tt.pod, typesUID(tt.uid), tt.node, now, DefaultLostPodGrace)
+			v := judgePod(tt.pod, typesUID(tt.uid), tt.node, now, defaultLostPodGrace)
 			assert.Equal(t, tt.want, v.Alive, "alive: %s", v.Message)
 			assert.Equal(t, tt.wantRecheck, !v.Recheck.IsZero(), "recheck %s", v.Recheck)
 		})

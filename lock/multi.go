@@ -55,7 +55,7 @@ func (c *Client) AcquireAll(ctx context.Context, reqs []Request) ([]*Held, error
 			if len(ordered) == 1 {
 				return nil, err
 			}
-			return nil, &AllError{Target: req.Target, Held: len(out), Of: len(ordered), Err: err}
+			return nil, &allError{Target: req.Target, Held: len(out), Of: len(ordered), Err: err}
 		}
 		out = append(out, h)
 	}
@@ -92,10 +92,10 @@ func (c *Client) releaseTaken(ctx context.Context, held []*Held) {
 	}
 }
 
-// AllError says which of several locks AcquireAll could not take. It
+// allError says which of several locks AcquireAll could not take. It
 // unwraps to that lock's error, so errors.Is/As see a *TimeoutError or a
 // *SupersededError as for one lock.
-type AllError struct {
+type allError struct {
 	// Target is the lock that could not be taken.
 	Target string
 	// Held is how many locks had been taken (and were given back); Of is
@@ -104,14 +104,14 @@ type AllError struct {
 	Err      error
 }
 
-func (e *AllError) Error() string {
+func (e *allError) Error() string {
 	if e.Held == 0 {
 		return fmt.Sprintf("lock %q (1 of %d): %v", e.Target, e.Of, e.Err)
 	}
 	return fmt.Sprintf("lock %q (%d of %d; the %d taken before it given back): %v", e.Target, e.Held+1, e.Of, e.Held, e.Err)
 }
 
-func (e *AllError) Unwrap() error { return e.Err }
+func (e *allError) Unwrap() error { return e.Err }
 
 // ReleaseAll releases the locks of targets for id, as Release does for
 // each, last in the global order first. It goes on past a failure and

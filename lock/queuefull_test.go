@@ -127,12 +127,12 @@ func TestAcquireQueueFull(t *testing.T) {
 }
 
 // TestEncodeDropsOldestHistoryOverLimit: a record that would be larger than
-// MaxRecordBytes is written with its oldest history entries dropped, never
+// maxRecordBytes is written with its oldest history entries dropped, never
 // refused; the caller's record is not changed.
 func TestEncodeDropsOldestHistoryOverLimit(t *testing.T) {
 	t.Parallel()
 	holder := held(claim("h", "api", "main", "7"), t0)
-	waiters := longWaiters(t, holder, MaxRecordBytes-10<<10)
+	waiters := longWaiters(t, holder, maxRecordBytes-10<<10)
 	rec := record(holder, waiters...)
 	for i := range MaxHistory {
 		rec.History = append(rec.History, HistoryEntry{
@@ -144,7 +144,7 @@ func TestEncodeDropsOldestHistoryOverLimit(t *testing.T) {
 	require.NoError(t, encode(cm, rec))
 	assert.Len(t, rec.History, MaxHistory, "the caller's record unchanged")
 	raw := cm.Annotations[RecordAnnotation]
-	assert.LessOrEqual(t, len(raw), MaxRecordBytes)
+	assert.LessOrEqual(t, len(raw), maxRecordBytes)
 	out := &Record{}
 	require.NoError(t, out.UnmarshalJSON([]byte(raw)))
 	require.NotEmpty(t, out.History)

@@ -16,7 +16,7 @@ import (
 // lock kept only for its history, which status does not list. A holder in
 // a pod costs a read of that pod (and of its node, with Nodes set).
 func (c *Client) ViewOf(ctx context.Context, cm *corev1.ConfigMap) (l LockView, show bool) {
-	if !IsLock(cm) || isFree(cm) {
+	if !isLock(cm) || isFree(cm) {
 		return LockView{}, false
 	}
 	return c.view(ctx, cm), true

@@ -327,7 +327,7 @@ type Claim struct {
 	// in the record.
 	Effective Priority `json:"effectivePriority,omitempty"`
 	// EstimatedWait is how long the waiter should expect to wait for its
-	// turn, as EstimateWait renders it; empty when the history says
+	// turn, as estimateWait renders it; empty when the history says
 	// nothing. Like Effective, only set in the LockView that status shows,
 	// never stored.
 	EstimatedWait string `json:"estimatedWait,omitempty"`
@@ -351,14 +351,14 @@ type Claim struct {
 	// lock goes to that build next. Added in record version 1.5.
 	CancelRequest *CancelRequest `json:"cancelRequest,omitempty"`
 
-	// RunJobsKept, on the holder, says the record's RunJobs vouches for
-	// the holds up to this one: a lockctl run made this claim the holder
-	// keeping the account, or a release or hand-over passed it on from a
-	// holder that had it. Every other write that makes a holder leaves it
+	// LedgerKept, on the holder, says the record's Ledger vouches for
+	// the holds up to this one: a contender with a Ledger (lockctl run)
+	// made this claim the holder keeping it, or a release or hand-over
+	// passed it on from a holder that had it. Every other write that makes a holder leaves it
 	// out, and a lockctl before record version 1.7 does not know it, so a
 	// holder it puts in place vouches for nothing. Added in record version
 	// 1.7.
-	RunJobsKept bool `json:"runJobsKept,omitempty"`
+	LedgerKept bool `json:"runJobsKept,omitempty"`
 
 	// Released marks the holder of a free lock: the lock was released with
 	// nobody waiting and is kept, for its history, as this placeholder
@@ -399,13 +399,14 @@ type Record struct {
 	// MaxHistory of them. Added in record version 1.3.
 	History []HistoryEntry `json:"history,omitempty"`
 	// Freeze, when set, stops the lock from changing hands (see Freeze).
-	// A record with a freeze has version FrozenRecordVersion (major 2), and
+	// A record with a freeze has version frozenVersion (major 2), and
 	// may have no holder (Holder.ClaimID empty).
 	Freeze *Freeze `json:"freeze,omitempty"`
-	// RunJobs is where lockctl run may have left jobs behind, while the
-	// holder carries RunJobsKept (see RunJobs). Added in record version
-	// 1.7.
-	RunJobs *RunJobs `json:"runJobs,omitempty"`
+	// Ledger is the bookkeeping the holder's Ledger keeps beside the hold,
+	// which lock stores without reading, while the holder carries
+	// LedgerKept: lockctl run's account of where runs may have left jobs
+	// behind (package runjobs). Added in record version 1.7.
+	Ledger json.RawMessage `json:"runJobs,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
@@ -415,13 +416,13 @@ type Record struct {
 // Sizes of the record, which is one annotation: the API server refuses an
 // object whose annotations, keys and values, add up to more than 256 KiB.
 const (
-	// MaxRecordBytes is the largest record lockctl writes: under the API
+	// maxRecordBytes is the largest record lockctl writes: under the API
 	// server's limit by room for the lock's other annotations. A write
 	// that would make it larger drops the oldest history entries first.
-	MaxRecordBytes = 250 << 10
+	maxRecordBytes = 250 << 10
 	// MaxQueueBytes is the largest record a contender may join the queue
 	// of: one that would make it larger gets a *QueueFullError, and writes
-	// nothing. The room between it and MaxRecordBytes is what the writes
+	// nothing. The room between it and maxRecordBytes is what the writes
 	// of a queue that drains may add (history entries, tokens, a cancel
 	// request) without dropping history; with identities of typical
 	// length it is about 1,000 waiters.
@@ -447,6 +448,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	type plain Record
 	var err error
 	r.unknown, err = schema.DecodeKeeping(b, (*plain)(r), recordFields)
+	r.Ledger = ledgerOrNil(r.Ledger)
 	return err
 }
 
@@ -577,15 +579,15 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:])[:12]
 }
 
-// IsLock reports whether cm carries lockctl's lock labels.
-func IsLock(cm *corev1.ConfigMap) bool {
+// isLock reports whether cm carries lockctl's lock labels.
+func isLock(cm *corev1.ConfigMap) bool {
 	return cm.Labels[ManagedByLabel] == ManagedByValue && cm.Labels[KindLabel] == KindValue
 }
 
 // Decode reads the record of cm, checking labels and every stored field.
 // Errors are *NotALockError or *InvalidError.
 func Decode(cm *corev1.ConfigMap) (*Record, error) {
-	if !IsLock(cm) {
+	if !isLock(cm) {
 		return nil, &NotALockError{Namespace: cm.Namespace, Name: cm.Name}
 	}
 	invalid := func(field, reason string) error {
@@ -712,7 +714,7 @@ func encode(cm *corev1.ConfigMap, rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode lock record: %w", err)
 	}
-	for len(raw) > MaxRecordBytes && len(out.History) > 0 {
+	for len(raw) > maxRecordBytes && len(out.History) > 0 {
 		// The history is there for people; the write it would make too
 		// large for the API server is a hand-over, a release or a renewal,
 		// which must not fail: the oldest holds go first.

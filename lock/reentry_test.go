@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/lockctl/lockctl/runjobs"
 )
 
 // TestDecideLeave is the rule of the end of a run that re-entered a hold:
@@ -19,33 +21,33 @@ func TestDecideLeave(t *testing.T) {
 	now := t0.Add(time.Minute)
 	web41 := claim("h", "web", "main", "41")
 	api7 := claim("w1", "api", "main", "7")
-	done := ReleaseOptions{RunJobsDone: true, runJobs: RunJobsRequest{Namespace: "ci", SubmitsJob: true}, runMark: "me"}
+	done := ReleaseOptions{ledger: &runjobs.Keeper{Namespace: "ci", SubmitsJob: true, Done: true}, ledgerMark: "me"}
 	tests := []struct {
 		name        string
 		rec         *Record
 		o           ReleaseOptions
 		wantChanged bool
-		wantRunJobs *RunJobs
+		wantRunJobs *account
 	}{
 		{name: "no account kept, no mark: nothing to write", rec: record(held(web41, t0), queued(api7, t0)), o: done},
 		{name: "the run's mark goes; the holder's stays, so ci is not swept",
-			rec: kept(record(held(web41, t0), queued(api7, t0)), &RunJobs{Pending: []RunMark{pending("ci", "h"), pending("ci", "me")}}), o: done,
-			wantChanged: true, wantRunJobs: &RunJobs{Pending: []RunMark{pending("ci", "h")}}},
+			rec: kept(record(held(web41, t0), queued(api7, t0)), &account{Pending: []runMark{pending("ci", "h"), pending("ci", "me")}}), o: done,
+			wantChanged: true, wantRunJobs: &account{Pending: []runMark{pending("ci", "h")}}},
 		{name: "the run's mark was the last in ci: ci is swept",
-			rec: kept(record(held(web41, t0)), &RunJobs{Pending: []RunMark{pending("ci", "me")}, Swept: []string{"qa"}}), o: done,
-			wantChanged: true, wantRunJobs: &RunJobs{Swept: []string{"qa", "ci"}}},
+			rec: kept(record(held(web41, t0)), &account{Pending: []runMark{pending("ci", "me")}, Swept: []string{"qa"}}), o: done,
+			wantChanged: true, wantRunJobs: &account{Swept: []string{"qa", "ci"}}},
 		{name: "its job did not end: the mark stays",
-			rec: kept(record(held(web41, t0)), &RunJobs{Pending: []RunMark{pending("ci", "me")}}),
-			o:   ReleaseOptions{runJobs: done.runJobs, runMark: "me"}},
+			rec: kept(record(held(web41, t0)), &account{Pending: []runMark{pending("ci", "me")}}),
+			o:   ReleaseOptions{ledger: keeper("ci", true), ledgerMark: "me"}},
 		{name: "no mark of its own (vouched, nothing submitted): nothing to write",
-			rec: kept(record(held(web41, t0)), &RunJobs{Swept: []string{"ci"}}), o: ReleaseOptions{RunJobsDone: true, runJobs: RunJobsRequest{Namespace: "ci"}}},
+			rec: kept(record(held(web41, t0)), &account{Swept: []string{"ci"}}), o: ReleaseOptions{ledger: &runjobs.Keeper{Namespace: "ci", Done: true}}},
 		{name: "a mark by another claim is not the run's",
-			rec: kept(record(held(web41, t0)), &RunJobs{Pending: []RunMark{pending("ci", "other")}}), o: done},
+			rec: kept(record(held(web41, t0)), &account{Pending: []runMark{pending("ci", "other")}}), o: done},
 		{name: "the holder no longer keeps the account: nothing to write",
 			rec: record(held(web41, t0)), o: done},
 		{name: "the hold ended meanwhile; the free lock keeps the account: the mark goes",
-			rec: kept(freedBy(held(web41, t0)), &RunJobs{Pending: []RunMark{pending("ci", "me")}}), o: done,
-			wantChanged: true, wantRunJobs: &RunJobs{Swept: []string{"ci"}}},
+			rec: kept(freedBy(held(web41, t0)), &account{Pending: []runMark{pending("ci", "me")}}), o: done,
+			wantChanged: true, wantRunJobs: &account{Swept: []string{"ci"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +59,7 @@ func TestDecideLeave(t *testing.T) {
 				assert.Equal(t, tt.rec.deepCopy(), rec, "nothing to write: the record is as it was")
 				return
 			}
-			assert.Equal(t, tt.wantRunJobs, rec.RunJobs, "the account")
+			assert.Equal(t, tt.wantRunJobs, accountOf(t, rec), "the account")
 			assert.Equal(t, tt.rec.Holder, rec.Holder, "holder, token and expiry as they were")
 			assert.Equal(t, tt.rec.deepCopy().Waiters, rec.Waiters, "the queue as it was")
 			assert.Equal(t, tt.rec.deepCopy().History, rec.History, "no hold ended")
@@ -83,25 +85,27 @@ func TestReleaseHeldLeavesReentered(t *testing.T) {
 	})
 	req := request("812")
 	req.ClaimID, req.TTL = "first", time.Hour
-	req.RunJobs = RunJobsRequest{Namespace: "ci"}
+	req.Ledger = keeper("ci", false)
 	first, err := c.Acquire(t.Context(), req)
 	require.NoError(t, err)
 	first.StopWatching()
 	before := currentRecord(t, cs)
-	require.Equal(t, []RunMark{pending("ci", "first")}, before.RunJobs.Pending, "the first run looks: a new lock")
+	require.Equal(t, []runMark{pending("ci", "first")}, accountOf(t, before).Pending, "the first run looks: a new lock")
 
 	// A run of the same build with a job re-enters: its mark goes beside.
 	run := request("812")
 	run.ClaimID, run.TTL = "second", 30*time.Second
-	run.RunJobs = RunJobsRequest{Namespace: "ci", SubmitsJob: true}
+	runJobs := keeper("ci", true)
+	run.Ledger = runJobs
 	second, err := c.Acquire(t.Context(), run)
 	require.NoError(t, err)
 	require.True(t, second.Reentered)
 	assert.Equal(t, first.Token, second.Token, "the hold's token")
-	assert.Len(t, currentRecord(t, cs).RunJobs.Pending, 2, "marked beside the holder's")
+	assert.Len(t, accountOf(t, currentRecord(t, cs)).Pending, 2, "marked beside the holder's")
 
 	verbs = nil
-	res, err := c.ReleaseHeld(t.Context(), second, ReleaseOptions{RunJobsDone: true})
+	runJobs.Done = true
+	res, err := c.ReleaseHeld(t.Context(), second, ReleaseOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"update"}, verbs, "one write, on the version the re-entry wrote")
 	assert.True(t, res.Left, "left")
@@ -112,7 +116,7 @@ func TestReleaseHeldLeavesReentered(t *testing.T) {
 	assert.Equal(t, before.Holder.ClaimID, rec.Holder.ClaimID, "holder as it was")
 	assert.Equal(t, first.Token, rec.Holder.Token, "token as it was")
 	assert.Equal(t, before.Holder.Expires, rec.Holder.Expires, "expiry as it was")
-	assert.Equal(t, []RunMark{pending("ci", "first")}, rec.RunJobs.Pending, "only the run's own mark went")
+	assert.Equal(t, []runMark{pending("ci", "first")}, accountOf(t, rec).Pending, "only the run's own mark went")
 
 	// An acquire of the same build re-enters and is left: nothing written.
 	again := request("812")

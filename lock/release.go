@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -56,19 +54,11 @@ type ReleaseOptions struct {
 	// zero value matches any job, as before jobs were known.
 	Job CIJob
 
-	// RunJobsDone, given to ReleaseHeld by a lockctl run that kept the
-	// lock's account of run jobs (Request.RunJobs), says its job, if any,
-	// has ended and nothing is left behind in its job namespace: it looked
-	// there and aborted every job left behind, or did not have to look
-	// (Held.Vouched). The release then removes the run's mark and names
-	// the namespace swept (RunJobs). False leaves the mark for the next
-	// run to look.
-	RunJobsDone bool
-
-	// runJobs and runMark are the Held's (see Held.runJobs), set by
-	// ReleaseHeld.
-	runJobs RunJobsRequest
-	runMark string
+	// ledger and ledgerMark are the Held's (see Held.ledger), set by
+	// ReleaseHeld: the release asks the ledger what to leave in the
+	// record (Ledger.Release).
+	ledger     Ledger
+	ledgerMark string
 
 	// beforeEvents, when set, is called after the release's write and
 	// before its Events are recorded (ReleaseHeld waits there for the
@@ -111,8 +101,8 @@ func (c *Client) Release(ctx context.Context, target string, id Identity, o Rele
 // released but left as it was found, for the process that took it to
 // release (docs/adr/0077-a-run-leaves-a-reentered-hold.md): holder, token,
 // expiry and queue stay. The only write is the removal of the caller's
-// own mark in the account of run jobs when o.RunJobsDone (decideLeave), a
-// compare-and-swap like the release's; Released.Left says so.
+// own mark from the ledger when its Request.Ledger says so (decideLeave),
+// a compare-and-swap like the release's; Released.Left says so.
 //
 // The version written on is the newest the watch of the lock (see Acquire)
 // brought, and a write lost to another (a waiter joining the
@@ -129,7 +119,7 @@ func (c *Client) ReleaseHeld(ctx context.Context, h *Held, o ReleaseOptions) (*R
 	defer h.StopWatching()
 	o.beforeEvents = func() { h.WaitEvents(ctx) }
 	o.Job = h.Holder.CIJob
-	o.runJobs, o.runMark = h.runJobs, h.runMark
+	o.ledger, o.ledgerMark = h.ledger, h.ledgerMark
 	if h.Reentered {
 		return c.leaveHeld(ctx, h, o)
 	}
@@ -164,24 +154,6 @@ func (c *Client) leaveHeld(ctx context.Context, h *Held, o ReleaseOptions) (*Rel
 		return nil, err
 	}
 	return res, nil
-}
-
-// decideLeave is the rule of the end of a caller that re-entered the hold
-// of rec at now: the hold stays as it is (holder, token, expiry, queue),
-// and the caller's own mark in the account of run jobs (o.runMark, in
-// o.runJobs.Namespace) goes, its namespace named swept, when o says its
-// job ended and nothing was left behind (ReleaseOptions.RunJobsDone) and
-// the account is kept, as releaseRunJobs removes a releasing run's mark. It
-// reports whether rec changed.
-func decideLeave(rec *Record, o ReleaseOptions, now time.Time) bool {
-	ns := o.runJobs.Namespace
-	if !o.RunJobsDone || ns == "" || o.runMark == "" || !rec.Holder.RunJobsKept ||
-		!slices.ContainsFunc(rec.RunJobs.pending(), func(m RunMark) bool { return m.Namespace == ns && m.ClaimID == o.runMark }) {
-		return false
-	}
-	releaseRunJobs(rec, o)
-	rec.Updated = later(now, rec.Updated)
-	return true
 }
 
 // heldVersions is the reader of ReleaseHeld: the versions of the lock h
@@ -271,7 +243,7 @@ func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm 
 		return res, change{remove: true, stored: func(ctx context.Context, _ *corev1.ConfigMap) {
 			log.WithField("err", err).Warn("deleted a lock this lockctl cannot read")
 			o.eventsTurn()
-			c.event(ctx, cm, true, ReasonForceReleased, fmt.Sprintf("unreadable lock deleted with --force by %s: %v", o.by(id), err))
+			c.event(ctx, cm, true, reasonForceReleased, fmt.Sprintf("unreadable lock deleted with --force by %s: %v", o.by(id), err))
 		}}, nil
 	case err != nil:
 		return nil, change{}, err
@@ -312,90 +284,6 @@ func setNamespace(err error, ns string) {
 	case errors.As(err, &nh):
 		nh.Namespace = ns
 	}
-}
-
-// decideRelease is the rule of a release of target's lock rec, of version rv,
-// by id at now, with the freeze windows ws: it changes rec into the record
-// to write and reports whether to write it. The holder (by identity and
-// job, or by o.Token) releases: the first waiter that may take the lock
-// gets it, else the lock stays, free (or frozen, keeping its queue), for
-// its history; the hold's end goes into the history. A caller that only
-// waits leaves the queue (Released.LeftQueue). Anyone else is refused with
-// a *NotHolderError, or a *TokenError for a wrong token, unless o.Force
-// breaks the hold. Nothing to release is an empty Released, and no write.
-func decideRelease(target string, rec *Record, rv string, id Identity, o ReleaseOptions, ws []FreezeWindow, now time.Time) (*Released, bool, error) {
-	if rec.IsFree() && rec.positionOf(id, o.Job) == 0 {
-		return &Released{}, false, nil
-	}
-	holder := rec.Holder
-	res := &Released{Previous: &holder}
-	if rec.unheld() {
-		// Frozen with no holder: nothing to release, but a waiter leaves.
-		res.Previous = nil
-	}
-	switch {
-	case o.Token != "" && !rec.unheld():
-		if tok := holderToken(rec, rv); tok != o.Token {
-			return nil, false, &TokenError{Target: target, Token: o.Token, Holder: holder, HolderToken: tok}
-		}
-	case !id.names(holder.Identity) || !ownJob(holder.CIJob, o.Job) || rec.unheld():
-		if !o.Force {
-			if i := rec.positionOf(id, o.Job); i > 0 {
-				rec.Waiters = append(rec.Waiters[:i-1:i-1], rec.Waiters[i:]...)
-				rec.Updated = later(now, rec.Updated)
-				return &Released{LeftQueue: true}, true, nil
-			}
-			if rec.unheld() {
-				return res, false, nil
-			}
-			err := &NotHolderError{Target: target, Holder: holder}
-			if id.names(holder.Identity) {
-				err.Caller = o.Job
-			}
-			return nil, false, err
-		}
-		if rec.unheld() {
-			return res, false, nil
-		}
-		res.Forced = true
-	}
-	releaseRunJobs(rec, o)
-	ts := later(now, rec.Updated)
-	rec.Updated = ts
-	rec.thaw(now)
-	if ws != nil {
-		rec.dropLapsedWindow(ws, now)
-		rec.applyWindows(ws, now)
-	}
-	rec.dropExpired(now)
-	rec.orderWaiters(now)
-	// While the lock is frozen only a waiter that ignores the freeze takes
-	// it; the others wait for the freeze to end.
-	next := rec.firstEligible(now)
-	how, by := EndReleased, ""
-	if res.Forced {
-		how, by = EndBroken, o.by(id)
-	}
-	switch {
-	case next == nil && rec.Freeze != nil:
-		rec.ended(holder, ts, how, by, "")
-		rec.vacate(ts)
-	case next == nil:
-		// NOTE: kept, free, rather than deleted, so its history outlives
-		// the hold; every lockctl of this major version takes it over.
-		rec.ended(holder, ts, how, by, "")
-		rec.free(ts)
-	default:
-		if !res.Forced {
-			how, by = EndHandedOver, next.Identity.String()
-		}
-		rec.ended(holder, ts, how, by, "")
-		rec.handOver(*next, ts, now)
-		rec.overridden(ts, now)
-		handed := rec.Holder
-		res.HandedTo = &handed
-	}
-	return res, true, nil
 }
 
 // by names who releases: o.By, else id.
@@ -445,4 +333,19 @@ func holderToken(rec *Record, rv string) string {
 		return rv
 	}
 	return ""
+}
+
+// leave removes session from the queue of target's lock, if it is there,
+// so a waiter that gives up leaves the lock as it found it.
+func (c *Client) leave(ctx context.Context, target, session string) error {
+	return c.update(ctx, "leave the queue of", target, nil, func(cm *corev1.ConfigMap) (change, error) {
+		if cm == nil {
+			return change{}, nil
+		}
+		rec, err := c.decode(cm, target)
+		if err != nil || !leaveQueue(rec, session, c.clk.Now()) {
+			return change{}, err
+		}
+		return change{Decision: Decision{Record: rec}}, nil
+	})
 }

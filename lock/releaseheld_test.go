@@ -126,7 +126,7 @@ type gatedEvents struct {
 }
 
 func (g *gatedEvents) Event(ctx context.Context, cm *corev1.ConfigMap, warning bool, action, reason, note string) {
-	if reason == ReasonAcquired {
+	if reason == reasonAcquired {
 		<-g.gate
 	}
 	g.eventLog.Event(ctx, cm, warning, action, reason, note)

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The rules of release, renew, leave, freeze and unfreeze, each a pure
-// function of the record, as Decide is for acquire (decide_test.go) and
-// asksToCancel for a cancel request (cancel_test.go).
+// The rules of release, renew, confirm, leave, freeze and unfreeze, each a
+// pure function of the record, as Decide is for acquire (decide_test.go)
+// and asksToCancel for a cancel request (cancel_test.go).
 
 func TestDecideRelease(t *testing.T) {
 	t.Parallel()
@@ -331,7 +331,7 @@ func TestDecideUnfreeze(t *testing.T) {
 			rec := tt.rec.deepCopy()
 			res, write, err := decideUnfreeze("staging", rec, tt.ws, now)
 			if tt.wantErr {
-				var we *WindowError
+				var we *windowError
 				require.ErrorAs(t, err, &we)
 				assert.Equal(t, "nightly", we.Freeze.By.Branch)
 				assert.Equal(t, tt.rec.deepCopy(), rec, "refused: unchanged")
@@ -368,4 +368,71 @@ func mustWindows(t *testing.T, y string) []FreezeWindow {
 	ws, err := ParseFreezeWindows([]byte(y))
 	require.NoError(t, err)
 	return ws
+}
+
+func TestDecideConfirm(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(10 * time.Minute)
+	web41 := claim("h", "web", "main", "41")
+	// handed is web41 just handed the lock: holding on a waiter's expiry,
+	// its token pending.
+	handed := func(c Claim) Claim {
+		c = held(c, t0)
+		c.Expires = microPtr(now.Add(waiterTTL))
+		c.HandedOver, c.TokenPending = true, true
+		return c
+	}
+	noTTL := handed(web41)
+	noTTL.TTL = metav1.Duration{}
+	account := func(rec *Record) *Record {
+		return kept(rec, &account{Swept: []string{"ci"}})
+	}
+	confirmed := record(held(web41, t0))
+	confirmed.Holder.Token = "tok"
+	tests := []struct {
+		name        string
+		rec         *Record
+		keeps       bool
+		wantWrite   bool
+		wantLost    string
+		wantExpires *metav1.MicroTime
+		wantAccount bool
+	}{
+		{name: "released: lost", rec: freeRecord(), wantLost: "lock lost: it was released"},
+		{name: "another holder: lost", rec: record(held(claim("x", "api", "main", "7"), t0)), wantLost: "lock lost: now held by acme/api@main#7"},
+		{name: "confirmed already: nothing to write", rec: confirmed, wantExpires: microPtr(t0.Add(time.Hour))},
+		{name: "handed over: the waiter's expiry becomes the holder's TTL", rec: record(handed(web41)), wantWrite: true, wantExpires: microPtr(now.Add(time.Hour))},
+		{name: "handed over with no TTL: DefaultTTL", rec: record(noTTL), wantWrite: true, wantExpires: microPtr(now.Add(DefaultTTL))},
+		{name: "handed over in a pod: no expiry", rec: record(inPod(handed(web41), "build-1", "u1")), wantWrite: true},
+		{name: "a holder that does not keep the account drops it", rec: account(record(handed(web41))), wantWrite: true, wantExpires: microPtr(now.Add(time.Hour))},
+		{name: "a holder that keeps the account keeps it", rec: account(record(handed(web41))), keeps: true, wantWrite: true, wantExpires: microPtr(now.Add(time.Hour)), wantAccount: true},
+		{name: "confirmed already, not keeping the account: nothing changes", rec: account(confirmed.deepCopy()), wantExpires: microPtr(t0.Add(time.Hour)), wantAccount: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tt.rec.deepCopy()
+			write, err := decideConfirm(rec, "h", "tok", tt.keeps, now)
+			if tt.wantLost != "" {
+				require.ErrorIs(t, err, ErrLost)
+				assert.EqualError(t, err, tt.wantLost)
+				assert.False(t, write, "a lost confirmation writes nothing")
+				assert.Equal(t, tt.rec.deepCopy(), rec, "a lost confirmation changes nothing")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantWrite, write, "write")
+			if !tt.wantWrite {
+				assert.Equal(t, tt.rec.deepCopy(), rec, "a confirmed hold changes nothing")
+			} else {
+				assert.Equal(t, metav1.NewMicroTime(now), rec.Updated, "Updated")
+			}
+			assert.False(t, rec.Holder.HandedOver, "no longer handed over")
+			assert.False(t, rec.Holder.TokenPending, "token no longer pending")
+			assert.Equal(t, "tok", rec.Holder.Token, "the hand-over's token")
+			assert.Equal(t, tt.wantExpires, rec.Holder.Expires, "expiry")
+			assert.Equal(t, tt.wantAccount, rec.Ledger != nil, "account of run jobs kept")
+			assert.Equal(t, tt.wantAccount, rec.Holder.LedgerKept, "LedgerKept")
+		})
+	}
 }

@@ -15,34 +15,38 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/runjobs"
 )
 
 // runRequest is the request of a lockctl run of repo#build whose jobs live
-// in namespace jobs.
+// in namespace jobs; its release says its job ended and nothing was left
+// behind (runjobs.Keeper.Done).
 func runRequest(repo string, build int, jobs string, submits bool) lock.Request {
 	return lock.Request{
 		Target: "staging", Identity: clitest.Identity(repo, build), TTL: time.Minute, Cancelable: true,
-		RunJobs: lock.RunJobsRequest{Namespace: jobs, SubmitsJob: submits},
+		Ledger: &runjobs.Keeper{Namespace: jobs, SubmitsJob: submits, Done: true},
 	}
 }
 
 // runJobsOf reads the lock's account of run jobs and whether its holder
 // keeps it.
-func runJobsOf(t *testing.T, c kubernetes.Interface, ns string) (bool, *lock.RunJobs) {
+func runJobsOf(t *testing.T, c kubernetes.Interface, ns string) (bool, *runjobs.Account) {
 	t.Helper()
 	cm, err := c.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
 	rec, err := lock.Decode(cm)
 	require.NoError(t, err)
-	return rec.Holder.RunJobsKept, rec.RunJobs
+	rj, err := runjobs.Decode(rec.Ledger)
+	require.NoError(t, err)
+	return rec.Holder.LedgerKept, rj
 }
 
 // cleanRun takes the lock as a run of repo#build would, and releases it
-// saying its job ended and nothing was left behind.
+// saying its job ended and nothing was left behind (runRequest).
 func cleanRun(t *testing.T, l *lock.Client, repo string, build int, jobs string) {
 	t.Helper()
 	h := mustAcquire(t, l, runRequest(repo, build, jobs, true))
-	_, err := l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{RunJobsDone: true})
+	_, err := l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{})
 	require.NoError(t, err)
 }
 
@@ -90,9 +94,9 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		kept, rj := runJobsOf(t, env.Client, ns)
 		assert.True(t, kept, "a run's hold keeps the account")
 		require.NotNil(t, rj)
-		assert.Equal(t, []lock.RunMark{{Namespace: "ci", ClaimID: h.ClaimID}}, rj.Pending, "the take marked the job namespace")
+		assert.Equal(t, []runjobs.Mark{{Namespace: "ci", ClaimID: h.ClaimID}}, rj.Pending, "the take marked the job namespace")
 
-		_, err := l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{RunJobsDone: true})
+		_, err := l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{})
 		require.NoError(t, err)
 		kept, rj = runJobsOf(t, env.Client, ns)
 		assert.True(t, kept, "the free lock keeps the account")
@@ -112,7 +116,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		h2 := mustAcquire(t, next, req)
 		assert.True(t, h2.Vouched, "the record vouches: nothing left behind in ci")
 		assert.Zero(t, looked, "OnTaking is not called: no look")
-		_, err = next.ReleaseHeld(t.Context(), h2, lock.ReleaseOptions{RunJobsDone: true})
+		_, err = next.ReleaseHeld(t.Context(), h2, lock.ReleaseOptions{})
 		require.NoError(t, err)
 		reqs := counted.Take()
 		require.Len(t, reqs, 4, "the lock and the windows read, the take, the release: %v", reqs)
@@ -142,7 +146,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 
 		// The re-entered run dies with its job running; the holder ends
 		// cleanly.
-		_, err := l.ReleaseHeld(t.Context(), holder, lock.ReleaseOptions{RunJobsDone: true})
+		_, err := l.ReleaseHeld(t.Context(), holder, lock.ReleaseOptions{})
 		require.NoError(t, err)
 		_, rj = runJobsOf(t, env.Client, ns)
 		require.NotNil(t, rj)
@@ -150,10 +154,10 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		assert.NotContains(t, rj.Swept, "ci", "ci is not swept while a mark is pending there")
 		h := mustAcquire(t, l, runRequest("api", 1, "ci", false))
 		assert.False(t, h.Vouched, "the next run looks")
-		_, err = l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{RunJobsDone: true})
+		_, err = l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{})
 		require.NoError(t, err)
 		_, rj = runJobsOf(t, env.Client, ns)
-		assert.Equal(t, &lock.RunJobs{Swept: []string{"ci"}}, rj, "its look covered the dead run's mark")
+		assert.Equal(t, &runjobs.Account{Swept: []string{"ci"}}, rj, "its look covered the dead run's mark")
 	})
 
 	t.Run("a hold by lockctl acquire makes the next run look", func(t *testing.T) {
@@ -170,7 +174,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 
 		h := mustAcquire(t, l, runRequest("web", 2, "ci", false))
 		assert.False(t, h.Vouched, "no trust across a hold that did not keep the account")
-		_, err = l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{RunJobsDone: true})
+		_, err = l.ReleaseHeld(t.Context(), h, lock.ReleaseOptions{})
 		require.NoError(t, err)
 		h = mustAcquire(t, l, runRequest("web", 3, "ci", false))
 		assert.True(t, h.Vouched, "the look after it vouches again")
@@ -184,13 +188,13 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		olderTakes(t, env.Client, ns)
 		kept, rj := runJobsOf(t, env.Client, ns)
 		assert.False(t, kept, "the older holder does not keep the account")
-		assert.Equal(t, &lock.RunJobs{Swept: []string{"ci"}}, rj, "though the field is kept as it was")
+		assert.Equal(t, &runjobs.Account{Swept: []string{"ci"}}, rj, "though the field is kept as it was")
 
 		h := mustAcquire(t, l, runRequest("web", 2, "ci", false))
 		assert.False(t, h.Vouched, "the account is void once an older lockctl held the lock")
 		kept, rj = runJobsOf(t, env.Client, ns)
 		assert.True(t, kept)
-		assert.Equal(t, []lock.RunMark{{Namespace: "ci", ClaimID: h.ClaimID}}, rj.Pending, "a new account: marked until it has looked")
+		assert.Equal(t, []runjobs.Mark{{Namespace: "ci", ClaimID: h.ClaimID}}, rj.Pending, "a new account: marked until it has looked")
 		assert.Empty(t, rj.Swept, "the void account dropped")
 	})
 

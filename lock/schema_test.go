@@ -34,7 +34,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
 			User:     "system:serviceaccount:ci:deployer",
 			ClaimID:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
-			Cancelable: true, RunJobsKept: true,
+			Cancelable: true, LedgerKept: true,
 			CancelRequest: &CancelRequest{
 				Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}, ClaimID: "c3", At: metav1.NewMicroTime(since.Add(time.Minute)),
 			},
@@ -52,8 +52,8 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			{Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "40"}, Pod: &PodRef{Namespace: "ci", Name: "build-40", UID: "u-40"},
 				Since: metav1.NewMicroTime(since.Add(-30 * time.Minute)), Until: since, Ended: EndLost, Reason: "pod ci/build-40 is gone"},
 		},
-		RunJobs: &RunJobs{Pending: []RunMark{{Namespace: "deploys", ClaimID: "a1"}}, Swept: []string{"ci"}},
 	}
+	rec = kept(rec, &account{Pending: []runMark{{Namespace: "deploys", ClaimID: "a1"}}, Swept: []string{"ci"}})
 	cm := lockConfigMap("")
 	require.NoError(t, encode(cm, rec))
 	got := cm.Annotations[RecordAnnotation] + "\n"
@@ -89,7 +89,7 @@ func TestRecordGoldenFrozen(t *testing.T) {
 	cm := lockConfigMap("")
 	require.NoError(t, encode(cm, rec))
 	got := cm.Annotations[RecordAnnotation] + "\n"
-	path := recordGolden("v" + FrozenRecordVersion + "-frozen.json")
+	path := recordGolden("v" + frozenVersion + "-frozen.json")
 	if *update {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 	}
@@ -117,14 +117,14 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v1.2.json", wantVersion: current},
 		{file: "v1.3.json", wantVersion: current},
 		{file: "v1.4.json", wantVersion: current},
-		{file: "v2.4-frozen.json", wantVersion: FrozenRecordVersion},
+		{file: "v2.4-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.5.json", wantVersion: current},
-		{file: "v2.5-frozen.json", wantVersion: FrozenRecordVersion},
+		{file: "v2.5-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.6.json", wantVersion: current},
-		{file: "v2.6-frozen.json", wantVersion: FrozenRecordVersion},
+		{file: "v2.6-frozen.json", wantVersion: frozenVersion},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
-		{file: "v" + FrozenRecordVersion + "-frozen.json", wantVersion: FrozenRecordVersion},
+		{file: "v" + frozenVersion + "-frozen.json", wantVersion: frozenVersion},
 		{file: "v3.0.json", wantErr: "lock locks/lockctl-lock-staging has record version 3.0, which this lockctl cannot read (it reads versions 1 and 2, up to " + current + ")"},
 	}
 	for _, tt := range tests {
@@ -188,7 +188,8 @@ func TestRecordUnknownFieldsSurviveDecisions(t *testing.T) {
 	afterExpiry := cur.Updated.Add(5 * time.Minute)
 	d = Decide(cur, me, cur.Policy, afterExpiry, false, time.Minute)
 	require.Equal(t, Acquired, d.Outcome, "the expired holder is replaced, the waiter gone")
-	_, mark := takeRunJobs(cur, &d, me, RunJobsRequest{Namespace: "dev", SubmitsJob: true}, afterExpiry)
+	_, mark, err := takeLedger(cur, &d, me, keeper("dev", true), afterExpiry)
+	require.NoError(t, err)
 	require.Equal(t, "c3", mark)
 	require.NoError(t, encode(cm, d.Record))
 	var rj struct {

@@ -32,21 +32,15 @@ type strictRecord struct {
 	Updated metav1.MicroTime `json:"updated"`
 	History []strictHistory  `json:"history,omitempty"`
 	Freeze  *Freeze          `json:"freeze,omitempty"`
-	RunJobs *strictRunJobs   `json:"runJobs,omitempty"`
+	Ledger  json.RawMessage  `json:"runJobs,omitempty"`
 }
 
-// strictClaim, strictHistory and strictRunMark have the fields of Claim,
-// HistoryEntry and RunMark and none of their methods.
+// strictClaim and strictHistory have the fields of Claim and HistoryEntry
+// and none of their methods.
 type (
 	strictClaim   Claim
 	strictHistory HistoryEntry
-	strictRunMark RunMark
 )
-
-type strictRunJobs struct {
-	Pending []strictRunMark `json:"pending,omitempty"`
-	Swept   []string        `json:"swept,omitempty"`
-}
 
 // decodeStrict decodes raw with every field known, and reports whether it
 // could.
@@ -82,14 +76,6 @@ func decodeStrict(raw string) (*Record, bool) {
 			rec.History[i] = HistoryEntry(h)
 		}
 	}
-	if rj := s.RunJobs; rj != nil {
-		rec.RunJobs = &RunJobs{Swept: rj.Swept}
-		if rj.Pending != nil {
-			rec.RunJobs.Pending = make([]RunMark, len(rj.Pending))
-			for i, m := range rj.Pending {
-				rec.RunJobs.Pending[i] = RunMark(m)
-			}
-		}
-	}
+	rec.Ledger = ledgerOrNil(s.Ledger)
 	return rec, true
 }

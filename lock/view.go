@@ -69,7 +69,7 @@ type LockViewStatus struct {
 	// Invalid is set when the stored record cannot be read.
 	Invalid string `json:"invalid,omitempty"`
 	// EstimatedWait is how long a contender that joined the queue now
-	// would wait for its turn, as EstimateWait renders it ("about 11
+	// would wait for its turn, as estimateWait renders it ("about 11
 	// min", "8-15 min"); empty when the history says nothing. Each waiter
 	// has its own (Claim.EstimatedWait).
 	EstimatedWait string `json:"estimatedWait,omitempty"`
@@ -89,7 +89,7 @@ func (c *Client) Get(ctx context.Context, target string) (*LockView, error) {
 	if err != nil || cm == nil {
 		return nil, err
 	}
-	if !IsLock(cm) {
+	if !isLock(cm) {
 		return nil, &NotALockError{Namespace: cm.Namespace, Name: cm.Name}
 	}
 	if isFree(cm) {
@@ -176,13 +176,13 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) LockView {
 	}
 	if rec != nil {
 		c.estimate(&l, rec)
-		l.Status.BreakGlass = ActiveBreakGlass(cm, rec, c.clk.Now())
+		l.Status.BreakGlass = activeBreakGlass(cm, rec, c.clk.Now())
 	}
 	return l
 }
 
 // estimate sets the wait estimates of l's waiters, and of a contender
-// that would join now, from rec's history (EstimateWait).
+// that would join now, from rec's history (estimateWait).
 func (c *Client) estimate(l *LockView, rec *Record) {
 	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.clk.Now()}
 	if h := l.Status.Holder; h != nil && l.Status.Alive {
@@ -191,14 +191,14 @@ func (c *Client) estimate(l *LockView, rec *Record) {
 	}
 	for i := range l.Status.Waiters {
 		in.Ahead = i
-		e := EstimateWait(in)
+		e := estimateWait(in)
 		l.Status.Waiters[i].EstimatedWait, l.Status.Waiters[i].Basis = e.String(), e.Basis()
 	}
 	in.Ahead = len(l.Status.Waiters)
 	if l.Status.Holder == nil && in.Ahead == 0 && !rec.Freeze.ActiveAt(in.Now) && l.Status.Freeze == nil {
 		return // free: no wait at all
 	}
-	e := EstimateWait(in)
+	e := estimateWait(in)
 	l.Status.EstimatedWait, l.Status.Basis = e.String(), e.Basis()
 }
 
@@ -223,7 +223,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 	h := rec.Holder
 	h.Priority = h.Priority.Level()
 	// NOTE: the account of run jobs is the runs' bookkeeping, not shown.
-	h.RunJobsKept = false
+	h.LedgerKept = false
 	for i := range rec.Waiters {
 		w := &rec.Waiters[i]
 		if e := w.EffectivePriority(now); e != w.Priority.Level() {
@@ -259,7 +259,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 	pod, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		v := JudgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
+		v := judgePod(pod, h.Pod.UID, c.node(ctx, pod), now, c.lostPodGrace())
 		l.Status.Alive = v.Alive
 		l.Status.Liveness = fmt.Sprintf("pod %s %s", h.Pod, pod.Status.Phase)
 		if v.Message != "" {
@@ -271,77 +271,4 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 		l.Status.Liveness = "pod " + h.Pod.String() + " gone"
 	}
 	return l, rec
-}
-
-// ErrLost means a holder found the lock no longer its own.
-var ErrLost = errors.New("lock lost")
-
-// Renew pushes the expiry of a held lock ttl past now, for holders that stay
-// alive without a pod (a terminal running a command); an expiry already
-// later stays (decideRenew). It returns an error
-// matching ErrLost when the caller no longer holds the lock, and a
-// *CancelRequestedError, having renewed, while a newer build asks the
-// holder to stop (Request.CancelInProgress).
-func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
-	var rec *Record
-	err := c.update(ctx, "renew", h.Target, nil, func(cm *corev1.ConfigMap) (change, error) {
-		if cm == nil {
-			return change{}, fmt.Errorf("renew lock %s: %w: it was deleted", c.Describe(h.Target), ErrLost)
-		}
-		var err error
-		if rec, err = c.decode(cm, h.Target); err != nil {
-			return change{}, err
-		}
-		if err := decideRenew(rec, h.ClaimID, h.Token, ttl, c.clk.Now()); err != nil {
-			return change{}, fmt.Errorf("renew lock %s: %w", c.Describe(h.Target), err)
-		}
-		return change{Decision: Decision{Record: rec}, stored: func(_ context.Context, written *corev1.ConfigMap) {
-			h.remember(written)
-		}}, nil
-	})
-	if err != nil {
-		return err
-	}
-	if r := rec.Holder.CancelRequest; r != nil {
-		// Renewed all the same: the holder keeps the lock while it stops.
-		return &CancelRequestedError{Target: h.Target, By: r.Identity}
-	}
-	return nil
-}
-
-// decideRenew is the rule of a renewal of the lock rec by the holder of
-// session, whose hold has the fencing token token, at now: a holder without
-// a pod keeps the lock ttl past now, or until the expiry it has when that is
-// later (a renewal never shortens a hold, such as a longer one a run
-// re-entered), a hand-over not confirmed yet is confirmed (the
-// confirmation is the hold's first renewal), and a freeze that is over is
-// dropped. It returns an error matching ErrLost, and changes nothing, when
-// session no longer holds the lock.
-func decideRenew(rec *Record, session, token string, ttl time.Duration, now time.Time) error {
-	if err := heldBy(rec, session); err != nil {
-		return err
-	}
-	rec.Updated = later(now, rec.Updated)
-	rec.thaw(now)
-	if rec.Holder.HandedOver {
-		confirmHandOver(&rec.Holder, token, now, ttl)
-	}
-	if rec.Holder.Pod == nil {
-		if e := now.Add(ttl); rec.Holder.Expires == nil || e.After(rec.Holder.Expires.Time) {
-			rec.Holder.Expires = microPtr(e) // from now, not Updated (see holding)
-		}
-	}
-	return nil
-}
-
-// heldBy returns nil when the claim session holds the lock rec, else an
-// error matching ErrLost that says who does.
-func heldBy(rec *Record, session string) error {
-	if rec.IsFree() {
-		return fmt.Errorf("%w: it was released", ErrLost)
-	}
-	if rec.Holder.ClaimID != session {
-		return fmt.Errorf("%w: now held by %s", ErrLost, rec.Holder.Identity)
-	}
-	return nil
 }

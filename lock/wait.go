@@ -35,35 +35,136 @@ type waiter struct {
 	lockEvents watch.Interface
 	podEvents  watch.Interface
 	podRef     *PodRef
+	// pod is the holder's pod as its watch last brought it.
+	pod *corev1.Pod
 
-	cm      *corev1.ConfigMap
-	pod     *corev1.Pod
-	started time.Time
-	joined  bool
-	// holder is the holder last seen, for the error when the wait ends.
-	holder Claim
-	// freeze is the freeze the last decision met, for the timeout error.
-	freeze *Freeze
-	// window is the last back-off window after a lost write (see backOff).
-	window time.Duration
-	// lost counts the writes lost to other contenders before joining the
-	// queue.
-	lost int
-	// roundStart is when the current round (a read and a write) started,
-	// for the back-off after a lost write.
-	roundStart time.Time
-	// refresh says w.cm must be read again before the next decision.
-	refresh bool
-	// delay is the last pause after a transient API error; 0 after a
-	// decision.
-	delay time.Duration
-	// last is the Progress reported last.
-	last *Progress
+	// st is where the wait stands; it changes only through its methods.
+	st waitState
 
 	// denied receives the first Forbidden or Unauthorized answer to the
 	// watches' list or watch calls, which their informers would otherwise
 	// retry forever while the caller waits in vain.
 	denied chan error
+}
+
+// waitState is where a waiter stands: what it knows of the lock (the
+// version to decide on next, the holder and freeze it last saw, the
+// progress it last reported) and where it is in its round of a read and a
+// write (in the queue or not, writes lost, the back-off window, the pause
+// after API errors). Each transition of a wait is one of its methods, so
+// they read here in one place; the waiter's code only calls them.
+type waitState struct {
+	// started is when the wait started (Held.Waited, the timeout error).
+	started time.Time
+	// cm is the version of the lock to decide on next; nil when the lock
+	// is gone (or not read yet).
+	cm *corev1.ConfigMap
+	// refresh says cm must be read again before the next decision.
+	refresh bool
+	// joined says the contender is in the queue: a lost write is then
+	// read again at once, and API errors are waited out.
+	joined bool
+	// holder is the holder last seen, for the error when the wait ends.
+	holder Claim
+	// freeze is the freeze the last decision met, for the timeout error.
+	freeze *Freeze
+	// last is the Progress reported last.
+	last *Progress
+	// lost counts the writes lost to other contenders before joining the
+	// queue.
+	lost int
+	// window is the last back-off window after a lost write (see backOff).
+	window time.Duration
+	// roundStart is when the current round (a read and a write) started,
+	// for the back-off after a lost write.
+	roundStart time.Time
+	// delay is the last pause after a transient API error; 0 after a
+	// decision.
+	delay time.Duration
+}
+
+// start starts the wait at now.
+func (s *waitState) start(now time.Time) { s.started = now }
+
+// reading starts a round at now when cm must be read again, and reports
+// whether it must.
+func (s *waitState) reading(now time.Time) bool {
+	if s.refresh {
+		s.roundStart = now
+	}
+	return s.refresh
+}
+
+// read takes cm, just read, as the version to decide on.
+func (s *waitState) read(cm *corev1.ConfigMap) { s.cm, s.refresh = cm, false }
+
+// saw takes holder as the holder last seen.
+func (s *waitState) saw(holder Claim) { s.holder = holder }
+
+// failed marks a decision or read that failed: read again before the next.
+func (s *waitState) failed() { s.refresh = true }
+
+// decided takes what a decision that was written saw: the holder (when
+// there is a lock) and the freeze; the pause after API errors starts over.
+func (s *waitState) decided(rec *Record, freeze *Freeze) {
+	s.delay = 0
+	if rec != nil {
+		s.holder = rec.holderOrNone()
+	}
+	s.freeze = freeze
+}
+
+// queued marks the contender in the queue, on the version cm its write
+// made: the next decision needs no read.
+func (s *waitState) queued(cm *corev1.ConfigMap) { s.cm, s.joined = cm, true }
+
+// lostWrite marks a write lost to another contender's: the lock is read
+// again. Before the contender joined the queue it backs off first: it
+// reports true and the count of writes lost so far.
+func (s *waitState) lostWrite() (backOff bool, lost int) {
+	s.refresh = true
+	if s.joined {
+		return false, 0
+	}
+	s.lost++
+	return true, s.lost
+}
+
+// backedOff ends a back-off at now: one the watch of the lock ended by
+// seeing it free decides on that version, without a read, in a new round.
+func (s *waitState) backedOff(woken bool, now time.Time) {
+	if woken {
+		s.refresh, s.roundStart = false, now
+	}
+}
+
+// nextWindow returns the back-off window after the lost-th lost write,
+// whose round took round, and keeps it (see backOff).
+func (s *waitState) nextWindow(lost int, round time.Duration) time.Duration {
+	s.window = min(max(16*round<<min(lost-1, 10), 2*s.window), maxJoinBackOff)
+	return s.window
+}
+
+// paused takes d as the pause after the last API error.
+func (s *waitState) paused(d time.Duration) { s.delay = d }
+
+// reported takes p as the progress reported last.
+func (s *waitState) reported(p *Progress) { s.last = p }
+
+// event takes cm, brought by the watch of the lock, as the version to
+// decide on: a deletion of the version it has forgets it, and a version
+// older than it has (events can trail the waiter's own writes) is dropped.
+func (s *waitState) event(typ watch.EventType, cm *corev1.ConfigMap) {
+	if typ == watch.Deleted {
+		if s.cm != nil && s.cm.UID == cm.UID {
+			s.cm = nil
+		}
+		return
+	}
+	if s.cm != nil && s.cm.UID == cm.UID && rvOlder(cm.ResourceVersion, s.cm.ResourceVersion) {
+		return
+	}
+	s.cm = cm
 }
 
 func newWaiter(c *Client, req Request, me Claim) *waiter {
@@ -90,7 +191,7 @@ func (w *waiter) run(ctx context.Context) (*Held, error) {
 // begin reads the lock and decides on it once, before anything is
 // watched: a free lock costs a read and a write. Unless that took the lock
 // or failed, it starts the watch of the lock and leaves the version to
-// decide on next in w.cm (or w.refresh set to read it).
+// decide on next in w.st.cm (or w.st.refresh set to read it).
 //
 // NOTE: a clock that follows the API server's has to hear from it before
 // the first decision: an expiry stamped on a slow local clock would be
@@ -107,7 +208,7 @@ func (w *waiter) begin(ctx context.Context) (*Held, error) {
 	}
 	w.saw(cm)
 	// The wait counts on the clock as it now is.
-	w.started = c.clk.Now()
+	w.st.start(c.clk.Now())
 	res, err := c.step(ctx, w.req, w.me, cm, nil)
 	switch {
 	case err == nil && res.held != nil:
@@ -124,20 +225,18 @@ func (w *waiter) begin(ctx context.Context) (*Held, error) {
 	if err != nil {
 		// Lost to another contender: back off, then decide on the version
 		// the watch saw free, or on a fresh read (the watch's may lag).
-		w.lost++
-		woken, err := w.backOff(ctx, w.lost, c.clk.Since(w.started))
+		_, lost := w.st.lostWrite()
+		woken, err := w.backOff(ctx, lost, c.clk.Since(w.st.started))
 		if err != nil {
-			return nil, w.giveUp(w.waitError(ctx, err, w.holder))
+			return nil, w.giveUp(w.waitError(ctx, err, w.st.holder))
 		}
-		w.refresh = !woken
-		w.roundStart = c.clk.Now()
+		w.st.backedOff(woken, c.clk.Now())
 		return nil, nil
 	}
 	// The first write queued us: the version it made needs no read.
-	w.joined, w.holder = true, res.rec.Holder
-	w.last = w.report(res, w.last)
-	w.cm = res.cm
-	w.roundStart = c.clk.Now()
+	w.st.saw(res.rec.Holder)
+	w.st.queued(res.cm)
+	w.st.reported(w.report(res, w.st.last))
 	return nil, nil
 }
 
@@ -147,37 +246,32 @@ func (w *waiter) begin(ctx context.Context) (*Held, error) {
 // wait (the place in the queue given up), or neither to go on.
 func (w *waiter) turn(ctx context.Context) (*Held, error) {
 	c := w.c
-	if w.refresh {
-		w.roundStart = c.clk.Now()
+	if w.st.reading(c.clk.Now()) {
 		cm, err := c.get(ctx, w.req.Target)
 		if err != nil {
 			return nil, w.waitOut(ctx, err)
 		}
-		w.cm, w.refresh = cm, false
+		w.st.read(cm)
 	}
 	if h := w.handedToMe(); h != nil {
 		// Handed over: held from the write that names us, confirmed in
 		// the background (see Acquire).
 		return h, nil
 	}
-	res, err := c.step(ctx, w.req, w.me, w.cm, w.pod)
+	res, err := c.step(ctx, w.req, w.me, w.st.cm, w.pod)
 	switch {
 	case errors.Is(err, errRetry):
 		return nil, w.lostWrite(ctx)
 	case err != nil:
-		w.refresh = true
+		w.st.failed()
 		return nil, w.waitOut(ctx, err)
 	}
-	w.delay = 0
-	if res.rec != nil {
-		w.holder = res.rec.holderOrNone()
-	}
-	w.freeze = res.decision.Freeze
+	w.st.decided(res.rec, res.decision.Freeze)
 	if res.held != nil {
 		return w.took(res.held), nil
 	}
-	w.cm, w.joined = res.cm, true
-	w.last = w.report(res, w.last)
+	w.st.queued(res.cm)
+	w.st.reported(w.report(res, w.st.last))
 	w.followHolderPod(res.rec.Holder.Pod)
 	if err := w.next(ctx, res.decision.NextCheck); err != nil {
 		holder := Claim{}
@@ -191,7 +285,7 @@ func (w *waiter) turn(ctx context.Context) (*Held, error) {
 
 // took returns h, held after the wait.
 func (w *waiter) took(h *Held) *Held {
-	h.Waited = w.c.clk.Since(w.started)
+	h.Waited = w.c.clk.Since(w.st.started)
 	return h
 }
 
@@ -199,18 +293,15 @@ func (w *waiter) took(h *Held) *Held {
 // a back-off while the contender has not joined the queue yet; a back-off
 // that the watch ended by seeing the lock free decides on that version.
 func (w *waiter) lostWrite(ctx context.Context) error {
-	w.refresh = true
-	if w.joined {
+	backOff, lost := w.st.lostWrite()
+	if !backOff {
 		return nil
 	}
-	w.lost++
-	woken, err := w.backOff(ctx, w.lost, w.c.clk.Since(w.roundStart))
+	woken, err := w.backOff(ctx, lost, w.c.clk.Since(w.st.roundStart))
 	if err != nil {
-		return w.giveUp(w.waitError(ctx, err, w.holder))
+		return w.giveUp(w.waitError(ctx, err, w.st.holder))
 	}
-	if woken {
-		w.refresh, w.roundStart = false, w.c.clk.Now()
-	}
+	w.st.backedOff(woken, w.c.clk.Now())
 	return nil
 }
 
@@ -220,10 +311,10 @@ func (w *waiter) waitOut(ctx context.Context, err error) error {
 	if !w.mayRetry(ctx, err) {
 		return w.giveUp(err)
 	}
-	d, perr := w.pause(ctx, w.delay, err)
-	w.delay = d
+	d, perr := w.pause(ctx, w.st.delay, err)
+	w.st.paused(d)
 	if perr != nil {
-		return w.giveUp(w.waitError(ctx, perr, w.holder))
+		return w.giveUp(w.waitError(ctx, perr, w.st.holder))
 	}
 	return nil
 }
@@ -244,10 +335,9 @@ const maxJoinBackOff = 2 * time.Second
 // The pause ends early, reporting true, when the watch of the lock sees it
 // free (nobody holds it, nobody waits) or gone: the queue was served while
 // this contender paused, and the lock would otherwise stay free for the
-// rest of the pause. w.cm is then the version the watch saw.
+// rest of the pause. w.st.cm is then the version the watch saw.
 func (w *waiter) backOff(ctx context.Context, lost int, round time.Duration) (bool, error) {
-	window := min(max(16*round<<min(lost-1, 10), 2*w.window), maxJoinBackOff)
-	w.window = window
+	window := w.st.nextWindow(lost, round)
 	if window <= 0 {
 		return false, nil
 	}
@@ -269,13 +359,13 @@ func (w *waiter) backOff(ctx context.Context, lost int, round time.Duration) (bo
 				continue
 			}
 			w.onLockEvent(ev)
-			if ev.Type == watch.Deleted && w.cm == nil {
+			if ev.Type == watch.Deleted && w.st.cm == nil {
 				return true, nil
 			}
 			// NOTE: decoded through the client, which keeps the version for
 			// the decision that follows.
-			if w.cm != nil {
-				if rec, err := w.c.decode(w.cm, w.req.Target); err == nil && idle(rec) {
+			if cm := w.st.cm; cm != nil {
+				if rec, err := w.c.decode(cm, w.req.Target); err == nil && idle(rec) {
 					return true, nil
 				}
 			}
@@ -295,7 +385,7 @@ const (
 // overloaded or failing (5xx, 429). A contender that has not joined the
 // queue yet fails at once, so a wrong kubeconfig is reported at once.
 func (w *waiter) mayRetry(ctx context.Context, err error) bool {
-	return w.joined && ctx.Err() == nil && transient(err)
+	return w.st.joined && ctx.Err() == nil && transient(err)
 }
 
 // transient reports whether err is an API failure that may pass: the API
@@ -388,17 +478,7 @@ func (w *waiter) onLockEvent(ev watch.Event) {
 	if !ok || cm.Name != Name(w.req.Target) {
 		return
 	}
-	if ev.Type == watch.Deleted {
-		if w.cm != nil && w.cm.UID == cm.UID {
-			w.cm = nil
-		}
-		return
-	}
-	// Events can trail our own writes; never step back to an older version.
-	if w.cm != nil && w.cm.UID == cm.UID && rvOlder(cm.ResourceVersion, w.cm.ResourceVersion) {
-		return
-	}
-	w.cm = cm
+	w.st.event(ev.Type, cm)
 }
 
 func (w *waiter) onPodEvent(ev watch.Event) {
@@ -441,7 +521,7 @@ func (w *waiter) followHolderPod(ref *PodRef) {
 // over, and returns err.
 func (w *waiter) giveUp(err error) error {
 	// A first write whose answer was lost may have queued us all the same.
-	if !w.joined && !ambiguous(err) {
+	if !w.st.joined && !ambiguous(err) {
 		return err
 	}
 	var sup *SupersededError
@@ -459,7 +539,7 @@ func (w *waiter) giveUp(err error) error {
 
 func (w *waiter) waitError(ctx context.Context, err error, holder Claim) error {
 	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &TimeoutError{Target: w.req.Target, Holder: holder, Waited: w.c.clk.Since(w.started), Freeze: w.freeze}
+		return &TimeoutError{Target: w.req.Target, Holder: holder, Waited: w.c.clk.Since(w.st.started), Freeze: w.st.freeze}
 	}
 	return fmt.Errorf("wait for lock %s: %w", w.c.Describe(w.req.Target), err)
 }
@@ -498,7 +578,7 @@ func (w *waiter) watchOne(list cache.ListWithContextFunc, wat cache.WatchFuncWit
 // report tells req.OnProgress of the wait after res, when it changed since
 // last, and returns what was reported last.
 func (w *waiter) report(res *stepResult, last *Progress) *Progress {
-	p := res.progress(w.c, w.req.Target, w.started)
+	p := res.progress(w.c, w.req.Target, w.st.started)
 	if p == nil || w.req.OnProgress == nil || sameProgress(last, p) {
 		return last
 	}
@@ -512,4 +592,16 @@ func sameProgress(a, b *Progress) bool {
 	}
 	return a.Holder.ClaimID == b.Holder.ClaimID && a.HolderAlive == b.HolderAlive &&
 		a.Position == b.Position && len(a.Ahead) == len(b.Ahead) && a.Freeze.same(b.Freeze)
+}
+
+// saw notes the holder of a version of the lock the waiter read, so that a
+// wait that times out before the waiter joins the queue still says who held
+// the lock.
+func (w *waiter) saw(cm *corev1.ConfigMap) {
+	if cm == nil {
+		return
+	}
+	if rec, err := w.c.decode(cm, w.req.Target); err == nil {
+		w.st.saw(rec.holderOrNone())
+	}
 }

@@ -45,7 +45,7 @@ func TestWaiterMayRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			w := &waiter{joined: tt.joined}
+			w := &waiter{st: waitState{joined: tt.joined}}
 			assert.Equal(t, tt.want, w.mayRetry(context.Background(), tt.err), "%v", tt.err)
 		})
 	}
@@ -54,7 +54,7 @@ func TestWaiterMayRetry(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		w := &waiter{joined: true}
+		w := &waiter{st: waitState{joined: true}}
 		assert.False(t, w.mayRetry(ctx, apierrors.NewServiceUnavailable("x")))
 	})
 }
@@ -101,7 +101,7 @@ func TestWaiterBackOff(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Unix(0, 0))
 			c := New(nil, nil, "ci", clock.RealClock{}, Options{})
 			c.clk = clk
-			w := &waiter{c: c, window: tt.last}
+			w := &waiter{c: c, st: waitState{window: tt.last}}
 			done := make(chan error, 1)
 			go func() {
 				woken, err := w.backOff(t.Context(), tt.lost, tt.round)
@@ -115,7 +115,7 @@ func TestWaiterBackOff(t *testing.T) {
 			require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond, "a timer is set")
 			clk.Step(tt.wantWindow)
 			require.NoError(t, <-done, "pause over within the window")
-			assert.Equal(t, tt.wantWindow, w.window, "the window drawn from")
+			assert.Equal(t, tt.wantWindow, w.st.window, "the window drawn from")
 		})
 	}
 
@@ -156,8 +156,8 @@ func TestWaiterBackOff(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, woken, "the pause ended without the clock moving")
 			if tt.name == "freed" {
-				require.NotNil(t, w.cm)
-				assert.True(t, isFree(w.cm), "the free version is the one to write on")
+				require.NotNil(t, w.st.cm)
+				assert.True(t, isFree(w.st.cm), "the free version is the one to write on")
 			}
 		})
 	}

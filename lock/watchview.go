@@ -79,7 +79,7 @@ func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watc
 		What:        fmt.Sprintf("locks in namespace %q", c.namespace),
 	}
 	return kube.WatchConfigMaps(ctx, c.cms.ConfigMaps(c.namespace), w, func(t watch.EventType, cm *corev1.ConfigMap) error {
-		if !IsLock(cm) {
+		if !isLock(cm) {
 			return nil
 		}
 		key := cm.Namespace + "/" + cm.Name

@@ -238,12 +238,12 @@ func parseWindow(index int, raw json.RawMessage) (FreezeWindow, *WindowEntryErro
 	return w, nil
 }
 
-// LoadFreezeWindows reads the freeze windows of namespace from its
+// loadFreezeWindows reads the freeze windows of namespace from its
 // FreezeWindowsName ConfigMap; none when it does not exist. A ConfigMap
 // that cannot be parsed is a *WindowsError naming each broken entry:
 // lockctl refuses to deploy on a freeze configuration it cannot read
 // rather than ignore it.
-func LoadFreezeWindows(ctx context.Context, cms kube.ConfigMapsGetter, namespace string) ([]FreezeWindow, error) {
+func loadFreezeWindows(ctx context.Context, cms kube.ConfigMapsGetter, namespace string) ([]FreezeWindow, error) {
 	cm, err := cms.ConfigMaps(namespace).Get(ctx, FreezeWindowsName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -384,7 +384,7 @@ func (r *Record) applyWindows(ws []FreezeWindow, now time.Time) bool {
 }
 
 // LoadFreezeWindows loads the freeze windows of the lock namespace from
-// its FreezeWindowsName ConfigMap (see the function LoadFreezeWindows),
+// its FreezeWindowsName ConfigMap (see the function loadFreezeWindows),
 // replacing any loaded before. A contender or a release during a window
 // treats the lock as frozen and writes the window's freeze into the record
 // with its next write; a window's freeze in the record that the windows no
@@ -394,7 +394,7 @@ func (c *Client) LoadFreezeWindows(ctx context.Context) error {
 	if c.namespace == metav1.NamespaceAll {
 		return nil
 	}
-	ws, err := LoadFreezeWindows(ctx, c.cms, c.namespace)
+	ws, err := loadFreezeWindows(ctx, c.cms, c.namespace)
 	if err != nil {
 		return err
 	}
@@ -477,4 +477,48 @@ func (r *Record) dropLapsedWindow(ws []FreezeWindow, now time.Time) bool {
 	}
 	r.Freeze = nil
 	return true
+}
+
+// windowsPending reports whether the next read of a lock is to load the
+// freeze windows beside it, in one round trip: they are not loaded yet
+// (LoadFreezeWindows), and the client has one lock namespace.
+func (c *Client) windowsPending() bool {
+	return c.namespace != metav1.NamespaceAll && !c.windows.loaded()
+}
+
+// readWithWindows runs read, a read of locks; while the freeze windows are
+// pending it reads them side by side with it, and keeps them. This is the
+// one way a Client loads its windows besides LoadFreezeWindows and
+// SetFreezeWindows: a caller never needs to load them before a read. An
+// error reading the windows wins, naming what was read: without them no
+// decision may be made.
+func (c *Client) readWithWindows(ctx context.Context, what string, read func() error) error {
+	if !c.windowsPending() {
+		return read()
+	}
+	ran, err := c.windows.load(func() ([]FreezeWindow, error) {
+		var (
+			ws   []FreezeWindow
+			werr error
+			done = make(chan struct{})
+		)
+		go func() {
+			defer close(done)
+			ws, werr = loadFreezeWindows(ctx, c.cms, c.namespace)
+		}()
+		err := read()
+		<-done
+		if werr != nil {
+			return nil, fmt.Errorf("read %s with its freeze windows: %w", what, werr)
+		}
+		return ws, err
+	})
+	switch {
+	case err != nil:
+		return err
+	case !ran:
+		// Loaded by another meanwhile: the locks are read alone.
+		return read()
+	}
+	return nil
 }

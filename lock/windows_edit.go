@@ -48,25 +48,25 @@ func (c *Client) ListFreezeWindows(ctx context.Context) ([]WindowEntry, error) {
 	return out, nil
 }
 
-// WindowExistsError is returned by AddFreezeWindow for a name already used.
-type WindowExistsError struct{ Namespace, Name string }
+// windowExistsError is returned by AddFreezeWindow for a name already used.
+type windowExistsError struct{ Namespace, Name string }
 
-func (e *WindowExistsError) Error() string {
+func (e *windowExistsError) Error() string {
 	return fmt.Sprintf("freeze window %q already exists in configmap %s/%s", e.Name, e.Namespace, FreezeWindowsName)
 }
 
-// WindowNotFoundError is returned by RemoveFreezeWindow for a name no
+// windowNotFoundError is returned by RemoveFreezeWindow for a name no
 // entry has.
-type WindowNotFoundError struct{ Namespace, Name string }
+type windowNotFoundError struct{ Namespace, Name string }
 
-func (e *WindowNotFoundError) Error() string {
+func (e *windowNotFoundError) Error() string {
 	return fmt.Sprintf("no freeze window %q in configmap %s/%s", e.Name, e.Namespace, FreezeWindowsName)
 }
 
 // AddFreezeWindow adds w to the lock namespace's freeze windows
 // ConfigMap, creating it when there is none. w is checked as a window
 // read from the ConfigMap would be (its fields, its schedule); a name
-// already there is a *WindowExistsError. The other entries, broken ones
+// already there is a *windowExistsError. The other entries, broken ones
 // too, are kept as they are; the key is written anew, so comments in it
 // are lost.
 func (c *Client) AddFreezeWindow(ctx context.Context, w FreezeWindow) error {
@@ -80,7 +80,7 @@ func (c *Client) AddFreezeWindow(ctx context.Context, w FreezeWindow) error {
 	return c.updateWindows(ctx, "add freeze window", func(entries []json.RawMessage) ([]json.RawMessage, error) {
 		for _, e := range entries {
 			if entryName(e) == w.Name {
-				return nil, &WindowExistsError{Namespace: c.namespace, Name: w.Name}
+				return nil, &windowExistsError{Namespace: c.namespace, Name: w.Name}
 			}
 		}
 		return append(entries, raw), nil
@@ -102,7 +102,7 @@ func ValidateFreezeWindow(w FreezeWindow) error {
 
 // RemoveFreezeWindow removes every entry called name from the lock
 // namespace's freeze windows ConfigMap, broken ones too; none is a
-// *WindowNotFoundError. The other entries are kept as they are.
+// *windowNotFoundError. The other entries are kept as they are.
 func (c *Client) RemoveFreezeWindow(ctx context.Context, name string) error {
 	return c.updateWindows(ctx, "remove freeze window", func(entries []json.RawMessage) ([]json.RawMessage, error) {
 		kept := make([]json.RawMessage, 0, len(entries))
@@ -112,7 +112,7 @@ func (c *Client) RemoveFreezeWindow(ctx context.Context, name string) error {
 			}
 		}
 		if len(kept) == len(entries) {
-			return nil, &WindowNotFoundError{Namespace: c.namespace, Name: name}
+			return nil, &windowNotFoundError{Namespace: c.namespace, Name: name}
 		}
 		return kept, nil
 	})

@@ -280,7 +280,7 @@ func TestFrozenUntilEverywhere(t *testing.T) {
 	assert.Contains(t, err.Error(), "frozen until 2026-12-02T13:00:00Z")
 
 	_, err = c.Unfreeze(t.Context(), "staging")
-	var we *WindowError
+	var we *windowError
 	require.ErrorAs(t, err, &we)
 	assert.Equal(t, windowEnd, we.Freeze.Until.UTC(), "unfreeze's refusal")
 }

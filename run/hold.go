@@ -446,9 +446,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	return h.ReleaseWith(ctx, lock.ReleaseOptions{})
 }
 
-// ReleaseWith is Release, giving each lock up with o (lock.Client.ReleaseHeld):
-// a run says there whether its job ended and nothing was left behind
-// (ReleaseOptions.RunJobsDone).
+// ReleaseWith is Release, giving each lock up with o (lock.Client.ReleaseHeld).
 func (h *Hold) ReleaseWith(ctx context.Context, o lock.ReleaseOptions) error {
 	h.cancel()
 	h.wg.Wait()

@@ -12,7 +12,11 @@ import (
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/runjobs"
 )
+
+// The account of run jobs is the ledger a run keeps in its locks' records.
+var _ lock.Ledger = (*runjobs.Keeper)(nil)
 
 // Options configure Run.
 type Options struct {
@@ -86,7 +90,14 @@ func (e *AcquireError) Names() string {
 // release, which runs, bounded, even when ctx has ended.
 func Run(ctx context.Context, o Options) (Result, error) {
 	obs := observerOrNop(o.Observer)
-	h, looked, err := acquire(ctx, o, obs)
+	// jobs is the run's side of the account of run jobs in each lock's
+	// record (the lock.Ledger of its requests); nil without a job
+	// namespace.
+	var jobs *runjobs.Keeper
+	if o.Jobs != nil {
+		jobs = &runjobs.Keeper{Namespace: o.Jobs.Namespace(), SubmitsJob: o.Job != nil}
+	}
+	h, looked, err := acquire(ctx, o, jobs, obs)
 	if err != nil {
 		return Result{}, err
 	}
@@ -102,18 +113,22 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	} else {
 		err = o.Command.Run(ctx, h, obs)
 	}
-	res.ReleaseErr = release(ctx, h, lock.ReleaseOptions{RunJobsDone: o.Jobs != nil && looked && ended})
+	if jobs != nil {
+		jobs.Done = looked && ended
+	}
+	res.ReleaseErr = release(ctx, h, lock.ReleaseOptions{})
 	return res, err
 }
 
 // acquire waits for the locks, then holds them, and looks for jobs left
 // behind by earlier runs in the job namespace unless every lock's record
-// vouches that there are none (lock.MustLook): the list of the jobs to
+// vouches that there are none (Held.Vouched): the list of the jobs to
 // sweep starts beside the write that takes the first lock whose record
 // does not, and the sweep ends once all are held. looked reports whether
 // nothing is left behind: the records vouched for it, or the sweep found
-// every job and aborted those left behind.
-func acquire(ctx context.Context, o Options, obs Observer) (h *Hold, looked bool, err error) {
+// every job and aborted those left behind. jobs, set when o.Jobs is, keeps
+// the account of run jobs in the records.
+func acquire(ctx context.Context, o Options, jobs *runjobs.Keeper, obs Observer) (h *Hold, looked bool, err error) {
 	var sweep *Sweep
 	var sweepOnce sync.Once
 	reqs := make([]lock.Request, len(o.Requests))
@@ -124,7 +139,7 @@ func acquire(ctx context.Context, o Options, obs Observer) (h *Hold, looked bool
 			// takes the (first) lock that needs it, once no other holder
 			// can act, not after it.
 			req.OnTaking = func() { sweepOnce.Do(func() { sweep = o.Jobs.StartSweep(ctx) }) }
-			req.RunJobs = lock.RunJobsRequest{Namespace: o.Jobs.Namespace(), SubmitsJob: o.Job != nil}
+			req.Ledger = jobs
 		}
 		reqs[i], targets[i] = req, req.Target
 	}

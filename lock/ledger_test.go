@@ -11,13 +11,47 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/lockctl/lockctl/runjobs"
 )
 
+// The account of run jobs, as lock's tests see it: the Ledger lockctl run
+// gives (runjobs.Keeper), and what it keeps in a record.
+type (
+	account = runjobs.Account
+	runMark = runjobs.Mark
+)
+
+// keeper is the Ledger of a run with job namespace ns.
+func keeper(ns string, submits bool) *runjobs.Keeper {
+	return &runjobs.Keeper{Namespace: ns, SubmitsJob: submits}
+}
+
+// ledgerOf is k as a Ledger; nil for no keeper.
+func ledgerOf(k *runjobs.Keeper) Ledger {
+	if k == nil {
+		return nil
+	}
+	return k
+}
+
 // kept is rec with its holder keeping the account of run jobs rj.
-func kept(rec *Record, rj *RunJobs) *Record {
-	rec.Holder.RunJobsKept = true
-	rec.RunJobs = rj
+func kept(rec *Record, rj *account) *Record {
+	rec.Holder.LedgerKept = true
+	raw, err := rj.Encode()
+	if err != nil {
+		panic(err)
+	}
+	rec.Ledger = raw
 	return rec
+}
+
+// accountOf is the account of run jobs rec keeps; nil for none.
+func accountOf(t *testing.T, rec *Record) *account {
+	t.Helper()
+	rj, err := runjobs.Decode(rec.Ledger)
+	require.NoError(t, err)
+	return rj
 }
 
 func freedBy(holder Claim) *Record {
@@ -26,7 +60,7 @@ func freedBy(holder Claim) *Record {
 	return rec
 }
 
-func pending(ns, claim string) RunMark { return RunMark{Namespace: ns, ClaimID: claim} }
+func pending(ns, claim string) runMark { return runMark{Namespace: ns, ClaimID: claim} }
 
 // TestMustLook is the rule of "must I look for jobs left behind?": only a
 // record whose holder kept the account, naming the namespace swept and
@@ -42,24 +76,28 @@ func TestMustLook(t *testing.T) {
 	}{
 		{name: "no lock", rec: nil, ns: "ci", want: true},
 		{name: "a record without an account (1.6 or before)", rec: record(h), ns: "ci", want: true},
-		{name: "swept, holder kept the account", rec: kept(record(h), &RunJobs{Swept: []string{"ci"}}), ns: "ci", want: false},
-		{name: "swept, free lock released by a holder that kept it", rec: kept(freedBy(h), &RunJobs{Swept: []string{"ci"}}), ns: "ci", want: false},
+		{name: "swept, holder kept the account", rec: kept(record(h), &account{Swept: []string{"ci"}}), ns: "ci", want: false},
+		{name: "swept, free lock released by a holder that kept it", rec: kept(freedBy(h), &account{Swept: []string{"ci"}}), ns: "ci", want: false},
 		{name: "swept, but the holder did not keep the account (acquire, the loop, an older lockctl)",
 			rec: func() *Record {
-				r := kept(record(h), &RunJobs{Swept: []string{"ci"}})
-				r.Holder.RunJobsKept = false
+				r := kept(record(h), &account{Swept: []string{"ci"}})
+				r.Holder.LedgerKept = false
 				return r
 			}(), ns: "ci", want: true},
-		{name: "another namespace swept", rec: kept(record(h), &RunJobs{Swept: []string{"dev"}}), ns: "ci", want: true},
-		{name: "a run's mark pending", rec: kept(record(h), &RunJobs{Pending: []RunMark{pending("ci", "r1")}}), ns: "ci", want: true},
-		{name: "swept and a mark pending (a re-entered hold's job)", rec: kept(record(h), &RunJobs{Swept: []string{"ci"}, Pending: []RunMark{pending("ci", "r2")}}), ns: "ci", want: true},
-		{name: "a mark pending elsewhere", rec: kept(record(h), &RunJobs{Swept: []string{"ci"}, Pending: []RunMark{pending("dev", "r1")}}), ns: "ci", want: false},
+		{name: "another namespace swept", rec: kept(record(h), &account{Swept: []string{"dev"}}), ns: "ci", want: true},
+		{name: "a run's mark pending", rec: kept(record(h), &account{Pending: []runMark{pending("ci", "r1")}}), ns: "ci", want: true},
+		{name: "swept and a mark pending (a re-entered hold's job)", rec: kept(record(h), &account{Swept: []string{"ci"}, Pending: []runMark{pending("ci", "r2")}}), ns: "ci", want: true},
+		{name: "a mark pending elsewhere", rec: kept(record(h), &account{Swept: []string{"ci"}, Pending: []runMark{pending("dev", "r1")}}), ns: "ci", want: false},
 		{name: "holder kept an empty account", rec: kept(record(h), nil), ns: "ci", want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, MustLook(tt.rec, tt.ns), "MustLook(%s, %q)", tt.name, tt.ns)
+			got := true
+			if tt.rec != nil {
+				got = runjobs.MustLook(accountOf(t, tt.rec), tt.rec.Holder.LedgerKept, tt.ns)
+			}
+			assert.Equal(t, tt.want, got, "MustLook(%s, %q)", tt.name, tt.ns)
 		})
 	}
 }
@@ -70,44 +108,44 @@ func TestTakeRunJobs(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(time.Minute)
 	h := held(claim("h", "api", "main", "7"), t0)
-	run := RunJobsRequest{Namespace: "ci"}
-	runJob := RunJobsRequest{Namespace: "ci", SubmitsJob: true}
+	run := keeper("ci", false)
+	runJob := keeper("ci", true)
 	tests := []struct {
 		name      string
 		cur       *Record
 		me        Claim
-		req       RunJobsRequest
+		req       *runjobs.Keeper
 		wantLook  bool
 		wantMark  bool
 		wantWrite bool // a write is decided
 		wantKept  bool // the holder after the write keeps the account
-		wantJobs  *RunJobs
+		wantJobs  *account
 	}{
 		{name: "run -f, new lock", cur: nil, me: claim("me", "web", "main", "1"), req: runJob,
-			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
+			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "me")}}},
 		{name: "run --, new lock: marked until it has looked", cur: nil, me: claim("me", "web", "main", "1"), req: run,
-			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
-		{name: "run --, free lock vouched: no look, no mark", cur: kept(freedBy(h), &RunJobs{Swept: []string{"ci", "dev"}}), me: claim("me", "web", "main", "1"), req: run,
-			wantLook: false, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Swept: []string{"ci", "dev"}}},
-		{name: "run -f, free lock vouched: no look, marked", cur: kept(freedBy(h), &RunJobs{Swept: []string{"ci", "dev"}}), me: claim("me", "web", "main", "1"), req: runJob,
-			wantLook: false, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Swept: []string{"dev"}, Pending: []RunMark{pending("ci", "me")}}},
-		{name: "run --, a dead run's mark: look, and the mark is replaced by ours", cur: kept(freedBy(h), &RunJobs{Pending: []RunMark{pending("ci", "dead"), pending("dev", "other")}}),
+			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "me")}}},
+		{name: "run --, free lock vouched: no look, no mark", cur: kept(freedBy(h), &account{Swept: []string{"ci", "dev"}}), me: claim("me", "web", "main", "1"), req: run,
+			wantLook: false, wantWrite: true, wantKept: true, wantJobs: &account{Swept: []string{"ci", "dev"}}},
+		{name: "run -f, free lock vouched: no look, marked", cur: kept(freedBy(h), &account{Swept: []string{"ci", "dev"}}), me: claim("me", "web", "main", "1"), req: runJob,
+			wantLook: false, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &account{Swept: []string{"dev"}, Pending: []runMark{pending("ci", "me")}}},
+		{name: "run --, a dead run's mark: look, and the mark is replaced by ours", cur: kept(freedBy(h), &account{Pending: []runMark{pending("ci", "dead"), pending("dev", "other")}}),
 			me: claim("me", "web", "main", "1"), req: run,
-			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("dev", "other"), pending("ci", "me")}}},
+			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &account{Pending: []runMark{pending("dev", "other"), pending("ci", "me")}}},
 		{name: "run --, after a hold that did not keep the account: look, the void account dropped",
 			cur: func() *Record {
-				r := kept(freedBy(h), &RunJobs{Swept: []string{"ci", "dev"}})
-				r.Holder.RunJobsKept = false
+				r := kept(freedBy(h), &account{Swept: []string{"ci", "dev"}})
+				r.Holder.LedgerKept = false
 				return r
 			}(),
 			me: claim("me", "web", "main", "1"), req: run,
-			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
-		{name: "acquire takes a vouched lock: the account goes", cur: kept(freedBy(h), &RunJobs{Swept: []string{"ci"}}), me: claim("me", "web", "main", "1"),
+			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "me")}}},
+		{name: "acquire takes a vouched lock: the account goes", cur: kept(freedBy(h), &account{Swept: []string{"ci"}}), me: claim("me", "web", "main", "1"),
 			wantLook: true, wantWrite: true, wantKept: false, wantJobs: nil},
-		{name: "run -f re-enters a hold that keeps the account: its mark beside the holder's", cur: kept(record(held(claim("h", "web", "main", "1"), t0)), &RunJobs{Swept: []string{"ci"}, Pending: []RunMark{pending("dev", "h")}}),
+		{name: "run -f re-enters a hold that keeps the account: its mark beside the holder's", cur: kept(record(held(claim("h", "web", "main", "1"), t0)), &account{Swept: []string{"ci"}, Pending: []runMark{pending("dev", "h")}}),
 			me: claim("me", "web", "main", "1"), req: runJob,
-			wantLook: false, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("dev", "h"), pending("ci", "me")}}},
-		{name: "run -- re-enters a vouched hold: nothing written", cur: kept(record(held(claim("h", "web", "main", "1"), t0)), &RunJobs{Swept: []string{"ci"}}),
+			wantLook: false, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &account{Pending: []runMark{pending("dev", "h"), pending("ci", "me")}}},
+		{name: "run -- re-enters a vouched hold: nothing written", cur: kept(record(held(claim("h", "web", "main", "1"), t0)), &account{Swept: []string{"ci"}}),
 			me: claim("me", "web", "main", "1"), req: run, wantLook: false, wantWrite: false},
 		{name: "run -f re-enters a hold that does not keep the account: looks, writes nothing", cur: record(held(claim("h", "web", "main", "1"), t0)),
 			me: claim("me", "web", "main", "1"), req: runJob, wantLook: true, wantWrite: false},
@@ -121,7 +159,8 @@ func TestTakeRunJobs(t *testing.T) {
 			}
 			d := Decide(tt.cur, tt.me, PolicyNewest, now, true, waiterTTL)
 			require.Equal(t, Acquired, d.Outcome, "the contender holds the lock")
-			look, mark := takeRunJobs(tt.cur, &d, tt.me, tt.req, now)
+			look, mark, err := takeLedger(tt.cur, &d, tt.me, ledgerOf(tt.req), now)
+			require.NoError(t, err)
 			assert.Equal(t, tt.wantLook, look, "must look")
 			if tt.wantMark {
 				assert.Equal(t, tt.me.ClaimID, mark, "the mark left pending")
@@ -137,8 +176,8 @@ func TestTakeRunJobs(t *testing.T) {
 				return
 			}
 			require.NotNil(t, d.Record, "a write")
-			assert.Equal(t, tt.wantKept, d.Record.Holder.RunJobsKept, "the holder keeps the account")
-			assert.Equal(t, tt.wantJobs, d.Record.RunJobs, "the account written")
+			assert.Equal(t, tt.wantKept, d.Record.Holder.LedgerKept, "the holder keeps the account")
+			assert.Equal(t, tt.wantJobs, accountOf(t, d.Record), "the account written")
 		})
 	}
 }
@@ -151,27 +190,27 @@ func TestReleaseRunJobs(t *testing.T) {
 	now := t0.Add(time.Minute)
 	me := held(claim("me", "web", "main", "1"), t0)
 	id := me.Identity
-	done := ReleaseOptions{RunJobsDone: true, runJobs: RunJobsRequest{Namespace: "ci"}, runMark: "me"}
+	done := ReleaseOptions{ledger: &runjobs.Keeper{Namespace: "ci", Done: true}, ledgerMark: "me"}
 	tests := []struct {
 		name     string
 		rec      *Record
 		o        ReleaseOptions
 		wantKept bool
-		wantJobs *RunJobs
+		wantJobs *account
 	}{
-		{name: "job ended, nothing left: the mark goes, the namespace is swept", rec: kept(record(me), &RunJobs{Pending: []RunMark{pending("ci", "me")}}), o: done,
-			wantKept: true, wantJobs: &RunJobs{Swept: []string{"ci"}}},
-		{name: "job not known to have ended: the mark stays", rec: kept(record(me), &RunJobs{Pending: []RunMark{pending("ci", "me")}}), o: ReleaseOptions{runJobs: done.runJobs, runMark: "me"},
-			wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
-		{name: "a re-entered run's mark stays: not swept", rec: kept(record(me), &RunJobs{Pending: []RunMark{pending("ci", "me"), pending("ci", "other")}}), o: done,
-			wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "other")}}},
-		{name: "vouched command run: still swept", rec: kept(record(me), &RunJobs{Swept: []string{"ci"}}), o: ReleaseOptions{RunJobsDone: true, runJobs: done.runJobs},
-			wantKept: true, wantJobs: &RunJobs{Swept: []string{"ci"}}},
-		{name: "released by lockctl release: kept as it is", rec: kept(record(me), &RunJobs{Pending: []RunMark{pending("ci", "me")}}), o: ReleaseOptions{},
-			wantKept: true, wantJobs: &RunJobs{Pending: []RunMark{pending("ci", "me")}}},
+		{name: "job ended, nothing left: the mark goes, the namespace is swept", rec: kept(record(me), &account{Pending: []runMark{pending("ci", "me")}}), o: done,
+			wantKept: true, wantJobs: &account{Swept: []string{"ci"}}},
+		{name: "job not known to have ended: the mark stays", rec: kept(record(me), &account{Pending: []runMark{pending("ci", "me")}}), o: ReleaseOptions{ledger: keeper("ci", false), ledgerMark: "me"},
+			wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "me")}}},
+		{name: "a re-entered run's mark stays: not swept", rec: kept(record(me), &account{Pending: []runMark{pending("ci", "me"), pending("ci", "other")}}), o: done,
+			wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "other")}}},
+		{name: "vouched command run: still swept", rec: kept(record(me), &account{Swept: []string{"ci"}}), o: ReleaseOptions{ledger: done.ledger},
+			wantKept: true, wantJobs: &account{Swept: []string{"ci"}}},
+		{name: "released by lockctl release: kept as it is", rec: kept(record(me), &account{Pending: []runMark{pending("ci", "me")}}), o: ReleaseOptions{},
+			wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "me")}}},
 		{name: "a holder that did not keep the account leaves none", rec: func() *Record {
-			r := kept(record(me), &RunJobs{Swept: []string{"ci"}})
-			r.Holder.RunJobsKept = false
+			r := kept(record(me), &account{Swept: []string{"ci"}})
+			r.Holder.LedgerKept = false
 			return r
 		}(), o: done, wantKept: false, wantJobs: nil},
 	}
@@ -193,8 +232,8 @@ func TestReleaseRunJobs(t *testing.T) {
 				} else {
 					require.True(t, rec.IsFree(), "freed")
 				}
-				assert.Equal(t, tt.wantKept, rec.Holder.RunJobsKept, "the next holder keeps the account (waiter %v)", waiter)
-				assert.Equal(t, tt.wantJobs, rec.RunJobs, "the account (waiter %v)", waiter)
+				assert.Equal(t, tt.wantKept, rec.Holder.LedgerKept, "the next holder keeps the account (waiter %v)", waiter)
+				assert.Equal(t, tt.wantJobs, accountOf(t, rec), "the account (waiter %v)", waiter)
 			}
 		})
 	}
@@ -208,14 +247,14 @@ func TestHandOverPassesRunJobsToARun(t *testing.T) {
 	now := t0.Add(time.Minute)
 	me := held(claim("me", "web", "main", "1"), t0)
 	for _, cancelable := range []bool{true, false} {
-		rec := kept(record(me), &RunJobs{Swept: []string{"ci"}})
+		rec := kept(record(me), &account{Swept: []string{"ci"}})
 		w := queued(claim("w", "api", "main", "2"), now)
 		w.Cancelable = cancelable
 		rec.Waiters = []Claim{w}
 		res, _, err := decideRelease("staging", rec, "10", me.Identity, ReleaseOptions{}, nil, now)
 		require.NoError(t, err)
 		require.NotNil(t, res.HandedTo)
-		assert.Equal(t, cancelable, rec.Holder.RunJobsKept, "handed to a waiter, cancelable %v", cancelable)
+		assert.Equal(t, cancelable, rec.Holder.LedgerKept, "handed to a waiter, cancelable %v", cancelable)
 	}
 }
 
@@ -235,7 +274,8 @@ func TestRunJobsThroughAcquireAndRelease(t *testing.T) {
 	looked := 0
 	req := request("1")
 	req.TTL = time.Minute
-	req.RunJobs = RunJobsRequest{Namespace: "ci", SubmitsJob: true}
+	k := keeper("ci", true)
+	req.Ledger = k
 	req.OnTaking = func() { looked++ }
 
 	h, err := c.Acquire(t.Context(), req)
@@ -243,26 +283,28 @@ func TestRunJobsThroughAcquireAndRelease(t *testing.T) {
 	assert.False(t, h.Vouched, "a new lock vouches for nothing")
 	assert.Equal(t, 1, looked, "OnTaking: the look starts beside the create")
 	rec := currentRecord(t, cs)
-	assert.True(t, rec.Holder.RunJobsKept)
-	assert.Equal(t, &RunJobs{Pending: []RunMark{pending("ci", "me")}}, rec.RunJobs, "the take marks the job namespace")
+	assert.True(t, rec.Holder.LedgerKept)
+	assert.Equal(t, &account{Pending: []runMark{pending("ci", "me")}}, accountOf(t, rec), "the take marks the job namespace")
 
-	_, err = c.ReleaseHeld(t.Context(), h, ReleaseOptions{RunJobsDone: true})
+	k.Done = true
+	_, err = c.ReleaseHeld(t.Context(), h, ReleaseOptions{})
 	require.NoError(t, err)
 	rec = currentRecord(t, cs)
 	assert.True(t, rec.IsFree())
-	assert.True(t, rec.Holder.RunJobsKept, "the free lock keeps the account")
-	assert.Equal(t, &RunJobs{Swept: []string{"ci"}}, rec.RunJobs, "the release removes the mark")
+	assert.True(t, rec.Holder.LedgerKept, "the free lock keeps the account")
+	assert.Equal(t, &account{Swept: []string{"ci"}}, accountOf(t, rec), "the release removes the mark")
 
 	verbs = nil
-	req.ClaimID, req.RunJobs.SubmitsJob = "next", false
+	req.ClaimID, k.SubmitsJob, k.Done = "next", false, false
 	h, err = c.Acquire(t.Context(), req)
 	require.NoError(t, err)
 	assert.True(t, h.Vouched, "the record vouches: nothing left behind in ci")
 	assert.Equal(t, 1, looked, "OnTaking is not called: no look")
-	_, err = c.ReleaseHeld(t.Context(), h, ReleaseOptions{RunJobsDone: true})
+	k.Done = true
+	_, err = c.ReleaseHeld(t.Context(), h, ReleaseOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"get", "update", "update"}, verbs, "a vouched run: the read, the take, the release")
-	assert.Equal(t, &RunJobs{Swept: []string{"ci"}}, currentRecord(t, cs).RunJobs)
+	assert.Equal(t, &account{Swept: []string{"ci"}}, accountOf(t, currentRecord(t, cs)))
 }
 
 func currentRecord(t *testing.T, cs *fake.Clientset) *Record {
@@ -278,7 +320,7 @@ func currentRecord(t *testing.T, cs *fake.Clientset) *Record {
 // does not show the holder's runJobsKept.
 func TestRunJobsNotShown(t *testing.T) {
 	t.Parallel()
-	rec := kept(record(held(claim("h", "api", "main", "7"), t0)), &RunJobs{Swept: []string{"ci"}})
+	rec := kept(record(held(claim("h", "api", "main", "7"), t0)), &account{Swept: []string{"ci"}})
 	c, _ := newTestClient(t, t0, nil, lockObject(t, rec))
 	l, err := c.Get(t.Context(), "staging")
 	require.NoError(t, err)

@@ -1,0 +1,12 @@
+package lock
+
+// Names the package's external tests (package lock_test) use that the
+// package does not export: its front door holds only what other packages
+// use (ADR 0095).
+type (
+	// windowError is windowError.
+	WindowError = windowError
+)
+
+// errUnconfirmed is errUnconfirmed.
+var ErrUnconfirmed = errUnconfirmed
