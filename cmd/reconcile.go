@@ -160,7 +160,7 @@ func (o *reconcileOptions) validate() error {
 	if o.DryRun && !o.Once {
 		return cmdutil.FlagErrorf("--dry-run needs --once")
 	}
-	if err := validateDashboardAddress(o.DashboardAddress); err != nil {
+	if err := cli.ValidateLoopDashboardAddress(o.DashboardAddress); err != nil {
 		return err
 	}
 	if o.DashboardAddress != "" && o.Once {
@@ -253,7 +253,10 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		defer stop()
 	}
 	if o.DashboardAddress != "" {
-		stop, err := o.startDashboard(ctx, jobs, ns, clusters, opts.PodNamespace)
+		stop, err := cli.StartLoopDashboard(ctx, o.f, &o.LockFlags, cli.LoopDashboard{
+			Address: o.DashboardAddress, Jobs: jobs, JobNamespace: ns, Clusters: clusters,
+			PodNamespace: opts.PodNamespace, Listening: o.dashboardListening,
+		})
 		if err != nil {
 			return err
 		}
