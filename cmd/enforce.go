@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -156,7 +155,11 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	}
 	errOut := o.f.IOStreams.ErrOut
 	if o.DryRun {
-		return o.printManifests(lockNS)
+		var settings []enforce.Settings
+		for _, t := range o.Targets {
+			settings = append(settings, o.settings(t, lockNS))
+		}
+		return printers.Documents(o.f.IOStreams.Out, o.Output, enforce.Manifests(settings...))
 	}
 	cs, err := o.f.Clientset()
 	if err != nil {
@@ -221,36 +224,4 @@ func (o *enforceOptions) settings(target, lockNS string) enforce.Settings {
 		Target: target, LockNamespace: lockNS, Mode: enforce.Mode(o.Mode),
 		RequireHolder: o.RequireHolder, Strict: o.Strict, Kinds: o.kinds, Agents: o.Agents, Exempt: o.Exempt,
 	}
-}
-
-// printManifests prints the policy and binding of every target: YAML
-// documents, or one JSON List.
-func (o *enforceOptions) printManifests(lockNS string) error {
-	var objs []any
-	for _, t := range o.Targets {
-		s := o.settings(t, lockNS)
-		objs = append(objs, enforce.Policy(s), enforce.Binding(s))
-	}
-	out := o.f.IOStreams.Out
-	if o.Output == "json" {
-		list := struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Items      []any  `json:"items"`
-		}{"v1", "List", objs}
-		return printers.Object(out, "json", list)
-	}
-	for i, obj := range objs {
-		data, err := yaml.Marshal(obj)
-		if err != nil {
-			return fmt.Errorf("encode yaml: %w", err)
-		}
-		if i > 0 {
-			fmt.Fprintln(out, "---")
-		}
-		if _, err := out.Write(data); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -310,3 +310,25 @@ func PrintClusters(w io.Writer, flags *OutputFlags, st map[string]scheduler.Clus
 	}
 	return NewClusterPrinter(w, flags, o).PrintAll(rows, true)
 }
+
+// Documents writes objs as a JSON List with format "json", else as YAML
+// documents separated by "---", as kubectl apply -f reads them.
+func Documents(w io.Writer, format string, objs []any) error {
+	if format == "json" {
+		list := struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Items      []any  `json:"items"`
+		}{"v1", "List", objs}
+		return Object(w, "json", list)
+	}
+	for i, obj := range objs {
+		if i > 0 {
+			fmt.Fprintln(w, "---")
+		}
+		if err := Object(w, "yaml", obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
