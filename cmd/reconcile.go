@@ -3,17 +3,14 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/cmd/internal/cli/metricsserver"
+	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/events"
-	"github.com/lockctl/lockctl/metrics"
-	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -27,10 +24,6 @@ const (
 	DefaultKubeAPIQPS   = 500
 	DefaultKubeAPIBurst = 1000
 )
-
-// eventsFlushTimeout bounds how long lockctl reconcile, stopping, writes the
-// Events still queued.
-const eventsFlushTimeout = 5 * time.Second
 
 // reconcileOptions configure `lockctl reconcile`.
 type reconcileOptions struct {
@@ -211,9 +204,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	reg := metrics.NewRegistry()
-	reg.MustRegister(metrics.NewGoCollector(), metrics.NewProcessCollector())
-	lo := scheduler.LoopOptions{Options: opts, Registry: reg}
+	lo := scheduler.LoopOptions{Options: opts}
 	if o.Job == "" {
 		sopts, err := cfg.Retention.Apply(o.PruneOptions(o.changed))
 		if err != nil {
@@ -221,37 +212,13 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		}
 		lo.Prune = &sopts
 	}
-	rec, err := o.f.LoopEventRecorder(jobs, o.JobEvents, reg)
+	loop, stop, err := cli.NewLoop(ctx, o.f, &o.LockFlags, cli.LoopConfig{
+		Jobs: jobs, Namespace: ns, Clusters: clusters, Options: lo, JobEvents: o.JobEvents, MetricsAddr: o.MetricsAddr,
+	})
 	if err != nil {
 		return err
 	}
-	// NOTE: as many writers as workers: at most one Event per state write.
-	stopEvents := rec.Background(events.DefaultQueueCapacity, opts.Workers)
-	defer func() {
-		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsFlushTimeout)
-		defer cancel()
-		stopEvents(flush)
-	}()
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{Events: rec})
-	if err != nil {
-		return err
-	}
-	lo.Locker = run.NewPodLocker(locks)
-	// NOTE: the locks of lockctl run sessions live beside the job records,
-	// so the job cluster's client reads them.
-	lo.Runs = run.NewHoldChecker(jobs.CoreV1(), run.HoldCheckerOptions{Clock: o.f.LockClock()})
-	lo.OnJobChange = rec.JobChanged
-	loop, err := scheduler.NewLoop(ctx, jobs, ns, clusters, lo)
-	if err != nil {
-		return cmdutil.UsageIfInvalid(err)
-	}
-	if o.MetricsAddr != "" {
-		stop, err := metricsserver.Start(ctx, o.MetricsAddr, reg, loop.Ready, o.f.Log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer stop()
 	if o.DashboardAddress != "" {
 		stop, err := cli.StartLoopDashboard(ctx, o.f, &o.LockFlags, cli.LoopDashboard{
 			Address: o.DashboardAddress, Jobs: jobs, JobNamespace: ns, Clusters: clusters,
@@ -267,13 +234,6 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		return loop.Run(ctx)
 	}
 	res, err := loop.RunOnce(ctx)
-	for _, line := range res.Plan {
-		fmt.Fprintln(o.f.IOStreams.Out, line)
-	}
-	if res.Pruned != nil && o.DryRun {
-		for _, p := range res.Pruned.Deleted {
-			fmt.Fprintf(o.f.IOStreams.Out, "would delete %s\n", p)
-		}
-	}
+	printers.Pass(o.f.IOStreams.Out, res, o.DryRun)
 	return err
 }

@@ -47,3 +47,16 @@ func Pruned(out, errOut io.Writer, res *scheduler.PruneResult, dry bool) {
 	}
 	fmt.Fprintf(errOut, "%s %d job records and %d pods\n", verb, res.Count("job"), res.Count("pod"))
 }
+
+// Pass prints on out what lockctl reconcile --once --dry-run (dry) would
+// do: the plan of the pass (a dry run's), then what pruning would delete.
+func Pass(out io.Writer, res scheduler.OnceResult, dry bool) {
+	for _, line := range res.Plan {
+		fmt.Fprintln(out, line)
+	}
+	if res.Pruned != nil && dry {
+		for _, p := range res.Pruned.Deleted {
+			fmt.Fprintf(out, "would delete %s\n", p)
+		}
+	}
+}

@@ -63,3 +63,15 @@ func TestPruned(t *testing.T) {
 	assert.Empty(t, out.String(), "nothing deleted")
 	assert.Equal(t, "nothing to prune\n", errOut.String())
 }
+
+func TestPass(t *testing.T) {
+	t.Parallel()
+	pruned := scheduler.Pruned{Kind: "job", Namespace: "ci", Name: "deploy-web-1", Reason: "finished 8d ago"}
+	res := scheduler.OnceResult{Plan: []string{"start pod of job ci/deploy-web-2"}, Pruned: &scheduler.PruneResult{Deleted: []scheduler.Pruned{pruned}}}
+	var out bytes.Buffer
+	Pass(&out, res, true)
+	assert.Equal(t, "start pod of job ci/deploy-web-2\nwould delete "+pruned.String()+"\n", out.String(), "a dry run: the plan, then the pruning")
+	out.Reset()
+	Pass(&out, scheduler.OnceResult{Pruned: res.Pruned}, false)
+	assert.Empty(t, out.String(), "a real pass: pruning says what it deleted itself")
+}
