@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,7 +9,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -119,12 +117,8 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	// fails naming the broken ones.
 	var windowsErr *lock.WindowsError
 	if err == nil && !o.AllNamespaces {
-		if err = locks.LoadFreezeWindows(ctx); errors.As(err, &windowsErr) {
-			locks.SetFreezeWindows(windowsErr.Valid)
-			err = nil
-			if o.Watch {
-				fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", windowsErr)
-			}
+		if windowsErr, err = cli.LoadWindowsToShow(ctx, locks); windowsErr != nil && o.Watch {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", windowsErr)
 		}
 	}
 	if err != nil {
@@ -150,14 +144,10 @@ func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
 		if err != nil {
 			return err
 		}
-		o.sayEnforced(ctx)
+		cli.SayEnforced(ctx, o.f, o.Target)
 		if l == nil {
 			free := locks.FreeLockView(o.Target)
-			if f := free.Status.Freeze; f != nil {
-				fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free; %s (%s)\n", o.Target, f.Describe(), locks.Describe(o.Target))
-			} else {
-				fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free (%s)\n", o.Target, locks.Describe(o.Target))
-			}
+			printers.Free(o.f.IOStreams.ErrOut, o.Target, free, locks.Describe(o.Target))
 			if o.Output == "" && !o.Watch {
 				return nil
 			}
@@ -180,11 +170,7 @@ func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
 		return err
 	}
 	if len(items) == 0 {
-		where := fmt.Sprintf("in namespace %q", locks.Namespace())
-		if o.AllNamespaces {
-			where = "in any namespace"
-		}
-		fmt.Fprintln(o.f.IOStreams.ErrOut, "no locks "+where)
+		printers.NoLocks(o.f.IOStreams.ErrOut, locks.Namespace(), o.AllNamespaces)
 		if o.Output == "" && !o.Watch {
 			return nil
 		}
@@ -199,29 +185,5 @@ func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
 // watch prints every change to the locks after those shown, until ctx
 // ends (interrupted) or --timeout passes, which ends -w without error.
 func (o *statusOptions) watch(ctx context.Context, locks *lock.Client, p *printers.Printer[lock.LockView], shown []lock.LockView) error {
-	opts := lock.WatchOptions{Target: o.Target, Shown: map[string]string{}}
-	for _, l := range shown {
-		if l.ResourceVersion != "" {
-			opts.Shown[l.Namespace+"/"+l.Name] = l.ResourceVersion
-		}
-	}
-	return o.Until(ctx, func(ctx context.Context) error { return locks.Watch(ctx, opts, p.Print) })
-}
-
-// sayEnforced says on ErrOut whether the API server enforces the lock of
-// o.Target, and how (lockctl enforce); nothing when it does not, or when
-// the caller may not read the policies (logged at -v 1).
-func (o *statusOptions) sayEnforced(ctx context.Context) {
-	cs, err := o.f.Clientset()
-	if err != nil {
-		return
-	}
-	st, err := enforce.Status(ctx, cs.AdmissionregistrationV1(), o.Target)
-	if err != nil {
-		o.f.Log.WithField("err", err).Debug("cannot tell whether the lock is enforced")
-		return
-	}
-	if st.Enforced || st.Incomplete != "" {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", o.Target, st.Describe())
-	}
+	return o.Until(ctx, func(ctx context.Context) error { return cli.WatchLocks(ctx, locks, o.Target, shown, p.Print) })
 }

@@ -60,3 +60,23 @@ func Pass(out io.Writer, res scheduler.OnceResult, dry bool) {
 		}
 	}
 }
+
+// Free says on out that the lock of target is free, and frozen when the
+// view free says so; desc names the lock (lock.Client.Describe).
+func Free(out io.Writer, target string, free lock.LockView, desc string) {
+	if f := free.Status.Freeze; f != nil {
+		fmt.Fprintf(out, "lock %q is free; %s (%s)\n", target, f.Describe(), desc)
+		return
+	}
+	fmt.Fprintf(out, "lock %q is free (%s)\n", target, desc)
+}
+
+// NoLocks says on out that there are no locks in namespace ns, or in any
+// namespace with all.
+func NoLocks(out io.Writer, ns string, all bool) {
+	where := fmt.Sprintf("in namespace %q", ns)
+	if all {
+		where = "in any namespace"
+	}
+	fmt.Fprintln(out, "no locks "+where)
+}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lockctl/lockctl/enforce"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// LoadWindowsToShow loads the freeze windows of locks for a command that
+// shows the locks: a windows ConfigMap with entries that cannot be read is
+// returned as windowsErr, the locks then judged with the windows that can
+// be read; err is any other failure.
+func LoadWindowsToShow(ctx context.Context, locks *lock.Client) (windowsErr *lock.WindowsError, err error) {
+	if err = locks.LoadFreezeWindows(ctx); errors.As(err, &windowsErr) {
+		locks.SetFreezeWindows(windowsErr.Valid)
+		return windowsErr, nil
+	}
+	return nil, err
+}
+
+// SayEnforced says on f's ErrOut whether the API server enforces the lock
+// of target, and how (lockctl enforce); nothing when it does not, or when
+// the caller may not read the policies (logged at -v 1).
+func SayEnforced(ctx context.Context, f *Factory, target string) {
+	cs, err := f.Clientset()
+	if err != nil {
+		return
+	}
+	st, err := enforce.Status(ctx, cs.AdmissionregistrationV1(), target)
+	if err != nil {
+		f.Log.WithField("err", err).Debug("cannot tell whether the lock is enforced")
+		return
+	}
+	if st.Enforced || st.Incomplete != "" {
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", target, st.Describe())
+	}
+}
+
+// WatchLocks calls fn with every change to the locks of locks (the lock
+// of target, when set) after those shown, until ctx ends.
+func WatchLocks(ctx context.Context, locks *lock.Client, target string, shown []lock.LockView, fn func(lock.LockView) error) error {
+	opts := lock.WatchOptions{Target: target, Shown: map[string]string{}}
+	for _, l := range shown {
+		if l.ResourceVersion != "" {
+			opts.Shown[l.Namespace+"/"+l.Name] = l.ResourceVersion
+		}
+	}
+	return locks.Watch(ctx, opts, fn)
+}
