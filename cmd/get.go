@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -172,21 +171,13 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 		return err
 	}
 	p := printers.NewJobPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: o.f.Clock})
-	jobs, lookupErr := o.jobs(ctx, store)
+	sel := job.ListOptions{JobName: o.Job, Selector: o.Selector}
+	jobs, lookupErr := cli.JobsToShow(ctx, store, o.Names, sel, o.AllNamespaces, o.f.IOStreams.ErrOut)
 	if jobs == nil {
 		return lookupErr
 	}
 	if len(jobs) == 0 && len(o.Names) == 0 {
-		switch {
-		case o.Job != "":
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no job named %q in namespace %q\n", o.Job, store.Namespace())
-		case o.AllNamespaces:
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs in any namespace\n")
-		case o.Selector != "":
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs matching %q in namespace %q\n", o.Selector, store.Namespace())
-		default:
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs in namespace %q\n", store.Namespace())
-		}
+		printers.NoJobs(o.f.IOStreams.ErrOut, store.Namespace(), o.Job, o.Selector, o.AllNamespaces)
 	}
 	// NOTE: as kubectl does, one name gives the object, anything else a List.
 	if err := p.PrintAll(jobs, !o.Watch && len(o.Names) != 1); err != nil {
@@ -195,44 +186,7 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 	if lookupErr != nil || !o.Watch {
 		return lookupErr
 	}
-	return o.watch(ctx, store, p, jobs)
-}
-
-// jobs returns the jobs to show: those named, in the order given, or those
-// selected, oldest first. With names, the error names those that do not
-// exist; jobs is nil only when there is nothing to show for an error.
-func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job, error) {
-	if len(o.Names) == 0 {
-		jobs, err := store.List(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector})
-		if err != nil && jobs == nil {
-			return nil, err
-		}
-		if err != nil {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", err)
-		}
-		if o.AllNamespaces {
-			sort.SliceStable(jobs, func(i, k int) bool { return jobs[i].Namespace < jobs[k].Namespace })
-		}
-		return jobs, nil
-	}
-	jobs, missing, err := store.GetAll(ctx, o.Names)
-	if err != nil {
-		return nil, err
-	}
-	err = cmdutil.JobsNotFound(missing, store.Namespace())
-	if len(jobs) == 0 {
-		return nil, err
-	}
-	return jobs, err
-}
-
-// watch prints every change to the jobs shown (shown, as printed) until ctx
-// ends, which is how -w ends: interrupted, it exits as lockctl does on a
-// signal.
-func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *printers.Printer[*job.Job], shown []*job.Job) error {
-	return o.Until(ctx, func(ctx context.Context) error {
-		return store.WatchAfter(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector}, o.Names, shown, p.Print)
-	})
+	return o.Until(ctx, func(ctx context.Context) error { return store.WatchAfter(ctx, sel, o.Names, jobs, p.Print) })
 }
 
 func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.Command {

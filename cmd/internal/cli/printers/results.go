@@ -80,3 +80,18 @@ func NoLocks(out io.Writer, ns string, all bool) {
 	}
 	fmt.Fprintln(out, "no locks "+where)
 }
+
+// NoJobs says on out that no job matches in namespace ns: none of the
+// name jobName, none matching selector, none in any namespace with all.
+func NoJobs(out io.Writer, ns, jobName, selector string, all bool) {
+	switch {
+	case jobName != "":
+		fmt.Fprintf(out, "no job named %q in namespace %q\n", jobName, ns)
+	case all:
+		fmt.Fprintf(out, "no jobs in any namespace\n")
+	case selector != "":
+		fmt.Fprintf(out, "no jobs matching %q in namespace %q\n", selector, ns)
+	default:
+		fmt.Fprintf(out, "no jobs in namespace %q\n", ns)
+	}
+}
