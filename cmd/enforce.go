@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -172,11 +171,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 			if err != nil {
 				return fmt.Errorf("stop enforcing lock %q: %w", t, err)
 			}
-			if removed {
-				fmt.Fprintf(errOut, "lock %q is no longer enforced (removed ValidatingAdmissionPolicy and binding %s)\n", t, enforce.Name(t))
-			} else {
-				fmt.Fprintf(errOut, "lock %q was not enforced\n", t)
-			}
+			printers.Unenforced(errOut, t, removed)
 		}
 		return nil
 	}
@@ -186,34 +181,19 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	}
 	for _, t := range o.Targets {
 		s := o.settings(t, lockNS)
-		// NOTE: before the policy: the policy's parameter is the lock,
-		// which must exist, and a record written by a lockctl before 1.8
-		// has no summary for it to read (it would read the lock as free
-		// until its next write).
-		if wrote, err := locks.Summarize(ctx, t); err != nil {
-			return fmt.Errorf("enforce lock %q: make its lock readable by the policy: %w", t, err)
-		} else if wrote {
+		summarized, err := enforce.Enforce(ctx, admreg, locks, s)
+		if summarized {
 			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy (%s)\n", t, locks.Describe(t))
 		}
-		if err := enforce.Install(ctx, admreg, s); err != nil {
+		if err != nil {
 			return fmt.Errorf("enforce lock %q: %w", t, err)
 		}
-		desc := enforce.State{Enforced: true, Mode: s.Mode, RequireHolder: s.RequireHolder, Strict: s.Strict}.Describe()
-		if s.Mode != enforce.ModeDeny {
-			fmt.Fprintf(errOut, "lock %q enforced (%s) by ValidatingAdmissionPolicy %s; the API server applies it within seconds\n", t, desc, enforce.Name(t))
-			continue
-		}
-		fmt.Fprintf(errOut, "lock %q enforced (%s) by ValidatingAdmissionPolicy %s; waiting for the API server to apply it...\n", t, desc, enforce.Name(t))
-		err := enforce.AwaitInEffect(ctx, cs.CoreV1(), t, 100*time.Millisecond, o.Timeout)
-		switch {
-		case errors.Is(err, enforce.ErrNoTargetNamespace):
-			fmt.Fprintf(errOut, "lock %q: namespace %q does not exist yet; the policy applies to its writes once it is created\n", t, t)
-		case errors.Is(err, enforce.ErrNotInEffect):
-			return fmt.Errorf("lock %q: %w after %s; it is installed and will apply, check with a write to %q", t, err, o.Timeout, t)
-		case err != nil:
-			fmt.Fprintf(errOut, "lock %q: could not check that the policy is in effect: %v\n", t, err)
-		default:
-			fmt.Fprintf(errOut, "lock %q: the API server refuses writes from anyone but the holder\n", t)
+		printers.Enforced(errOut, s)
+		if s.Mode == enforce.ModeDeny {
+			err := enforce.AwaitInEffect(ctx, cs.CoreV1(), t, 100*time.Millisecond, o.Timeout)
+			if err := printers.InEffect(errOut, t, err, o.Timeout); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
