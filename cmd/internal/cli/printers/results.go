@@ -95,3 +95,16 @@ func NoJobs(out io.Writer, ns, jobName, selector string, all bool) {
 		fmt.Fprintf(out, "no jobs in namespace %q\n", ns)
 	}
 }
+
+// Unfrozen says on out what lifting the freeze of the lock of target did;
+// desc names the lock (lock.Client.Describe).
+func Unfrozen(out io.Writer, target string, res *lock.Unfrozen, desc string) {
+	switch {
+	case res.Previous == nil:
+		fmt.Fprintf(out, "lock %q is not frozen; nothing to do (%s)\n", target, desc)
+	case res.HandedTo != nil:
+		fmt.Fprintf(out, "lock %q unfrozen (was %s); now held by %s\n", target, res.Previous.Describe(), res.HandedTo.Identity)
+	default:
+		fmt.Fprintf(out, "lock %q unfrozen (was %s)\n", target, res.Previous.Describe())
+	}
+}
