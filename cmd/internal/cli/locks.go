@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
 	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -49,4 +50,44 @@ func WatchLocks(ctx context.Context, locks *lock.Client, target string, shown []
 		}
 	}
 	return locks.Watch(ctx, opts, fn)
+}
+
+// Releaser is who releases a lock, as release resolves it from the flags.
+type Releaser struct {
+	// Identity and Job are the holder whose hold is released; zero with
+	// --force or --token and no --build, which release whoever holds.
+	Identity lock.Identity
+	Job      lock.CIJob
+	// Breaker names who breaks the lock with --force, for its Events and
+	// history; "" without --force.
+	Breaker string
+}
+
+// Releaser resolves who releases with force (--force) or token
+// (--token): the caller's identity, as acquire resolves it, unless force
+// or token release whoever holds and no --build picks the hold. The
+// breaker of a forced release is that identity, else the local user.
+func (l *LockFlags) Releaser(f *Factory, force bool, token string) (Releaser, error) {
+	var r Releaser
+	if (!force && token == "") || l.Build != "" {
+		holder, err := l.Identity(f)
+		if err != nil {
+			return r, err
+		}
+		r.Identity, r.Job = holder.Identity, holder.Job
+	}
+	if !force {
+		return r, nil
+	}
+	id := r.Identity
+	if id == (lock.Identity{}) {
+		holder, err := l.Identity(f)
+		if err != nil {
+			r.Breaker = identity.LocalUser(f.Getenv)
+			return r, nil
+		}
+		id = holder.Identity
+	}
+	r.Breaker = id.String()
+	return r, nil
 }

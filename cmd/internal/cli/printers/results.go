@@ -108,3 +108,13 @@ func Unfrozen(out io.Writer, target string, res *lock.Unfrozen, desc string) {
 		fmt.Fprintf(out, "lock %q unfrozen (was %s)\n", target, res.Previous.Describe())
 	}
 }
+
+// ReleasedAll says on out what the release of each of targets did, as
+// Released does; a nil result (a release that failed) says nothing.
+func ReleasedAll(out io.Writer, targets []string, id lock.Identity, all []*lock.Released, token string) {
+	for i, res := range all {
+		if res != nil {
+			Released(out, targets[i], id, res, token)
+		}
+	}
+}
