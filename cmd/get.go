@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,9 +145,7 @@ func (o *getJobsOptions) validate() error {
 	if _, err := labels.Parse(o.Selector); err != nil {
 		return cmdutil.FlagErrorf("invalid --selector %q: %v", o.Selector, err)
 	}
-	for i, n := range o.Names {
-		o.Names[i] = strings.TrimPrefix(n, "job/")
-	}
+	cli.JobNames(o.Names)
 	switch {
 	case len(o.Names) > 0 && (o.Selector != "" || o.Job != ""):
 		return cmdutil.FlagErrorf("name jobs, or select them with --selector or --job, not both")

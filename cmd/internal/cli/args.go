@@ -141,3 +141,19 @@ func ValidateKillGrace(ttl, grace time.Duration) error {
 	return cmdutil.FlagErrorf("--ttl %s is too short for a kill grace of %s: run stops the command %s (kill grace) + %s (clock margin) before the lock can expire, "+
 		"which leaves no time to renew it first (at a third of --ttl); give --ttl %s or more, or a shorter --kill-grace", ttl, te.KillGrace, te.KillGrace, run.ClockMargin, least)
 }
+
+// JobNames strips names, jobs named on the command line, of the job/
+// before them (as get jobs -o name prints them), in place, and returns
+// the first name given twice, which a command may refuse; "" when none is.
+func JobNames(names []string) (twice string) {
+	seen := map[string]bool{}
+	for i, n := range names {
+		n = strings.TrimPrefix(n, "job/")
+		names[i] = n
+		if seen[n] && twice == "" {
+			twice = n
+		}
+		seen[n] = true
+	}
+	return twice
+}

@@ -26,3 +26,13 @@ func TestDocuments(t *testing.T) {
 		})
 	}
 }
+
+func TestItems(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.NoError(t, Items(&out, "yaml", []string{"a"}))
+	assert.Equal(t, "a\n", out.String(), "one item as itself")
+	out.Reset()
+	require.NoError(t, Items(&out, "yaml", []string{"a", "b"}))
+	assert.Equal(t, "apiVersion: v1\nitems:\n- a\n- b\nkind: List\n", out.String(), "more as a List")
+}

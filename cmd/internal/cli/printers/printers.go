@@ -332,3 +332,12 @@ func Documents(w io.Writer, format string, objs []any) error {
 	}
 	return nil
 }
+
+// Items writes items as JSON or YAML: one item as itself, as kubectl
+// prints one object, more (or none) as a List (ListOf).
+func Items[T any](w io.Writer, format string, items []T) error {
+	if len(items) == 1 {
+		return Object(w, format, items[0])
+	}
+	return Object(w, format, ListOf(items))
+}
