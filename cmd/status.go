@@ -134,56 +134,21 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 }
 
 // show prints the locks (or the lock of o.Target), then follows them
-// with -w.
+// with -w until ctx ends (interrupted) or --timeout passes, which ends -w
+// without error.
 func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
-	var err error
-	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: locks.Clock()})
-	var items []lock.LockView
-	if o.Target != "" {
-		l, err := locks.Get(ctx, o.Target)
-		if err != nil {
-			return err
-		}
-		cli.SayEnforced(ctx, o.f, o.Target)
-		if l == nil {
-			free := locks.FreeLockView(o.Target)
-			printers.Free(o.f.IOStreams.ErrOut, o.Target, free, locks.Describe(o.Target))
-			if o.Output == "" && !o.Watch {
-				return nil
-			}
-			l = &free
-		}
-		items = []lock.LockView{*l}
-		// NOTE: as kubectl does, one name gives the object, not a List.
-		if o.Watch {
-			err = p.PrintAll(items, false)
-		} else {
-			err = p.Print(*l)
-		}
-		if err != nil || !o.Watch {
-			return err
-		}
-		return o.watch(ctx, locks, p, items)
-	}
-	items, err = locks.List(ctx)
-	if err != nil {
+	items, found, err := cli.LocksToShow(ctx, o.f, locks, o.Target, o.AllNamespaces)
+	if err != nil || (!found && o.Output == "" && !o.Watch) {
 		return err
-	}
-	if len(items) == 0 {
-		printers.NoLocks(o.f.IOStreams.ErrOut, locks.Namespace(), o.AllNamespaces)
-		if o.Output == "" && !o.Watch {
-			return nil
-		}
 	}
 	// NOTE: ages count on the clock the lock was stamped on, the API server's.
-	if err := p.PrintAll(items, !o.Watch); err != nil || !o.Watch {
+	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: locks.Clock()})
+	if o.Target != "" && !o.Watch {
+		// NOTE: as kubectl does, one name gives the object, not a List.
+		return p.Print(items[0])
+	}
+	if err := p.PrintAll(items, o.Target == "" && !o.Watch); err != nil || !o.Watch {
 		return err
 	}
-	return o.watch(ctx, locks, p, items)
-}
-
-// watch prints every change to the locks after those shown, until ctx
-// ends (interrupted) or --timeout passes, which ends -w without error.
-func (o *statusOptions) watch(ctx context.Context, locks *lock.Client, p *printers.Printer[lock.LockView], shown []lock.LockView) error {
-	return o.Until(ctx, func(ctx context.Context) error { return cli.WatchLocks(ctx, locks, o.Target, shown, p.Print) })
+	return o.Until(ctx, func(ctx context.Context) error { return cli.WatchLocks(ctx, locks, o.Target, items, p.Print) })
 }

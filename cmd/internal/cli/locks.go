@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
+	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -90,4 +91,30 @@ func (l *LockFlags) Releaser(f *Factory, force bool, token string) (Releaser, er
 	}
 	r.Breaker = id.String()
 	return r, nil
+}
+
+// LocksToShow returns the locks status shows: the lock of target (its
+// free view when there is none, found false), or every lock of locks'
+// namespace (found false for none). It says on f's ErrOut whether the
+// lock of target is enforced (SayEnforced), and that it is free or that
+// there are none (all: in any namespace).
+func LocksToShow(ctx context.Context, f *Factory, locks *lock.Client, target string, all bool) (items []lock.LockView, found bool, err error) {
+	if target == "" {
+		items, err = locks.List(ctx)
+		if err == nil && len(items) == 0 {
+			printers.NoLocks(f.IOStreams.ErrOut, locks.Namespace(), all)
+		}
+		return items, len(items) > 0, err
+	}
+	l, err := locks.Get(ctx, target)
+	if err != nil {
+		return nil, false, err
+	}
+	SayEnforced(ctx, f, target)
+	if l == nil {
+		free := locks.FreeLockView(target)
+		printers.Free(f.IOStreams.ErrOut, target, free, locks.Describe(target))
+		return []lock.LockView{free}, false, nil
+	}
+	return []lock.LockView{*l}, true, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,4 +41,27 @@ func TestLockFlagsReleaser(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLocksToShow(t *testing.T) {
+	t.Parallel()
+	tf := newTestFactory(t)
+	var errOut bytes.Buffer
+	tf.f.IOStreams.ErrOut = &errOut
+	locks, err := NewLockClient(tf.f, &LockFlags{}, LockClientOptions{})
+	require.NoError(t, err)
+
+	items, found, err := LocksToShow(t.Context(), tf.f, locks, "", false)
+	require.NoError(t, err)
+	assert.False(t, found, "no locks")
+	assert.Empty(t, items)
+	assert.Equal(t, "no locks in namespace \"default\"\n", errOut.String())
+
+	errOut.Reset()
+	items, found, err = LocksToShow(t.Context(), tf.f, locks, "prod", false)
+	require.NoError(t, err)
+	assert.False(t, found, "no lock of prod")
+	require.Len(t, items, 1, "its free view, for -o and -w")
+	assert.Equal(t, lock.Name("prod"), items[0].Name)
+	assert.Equal(t, "lock \"prod\" is free (default/"+lock.Name("prod")+")\n", errOut.String())
 }
