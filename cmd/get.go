@@ -56,17 +56,8 @@ func newGetCmd(f *Factory) *cobra.Command {
 		// an unknown resource is a usage error (exit 2) with a suggestion.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cmdutil.FlagErrorf("name a resource to get: jobs or clusters")
-			}
-			if args[0] == "locks" || args[0] == "lock" {
-				return cmdutil.FlagErrorf("unknown resource %q for %q: locks are shown by %q", args[0], c.CommandPath(), c.Root().Name()+" status")
-			}
-			msg := fmt.Sprintf("unknown resource %q for %q: use jobs or clusters", args[0], c.CommandPath())
-			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
-				msg = fmt.Sprintf("unknown resource %q for %q: did you mean %q?", args[0], c.CommandPath(), s[0])
-			}
-			return cmdutil.FlagErrorf("%s", msg)
+			status := fmt.Sprintf("locks are shown by %q", c.Root().Name()+" status")
+			return cli.ResourceArgs(c, args, "jobs or clusters", map[string]string{"locks": status, "lock": status})
 		},
 	}
 	c.SuggestionsMinimumDistance = 2

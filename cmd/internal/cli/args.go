@@ -157,3 +157,23 @@ func JobNames(names []string) (twice string) {
 	}
 	return twice
 }
+
+// ResourceArgs checks the arguments of a parent command whose
+// subcommands name resources, as kubectl get's do (lockctl get jobs): it
+// runs only when none matched, so no argument, or one that names no
+// resource, is a usage error, with a suggestion when one is close. use
+// lists the resources ("jobs or clusters"); elsewhere maps a resource
+// another command shows to what to say ("locks are shown by \"lockctl
+// status\"").
+func ResourceArgs(c *cobra.Command, args []string, use string, elsewhere map[string]string) error {
+	switch {
+	case len(args) == 0:
+		return cmdutil.FlagErrorf("name a resource to %s: %s", c.Name(), use)
+	case elsewhere[args[0]] != "":
+		return cmdutil.FlagErrorf("unknown resource %q for %q: %s", args[0], c.CommandPath(), elsewhere[args[0]])
+	}
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		return cmdutil.FlagErrorf("unknown resource %q for %q: did you mean %q?", args[0], c.CommandPath(), s[0])
+	}
+	return cmdutil.FlagErrorf("unknown resource %q for %q: use %s", args[0], c.CommandPath(), use)
+}
