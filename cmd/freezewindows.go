@@ -2,13 +2,9 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -21,11 +17,8 @@ type freezeWindowsAddOptions struct {
 	f *Factory
 
 	cli.LockFlags
-	Name     string
-	Schedule string
-	Duration time.Duration
-	Reason   string
-	Targets  []string
+	Name string
+	cli.WindowFlags
 }
 
 // freezeWindowsListOptions configure `lockctl freeze-windows list`.
@@ -108,48 +101,22 @@ func newFreezeWindowsAddCmd(f *Factory, runF func(*freezeWindowsAddOptions) erro
 		Args: cli.ExactArgs(1),
 		RunE: runE(o, runF, runFreezeWindowsAdd, func(_ *cobra.Command, args []string) { o.Name = args[0] }),
 	}
-	fs := c.Flags()
-	fs.StringVar(&o.Schedule, "schedule", o.Schedule, `when each freeze starts: a cron schedule such as "0 22 * * *" (required)`)
-	fs.DurationVar(&o.Duration, "duration", o.Duration, "how long each freeze lasts, such as 8h (required)")
-	fs.StringVar(&o.Reason, "reason", o.Reason, "why, shown to everyone who waits (required)")
-	fs.StringArrayVar(&o.Targets, "target", o.Targets, "a namespace whose lock the window freezes; repeat for more; none means every lock")
-	o.AddLockNamespaceFlag(fs)
+	o.WindowFlags.AddFlags(c.Flags())
+	o.AddLockNamespaceFlag(c.Flags())
 	return c
 }
 
-// window is the window o describes.
-func (o *freezeWindowsAddOptions) window() lock.FreezeWindow {
-	return lock.FreezeWindow{Name: o.Name, Schedule: o.Schedule, Duration: metav1.Duration{Duration: o.Duration}, Reason: o.Reason, Targets: o.Targets}
-}
-
-func (o *freezeWindowsAddOptions) validate() error {
-	err := lock.ValidateFreezeWindow(o.window())
-	var we *lock.WindowEntryError
-	if !errors.As(err, &we) {
-		return err
-	}
-	flag := map[string]string{"name": "NAME", "schedule": "--schedule", "duration": "--duration", "reason": "--reason", "targets": "--target"}[we.Field]
-	if we.Value == "" || we.Value == `""` {
-		return cmdutil.FlagErrorf("%s is required", flag)
-	}
-	return cmdutil.FlagErrorf("invalid %s %s: %s", flag, we.Value, we.Reason)
-}
+func (o *freezeWindowsAddOptions) validate() error { return o.WindowFlags.Validate(o.Name) }
 
 func runFreezeWindowsAdd(ctx context.Context, o *freezeWindowsAddOptions) error {
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
-	if err := locks.AddFreezeWindow(ctx, o.window()); err != nil {
+	if err := locks.AddFreezeWindow(ctx, o.Window(o.Name)); err != nil {
 		return err
 	}
-	w := o.window()
-	targets := "every lock"
-	if len(w.Targets) > 0 {
-		targets = strings.Join(w.Targets, ", ")
-	}
-	fmt.Fprintf(o.f.IOStreams.ErrOut, "freeze window %q added to configmap %s/%s: %s for %s, %s\n",
-		o.Name, locks.Namespace(), lock.FreezeWindowsName, o.Schedule, o.Duration, targets)
+	o.SayAdded(o.f.IOStreams.ErrOut, o.Name, locks.Namespace())
 	return nil
 }
 
