@@ -7,8 +7,6 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/dashboard"
-	"github.com/lockctl/lockctl/kube"
 )
 
 // DefaultDashboardAddress is where lockctl dashboard listens: loopback, on
@@ -97,22 +95,5 @@ func (o *dashboardOptions) validate() error {
 
 func runDashboard(ctx context.Context, o *dashboardOptions) error {
 	cli.ServeRuntime(o.f.Getenv)
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{AllNamespaces: o.AllNamespaces})
-	if err != nil {
-		return err
-	}
-	cs, err := o.f.Clientset()
-	if err != nil {
-		return err
-	}
-	store, err := o.f.JobStore()
-	if err != nil {
-		return err
-	}
-	podsFor, err := o.PodsFor(o.f, store.Namespace())
-	if err != nil {
-		return err
-	}
-	hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{Jobs: store, PodsFor: podsFor, Log: o.f.Log})
-	return cli.ServeDashboard(ctx, hub, o.Address, o.f.IOStreams, o.listening)
+	return cli.ServeDashboard(ctx, o.f, &o.LockFlags, &o.ClusterFlags, o.AllNamespaces, o.Address, o.listening)
 }

@@ -16,20 +16,39 @@ import (
 	"github.com/lockctl/lockctl/scheduler"
 )
 
-// ServeDashboard serves hub's page on addr (lockctl dashboard's --address)
-// until ctx ends: it warns on streams.ErrOut when addr is not loopback,
-// prints the page's URL on streams.Out and tells listening (tests), when
-// set.
-func ServeDashboard(ctx context.Context, hub *dashboard.Hub, addr string, streams IOStreams, listening func(url string)) error {
+// ServeDashboard serves lockctl dashboard's page on addr (--address)
+// until ctx ends: the locks of l's lock namespace (of every namespace with
+// all) and the job records of the job namespace, their pods' logs read in
+// their build clusters (cf). It warns on f's ErrOut when addr is not
+// loopback, prints the page's URL on its Out and tells listening (tests),
+// when set.
+func ServeDashboard(ctx context.Context, f *Factory, l *LockFlags, cf *ClusterFlags, all bool, addr string, listening func(url string)) error {
+	locks, err := NewLockClient(f, l, LockClientOptions{AllNamespaces: all})
+	if err != nil {
+		return err
+	}
+	cs, err := f.Clientset()
+	if err != nil {
+		return err
+	}
+	store, err := f.JobStore()
+	if err != nil {
+		return err
+	}
+	podsFor, err := cf.PodsFor(f, store.Namespace())
+	if err != nil {
+		return err
+	}
+	hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{Jobs: store, PodsFor: podsFor, Log: f.Log})
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("serve the dashboard: %w", err)
 	}
 	if warning := ExposedWarning(ln.Addr()); warning != "" {
-		fmt.Fprintln(streams.ErrOut, warning)
+		fmt.Fprintln(f.IOStreams.ErrOut, warning)
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	return serveDashboard(ctx, hub, ln, streams, listening, host)
+	return serveDashboard(ctx, hub, ln, f.IOStreams, listening, host)
 }
 
 // LoopDashboard is the dashboard of lockctl reconcile
