@@ -171,21 +171,6 @@ func (o *reconcileOptions) validate() error {
 	return o.ValidateClusters()
 }
 
-// options merges --config with the flags given, which win.
-func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, error) {
-	opts, err := cfg.Options()
-	if err != nil {
-		return opts, &cmdutil.UsageError{Err: err}
-	}
-	o.LoopFlags.Apply(&opts, o.changed)
-	if o.changed("pod-namespace") {
-		opts.PodNamespace = o.PodNamespace
-	}
-	opts.DryRun, opts.OnlyJob = o.DryRun, o.Job
-	opts.Clock, opts.Log = o.f.Clock, o.f.Log
-	return opts, nil
-}
-
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	// NOTE: Main raised GOGC and lowered GOMAXPROCS for the short commands
@@ -196,21 +181,14 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	opts, err := o.options(cfg)
+	lo, err := cli.LoopOptions(cfg, &o.LoopFlags, &o.ClusterFlags, &o.RetentionFlags, o.Job, o.changed)
 	if err != nil {
 		return err
 	}
+	lo.DryRun, lo.Clock, lo.Log = o.DryRun, o.f.Clock, o.f.Log
 	ns, jobs, clusters, err := o.Clusters(o.f, cfg)
 	if err != nil {
 		return err
-	}
-	lo := scheduler.LoopOptions{Options: opts}
-	if o.Job == "" {
-		sopts, err := cfg.Retention.Apply(o.PruneOptions(o.changed))
-		if err != nil {
-			return &cmdutil.UsageError{Err: err}
-		}
-		lo.Prune = &sopts
 	}
 	loop, stop, err := cli.NewLoop(ctx, o.f, &o.LockFlags, cli.LoopConfig{
 		Jobs: jobs, Namespace: ns, Clusters: clusters, Options: lo, JobEvents: o.JobEvents, MetricsAddr: o.MetricsAddr,
@@ -222,7 +200,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if o.DashboardAddress != "" {
 		stop, err := cli.StartLoopDashboard(ctx, o.f, &o.LockFlags, cli.LoopDashboard{
 			Address: o.DashboardAddress, Jobs: jobs, JobNamespace: ns, Clusters: clusters,
-			PodNamespace: opts.PodNamespace, Listening: o.dashboardListening,
+			PodNamespace: lo.PodNamespace, Listening: o.dashboardListening,
 		})
 		if err != nil {
 			return err

@@ -87,3 +87,28 @@ func NewLoop(ctx context.Context, f *Factory, l *LockFlags, c LoopConfig) (loop 
 	}
 	return loop, stop, nil
 }
+
+// LoopOptions merges the loop's --config (cfg) with the flags given
+// (changed), which win: the loop group l, --pod-namespace of cf, and the
+// pruning ages of r, which apply unless only (--job) names one job. A
+// config file that cannot be used is a *cmdutil.UsageError.
+func LoopOptions(cfg *scheduler.Config, l *LoopFlags, cf *ClusterFlags, r *RetentionFlags, only string, changed func(name string) bool) (scheduler.LoopOptions, error) {
+	opts, err := cfg.Options()
+	if err != nil {
+		return scheduler.LoopOptions{}, &cmdutil.UsageError{Err: err}
+	}
+	l.Apply(&opts, changed)
+	if changed("pod-namespace") {
+		opts.PodNamespace = cf.PodNamespace
+	}
+	opts.OnlyJob = only
+	lo := scheduler.LoopOptions{Options: opts}
+	if only == "" {
+		prune, err := cfg.Retention.Apply(r.PruneOptions(changed))
+		if err != nil {
+			return lo, &cmdutil.UsageError{Err: err}
+		}
+		lo.Prune = &prune
+	}
+	return lo, nil
+}
