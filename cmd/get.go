@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
@@ -147,26 +146,12 @@ func (o *getJobsOptions) validate() error {
 }
 
 func runGetJobs(ctx context.Context, o *getJobsOptions) error {
-	ns := metav1.NamespaceAll
-	if !o.AllNamespaces {
-		var err error
-		if ns, err = o.f.Namespace(); err != nil {
-			return err
-		}
-	}
-	store, err := o.f.JobStoreIn(ns)
-	if err != nil {
-		return err
-	}
-	p := printers.NewJobPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: o.f.Clock})
 	sel := job.ListOptions{JobName: o.Job, Selector: o.Selector}
-	jobs, lookupErr := cli.JobsToShow(ctx, store, o.Names, sel, o.AllNamespaces, o.f.IOStreams.ErrOut)
+	store, jobs, lookupErr := cli.JobsToShow(ctx, o.f, o.Names, sel, o.AllNamespaces)
 	if jobs == nil {
 		return lookupErr
 	}
-	if len(jobs) == 0 && len(o.Names) == 0 {
-		printers.NoJobs(o.f.IOStreams.ErrOut, store.Namespace(), o.Job, o.Selector, o.AllNamespaces)
-	}
+	p := printers.NewJobPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: o.f.Clock})
 	// NOTE: as kubectl does, one name gives the object, anything else a List.
 	if err := p.PrintAll(jobs, !o.Watch && len(o.Names) != 1); err != nil {
 		return err
