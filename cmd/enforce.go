@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,26 +18,16 @@ type enforceOptions struct {
 	f *Factory
 
 	cli.LockFlags
-	Targets       []string
-	Mode          string
-	RequireHolder bool
-	Strict        bool
-	Kinds         []string
-	Agents        []string
-	Exempt        []string
-	Uninstall     bool
-	DryRun        bool
-	Output        string
-	Timeout       time.Duration
-
-	kinds []enforce.Kind
+	Targets []string
+	cli.EnforceFlags
+	Uninstall bool
+	DryRun    bool
+	Output    string
+	Timeout   time.Duration
 }
 
 func newEnforceCmd(f *Factory, runF func(*enforceOptions) error) *cobra.Command {
-	o := &enforceOptions{f: f, Mode: string(enforce.ModeWarn), Timeout: 30 * time.Second}
-	for _, k := range enforce.DefaultKinds {
-		o.Kinds = append(o.Kinds, k.String())
-	}
+	o := &enforceOptions{f: f, EnforceFlags: cli.NewEnforceFlags(), Timeout: 30 * time.Second}
 	c := &cobra.Command{
 		Use:   "enforce NAMESPACE [NAMESPACE...]",
 		Short: "Make the API server refuse writes to a locked namespace from anyone but the holder",
@@ -95,12 +84,7 @@ func newEnforceCmd(f *Factory, runF func(*enforceOptions) error) *cobra.Command 
 		RunE: runE(o, runF, runEnforce, func(_ *cobra.Command, args []string) { o.Targets = args }),
 	}
 	fs := c.Flags()
-	fs.StringVar(&o.Mode, "mode", o.Mode, "what the API server does with a refused write: warn, audit or deny")
-	fs.BoolVar(&o.RequireHolder, "require-holder", o.RequireHolder, "refuse writes while nobody holds the lock")
-	fs.BoolVar(&o.Strict, "strict", o.Strict, "also require the hold's fencing token in annotation lockctl.dev/fencing-token of the object written")
-	fs.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "the guarded kinds, as resource.group")
-	fs.StringArrayVar(&o.Agents, "agent", o.Agents, "a user admitted as the holder's agent while the lock is held, such as a GitOps controller (repeatable)")
-	fs.StringArrayVar(&o.Exempt, "exempt", o.Exempt, "a user the policy never checks, such as lockctl's reconcile loop (repeatable)")
+	o.EnforceFlags.AddFlags(fs)
 	fs.BoolVar(&o.Uninstall, "uninstall", o.Uninstall, "remove the policy and binding lockctl made")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print the manifests (-o yaml or json) instead of installing them")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "in deny mode, how long to wait for the API server to apply the policy; 0 means no limit")
@@ -115,24 +99,8 @@ func (o *enforceOptions) validate() error {
 			return err
 		}
 	}
-	if _, err := enforce.ParseMode(o.Mode); err != nil {
-		return cmdutil.FlagErrorf("invalid --mode: %v", err)
-	}
-	o.kinds = nil
-	for _, k := range o.Kinds {
-		kind, err := enforce.ParseKind(k)
-		if err != nil {
-			return cmdutil.FlagErrorf("invalid --kinds: %v", err)
-		}
-		o.kinds = append(o.kinds, kind)
-	}
-	if len(o.kinds) == 0 {
-		return cmdutil.FlagErrorf("--kinds is empty: name at least one kind to guard, such as deployments.apps")
-	}
-	for _, u := range append(append([]string{}, o.Agents...), o.Exempt...) {
-		if strings.TrimSpace(u) == "" {
-			return cmdutil.FlagErrorf("--agent and --exempt take a user name, got an empty one")
-		}
+	if err := o.EnforceFlags.Validate(); err != nil {
+		return err
 	}
 	switch {
 	case o.Uninstall && o.DryRun:
@@ -156,7 +124,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	if o.DryRun {
 		var settings []enforce.Settings
 		for _, t := range o.Targets {
-			settings = append(settings, o.settings(t, lockNS))
+			settings = append(settings, o.Settings(t, lockNS))
 		}
 		return printers.Documents(o.f.IOStreams.Out, o.Output, enforce.Manifests(settings...))
 	}
@@ -180,7 +148,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		return err
 	}
 	for _, t := range o.Targets {
-		s := o.settings(t, lockNS)
+		s := o.Settings(t, lockNS)
 		summarized, err := enforce.Enforce(ctx, admreg, locks, s)
 		if summarized {
 			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy (%s)\n", t, locks.Describe(t))
@@ -197,11 +165,4 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		}
 	}
 	return nil
-}
-
-func (o *enforceOptions) settings(target, lockNS string) enforce.Settings {
-	return enforce.Settings{
-		Target: target, LockNamespace: lockNS, Mode: enforce.Mode(o.Mode),
-		RequireHolder: o.RequireHolder, Strict: o.Strict, Kinds: o.kinds, Agents: o.Agents, Exempt: o.Exempt,
-	}
 }
