@@ -11,7 +11,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/scheduler"
 )
 
 // getJobsOptions configure `lockctl get jobs`.
@@ -199,23 +198,9 @@ func (o *getClustersOptions) validate() error {
 }
 
 func runGetClusters(ctx context.Context, o *getClustersOptions) error {
-	ns, err := o.f.Namespace()
-	if err != nil {
+	st, err := cli.ClusterStatus(ctx, o.f)
+	if err != nil || (len(st) == 0 && o.Output == "") {
 		return err
-	}
-	cs, err := o.f.Clientset()
-	if err != nil {
-		return err
-	}
-	st, err := scheduler.ReadClusterStatus(ctx, cs.CoreV1().ConfigMaps(ns))
-	if err != nil {
-		return err
-	}
-	if len(st) == 0 {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "no cluster status recorded in namespace %q: lockctl reconcile records it\n", ns)
-		if o.Output == "" {
-			return nil
-		}
 	}
 	return printers.PrintClusters(o.f.IOStreams.Out, o.out, st, printers.Options{Clock: o.f.Clock})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/scheduler"
 )
 
 // JobsToShow returns the store of the job namespace (of every namespace
@@ -53,4 +54,24 @@ func JobsToShow(ctx context.Context, f *Factory, names []string, opts job.ListOp
 		return store, nil, err
 	}
 	return store, jobs, err
+}
+
+// ClusterStatus returns the reachability of each build cluster as the
+// reconcile loop of the job namespace last recorded it
+// (scheduler.ReadClusterStatus), saying on f's ErrOut when it has
+// recorded none.
+func ClusterStatus(ctx context.Context, f *Factory) (map[string]scheduler.ClusterStatus, error) {
+	ns, err := f.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := f.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	st, err := scheduler.ReadClusterStatus(ctx, cs.CoreV1().ConfigMaps(ns))
+	if err == nil && len(st) == 0 {
+		fmt.Fprintf(f.IOStreams.ErrOut, "no cluster status recorded in namespace %q: lockctl reconcile records it\n", ns)
+	}
+	return st, err
 }

@@ -34,3 +34,14 @@ func TestJobsToShow(t *testing.T) {
 	assert.Empty(t, store.Namespace(), "-A reads every namespace")
 	assert.Equal(t, "no jobs in any namespace\n", errOut.String())
 }
+
+func TestClusterStatus(t *testing.T) {
+	t.Parallel()
+	tf := newTestFactory(t)
+	var errOut bytes.Buffer
+	tf.f.IOStreams.ErrOut = &errOut
+	st, err := ClusterStatus(t.Context(), tf.f)
+	require.NoError(t, err)
+	assert.Empty(t, st)
+	assert.Equal(t, "no cluster status recorded in namespace \"default\": lockctl reconcile records it\n", errOut.String())
+}
