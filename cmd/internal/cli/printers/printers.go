@@ -117,7 +117,7 @@ func refsString(r *job.Refs) string {
 // now. The table's EST. WAIT is how long a contender that joined now
 // would wait; -o wide adds its basis and each waiter's own estimate.
 func NewLockPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.LockView] {
-	namespaces, now := o.AllNamespaces, o.now
+	namespaces := o.AllNamespaces
 	return &Printer[lock.LockView]{
 		W: w, Flags: flags,
 		Header: func(wide bool) []string {
@@ -131,11 +131,14 @@ func NewLockPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.Lo
 			}
 			return h
 		},
-		Row: func(l lock.LockView, wide bool) []string { return lockRow(l, namespaces, wide, now()) },
+		Row: func(l lock.LockView, wide bool) []string { return lockRow(l, o, wide) },
 	}
 }
 
-func lockRow(l lock.LockView, namespaces, wide bool, now time.Time) []string {
+// lockRow is the table row of l in the form of o, with -o wide's columns
+// when wide.
+func lockRow(l lock.LockView, o Options, wide bool) []string {
+	namespaces, now := o.AllNamespaces, o.now()
 	var r []string
 	if l.Status.Invalid != "" {
 		r = []string{OrDash(l.Spec.Target), "<invalid>", "-", "-", l.Status.Invalid, "-"}
