@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
-	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 )
 
@@ -45,32 +44,6 @@ func TestNewDashboardCmd(t *testing.T) {
 			got, err := parseArgs(t, []string{"dashboard"}, tt.args, newDashboardCmd)
 			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *dashboardOptions) { o.f = nil })
 		})
-	}
-}
-
-func TestValidateDashboardAddress(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		addr    string
-		wantErr string
-	}{
-		{addr: ""},
-		{addr: "127.0.0.1:8081"},
-		{addr: "[::1]:8081"},
-		{addr: "localhost:8081"},
-		{addr: ":8081", wantErr: `--dashboard-address ":8081" is not a loopback address`},
-		{addr: "0.0.0.0:8081", wantErr: "use 127.0.0.1:8081 and reach it with kubectl port-forward"},
-		{addr: "10.0.0.7:8081", wantErr: "is not a loopback address"},
-		{addr: "8081", wantErr: `invalid --dashboard-address "8081"`},
-	} {
-		err := validateDashboardAddress(tt.addr)
-		if tt.wantErr == "" {
-			assert.NoError(t, err, tt.addr)
-			continue
-		}
-		require.Error(t, err, tt.addr)
-		assert.Contains(t, err.Error(), tt.wantErr, tt.addr)
-		assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), tt.addr)
 	}
 }
 
@@ -160,26 +133,6 @@ func TestRunDashboardAllowRemote(t *testing.T) {
 	}
 }
 
-func TestExposedWarning(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		addr net.Addr
-		want string
-	}{
-		{addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}},
-		{addr: &net.TCPAddr{IP: net.IPv6loopback, Port: 8080}},
-		{addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 8080}, want: "warning: serving the dashboard on 10.0.0.7:8080 with no authentication"},
-		{addr: &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, want: "on every interface of this machine, port 8080, with no authentication"},
-	} {
-		got := exposedWarning(tt.addr)
-		if tt.want == "" {
-			assert.Empty(t, got, tt.addr.String())
-			continue
-		}
-		assert.Contains(t, got, tt.want, tt.addr.String())
-	}
-}
-
 // otherAddress returns an address of this machine that is not loopback, or
 // "" when it has none.
 func otherAddress(t *testing.T) string {
@@ -199,8 +152,9 @@ func TestReconcileDashboardOnlyOnLoopback(t *testing.T) {
 	te := newTestEnv(t, heldLock(t, "41"))
 	o := &reconcileOptions{f: te.f, DashboardAddress: "127.0.0.1:0"}
 	url := serveUntil(t, func(ctx context.Context, listening func(string)) error {
-		o.dashboardListening = listening
-		stop, err := o.startDashboard(ctx, kubetest.Clients(te.cs), "default", nil, "")
+		stop, err := cli.StartLoopDashboard(ctx, te.f, &o.LockFlags, cli.LoopDashboard{
+			Address: o.DashboardAddress, Jobs: kubetest.Clients(te.cs), JobNamespace: "default", Listening: listening,
+		})
 		if err != nil {
 			return err
 		}

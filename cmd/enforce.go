@@ -1,15 +1,11 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -23,26 +19,16 @@ type enforceOptions struct {
 	f *Factory
 
 	cli.LockFlags
-	Targets       []string
-	Mode          string
-	RequireHolder bool
-	Strict        bool
-	Kinds         []string
-	Agents        []string
-	Exempt        []string
-	Uninstall     bool
-	DryRun        bool
-	Output        string
-	Timeout       time.Duration
-
-	kinds []enforce.Kind
+	Targets []string
+	cli.EnforceFlags
+	Uninstall bool
+	DryRun    bool
+	Output    string
+	Timeout   time.Duration
 }
 
 func newEnforceCmd(f *Factory, runF func(*enforceOptions) error) *cobra.Command {
-	o := &enforceOptions{f: f, Mode: string(enforce.ModeWarn), Timeout: 30 * time.Second}
-	for _, k := range enforce.DefaultKinds {
-		o.Kinds = append(o.Kinds, k.String())
-	}
+	o := &enforceOptions{f: f, EnforceFlags: cli.NewEnforceFlags(), Timeout: 30 * time.Second}
 	c := &cobra.Command{
 		Use:   "enforce NAMESPACE [NAMESPACE...]",
 		Short: "Make the API server refuse writes to a locked namespace from anyone but the holder",
@@ -99,12 +85,7 @@ func newEnforceCmd(f *Factory, runF func(*enforceOptions) error) *cobra.Command 
 		RunE: runE(o, runF, runEnforce, func(_ *cobra.Command, args []string) { o.Targets = args }),
 	}
 	fs := c.Flags()
-	fs.StringVar(&o.Mode, "mode", o.Mode, "what the API server does with a refused write: warn, audit or deny")
-	fs.BoolVar(&o.RequireHolder, "require-holder", o.RequireHolder, "refuse writes while nobody holds the lock")
-	fs.BoolVar(&o.Strict, "strict", o.Strict, "also require the hold's fencing token in annotation lockctl.dev/fencing-token of the object written")
-	fs.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "the guarded kinds, as resource.group")
-	fs.StringArrayVar(&o.Agents, "agent", o.Agents, "a user admitted as the holder's agent while the lock is held, such as a GitOps controller (repeatable)")
-	fs.StringArrayVar(&o.Exempt, "exempt", o.Exempt, "a user the policy never checks, such as lockctl's reconcile loop (repeatable)")
+	o.EnforceFlags.AddFlags(fs)
 	fs.BoolVar(&o.Uninstall, "uninstall", o.Uninstall, "remove the policy and binding lockctl made")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print the manifests (-o yaml or json) instead of installing them")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "in deny mode, how long to wait for the API server to apply the policy; 0 means no limit")
@@ -119,24 +100,8 @@ func (o *enforceOptions) validate() error {
 			return err
 		}
 	}
-	if _, err := enforce.ParseMode(o.Mode); err != nil {
-		return cmdutil.FlagErrorf("invalid --mode: %v", err)
-	}
-	o.kinds = nil
-	for _, k := range o.Kinds {
-		kind, err := enforce.ParseKind(k)
-		if err != nil {
-			return cmdutil.FlagErrorf("invalid --kinds: %v", err)
-		}
-		o.kinds = append(o.kinds, kind)
-	}
-	if len(o.kinds) == 0 {
-		return cmdutil.FlagErrorf("--kinds is empty: name at least one kind to guard, such as deployments.apps")
-	}
-	for _, u := range append(append([]string{}, o.Agents...), o.Exempt...) {
-		if strings.TrimSpace(u) == "" {
-			return cmdutil.FlagErrorf("--agent and --exempt take a user name, got an empty one")
-		}
+	if err := o.EnforceFlags.Validate(); err != nil {
+		return err
 	}
 	switch {
 	case o.Uninstall && o.DryRun:
@@ -158,7 +123,11 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	}
 	errOut := o.f.IOStreams.ErrOut
 	if o.DryRun {
-		return o.printManifests(lockNS)
+		var settings []enforce.Settings
+		for _, t := range o.Targets {
+			settings = append(settings, o.Settings(t, lockNS))
+		}
+		return printers.Documents(o.f.IOStreams.Out, o.Output, enforce.Manifests(settings...))
 	}
 	cs, err := o.f.Clientset()
 	if err != nil {
@@ -180,84 +149,25 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 			if _, err := locks.Summarize(ctx, t, ""); err != nil {
 				return fmt.Errorf("stop enforcing lock %q: remove its mark %s: %w", t, lock.EnforcedAnnotation, err)
 			}
-			if removed {
-				fmt.Fprintf(errOut, "lock %q is no longer enforced (removed ValidatingAdmissionPolicy and binding %s)\n", t, enforce.Name(t))
-			} else {
-				fmt.Fprintf(errOut, "lock %q was not enforced\n", t)
-			}
+			printers.Unenforced(errOut, t, removed)
 		}
 		return nil
 	}
 	for _, t := range o.Targets {
-		s := o.settings(t, lockNS)
-		// NOTE: before the policy: the policy's parameter is the lock,
-		// which must exist, and a record written by a lockctl before 1.8
-		// has no summary for it to read (it would read the lock as free
-		// until its next write). The mark makes contenders record their
-		// user, which the policy admits the holder's writes by.
-		if wrote, err := locks.Summarize(ctx, t, cmp.Or(string(s.Mode), string(enforce.ModeWarn))); err != nil {
-			return fmt.Errorf("enforce lock %q: make its lock readable by the policy: %w", t, err)
-		} else if wrote {
+		s := o.Settings(t, lockNS)
+		summarized, err := enforce.Enforce(ctx, admreg, locks, s)
+		if summarized {
 			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy and marked it enforced (%s)\n", t, locks.Describe(t))
 		}
-		if err := enforce.Install(ctx, admreg, s); err != nil {
+		if err != nil {
 			return fmt.Errorf("enforce lock %q: %w", t, err)
 		}
-		desc := enforce.State{Enforced: true, Mode: s.Mode, RequireHolder: s.RequireHolder, Strict: s.Strict}.Describe()
-		if s.Mode != enforce.ModeDeny {
-			fmt.Fprintf(errOut, "lock %q enforced (%s) by ValidatingAdmissionPolicy %s; the API server applies it within seconds\n", t, desc, enforce.Name(t))
-			continue
-		}
-		fmt.Fprintf(errOut, "lock %q enforced (%s) by ValidatingAdmissionPolicy %s; waiting for the API server to apply it...\n", t, desc, enforce.Name(t))
-		err := enforce.AwaitInEffect(ctx, cs.CoreV1(), t, 100*time.Millisecond, o.Timeout)
-		switch {
-		case errors.Is(err, enforce.ErrNoTargetNamespace):
-			fmt.Fprintf(errOut, "lock %q: namespace %q does not exist yet; the policy applies to its writes once it is created\n", t, t)
-		case errors.Is(err, enforce.ErrNotInEffect):
-			return fmt.Errorf("lock %q: %w after %s; it is installed and will apply, check with a write to %q", t, err, o.Timeout, t)
-		case err != nil:
-			fmt.Fprintf(errOut, "lock %q: could not check that the policy is in effect: %v\n", t, err)
-		default:
-			fmt.Fprintf(errOut, "lock %q: the API server refuses writes from anyone but the holder\n", t)
-		}
-	}
-	return nil
-}
-
-func (o *enforceOptions) settings(target, lockNS string) enforce.Settings {
-	return enforce.Settings{
-		Target: target, LockNamespace: lockNS, Mode: enforce.Mode(o.Mode),
-		RequireHolder: o.RequireHolder, Strict: o.Strict, Kinds: o.kinds, Agents: o.Agents, Exempt: o.Exempt,
-	}
-}
-
-// printManifests prints the policy and binding of every target: YAML
-// documents, or one JSON List.
-func (o *enforceOptions) printManifests(lockNS string) error {
-	var objs []any
-	for _, t := range o.Targets {
-		s := o.settings(t, lockNS)
-		objs = append(objs, enforce.Policy(s), enforce.Binding(s))
-	}
-	out := o.f.IOStreams.Out
-	if o.Output == "json" {
-		list := struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Items      []any  `json:"items"`
-		}{"v1", "List", objs}
-		return printers.Object(out, "json", list)
-	}
-	for i, obj := range objs {
-		data, err := yaml.Marshal(obj)
-		if err != nil {
-			return fmt.Errorf("encode yaml: %w", err)
-		}
-		if i > 0 {
-			fmt.Fprintln(out, "---")
-		}
-		if _, err := out.Write(data); err != nil {
-			return err
+		printers.Enforced(errOut, s)
+		if s.Mode == enforce.ModeDeny {
+			err := enforce.AwaitInEffect(ctx, cs.CoreV1(), t, 100*time.Millisecond, o.Timeout)
+			if err := printers.InEffect(errOut, t, err, o.Timeout); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

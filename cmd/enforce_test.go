@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -28,21 +29,23 @@ func TestNewEnforceCmd(t *testing.T) {
 		{
 			name: "defaults",
 			args: []string{"prod"},
-			want: enforceOptions{Targets: []string{"prod"}, Mode: "warn", Kinds: defaultKinds, Timeout: 30 * time.Second},
+			want: enforceOptions{Targets: []string{"prod"}, EnforceFlags: cli.EnforceFlags{Mode: "warn", Kinds: defaultKinds}, Timeout: 30 * time.Second},
 		},
 		{
 			name: "deny, strict, agent, two targets",
 			args: []string{"prod", "web", "--mode", "deny", "--strict", "--require-holder", "--agent", "system:serviceaccount:argocd:argocd-application-controller", "--exempt", "ops", "--kinds", "deployments.apps,services"},
 			want: enforceOptions{
-				Targets: []string{"prod", "web"}, Mode: "deny", Strict: true, RequireHolder: true,
-				Agents: []string{"system:serviceaccount:argocd:argocd-application-controller"}, Exempt: []string{"ops"},
-				Kinds: []string{"deployments.apps", "services"}, Timeout: 30 * time.Second,
+				Targets: []string{"prod", "web"}, Timeout: 30 * time.Second, EnforceFlags: cli.EnforceFlags{
+					Mode: "deny", Strict: true, RequireHolder: true,
+					Agents: []string{"system:serviceaccount:argocd:argocd-application-controller"}, Exempt: []string{"ops"},
+					Kinds: []string{"deployments.apps", "services"},
+				},
 			},
 		},
 		{
 			name: "dry run",
 			args: []string{"prod", "--dry-run", "-o", "yaml"},
-			want: enforceOptions{Targets: []string{"prod"}, Mode: "warn", Kinds: defaultKinds, DryRun: true, Output: "yaml", Timeout: 30 * time.Second},
+			want: enforceOptions{Targets: []string{"prod"}, EnforceFlags: cli.EnforceFlags{Mode: "warn", Kinds: defaultKinds}, DryRun: true, Output: "yaml", Timeout: 30 * time.Second},
 		},
 		{name: "no namespace", args: nil, wantErr: "requires at least 1 arg(s), only received 0"},
 		{name: "bad mode", args: []string{"prod", "--mode", "block"}, wantErr: `invalid --mode: unknown mode "block": use "warn", "audit" or "deny"`},
@@ -57,7 +60,7 @@ func TestNewEnforceCmd(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			got, err := parseArgsIn(t, te, []string{"enforce"}, tt.args, newEnforceCmd)
-			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *enforceOptions) { o.f = nil; o.kinds = nil })
+			assertParsed(t, got, err, tt.wantErr, tt.want, func(o *enforceOptions) { o.f = nil })
 		})
 	}
 }

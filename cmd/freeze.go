@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +18,7 @@ type freezeOptions struct {
 
 	cli.LockFlags
 	Target string
-	For    time.Duration
-	Until  string
+	cli.EndFlags
 	Reason string
 	Output string
 }
@@ -65,8 +63,7 @@ func newFreezeCmd(f *Factory, runF func(*freezeOptions) error) *cobra.Command {
 		RunE: runE(o, runF, runFreeze, func(_ *cobra.Command, args []string) { o.Target = args[0] }),
 	}
 	fs := c.Flags()
-	fs.DurationVar(&o.For, "for", o.For, "how long the freeze lasts from now")
-	fs.StringVar(&o.Until, "until", o.Until, "when the freeze ends, RFC 3339 (2026-12-24T08:00:00Z)")
+	o.EndFlags.AddFlags(fs, "the freeze")
 	fs.StringVar(&o.Reason, "reason", o.Reason, "why, shown to everyone who waits (required)")
 	o.AddIdentityFlags(fs)
 	o.AddLockNamespaceFlag(fs)
@@ -78,18 +75,8 @@ func (o *freezeOptions) validate() error {
 	if err := cli.ValidateTarget(o.Target); err != nil {
 		return err
 	}
-	switch {
-	case o.For == 0 && o.Until == "":
-		return cmdutil.FlagErrorf("say how long the freeze lasts with --for DURATION or --until TIME")
-	case o.For != 0 && o.Until != "":
-		return cmdutil.FlagErrorf("give either --for or --until, not both")
-	case o.For < 0:
-		return cmdutil.FlagErrorf("--for must be positive, got %s", o.For)
-	}
-	if o.Until != "" {
-		if _, err := time.Parse(time.RFC3339, o.Until); err != nil {
-			return cmdutil.FlagErrorf("invalid --until %q: want an RFC 3339 time such as 2026-12-24T08:00:00Z", o.Until)
-		}
+	if err := o.EndFlags.Validate("the freeze"); err != nil {
+		return err
 	}
 	if err := lock.ValidateFreezeReason(o.Reason); err != nil {
 		return cmdutil.FlagErrorf("invalid --reason: %v: say why the namespace is frozen", err)
@@ -106,10 +93,7 @@ func runFreeze(ctx context.Context, o *freezeOptions) error {
 	if err != nil {
 		return err
 	}
-	until := o.f.Clock.Now().Add(o.For)
-	if o.Until != "" {
-		until, _ = time.Parse(time.RFC3339, o.Until) // checked by validate
-	}
+	until, _ := o.End(o.f.Clock.Now()) // checked by validate
 	l, err := locks.Freeze(ctx, lock.FreezeRequest{Target: o.Target, By: holder.Identity, Reason: o.Reason, Until: until})
 	if err != nil {
 		return fmt.Errorf("freeze lock %q: %w", o.Target, err)
@@ -162,14 +146,6 @@ func runUnfreeze(ctx context.Context, o *unfreezeOptions) error {
 	if err != nil {
 		return fmt.Errorf("unfreeze lock %q: %w", o.Target, err)
 	}
-	out := o.f.IOStreams.ErrOut
-	switch {
-	case res.Previous == nil:
-		fmt.Fprintf(out, "lock %q is not frozen; nothing to do (%s)\n", o.Target, locks.Describe(o.Target))
-	case res.HandedTo != nil:
-		fmt.Fprintf(out, "lock %q unfrozen (was %s); now held by %s\n", o.Target, res.Previous.Describe(), res.HandedTo.Identity)
-	default:
-		fmt.Fprintf(out, "lock %q unfrozen (was %s)\n", o.Target, res.Previous.Describe())
-	}
+	printers.Unfrozen(o.f.IOStreams.ErrOut, o.Target, res, locks.Describe(o.Target))
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/cmd/internal/cli"
 )
 
 func TestNewFreezeCmd(t *testing.T) {
@@ -19,12 +21,12 @@ func TestNewFreezeCmd(t *testing.T) {
 		{
 			name: "for a while",
 			args: []string{"prod", "--for", "2h", "--reason", "release party"},
-			want: freezeOptions{Target: "prod", For: 2 * time.Hour, Reason: "release party"},
+			want: freezeOptions{Target: "prod", EndFlags: cli.EndFlags{For: 2 * time.Hour}, Reason: "release party"},
 		},
 		{
 			name: "until a time",
 			args: []string{"prod", "--until", "2026-12-27T08:00:00Z", "--reason", "holidays", "-o", "yaml"},
-			want: freezeOptions{Target: "prod", Until: "2026-12-27T08:00:00Z", Reason: "holidays", Output: "yaml"},
+			want: freezeOptions{Target: "prod", EndFlags: cli.EndFlags{Until: "2026-12-27T08:00:00Z"}, Reason: "holidays", Output: "yaml"},
 		},
 		{name: "no end", args: []string{"prod", "--reason", "x"}, wantErr: "say how long the freeze lasts with --for DURATION or --until TIME"},
 		{name: "both ends", args: []string{"prod", "--for", "1h", "--until", "2026-12-27T08:00:00Z", "--reason", "x"}, wantErr: "give either --for or --until, not both"},

@@ -2,14 +2,9 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -22,11 +17,8 @@ type freezeWindowsAddOptions struct {
 	f *Factory
 
 	cli.LockFlags
-	Name     string
-	Schedule string
-	Duration time.Duration
-	Reason   string
-	Targets  []string
+	Name string
+	cli.WindowFlags
 }
 
 // freezeWindowsListOptions configure `lockctl freeze-windows list`.
@@ -109,48 +101,22 @@ func newFreezeWindowsAddCmd(f *Factory, runF func(*freezeWindowsAddOptions) erro
 		Args: cli.ExactArgs(1),
 		RunE: runE(o, runF, runFreezeWindowsAdd, func(_ *cobra.Command, args []string) { o.Name = args[0] }),
 	}
-	fs := c.Flags()
-	fs.StringVar(&o.Schedule, "schedule", o.Schedule, `when each freeze starts: a cron schedule such as "0 22 * * *" (required)`)
-	fs.DurationVar(&o.Duration, "duration", o.Duration, "how long each freeze lasts, such as 8h (required)")
-	fs.StringVar(&o.Reason, "reason", o.Reason, "why, shown to everyone who waits (required)")
-	fs.StringArrayVar(&o.Targets, "target", o.Targets, "a namespace whose lock the window freezes; repeat for more; none means every lock")
-	o.AddLockNamespaceFlag(fs)
+	o.WindowFlags.AddFlags(c.Flags())
+	o.AddLockNamespaceFlag(c.Flags())
 	return c
 }
 
-// window is the window o describes.
-func (o *freezeWindowsAddOptions) window() lock.FreezeWindow {
-	return lock.FreezeWindow{Name: o.Name, Schedule: o.Schedule, Duration: metav1.Duration{Duration: o.Duration}, Reason: o.Reason, Targets: o.Targets}
-}
-
-func (o *freezeWindowsAddOptions) validate() error {
-	err := lock.ValidateFreezeWindow(o.window())
-	var we *lock.WindowEntryError
-	if !errors.As(err, &we) {
-		return err
-	}
-	flag := map[string]string{"name": "NAME", "schedule": "--schedule", "duration": "--duration", "reason": "--reason", "targets": "--target"}[we.Field]
-	if we.Value == "" || we.Value == `""` {
-		return cmdutil.FlagErrorf("%s is required", flag)
-	}
-	return cmdutil.FlagErrorf("invalid %s %s: %s", flag, we.Value, we.Reason)
-}
+func (o *freezeWindowsAddOptions) validate() error { return o.WindowFlags.Validate(o.Name) }
 
 func runFreezeWindowsAdd(ctx context.Context, o *freezeWindowsAddOptions) error {
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
-	if err := locks.AddFreezeWindow(ctx, o.window()); err != nil {
+	if err := locks.AddFreezeWindow(ctx, o.Window(o.Name)); err != nil {
 		return err
 	}
-	w := o.window()
-	targets := "every lock"
-	if len(w.Targets) > 0 {
-		targets = strings.Join(w.Targets, ", ")
-	}
-	fmt.Fprintf(o.f.IOStreams.ErrOut, "freeze window %q added to configmap %s/%s: %s for %s, %s\n",
-		o.Name, locks.Namespace(), lock.FreezeWindowsName, o.Schedule, o.Duration, targets)
+	o.SayAdded(o.f.IOStreams.ErrOut, o.Name, locks.Namespace())
 	return nil
 }
 
@@ -181,22 +147,6 @@ func newFreezeWindowsListCmd(f *Factory, runF func(*freezeWindowsListOptions) er
 	return c
 }
 
-// windowItem is a freeze window as list -o json|yaml prints it.
-type windowItem struct {
-	Name     string   `json:"name"`
-	Schedule string   `json:"schedule,omitempty"`
-	Duration string   `json:"duration,omitempty"`
-	Reason   string   `json:"reason,omitempty"`
-	Targets  []string `json:"targets,omitempty"`
-	// Active is true while the window freezes; Start and End are the
-	// freeze in force or the next one.
-	Active bool         `json:"active"`
-	Start  *metav1.Time `json:"start,omitempty"`
-	End    *metav1.Time `json:"end,omitempty"`
-	// Invalid says why the entry cannot be read; empty when it can.
-	Invalid string `json:"invalid,omitempty"`
-}
-
 func runFreezeWindowsList(ctx context.Context, o *freezeWindowsListOptions) error {
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
@@ -206,24 +156,7 @@ func runFreezeWindowsList(ctx context.Context, o *freezeWindowsListOptions) erro
 	if err != nil {
 		return err
 	}
-	now := locks.Clock().Now()
-	items := make([]windowItem, 0, len(entries))
-	broken := 0
-	for _, e := range entries {
-		w := e.Window
-		it := windowItem{Name: w.Name, Schedule: w.Schedule, Reason: w.Reason, Targets: w.Targets}
-		if w.Duration.Duration > 0 {
-			it.Duration = w.Duration.Duration.String()
-		}
-		if e.Err != nil {
-			broken++
-			it.Invalid = e.Err.Error()
-		} else if f := w.Next(now); f != nil {
-			start, end := metav1.NewTime(f.Since.Time), metav1.NewTime(f.Until.Time)
-			it.Start, it.End, it.Active = &start, &end, !f.Since.After(now)
-		}
-		items = append(items, it)
-	}
+	items, broken := printers.WindowItems(entries, locks.Clock().Now())
 	if len(items) == 0 {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "no freeze windows in namespace %q\n", locks.Namespace())
 	}
@@ -231,38 +164,7 @@ func runFreezeWindowsList(ctx context.Context, o *freezeWindowsListOptions) erro
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %d of the freeze windows in configmap %s/%s cannot be read: acquire and release refuse the locks of namespace %q until they are fixed or removed\n",
 			broken, locks.Namespace(), lock.FreezeWindowsName, locks.Namespace())
 	}
-	if o.Output != "" {
-		return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
-	}
-	if len(items) == 0 {
-		return nil
-	}
-	tw := tabwriter.NewWriter(o.f.IOStreams.Out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSCHEDULE\tDURATION\tTARGETS\tSTATE\tREASON")
-	for _, it := range items {
-		state := "-"
-		switch {
-		case it.Invalid != "":
-			state = "invalid: " + it.Invalid
-		case it.Active:
-			state = "frozen until " + it.End.UTC().Format(time.RFC3339)
-		case it.Start != nil:
-			state = "next " + it.Start.UTC().Format(time.RFC3339)
-		}
-		targets := "*"
-		if len(it.Targets) > 0 {
-			targets = strings.Join(it.Targets, ",")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", orDash(it.Name), orDash(it.Schedule), orDash(it.Duration), targets, state, orDash(it.Reason))
-	}
-	return tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return printers.PrintWindows(o.f.IOStreams.Out, o.Output, items)
 }
 
 func newFreezeWindowsRemoveCmd(f *Factory, runF func(*freezeWindowsRemoveOptions) error) *cobra.Command {

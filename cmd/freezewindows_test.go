@@ -39,11 +39,11 @@ func TestNewFreezeWindowsAddCmd(t *testing.T) {
 	}{
 		{
 			name: "every flag", args: []string{"nightly", "--schedule", "0 22 * * *", "--duration", "8h", "--reason", "nightly", "--target", "production", "--target", "staging"},
-			want: freezeWindowsAddOptions{Name: "nightly", Schedule: "0 22 * * *", Duration: 8 * time.Hour, Reason: "nightly", Targets: []string{"production", "staging"}},
+			want: freezeWindowsAddOptions{Name: "nightly", WindowFlags: cli.WindowFlags{Schedule: "0 22 * * *", Duration: 8 * time.Hour, Reason: "nightly", Targets: []string{"production", "staging"}}},
 		},
 		{
 			name: "every lock, in another lock namespace", args: []string{"friday", "--schedule", "@weekly", "--duration", "90m", "--reason", "r", "--lock-namespace", "locks"},
-			want: freezeWindowsAddOptions{Name: "friday", Schedule: "@weekly", Duration: 90 * time.Minute, Reason: "r", LockFlags: cli.LockFlags{LockNamespace: "locks"}},
+			want: freezeWindowsAddOptions{Name: "friday", WindowFlags: cli.WindowFlags{Schedule: "@weekly", Duration: 90 * time.Minute, Reason: "r"}, LockFlags: cli.LockFlags{LockNamespace: "locks"}},
 		},
 		{name: "no name", args: []string{"--schedule", "@daily", "--duration", "1h", "--reason", "r"}, wantErr: "accepts 1 arg"},
 		{name: "no schedule", args: []string{"a", "--duration", "1h", "--reason", "r"}, wantErr: "--schedule is required"},

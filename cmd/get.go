@@ -3,18 +3,14 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/scheduler"
 )
 
 // getJobsOptions configure `lockctl get jobs`.
@@ -58,17 +54,8 @@ func newGetCmd(f *Factory) *cobra.Command {
 		// an unknown resource is a usage error (exit 2) with a suggestion.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cmdutil.FlagErrorf("name a resource to get: jobs or clusters")
-			}
-			if args[0] == "locks" || args[0] == "lock" {
-				return cmdutil.FlagErrorf("unknown resource %q for %q: locks are shown by %q", args[0], c.CommandPath(), c.Root().Name()+" status")
-			}
-			msg := fmt.Sprintf("unknown resource %q for %q: use jobs or clusters", args[0], c.CommandPath())
-			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
-				msg = fmt.Sprintf("unknown resource %q for %q: did you mean %q?", args[0], c.CommandPath(), s[0])
-			}
-			return cmdutil.FlagErrorf("%s", msg)
+			status := fmt.Sprintf("locks are shown by %q", c.Root().Name()+" status")
+			return cli.ResourceArgs(c, args, "jobs or clusters", map[string]string{"locks": status, "lock": status})
 		},
 	}
 	c.SuggestionsMinimumDistance = 2
@@ -147,9 +134,7 @@ func (o *getJobsOptions) validate() error {
 	if _, err := labels.Parse(o.Selector); err != nil {
 		return cmdutil.FlagErrorf("invalid --selector %q: %v", o.Selector, err)
 	}
-	for i, n := range o.Names {
-		o.Names[i] = strings.TrimPrefix(n, "job/")
-	}
+	cli.JobNames(o.Names)
 	switch {
 	case len(o.Names) > 0 && (o.Selector != "" || o.Job != ""):
 		return cmdutil.FlagErrorf("name jobs, or select them with --selector or --job, not both")
@@ -160,34 +145,12 @@ func (o *getJobsOptions) validate() error {
 }
 
 func runGetJobs(ctx context.Context, o *getJobsOptions) error {
-	ns := metav1.NamespaceAll
-	if !o.AllNamespaces {
-		var err error
-		if ns, err = o.f.Namespace(); err != nil {
-			return err
-		}
-	}
-	store, err := o.f.JobStoreIn(ns)
-	if err != nil {
-		return err
-	}
-	p := printers.NewJobPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: o.f.Clock})
-	jobs, lookupErr := o.jobs(ctx, store)
+	sel := job.ListOptions{JobName: o.Job, Selector: o.Selector}
+	store, jobs, lookupErr := cli.JobsToShow(ctx, o.f, o.Names, sel, o.AllNamespaces)
 	if jobs == nil {
 		return lookupErr
 	}
-	if len(jobs) == 0 && len(o.Names) == 0 {
-		switch {
-		case o.Job != "":
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no job named %q in namespace %q\n", o.Job, store.Namespace())
-		case o.AllNamespaces:
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs in any namespace\n")
-		case o.Selector != "":
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs matching %q in namespace %q\n", o.Selector, store.Namespace())
-		default:
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "no jobs in namespace %q\n", store.Namespace())
-		}
-	}
+	p := printers.NewJobPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: o.f.Clock})
 	// NOTE: as kubectl does, one name gives the object, anything else a List.
 	if err := p.PrintAll(jobs, !o.Watch && len(o.Names) != 1); err != nil {
 		return err
@@ -195,44 +158,7 @@ func runGetJobs(ctx context.Context, o *getJobsOptions) error {
 	if lookupErr != nil || !o.Watch {
 		return lookupErr
 	}
-	return o.watch(ctx, store, p, jobs)
-}
-
-// jobs returns the jobs to show: those named, in the order given, or those
-// selected, oldest first. With names, the error names those that do not
-// exist; jobs is nil only when there is nothing to show for an error.
-func (o *getJobsOptions) jobs(ctx context.Context, store *job.Store) ([]*job.Job, error) {
-	if len(o.Names) == 0 {
-		jobs, err := store.List(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector})
-		if err != nil && jobs == nil {
-			return nil, err
-		}
-		if err != nil {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", err)
-		}
-		if o.AllNamespaces {
-			sort.SliceStable(jobs, func(i, k int) bool { return jobs[i].Namespace < jobs[k].Namespace })
-		}
-		return jobs, nil
-	}
-	jobs, missing, err := store.GetAll(ctx, o.Names)
-	if err != nil {
-		return nil, err
-	}
-	err = cmdutil.JobsNotFound(missing, store.Namespace())
-	if len(jobs) == 0 {
-		return nil, err
-	}
-	return jobs, err
-}
-
-// watch prints every change to the jobs shown (shown, as printed) until ctx
-// ends, which is how -w ends: interrupted, it exits as lockctl does on a
-// signal.
-func (o *getJobsOptions) watch(ctx context.Context, store *job.Store, p *printers.Printer[*job.Job], shown []*job.Job) error {
-	return o.Until(ctx, func(ctx context.Context) error {
-		return store.WatchAfter(ctx, job.ListOptions{JobName: o.Job, Selector: o.Selector}, o.Names, shown, p.Print)
-	})
+	return o.Until(ctx, func(ctx context.Context) error { return store.WatchAfter(ctx, sel, o.Names, jobs, p.Print) })
 }
 
 func newGetClustersCmd(f *Factory, runF func(*getClustersOptions) error) *cobra.Command {
@@ -272,23 +198,9 @@ func (o *getClustersOptions) validate() error {
 }
 
 func runGetClusters(ctx context.Context, o *getClustersOptions) error {
-	ns, err := o.f.Namespace()
-	if err != nil {
+	st, err := cli.ClusterStatus(ctx, o.f)
+	if err != nil || (len(st) == 0 && o.Output == "") {
 		return err
-	}
-	cs, err := o.f.Clientset()
-	if err != nil {
-		return err
-	}
-	st, err := scheduler.ReadClusterStatus(ctx, cs.CoreV1().ConfigMaps(ns))
-	if err != nil {
-		return err
-	}
-	if len(st) == 0 {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "no cluster status recorded in namespace %q: lockctl reconcile records it\n", ns)
-		if o.Output == "" {
-			return nil
-		}
 	}
 	return printers.PrintClusters(o.f.IOStreams.Out, o.out, st, printers.Options{Clock: o.f.Clock})
 }

@@ -98,34 +98,9 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 			return nil
 		}
 	}
-	// The object forms print the history whole, once per change with -w.
-	hp := &printers.Printer[*lock.History]{W: o.f.IOStreams.Out, Flags: o.out}
-	if !o.out.IsTable() {
-		if err := hp.Print(h); err != nil || !o.Watch {
-			return err
-		}
+	p := printers.NewHistoryPrinter(o.f.IOStreams.Out, o.out, printers.Options{Clock: o.f.Clock})
+	if err := p.PrintAll(h, !o.Watch); err != nil || !o.Watch {
+		return err
 	}
-	p := printers.NewHoldPrinter(o.f.IOStreams.Out, o.out, printers.Options{Clock: o.f.Clock})
-	var watch *printers.HoldWatch
-	if o.out.IsTable() {
-		holds := printers.Holds(h)
-		watch = printers.NewHoldWatch(holds)
-		if err := p.PrintAll(holds, !o.Watch); err != nil || !o.Watch {
-			return err
-		}
-	}
-	return o.Until(ctx, func(ctx context.Context) error {
-		return locks.WatchHistory(ctx, o.Target, func(h *lock.History) error {
-			if !o.out.IsTable() {
-				return hp.Print(h)
-			}
-			// A row for each hold not shown: a new holder, a hold that ended.
-			for _, e := range watch.Rows(h) {
-				if err := p.Print(e); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	})
+	return o.Until(ctx, func(ctx context.Context) error { return locks.WatchHistory(ctx, o.Target, p.Print) })
 }

@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/progress"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/podwatch"
 	"github.com/lockctl/lockctl/run"
 )
@@ -82,48 +78,20 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 	if err != nil {
 		return err
 	}
-	name := job.PodName(j)
 	if o.Follow {
-		if err := o.follow(ctx, store, pods, podNS, name); err != nil {
+		// NOTE: across the pod's replacement, said on ErrOut.
+		err := run.FollowJob(ctx, store, pods, podNS, job.PodName(j), run.FollowOptions{
+			Out: o.f.IOStreams.Out, Clock: o.f.Clock, Log: o.f.Log,
+			OnReplace: func(r run.Replacement) { fmt.Fprintln(o.f.IOStreams.ErrOut, r) },
+		})
+		if err != nil {
 			return err
 		}
-		return o.jobEnd(ctx, store, j.Name)
+		return progress.JobEnd(ctx, o.f.Console(), o.f.Clock, store, j.Name)
 	}
-	if j.Status.State == job.Triggered {
-		return fmt.Errorf("job %q has no pod yet (triggered): wait for it with -f", j.Name)
-	}
-	pod, err := pods.Pods(podNS).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("pod %q of job %q is gone (job %s)", name, j.Name, j.Status.State)
-	}
-	if err != nil {
-		return err
-	}
-	err = podwatch.PrintLogs(ctx, o.f.IOStreams.Out, pods, pod, o.Container)
+	err = run.PrintJobLogs(ctx, o.f.IOStreams.Out, pods, podNS, j, o.Container)
 	if errors.As(err, new(*podwatch.NoContainerError)) {
 		return &cmdutil.UsageError{Err: err}
 	}
 	return err
-}
-
-// jobEnd waits for the job's final state once its pod has finished (the
-// reconciler records it a moment later), says how it ended on ErrOut and
-// returns the error that picks the exit status, as run does.
-func (o *logsOptions) jobEnd(ctx context.Context, store *job.Store, name string) error {
-	j, err := progress.WaitJob(ctx, o.f.Console(), o.f.Clock, store, name)
-	if err != nil {
-		return err
-	}
-	line, style, outcome := progress.JobOutcome(j, progress.RanFor(j))
-	o.f.Console().Statusf(style, logrus.Fields{"job": j.Name, "state": string(j.Status.State)}, "%s", line)
-	return outcome
-}
-
-// follow streams the logs of the job's pod until it finishes, across the
-// pod's replacement (run.FollowJob), saying so on ErrOut.
-func (o *logsOptions) follow(ctx context.Context, store *job.Store, pods kube.PodsGetter, podNS, name string) error {
-	return run.FollowJob(ctx, store, pods, podNS, name, run.FollowOptions{
-		Out: o.f.IOStreams.Out, Clock: o.f.Clock, Log: o.f.Log,
-		OnReplace: func(r run.Replacement) { fmt.Fprintln(o.f.IOStreams.ErrOut, r) },
-	})
 }

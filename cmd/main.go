@@ -12,11 +12,7 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
-
-	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -29,27 +25,15 @@ import (
 func Main() int {
 	cli.TuneCLIRuntime(os.Getenv)
 	streams := IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, stop, cancel := cli.NotifyInterrupt(context.Background())
 	defer cancel(nil)
-
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		s, ok := <-sigs
-		if !ok {
-			return
-		}
-		// The next signal gets the default action: the process ends now.
-		signal.Stop(sigs)
-		cancel(&cmdutil.InterruptedError{Sig: s})
-	}()
 
 	f := NewFactory(streams)
 	f.Executable = filepath.Base(os.Args[0])
 	logutil.RouteKlog(f.Log, func() int { return f.Verbosity })
 	logutil.RouteStdLog(f.Log)
 	err := Run(ctx, f, os.Args[1:])
-	signal.Stop(sigs)
+	stop()
 	if code, ok := cmdutil.InterruptedCode(ctx, err); ok {
 		return code
 	}
@@ -61,19 +45,11 @@ func Main() int {
 	return cmdutil.ExitCode(err)
 }
 
-// completing reports whether args are a shell asking for completions
-// (lockctl __complete …, as the scripts of lockctl completion call it):
-// only then are the completion functions registered, which walks every
-// command's flags (about 90 KB of allocations, at every start otherwise).
-func completing(args []string) bool {
-	return len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
-}
-
 // Run executes lockctl with args and the dependencies in f.
 func Run(ctx context.Context, f *Factory, args []string) error {
 	root := newRootCmd(f)
-	if completing(args) {
-		registerCompletions(root, f)
+	if cli.Completing(args) {
+		cli.RegisterCompletions(root, f)
 	}
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)

@@ -3,17 +3,14 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/cmd/internal/cli/metricsserver"
+	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/events"
-	"github.com/lockctl/lockctl/metrics"
-	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -27,10 +24,6 @@ const (
 	DefaultKubeAPIQPS   = 500
 	DefaultKubeAPIBurst = 1000
 )
-
-// eventsFlushTimeout bounds how long lockctl reconcile, stopping, writes the
-// Events still queued.
-const eventsFlushTimeout = 5 * time.Second
 
 // reconcileOptions configure `lockctl reconcile`.
 type reconcileOptions struct {
@@ -160,7 +153,7 @@ func (o *reconcileOptions) validate() error {
 	if o.DryRun && !o.Once {
 		return cmdutil.FlagErrorf("--dry-run needs --once")
 	}
-	if err := validateDashboardAddress(o.DashboardAddress); err != nil {
+	if err := cli.ValidateLoopDashboardAddress(o.DashboardAddress); err != nil {
 		return err
 	}
 	if o.DashboardAddress != "" && o.Once {
@@ -178,21 +171,6 @@ func (o *reconcileOptions) validate() error {
 	return o.ValidateClusters()
 }
 
-// options merges --config with the flags given, which win.
-func (o *reconcileOptions) options(cfg *scheduler.Config) (scheduler.Options, error) {
-	opts, err := cfg.Options()
-	if err != nil {
-		return opts, &cmdutil.UsageError{Err: err}
-	}
-	o.LoopFlags.Apply(&opts, o.changed)
-	if o.changed("pod-namespace") {
-		opts.PodNamespace = o.PodNamespace
-	}
-	opts.DryRun, opts.OnlyJob = o.DryRun, o.Job
-	opts.Clock, opts.Log = o.f.Clock, o.f.Log
-	return opts, nil
-}
-
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	// NOTE: Main raised GOGC and lowered GOMAXPROCS for the short commands
@@ -203,57 +181,27 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	opts, err := o.options(cfg)
+	lo, err := cli.LoopOptions(cfg, &o.LoopFlags, &o.ClusterFlags, &o.RetentionFlags, o.Job, o.changed)
 	if err != nil {
 		return err
 	}
+	lo.DryRun, lo.Clock, lo.Log = o.DryRun, o.f.Clock, o.f.Log
 	ns, jobs, clusters, err := o.Clusters(o.f, cfg)
 	if err != nil {
 		return err
 	}
-	reg := metrics.NewRegistry()
-	reg.MustRegister(metrics.NewGoCollector(), metrics.NewProcessCollector())
-	lo := scheduler.LoopOptions{Options: opts, Registry: reg}
-	if o.Job == "" {
-		sopts, err := cfg.Retention.Apply(o.PruneOptions(o.changed))
-		if err != nil {
-			return &cmdutil.UsageError{Err: err}
-		}
-		lo.Prune = &sopts
-	}
-	rec, err := o.f.LoopEventRecorder(jobs, o.JobEvents, reg)
+	loop, stop, err := cli.NewLoop(ctx, o.f, &o.LockFlags, cli.LoopConfig{
+		Jobs: jobs, Namespace: ns, Clusters: clusters, Options: lo, JobEvents: o.JobEvents, MetricsAddr: o.MetricsAddr,
+	})
 	if err != nil {
 		return err
 	}
-	// NOTE: as many writers as workers: at most one Event per state write.
-	stopEvents := rec.Background(events.DefaultQueueCapacity, opts.Workers)
-	defer func() {
-		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsFlushTimeout)
-		defer cancel()
-		stopEvents(flush)
-	}()
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{Events: rec})
-	if err != nil {
-		return err
-	}
-	lo.Locker = run.NewPodLocker(locks)
-	// NOTE: the locks of lockctl run sessions live beside the job records,
-	// so the job cluster's client reads them.
-	lo.Runs = run.NewHoldChecker(jobs.CoreV1(), run.HoldCheckerOptions{Clock: o.f.LockClock()})
-	lo.OnJobChange = rec.JobChanged
-	loop, err := scheduler.NewLoop(ctx, jobs, ns, clusters, lo)
-	if err != nil {
-		return cmdutil.UsageIfInvalid(err)
-	}
-	if o.MetricsAddr != "" {
-		stop, err := metricsserver.Start(ctx, o.MetricsAddr, reg, loop.Ready, o.f.Log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer stop()
 	if o.DashboardAddress != "" {
-		stop, err := o.startDashboard(ctx, jobs, ns, clusters, opts.PodNamespace)
+		stop, err := cli.StartLoopDashboard(ctx, o.f, &o.LockFlags, cli.LoopDashboard{
+			Address: o.DashboardAddress, Jobs: jobs, JobNamespace: ns, Clusters: clusters,
+			PodNamespace: lo.PodNamespace, Listening: o.dashboardListening,
+		})
 		if err != nil {
 			return err
 		}
@@ -264,13 +212,6 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		return loop.Run(ctx)
 	}
 	res, err := loop.RunOnce(ctx)
-	for _, line := range res.Plan {
-		fmt.Fprintln(o.f.IOStreams.Out, line)
-	}
-	if res.Pruned != nil && o.DryRun {
-		for _, p := range res.Pruned.Deleted {
-			fmt.Fprintf(o.f.IOStreams.Out, "would delete %s\n", p)
-		}
-	}
+	printers.Pass(o.f.IOStreams.Out, res, o.DryRun)
 	return err
 }

@@ -92,21 +92,6 @@ func TestNewReconcileCmd(t *testing.T) {
 	}
 }
 
-func TestReconcileFlagsOverrideConfig(t *testing.T) {
-	t.Parallel()
-	cfg, err := scheduler.ParseConfig([]byte("maxConcurrency: 3\ntimeouts: {pending: 2m, running: 1h}\nworkers: 2\n"), "c.yaml")
-	require.NoError(t, err)
-	te := newTestEnv(t)
-	o := &reconcileOptions{f: te.f, LoopFlags: cli.LoopFlags{MaxConcurrency: 9, PendingTimeout: time.Minute, Workers: 4},
-		changed: func(name string) bool { return name == "max-concurrency" || name == "pending-timeout" }}
-	opts, err := o.options(cfg)
-	require.NoError(t, err)
-	assert.Equal(t, 9, opts.MaxConcurrency, "flag wins")
-	assert.Equal(t, time.Minute, opts.PendingTimeout, "flag wins")
-	assert.Equal(t, time.Hour, opts.RunningTimeout, "config kept")
-	assert.Equal(t, 2, opts.Workers, "config kept when the flag is not given")
-}
-
 func TestReconcileRetention(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

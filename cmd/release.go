@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -92,52 +91,24 @@ func (o *releaseOptions) validate() error {
 }
 
 func runRelease(ctx context.Context, o *releaseOptions) error {
-	var (
-		id  lock.Identity
-		job lock.CIJob
-	)
-	if (!o.Force && o.Token == "") || o.Build != "" {
-		holder, err := o.Identity(o.f)
-		if err != nil {
-			return err
-		}
-		id, job = holder.Identity, holder.Job
+	r, err := o.Releaser(o.f, o.Force, o.Token)
+	if err != nil {
+		return err
 	}
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
-	ro := lock.ReleaseOptions{Force: o.Force, By: o.breaker(id), Token: o.Token, Job: job}
+	ro := lock.ReleaseOptions{Force: o.Force, By: r.Breaker, Token: o.Token, Job: r.Job}
 	if len(o.Targets) > 1 {
-		all, err := locks.ReleaseAll(ctx, o.Targets, id, ro)
-		for i, res := range all {
-			if res != nil {
-				printers.Released(o.f.IOStreams.ErrOut, o.Targets[i], id, res, o.Token)
-			}
-		}
+		all, err := locks.ReleaseAll(ctx, o.Targets, r.Identity, ro)
+		printers.ReleasedAll(o.f.IOStreams.ErrOut, o.Targets, r.Identity, all, o.Token)
 		return err
 	}
-	res, err := locks.Release(ctx, o.Target, id, ro)
+	res, err := locks.Release(ctx, o.Target, r.Identity, ro)
 	if err != nil {
 		return fmt.Errorf("release lock %q: %w", o.Target, err)
 	}
-	printers.Released(o.f.IOStreams.ErrOut, o.Target, id, res, o.Token)
+	printers.Released(o.f.IOStreams.ErrOut, o.Target, r.Identity, res, o.Token)
 	return nil
-}
-
-// breaker names who breaks a lock with --force, for its Events and history:
-// the caller's identity, resolved as acquire would when no --build picked
-// the one to release, else the local user.
-func (o *releaseOptions) breaker(id lock.Identity) string {
-	if !o.Force {
-		return ""
-	}
-	if id == (lock.Identity{}) {
-		holder, err := o.Identity(o.f)
-		if err != nil {
-			return identity.LocalUser(o.f.Getenv)
-		}
-		id = holder.Identity
-	}
-	return id.String()
 }

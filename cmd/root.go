@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,9 +10,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 )
-
-// kubectlPluginPrefix starts the name of a kubectl plugin's executable.
-const kubectlPluginPrefix = "kubectl-"
 
 func newRootCmd(f *Factory) *cobra.Command {
 	g := cli.NewGlobalFlags()
@@ -40,25 +35,11 @@ func newRootCmd(f *Factory) *cobra.Command {
 			# See who holds which lock and who waits
 			lockctl status
 		`),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		PersistentPreRunE: func(c *cobra.Command, args []string) error {
-			ignored, err := cli.FlagsFromEnv(c.Flags(), f.Getenv)
-			if err != nil {
-				return err
-			}
-			g.Apply(f)
-			for _, v := range ignored {
-				fmt.Fprintln(f.IOStreams.ErrOut, cli.IgnoredWarning(v))
-			}
-			return nil
-		},
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: g.PreRun(f),
 	}
-	if strings.HasPrefix(f.Executable, kubectlPluginPrefix) {
-		// NOTE: kubectl runs kubectl-lockctl for `kubectl lockctl`; usage
-		// lines and hints then name the command the user typed.
-		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl " + strings.TrimPrefix(f.Executable, kubectlPluginPrefix)}
-	}
+	cli.NameRoot(root, f.Executable)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &cmdutil.FlagError{Err: cmdutil.PlainFlagError(err)}
 	})
@@ -95,13 +76,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		newVersionCmd(f, nil),
 		newWaitCmd(f, nil),
 	)
-	// NOTE: the overrides are named from the flags marked so
-	// (cli.MarkOverride), not from a list of their own.
-	var overrides []string
-	for _, name := range cli.Overrides(root) {
-		overrides = append(overrides, "--"+name)
-	}
-	root.Long = strings.Replace(root.Long, "%s", strings.Join(overrides, ", "), 1)
+	cli.ListOverrides(root)
 	return root
 }
 

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,7 +9,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -119,12 +117,8 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	// fails naming the broken ones.
 	var windowsErr *lock.WindowsError
 	if err == nil && !o.AllNamespaces {
-		if err = locks.LoadFreezeWindows(ctx); errors.As(err, &windowsErr) {
-			locks.SetFreezeWindows(windowsErr.Valid)
-			err = nil
-			if o.Watch {
-				fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", windowsErr)
-			}
+		if windowsErr, err = cli.LoadWindowsToShow(ctx, locks); windowsErr != nil && o.Watch {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", windowsErr)
 		}
 	}
 	if err != nil {
@@ -140,91 +134,21 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 }
 
 // show prints the locks (or the lock of o.Target), then follows them
-// with -w.
+// with -w until ctx ends (interrupted) or --timeout passes, which ends -w
+// without error.
 func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
-	var err error
-	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: locks.Clock()})
-	var items []lock.LockView
-	if o.Target != "" {
-		l, err := locks.Get(ctx, o.Target)
-		if err != nil {
-			return err
-		}
-		o.sayEnforced(ctx)
-		if l != nil && l.Status.BreakGlass != "" {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q: %s\n", o.Target, l.Status.BreakGlass)
-		}
-		if l == nil {
-			free := locks.FreeLockView(o.Target)
-			if f := free.Status.Freeze; f != nil {
-				fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free; %s (%s)\n", o.Target, f.Describe(), locks.Describe(o.Target))
-			} else {
-				fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is free (%s)\n", o.Target, locks.Describe(o.Target))
-			}
-			if o.Output == "" && !o.Watch {
-				return nil
-			}
-			l = &free
-		}
-		items = []lock.LockView{*l}
-		// NOTE: as kubectl does, one name gives the object, not a List.
-		if o.Watch {
-			err = p.PrintAll(items, false)
-		} else {
-			err = p.Print(*l)
-		}
-		if err != nil || !o.Watch {
-			return err
-		}
-		return o.watch(ctx, locks, p, items)
-	}
-	items, err = locks.List(ctx)
-	if err != nil {
+	items, found, err := cli.LocksToShow(ctx, o.f, locks, o.Target, o.AllNamespaces)
+	if err != nil || (!found && o.Output == "" && !o.Watch) {
 		return err
-	}
-	if len(items) == 0 {
-		where := fmt.Sprintf("in namespace %q", locks.Namespace())
-		if o.AllNamespaces {
-			where = "in any namespace"
-		}
-		fmt.Fprintln(o.f.IOStreams.ErrOut, "no locks "+where)
-		if o.Output == "" && !o.Watch {
-			return nil
-		}
 	}
 	// NOTE: ages count on the clock the lock was stamped on, the API server's.
-	if err := p.PrintAll(items, !o.Watch); err != nil || !o.Watch {
+	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: locks.Clock()})
+	if o.Target != "" && !o.Watch {
+		// NOTE: as kubectl does, one name gives the object, not a List.
+		return p.Print(items[0])
+	}
+	if err := p.PrintAll(items, o.Target == "" && !o.Watch); err != nil || !o.Watch {
 		return err
 	}
-	return o.watch(ctx, locks, p, items)
-}
-
-// watch prints every change to the locks after those shown, until ctx
-// ends (interrupted) or --timeout passes, which ends -w without error.
-func (o *statusOptions) watch(ctx context.Context, locks *lock.Client, p *printers.Printer[lock.LockView], shown []lock.LockView) error {
-	opts := lock.WatchOptions{Target: o.Target, Shown: map[string]string{}}
-	for _, l := range shown {
-		if l.ResourceVersion != "" {
-			opts.Shown[l.Namespace+"/"+l.Name] = l.ResourceVersion
-		}
-	}
-	return o.Until(ctx, func(ctx context.Context) error { return locks.Watch(ctx, opts, p.Print) })
-}
-
-// sayEnforced says on ErrOut whether the API server enforces the lock of
-// o.Target, and how (lockctl enforce); nothing when it does not, or when
-// the caller may not read the policies (logged at -v 1).
-func (o *statusOptions) sayEnforced(ctx context.Context) {
-	cs, err := o.f.Clientset()
-	if err != nil {
-		return
-	}
-	st, err := enforce.Status(ctx, cs.AdmissionregistrationV1(), o.Target)
-	if err != nil {
-		o.f.Log.WithField("err", err).Debug("cannot tell whether the lock is enforced")
-		return
-	}
-	if st.Enforced || st.Incomplete != "" {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", o.Target, st.Describe())
-	}
+	return o.Until(ctx, func(ctx context.Context) error { return cli.WatchLocks(ctx, locks, o.Target, items, p.Print) })
 }

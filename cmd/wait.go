@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -83,15 +82,8 @@ func (o *waitOptions) validate() error {
 	if o.Timeout < 0 {
 		return cmdutil.FlagErrorf("--timeout must not be negative, got %s", o.Timeout)
 	}
-	seen := map[string]bool{}
-	for i, n := range o.Names {
-		// NOTE: job/NAME is what get jobs -o name prints.
-		n = strings.TrimPrefix(n, "job/")
-		o.Names[i] = n
-		if seen[n] {
-			return cmdutil.FlagErrorf("job %q is named twice", n)
-		}
-		seen[n] = true
+	if n := cli.JobNames(o.Names); n != "" {
+		return cmdutil.FlagErrorf("job %q is named twice", n)
 	}
 	return nil
 }
@@ -116,13 +108,7 @@ func runWait(ctx context.Context, o *waitOptions) error {
 		return err
 	}
 	if o.Output != "" {
-		var err error
-		if len(jobs) == 1 {
-			err = printers.Object(o.f.IOStreams.Out, o.Output, jobs[0])
-		} else {
-			err = printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(jobs))
-		}
-		if err != nil {
+		if err := printers.Items(o.f.IOStreams.Out, o.Output, jobs); err != nil {
 			return err
 		}
 	}

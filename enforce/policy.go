@@ -482,3 +482,13 @@ func objectMeta(s Settings) metav1.ObjectMeta {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Manifests returns the policy and binding of each of settings, in order:
+// what Install installs, for a GitOps repository to apply instead.
+func Manifests(settings ...Settings) []any {
+	objs := make([]any, 0, 2*len(settings))
+	for _, s := range settings {
+		objs = append(objs, Policy(s), Binding(s))
+	}
+	return objs
+}

@@ -102,3 +102,16 @@ func TestSettingsValidate(t *testing.T) {
 	assert.EqualError(t, Settings{Target: "web", LockNamespace: "locks", Mode: "block"}.Validate(), `unknown mode "block": use "warn", "audit" or "deny"`)
 	assert.EqualError(t, Settings{Target: "web", LockNamespace: "locks", Agents: []string{""}}.Validate(), "an empty user name cannot be an agent or exempt")
 }
+
+func TestManifests(t *testing.T) {
+	t.Parallel()
+	a := Settings{Target: "a", LockNamespace: "locks", Mode: ModeDeny, Kinds: DefaultKinds}
+	b := Settings{Target: "b", LockNamespace: "locks", Mode: ModeWarn, Kinds: DefaultKinds}
+	got := Manifests(a, b)
+	require.Len(t, got, 4, "a policy and a binding per target")
+	assert.Equal(t, Policy(a), got[0])
+	assert.Equal(t, Binding(a), got[1])
+	assert.Equal(t, Policy(b), got[2])
+	assert.Equal(t, Binding(b), got[3])
+	assert.Empty(t, Manifests(), "no targets, no manifests")
+}

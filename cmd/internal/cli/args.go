@@ -141,3 +141,39 @@ func ValidateKillGrace(ttl, grace time.Duration) error {
 	return cmdutil.FlagErrorf("--ttl %s is too short for a kill grace of %s: run stops the command %s (kill grace) + %s (clock margin) before the lock can expire, "+
 		"which leaves no time to renew it first (at a third of --ttl); give --ttl %s or more, or a shorter --kill-grace", ttl, te.KillGrace, te.KillGrace, run.ClockMargin, least)
 }
+
+// JobNames strips names, jobs named on the command line, of the job/
+// before them (as get jobs -o name prints them), in place, and returns
+// the first name given twice, which a command may refuse; "" when none is.
+func JobNames(names []string) (twice string) {
+	seen := map[string]bool{}
+	for i, n := range names {
+		n = strings.TrimPrefix(n, "job/")
+		names[i] = n
+		if seen[n] && twice == "" {
+			twice = n
+		}
+		seen[n] = true
+	}
+	return twice
+}
+
+// ResourceArgs checks the arguments of a parent command whose
+// subcommands name resources, as kubectl get's do (lockctl get jobs): it
+// runs only when none matched, so no argument, or one that names no
+// resource, is a usage error, with a suggestion when one is close. use
+// lists the resources ("jobs or clusters"); elsewhere maps a resource
+// another command shows to what to say ("locks are shown by \"lockctl
+// status\"").
+func ResourceArgs(c *cobra.Command, args []string, use string, elsewhere map[string]string) error {
+	switch {
+	case len(args) == 0:
+		return cmdutil.FlagErrorf("name a resource to %s: %s", c.Name(), use)
+	case elsewhere[args[0]] != "":
+		return cmdutil.FlagErrorf("unknown resource %q for %q: %s", args[0], c.CommandPath(), elsewhere[args[0]])
+	}
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		return cmdutil.FlagErrorf("unknown resource %q for %q: did you mean %q?", args[0], c.CommandPath(), s[0])
+	}
+	return cmdutil.FlagErrorf("unknown resource %q for %q: use %s", args[0], c.CommandPath(), use)
+}

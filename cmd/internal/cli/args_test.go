@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -32,4 +33,12 @@ func TestContenderFlagsValidate(t *testing.T) {
 			require.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "a bad flag exits 2")
 		})
 	}
+}
+
+func TestJobNames(t *testing.T) {
+	t.Parallel()
+	names := []string{"job/a", "b", "job/b"}
+	assert.Equal(t, "b", JobNames(names), "b is named twice")
+	assert.Equal(t, []string{"a", "b", "b"}, names, "job/ stripped in place")
+	assert.Empty(t, JobNames([]string{"a", "job/c"}), "no name twice")
 }

@@ -111,23 +111,36 @@ func (cf *ClusterFlags) Clusters(f *Factory, c *scheduler.Config) (string, kube.
 // JobPods returns the pods client and pod namespace of the build cluster
 // j runs in, its pods in --pod-namespace, else the config's, else jobNS.
 func (cf *ClusterFlags) JobPods(f *Factory, j *job.Job, jobNS string) (kube.PodsGetter, string, error) {
-	cfg, err := cf.LoadConfig()
+	podsFor, err := cf.PodsFor(f, jobNS)
 	if err != nil {
 		return nil, "", err
+	}
+	return podsFor(j)
+}
+
+// PodsFor returns JobPods of every job, with --config read once: how the
+// dashboard reads a job's pod logs, as lockctl logs does.
+func (cf *ClusterFlags) PodsFor(f *Factory, jobNS string) (func(*job.Job) (kube.PodsGetter, string, error), error) {
+	cfg, err := cf.LoadConfig()
+	if err != nil {
+		return nil, err
 	}
 	contexts, err := cf.ClusterContexts(cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	ctxName, err := JobContext(contexts, j)
-	if err != nil {
-		return nil, "", err
-	}
-	cs, err := f.ClientsetFor(ctxName)
-	if err != nil {
-		return nil, "", err
-	}
-	return kube.CoreV1(cs), cmp.Or(cf.PodNamespace, cfg.PodNamespace, jobNS), nil
+	podNS := cmp.Or(cf.PodNamespace, cfg.PodNamespace, jobNS)
+	return func(j *job.Job) (kube.PodsGetter, string, error) {
+		name, err := JobContext(contexts, j)
+		if err != nil {
+			return nil, "", err
+		}
+		cs, err := f.ClientsetFor(name)
+		if err != nil {
+			return nil, "", err
+		}
+		return kube.CoreV1(cs), podNS, nil
+	}, nil
 }
 
 // JobsConfig returns the scheduler options of --config (--pod-namespace

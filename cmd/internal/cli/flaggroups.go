@@ -165,3 +165,43 @@ func (g *GlobalFlags) Apply(f *Factory) {
 		f.Console().SetTimestamps(g.Timestamps == "true")
 	}
 }
+
+// EndFlags say when something ends: --for DURATION from now or --until
+// TIME (RFC 3339), one of the two, as lockctl freeze takes them.
+type EndFlags struct {
+	// For is how long from now; 0 means not given.
+	For time.Duration
+	// Until is the end as given; "" means not given.
+	Until string
+}
+
+// AddFlags binds --for and --until; what names what ends ("the freeze").
+func (e *EndFlags) AddFlags(fs *pflag.FlagSet, what string) {
+	fs.DurationVar(&e.For, "for", e.For, "how long "+what+" lasts from now")
+	fs.StringVar(&e.Until, "until", e.Until, "when "+what+" ends, RFC 3339 (2026-12-24T08:00:00Z)")
+}
+
+// Validate requires one of --for (positive) and --until (RFC 3339);
+// what names what ends ("the freeze").
+func (e *EndFlags) Validate(what string) error {
+	switch {
+	case e.For == 0 && e.Until == "":
+		return cmdutil.FlagErrorf("say how long %s lasts with --for DURATION or --until TIME", what)
+	case e.For != 0 && e.Until != "":
+		return cmdutil.FlagErrorf("give either --for or --until, not both")
+	case e.For < 0:
+		return cmdutil.FlagErrorf("--for must be positive, got %s", e.For)
+	}
+	if _, err := e.End(time.Time{}); err != nil {
+		return cmdutil.FlagErrorf("invalid --until %q: want an RFC 3339 time such as 2026-12-24T08:00:00Z", e.Until)
+	}
+	return nil
+}
+
+// End is when it ends: --until, or --for after now.
+func (e *EndFlags) End(now time.Time) (time.Time, error) {
+	if e.Until != "" {
+		return time.Parse(time.RFC3339, e.Until)
+	}
+	return now.Add(e.For), nil
+}

@@ -116,3 +116,35 @@ func TestLoopFlagsApply(t *testing.T) {
 	l.PendingTimeout = 0
 	assert.EqualError(t, l.Validate(), "--pending-timeout must not be 0: give a duration such as 10m, or a negative one for never")
 }
+
+func TestEndFlags(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		flags   EndFlags
+		want    time.Time
+		wantErr string
+	}{
+		{name: "for", flags: EndFlags{For: 2 * time.Hour}, want: now.Add(2 * time.Hour)},
+		{name: "until", flags: EndFlags{Until: "2026-12-24T08:00:00Z"}, want: time.Date(2026, 12, 24, 8, 0, 0, 0, time.UTC)},
+		{name: "neither", wantErr: "say how long the freeze lasts with --for DURATION or --until TIME"},
+		{name: "both", flags: EndFlags{For: time.Hour, Until: "2026-12-24T08:00:00Z"}, wantErr: "give either --for or --until, not both"},
+		{name: "negative", flags: EndFlags{For: -time.Hour}, wantErr: "--for must be positive, got -1h0m0s"},
+		{name: "not RFC 3339", flags: EndFlags{Until: "tomorrow"}, wantErr: `invalid --until "tomorrow": want an RFC 3339 time such as 2026-12-24T08:00:00Z`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.flags.Validate("the freeze")
+			if tt.wantErr != "" {
+				assert.EqualError(t, err, tt.wantErr, tt.name)
+				return
+			}
+			require.NoError(t, err, tt.name)
+			got, err := tt.flags.End(now)
+			require.NoError(t, err, tt.name)
+			assert.Equal(t, tt.want, got, tt.name)
+		})
+	}
+}

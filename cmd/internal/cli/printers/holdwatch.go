@@ -2,6 +2,7 @@ package printers
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/lockctl/lockctl/lock"
@@ -63,4 +64,44 @@ func (w *HoldWatch) Rows(h *lock.History) []lock.HistoryEntry {
 // same hold once it ended.
 func holdKey(e lock.HistoryEntry) string {
 	return fmt.Sprintf("%s|%s|%s|%s", e.Identity, e.Since.UTC().Format(time.RFC3339Nano), e.Until.UTC().Format(time.RFC3339Nano), e.Ended)
+}
+
+// HistoryPrinter prints a lock's history as history does: its object
+// forms print the whole history, once more for each change with -w; the
+// table prints a row per hold, then a row for each hold not shown yet
+// (HoldWatch).
+type HistoryPrinter struct {
+	object *Printer[*lock.History]
+	holds  *Printer[lock.HistoryEntry]
+	watch  *HoldWatch
+}
+
+// NewHistoryPrinter returns the printer of the -o forms flags on w.
+func NewHistoryPrinter(w io.Writer, flags *OutputFlags, o Options) *HistoryPrinter {
+	return &HistoryPrinter{object: &Printer[*lock.History]{W: w, Flags: flags}, holds: NewHoldPrinter(w, flags, o)}
+}
+
+// PrintAll prints the history h; list is false while watching (-w): a
+// table then takes further rows.
+func (p *HistoryPrinter) PrintAll(h *lock.History, list bool) error {
+	if !p.holds.Flags.IsTable() {
+		return p.object.Print(h)
+	}
+	holds := Holds(h)
+	p.watch = NewHoldWatch(holds)
+	return p.holds.PrintAll(holds, list)
+}
+
+// Print prints the change to the history that h is, after PrintAll.
+func (p *HistoryPrinter) Print(h *lock.History) error {
+	if !p.holds.Flags.IsTable() {
+		return p.object.Print(h)
+	}
+	// A row for each hold not shown: a new holder, a hold that ended.
+	for _, e := range p.watch.Rows(h) {
+		if err := p.holds.Print(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -117,7 +117,7 @@ func refsString(r *job.Refs) string {
 // now. The table's EST. WAIT is how long a contender that joined now
 // would wait; -o wide adds its basis and each waiter's own estimate.
 func NewLockPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.LockView] {
-	namespaces, now := o.AllNamespaces, o.now
+	namespaces := o.AllNamespaces
 	return &Printer[lock.LockView]{
 		W: w, Flags: flags,
 		Header: func(wide bool) []string {
@@ -131,11 +131,14 @@ func NewLockPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.Lo
 			}
 			return h
 		},
-		Row: func(l lock.LockView, wide bool) []string { return lockRow(l, namespaces, wide, now()) },
+		Row: func(l lock.LockView, wide bool) []string { return lockRow(l, o, wide) },
 	}
 }
 
-func lockRow(l lock.LockView, namespaces, wide bool, now time.Time) []string {
+// lockRow is the table row of l in the form of o, with -o wide's columns
+// when wide.
+func lockRow(l lock.LockView, o Options, wide bool) []string {
+	namespaces, now := o.AllNamespaces, o.now()
 	var r []string
 	if l.Status.Invalid != "" {
 		r = []string{OrDash(l.Spec.Target), "<invalid>", "-", "-", l.Status.Invalid, "-"}
@@ -309,4 +312,35 @@ func PrintClusters(w io.Writer, flags *OutputFlags, st map[string]scheduler.Clus
 		return PrintObject(w, flags, st)
 	}
 	return NewClusterPrinter(w, flags, o).PrintAll(rows, true)
+}
+
+// Documents writes objs as a JSON List with format "json", else as YAML
+// documents separated by "---", as kubectl apply -f reads them.
+func Documents(w io.Writer, format string, objs []any) error {
+	if format == "json" {
+		list := struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Items      []any  `json:"items"`
+		}{"v1", "List", objs}
+		return Object(w, "json", list)
+	}
+	for i, obj := range objs {
+		if i > 0 {
+			fmt.Fprintln(w, "---")
+		}
+		if err := Object(w, "yaml", obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Items writes items as JSON or YAML: one item as itself, as kubectl
+// prints one object, more (or none) as a List (ListOf).
+func Items[T any](w io.Writer, format string, items []T) error {
+	if len(items) == 1 {
+		return Object(w, format, items[0])
+	}
+	return Object(w, format, ListOf(items))
 }

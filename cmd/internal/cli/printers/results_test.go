@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -62,4 +63,42 @@ func TestPruned(t *testing.T) {
 	Pruned(&out, &errOut, &scheduler.PruneResult{}, false)
 	assert.Empty(t, out.String(), "nothing deleted")
 	assert.Equal(t, "nothing to prune\n", errOut.String())
+}
+
+func TestPass(t *testing.T) {
+	t.Parallel()
+	pruned := scheduler.Pruned{Kind: "job", Namespace: "ci", Name: "deploy-web-1", Reason: "finished 8d ago"}
+	res := scheduler.OnceResult{Plan: []string{"start pod of job ci/deploy-web-2"}, Pruned: &scheduler.PruneResult{Deleted: []scheduler.Pruned{pruned}}}
+	var out bytes.Buffer
+	Pass(&out, res, true)
+	assert.Equal(t, "start pod of job ci/deploy-web-2\nwould delete "+pruned.String()+"\n", out.String(), "a dry run: the plan, then the pruning")
+	out.Reset()
+	Pass(&out, scheduler.OnceResult{Pruned: res.Pruned}, false)
+	assert.Empty(t, out.String(), "a real pass: pruning says what it deleted itself")
+}
+
+func TestInEffect(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, wantOut, wantErr string
+		err                    error
+	}{
+		{name: "in effect", wantOut: `lock "prod": the API server refuses writes from anyone but the holder` + "\n"},
+		{name: "no namespace yet", err: enforce.ErrNoTargetNamespace, wantOut: `lock "prod": namespace "prod" does not exist yet; the policy applies to its writes once it is created` + "\n"},
+		{name: "not checkable", err: errors.New("forbidden"), wantOut: `lock "prod": could not check that the policy is in effect: forbidden` + "\n"},
+		{name: "not in time", err: enforce.ErrNotInEffect, wantErr: `lock "prod": ` + enforce.ErrNotInEffect.Error() + ` after 30s; it is installed and will apply, check with a write to "prod"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			err := InEffect(&out, "prod", tt.err, 30*time.Second)
+			assert.Equal(t, tt.wantOut, out.String(), tt.name)
+			if tt.wantErr == "" {
+				assert.NoError(t, err, tt.name)
+				return
+			}
+			assert.EqualError(t, err, tt.wantErr, tt.name)
+		})
+	}
 }

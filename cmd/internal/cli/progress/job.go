@@ -119,3 +119,17 @@ func JobOutcome(j *job.Job, took time.Duration) (string, term.Style, error) {
 	}
 	return what + " ended in state " + string(j.Status.State) + after + why, term.StyleBad, &cmdutil.ExitError{Code: cmdutil.CodeError}
 }
+
+// JobEnd waits for the final state of the job called name once its pod
+// has finished (the reconciler records it a moment later), says how it
+// ended on the console and returns the error that picks the exit status,
+// as lockctl run does (JobOutcome).
+func JobEnd(ctx context.Context, cons *term.Console, clk clock.PassiveClock, store *job.Store, name string) error {
+	j, err := WaitJob(ctx, cons, clk, store, name)
+	if err != nil {
+		return err
+	}
+	line, style, outcome := JobOutcome(j, RanFor(j))
+	cons.Statusf(style, logrus.Fields{"job": j.Name, "state": string(j.Status.State)}, "%s", line)
+	return outcome
+}

@@ -1,4 +1,4 @@
-package cmd
+package cli
 
 import (
 	"runtime/debug"
@@ -79,7 +79,7 @@ func TestBuildVersion(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := buildVersion(tt.ver, tt.commit, tt.built, tt.info)
+			got := BuildVersion(tt.ver, tt.commit, tt.built, tt.info)
 			assert.Equal(t, tt.wantVer, got.Version, "version")
 			assert.Equal(t, tt.wantCommit, got.Commit, "commit")
 			assert.Equal(t, tt.wantDate, got.Date, "date")

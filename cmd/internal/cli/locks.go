@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
+	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/enforce"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// LoadWindowsToShow loads the freeze windows of locks for a command that
+// shows the locks: a windows ConfigMap with entries that cannot be read is
+// returned as windowsErr, the locks then judged with the windows that can
+// be read; err is any other failure.
+func LoadWindowsToShow(ctx context.Context, locks *lock.Client) (windowsErr *lock.WindowsError, err error) {
+	if err = locks.LoadFreezeWindows(ctx); errors.As(err, &windowsErr) {
+		locks.SetFreezeWindows(windowsErr.Valid)
+		return windowsErr, nil
+	}
+	return nil, err
+}
+
+// SayEnforced says on f's ErrOut whether the API server enforces the lock
+// of target, and how (lockctl enforce); nothing when it does not, or when
+// the caller may not read the policies (logged at -v 1).
+func SayEnforced(ctx context.Context, f *Factory, target string) {
+	cs, err := f.Clientset()
+	if err != nil {
+		return
+	}
+	st, err := enforce.Status(ctx, cs.AdmissionregistrationV1(), target)
+	if err != nil {
+		f.Log.WithField("err", err).Debug("cannot tell whether the lock is enforced")
+		return
+	}
+	if st.Enforced || st.Incomplete != "" {
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", target, st.Describe())
+	}
+}
+
+// WatchLocks calls fn with every change to the locks of locks (the lock
+// of target, when set) after those shown, until ctx ends.
+func WatchLocks(ctx context.Context, locks *lock.Client, target string, shown []lock.LockView, fn func(lock.LockView) error) error {
+	opts := lock.WatchOptions{Target: target, Shown: map[string]string{}}
+	for _, l := range shown {
+		if l.ResourceVersion != "" {
+			opts.Shown[l.Namespace+"/"+l.Name] = l.ResourceVersion
+		}
+	}
+	return locks.Watch(ctx, opts, fn)
+}
+
+// Releaser is who releases a lock, as release resolves it from the flags.
+type Releaser struct {
+	// Identity and Job are the holder whose hold is released; zero with
+	// --force or --token and no --build, which release whoever holds.
+	Identity lock.Identity
+	Job      lock.CIJob
+	// Breaker names who breaks the lock with --force, for its Events and
+	// history; "" without --force.
+	Breaker string
+}
+
+// Releaser resolves who releases with force (--force) or token
+// (--token): the caller's identity, as acquire resolves it, unless force
+// or token release whoever holds and no --build picks the hold. The
+// breaker of a forced release is that identity, else the local user.
+func (l *LockFlags) Releaser(f *Factory, force bool, token string) (Releaser, error) {
+	var r Releaser
+	if (!force && token == "") || l.Build != "" {
+		holder, err := l.Identity(f)
+		if err != nil {
+			return r, err
+		}
+		r.Identity, r.Job = holder.Identity, holder.Job
+	}
+	if !force {
+		return r, nil
+	}
+	id := r.Identity
+	if id == (lock.Identity{}) {
+		holder, err := l.Identity(f)
+		if err != nil {
+			r.Breaker = identity.LocalUser(f.Getenv)
+			return r, nil
+		}
+		id = holder.Identity
+	}
+	r.Breaker = id.String()
+	return r, nil
+}
+
+// LocksToShow returns the locks status shows: the lock of target (its
+// free view when there is none, found false), or every lock of locks'
+// namespace (found false for none). It says on f's ErrOut whether the
+// lock of target is enforced (SayEnforced), and that it is free or that
+// there are none (all: in any namespace).
+func LocksToShow(ctx context.Context, f *Factory, locks *lock.Client, target string, all bool) (items []lock.LockView, found bool, err error) {
+	if target == "" {
+		items, err = locks.List(ctx)
+		if err == nil && len(items) == 0 {
+			printers.NoLocks(f.IOStreams.ErrOut, locks.Namespace(), all)
+		}
+		return items, len(items) > 0, err
+	}
+	l, err := locks.Get(ctx, target)
+	if err != nil {
+		return nil, false, err
+	}
+	SayEnforced(ctx, f, target)
+	if l != nil && l.Status.BreakGlass != "" {
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q: %s\n", target, l.Status.BreakGlass)
+	}
+	if l == nil {
+		free := locks.FreeLockView(target)
+		printers.Free(f.IOStreams.ErrOut, target, free, locks.Describe(target))
+		return []lock.LockView{free}, false, nil
+	}
+	return []lock.LockView{*l}, true, nil
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/lock"
+)
+
+// WindowFlags describe a freeze window, as freeze-windows add takes it:
+// --schedule, --duration, --reason and --target, each required but
+// --target.
+type WindowFlags struct {
+	Schedule string
+	Duration time.Duration
+	Reason   string
+	// Targets are the namespaces whose locks the window freezes; none
+	// means every lock of the namespace.
+	Targets []string
+}
+
+// AddFlags binds the group.
+func (w *WindowFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&w.Schedule, "schedule", w.Schedule, `when each freeze starts: a cron schedule such as "0 22 * * *" (required)`)
+	fs.DurationVar(&w.Duration, "duration", w.Duration, "how long each freeze lasts, such as 8h (required)")
+	fs.StringVar(&w.Reason, "reason", w.Reason, "why, shown to everyone who waits (required)")
+	fs.StringArrayVar(&w.Targets, "target", w.Targets, "a namespace whose lock the window freezes; repeat for more; none means every lock")
+}
+
+// Window is the window called name that the flags describe.
+func (w *WindowFlags) Window(name string) lock.FreezeWindow {
+	return lock.FreezeWindow{Name: name, Schedule: w.Schedule, Duration: metav1.Duration{Duration: w.Duration}, Reason: w.Reason, Targets: w.Targets}
+}
+
+// Validate checks the window called name as lock does
+// (lock.ValidateFreezeWindow), naming the flag (or NAME) at fault.
+func (w *WindowFlags) Validate(name string) error {
+	err := lock.ValidateFreezeWindow(w.Window(name))
+	var we *lock.WindowEntryError
+	if !errors.As(err, &we) {
+		return err
+	}
+	flag := map[string]string{"name": "NAME", "schedule": "--schedule", "duration": "--duration", "reason": "--reason", "targets": "--target"}[we.Field]
+	if we.Value == "" || we.Value == `""` {
+		return cmdutil.FlagErrorf("%s is required", flag)
+	}
+	return cmdutil.FlagErrorf("invalid %s %s: %s", flag, we.Value, we.Reason)
+}
+
+// SayAdded says on w that the window called name was added to the
+// windows ConfigMap of namespace ns.
+func (w *WindowFlags) SayAdded(out io.Writer, name, ns string) {
+	targets := "every lock"
+	if len(w.Targets) > 0 {
+		targets = strings.Join(w.Targets, ", ")
+	}
+	fmt.Fprintf(out, "freeze window %q added to configmap %s/%s: %s for %s, %s\n", name, ns, lock.FreezeWindowsName, w.Schedule, w.Duration, targets)
+}
