@@ -86,7 +86,8 @@ type Hub struct {
 	synced   func() bool
 	seq      uint64
 
-	// views are the lock entries of the last snapshot by ConfigMap UID,
+	// views are the lock entries of the last snapshot by ConfigMap
+	// namespace, name and UID,
 	// made only by snapshot's goroutine: an entry is made again when its
 	// ConfigMap changed or Refresh has passed, so that a job changing
 	// often does not read holder pods again each time.
@@ -480,11 +481,15 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 	})
 	views := make(map[string]cachedView, len(cms))
 	for _, cm := range cms {
-		v, ok := h.views[string(cm.UID)]
+		// NOTE: keyed by name and UID: a lock deleted and made again
+		// under its name is another lock, and a client that sets no UID
+		// (a fake clientset) still tells locks apart.
+		key := cm.Namespace + "/" + cm.Name + "/" + string(cm.UID)
+		v, ok := h.views[key]
 		if !ok || v.rv != cm.ResourceVersion || now.Sub(v.at) >= h.o.Refresh || now.Before(v.at) {
 			v = h.view(ctx, cm, now)
 		}
-		views[string(cm.UID)] = v
+		views[key] = v
 		if v.show {
 			s.Locks = append(s.Locks, v.entry)
 		}
