@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // watch that stays quiet after its headers, is not cut.
 func TestBoundRequests(t *testing.T) {
 	t.Parallel()
-	const d = 200 * time.Millisecond
+	// NOTE: the steady body writes ten times per bound, so a loaded
+	// machine (-race on two busy cores) does not stall it past the bound.
+	const d = 300 * time.Millisecond
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		flush := func() { w.(http.Flusher).Flush() }
 		switch r.URL.Path {
@@ -28,10 +31,10 @@ func TestBoundRequests(t *testing.T) {
 			flush()
 			<-r.Context().Done()
 		case "/steady":
-			for range 6 {
+			for range 20 {
 				_, _ = w.Write([]byte("x"))
 				flush()
-				time.Sleep(d / 3)
+				time.Sleep(d / 10)
 			}
 		case "/watch":
 			flush()
@@ -55,9 +58,9 @@ func TestBoundRequests(t *testing.T) {
 	tests := []struct {
 		name, path, want, wantErr string
 	}{
-		{name: "no answer", path: "/silent", wantErr: "no answer from the API server for 200ms"},
-		{name: "a body that stops", path: "/stalls", wantErr: "no answer from the API server for 200ms"},
-		{name: "a body that keeps coming", path: "/steady", want: "xxxxxx"},
+		{name: "no answer", path: "/silent", wantErr: "no answer from the API server for 300ms"},
+		{name: "a body that stops", path: "/stalls", wantErr: "no answer from the API server for 300ms"},
+		{name: "a body that keeps coming", path: "/steady", want: strings.Repeat("x", 20)},
 		{name: "a quiet watch", path: "/watch?watch=true", want: "event"},
 	}
 	for _, tt := range tests {
