@@ -86,7 +86,9 @@ type Hub struct {
 	synced   func() bool
 	seq      uint64
 
-	// views are the lock entries of the last snapshot by ConfigMap UID,
+	// views are the lock entries of the last snapshot by ConfigMap
+	// (namespace/name: a fake clientset's objects have no UID; one made
+	// again has another resourceVersion),
 	// made only by snapshot's goroutine: an entry is made again when its
 	// ConfigMap changed or Refresh has passed, so that a job changing
 	// often does not read holder pods again each time.
@@ -101,12 +103,8 @@ type cachedView struct {
 	at    time.Time
 	show  bool
 	entry LockEntry
-}
-
-// published is a snapshot and its JSON, encoded once for every viewer.
-type published struct {
-	snap *Snapshot
-	data []byte
+	// raw is entry's JSON, encoded once for every snapshot it is in.
+	raw json.RawMessage
 }
 
 // NewHub returns a hub over the locks of locks' namespace (every
@@ -250,6 +248,14 @@ func (n noWatchList) IsWatchListSemanticsUnSupported() bool { return bool(n) }
 // what's problem.
 func (h *Hub) informer(what, namespace, labelSel, fieldSel string) cache.SharedIndexInformer {
 	inf := cache.NewSharedIndexInformerWithOptions(h.listWatch(what, namespace, labelSel, fieldSel), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
+	// NOTE: the page shows nothing of managedFields; at thousands of locks
+	// they are megabytes the cache need not keep.
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { h.Kick() },
 		UpdateFunc: func(any, any) { h.Kick() },
@@ -345,10 +351,13 @@ func (h *Hub) watchJobs(ctx context.Context) {
 	}
 }
 
-// Subscribe returns a channel that gets the current snapshot's JSON at
-// once (when there is one) and every newer one. A slow reader misses
-// snapshots, never the latest. cancel ends the subscription.
-func (h *Hub) Subscribe() (snaps <-chan []byte, cancel func()) {
+// Subscribe returns a channel that gets the server-sent events of one
+// page's stream (/events), each framed whole: the current snapshot at once
+// (when there is one), then each newer one as an update of the one before
+// it on this stream, or whole when it is not smaller (publish). A slow
+// reader misses snapshots, never the latest: the snapshot after one it
+// missed comes whole. cancel ends the subscription.
+func (h *Hub) Subscribe() (events <-chan []byte, cancel func()) {
 	ch := make(chan *published, 1)
 	out := make(chan []byte)
 	h.mu.Lock()
@@ -360,13 +369,19 @@ func (h *Hub) Subscribe() (snaps <-chan []byte, cancel func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(out)
+		var sent uint64
 		for {
 			select {
 			case <-done:
 				return
 			case p := <-ch:
+				ev := p.event
+				if sent != 0 && p.update != nil && p.base == sent {
+					ev = p.update
+				}
 				select {
-				case out <- p.data:
+				case out <- ev:
+					sent = p.snap.Seq
 				case <-done:
 					return
 				}
@@ -404,12 +419,14 @@ func (h *Hub) Subscribers() int {
 // publish makes s the current snapshot and hands it to every subscriber,
 // replacing one it has not taken yet.
 func (h *Hub) publish(s *Snapshot) {
-	data, err := json.Marshal(s)
+	h.mu.Lock()
+	prev := h.current
+	h.mu.Unlock()
+	p, err := newPublished(s, prev)
 	if err != nil {
 		h.o.Log.WithField("err", err).Error("cannot encode the dashboard's snapshot")
 		return
 	}
-	p := &published{snap: s, data: data}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.current = p
@@ -480,13 +497,15 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 	})
 	views := make(map[string]cachedView, len(cms))
 	for _, cm := range cms {
-		v, ok := h.views[string(cm.UID)]
+		key := cm.Namespace + "/" + cm.Name
+		v, ok := h.views[key]
 		if !ok || v.rv != cm.ResourceVersion || now.Sub(v.at) >= h.o.Refresh || now.Before(v.at) {
 			v = h.view(ctx, cm, now)
 		}
-		views[string(cm.UID)] = v
+		views[key] = v
 		if v.show {
 			s.Locks = append(s.Locks, v.entry)
+			s.locksJSON = append(s.locksJSON, v.raw)
 		}
 	}
 	h.views = views
@@ -516,6 +535,9 @@ func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cac
 	if err == nil {
 		v.entry.History = hist.Entries
 	}
+	// NOTE: an entry that cannot be encoded (none can: views are plain
+	// data) is encoded with the snapshot, which logs the error.
+	v.raw, _ = json.Marshal(&v.entry)
 	return v
 }
 
