@@ -197,7 +197,7 @@ func measureDashboard(b *testing.B, env *testenv.Env, bin string, l, pages, upda
 			s.expect(marker)
 		}
 		if browser != nil {
-			browser.expect(ctx, b, target)
+			browser.expect(b, target)
 		}
 		read0 := int64(0)
 		for _, s := range streams {
@@ -538,7 +538,7 @@ func openBrowser(ctx context.Context, b *testing.B, path, url string, l int) *br
 }
 
 // expect makes the page record when a card of target appears.
-func (p *browserPage) expect(ctx context.Context, b *testing.B, target string) {
+func (p *browserPage) expect(b *testing.B, target string) {
 	b.Helper()
 	_, err := chromedp.Run(p.ctx, chromedp.Evaluate[any](fmt.Sprintf(`window.__lockctlBench.target = %q; window.__lockctlBench.seen = 0; null`, target)))
 	require.NoError(b, err)
