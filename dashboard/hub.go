@@ -375,9 +375,13 @@ func (h *Hub) Subscribe() (events <-chan []byte, cancel func()) {
 			case <-done:
 				return
 			case p := <-ch:
-				ev := p.event
-				if sent != 0 && p.update != nil && p.base == sent {
-					ev = p.update
+				ev := p.update
+				if sent == 0 || ev == nil || p.base != sent {
+					var err error
+					if _, ev, err = p.encoded(); err != nil {
+						h.o.Log.WithField("err", err).Error("cannot encode the dashboard's snapshot")
+						continue
+					}
 				}
 				select {
 				case out <- ev:

@@ -95,19 +95,24 @@ func (u *Update) MarshalJSON() ([]byte, error) {
 }
 
 // published is a snapshot as every page gets it, encoded once for all of
-// them: whole, as the change from the snapshot before it, and as the
-// index page.
+// them: as the change from the snapshot before it, and, when a page needs
+// it, whole and as the index page.
 type published struct {
 	snap *Snapshot
-	// data is the snapshot's JSON (GET /api/snapshot), a part of event.
-	data []byte
-	// event is the event "snapshot" with data.
-	event []byte
 	// update is the event "update" from the snapshot base, nil when the
 	// change is not smaller than the whole.
 	update []byte
 	base   uint64
 
+	// whole is the snapshot's JSON (GET /api/snapshot) and its event
+	// "snapshot", encoded when a page first needs them: a change of one
+	// lock of thousands is an update for every open page, and encoding the
+	// whole for none of them was most of what a change cost.
+	whole struct {
+		once        sync.Once
+		data, event []byte
+		err         error
+	}
 	index struct {
 		once sync.Once
 		html []byte
@@ -115,19 +120,9 @@ type published struct {
 	}
 }
 
-// newPublished encodes s, and its change from prev when prev is not nil.
+// newPublished encodes s's change from prev, when prev is not nil.
 func newPublished(s *Snapshot, prev *published) (*published, error) {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	p := &published{snap: s, event: frameEvent(eventSnapshot, data)}
-	p.data = p.event[len(p.event)-2-len(data) : len(p.event)-2]
-	if !bytes.Equal(p.data, data) {
-		// Data of several lines (none: JSON is encoded on one) is framed
-		// line by line.
-		p.data = data
-	}
+	p := &published{snap: s}
 	if prev == nil {
 		return p, nil
 	}
@@ -141,6 +136,26 @@ func newPublished(s *Snapshot, prev *published) (*published, error) {
 	}
 	p.update, p.base = frameEvent(eventUpdate, udata), prev.snap.Seq
 	return p, nil
+}
+
+// encoded returns the snapshot's JSON and its event "snapshot", encoding
+// them the first time.
+func (p *published) encoded() (data, event []byte, err error) {
+	p.whole.once.Do(func() {
+		data, err := json.Marshal(p.snap)
+		if err != nil {
+			p.whole.err = err
+			return
+		}
+		ev := frameEvent(eventSnapshot, data)
+		p.whole.event, p.whole.data = ev, data
+		if one := ev[len(ev)-2-len(data) : len(ev)-2]; bytes.Equal(one, data) {
+			// The event holds the JSON on one line (as it is encoded):
+			// one copy of it, not two.
+			p.whole.data = one
+		}
+	})
+	return p.whole.data, p.whole.event, p.whole.err
 }
 
 // diff returns next as the change from prev, and false when that change

@@ -206,8 +206,14 @@ func (h *Hub) serveSnapshot(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "not ready: the locks are being listed", http.StatusServiceUnavailable)
 		return
 	}
+	data, _, err := p.encoded()
+	if err != nil {
+		h.o.Log.WithField("err", err).Error("cannot encode the dashboard's snapshot")
+		http.Error(w, "cannot encode the snapshot", http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(p.data)
+	_, _ = w.Write(data)
 }
 
 // eventStream starts a server-sent event stream on w.
