@@ -75,12 +75,12 @@ localcluster:
 	CGO_ENABLED=0 go build -o bin/localcluster ./hack/localcluster
 
 # The curves of cost against size, which take long: make scale runs them.
-SCALE_BENCHES = BenchmarkLongQueue|BenchmarkManyLocks|BenchmarkStatusAllNamespaces
+SCALE_BENCHES = BenchmarkLongQueue|BenchmarkManyLocks|BenchmarkStatusAllNamespaces|BenchmarkDashboard|BenchmarkReconcileScale
 
 bench: tools ## run the benchmarks against the local control plane, printing figures (the scale curves: make scale)
 	go test -v -run '^$$' -bench . -skip '$(SCALE_BENCHES)' -benchtime 1x -timeout 120m ./...
 
-scale: tools ## run the scale benchmarks (long queue, thousands of locks, status -A, start-up floor), drawing docs/images/*.svg
+scale: tools ## run the scale benchmarks (long queue, thousands of locks, status -A, the dashboard at 5,000 locks, reconcile at 50k jobs, start-up floor), drawing docs/images/*.svg
 	LOCKCTL_BENCH_PLOTS=$(CURDIR)/docs/images go test -v -run '^$$' -bench '$(SCALE_BENCHES)|BenchmarkStartFloor' -benchtime 1x -timeout 120m ./bench
 
 FUZZTIME ?= 30s

@@ -13,11 +13,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/testing/clitest"
@@ -86,18 +93,26 @@ func perJob(c Counts, n int) string {
 type costRun struct {
 	rss                  int64
 	heapAlloc, heapInuse int64
-	terminal             time.Duration
-	counts               Counts
-	memLimit             string
+	// ready is from the process's start to its /readyz answering (its
+	// caches of job records and pods filled); firstPass to every job
+	// record having left triggered (the loop has made a step on each);
+	// terminal to every job terminal.
+	ready, firstPass, terminal time.Duration
+	counts                     Counts
+	memLimit                   string
 }
 
 // reconcileProcess runs `lockctl reconcile` on n fresh jobs until all are
-// terminal and returns its peak memory and its request counts.
+// terminal and returns its peak memory, its request counts and how long
+// its first pass and the whole took.
 func reconcileProcess(b *testing.B, env *testenv.Env, n int, jobEvents events.JobEvents) costRun {
-	ctx := within(b, 45*time.Minute)
+	ctx := within(b, 90*time.Minute)
 	ns := env.Namespace(b)
 	setup := setupClient(b, env)
+	start := time.Now()
 	submitJobs(ctx, b, setup, ns, n)
+	b.Logf("made %d job records in %s", n, time.Since(start).Round(time.Millisecond))
+	states := watchJobStates(ctx, b, withClientSettings(env.RESTConfig, 1000, 2000), ns)
 	finishPods(ctx, setup, ns, nil)
 	proxy := startCountingProxy(b, env)
 
@@ -116,7 +131,7 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int, jobEvents events.Jo
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(b, cmd.Start())
-	start := time.Now()
+	start = time.Now()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -131,6 +146,7 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int, jobEvents events.Jo
 			r.heapAlloc, r.heapInuse = max(r.heapAlloc, alloc), max(r.heapInuse, inuse)
 		}
 	}
+	progress := time.Now()
 	for {
 		select {
 		case err := <-exited:
@@ -141,8 +157,18 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int, jobEvents events.Jo
 		case <-tick.C:
 		}
 		sample()
-		list, err := setup.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: job.ActiveSelector})
-		if err != nil || len(list.Items) > 0 {
+		if r.ready == 0 && isReady(ctx, metrics, "http://"+metricsAddr+"/readyz") {
+			r.ready = time.Since(start)
+		}
+		triggered, terminal := states.counts()
+		if r.firstPass == 0 && triggered == 0 {
+			r.firstPass = time.Since(start)
+		}
+		if time.Since(progress) >= time.Minute {
+			progress = time.Now()
+			b.Logf("  after %s: %d jobs triggered, %d terminal; peak RSS %.1f MiB", time.Since(start).Round(time.Second), triggered, terminal, float64(r.rss)/(1<<20))
+		}
+		if terminal < n {
 			continue
 		}
 		r.terminal = time.Since(start)
@@ -156,6 +182,80 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int, jobEvents events.Jo
 		r.counts = proxy.Counts()
 		return r
 	}
+}
+
+// isReady reports whether url (a /readyz) answers 200.
+func isReady(ctx context.Context, c *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// jobStates counts the job records of a namespace by their labels, from a
+// watch of their metadata only: at 50k records, listing them whole every
+// 200 ms (as this benchmark did) was more work for the API server than
+// the loop measured.
+type jobStates struct {
+	mu                sync.Mutex
+	byName            map[string]string // name → its state, "complete" once terminal
+	triggeredN, doneN int
+}
+
+// watchJobStates watches the metadata of the job records in ns until ctx
+// ends, and returns once it has listed them.
+func watchJobStates(ctx context.Context, b *testing.B, cfg *rest.Config, ns string) *jobStates {
+	b.Helper()
+	mc, err := metadata.NewForConfig(cfg)
+	require.NoError(b, err)
+	inf := metadatainformer.NewFilteredMetadataInformer(mc, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = job.Selector })
+	s := &jobStates{byName: map[string]string{}}
+	set := func(obj any) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return
+		}
+		state := m.GetLabels()[job.LabelState]
+		if m.GetLabels()[job.LabelComplete] == "true" {
+			state = "complete"
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.count(s.byName[m.GetName()], -1)
+		s.byName[m.GetName()] = state
+		s.count(state, 1)
+	}
+	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    set,
+		UpdateFunc: func(_, obj any) { set(obj) },
+	})
+	go inf.Informer().RunWithContext(ctx)
+	require.True(b, cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced), "list the job records")
+	return s
+}
+
+func (s *jobStates) count(state string, d int) {
+	switch state {
+	case "":
+	case string(job.Triggered):
+		s.triggeredN += d
+	case "complete":
+		s.doneN += d
+	}
+}
+
+// counts returns how many records are triggered and how many terminal.
+func (s *jobStates) counts() (triggered, terminal int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.triggeredN, s.doneN
 }
 
 // goHeap reads the Go heap of a process from its Prometheus metrics:
@@ -258,4 +358,63 @@ func BenchmarkColdStart(b *testing.B) {
 	b.Logf("  lockctl acquire (free lock):          %s", lk)
 	b.Logf("  kubectl create configmap (same size): %s", kc)
 	b.Logf("  lockctl/kubectl at p50: %.2f", ratio)
+}
+
+// BenchmarkReconcileScale is BenchmarkReconcileCost's curve beyond 10k
+// jobs, for make scale: `lockctl reconcile --job-events=none` (the setting
+// that keeps three requests per job) over N fresh jobs
+// (LOCKCTL_BENCH_SCALE_JOBS, default 1000,10000,50000), one run each. At
+// each N it reports the requests per job, the peak RSS and the peak RSS per
+// job, and the times from the process's start to its caches filled
+// (/readyz), to its first pass done (every record has left triggered) and
+// to every job terminal; it draws reconcile-memory and reconcile-time
+// (WritePlot).
+func BenchmarkReconcileScale(b *testing.B) {
+	env := testenv.Get(b)
+	type point struct {
+		n int
+		r costRun
+	}
+	var points []point
+	b.Logf("load average at the start: %s", loadAverage())
+	for _, n := range envInts("LOCKCTL_BENCH_SCALE_JOBS", []int{1000, 10000, 50000}) {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			var r costRun
+			for range b.N {
+				r = reconcileProcess(b, env, n, events.JobEventsNone)
+			}
+			perJob := float64(r.rss) / float64(n) / 1024
+			b.ReportMetric(float64(r.counts.Total())/float64(n), "req/job")
+			b.ReportMetric(float64(r.rss)/(1<<20), "peak-rss-MiB")
+			b.ReportMetric(perJob, "peak-rss-KiB/job")
+			b.ReportMetric(float64(r.heapInuse)/(1<<20), "peak-heap-inuse-MiB")
+			b.ReportMetric(r.ready.Seconds(), "ready-s")
+			b.ReportMetric(r.firstPass.Seconds(), "first-pass-s")
+			b.ReportMetric(r.terminal.Seconds(), "terminal-s")
+			b.ReportMetric(0, "ns/op")
+			b.Logf("%d jobs, lockctl reconcile --job-events=none: %.2f requests per job (%s); peak RSS %.1f MiB (%.1f KiB per job), Go heap in use %.1f MiB",
+				n, float64(r.counts.Total())/float64(n), verbs(r.counts), float64(r.rss)/(1<<20), perJob, float64(r.heapInuse)/(1<<20))
+			b.Logf("  from start: ready (caches filled) %s, first pass done %s, all terminal %s (%.1f jobs/s); load average %s",
+				r.ready.Round(time.Millisecond), r.firstPass.Round(time.Millisecond), r.terminal.Round(time.Millisecond), float64(n)/r.terminal.Seconds(), loadAverage())
+			points = append(points, point{n, r})
+		})
+	}
+	b.Logf("load average at the end: %s", loadAverage())
+	if len(points) < 2 {
+		return
+	}
+	b.Logf("%8s %9s %14s %12s %9s %12s %12s", "jobs", "req/job", "peak RSS MiB", "KiB per job", "ready", "first pass", "terminal")
+	var xs, rss, perJob, ready, first, terminal []float64
+	for _, p := range points {
+		r := p.r
+		b.Logf("%8d %9.2f %14.1f %12.1f %9s %12s %12s", p.n, float64(r.counts.Total())/float64(p.n), float64(r.rss)/(1<<20),
+			float64(r.rss)/float64(p.n)/1024, r.ready.Round(time.Second), r.firstPass.Round(time.Second), r.terminal.Round(time.Second))
+		xs = append(xs, float64(p.n))
+		rss, perJob = append(rss, float64(r.rss)/(1<<20)), append(perJob, float64(r.rss)/float64(p.n)/1024)
+		ready, first, terminal = append(ready, r.ready.Seconds()), append(first, r.firstPass.Seconds()), append(terminal, r.terminal.Seconds())
+	}
+	writePlot(b, "reconcile-memory", Plot{Title: "lockctl reconcile: peak RSS by number of jobs", XLabel: "job records", YLabel: "MiB / KiB per job", LogX: true,
+		Series: []Series{{Name: "peak RSS (MiB)", X: xs, Y: rss}, {Name: "peak RSS per job (KiB)", X: xs, Y: perJob}}})
+	writePlot(b, "reconcile-time", Plot{Title: "lockctl reconcile: time from start by number of jobs", XLabel: "job records", YLabel: "seconds", LogX: true,
+		Series: []Series{{Name: "caches filled", X: xs, Y: ready}, {Name: "first pass done", X: xs, Y: first}, {Name: "all terminal", X: xs, Y: terminal}}})
 }

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -226,19 +228,67 @@ func readEvent(t *testing.T, r *bufio.Reader) (string, string) {
 	}
 }
 
+// applyEvent reads the next event of a page's stream and applies it to
+// the snapshot the stream sent before, cur, as the page's script does:
+// a "snapshot" is the whole, an "update" the change from cur.
+func applyEvent(t *testing.T, cur *dashboard.Snapshot, r *bufio.Reader) *dashboard.Snapshot {
+	t.Helper()
+	ev, data := readEvent(t, r)
+	switch ev {
+	case "snapshot":
+		var snap dashboard.Snapshot
+		require.NoError(t, json.Unmarshal([]byte(data), &snap))
+		return &snap
+	case "update":
+		var u dashboard.Update
+		require.NoError(t, json.Unmarshal([]byte(data), &u))
+		require.NotNil(t, cur, "an update comes after a snapshot")
+		require.Equal(t, cur.Seq, u.Base, "an update changes the snapshot the stream sent last")
+		return applyUpdate(cur, &u)
+	}
+	t.Fatalf("unknown event %q", ev)
+	return nil
+}
+
+// applyUpdate applies u to the snapshot it changes, as the page does.
+func applyUpdate(cur *dashboard.Snapshot, u *dashboard.Update) *dashboard.Snapshot {
+	byKey := map[dashboard.LockKey]dashboard.LockEntry{}
+	for _, e := range cur.Locks {
+		byKey[dashboard.LockKey{Namespace: e.Lock.Namespace, Name: e.Lock.Name}] = e
+	}
+	for _, k := range u.Removed {
+		delete(byKey, k)
+	}
+	for _, e := range u.Locks {
+		byKey[dashboard.LockKey{Namespace: e.Lock.Namespace, Name: e.Lock.Name}] = e
+	}
+	next := u.Snapshot
+	next.Locks = []dashboard.LockEntry{}
+	for _, e := range byKey {
+		next.Locks = append(next.Locks, e)
+	}
+	sort.Slice(next.Locks, func(i, k int) bool {
+		a, b := next.Locks[i].Lock, next.Locks[k].Lock
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	return &next
+}
+
 func TestEventsFanOutFromOneSetOfWatches(t *testing.T) {
 	s := start(t)
 	s.await(t, "the first snapshot", func(*dashboard.Snapshot) bool { return true })
 	const viewers = 5
 	readers := make([]*bufio.Reader, viewers)
+	firsts := make([]*dashboard.Snapshot, viewers)
 	for i := range readers {
 		resp, err := http.Get(s.srv.URL + "/events")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = resp.Body.Close() })
 		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 		readers[i] = bufio.NewReader(resp.Body)
-		ev, _ := readEvent(t, readers[i])
+		ev, data := readEvent(t, readers[i])
 		require.Equal(t, "snapshot", ev, "the current snapshot first")
+		require.NoError(t, json.Unmarshal([]byte(data), &firsts[i]))
 	}
 	require.Eventually(t, func() bool { return s.hub.Subscribers() == viewers }, 5*time.Second, 10*time.Millisecond)
 	before := len(s.cs.Actions())
@@ -246,11 +296,9 @@ func TestEventsFanOutFromOneSetOfWatches(t *testing.T) {
 	_, _, err := s.locks.TryAcquire(t.Context(), holder("main", "7"))
 	require.NoError(t, err)
 	for i, r := range readers {
+		snap := firsts[i]
 		for {
-			ev, data := readEvent(t, r)
-			require.Equal(t, "snapshot", ev)
-			var snap dashboard.Snapshot
-			require.NoError(t, json.Unmarshal([]byte(data), &snap))
+			snap = applyEvent(t, snap, r)
 			if len(snap.Locks) == 1 && snap.Locks[0].Lock.Status.Holder != nil {
 				assert.Equal(t, "7", snap.Locks[0].Lock.Status.Holder.Build, "viewer %d", i)
 				break
@@ -367,6 +415,109 @@ func TestPageShowsBidiControlsEscaped(t *testing.T) {
 	assert.Contains(t, body, `&#34;hold\u202efix&#34;`, "the freeze's reason")
 	assert.Contains(t, body, `&#34;night\u202ely&#34;`, "the window's name")
 	assert.Contains(t, body, `&#34;re\u202eason&#34;`, "the window's reason")
-	assert.Contains(t, body, `<article class="lock" data-state="frozen">`, "the frozen lock nobody holds")
+	assert.Contains(t, body, `<article class="lock" data-state="frozen" data-namespace="locks" data-name="lockctl-lock-staging">`, "the frozen lock nobody holds")
 	assert.Contains(t, body, `<span class="badge state-frozen">frozen</span>`)
+}
+
+// TestEventsSendTheLocksThatChanged: a page's stream sends the snapshot
+// whole first, then each change as an update carrying the locks that
+// changed or came and the keys of those gone, and no other lock; applied
+// in turn, the updates make the snapshot GET /api/snapshot serves.
+func TestEventsSendTheLocksThatChanged(t *testing.T) {
+	holderOf := func(target, build string) lock.Request {
+		r := holder("main", build)
+		r.Target = target
+		return r
+	}
+	const n = 10
+	s := start(t, func(_ *fake.Clientset, locks *lock.Client) {
+		for i := range n {
+			_, _, err := locks.TryAcquire(t.Context(), holderOf(fmt.Sprintf("svc-%02d", i), fmt.Sprint(i)))
+			require.NoError(t, err)
+		}
+	})
+	s.await(t, "every lock", func(snap *dashboard.Snapshot) bool { return len(snap.Locks) == n })
+	resp, err := http.Get(s.srv.URL + "/events")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	r := bufio.NewReader(resp.Body)
+	ev, data := readEvent(t, r)
+	require.Equal(t, "snapshot", ev, "the stream starts with the whole")
+	var cur *dashboard.Snapshot
+	require.NoError(t, json.Unmarshal([]byte(data), &cur))
+	require.Len(t, cur.Locks, n)
+
+	// apply applies the next event to cur.
+	apply := func() dashboard.Update {
+		t.Helper()
+		ev, data := readEvent(t, r)
+		var u dashboard.Update
+		require.NoError(t, json.Unmarshal([]byte(data), &u))
+		if ev == "snapshot" {
+			// Whole after a snapshot the stream skipped, or when half of
+			// the locks changed or more (their liveness, every Refresh).
+			if u.Seq == cur.Seq+1 {
+				require.GreaterOrEqual(t, 2*changed(cur, &u.Snapshot), len(u.Locks), "whole only when not smaller")
+			}
+			cur = &u.Snapshot
+			return dashboard.Update{}
+		}
+		require.Equal(t, "update", ev)
+		require.Equal(t, cur.Seq, u.Base, "an update of the snapshot sent last")
+		cur = applyUpdate(cur, &u)
+		return u
+	}
+	// next applies events until an update changes what the page shows.
+	next := func() dashboard.Update {
+		t.Helper()
+		for {
+			if u := apply(); len(u.Locks) > 0 || len(u.Removed) > 0 {
+				return u
+			}
+		}
+	}
+	_, _, err = s.locks.TryAcquire(t.Context(), holderOf("svc-new", "99"))
+	require.NoError(t, err)
+	u := next()
+	require.Len(t, u.Locks, 1, "the lock that came, and no other")
+	assert.Equal(t, "svc-new", u.Locks[0].Lock.Spec.Target)
+	assert.Empty(t, u.Removed)
+
+	require.NoError(t, s.cs.CoreV1().ConfigMaps(lockNS).Delete(t.Context(), lock.Name("svc-03"), metav1.DeleteOptions{}))
+	u = next()
+	assert.Empty(t, u.Locks)
+	assert.Equal(t, []dashboard.LockKey{{Namespace: lockNS, Name: lock.Name("svc-03")}}, u.Removed, "the lock gone, by key")
+
+	for {
+		_, body := get(t, s.srv.URL+"/api/snapshot", nil)
+		var whole dashboard.Snapshot
+		require.NoError(t, json.Unmarshal([]byte(body), &whole))
+		for cur.Seq < whole.Seq {
+			apply()
+		}
+		if cur.Seq == whole.Seq {
+			assert.Equal(t, whole.Locks, cur.Locks, "the updates applied make the whole")
+			return
+		}
+	}
+}
+
+// changed counts the locks of next that are not in prev as they are
+// there, and those of prev gone.
+func changed(prev, next *dashboard.Snapshot) int {
+	was := map[dashboard.LockKey]string{}
+	for _, e := range prev.Locks {
+		b, _ := json.Marshal(e)
+		was[dashboard.LockKey{Namespace: e.Lock.Namespace, Name: e.Lock.Name}] = string(b)
+	}
+	n := 0
+	for _, e := range next.Locks {
+		k := dashboard.LockKey{Namespace: e.Lock.Namespace, Name: e.Lock.Name}
+		b, _ := json.Marshal(e)
+		if old, ok := was[k]; !ok || old != string(b) {
+			n++
+		}
+		delete(was, k)
+	}
+	return n + len(was)
 }

@@ -8,10 +8,12 @@
 // look: an informer on the lock ConfigMaps, one on the freeze-windows
 // ConfigMap and the job store's watch (job.Store.Watch). Every change
 // makes a new Snapshot, whose locks are the lock.LockView values `lockctl
-// status -o json` prints, and the Hub pushes it to every open page as a
-// server-sent event. Viewers never cause a request to the API server,
-// except a log page, which follows its job's pod as `lockctl logs -f`
-// does (run.FollowJob) for as long as it is open.
+// status -o json` prints, and the Hub pushes it to every open page as
+// server-sent events: whole first, then as updates that carry only the
+// locks that changed, encoded once for every page (Update). Viewers never
+// cause a request to the API server, except a log page, which follows its
+// job's pod as `lockctl logs -f` does (run.FollowJob) for as long as it is
+// open.
 //
 // The page is read-only (GET and HEAD only), embeds its script and style
 // (no asset from elsewhere), escapes every string that came from a user

@@ -102,12 +102,8 @@ type cachedView struct {
 	at    time.Time
 	show  bool
 	entry LockEntry
-}
-
-// published is a snapshot and its JSON, encoded once for every viewer.
-type published struct {
-	snap *Snapshot
-	data []byte
+	// raw is entry's JSON, encoded once for every snapshot it is in.
+	raw json.RawMessage
 }
 
 // NewHub returns a hub over the locks of locks' namespace (every
@@ -251,6 +247,14 @@ func (n noWatchList) IsWatchListSemanticsUnSupported() bool { return bool(n) }
 // what's problem.
 func (h *Hub) informer(what, namespace, labelSel, fieldSel string) cache.SharedIndexInformer {
 	inf := cache.NewSharedIndexInformerWithOptions(h.listWatch(what, namespace, labelSel, fieldSel), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
+	// NOTE: the page shows nothing of managedFields; at thousands of locks
+	// they are megabytes the cache need not keep.
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { h.Kick() },
 		UpdateFunc: func(any, any) { h.Kick() },
@@ -346,10 +350,13 @@ func (h *Hub) watchJobs(ctx context.Context) {
 	}
 }
 
-// Subscribe returns a channel that gets the current snapshot's JSON at
-// once (when there is one) and every newer one. A slow reader misses
-// snapshots, never the latest. cancel ends the subscription.
-func (h *Hub) Subscribe() (snaps <-chan []byte, cancel func()) {
+// Subscribe returns a channel that gets the server-sent events of one
+// page's stream (/events), each framed whole: the current snapshot at once
+// (when there is one), then each newer one as an update of the one before
+// it on this stream, or whole when it is not smaller (publish). A slow
+// reader misses snapshots, never the latest: the snapshot after one it
+// missed comes whole. cancel ends the subscription.
+func (h *Hub) Subscribe() (events <-chan []byte, cancel func()) {
 	ch := make(chan *published, 1)
 	out := make(chan []byte)
 	h.mu.Lock()
@@ -361,13 +368,23 @@ func (h *Hub) Subscribe() (snaps <-chan []byte, cancel func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(out)
+		var sent uint64
 		for {
 			select {
 			case <-done:
 				return
 			case p := <-ch:
+				ev := p.update
+				if sent == 0 || ev == nil || p.base != sent {
+					var err error
+					if _, ev, err = p.encoded(); err != nil {
+						h.o.Log.WithField("err", err).Error("cannot encode the dashboard's snapshot")
+						continue
+					}
+				}
 				select {
-				case out <- p.data:
+				case out <- ev:
+					sent = p.snap.Seq
 				case <-done:
 					return
 				}
@@ -405,12 +422,14 @@ func (h *Hub) Subscribers() int {
 // publish makes s the current snapshot and hands it to every subscriber,
 // replacing one it has not taken yet.
 func (h *Hub) publish(s *Snapshot) {
-	data, err := json.Marshal(s)
+	h.mu.Lock()
+	prev := h.current
+	h.mu.Unlock()
+	p, err := newPublished(s, prev)
 	if err != nil {
 		h.o.Log.WithField("err", err).Error("cannot encode the dashboard's snapshot")
 		return
 	}
-	p := &published{snap: s, data: data}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.current = p
@@ -492,6 +511,7 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 		views[key] = v
 		if v.show {
 			s.Locks = append(s.Locks, v.entry)
+			s.locksJSON = append(s.locksJSON, v.raw)
 		}
 	}
 	h.views = views
@@ -521,6 +541,9 @@ func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cac
 	if err == nil {
 		v.entry.History = hist.Entries
 	}
+	// NOTE: an entry that cannot be encoded (none can: views are plain
+	// data) is encoded with the snapshot, which logs the error.
+	v.raw, _ = json.Marshal(&v.entry)
 	return v
 }
 

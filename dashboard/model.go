@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"encoding/json"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/job"
@@ -34,6 +36,10 @@ type Snapshot struct {
 	// Problems are what keeps the page from being complete (a watch
 	// refused), for people.
 	Problems []string `json:"problems,omitempty"`
+
+	// locksJSON are the Locks encoded, made once per version of each lock
+	// (cachedView), when the hub made the snapshot.
+	locksJSON []json.RawMessage
 }
 
 // LockEntry is one lock on the page.

@@ -38,11 +38,21 @@ func TuneCLIRuntime(getenv func(string) string) {
 	}
 }
 
-// ServeRuntime gives a command that serves for long the runtime's default
-// number of Ps back (the CPUs, or the container's CPU limit), unless
-// GOMAXPROCS is set.
+// ServeRuntime gives a command that serves for long the runtime's
+// defaults back, unless GOGC or GOMAXPROCS is set: the default number of Ps
+// (the CPUs, or the container's CPU limit), and GOGC 100. lockctl
+// dashboard keeps every lock's entry and the encoded page of thousands of
+// locks; at CLIGCPercent its heap would grow to five times that between
+// collections (docs/adr/0097).
 func ServeRuntime(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(ServeGCPercent)
+	}
 	if getenv("GOMAXPROCS") == "" {
 		runtime.SetDefaultGOMAXPROCS()
 	}
 }
+
+// ServeGCPercent is the GOGC of a command that serves for long: the
+// runtime's default.
+const ServeGCPercent = 100

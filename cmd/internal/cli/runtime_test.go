@@ -9,8 +9,8 @@ import (
 )
 
 // TestTuneCLIRuntime: a short command runs on one P with GOGC 400, a
-// serving one gets the runtime's default Ps back, and GOGC or GOMAXPROCS
-// in the environment win over both.
+// serving one gets the runtime's default Ps and GOGC 100 back, and GOGC or
+// GOMAXPROCS in the environment win over both.
 func TestTuneCLIRuntime(t *testing.T) {
 	prev := runtime.GOMAXPROCS(0)
 	gc := debug.SetGCPercent(-1)
@@ -26,6 +26,7 @@ func TestTuneCLIRuntime(t *testing.T) {
 
 	ServeRuntime(unset)
 	assert.Equal(t, def, runtime.GOMAXPROCS(0), "a serving command: the runtime's default")
+	assert.Equal(t, ServeGCPercent, debug.SetGCPercent(CLIGCPercent), "a serving command: GOGC 100")
 
 	runtime.GOMAXPROCS(def)
 	debug.SetGCPercent(150)
@@ -34,6 +35,8 @@ func TestTuneCLIRuntime(t *testing.T) {
 	assert.Equal(t, def, runtime.GOMAXPROCS(0), "GOMAXPROCS set: the runtime read it at start")
 	assert.Equal(t, 150, debug.SetGCPercent(gc), "GOGC set: the runtime read it at start")
 	runtime.GOMAXPROCS(3)
+	debug.SetGCPercent(150)
 	ServeRuntime(set)
 	assert.Equal(t, 3, runtime.GOMAXPROCS(0))
+	assert.Equal(t, 150, debug.SetGCPercent(gc), "GOGC set: a serving command keeps it")
 }

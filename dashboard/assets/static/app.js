@@ -149,7 +149,7 @@
     // As the server's cardState: a lock nobody holds shows frozen while a
     // freeze holds it.
     const state = st.state === "free" && st.freeze ? "frozen" : st.state;
-    const card = h("article", { class: "lock", "data-state": state },
+    const card = h("article", { class: "lock", "data-state": state, "data-namespace": md.namespace, "data-name": md.name },
       h("header", null,
         h("h3", null, h("a", { href: href }, target), lockNS ? null : h("span", { class: "muted" }, " in " + md.namespace)),
         badge(state)),
@@ -210,8 +210,90 @@
     replace("problems", ...(s.problems || []).map((p) => h("p", { class: "problem", role: "alert" }, p)));
   }
 
-  function renderIndex(s) {
-    replace("locks", ...(s.locks.length ? s.locks.map((e) => lockCard(e, s.lockNamespace)) : [h("p", { class: "empty" }, "No locks.")]));
+  // cards are the index page's lock cards by lock (keyOf), so that an
+  // update replaces the cards of the locks it changed and no other.
+  const cards = new Map();
+
+  // keyOf names a lock; keys sort as the server orders the locks, by
+  // namespace, then name.
+  function keyOf(e) {
+    const md = e.lock.metadata || {};
+    return (md.namespace || "") + "\u0000" + (md.name || "");
+  }
+
+  // indexOf returns where key is, or would be, in locks, sorted by key.
+  function indexOf(locks, key) {
+    let lo = 0, hi = locks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (keyOf(locks[mid]) < key) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  function renderLocks(s) {
+    cards.clear();
+    const nodes = s.locks.map((e) => {
+      const card = lockCard(e, s.lockNamespace);
+      cards.set(keyOf(e), card);
+      return card;
+    });
+    replace("locks", ...(nodes.length ? nodes : [h("p", { class: "empty" }, "No locks.")]));
+  }
+
+  // patchLocks makes the cards of the locks u changed, added and removed
+  // (s is the snapshot after it), keeping the keyboard focus where it was.
+  function patchLocks(s, u) {
+    const el = document.getElementById("locks");
+    if (!el) return;
+    if (!s.locks.length || !cards.size) {
+      renderLocks(s);
+      return;
+    }
+    const active = document.activeElement;
+    const focused = active && el.contains(active) && active.getAttribute("href");
+    for (const r of u.removed || []) {
+      const key = (r.namespace || "") + "\u0000" + (r.name || "");
+      const card = cards.get(key);
+      if (card) card.remove();
+      cards.delete(key);
+    }
+    for (const e of u.locks) {
+      const key = keyOf(e), card = lockCard(e, s.lockNamespace), old = cards.get(key);
+      if (old) {
+        old.replaceWith(card);
+      } else {
+        let next = null;
+        for (let i = indexOf(s.locks, key) + 1; i < s.locks.length && !next; i++) next = cards.get(keyOf(s.locks[i])) || null;
+        el.insertBefore(card, next);
+      }
+      cards.set(key, card);
+    }
+    if (focused && !el.contains(document.activeElement)) {
+      for (const a of el.querySelectorAll("a")) {
+        if (a.getAttribute("href") === focused) { a.focus(); break; }
+      }
+    }
+  }
+
+  // adoptLocks takes the cards the server rendered into the page as the
+  // cards of s, when it rendered them from s: at thousands of locks,
+  // making them again is most of the page's first render.
+  function adoptLocks(s) {
+    const el = document.getElementById("locks");
+    if (!el || el.dataset.seq !== String(s.seq)) return false;
+    delete el.dataset.seq;
+    const found = el.querySelectorAll(":scope > article.lock");
+    if (found.length !== s.locks.length) return false;
+    cards.clear();
+    for (const card of found) cards.set((card.dataset.namespace || "") + "\u0000" + (card.dataset.name || ""), card);
+    return true;
+  }
+
+  function renderIndex(s, u, first) {
+    if (u) patchLocks(s, u);
+    else if (!first || !adoptLocks(s)) renderLocks(s);
     replace("windows", s.windows.length ? table(["Window", "Freezes", "From", "Until", "Reason"], s.windows.map((w) =>
       h("tr", { class: w.active ? "active" : null },
         h("td", null, (s.lockNamespace ? "" : w.namespace + "/") + w.name, w.active ? [" ", badge("frozen")] : null),
@@ -277,18 +359,51 @@
     el.textContent = text;
   }
 
-  function onSnapshot(s) {
+  // state is the last snapshot the page has, whole.
+  let state = null;
+
+  // onSnapshot shows s; u, when set, is the update that made s from the
+  // snapshot before, whose changed locks alone are drawn again.
+  function onSnapshot(s, u) {
+    const first = state === null;
+    state = s;
     offset = Date.parse(s.now) - Date.now();
     renderProblems(s);
-    if (page === "index") renderIndex(s);
+    if (page === "index") renderIndex(s, u, first);
     else if (page === "history") renderHistory(s);
     else if (page === "logs") renderJob(s);
     conn(true, "live · " + rfc(s.now));
     body.dataset.seq = String(s.seq);
   }
 
+  // onUpdate applies an update (the server's Update: every field of a
+  // snapshot, the locks that changed or came, the keys of those gone) to
+  // the snapshot it changes; one from another (none: the stream sends the
+  // whole snapshot after one it skipped) makes the page read the whole.
+  function onUpdate(u) {
+    if (!state || u.base !== state.seq) {
+      fetch("/api/snapshot").then((r) => r.json()).then((s) => onSnapshot(s)).catch(() => conn(false, "reconnecting…"));
+      return;
+    }
+    const byKey = new Map(state.locks.map((e) => [keyOf(e), e]));
+    for (const r of u.removed || []) byKey.delete((r.namespace || "") + "\u0000" + (r.name || ""));
+    let added = false;
+    for (const e of u.locks) {
+      const key = keyOf(e);
+      if (!byKey.has(key)) added = true;
+      byKey.set(key, e);
+    }
+    const locks = [...byKey.values()];
+    if (added) locks.sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
+    const s = Object.assign({}, u, { locks: locks });
+    delete s.base;
+    delete s.removed;
+    onSnapshot(s, u);
+  }
+
   const events = new EventSource("/events");
   events.addEventListener("snapshot", (ev) => onSnapshot(JSON.parse(ev.data)));
+  events.addEventListener("update", (ev) => onUpdate(JSON.parse(ev.data)));
   events.addEventListener("error", () => conn(false, "reconnecting…"));
 
   // Ages count on between snapshots.
