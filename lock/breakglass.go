@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -200,5 +199,5 @@ func dropEndedGrant(next *corev1.ConfigMap, rec *Record) {
 type notEnforcedError struct{ Target string }
 
 func (e *notEnforcedError) Error() string {
-	return fmt.Sprintf("lock %q does not exist, so nothing enforces it: break-glass is for an enforced lock (lockctl enforce %s)", e.Target, strings.TrimSpace(e.Target))
+	return fmt.Sprintf("lock %q does not exist, so nothing enforces it: break-glass is for an enforced lock (lockctl enforce %s)", e.Target, e.Target)
 }
