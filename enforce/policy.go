@@ -301,8 +301,13 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	isGuarded := fmt.Sprintf("request.namespace == %s && %s.exists(k, k == request.resource.group + '/' + request.resource.resource) && (!has(request.subResource) || request.subResource in ['', 'scale'])",
 		q(s.Target), list(guarded))
 	system := fmt.Sprintf("(%[1]s.startsWith('system:') && !%[1]s.startsWith('system:serviceaccount:')) || %[1]s.startsWith('system:serviceaccount:kube-system:')", user)
+	// The lock's turn object is a hint every waiter may write (see
+	// lock.TurnName): it never decides who holds the lock.
+	isTurn := fmt.Sprintf("request.namespace == %s && request.resource.group == '' && request.resource.resource == 'configmaps' && request.name == %s",
+		q(s.LockNamespace), q(lock.TurnName(s.Target)))
 	conditions := []admissionregistrationv1.MatchCondition{
 		{Name: "not-the-system", Expression: "!(" + system + ")"},
+		{Name: "not-the-turn", Expression: "!(" + isTurn + ")"},
 		{Name: "guarded-or-lock", Expression: fmt.Sprintf("(%s) || (%s) || (%s)", isGuarded, isLock, isProbe)},
 	}
 	if len(s.Exempt) > 0 {

@@ -57,6 +57,9 @@ type Client struct {
 	// lastDecoded is the record of the version of a lock decoded last,
 	// which a waiter decides on twice (a hand-over to it, then its turn).
 	lastDecoded atomic.Pointer[decodedLock]
+	// turnless plays, in tests, a lockctl from before turn objects: it
+	// neither publishes the turn nor touches TurnAnnotation.
+	turnless bool
 }
 
 // decodedLock is the record of one version of a lock object: the object as

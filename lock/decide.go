@@ -239,9 +239,11 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		// the rest.
 		rec.Waiters = append(rec.Waiters, waiting(me, ts, now, waiterTTL))
 		rec.orderWaiters(now)
+		w := &rec.Waiters[rec.Position(me.ClaimID)-1]
+		w.Expires = microPtr(now.Add(placeTTL(waiterTTL, rec.Position(me.ClaimID))))
 		changed = true
-	} else if w := &rec.Waiters[pos-1]; w.Expires.Time.Sub(now) < waiterTTL*2/3 {
-		w.Expires = microPtr(now.Add(waiterTTL))
+	} else if w, ttl := &rec.Waiters[pos-1], placeTTL(waiterTTL, pos); w.Expires.Time.Sub(now) < ttl*2/3 {
+		w.Expires = microPtr(now.Add(ttl))
 		changed = true
 	}
 	d.Position = rec.Position(me.ClaimID)
@@ -249,7 +251,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		d.Record = rec
 	}
 	mine := rec.Waiters[d.Position-1]
-	d.NextCheck = mine.Expires.Time.Add(-waiterTTL / 3)
+	d.NextCheck = mine.Expires.Time.Add(-placeTTL(waiterTTL, d.Position) / 3)
 	if !rec.unheld() && rec.Holder.Expires != nil && rec.Holder.Expires.Time.Before(d.NextCheck) {
 		d.NextCheck = rec.Holder.Expires.Time
 	}
@@ -388,9 +390,10 @@ func competes(a, b Claim) bool {
 }
 
 // handOver makes c the holder from ts. Its expiry stays the short one it
-// had as a waiter until it confirms, so a lock handed to a process that died
-// meanwhile is free again soon; a waiter without one expires at now (never
-// at ts, which a fast clock may have pushed ahead). The hand-over write is
+// had as a waiter, at most defaultWaiterTTL from now, until it confirms,
+// so a lock handed to a process that died meanwhile is free again soon;
+// a waiter without one expires at now (never at ts, which a fast clock may
+// have pushed ahead). The hand-over write is
 // the take-over: its resourceVersion is c's fencing token, pending until
 // the next write records it (docs/adr/0074-hold-on-hand-over.md).
 func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
@@ -405,6 +408,10 @@ func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
 	c.LedgerKept = r.Holder.LedgerKept && c.Cancelable
 	if c.Expires == nil {
 		c.Expires = microPtr(now)
+	} else if most := now.Add(defaultWaiterTTL); c.Expires.Time.After(most) {
+		// A place deep in the queue lasts long (placeTTL); the hand-over
+		// counts no longer than a place at the head would.
+		c.Expires = microPtr(most)
 	}
 	r.Holder = c
 }

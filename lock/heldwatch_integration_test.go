@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"k8s.io/utils/clock"
 	"net/http"
+	"path"
 	"sync"
 	"testing"
 	"time"
@@ -151,6 +152,17 @@ func TestIntegrationReleaseAfterManyJoins(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, rel.HandedTo)
 	assert.Equal(t, "repo-00", rel.HandedTo.Repo)
-	assert.Equal(t, []string{http.MethodPut, http.MethodGet, http.MethodPut}, testenv.Verbs(log.Take()),
+	var onLock, onTurn []testenv.Request
+	for _, r := range log.Take() {
+		switch path.Base(r.URL) {
+		case Name("staging"):
+			onLock = append(onLock, r)
+		case TurnName("staging"):
+			onTurn = append(onTurn, r)
+		}
+	}
+	assert.Equal(t, []string{http.MethodPut, http.MethodGet, http.MethodPut}, testenv.Verbs(onLock),
 		"the write on the taken version loses; the next is on the newest version, read")
+	assert.Equal(t, []string{http.MethodGet, http.MethodPut}, testenv.Verbs(onTurn),
+		"ten waiters: the hand-over publishes the turn, a compare-and-swap")
 }

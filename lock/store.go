@@ -174,6 +174,9 @@ func (c *Client) apply(ctx context.Context, target string, cm *corev1.ConfigMap,
 		if err := c.store.Delete(ctx, cm); err != nil {
 			return err
 		}
+		if cm.Annotations[TurnAnnotation] != "" {
+			c.dropTurn(ctx, target)
+		}
 	case ch.Record != nil:
 		written, err := c.write(ctx, target, cm, ch.Decision, ch.annotate)
 		if err != nil {
@@ -217,8 +220,26 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 		}
 	}
 	dropEndedGrant(next, d.Record)
-	if create {
-		return c.store.Create(ctx, next)
+	key, publish := turnChange(cm, d.Record)
+	switch {
+	case c.turnless:
+		publish = false
+	case key == "":
+		delete(next.Annotations, TurnAnnotation)
+	default:
+		next.Annotations[TurnAnnotation] = key
 	}
-	return c.store.Update(ctx, next)
+	var out *corev1.ConfigMap
+	var err error
+	if create {
+		out, err = c.store.Create(ctx, next)
+	} else {
+		out, err = c.store.Update(ctx, next)
+	}
+	if err == nil && publish {
+		t := turnOf(d.Record)
+		t.record = out.ResourceVersion
+		c.publishTurn(ctx, target, t, out)
+	}
+	return out, err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +33,11 @@ type waiter struct {
 	req Request
 	me  Claim
 
+	// lockEvents watches the lock; turnEvents, instead, the lock's turn
+	// object while the waiter is deep in the queue (see turn.go). One of
+	// them is nil once the waiter has joined.
 	lockEvents watch.Interface
+	turnEvents watch.Interface
 	podEvents  watch.Interface
 	podRef     *PodRef
 	// pod is the holder's pod as its watch last brought it.
@@ -103,6 +108,10 @@ func (s *waitState) saw(holder Claim) { s.holder = holder }
 
 // failed marks a decision or read that failed: read again before the next.
 func (s *waitState) failed() { s.refresh = true }
+
+// stale marks the version it has as out of date, for a waiter that does
+// not watch the lock: read again before the next decision.
+func (s *waitState) stale() { s.refresh = true }
 
 // decided takes what a decision that was written saw: the holder (when
 // there is a lock) and the freeze; the pause after API errors starts over.
@@ -175,6 +184,9 @@ func (w *waiter) stop() {
 	if w.lockEvents != nil {
 		w.lockEvents.Stop()
 	}
+	if w.turnEvents != nil {
+		w.turnEvents.Stop()
+	}
 	if w.podEvents != nil {
 		w.podEvents.Stop()
 	}
@@ -216,15 +228,13 @@ func (w *waiter) begin(ctx context.Context) (*Held, error) {
 	case err != nil && !errors.Is(err, errRetry):
 		return nil, w.giveUp(err)
 	}
-	// NOTE: watched before any back-off, which a lock turning free ends.
-	w.lockEvents = w.watchOne(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		return c.cms.ConfigMaps(c.namespace).List(ctx, o)
-	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		return c.cms.ConfigMaps(c.namespace).Watch(ctx, o)
-	}, Name(w.req.Target), &corev1.ConfigMap{})
 	if err != nil {
 		// Lost to another contender: back off, then decide on the version
 		// the watch saw free, or on a fresh read (the watch's may lag).
+		// NOTE: watched before the back-off, which a lock turning free
+		// ends. A contender the first write queued starts the watch its
+		// place needs (watchFrom) after its next decision instead.
+		w.watchFrom(false)
 		_, lost := w.st.lostWrite()
 		woken, err := w.backOff(ctx, lost, c.clk.Since(w.st.started))
 		if err != nil {
@@ -272,7 +282,15 @@ func (w *waiter) turn(ctx context.Context) (*Held, error) {
 	}
 	w.st.queued(res.cm)
 	w.st.reported(w.report(res, w.st.last))
-	w.followHolderPod(res.rec.Holder.Pod)
+	deep := res.decision.Position > headWatchers
+	w.watchFrom(deep)
+	if deep {
+		// The head waiters take over from a stale holder: no need to
+		// follow its pod from back here.
+		w.followHolderPod(nil)
+	} else {
+		w.followHolderPod(res.rec.Holder.Pod)
+	}
 	if err := w.next(ctx, res.decision.NextCheck); err != nil {
 		holder := Claim{}
 		if res.rec != nil {
@@ -430,15 +448,41 @@ func (w *waiter) pause(ctx context.Context, prev time.Duration, cause error) (ti
 	}
 }
 
+// watchFrom watches the lock's turn object when deep, else the lock,
+// stopping the other watch: a waiter deep in the queue does not receive
+// the record at every write (see turn.go).
+func (w *waiter) watchFrom(deep bool) {
+	c := w.c
+	cms := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.cms.ConfigMaps(c.namespace).List(ctx, o)
+	}
+	watchCMs := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return c.cms.ConfigMaps(c.namespace).Watch(ctx, o)
+	}
+	switch {
+	case deep && w.turnEvents == nil:
+		if w.lockEvents != nil {
+			w.lockEvents.Stop()
+			w.lockEvents = nil
+		}
+		w.turnEvents = w.watchOne(cms, watchCMs, TurnName(w.req.Target), &corev1.ConfigMap{})
+	case !deep && w.lockEvents == nil:
+		if w.turnEvents != nil {
+			w.turnEvents.Stop()
+			w.turnEvents = nil
+		}
+		w.lockEvents = w.watchOne(cms, watchCMs, Name(w.req.Target), &corev1.ConfigMap{})
+	}
+}
+
 // next blocks until something may change the decision: a lock or pod event,
 // the deadline at, or the end of ctx.
 func (w *waiter) next(ctx context.Context, at time.Time) error {
-	var timer <-chan time.Time
-	if !at.IsZero() {
-		t := w.c.clk.NewTimer(at.Sub(w.c.clk.Now()))
-		defer t.Stop()
-		timer = t.C()
+	if w.lockEvents == nil {
+		return w.nextDeep(ctx, at)
 	}
+	timer, stop := w.timerAt(at)
+	defer stop()
 	var podCh <-chan watch.Event
 	if w.podEvents != nil {
 		podCh = w.podEvents.ResultChan()
@@ -471,6 +515,140 @@ func (w *waiter) next(ctx context.Context, at time.Time) error {
 			return nil
 		}
 	}
+}
+
+// timerAt returns a channel that fires at at (nil, never, when at is
+// zero) and the function that stops its timer.
+func (w *waiter) timerAt(at time.Time) (<-chan time.Time, func()) {
+	if at.IsZero() {
+		return nil, func() {}
+	}
+	t := w.c.clk.NewTimer(at.Sub(w.c.clk.Now()))
+	return t.C(), func() { t.Stop() }
+}
+
+// nextDeep blocks, for a waiter deep in the queue, until it must decide
+// again: the turn object names the waiter (it then watches the lock, and
+// decides on the version that watch brings first), the turn object is
+// gone, the deadline at (its renewal) comes, or the turn object has not
+// changed for a waiter TTL (a writer that does not publish the turn may
+// have moved the queue); but for the first, the lock is read again.
+// Meanwhile the progress follows the turn object.
+func (w *waiter) nextDeep(ctx context.Context, at time.Time) error {
+	c := w.c
+	renew, stop := w.timerAt(at)
+	defer stop()
+	quiet := c.clk.NewTimer(c.waiterTTL())
+	defer quiet.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-w.denied:
+			return err
+		case <-renew:
+			w.st.stale()
+			return nil
+		case <-quiet.C():
+			w.st.stale()
+			return nil
+		case ev, ok := <-w.turnEvents.ResultChan():
+			if !ok {
+				return errors.New("turn watch closed")
+			}
+			if ev.Type == watch.Deleted {
+				w.st.stale()
+				return nil
+			}
+			if w.onTurnEvent(ev) {
+				// At the head: watch the lock, and decide on the version
+				// its watch starts with rather than read it as well.
+				w.watchFrom(false)
+				return w.firstLockEvent(ctx, renew, quiet.C())
+			}
+			quiet.Reset(c.waiterTTL())
+		}
+	}
+}
+
+// firstLockEvent waits for the first version of the lock the watch brings
+// (its initial list) and takes it as the version to decide on; if renew
+// or quiet comes first, the lock is read instead.
+func (w *waiter) firstLockEvent(ctx context.Context, renew, quiet <-chan time.Time) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case err := <-w.denied:
+		return err
+	case <-renew:
+	case <-quiet:
+	case ev, ok := <-w.lockEvents.ResultChan():
+		if ok && ev.Type != watch.Deleted {
+			w.onLockEvent(ev)
+			return nil
+		}
+	}
+	w.st.stale()
+	return nil
+}
+
+// onTurnEvent takes a change of the lock's turn object, and reports
+// whether the waiter is at the head now: the turn names it, or puts it
+// there. Otherwise the waiters ahead of the turn's head in the queue last
+// read are gone, and the progress says so.
+func (w *waiter) onTurnEvent(ev watch.Event) bool {
+	cm, ok := ev.Object.(*corev1.ConfigMap)
+	if !ok || cm.Name != TurnName(w.req.Target) {
+		return false
+	}
+	t, ok := readTurn(cm)
+	if !ok {
+		return false
+	}
+	if t.names(w.me.ClaimID) {
+		return true
+	}
+	p := moved(w.st.last, t, w.c.clk.Now())
+	if p == nil {
+		return false
+	}
+	if p.Position <= headWatchers {
+		return true
+	}
+	if w.req.OnProgress != nil && !sameProgress(w.st.last, p) {
+		w.req.OnProgress(*p)
+	}
+	w.st.reported(p)
+	return false
+}
+
+// moved returns the progress last after turn t, read at now: the waiters
+// ahead of t's first waiter in last's queue are gone (served, or left),
+// and t's holder, when it was one of them, holds the lock since about now.
+// nil when t says nothing of last's queue.
+func moved(last *Progress, t turn, now time.Time) *Progress {
+	if last == nil || len(t.head) == 0 {
+		return nil
+	}
+	i := slices.IndexFunc(last.Ahead, func(c Claim) bool { return c.ClaimID == t.head[0] })
+	if i <= 0 {
+		return nil
+	}
+	p := *last
+	if h := slices.IndexFunc(last.Ahead[:i], func(c Claim) bool { return c.ClaimID == t.holder }); h >= 0 {
+		p.Holder, p.HolderAlive = last.Ahead[h], true
+	}
+	p.Ahead = last.Ahead[i:]
+	p.Position = last.Position - i
+	if p.Wait != nil {
+		in := *p.Wait
+		in.Ahead = p.Position - 1
+		if p.Holder.ClaimID != last.Holder.ClaimID {
+			in.HolderSince = &now
+		}
+		p.Wait = &in
+	}
+	return &p
 }
 
 func (w *waiter) onLockEvent(ev watch.Event) {
