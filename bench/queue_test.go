@@ -23,7 +23,7 @@ import (
 // queueSizes are the queue lengths BenchmarkLongQueue measures;
 // LOCKCTL_BENCH_QUEUE names others ("2,10,50").
 func queueSizes() []int {
-	return envInts("LOCKCTL_BENCH_QUEUE", []int{2, 10, 50, 100})
+	return envInts("LOCKCTL_BENCH_QUEUE", []int{2, 10, 50, 100, 200})
 }
 
 // queueRun is the outcome of one drain of a queue of n waiters.
@@ -74,8 +74,8 @@ func (r *queueRun) add(o queueRun) {
 	r.requests.Conflicts += o.requests.Conflicts
 }
 
-// BenchmarkLongQueue drains a queue of N waiters on one lock (N = 2, 10, 50
-// and 100; LOCKCTL_BENCH_QUEUE picks others; a short queue again until 50
+// BenchmarkLongQueue drains a queue of N waiters on one lock (N = 2, 10, 50,
+// 100 and 200; LOCKCTL_BENCH_QUEUE picks others; a short queue again until 50
 // hand-overs, LOCKCTL_BENCH_QUEUE_HANDOVERS), each a lock client with a
 // clientset of its own, as separate processes would be, holding the lock
 // LOCKCTL_BENCH_HOLD_MS (default 20) ms in fifo order. Per hand-over it
