@@ -119,7 +119,7 @@ func logDashboard(b *testing.B, build lockctlBuild, r dashboardRun) {
 	b.Logf("  CPU: %s to open the %d pages, %s per update", r.cpuOpen.Round(time.Millisecond), r.pages, r.cpuUpdate.Round(time.Millisecond))
 	b.Logf("  one update (a lock acquired) to all %d pages: %s; to each page: %s; %.1f KiB read per page per update",
 		r.pages, r.update, r.updateEach, r.bytesUpdate/1024)
-	b.Logf("  one refresh with no lock changed: %.1f KiB read per page, in %.1f events", r.bytesRefresh/1024, r.refreshEvents)
+	b.Logf("  one periodic refresh with no lock changed: %.1f KiB read per page, in %.1f events", r.bytesRefresh/1024, r.refreshEvents)
 	if r.browser == "" {
 		b.Logf("  no chromium: the browser's figures were not measured")
 		return
@@ -248,20 +248,27 @@ func measureDashboard(b *testing.B, env *testenv.Env, bin string, l, pages, upda
 	return r
 }
 
-// measureRefresh returns what each page read, on average, over one
-// periodic refresh of the dashboard with no lock changed, and in how many
-// events: from now until every page had an event (the refresh comes
-// within the dashboard's Refresh, 15 s), then until a quiet second.
+// measureRefresh returns what each page read, on average, per periodic
+// refresh of the dashboard with no lock changed, and in how many events:
+// from now until every page had refreshes snapshots or updates (one comes
+// every Refresh, 15 s), then a quiet second. Two, not one: a refresh may
+// judge again only the entries judged a whole Refresh before it, which a
+// refresh timer's first tick may miss by a moment.
 func measureRefresh(ctx context.Context, b *testing.B, streams []*pageStream) (perPage, events float64) {
 	b.Helper()
-	read0, events0 := make([]int64, len(streams)), make([]int64, len(streams))
+	const refreshes = 2
+	read0, seq0 := make([]int64, len(streams)), make([]int64, len(streams))
 	for i, s := range streams {
-		read0[i], events0[i] = s.read.Load(), s.events.Load()
+		read0[i], seq0[i] = s.read.Load(), s.snapshots.Load()
 	}
-	rctx, cancel := context.WithTimeoutCause(ctx, time.Minute, errors.New("no refresh reached every page within a minute"))
+	events0 := int64(0)
+	for _, s := range streams {
+		events0 += s.events.Load()
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, 2*time.Minute, errors.New("the refreshes did not reach every page within two minutes"))
 	defer cancel()
 	for i := 0; i < len(streams); {
-		if streams[i].events.Load() > events0[i] {
+		if streams[i].snapshots.Load() >= seq0[i]+refreshes {
 			i++
 			continue
 		}
@@ -271,15 +278,17 @@ func measureRefresh(ctx context.Context, b *testing.B, streams []*pageStream) (p
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	// NOTE: a page may still be reading the refresh's event when it has
-	// started it; read counts whole events, so one quiet second ends it.
+	// NOTE: read counts whole events: once every page has the last
+	// refresh's, a quiet second lets the others finish theirs.
 	time.Sleep(time.Second)
 	var n, e int64
 	for i, s := range streams {
 		n += s.read.Load() - read0[i]
-		e += s.events.Load() - events0[i]
+		e += s.events.Load()
 	}
-	return float64(n) / float64(len(streams)), float64(e) / float64(len(streams))
+	e -= events0
+	per := float64(len(streams) * refreshes)
+	return float64(n) / per, float64(e) / per
 }
 
 // updateBound bounds the wait for one update to reach the pages: a build
@@ -385,8 +394,9 @@ func awaitSnapshot(ctx context.Context, b *testing.B, c *http.Client, base strin
 type pageStream struct {
 	first chan struct{}
 	read  atomic.Int64
-	// events counts the events with data (not the keep-alive comments).
-	events atomic.Int64
+	// events counts the events with data (not the keep-alive comments);
+	// snapshots those of a snapshot or an update of one.
+	events, snapshots atomic.Int64
 
 	mu     sync.Mutex
 	marker []byte
@@ -410,6 +420,9 @@ func (p *pageStream) open(ctx context.Context, b *testing.B, c *http.Client, bas
 			p.read.Add(int64(n))
 			if len(data) > 0 {
 				p.events.Add(1)
+			}
+			if bytes.HasPrefix(data, []byte(`{"seq":`)) {
+				p.snapshots.Add(1)
 			}
 			select {
 			case <-p.first:
