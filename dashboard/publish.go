@@ -14,6 +14,9 @@ const (
 	eventSnapshot = "snapshot"
 	// eventUpdate carries an Update of the snapshot the stream sent before.
 	eventUpdate = "update"
+	// eventClock carries the server's time, {"now": RFC 3339 to the
+	// microsecond}, on the clock locks are judged on.
+	eventClock = "clock"
 )
 
 // Update is a snapshot told as the change from the one before it: the
