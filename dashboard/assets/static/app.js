@@ -238,27 +238,34 @@
   // shown are the cards on screen or near it: only their ages and
   // expiries are worded again every second, and a card coming on screen
   // is worded at once; at thousands of cards, wording all of them every
-  // second would keep the page busy.
+  // second would keep the page busy. The browser says which cards it
+  // renders (content-visibility: auto skips the others); without that
+  // event, every card is worded.
   const shown = new Set();
-  const seen = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
-    const now = serverNow();
-    for (const en of entries) {
-      if (en.isIntersecting) {
-        shown.add(en.target);
-        tickIn(en.target, now);
-      } else {
-        shown.delete(en.target);
-      }
-    }
-  }, { rootMargin: "400px" }) : null;
+  const skips = "ContentVisibilityAutoStateChangeEvent" in window;
 
+  function onSkip(ev) {
+    if (ev.skipped) {
+      shown.delete(ev.target);
+    } else {
+      shown.add(ev.target);
+      tickIn(ev.target, serverNow());
+    }
+  }
+
+  // watchCard follows whether card is rendered: a card made here gets
+  // the event when it is first laid out; one the server rendered, laid
+  // out before the script ran, is asked.
   function watchCard(card) {
-    if (seen) seen.observe(card);
-    else shown.add(card);
+    if (!skips) {
+      shown.add(card);
+      return;
+    }
+    card.addEventListener("contentvisibilityautostatechange", onSkip);
+    if (card.isConnected && card.checkVisibility({ contentVisibilityAuto: true })) shown.add(card);
   }
 
   function unwatchCard(card) {
-    if (seen) seen.unobserve(card);
     shown.delete(card);
   }
 
@@ -293,9 +300,11 @@
   // (null before the first). The fill makes the cards past fillKey from
   // the latest snapshot (state); patchLocks leaves those alone.
   let filling = false, fillKey = null, fillGen = 0;
-  // FILL_SLICE_MS is how long one slice of the fill may take when the
-  // browser does not say how long it is idle.
-  const FILL_SLICE_MS = 12;
+  // FILL_SLICE_MS is the least time one slice of the fill takes, when the
+  // browser is idle for less (it says up to 50 ms): under the 50 ms of a
+  // long task, and few enough slices that the frames between them cost
+  // little.
+  const FILL_SLICE_MS = 30;
 
   function later(fn) {
     if (window.requestIdleCallback) requestIdleCallback(fn, { timeout: 50 });
@@ -346,7 +355,6 @@
     filling = false;
     cards.clear();
     shown.clear();
-    if (seen) seen.disconnect();
     if (!s.locks.length) {
       replace("locks", h("p", { class: "empty" }, "No locks."));
       el.dataset.filled = String(s.seq);
