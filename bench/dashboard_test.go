@@ -66,10 +66,11 @@ type dashboardRun struct {
 // every event of it). It reports the dashboard's resident set (idle, with
 // the pages open, and its peak), the delay of one update (a lock acquired
 // by another client) to reach every page, LOCKCTL_BENCH_DASH_UPDATES
-// times (default 5), and, when Debian's chromium is installed, the first
-// full render of the page in headless Chromium (from the navigation's
-// start to every lock shown, the live stream connected) and the delay of
-// the same updates to that page. With LOCKCTL_BENCH_BASELINE_BIN it
+// times (default 5), what each page reads per periodic refresh with no
+// lock changed, and, when Debian's chromium is installed, the first full
+// render of the page in headless Chromium (from the navigation's start to
+// a card for every lock on the page and the live stream's snapshot
+// applied) and the delay of the same updates to that page. With LOCKCTL_BENCH_BASELINE_BIN it
 // measures that build too, after this one, on a namespace of its own.
 func BenchmarkDashboard(b *testing.B) {
 	env := testenv.Get(b)
