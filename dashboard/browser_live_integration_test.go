@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,4 +154,79 @@ func TestIntegrationDashboardBrowserEveryLock(t *testing.T) {
 	got, err = chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#locks .lock h3 a')].map(a => a.textContent)`))
 	require.NoError(t, err)
 	assert.True(t, slices.IsSorted(got), "in order: %s", strings.Join(got, " "))
+}
+
+// TestIntegrationDashboardBrowserUpdatesDuringTheFill: locks taken,
+// released and taken anew while the page makes its thousands of cards
+// end with the page showing every lock once, in order, as the server's
+// snapshot has them, whichever slice of the fill each update met.
+func TestIntegrationDashboardBrowserUpdatesDuringTheFill(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	cs, err := kube.NewForConfig(env.RESTConfig)
+	require.NoError(t, err)
+	const n, writers = 2000, 8
+	acquire := func(c *lock.Client, target string) error {
+		_, _, err := c.TryAcquire(ctx, lock.Request{Target: target, Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
+			ClaimID: target, TTL: time.Hour})
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		// NOTE: clients of their own, each with its own rate limit.
+		wcs, err := kube.NewForConfig(env.RESTConfig)
+		require.NoError(t, err)
+		c := lock.New(wcs.CoreV1(), wcs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+		wg.Go(func() {
+			for i := w; i < n; i += writers {
+				if err := acquire(c, fmt.Sprintf("svc-%04d", i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	base := serveHub(t, ctx, cs, ns, dashboard.Options{})
+	bctx := pageWithoutExceptions(t, ctx)
+	holder := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(base+"/")))
+	awaitJS(t, bctx, "the page live", `document.body.dataset.seq !== undefined`)
+	// Among the server's cards, in the fill's and past it; a release
+	// keeps the lock, free.
+	filling := text(t, bctx, `String(document.getElementById('locks').dataset.filled === undefined)`)
+	for _, target := range []string{"svc-0000a", "svc-1000a", "svc-9999"} {
+		require.NoError(t, acquire(holder, target))
+	}
+	_, err = holder.Release(ctx, "svc-1500", lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, lock.ReleaseOptions{})
+	require.NoError(t, err)
+	t.Logf("the page was still making its cards when the changes began: %s; when they were made: %s", filling,
+		text(t, bctx, `String(document.getElementById('locks').dataset.filled === undefined)`))
+	awaitJS(t, bctx, "every lock and the last one taken", fmt.Sprintf(`(() => {
+		const a = [...document.querySelectorAll('#locks .lock h3 a')];
+		return a.length === %d && a[a.length-1].textContent === 'svc-9999';
+	})()`, n+3))
+	var want []string
+	for i := range n {
+		target := fmt.Sprintf("svc-%04d", i)
+		state := "held"
+		if i == 1500 {
+			state = "free"
+		}
+		want = append(want, target+" "+state)
+		if i == 0 || i == 1000 {
+			want = append(want, target+"a held")
+		}
+	}
+	want = append(want, "svc-9999 held")
+	awaitJS(t, bctx, "svc-1500 released", `(`+cardJS("svc-1500")+`).dataset.state === 'free'`)
+	got, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#locks .lock')].map(c => c.querySelector('h3 a').textContent + ' ' + c.dataset.state)`))
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "every lock once, in order, as it is now")
 }

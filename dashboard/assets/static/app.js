@@ -298,8 +298,12 @@
   // that thousands of them do not hold the page: filling is set while
   // some are still to be made, fillKey is the key of the last card made
   // (null before the first). The fill makes the cards past fillKey from
-  // the latest snapshot (state); patchLocks leaves those alone.
-  let filling = false, fillKey = null, fillGen = 0;
+  // the latest snapshot (state); patchLocks leaves those alone. The cards
+  // of the first slice go into the page at once, those of the others wait
+  // in fillRest and join it together when the last is made: the page lays
+  // out its grid of thousands of cards once, not at every slice, and they
+  // are below the screen's anyway.
+  let filling = false, fillKey = null, fillGen = 0, fillRest = null;
   // FILL_SLICE_MS is the least time one slice of the fill takes, when the
   // browser is idle for less (it says up to 50 ms): under the 50 ms of a
   // long task, and few enough slices that the frames between them cost
@@ -315,15 +319,17 @@
   // slice now, the others later.
   function fill(fromKey) {
     const gen = ++fillGen;
+    const rest = document.createDocumentFragment();
     filling = true;
     fillKey = fromKey;
+    fillRest = rest;
     const slice = (deadline) => {
       if (gen !== fillGen) return;
       const el = document.getElementById("locks");
       const locks = state.locks;
       const budget = deadline && !deadline.didTimeout ? Math.max(deadline.timeRemaining(), FILL_SLICE_MS) : FILL_SLICE_MS;
       const until = performance.now() + budget;
-      const frag = document.createDocumentFragment();
+      const frag = deadline === null ? document.createDocumentFragment() : rest;
       let i = fillKey === null ? 0 : indexAfter(locks, fillKey);
       while (i < locks.length && performance.now() < until) {
         for (const end = Math.min(i + 25, locks.length); i < end; i++) {
@@ -336,12 +342,14 @@
           frag.append(card);
         }
       }
-      el.append(frag);
+      if (frag !== rest) el.append(frag);
       if (i < locks.length) {
         later(slice);
       } else {
+        el.append(rest);
         filling = false;
         fillKey = null;
+        fillRest = null;
         el.dataset.filled = String(state.seq);
       }
     };
@@ -353,6 +361,7 @@
     if (!el) return;
     fillGen++;
     filling = false;
+    fillRest = null;
     cards.clear();
     shown.clear();
     if (!s.locks.length) {
@@ -397,7 +406,9 @@
       } else {
         let next = null;
         for (let i = indexOf(s.locks, key) + 1; i < s.locks.length && !next; i++) next = cards.get(keyOf(s.locks[i])) || null;
-        el.insertBefore(card, next);
+        // NOTE: the next card may still wait with the fill's (fillRest);
+        // with none, the new one is the last so far.
+        (next ? next.parentNode : fillRest || el).insertBefore(card, next);
       }
       cards.set(key, card);
     }
