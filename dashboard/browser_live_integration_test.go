@@ -67,8 +67,8 @@ func cardJS(target string) string {
 
 // TestIntegrationDashboardBrowserWordsLiveness: the page words a lock's
 // liveness from the expiry the server sent and counts it down by itself,
-// with no event from the server (the hub's refresh is an hour here); a
-// lock expiring is shown expired, stale, at its expiry.
+// with no snapshot or update from the server (the hub's refresh is an hour
+// here); a lock expiring is shown expired, stale, at its expiry.
 func TestIntegrationDashboardBrowserWordsLiveness(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
@@ -95,7 +95,7 @@ func TestIntegrationDashboardBrowserWordsLiveness(t *testing.T) {
 	assert.Regexp(t, hourLeft, next)
 	assert.NotEqual(t, "expires in 1h0m0s", next, "fewer seconds left")
 	assert.Equal(t, seq, text(t, bctx, `document.body.dataset.seq`), "with no snapshot or update from the server")
-	t.Logf("%q became %q after %v, with no event from the server", first, next, took.Round(time.Millisecond))
+	t.Logf("%q became %q after %v, with no snapshot or update from the server", first, next, took.Round(time.Millisecond))
 
 	t.Run("a lock expiring shows expired and stale", func(t *testing.T) {
 		_, _, err := holder.TryAcquire(ctx, lock.Request{Target: "b-short", Identity: id, ClaimID: "short", TTL: 4 * time.Second})
