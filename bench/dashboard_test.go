@@ -43,13 +43,19 @@ type dashboardRun struct {
 	// page; bytesUpdate the bytes each page read per update.
 	update, updateEach Sample
 	bytesUpdate        float64
+	// bytesRefresh is what each page read from its stream over one
+	// periodic refresh with no lock changed (the dashboard's Refresh, 15
+	// s); refreshEvents how many events that was, per page.
+	bytesRefresh, refreshEvents float64
 	// browser is Chromium's page: firstRender from the navigation's start
-	// to every lock shown by the live page; dcl and fcp the page's own
+	// to every lock shown by the live page (the later of live and full);
+	// live when the stream's first snapshot was on the page, full when
+	// the page had a card for every lock; dcl and fcp the page's own
 	// DOMContentLoaded and first contentful paint; browserUpdate the delay
 	// of each update to that page.
-	firstRender, dcl, fcp time.Duration
-	browserUpdate         Sample
-	browser               string
+	firstRender, live, full, dcl, fcp time.Duration
+	browserUpdate                     Sample
+	browser                           string
 }
 
 // BenchmarkDashboard measures `lockctl dashboard` (the binary, its
@@ -60,10 +66,11 @@ type dashboardRun struct {
 // every event of it). It reports the dashboard's resident set (idle, with
 // the pages open, and its peak), the delay of one update (a lock acquired
 // by another client) to reach every page, LOCKCTL_BENCH_DASH_UPDATES
-// times (default 5), and, when Debian's chromium is installed, the first
-// full render of the page in headless Chromium (from the navigation's
-// start to every lock shown, the live stream connected) and the delay of
-// the same updates to that page. With LOCKCTL_BENCH_BASELINE_BIN it
+// times (default 5), what each page reads per periodic refresh with no
+// lock changed, and, when Debian's chromium is installed, the first full
+// render of the page in headless Chromium (from the navigation's start to
+// a card for every lock on the page and the live stream's snapshot
+// applied) and the delay of the same updates to that page. With LOCKCTL_BENCH_BASELINE_BIN it
 // measures that build too, after this one, on a namespace of its own.
 func BenchmarkDashboard(b *testing.B) {
 	env := testenv.Get(b)
@@ -97,6 +104,7 @@ func reportDashboard(b *testing.B, build lockctlBuild, r dashboardRun) {
 	b.ReportMetric(MS(r.update.Max()), p+"update-all-pages-max-ms")
 	b.ReportMetric(r.bytesUpdate/1024, p+"KiB/update/page")
 	b.ReportMetric(float64(r.snapshot)/1024, p+"snapshot-KiB")
+	b.ReportMetric(r.bytesRefresh/1024, p+"KiB/refresh/page")
 	if r.browser != "" {
 		b.ReportMetric(MS(r.firstRender), p+"browser-first-render-ms")
 		b.ReportMetric(MS(r.browserUpdate.Percentile(50)), p+"browser-update-p50-ms")
@@ -112,12 +120,14 @@ func logDashboard(b *testing.B, build lockctlBuild, r dashboardRun) {
 	b.Logf("  CPU: %s to open the %d pages, %s per update", r.cpuOpen.Round(time.Millisecond), r.pages, r.cpuUpdate.Round(time.Millisecond))
 	b.Logf("  one update (a lock acquired) to all %d pages: %s; to each page: %s; %.1f KiB read per page per update",
 		r.pages, r.update, r.updateEach, r.bytesUpdate/1024)
+	b.Logf("  one periodic refresh with no lock changed: %.1f KiB read per page, in %.1f events", r.bytesRefresh/1024, r.refreshEvents)
 	if r.browser == "" {
 		b.Logf("  no chromium: the browser's figures were not measured")
 		return
 	}
-	b.Logf("  %s: first full render %s (DOMContentLoaded %s, first contentful paint %s); each update on the page: %s",
-		r.browser, r.firstRender.Round(time.Millisecond), r.dcl.Round(time.Millisecond), r.fcp.Round(time.Millisecond), r.browserUpdate)
+	b.Logf("  %s: first full render %s (live %s, every card %s, DOMContentLoaded %s, first contentful paint %s); each update on the page: %s",
+		r.browser, r.firstRender.Round(time.Millisecond), r.live.Round(time.Millisecond), r.full.Round(time.Millisecond),
+		r.dcl.Round(time.Millisecond), r.fcp.Round(time.Millisecond), r.browserUpdate)
 }
 
 func measureDashboard(b *testing.B, env *testenv.Env, bin string, l, pages, updates int) dashboardRun {
@@ -185,6 +195,7 @@ func measureDashboard(b *testing.B, env *testenv.Env, bin string, l, pages, upda
 		browser = openBrowser(ctx, b, path, dash.url, l)
 		defer browser.stop()
 		r.browser, r.firstRender, r.dcl, r.fcp = browser.version, browser.firstRender, browser.dcl, browser.fcp
+		r.live, r.full = browser.live, browser.full
 	}
 
 	locker := newLockClient(b, env.RESTConfig, ns)
@@ -233,8 +244,52 @@ func measureDashboard(b *testing.B, env *testenv.Env, bin string, l, pages, upda
 	r.cpuUpdate = cpuUpdates / time.Duration(max(updates, 1))
 	r.bytesUpdate = float64(bytesUpdates) / float64(updates*pages)
 	settle()
+	r.bytesRefresh, r.refreshEvents = measureRefresh(ctx, b, streams)
 	r.peak = max(peak.Load(), mustStatus(b, dash.pid, "VmHWM:"))
 	return r
+}
+
+// measureRefresh returns what each page read, on average, per periodic
+// refresh of the dashboard with no lock changed, and in how many events:
+// from now until every page had refreshes snapshots or updates (one comes
+// every Refresh, 15 s), then a quiet second. Two, not one: a refresh may
+// judge again only the entries judged a whole Refresh before it, which a
+// refresh timer's first tick may miss by a moment.
+func measureRefresh(ctx context.Context, b *testing.B, streams []*pageStream) (perPage, events float64) {
+	b.Helper()
+	const refreshes = 2
+	read0, seq0 := make([]int64, len(streams)), make([]int64, len(streams))
+	for i, s := range streams {
+		read0[i], seq0[i] = s.read.Load(), s.snapshots.Load()
+	}
+	events0 := int64(0)
+	for _, s := range streams {
+		events0 += s.events.Load()
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, 2*time.Minute, errors.New("the refreshes did not reach every page within two minutes"))
+	defer cancel()
+	for i := 0; i < len(streams); {
+		if streams[i].snapshots.Load() >= seq0[i]+refreshes {
+			i++
+			continue
+		}
+		select {
+		case <-rctx.Done():
+			b.Fatalf("waiting for a refresh: %v", context.Cause(rctx))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// NOTE: read counts whole events: once every page has the last
+	// refresh's, a quiet second lets the others finish theirs.
+	time.Sleep(time.Second)
+	var n, e int64
+	for i, s := range streams {
+		n += s.read.Load() - read0[i]
+		e += s.events.Load()
+	}
+	e -= events0
+	per := float64(len(streams) * refreshes)
+	return float64(n) / per, float64(e) / per
 }
 
 // updateBound bounds the wait for one update to reach the pages: a build
@@ -340,6 +395,9 @@ func awaitSnapshot(ctx context.Context, b *testing.B, c *http.Client, base strin
 type pageStream struct {
 	first chan struct{}
 	read  atomic.Int64
+	// events counts the events with data (not the keep-alive comments);
+	// snapshots those of a snapshot or an update of one.
+	events, snapshots atomic.Int64
 
 	mu     sync.Mutex
 	marker []byte
@@ -361,6 +419,12 @@ func (p *pageStream) open(ctx context.Context, b *testing.B, c *http.Client, bas
 		defer resp.Body.Close()
 		_ = readEvents(resp.Body, func(n int, data []byte) {
 			p.read.Add(int64(n))
+			if len(data) > 0 {
+				p.events.Add(1)
+			}
+			if bytes.HasPrefix(data, []byte(`{"seq":`)) {
+				p.snapshots.Add(1)
+			}
 			select {
 			case <-p.first:
 			default:
@@ -452,20 +516,23 @@ func chromiumPath() string {
 
 // browserPage is the dashboard open in a headless Chromium.
 type browserPage struct {
-	ctx                   context.Context
-	stop                  func()
-	version               string
-	firstRender, dcl, fcp time.Duration
+	ctx                               context.Context
+	stop                              func()
+	version                           string
+	firstRender, live, full, dcl, fcp time.Duration
 }
 
 // marksScript runs in the page before its own script: it records when the
-// live stream's first snapshot is on the page (body's data-seq set) and,
-// for expect, when a card of a given target appears, on the page's clock.
+// live stream's first snapshot is on the page (body's data-seq set), when
+// the page has a card for each of its locks (want) and, for expect, when a
+// card of a given target appears, on the page's clock.
 const marksScript = `(() => {
-  window.__lockctlBench = { live: 0, target: "", seen: 0 };
+  window.__lockctlBench = { live: 0, full: 0, want: %d, target: "", seen: 0 };
   const m = window.__lockctlBench;
   const check = () => {
-    if (!m.live && document.body && document.body.dataset.seq !== undefined) m.live = performance.timeOrigin + performance.now();
+    const now = performance.timeOrigin + performance.now();
+    if (!m.live && document.body && document.body.dataset.seq !== undefined) m.live = now;
+    if (!m.full && document.querySelectorAll("#locks .lock").length === m.want) m.full = now;
     if (m.target && !m.seen) {
       for (const a of document.querySelectorAll("#locks .lock h3 a")) {
         if (a.textContent === m.target) { m.seen = performance.timeOrigin + performance.now(); break; }
@@ -492,7 +559,7 @@ func openBrowser(ctx context.Context, b *testing.B, path, url string, l int) *br
 	bctx, cancel := chromedp.NewContext(alloc)
 	b.Cleanup(cancel)
 	stop := func() { cancel(); cancelAlloc() }
-	_, err := chromedp.Call(bctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: marksScript})
+	_, err := chromedp.Call(bctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: fmt.Sprintf(marksScript, l)})
 	require.NoError(b, err, "start chromium")
 	p := &browserPage{ctx: bctx, stop: stop}
 	if v, err := chromedp.Run(bctx, chromedp.Evaluate[string](`navigator.userAgent`)); err == nil {
@@ -503,7 +570,7 @@ func openBrowser(ctx context.Context, b *testing.B, path, url string, l int) *br
 	}
 	start := time.Now()
 	require.NoError(b, chromedp.Do(bctx, chromedp.Navigate(url+"/")))
-	full := fmt.Sprintf(`window.__lockctlBench.live > 0 && document.querySelectorAll("#locks .lock").length === %d`, l)
+	full := `window.__lockctlBench.live > 0 && window.__lockctlBench.full > 0`
 	for {
 		ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](full))
 		if err == nil && ok {
@@ -518,19 +585,22 @@ func openBrowser(ctx context.Context, b *testing.B, path, url string, l int) *br
 	type timing struct {
 		Origin float64 `json:"origin"`
 		Live   float64 `json:"live"`
+		Full   float64 `json:"full"`
 		DCL    float64 `json:"dcl"`
 		FCP    float64 `json:"fcp"`
 	}
 	t, err := chromedp.Run(bctx, chromedp.Evaluate[timing](`(() => {
 		const n = performance.getEntriesByType("navigation")[0];
 		const fcp = performance.getEntriesByName("first-contentful-paint")[0];
-		return { origin: performance.timeOrigin, live: window.__lockctlBench.live,
+		return { origin: performance.timeOrigin, live: window.__lockctlBench.live, full: window.__lockctlBench.full,
 			dcl: n ? n.domContentLoadedEventEnd : 0, fcp: fcp ? fcp.startTime : 0 };
 	})()`))
 	require.NoError(b, err)
 	// NOTE: from the page's own clock (the navigation's start, its time
-	// origin, to the live snapshot on the page), not the polling's.
-	p.firstRender = msDuration(t.Live - t.Origin)
+	// origin, to the live snapshot on the page and a card for every
+	// lock, whichever came last), not the polling's.
+	p.live, p.full = msDuration(t.Live-t.Origin), msDuration(t.Full-t.Origin)
+	p.firstRender = max(p.live, p.full)
 	p.dcl, p.fcp = msDuration(t.DCL), msDuration(t.FCP)
 	b.Logf("chromium: the page showed its %d locks, live, %s after the navigation started (%s by the benchmark's clock)",
 		l, p.firstRender.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))

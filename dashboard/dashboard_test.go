@@ -209,8 +209,20 @@ func TestHandlerRefuses(t *testing.T) {
 	}
 }
 
-// readEvent reads the next server-sent event's name and data.
+// readEvent reads the next server-sent event's name and data, skipping
+// the events "clock" (the server's time, sent after the first event and
+// as the stream's heartbeat).
 func readEvent(t *testing.T, r *bufio.Reader) (string, string) {
+	t.Helper()
+	for {
+		if ev, data := readAnyEvent(t, r); ev != "clock" {
+			return ev, data
+		}
+	}
+}
+
+// readAnyEvent reads the next server-sent event's name and data.
+func readAnyEvent(t *testing.T, r *bufio.Reader) (string, string) {
 	t.Helper()
 	var event, data string
 	for {

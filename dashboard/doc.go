@@ -10,7 +10,12 @@
 // makes a new Snapshot, whose locks are the lock.LockView values `lockctl
 // status -o json` prints, and the Hub pushes it to every open page as
 // server-sent events: whole first, then as updates that carry only the
-// locks that changed, encoded once for every page (Update). Viewers never
+// locks that changed, encoded once for every page (Update). An entry
+// carries the times its words count from (LockEntry.Expires), which the
+// page words on its own clock corrected by the server's (the stream's
+// "clock" events), so an entry changes only when its lock does or its
+// state does with time (ADR 0099); the page is served with its first
+// cards (FirstCards) and its script makes the others. Viewers never
 // cause a request to the API server, except a log page, which follows its
 // job's pod as `lockctl logs -f` does (run.FollowJob) for as long as it is
 // open.

@@ -46,6 +46,30 @@ func ago(now time.Time, t any) string {
 	return human.Duration(now.Sub(at))
 }
 
+// liveness words the liveness of e's lock at now: from its holder's
+// expiry when the entry has one (LockEntry.Expires), as lockctl status
+// words it ("expires in 59m3s", "expired 4s ago"), else as it was judged;
+// printable (lock.Printable) either way.
+func liveness(now time.Time, e *LockEntry) string {
+	if e.Expires == nil {
+		return lock.Printable(e.Lock.Status.Liveness)
+	}
+	if exp := e.Expires.Time; exp.After(now) {
+		return "expires in " + exp.Sub(now).Round(time.Second).String()
+	}
+	return "expired " + now.Sub(e.Expires.Time).Round(time.Second).String() + " ago"
+}
+
+// instant renders t to the millisecond for an attribute the page's script
+// counts from (data-expires); "" for none.
+func instant(t any) string {
+	at, ok := timeOf(t)
+	if !ok {
+		return ""
+	}
+	return at.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
 // rfc3339 renders t for a datetime attribute and a tooltip; "" for none.
 func rfc3339(t any) string {
 	at, ok := timeOf(t)

@@ -28,9 +28,15 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultRefresh is how often a snapshot is made when nothing changed,
-	// so that liveness ("expires in 4m") and freeze windows starting or
-	// ending are judged again.
+	// DefaultRefresh is how often a snapshot is made when nothing changed:
+	// the locks whose view depends on more than their ConfigMap and the
+	// clock (a holder's pod, a wait estimate counting down, a break-glass
+	// grant) are judged again, and every page gets the server's time. The
+	// entries of the others are not: their words that count with the
+	// clock ("expires in 4m") are worded by the page, and a change of
+	// their state with time (an expiry, a freeze ending, a waiter's
+	// priority ageing, a freeze window starting) is judged at its moment
+	// (their due time).
 	DefaultRefresh = 15 * time.Second
 	// DefaultMaxJobs is how many job records the page shows, newest first.
 	DefaultMaxJobs = 200
@@ -89,12 +95,21 @@ type Hub struct {
 	// views are the lock entries of the last snapshot by ConfigMap
 	// namespace, name and UID,
 	// made only by snapshot's goroutine: an entry is made again when its
-	// ConfigMap changed or Refresh has passed, so that a job changing
-	// often does not read holder pods again each time.
+	// ConfigMap changed, its due time came, or, for a volatile one, at a
+	// refresh; so a job changing often does not read holder pods again
+	// each time, and a refresh sends no entry whose state did not change.
 	views map[string]cachedView
 	// windowsChanged makes the next snapshot make every entry again.
 	windowsChanged bool
+	// windowsDue is when a freeze window's freeze starts or ends next,
+	// zero for never: the snapshot at it makes every entry again. Used by
+	// snapshot's goroutine only.
+	windowsDue time.Time
 }
+
+// minDueGap is the least time between two snapshots made for due times:
+// locks expiring a moment apart are judged in one snapshot, not one each.
+const minDueGap = 500 * time.Millisecond
 
 // cachedView is a lock's entry as made from one version of its ConfigMap.
 type cachedView struct {
@@ -104,6 +119,11 @@ type cachedView struct {
 	entry LockEntry
 	// raw is entry's JSON, encoded once for every snapshot it is in.
 	raw json.RawMessage
+	// due is when the entry's state next changes with the clock alone
+	// (dueOf), zero for never; volatile is set when its view depends on
+	// more than its ConfigMap and the clock, judged again at each refresh.
+	due      time.Time
+	volatile bool
 }
 
 // NewHub returns a hub over the locks of locks' namespace (every
@@ -194,15 +214,36 @@ func (h *Hub) Run(ctx context.Context) error {
 	h.Kick()
 	t := h.o.Clock.NewTimer(h.o.Refresh)
 	defer t.Stop()
+	var due clock.Timer
+	defer func() {
+		if due != nil {
+			due.Stop()
+		}
+	}()
 	for {
+		var dueC <-chan time.Time
+		if due != nil {
+			dueC = due.C()
+		}
+		refresh := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-h.kick:
 		case <-t.C():
 			t.Reset(h.o.Refresh)
+			refresh = true
+		case <-dueC:
 		}
-		h.publish(h.snapshot(ctx))
+		s, next := h.snapshot(ctx, refresh)
+		h.publish(s)
+		if due != nil {
+			due.Stop()
+			due = nil
+		}
+		if !next.IsZero() {
+			due = h.o.Clock.NewTimer(max(next.Sub(h.o.Clock.Now()), minDueGap))
+		}
 	}
 }
 
@@ -442,8 +483,11 @@ func (h *Hub) publish(s *Snapshot) {
 	}
 }
 
-// snapshot makes a snapshot of what the watches hold now.
-func (h *Hub) snapshot(ctx context.Context) *Snapshot {
+// snapshot makes a snapshot of what the watches hold now, and returns
+// when the next of its entries (or a freeze window) is due to change with
+// the clock, zero for never. A refresh judges the volatile entries again
+// too.
+func (h *Hub) snapshot(ctx context.Context, refresh bool) (*Snapshot, time.Time) {
 	h.mu.Lock()
 	h.seq++
 	s := &Snapshot{
@@ -476,7 +520,10 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 	for _, p := range h.problems {
 		s.Problems = append(s.Problems, p)
 	}
-	if h.windowsChanged {
+	now := h.o.Clock.Now()
+	if h.windowsChanged || !h.windowsDue.IsZero() && !now.Before(h.windowsDue) {
+		// NOTE: a window's freeze starting or ending freezes or thaws
+		// the locks it names, judged in their entries.
 		h.views, h.windowsChanged = map[string]cachedView{}, false
 	}
 	if !h.synced() && len(h.problems) == 0 {
@@ -485,8 +532,7 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 	h.mu.Unlock()
 	sort.Strings(s.Problems)
 
-	now := h.o.Clock.Now()
-	s.Now = metav1.NewTime(now)
+	s.Now = metav1.NewMicroTime(now)
 	if ns := h.locks.Namespace(); ns != metav1.NamespaceAll {
 		// NOTE: only this run of Snapshot sets the hub's own client's
 		// windows, so the views judge freezes as status does.
@@ -499,13 +545,15 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 		return cms[i].Name < cms[k].Name
 	})
 	views := make(map[string]cachedView, len(cms))
+	var next time.Time
 	for _, cm := range cms {
 		// NOTE: keyed by name and UID: a lock deleted and made again
 		// under its name is another lock, and a client that sets no UID
 		// (a fake clientset) still tells locks apart.
 		key := cm.Namespace + "/" + cm.Name + "/" + string(cm.UID)
 		v, ok := h.views[key]
-		if !ok || v.rv != cm.ResourceVersion || now.Sub(v.at) >= h.o.Refresh || now.Before(v.at) {
+		if !ok || v.rv != cm.ResourceVersion || now.Before(v.at) ||
+			!v.due.IsZero() && !now.Before(v.due) || refresh && v.volatile {
 			v = h.view(ctx, cm, now)
 		}
 		views[key] = v
@@ -513,12 +561,72 @@ func (h *Hub) snapshot(ctx context.Context) *Snapshot {
 			s.Locks = append(s.Locks, v.entry)
 			s.locksJSON = append(s.locksJSON, v.raw)
 		}
+		next = earliest(next, v.due)
 	}
 	h.views = views
 	s.Windows = upcomingWindows(windows, now)
+	h.windowsDue = time.Time{}
+	for _, w := range s.Windows {
+		at := w.Start.Time
+		if w.Active {
+			at = w.End.Time
+		}
+		h.windowsDue = earliest(h.windowsDue, at)
+	}
 	s.Jobs = jobEntries(jobs, h.o.MaxJobs)
 	s.JobsTotal = len(jobs)
-	return s
+	return s, earliest(next, h.windowsDue)
+}
+
+// earliest returns the earlier of a and b, zero meaning never.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// dueOf returns when the view l, judged at now, next changes with the
+// clock alone, zero for never: the holder's expiry while it lives, the end
+// of a freeze, the next step of a waiter's priority ageing. volatile is set
+// for a view that depends on more than its ConfigMap and the clock's
+// steps: a holder's pod (read, not watched), a wait estimate that counts
+// down while the holder holds, a break-glass grant (its end is not in the
+// view); such a view is judged again at each refresh.
+func dueOf(l *lock.LockView, now time.Time) (due time.Time, volatile bool) {
+	st := &l.Status
+	at := func(t time.Time) {
+		if t.After(now) {
+			due = earliest(due, t)
+		}
+	}
+	if h := st.Holder; h != nil {
+		switch {
+		case h.Pod != nil:
+			volatile = true
+		case h.Expires != nil && st.Alive:
+			at(h.Expires.Time)
+		}
+	}
+	estimates := st.EstimatedWait != ""
+	for i := range st.Waiters {
+		w := &st.Waiters[i]
+		estimates = estimates || w.EstimatedWait != ""
+		if w.EffectivePriority(now) == lock.PriorityHigh {
+			continue
+		}
+		// The effective priority rises one level at each PriorityAgeing
+		// waited.
+		steps := max(now.Sub(w.Since.Time), 0) / lock.PriorityAgeing
+		at(w.Since.Add((steps + 1) * lock.PriorityAgeing))
+	}
+	if f := st.Freeze; f != nil {
+		at(f.Until.Time)
+	}
+	if estimates && st.Alive || st.BreakGlass != "" {
+		volatile = true
+	}
+	return due, volatile
 }
 
 // view makes the entry of the lock cm is, at now.
@@ -540,6 +648,12 @@ func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cac
 	v.entry = LockEntry{Lock: l, History: []lock.HistoryEntry{}}
 	if err == nil {
 		v.entry.History = hist.Entries
+	}
+	v.due, v.volatile = dueOf(&v.entry.Lock, now)
+	if hd := l.Status.Holder; hd != nil && hd.Pod == nil && hd.Expires != nil && l.Status.Invalid == "" {
+		// Worded by the page from the expiry (LockEntry.Expires).
+		exp := *hd.Expires
+		v.entry.Expires, v.entry.Lock.Status.Liveness = &exp, ""
 	}
 	// NOTE: an entry that cannot be encoded (none can: views are plain
 	// data) is encoded with the snapshot, which logs the error.

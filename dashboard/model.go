@@ -15,8 +15,10 @@ type Snapshot struct {
 	// Seq counts the snapshots of this process.
 	Seq uint64 `json:"seq"`
 	// Now is when the snapshot was made, on the clock locks are judged on
-	// (the API server's); the page counts ages from it.
-	Now metav1.Time `json:"now"`
+	// (the API server's), to the microsecond; the page counts ages and
+	// words liveness on its own clock corrected by it (and by the event
+	// stream's "clock" events).
+	Now metav1.MicroTime `json:"now"`
 	// LockNamespace is the namespace of the locks; "" means every
 	// namespace.
 	LockNamespace string `json:"lockNamespace"`
@@ -50,6 +52,14 @@ type LockEntry struct {
 	// History is the lock's last holds, newest first, as `lockctl history`
 	// shows them.
 	History []lock.HistoryEntry `json:"history"`
+	// Expires, when set, is the holder's expiry the lock's liveness is
+	// worded from, and Lock.Status.Liveness is empty: the page words it on
+	// its clock, as status does at its moment ("expires in 59m3s",
+	// "expired 4s ago"). Words judged at one moment would change the entry
+	// every second; the expiry changes only when the lock does, so an
+	// entry stays the same bytes until its lock changes or its state does
+	// with time (Hub: an entry's due time).
+	Expires *metav1.MicroTime `json:"expires,omitempty"`
 }
 
 // Window is the freeze a recurring freeze window makes next, or the one

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Events of a page's stream (/events).
@@ -14,6 +15,9 @@ const (
 	eventSnapshot = "snapshot"
 	// eventUpdate carries an Update of the snapshot the stream sent before.
 	eventUpdate = "update"
+	// eventClock carries the server's time, {"now": RFC 3339 to the
+	// microsecond}, on the clock locks are judged on.
+	eventClock = "clock"
 )
 
 // Update is a snapshot told as the change from the one before it: the
@@ -113,10 +117,18 @@ type published struct {
 		data, event []byte
 		err         error
 	}
-	index struct {
+	// all is the index page with every card (/?all), rendered once;
+	// first the page with the first cards, rendered again at most once a
+	// second, since its words count with the clock (firstPage).
+	all struct {
 		once sync.Once
 		html []byte
 		err  error
+	}
+	first struct {
+		mu   sync.Mutex
+		sec  int64
+		html []byte
 	}
 }
 
@@ -218,9 +230,27 @@ func frameEvent(event string, data []byte) []byte {
 	return b.Bytes()
 }
 
-// indexPage returns the index page of the snapshot, rendered by render
-// the first time a page asks for it and shared by every page after.
-func (p *published) indexPage(render func() ([]byte, error)) ([]byte, error) {
-	p.index.once.Do(func() { p.index.html, p.index.err = render() })
-	return p.index.html, p.index.err
+// allPage returns the index page of the snapshot with every card,
+// rendered by render the first time a page asks for it and shared by
+// every page after.
+func (p *published) allPage(render func() ([]byte, error)) ([]byte, error) {
+	p.all.once.Do(func() { p.all.html, p.all.err = render() })
+	return p.all.html, p.all.err
+}
+
+// firstPage returns the index page of the snapshot with its first cards
+// worded at now: rendered by render at the first request of each second
+// and shared by the others of that second, so that a hundred pages
+// opening at once render it once.
+func (p *published) firstPage(now time.Time, render func(now time.Time) ([]byte, error)) ([]byte, error) {
+	p.first.mu.Lock()
+	defer p.first.mu.Unlock()
+	if sec := now.Unix(); p.first.html == nil || p.first.sec != sec {
+		html, err := render(now)
+		if err != nil {
+			return nil, err
+		}
+		p.first.html, p.first.sec = html, sec
+	}
+	return p.first.html, nil
 }

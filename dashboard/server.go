@@ -34,12 +34,21 @@ const heartbeat = 15 * time.Second
 // MaxLogStreams bounds the log pages open at once: each follows a pod.
 const MaxLogStreams = 32
 
+// FirstCards is how many lock cards the index page is served with: a
+// wall screen's worth or two. The page's script makes the others from the
+// stream's first snapshot, in slices while the browser is idle, so that a
+// page over thousands of locks is not megabytes of HTML to parse first;
+// GET /?all serves every card, for a browser that runs no script.
+const FirstCards = 100
+
 // pages parses the page templates on the first page served, not at the
 // process start: every lockctl command links this package, and parsing
 // them was 2,190 of the start's 19,800 allocations (ADR 0071).
 var pages = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(template.FuncMap{
 		"ago":      ago,
+		"liveness": liveness,
+		"instant":  instant,
 		"rfc3339":  rfc3339,
 		"when":     when,
 		"duration": jobDuration,
@@ -109,9 +118,15 @@ type pageData struct {
 	Title string
 	Page  string
 	Snap  *Snapshot
-	Now   time.Time
-	Lock  *LockEntry
-	Job   *JobEntry
+	// Now is when the page's ages and liveness are worded at; zero means
+	// Snap.Now.
+	Now  time.Time
+	Lock *LockEntry
+	Job  *JobEntry
+	// Cards are the locks of Snap the index page renders, the first of
+	// them; More counts the others.
+	Cards []LockEntry
+	More  int
 }
 
 func (h *Hub) render(w http.ResponseWriter, status int, name string, d pageData) {
@@ -124,7 +139,9 @@ func renderPage(name string, d pageData) ([]byte, error) {
 	if d.Snap == nil {
 		d.Snap = &Snapshot{Locks: []LockEntry{}, Windows: []Window{}, Jobs: []JobEntry{}}
 	}
-	d.Now = d.Snap.Now.Time
+	if d.Now.IsZero() {
+		d.Now = d.Snap.Now.Time
+	}
 	var b bytes.Buffer
 	if err := pages().ExecuteTemplate(&b, name, d); err != nil {
 		return nil, err
@@ -145,11 +162,13 @@ func (h *Hub) write(w http.ResponseWriter, status int, page []byte, err error) {
 	_, _ = w.Write(page)
 }
 
-// serveIndex serves the index page of the current snapshot, rendered once
-// for every page that opens while it is current: at 5,000 locks it is 2.9
-// MB, and a hundred pages opened at once must not render it a hundred
-// times over.
-func (h *Hub) serveIndex(w http.ResponseWriter, _ *http.Request) {
+// serveIndex serves the index page of the current snapshot with its
+// first FirstCards cards, worded at the request's second and rendered
+// once for every page opened in it; the script makes the others. With
+// the query ?all it serves every card, rendered once for every such
+// request while the snapshot is current (at 5,000 locks that is 3.4 MB),
+// worded at the snapshot's time.
+func (h *Hub) serveIndex(w http.ResponseWriter, r *http.Request) {
 	d := pageData{Title: "lockctl dashboard", Page: "index"}
 	h.mu.Lock()
 	p := h.current
@@ -159,14 +178,25 @@ func (h *Hub) serveIndex(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	d.Snap = p.snap
-	page, err := p.indexPage(func() ([]byte, error) { return renderPage("index.html", d) })
+	if r.URL.Query().Has("all") {
+		d.Cards = p.snap.Locks
+		page, err := p.allPage(func() ([]byte, error) { return renderPage("index.html", d) })
+		h.write(w, http.StatusOK, page, err)
+		return
+	}
+	d.Cards = p.snap.Locks[:min(len(p.snap.Locks), FirstCards)]
+	d.More = len(p.snap.Locks) - len(d.Cards)
+	page, err := p.firstPage(h.o.Clock.Now(), func(now time.Time) ([]byte, error) {
+		d.Now = now
+		return renderPage("index.html", d)
+	})
 	h.write(w, http.StatusOK, page, err)
 }
 
 func (h *Hub) serveHistory(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	s := h.Current()
-	d := pageData{Page: "history", Snap: s, Title: "lock " + ns + "/" + name}
+	d := pageData{Page: "history", Snap: s, Title: "lock " + ns + "/" + name, Now: h.o.Clock.Now()}
 	if s != nil {
 		for i := range s.Locks {
 			if l := &s.Locks[i]; l.Lock.Namespace == ns && l.Lock.Name == name {
@@ -240,6 +270,12 @@ func (s *eventStream) send(event string, data []byte) error {
 // comment writes a comment, which keeps the stream open.
 func (s *eventStream) comment() error { return s.write([]byte(": keep-alive\n\n")) }
 
+// clock writes the event "clock": the server's time now, which also keeps
+// the stream open.
+func (s *eventStream) clock(now time.Time) error {
+	return s.write(frameEvent(eventClock, []byte(`{"now":"`+now.UTC().Format(metav1.RFC3339Micro)+`"}`)))
+}
+
 func (s *eventStream) write(b []byte) error {
 	// NOTE: a browser that stops reading must not hold a handler forever.
 	_ = s.rc.SetWriteDeadline(time.Now().Add(heartbeat))
@@ -251,24 +287,35 @@ func (s *eventStream) write(b []byte) error {
 
 // serveEvents streams every snapshot, the current one first, whole (an
 // event "snapshot"), then each as the change from the one before (an
-// event "update") when that is smaller (Subscribe).
+// event "update") when that is smaller (Subscribe). After the first, and
+// then instead of a keep-alive comment, it sends the server's time (an
+// event "clock", {"now": …} on the clock locks are judged on): the page
+// words liveness and ages on its own clock corrected by it, and the
+// current snapshot's time may be a refresh old.
 func (h *Hub) serveEvents(w http.ResponseWriter, r *http.Request) {
 	events, cancel := h.Subscribe()
 	defer cancel()
 	es := newEventStream(w)
 	t := time.NewTicker(heartbeat)
 	defer t.Stop()
+	clocked := false
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-t.C:
-			if es.comment() != nil {
+			if es.clock(h.o.Clock.Now()) != nil {
 				return
 			}
 		case ev, ok := <-events:
 			if !ok || es.write(ev) != nil {
 				return
+			}
+			if !clocked {
+				clocked = true
+				if es.clock(h.o.Clock.Now()) != nil {
+					return
+				}
 			}
 		}
 	}

@@ -8,13 +8,16 @@
 (function () {
   const body = document.body;
   const page = body.dataset.page;
-  // offset is the server's clock minus the browser's, from the last
-  // snapshot, so that ages count on the clock locks are judged on.
-  let offset = 0;
+  // offset is the server's clock minus the browser's, from the stream's
+  // last "clock" event or update (a whole snapshot may be a refresh old),
+  // so that ages and expiries count on the clock locks are judged on.
+  let offset = 0, clocked = false;
 
   // PRINTABLE matches a rune Go's unicode.IsPrint accepts: a letter, mark,
-  // number, punctuation, symbol or the ASCII space.
+  // number, punctuation, symbol or the ASCII space; ALL_PRINTABLE a string
+  // of them.
   const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
+  const ALL_PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]*$/u;
   const SHORT = { 7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r" };
 
   // printable mirrors lock.Printable: s as it is when every character is
@@ -22,9 +25,7 @@
   // right-to-left override cannot display text reversed.
   function printable(s) {
     s = String(s);
-    let plain = true;
-    for (const ch of s) if (!PRINTABLE.test(ch)) { plain = false; break; }
-    if (plain) return s;
+    if (ALL_PRINTABLE.test(s)) return s;
     let out = '"';
     for (const ch of s) {
       const c = ch.codePointAt(0);
@@ -39,19 +40,32 @@
   }
 
   // h makes an element; string children become text, shown printable.
+  // NOTE: it makes every element of thousands of cards: no copy of its
+  // attributes, and the children appended in one call (a fifth faster
+  // than one append each in Chromium).
   function h(tag, attrs, ...children) {
     const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === undefined || v === null || v === false) continue;
-      if (k === "class") e.className = v;
-      else if (k.startsWith("data-")) e.setAttribute(k, v);
-      else e.setAttribute(k, v);
+    if (attrs) {
+      for (const k in attrs) {
+        const v = attrs[k];
+        if (v === undefined || v === null || v === false) continue;
+        if (k === "class") e.className = v;
+        else e.setAttribute(k, v);
+      }
     }
-    for (const c of children.flat()) {
-      if (c === undefined || c === null || c === false) continue;
-      e.append(c instanceof Node ? c : document.createTextNode(printable(c)));
-    }
+    const out = [];
+    for (const c of children) addChild(out, c);
+    e.append(...out);
     return e;
+  }
+
+  // addChild adds c to out: a node as it is, an array as its children,
+  // anything else as text, shown printable (append makes a text node of
+  // a string, never markup).
+  function addChild(out, c) {
+    if (c === undefined || c === null || c === false) return;
+    if (Array.isArray(c)) for (const x of c) addChild(out, x);
+    else out.push(c instanceof Node ? c : printable(c));
   }
 
   function seg(s) { return encodeURIComponent(s); }
@@ -70,6 +84,21 @@
       return hh + "h" + mm + "m";
     }
     return Math.floor(s / 86400) + "d";
+  }
+
+  // goDuration mirrors Go's time.Duration.String of a duration rounded to
+  // the second, as lockctl status words an expiry: "59m3s", "1h0m0s", "0s".
+  function goDuration(ms) {
+    const s = Math.round(ms / 1000);
+    if (s <= 0) return "0s";
+    const hh = Math.floor(s / 3600), mm = Math.floor((s % 3600) / 60), ss = s % 60;
+    return (hh ? hh + "h" + mm + "m" : mm ? mm + "m" : "") + ss + "s";
+  }
+
+  // expiryWords words a liveness from the holder's expiry at now, as the
+  // server's liveness and lockctl status do.
+  function expiryWords(at, now) {
+    return at > now ? "expires in " + goDuration(at - now) : "expired " + goDuration(now - at) + " ago";
   }
 
   function serverNow() { return Date.now() + offset; }
@@ -140,7 +169,12 @@
         h("dt", null, "Token"), h("dd", null, tokenOf(st)),
         h("dt", null, "Since"), h("dd", null, agoEl(st.holder.since), " ago"));
     }
-    facts.append(h("dt", null, "Liveness"), h("dd", null, st.liveness || ""));
+    // An entry with an expiry has its liveness worded here, and again
+    // every second (tick), from the expiry: the server sends the expiry,
+    // not words that would change every second.
+    facts.append(h("dt", null, "Liveness"), entry.expires
+      ? h("dd", { "data-expires": entry.expires }, expiryWords(Date.parse(entry.expires), serverNow()))
+      : h("dd", null, st.liveness || ""));
     if (st.estimatedWait) {
       facts.append(h("dt", null, "Est. wait"), h("dd", { class: "estimate" }, st.estimatedWait, " ",
         h("span", { class: "muted" }, "for a deploy queued now (" + (st.basis || "") + ")")));
@@ -214,6 +248,40 @@
   // update replaces the cards of the locks it changed and no other.
   const cards = new Map();
 
+  // shown are the cards on screen or near it: only their ages and
+  // expiries are worded again every second, and a card coming on screen
+  // is worded at once; at thousands of cards, wording all of them every
+  // second would keep the page busy. The browser says which cards it
+  // renders (content-visibility: auto skips the others); without that
+  // event, every card is worded.
+  const shown = new Set();
+  const skips = "ContentVisibilityAutoStateChangeEvent" in window;
+
+  function onSkip(ev) {
+    if (ev.skipped) {
+      shown.delete(ev.target);
+    } else {
+      shown.add(ev.target);
+      tickIn(ev.target, serverNow());
+    }
+  }
+
+  // watchCard follows whether card is rendered: a card made here gets
+  // the event when it is first laid out; one the server rendered, laid
+  // out before the script ran, is asked.
+  function watchCard(card) {
+    if (!skips) {
+      shown.add(card);
+      return;
+    }
+    card.addEventListener("contentvisibilityautostatechange", onSkip);
+    if (card.isConnected && card.checkVisibility({ contentVisibilityAuto: true })) shown.add(card);
+  }
+
+  function unwatchCard(card) {
+    shown.delete(card);
+  }
+
   // keyOf names a lock; keys sort as the server orders the locks, by
   // namespace, then name.
   function keyOf(e) {
@@ -232,14 +300,91 @@
     return lo;
   }
 
+  // indexAfter returns where the first lock with a key after key is in
+  // locks, sorted by key.
+  function indexAfter(locks, key) {
+    const i = indexOf(locks, key);
+    return i < locks.length && keyOf(locks[i]) === key ? i + 1 : i;
+  }
+
+  // The cards are made in order, in slices while the browser is idle, so
+  // that thousands of them do not hold the page: filling is set while
+  // some are still to be made, fillKey is the key of the last card made
+  // (null before the first). The fill makes the cards past fillKey from
+  // the latest snapshot (state); patchLocks leaves those alone. The cards
+  // of the first slice go into the page at once, those of the others wait
+  // in fillRest and join it together when the last is made: the page lays
+  // out its grid of thousands of cards once, not at every slice, and they
+  // are below the screen's anyway.
+  let filling = false, fillKey = null, fillGen = 0, fillRest = null;
+  // FILL_SLICE_MS is the least time one slice of the fill takes, when the
+  // browser is idle for less (it says up to 50 ms): under the 50 ms of a
+  // long task, and few enough slices that the frames between them cost
+  // little.
+  const FILL_SLICE_MS = 30;
+
+  function later(fn) {
+    if (window.requestIdleCallback) requestIdleCallback(fn, { timeout: 50 });
+    else setTimeout(fn, 0);
+  }
+
+  // fill makes the cards past fromKey (every card for null), the first
+  // slice now, the others later.
+  function fill(fromKey) {
+    const gen = ++fillGen;
+    const rest = document.createDocumentFragment();
+    filling = true;
+    fillKey = fromKey;
+    fillRest = rest;
+    const slice = (deadline) => {
+      if (gen !== fillGen) return;
+      const el = document.getElementById("locks");
+      const locks = state.locks;
+      const budget = deadline && !deadline.didTimeout ? Math.max(deadline.timeRemaining(), FILL_SLICE_MS) : FILL_SLICE_MS;
+      const until = performance.now() + budget;
+      const frag = deadline === null ? document.createDocumentFragment() : rest;
+      let i = fillKey === null ? 0 : indexAfter(locks, fillKey);
+      while (i < locks.length && performance.now() < until) {
+        for (const end = Math.min(i + 25, locks.length); i < end; i++) {
+          const e = locks[i], key = keyOf(e);
+          fillKey = key;
+          if (cards.has(key)) continue;
+          const card = lockCard(e, state.lockNamespace);
+          cards.set(key, card);
+          watchCard(card);
+          frag.append(card);
+        }
+      }
+      if (frag !== rest) el.append(frag);
+      if (i < locks.length) {
+        later(slice);
+      } else {
+        el.append(rest);
+        filling = false;
+        fillKey = null;
+        fillRest = null;
+        el.dataset.filled = String(state.seq);
+      }
+    };
+    slice(null);
+  }
+
   function renderLocks(s) {
+    const el = document.getElementById("locks");
+    if (!el) return;
+    fillGen++;
+    filling = false;
+    fillRest = null;
     cards.clear();
-    const nodes = s.locks.map((e) => {
-      const card = lockCard(e, s.lockNamespace);
-      cards.set(keyOf(e), card);
-      return card;
-    });
-    replace("locks", ...(nodes.length ? nodes : [h("p", { class: "empty" }, "No locks.")]));
+    shown.clear();
+    if (!s.locks.length) {
+      replace("locks", h("p", { class: "empty" }, "No locks."));
+      el.dataset.filled = String(s.seq);
+      return;
+    }
+    el.replaceChildren();
+    delete el.dataset.filled;
+    fill(null);
   }
 
   // patchLocks makes the cards of the locks u changed, added and removed
@@ -256,17 +401,27 @@
     for (const r of u.removed || []) {
       const key = (r.namespace || "") + "\u0000" + (r.name || "");
       const card = cards.get(key);
-      if (card) card.remove();
+      if (card) {
+        card.remove();
+        unwatchCard(card);
+      }
       cards.delete(key);
     }
     for (const e of u.locks) {
-      const key = keyOf(e), card = lockCard(e, s.lockNamespace), old = cards.get(key);
+      const key = keyOf(e), old = cards.get(key);
+      // A card past the fill's is made by the fill, from this snapshot.
+      if (!old && filling && (fillKey === null || key > fillKey)) continue;
+      const card = lockCard(e, s.lockNamespace);
+      watchCard(card);
       if (old) {
         old.replaceWith(card);
+        unwatchCard(old);
       } else {
         let next = null;
         for (let i = indexOf(s.locks, key) + 1; i < s.locks.length && !next; i++) next = cards.get(keyOf(s.locks[i])) || null;
-        el.insertBefore(card, next);
+        // NOTE: the next card may still wait with the fill's (fillRest);
+        // with none, the new one is the last so far.
+        (next ? next.parentNode : fillRest || el).insertBefore(card, next);
       }
       cards.set(key, card);
     }
@@ -277,17 +432,24 @@
     }
   }
 
-  // adoptLocks takes the cards the server rendered into the page as the
-  // cards of s, when it rendered them from s: at thousands of locks,
-  // making them again is most of the page's first render.
+  // adoptLocks takes the cards the server rendered into the page (the
+  // first FirstCards) as the cards of s, when it rendered them from s,
+  // and fills in the others.
   function adoptLocks(s) {
     const el = document.getElementById("locks");
     if (!el || el.dataset.seq !== String(s.seq)) return false;
     delete el.dataset.seq;
     const found = el.querySelectorAll(":scope > article.lock");
-    if (found.length !== s.locks.length) return false;
+    if (found.length > s.locks.length || (!found.length && s.locks.length)) return false;
+    const keys = [...found].map((card) => (card.dataset.namespace || "") + "\u0000" + (card.dataset.name || ""));
+    if (keys.some((key, i) => key !== keyOf(s.locks[i]))) return false;
     cards.clear();
-    for (const card of found) cards.set((card.dataset.namespace || "") + "\u0000" + (card.dataset.name || ""), card);
+    keys.forEach((key, i) => {
+      cards.set(key, found[i]);
+      watchCard(found[i]);
+    });
+    if (found.length < s.locks.length) fill(keys[keys.length - 1]);
+    else el.dataset.filled = String(s.seq);
     return true;
   }
 
@@ -367,7 +529,7 @@
   function onSnapshot(s, u) {
     const first = state === null;
     state = s;
-    offset = Date.parse(s.now) - Date.now();
+    if (u || !clocked) offset = Date.parse(s.now) - Date.now();
     renderProblems(s);
     if (page === "index") renderIndex(s, u, first);
     else if (page === "history") renderHistory(s);
@@ -404,16 +566,42 @@
   const events = new EventSource("/events");
   events.addEventListener("snapshot", (ev) => onSnapshot(JSON.parse(ev.data)));
   events.addEventListener("update", (ev) => onUpdate(JSON.parse(ev.data)));
+  events.addEventListener("clock", (ev) => {
+    const at = Date.parse(JSON.parse(ev.data).now);
+    if (isNaN(at)) return;
+    offset = at - Date.now();
+    clocked = true;
+    tick();
+  });
   events.addEventListener("error", () => conn(false, "reconnecting…"));
 
-  // Ages count on between snapshots.
-  setInterval(() => {
-    const now = serverNow();
-    for (const t of document.querySelectorAll("time[data-ago]")) {
+  // tickIn words again the ages and expiries under root at now.
+  function tickIn(root, now) {
+    for (const t of root.querySelectorAll("time[data-ago]")) {
       const at = Date.parse(t.getAttribute("datetime"));
-      if (!isNaN(at)) t.textContent = human(now - at);
+      if (isNaN(at)) continue;
+      const w = human(now - at);
+      if (t.textContent !== w) t.textContent = w;
     }
-  }, 1000);
+    for (const d of root.querySelectorAll("[data-expires]")) {
+      const at = Date.parse(d.dataset.expires);
+      if (isNaN(at)) continue;
+      const w = expiryWords(at, now);
+      if (d.textContent !== w) d.textContent = w;
+    }
+  }
+
+  // Ages and expiries count on between snapshots, on the server's clock:
+  // the lock cards on screen, and what else the page shows.
+  function tick() {
+    const now = serverNow();
+    for (const card of shown) tickIn(card, now);
+    for (const id of ["current", "jobs", "job-age"]) {
+      const el = document.getElementById(id);
+      if (el) tickIn(el, now);
+    }
+  }
+  setInterval(tick, 1000);
 
   if (page === "logs") {
     const log = document.getElementById("log");
