@@ -289,10 +289,14 @@ func (n noWatchList) IsWatchListSemanticsUnSupported() bool { return bool(n) }
 func (h *Hub) informer(what, namespace, labelSel, fieldSel string) cache.SharedIndexInformer {
 	inf := cache.NewSharedIndexInformerWithOptions(h.listWatch(what, namespace, labelSel, fieldSel), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
 	// NOTE: the page shows nothing of managedFields; at thousands of locks
-	// they are megabytes the cache need not keep.
+	// they are megabytes the cache need not keep. They are left out of a
+	// shallow copy, never cleared in place: a client may hand one object
+	// to several watches and keep it (the fake clientset does).
 	_ = inf.SetTransform(func(obj any) (any, error) {
-		if m, ok := obj.(metav1.Object); ok {
-			m.SetManagedFields(nil)
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.ManagedFields != nil {
+			out := *cm
+			out.ManagedFields = nil
+			return &out, nil
 		}
 		return obj, nil
 	})
