@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -159,14 +160,15 @@ func position(data []byte, offset int64) (line, col int) {
 	return line, col
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+):\s*`)
+// yamlLine finds the line in a YAML error; compiled on first use.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+):\s*`) })
 
 func yamlSyntaxError(source string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	msg = strings.Join(strings.Fields(msg), " ")
 	line := 0
-	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
+	if m := yamlLine().FindStringSubmatchIndex(msg); m != nil {
 		line, _ = strconv.Atoi(msg[m[2]:m[3]])
 		msg = msg[:m[0]] + msg[m[1]:]
 	}

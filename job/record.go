@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sync"
 
 	kjson "sigs.k8s.io/json"
 
@@ -66,7 +67,8 @@ type storedRecord struct {
 	specUnknown, statusUnknown map[string]json.RawMessage
 }
 
-var statusFields = schema.Fields(JobStatus{})
+// statusFields are JobStatus's JSON fields, found by reflection on first use.
+var statusFields = sync.OnceValue(func() map[string]bool { return schema.Fields(JobStatus{}) })
 
 // decodeRecord decodes the data of the job record called name into j and
 // returns what it holds that this lockctl does not know (nil when nothing).
@@ -117,7 +119,7 @@ func decodeRecord(name string, data map[string]string, j *Job) (*storedRecord, e
 		return nil, fmt.Errorf("decode job %q status: %v: %w", name, err, ErrCorrupt)
 	}
 	if len(strict) > 0 {
-		if st.statusUnknown, err = schema.Unknown(rawStatus, statusFields); err != nil {
+		if st.statusUnknown, err = schema.Unknown(rawStatus, statusFields()); err != nil {
 			return nil, fmt.Errorf("decode job %q status: %v: %w", name, err, ErrCorrupt)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/lockctl/lockctl/internal/base/schema"
 )
@@ -59,16 +60,18 @@ type Mark struct {
 // looked in once more.
 const MaxSwept = 16
 
+// accountFields and markFields are the types' JSON fields, found by
+// reflection on first use.
 var (
-	accountFields = schema.Fields(Account{})
-	markFields    = schema.Fields(Mark{})
+	accountFields = sync.OnceValue(func() map[string]bool { return schema.Fields(Account{}) })
+	markFields    = sync.OnceValue(func() map[string]bool { return schema.Fields(Mark{}) })
 )
 
 // UnmarshalJSON decodes the account, keeping the fields it does not know.
 func (a *Account) UnmarshalJSON(b []byte) error {
 	type plain Account
 	var err error
-	a.unknown, err = schema.DecodeKeeping(b, (*plain)(a), accountFields)
+	a.unknown, err = schema.DecodeKeeping(b, (*plain)(a), accountFields())
 	return err
 }
 
@@ -82,7 +85,7 @@ func (a Account) MarshalJSON() ([]byte, error) {
 func (m *Mark) UnmarshalJSON(b []byte) error {
 	type plain Mark
 	var err error
-	m.unknown, err = schema.DecodeKeeping(b, (*plain)(m), markFields)
+	m.unknown, err = schema.DecodeKeeping(b, (*plain)(m), markFields())
 	return err
 }
 
