@@ -47,7 +47,7 @@ func Main() int {
 
 // Run executes lockctl with args and the dependencies in f.
 func Run(ctx context.Context, f *Factory, args []string) error {
-	root := newRootCmd(f)
+	root := newRootCmdFor(f, args)
 	if cli.Completing(args) {
 		cli.RegisterCompletions(root, f)
 	}
