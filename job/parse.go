@@ -9,12 +9,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lockctl/lockctl/internal/base/lazy"
 )
 
 // MaxFileSize is the largest job file Parse accepts, in bytes: 1 MiB, the
@@ -161,7 +162,11 @@ func position(data []byte, offset int64) (line, col int) {
 }
 
 // yamlLine finds the line in a YAML error; compiled on first use.
-var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+):\s*`) })
+var yamlLineValue lazy.Value[*regexp.Regexp]
+
+func yamlLine() *regexp.Regexp {
+	return yamlLineValue.Get(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+):\s*`) })
+}
 
 func yamlSyntaxError(source string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sync"
 
 	kjson "sigs.k8s.io/json"
 
+	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
@@ -68,7 +68,11 @@ type storedRecord struct {
 }
 
 // statusFields are JobStatus's JSON fields, found by reflection on first use.
-var statusFields = sync.OnceValue(func() map[string]bool { return schema.Fields(JobStatus{}) })
+var statusFieldsValue lazy.Value[map[string]bool]
+
+func statusFields() map[string]bool {
+	return statusFieldsValue.Get(func() map[string]bool { return schema.Fields(JobStatus{}) })
+}
 
 // decodeRecord decodes the data of the job record called name into j and
 // returns what it holds that this lockctl does not know (nil when nothing).

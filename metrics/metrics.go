@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lockctl/lockctl/internal/base/lazy"
 )
 
 // Type is a metric family's type, as its # TYPE line names it.
@@ -66,7 +68,11 @@ type Registerer interface {
 
 // nameRE matches a valid metric name; compiled on first use, so that a
 // command that registers no metric does not.
-var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`) })
+var nameREValue lazy.Value[*regexp.Regexp]
+
+func nameRE() *regexp.Regexp {
+	return nameREValue.Get(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`) })
+}
 
 // Registry holds collectors and writes what they collect.
 type Registry struct {

@@ -19,8 +19,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
+	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
@@ -62,10 +62,15 @@ const MaxSwept = 16
 
 // accountFields and markFields are the types' JSON fields, found by
 // reflection on first use.
-var (
-	accountFields = sync.OnceValue(func() map[string]bool { return schema.Fields(Account{}) })
-	markFields    = sync.OnceValue(func() map[string]bool { return schema.Fields(Mark{}) })
-)
+var accountFieldsValue, markFieldsValue lazy.Value[map[string]bool]
+
+func accountFields() map[string]bool {
+	return accountFieldsValue.Get(func() map[string]bool { return schema.Fields(Account{}) })
+}
+
+func markFields() map[string]bool {
+	return markFieldsValue.Get(func() map[string]bool { return schema.Fields(Mark{}) })
+}
 
 // UnmarshalJSON decodes the account, keeping the fields it does not know.
 func (a *Account) UnmarshalJSON(b []byte) error {
