@@ -77,7 +77,10 @@ func timeStart(b testing.TB, environ []string, bin string, args ...string) start
 // kubeconfig, build client-go's transport, GET one ConfigMap), side by side:
 // LOCKCTL_BENCH_START_RUNS rounds (default 30), each running the floor and
 // then lockctl against the same held lock, under GNU time: wall, CPU, peak
-// RSS, page faults and binary size, and lockctl's ratio to the floor.
+// RSS, page faults and binary size, and lockctl's ratio to the floor. With
+// LOCKCTL_BENCH_BASELINE_BIN naming another lockctl build (say, main's,
+// built as `make build` builds it), each round runs it too, after this
+// build, and its ratios are logged: a change is measured side by side.
 func BenchmarkStartFloor(b *testing.B) {
 	if _, err := os.Stat(timeBinary); err != nil {
 		b.Skipf("needs GNU time at %s to measure a child's peak RSS", timeBinary)
@@ -91,12 +94,17 @@ func BenchmarkStartFloor(b *testing.B) {
 	require.NoError(b, err)
 
 	floor := buildStartFloor(b)
-	bins := []struct {
+	type startBin struct {
 		name, prefix, path string
 		args               []string
-	}{
+	}
+	status := []string{"status", target, "--lock-namespace", ns}
+	bins := []startBin{
 		{"floor (startfloor: kubeconfig, transport, GET)", "floor-", floor, []string{ns, lock.Name(target)}},
-		{"lockctl status TARGET", "status-", clitest.Binary(b), []string{"status", target, "--lock-namespace", ns}},
+		{"lockctl status TARGET", "status-", clitest.Binary(b), status},
+	}
+	if base := os.Getenv("LOCKCTL_BENCH_BASELINE_BIN"); base != "" {
+		bins = append(bins, startBin{"baseline " + base + " status TARGET", "baseline-status-", base, status})
 	}
 	environ := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(), "KUBECONFIG=" + env.Kubeconfig}
 	runs := envInt("LOCKCTL_BENCH_START_RUNS", 30)
@@ -126,9 +134,12 @@ func BenchmarkStartFloor(b *testing.B) {
 	b.ReportMetric(ratio(MS(s.wall.Percentile(50)), MS(f.wall.Percentile(50))), "wall-x-floor")
 	b.ReportMetric(ratio(MS(s.cpu.Percentile(50)), MS(f.cpu.Percentile(50))), "cpu-x-floor")
 	b.ReportMetric(ratio(s.rss.median(), f.rss.median()), "rss-x-floor")
-	b.Logf("lockctl status / floor: wall p50 %.2fx, cpu p50 %.2fx, peak RSS %.2fx, minor faults %.2fx",
-		ratio(MS(s.wall.Percentile(50)), MS(f.wall.Percentile(50))), ratio(MS(s.cpu.Percentile(50)), MS(f.cpu.Percentile(50))),
-		ratio(s.rss.median(), f.rss.median()), ratio(s.minor.median(), f.minor.median()))
+	for i, bin := range bins[1:] {
+		s := &costs[i+1]
+		b.Logf("%s / floor: wall p50 %.2fx, cpu p50 %.2fx, peak RSS %.2fx, minor faults %.2fx", bin.name,
+			ratio(MS(s.wall.Percentile(50)), MS(f.wall.Percentile(50))), ratio(MS(s.cpu.Percentile(50)), MS(f.cpu.Percentile(50))),
+			ratio(s.rss.median(), f.rss.median()), ratio(s.minor.median(), f.minor.median()))
+	}
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -23,6 +23,7 @@ import (
 // its exit code. SIGINT and SIGTERM cancel the command's context once; a
 // second signal ends the process at once.
 func Main() int {
+	cli.GrowStack()
 	cli.TuneCLIRuntime(os.Getenv)
 	streams := IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	ctx, stop, cancel := cli.NotifyInterrupt(context.Background())
@@ -47,7 +48,7 @@ func Main() int {
 
 // Run executes lockctl with args and the dependencies in f.
 func Run(ctx context.Context, f *Factory, args []string) error {
-	root := newRootCmd(f)
+	root := newRootCmdFor(f, args)
 	if cli.Completing(args) {
 		cli.RegisterCompletions(root, f)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type validatedOptions struct {
@@ -56,4 +57,27 @@ func TestRunE(t *testing.T) {
 	err := runE(p, nil, func(_ context.Context, p *plainOptions) error { p.calls = append(p.calls, "run"); return nil }, nil)(&cobra.Command{}, nil)
 	assert.NoError(t, err)
 	assert.Equal(t, []string{"run"}, p.calls, "no validate, no complete: run")
+}
+
+// TestCommandsByName: the table newRootCmdFor finds a command in names
+// each command as it is called, and args that do not start with one get
+// the whole tree.
+func TestCommandsByName(t *testing.T) {
+	t.Parallel()
+	f := newTestEnv(t).f
+	for _, c := range commands {
+		cmd := c.new(f)
+		assert.Equal(t, c.name, cmd.Name(), "commands names %q by its name", cmd.Use)
+		assert.Empty(t, cmd.Aliases, "%s: commands are found by name, not alias", c.name)
+		if c.name == "completion" {
+			assert.Len(t, newRootCmdFor(f, []string{c.name}).Commands(), len(commands), "completion gets the whole tree")
+			continue
+		}
+		root := newRootCmdFor(f, []string{c.name, "--help"})
+		require.Len(t, root.Commands(), 1, "args starting with %q", c.name)
+		assert.Equal(t, cmd.Use, root.Commands()[0].Use, "args starting with %q", c.name)
+	}
+	for _, args := range [][]string{nil, {"help"}, {"--help"}, {"-v", "2", "status"}, {"__complete", "st"}, {"stat"}, {"Status"}} {
+		assert.Len(t, newRootCmdFor(f, args).Commands(), len(commands), "args %q get the whole tree", args)
+	}
 }

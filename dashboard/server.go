@@ -10,11 +10,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -44,23 +44,27 @@ const FirstCards = 100
 // pages parses the page templates on the first page served, not at the
 // process start: every lockctl command links this package, and parsing
 // them was 2,190 of the start's 19,800 allocations (ADR 0071).
-var pages = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("").Funcs(template.FuncMap{
-		"ago":      ago,
-		"liveness": liveness,
-		"instant":  instant,
-		"rfc3339":  rfc3339,
-		"when":     when,
-		"duration": jobDuration,
-		"holdFor":  holdFor,
-		"window":   describeWindow,
-		"freeze":   describeFreeze,
-		"lower":    lower,
-		"card":     card,
-		"text":     lock.Printable,
-		"state":    cardState,
-	}).ParseFS(assets, "assets/*.html"))
-})
+var pagesValue lazy.Value[*template.Template]
+
+func pages() *template.Template {
+	return pagesValue.Get(func() *template.Template {
+		return template.Must(template.New("").Funcs(template.FuncMap{
+			"ago":      ago,
+			"liveness": liveness,
+			"instant":  instant,
+			"rfc3339":  rfc3339,
+			"when":     when,
+			"duration": jobDuration,
+			"holdFor":  holdFor,
+			"window":   describeWindow,
+			"freeze":   describeFreeze,
+			"lower":    lower,
+			"card":     card,
+			"text":     lock.Printable,
+			"state":    cardState,
+		}).ParseFS(assets, "assets/*.html"))
+	})
+}
 
 // Handler returns the page's HTTP handler. hosts are the host names (not
 // IP addresses, which are always accepted, nor localhost) that requests may

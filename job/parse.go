@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lockctl/lockctl/internal/base/lazy"
 )
 
 // MaxFileSize is the largest job file Parse accepts, in bytes: 1 MiB, the
@@ -159,14 +161,19 @@ func position(data []byte, offset int64) (line, col int) {
 	return line, col
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+):\s*`)
+// yamlLine finds the line in a YAML error; compiled on first use.
+var yamlLineValue lazy.Value[*regexp.Regexp]
+
+func yamlLine() *regexp.Regexp {
+	return yamlLineValue.Get(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+):\s*`) })
+}
 
 func yamlSyntaxError(source string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	msg = strings.Join(strings.Fields(msg), " ")
 	line := 0
-	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
+	if m := yamlLine().FindStringSubmatchIndex(msg); m != nil {
 		line, _ = strconv.Atoi(msg[m[2]:m[3]])
 		msg = msg[:m[0]] + msg[m[1]:]
 	}

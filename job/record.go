@@ -7,6 +7,7 @@ import (
 
 	kjson "sigs.k8s.io/json"
 
+	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
@@ -66,7 +67,12 @@ type storedRecord struct {
 	specUnknown, statusUnknown map[string]json.RawMessage
 }
 
-var statusFields = schema.Fields(JobStatus{})
+// statusFields are JobStatus's JSON fields, found by reflection on first use.
+var statusFieldsValue lazy.Value[map[string]bool]
+
+func statusFields() map[string]bool {
+	return statusFieldsValue.Get(func() map[string]bool { return schema.Fields(JobStatus{}) })
+}
 
 // decodeRecord decodes the data of the job record called name into j and
 // returns what it holds that this lockctl does not know (nil when nothing).
@@ -117,7 +123,7 @@ func decodeRecord(name string, data map[string]string, j *Job) (*storedRecord, e
 		return nil, fmt.Errorf("decode job %q status: %v: %w", name, err, ErrCorrupt)
 	}
 	if len(strict) > 0 {
-		if st.statusUnknown, err = schema.Unknown(rawStatus, statusFields); err != nil {
+		if st.statusUnknown, err = schema.Unknown(rawStatus, statusFields()); err != nil {
 			return nil, fmt.Errorf("decode job %q status: %v: %w", name, err, ErrCorrupt)
 		}
 	}

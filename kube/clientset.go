@@ -107,6 +107,6 @@ func groupClient(cfg *rest.Config, httpClient *http.Client, apiPath string, gv s
 	c := *cfg
 	c.GroupVersion = &gv
 	c.APIPath = apiPath
-	c.NegotiatedSerializer = kubeScheme().serializer
+	c.NegotiatedSerializer = groupSerializer{gv}
 	return rest.RESTClientForConfigAndClient(&c, httpClient)
 }

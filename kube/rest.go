@@ -36,6 +36,11 @@ type resource[T object, L runtime.Object] struct {
 	newList   func() L
 }
 
+// params is the parameter codec of the resource's group version.
+func (r resource[T, L]) params() runtime.ParameterCodec {
+	return kubeScheme(r.client.APIVersion()).params
+}
+
 // request starts a request of verb on the resource.
 func (r resource[T, L]) request(verb string) *rest.Request {
 	return r.client.Verb(verb).
@@ -57,7 +62,7 @@ func timeout(opts metav1.ListOptions) time.Duration {
 func (r resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
 	out := r.newObject()
 	err := r.request("GET").Name(name).
-		VersionedParams(&opts, kubeScheme().params).
+		VersionedParams(&opts, r.params()).
 		Do(ctx).Into(out)
 	return out, err
 }
@@ -66,7 +71,7 @@ func (r resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpt
 func (r resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
 	out := r.newList()
 	err := r.request("GET").
-		VersionedParams(&opts, kubeScheme().params).
+		VersionedParams(&opts, r.params()).
 		Timeout(timeout(opts)).
 		Do(ctx).Into(out)
 	return out, err
@@ -76,7 +81,7 @@ func (r resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, e
 func (r resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	return r.request("GET").
-		VersionedParams(&opts, kubeScheme().params).
+		VersionedParams(&opts, r.params()).
 		Timeout(timeout(opts)).
 		Watch(ctx)
 }
@@ -85,7 +90,7 @@ func (r resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (wat
 func (r resource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
 	out := r.newObject()
 	err := r.request("POST").
-		VersionedParams(&opts, kubeScheme().params).
+		VersionedParams(&opts, r.params()).
 		Body(obj).
 		Do(ctx).Into(out)
 	return out, err
@@ -95,7 +100,7 @@ func (r resource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOpt
 func (r resource[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
 	out := r.newObject()
 	err := r.request("PUT").Name(obj.GetName()).
-		VersionedParams(&opts, kubeScheme().params).
+		VersionedParams(&opts, r.params()).
 		Body(obj).
 		Do(ctx).Into(out)
 	return out, err
@@ -116,7 +121,7 @@ func (r resource[T, L]) Patch(ctx context.Context, name string, pt types.PatchTy
 		UseProtobufAsDefault().
 		NamespaceIfScoped(r.namespace, r.namespace != "").
 		Resource(r.name).Name(name).SubResource(subresources...).
-		VersionedParams(&opts, kubeScheme().params).
+		VersionedParams(&opts, r.params()).
 		Body(data).
 		Do(ctx).Into(out)
 	return out, err
@@ -182,7 +187,7 @@ type pods struct {
 func (p pods) GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request {
 	return p.client.Get().
 		Namespace(p.namespace).Name(name).Resource("pods").SubResource("log").
-		VersionedParams(opts, kubeScheme().params)
+		VersionedParams(opts, kubeScheme(corev1.SchemeGroupVersion).params)
 }
 
 // eventsV1Client is the events.k8s.io/v1 client of a Clientset.

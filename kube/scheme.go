@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -16,8 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// schemeCodecs is how lockctl's clients encode and decode: a scheme of the
-// five API groups it uses and meta/v1's option, status and watch types.
+// schemeCodecs is how one group version's client encodes and decodes: a
+// scheme of that API group version and meta/v1's option, status and watch
+// types.
 type schemeCodecs struct {
 	scheme *runtime.Scheme
 	// serializer encodes bodies and decodes answers, Status errors and
@@ -29,25 +31,82 @@ type schemeCodecs struct {
 	params runtime.ParameterCodec
 }
 
-// kubeScheme builds the scheme on first use, so that a command that makes no
-// client (lockctl version) does not.
+// schemes holds each group version's codecs once built: a
+// schema.GroupVersion to a *schemeCodecs, read without a lock by every
+// request; building one takes schemesMu.
+var (
+	schemes   sync.Map
+	schemesMu sync.Mutex
+)
+
+// kubeScheme returns the codecs of group version gv, built on its first
+// request, so that a command builds the schemes of the groups it talks to
+// and no other (lockctl version none, lockctl status core/v1's alone).
 //
 // NOTE: not client-go's kubernetes/scheme, whose init registers all 56 API
 // group versions of client-go and links every k8s.io/api package into the
-// binary (docs/adr/0073). An object of a group not registered here cannot be
-// sent or decoded: a client of a new group registers it here.
-var kubeScheme = sync.OnceValue(func() *schemeCodecs {
+// binary (docs/adr/0073); and one scheme per group version rather than one
+// of the five, so that a command does not register the types of groups it
+// never calls (docs/adr/0100). A client of a new group adds it to addGroup.
+func kubeScheme(gv schema.GroupVersion) *schemeCodecs {
+	if c, ok := schemes.Load(gv); ok {
+		return c.(*schemeCodecs)
+	}
+	schemesMu.Lock()
+	defer schemesMu.Unlock()
+	if c, ok := schemes.Load(gv); ok {
+		return c.(*schemeCodecs)
+	}
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
-	utilruntime.Must(corev1.AddToScheme(s))
-	utilruntime.Must(eventsv1.AddToScheme(s))
-	utilruntime.Must(authorizationv1.AddToScheme(s))
-	utilruntime.Must(authenticationv1.AddToScheme(s))
-	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
+	utilruntime.Must(addGroup(s, gv))
 	codecs := serializer.NewCodecFactory(s)
-	return &schemeCodecs{
+	c := &schemeCodecs{
 		scheme:     s,
 		serializer: rest.CodecFactoryForGeneratedClient(s, codecs).WithoutConversion(),
 		params:     runtime.NewParameterCodec(s),
 	}
-})
+	schemes.Store(gv, c)
+	return c
+}
+
+// addGroup registers the types of group version gv, one of the five
+// lockctl's clients use, in s.
+func addGroup(s *runtime.Scheme, gv schema.GroupVersion) error {
+	switch gv {
+	case corev1.SchemeGroupVersion:
+		return corev1.AddToScheme(s)
+	case eventsv1.SchemeGroupVersion:
+		return eventsv1.AddToScheme(s)
+	case authorizationv1.SchemeGroupVersion:
+		return authorizationv1.AddToScheme(s)
+	case authenticationv1.SchemeGroupVersion:
+		return authenticationv1.AddToScheme(s)
+	case admissionregistrationv1.SchemeGroupVersion:
+		return admissionregistrationv1.AddToScheme(s)
+	}
+	return fmt.Errorf("no client of API group version %s", gv)
+}
+
+// groupSerializer is the serializer of group version gv's client: its
+// scheme is built on the client's first request, not with the client, as
+// a Clientset makes the clients of every group and a command calls one or
+// two.
+type groupSerializer struct{ gv schema.GroupVersion }
+
+var _ runtime.NegotiatedSerializer = groupSerializer{}
+
+// SupportedMediaTypes are those of gv's codecs.
+func (g groupSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
+	return kubeScheme(g.gv).serializer.SupportedMediaTypes()
+}
+
+// EncoderForVersion is gv's codecs'.
+func (g groupSerializer) EncoderForVersion(e runtime.Encoder, gv runtime.GroupVersioner) runtime.Encoder {
+	return kubeScheme(g.gv).serializer.EncoderForVersion(e, gv)
+}
+
+// DecoderToVersion is gv's codecs'.
+func (g groupSerializer) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
+	return kubeScheme(g.gv).serializer.DecoderToVersion(d, gv)
+}

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lockctl/lockctl/internal/base/lazy"
 )
 
 // Type is a metric family's type, as its # TYPE line names it.
@@ -64,7 +66,13 @@ type Registerer interface {
 	Register(Collector) error
 }
 
-var nameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+// nameRE matches a valid metric name; compiled on first use, so that a
+// command that registers no metric does not.
+var nameREValue lazy.Value[*regexp.Regexp]
+
+func nameRE() *regexp.Regexp {
+	return nameREValue.Get(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`) })
+}
 
 // Registry holds collectors and writes what they collect.
 type Registry struct {
@@ -85,7 +93,7 @@ func (r *Registry) Register(c Collector) error {
 	defer r.mu.Unlock()
 	names := c.Describe()
 	for _, n := range names {
-		if !nameRE.MatchString(n) {
+		if !nameRE().MatchString(n) {
 			return fmt.Errorf("metric name %q is not valid", n)
 		}
 		if r.names[n] {

@@ -35,7 +35,12 @@ const (
 // with a job name, which is a DNS label.
 const admissionKey = "#admission"
 
-var errStepTimeout = errors.New("reconcile step took longer than " + stepTimeout.String())
+// errStepTimeout is the cause of a step's timeout.
+//
+// NOTE: its words spell stepTimeout (TestStaticErrorsSpellDurations): a
+// message built with stepTimeout.String() would make the package's init
+// run in every lockctl command (docs/adr/0100).
+var errStepTimeout = errors.New("reconcile step took longer than 1m0s")
 
 // Controller runs a Reconciler from informers on the job records, the
 // admission ledger and the job pods of every build cluster, through a
@@ -289,7 +294,9 @@ func (c *Controller) stepsContext(ctx context.Context) (context.Context, context
 	}
 }
 
-var errShuttingDown = errors.New("stopped: the steps in flight had " + shutdownGrace.String() + " to finish")
+// errShuttingDown is the cause of the cancelled steps at shutdown; its
+// words spell shutdownGrace, as errStepTimeout's stepTimeout.
+var errShuttingDown = errors.New("stopped: the steps in flight had 5s to finish")
 
 // Run reconciles jobs as their records and pods change until ctx is
 // cancelled, then finishes the steps in flight (for at most a few seconds)

@@ -379,3 +379,11 @@ func TestRememberCreatedAfterTheCacheSawIt(t *testing.T) {
 	_, gone = r.gone.Load(cl.alias + "/p")
 	assert.True(t, gone, "and its deletion is kept")
 }
+
+// TestStaticErrorsSpellDurations: the messages written out by hand say the
+// durations they are about.
+func TestStaticErrorsSpellDurations(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "reconcile step took longer than "+stepTimeout.String(), errStepTimeout.Error())
+	assert.Equal(t, "stopped: the steps in flight had "+shutdownGrace.String()+" to finish", errShuttingDown.Error())
+}

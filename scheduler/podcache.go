@@ -145,14 +145,21 @@ func podNode(obj any) string {
 	return ""
 }
 
-// internedLabels are the labels whose values repeat across job records and
-// pods (a handful of job names, types, states and one namespace); the
-// values of the others (names, UIDs, build IDs) are unique and are left as
-// they are.
-var internedLabels = map[string]bool{
-	job.LabelManagedBy: true, job.LabelKind: true, job.LabelJob: true, job.LabelType: true,
-	job.LabelState: true, job.LabelComplete: true, job.LabelQueue: true,
-	job.LabelRecordNamespace: true, job.LabelOrg: true, job.LabelRepo: true, job.LabelBaseRef: true,
+// internedLabel says whether label k is one whose values repeat across job
+// records and pods (a handful of job names, types, states and one
+// namespace); the values of the others (names, UIDs, build IDs) are unique
+// and are left as they are.
+//
+// NOTE: a switch, not a map literal, so that no package init builds it
+// (docs/adr/0100).
+func internedLabel(k string) bool {
+	switch k {
+	case job.LabelManagedBy, job.LabelKind, job.LabelJob, job.LabelType,
+		job.LabelState, job.LabelComplete, job.LabelQueue,
+		job.LabelRecordNamespace, job.LabelOrg, job.LabelRepo, job.LabelBaseRef:
+		return true
+	}
+	return false
 }
 
 // internMeta makes the cached object's label keys, repeating label values
@@ -165,7 +172,7 @@ func internMeta(m *metav1.ObjectMeta) {
 	}
 	labels := make(map[string]string, len(m.Labels))
 	for k, v := range m.Labels {
-		if internedLabels[k] {
+		if internedLabel(k) {
 			v = intern(v)
 		}
 		labels[intern(k)] = v

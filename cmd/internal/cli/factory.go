@@ -23,6 +23,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
 	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/enforce"
+	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/servertime"
@@ -142,7 +143,9 @@ func (f *Factory) LibraryLog(level logrus.Level) *logrus.Entry {
 // logrus's global logger from the environment (JX_LOG_FORMAT, JX_LOG_LEVEL,
 // JX_LOG_FILE) on first use, without a lock, so factories made at once
 // (parallel tests, a library caller's goroutines) would race on it.
-var jxLogger = sync.OnceValue(jxlog.Logger)
+var jxLoggerValue lazy.Value[*logrus.Entry]
+
+func jxLogger() *logrus.Entry { return jxLoggerValue.Get(jxlog.Logger) }
 
 // NewLogger returns a logger of its own writing to out, set up as
 // jx-logging sets up its global one from the environment: its formatter,

@@ -40,3 +40,19 @@ func TestTuneCLIRuntime(t *testing.T) {
 	assert.Equal(t, 3, runtime.GOMAXPROCS(0))
 	assert.Equal(t, 150, debug.SetGCPercent(gc), "GOGC set: a serving command keeps it")
 }
+
+// TestGrowStack: growing the stack by StackReserve leaves the goroutine
+// running, from a shallow stack and a deep one.
+func TestGrowStack(t *testing.T) {
+	t.Parallel()
+	GrowStack()
+	var deep func(n int) int
+	deep = func(n int) int {
+		if n == 0 {
+			GrowStack()
+			return 0
+		}
+		return deep(n-1) + 1
+	}
+	assert.Equal(t, 100, deep(100))
+}

@@ -33,8 +33,18 @@ const (
 	StyleWarn       // yellow: trouble
 )
 
-// ANSI escapes of the styles.
-var styleEscapes = map[Style]string{StyleGood: "\033[32m", StyleBad: "\033[31m", StyleWarn: "\033[33m"}
+// styleEscape returns the ANSI escape of a style; false for StyleNone.
+func styleEscape(s Style) (string, bool) {
+	switch s {
+	case StyleGood:
+		return "\033[32m", true
+	case StyleBad:
+		return "\033[31m", true
+	case StyleWarn:
+		return "\033[33m", true
+	}
+	return "", false
+}
 
 const ansiReset = "\033[0m"
 
@@ -207,7 +217,7 @@ func (c *Console) Line(level logrus.Level, style Style, fields logrus.Fields, ms
 			b = []byte(msg + "\n")
 		}
 	case c.live:
-		if esc, ok := styleEscapes[style]; ok && c.colorOK {
+		if esc, ok := styleEscape(style); ok && c.colorOK {
 			msg = esc + msg + ansiReset
 		}
 		b = []byte(msg + "\n")
@@ -409,9 +419,15 @@ type TextFormat struct{ c *Console }
 
 var _ logrus.Formatter = (*TextFormat)(nil)
 
-// levelStyles colour the level of a log entry on a live console.
-var levelStyles = map[logrus.Level]Style{
-	logrus.PanicLevel: StyleBad, logrus.FatalLevel: StyleBad, logrus.ErrorLevel: StyleBad, logrus.WarnLevel: StyleWarn,
+// levelStyle colours the level of a log entry on a live console.
+func levelStyle(l logrus.Level) Style {
+	switch l {
+	case logrus.PanicLevel, logrus.FatalLevel, logrus.ErrorLevel:
+		return StyleBad
+	case logrus.WarnLevel:
+		return StyleWarn
+	}
+	return StyleNone
 }
 
 func (f *TextFormat) Format(e *logrus.Entry) ([]byte, error) {
@@ -425,7 +441,7 @@ func (f *TextFormat) Format(e *logrus.Entry) ([]byte, error) {
 	}
 	if e.Level != logrus.InfoLevel {
 		level := strings.ToUpper(e.Level.String())
-		if esc, ok := styleEscapes[levelStyles[e.Level]]; ok && live && color {
+		if esc, ok := styleEscape(levelStyle(e.Level)); ok && live && color {
 			level = esc + level + ansiReset
 		}
 		b.WriteString(level)
