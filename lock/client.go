@@ -58,7 +58,7 @@ type Client struct {
 	// which a waiter decides on twice (a hand-over to it, then its turn).
 	lastDecoded atomic.Pointer[decodedLock]
 	// turnless plays, in tests, a lockctl from before turn objects: it
-	// neither publishes the turn nor touches TurnAnnotation.
+	// neither publishes the turn nor touches turnAnnotation.
 	turnless bool
 }
 

@@ -174,7 +174,7 @@ func (c *Client) apply(ctx context.Context, target string, cm *corev1.ConfigMap,
 		if err := c.store.Delete(ctx, cm); err != nil {
 			return err
 		}
-		if cm.Annotations[TurnAnnotation] != "" {
+		if cm.Annotations[turnAnnotation] != "" {
 			c.dropTurn(ctx, target)
 		}
 	case ch.Record != nil:
@@ -225,9 +225,9 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 	case c.turnless:
 		publish = false
 	case key == "":
-		delete(next.Annotations, TurnAnnotation)
+		delete(next.Annotations, turnAnnotation)
 	default:
-		next.Annotations[TurnAnnotation] = key
+		next.Annotations[turnAnnotation] = key
 	}
 	var out *corev1.ConfigMap
 	var err error

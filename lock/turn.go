@@ -26,12 +26,12 @@ const (
 	// headWatchers is how many waiters at the head of the queue watch the
 	// record itself.
 	headWatchers = 3
-	// TurnAnnotation, on the lock, is the key of the turn its last writer
+	// turnAnnotation, on the lock, is the key of the turn its last writer
 	// published; it is absent while the queue is short enough that nobody
 	// watches the turn object.
-	TurnAnnotation = "lockctl.dev/turn"
-	// TurnKindValue is the KindLabel of a turn object: never a lock.
-	TurnKindValue = "turn"
+	turnAnnotation = "lockctl.dev/turn"
+	// turnKindValue is the KindLabel of a turn object: never a lock.
+	turnKindValue = "turn"
 	turnPrefix    = "lockctl-turn-"
 	lockPrefix    = "lockctl-lock-"
 	turnHolderKey = "holder"
@@ -75,7 +75,7 @@ func turnOf(rec *Record) turn {
 	return t
 }
 
-// key is what TurnAnnotation records of t.
+// key is what turnAnnotation records of t.
 func (t turn) key() string { return t.holder + "/" + strings.Join(t.head, ",") }
 
 // names reports whether the turn names claim as holder or at the head.
@@ -85,7 +85,7 @@ func (t turn) names(claim string) bool {
 
 // readTurn returns the turn a turn object says; false when cm is not one.
 func readTurn(cm *corev1.ConfigMap) (turn, bool) {
-	if cm == nil || cm.Labels[ManagedByLabel] != ManagedByValue || cm.Labels[KindLabel] != TurnKindValue {
+	if cm == nil || cm.Labels[ManagedByLabel] != ManagedByValue || cm.Labels[KindLabel] != turnKindValue {
 		return turn{}, false
 	}
 	t := turn{holder: cm.Data[turnHolderKey], record: cm.Data[turnRecordKey]}
@@ -101,7 +101,7 @@ func readTurn(cm *corev1.ConfigMap) (turn, bool) {
 func turnChange(was *corev1.ConfigMap, rec *Record) (annotation string, publish bool) {
 	prev := ""
 	if was != nil {
-		prev = was.Annotations[TurnAnnotation]
+		prev = was.Annotations[turnAnnotation]
 	}
 	if len(rec.Waiters) <= headWatchers {
 		// Everyone watches the record; a last publication tells those who
@@ -157,7 +157,7 @@ func (t turn) encode(cm *corev1.ConfigMap, target string, lock *corev1.ConfigMap
 		cm.Labels = map[string]string{}
 	}
 	cm.Labels[ManagedByLabel] = ManagedByValue
-	cm.Labels[KindLabel] = TurnKindValue
+	cm.Labels[KindLabel] = turnKindValue
 	cm.Labels[TargetLabel] = targetLabelValue(target)
 	cm.Data = map[string]string{
 		turnHolderKey: t.holder,

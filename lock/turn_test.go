@@ -82,7 +82,7 @@ func TestTurnChange(t *testing.T) {
 	lockWith := func(ann string) *corev1.ConfigMap {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
 		if ann != "" {
-			cm.Annotations[TurnAnnotation] = ann
+			cm.Annotations[turnAnnotation] = ann
 		}
 		return cm
 	}
