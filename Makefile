@@ -81,7 +81,7 @@ bench: tools ## run the benchmarks against the local control plane, printing fig
 	go test -v -run '^$$' -bench . -skip '$(SCALE_BENCHES)' -benchtime 1x -timeout 120m ./...
 
 scale: tools ## run the scale benchmarks (long queue, thousands of locks, status -A, the dashboard at 5,000 locks, reconcile at 50k jobs, start-up floor), drawing docs/images/*.svg
-	LOCKCTL_BENCH_PLOTS=$(CURDIR)/docs/images go test -v -run '^$$' -bench '$(SCALE_BENCHES)|BenchmarkStartFloor' -benchtime 1x -timeout 120m ./bench
+	LOCKCTL_BENCH_PLOTS=$(CURDIR)/docs/images LOCKCTL_BENCH_PENDING_TIMEOUT=$${LOCKCTL_BENCH_PENDING_TIMEOUT:--1s} go test -v -run '^$$' -bench '$(SCALE_BENCHES)|BenchmarkStartFloor' -benchtime 1x -timeout 120m ./bench
 
 FUZZTIME ?= 30s
 fuzz: ## fuzz the lock-record decoder and the job-file parser, FUZZTIME each

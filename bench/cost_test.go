@@ -47,7 +47,8 @@ import (
 // It runs once per --job-events setting in LOCKCTL_BENCH_JOB_EVENTS
 // (default all,none; all is the binary's default).
 // LOCKCTL_BENCH_COST_GOMEMLIMIT, when set, is passed to the binary as
-// GOMEMLIMIT, and LOCKCTL_BENCH_PENDING_TIMEOUT as --pending-timeout.
+// GOMEMLIMIT, and LOCKCTL_BENCH_PENDING_TIMEOUT as --unscheduled-timeout
+// and --pending-timeout.
 func BenchmarkReconcileCost(b *testing.B) {
 	env := testenv.Get(b)
 	settings := envJobEvents(b)
@@ -128,10 +129,10 @@ func reconcileProcess(b *testing.B, env *testenv.Env, n int, jobEvents events.Jo
 	}
 	args := []string{"reconcile", "-n", ns, "--metrics-addr", metricsAddr, "--job-events", string(jobEvents)}
 	if v := os.Getenv("LOCKCTL_BENCH_PENDING_TIMEOUT"); v != "" {
-		// A machine too busy for kwok to start pods as fast as they are
-		// made would otherwise end some at the pending timeout.
-		args = append(args, "--pending-timeout", v)
-		r.memLimit += ", --pending-timeout " + v
+		// A machine too busy for the scheduler and kwok to start pods as
+		// fast as they are made would otherwise end some at a timeout.
+		args = append(args, "--unscheduled-timeout", v, "--pending-timeout", v)
+		r.memLimit += ", --unscheduled-timeout and --pending-timeout " + v
 	}
 	cmd := exec.CommandContext(ctx, clitest.Binary(b), args...)
 	cmd.Env = environ
