@@ -9,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
@@ -84,8 +82,7 @@ func TestIntegrationRunCancelInProgress(t *testing.T) {
 		j := getJob(t, c, "deploy-41")
 		assert.Equal(t, job.Aborted, j.Status.State)
 		assert.Equal(t, job.ReasonSuperseded, j.Status.Reason)
-		_, err := testenv.Get(t).Client.CoreV1().Pods(c.namespace).Get(t.Context(), "deploy-41", metav1.GetOptions{})
-		assert.True(t, apierrors.IsNotFound(err), "pod deleted, got %v", err)
+		assertPodDeleted(t, c, "deploy-41")
 		require.Equal(t, 0, o.code, o.stderr)
 		assert.Equal(t, "deployed 42\n", o.stdout, "the newer build ran next")
 	})
