@@ -18,9 +18,10 @@ import (
 // watch that stays quiet after its headers, is not cut.
 func TestBoundRequests(t *testing.T) {
 	t.Parallel()
-	// NOTE: the steady body writes ten times per bound, so a loaded
-	// machine (-race on two busy cores) does not stall it past the bound.
-	const d = 300 * time.Millisecond
+	// NOTE: the steady body writes ten times per bound, and the bound is a
+	// whole second, so a loaded machine (-race on two busy cores, which
+	// stalled a 300 ms bound) does not stall it past the bound.
+	const d = time.Second
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		flush := func() { w.(http.Flusher).Flush() }
 		switch r.URL.Path {
@@ -58,8 +59,8 @@ func TestBoundRequests(t *testing.T) {
 	tests := []struct {
 		name, path, want, wantErr string
 	}{
-		{name: "no answer", path: "/silent", wantErr: "no answer from the API server for 300ms"},
-		{name: "a body that stops", path: "/stalls", wantErr: "no answer from the API server for 300ms"},
+		{name: "no answer", path: "/silent", wantErr: "no answer from the API server for 1s"},
+		{name: "a body that stops", path: "/stalls", wantErr: "no answer from the API server for 1s"},
 		{name: "a body that keeps coming", path: "/steady", want: strings.Repeat("x", 20)},
 		{name: "a quiet watch", path: "/watch?watch=true", want: "event"},
 	}
