@@ -551,12 +551,14 @@ func (e *NotALockError) Error() string {
 		e.Namespace, e.Name, ManagedByLabel, ManagedByValue, KindLabel, KindValue)
 }
 
+// lockPrefix begins the name of every lock's ConfigMap.
+const lockPrefix = "lockctl-lock-"
+
 // Name returns the ConfigMap name for the lock of target. It is always a
 // valid object name: short valid targets map to "lockctl-lock-<target>",
 // anything else to a truncated, sanitised form plus a hash of the target.
 func Name(target string) string {
-	const prefix = "lockctl-lock-"
-	name := prefix + target
+	name := lockPrefix + target
 	if len(name) <= validation.DNS1123SubdomainMaxLength && len(validation.IsDNS1123Subdomain(name)) == 0 {
 		return name
 	}
@@ -575,7 +577,7 @@ func Name(target string) string {
 	if clean != "" {
 		clean += "-"
 	}
-	return prefix + clean + shortHash(target)
+	return lockPrefix + clean + shortHash(target)
 }
 
 // targetLabelValue returns target when it is a valid label value, else a hash.

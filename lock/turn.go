@@ -33,7 +33,6 @@ const (
 	// turnKindValue is the KindLabel of a turn object: never a lock.
 	turnKindValue = "turn"
 	turnPrefix    = "lockctl-turn-"
-	lockPrefix    = "lockctl-lock-"
 	turnHolderKey = "holder"
 	turnHeadKey   = "head"
 	turnRecordKey = "record"
@@ -121,6 +120,7 @@ func (c *Client) publishTurn(ctx context.Context, target string, t turn, lock *c
 	cms := c.cms.ConfigMaps(c.namespace)
 	name := TurnName(target)
 	var err error
+attempts:
 	for range turnAttempts {
 		var cur *corev1.ConfigMap
 		cur, err = cms.Get(ctx, name, metav1.GetOptions{})
@@ -129,12 +129,11 @@ func (c *Client) publishTurn(ctx context.Context, target string, t turn, lock *c
 			next := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.namespace}}
 			t.encode(next, target, lock)
 			if _, err = cms.Create(ctx, next, metav1.CreateOptions{}); err == nil || !apierrors.IsAlreadyExists(err) {
-				return
+				break attempts
 			}
 			continue
 		case err != nil:
-			c.log.WithField("lock", c.Describe(target)).WithField("err", err).Debug("could not read the turn object")
-			return
+			break attempts
 		}
 		if old, ok := readTurn(cur); ok && old.record != "" && !rvOlder(old.record, t.record) {
 			return // a newer version of the lock published already

@@ -106,12 +106,10 @@ func (s *waitState) read(cm *corev1.ConfigMap) { s.cm, s.refresh = cm, false }
 // saw takes holder as the holder last seen.
 func (s *waitState) saw(holder Claim) { s.holder = holder }
 
-// failed marks a decision or read that failed: read again before the next.
-func (s *waitState) failed() { s.refresh = true }
-
-// stale marks the version it has as out of date, for a waiter that does
-// not watch the lock: read again before the next decision.
-func (s *waitState) stale() { s.refresh = true }
+// reread marks the version at hand as not to be decided on: a decision or
+// read failed, or a waiter that does not watch the lock must see its
+// latest version. The lock is read again before the next decision.
+func (s *waitState) reread() { s.refresh = true }
 
 // decided takes what a decision that was written saw: the holder (when
 // there is a lock) and the freeze; the pause after API errors starts over.
@@ -273,7 +271,7 @@ func (w *waiter) turn(ctx context.Context) (*Held, error) {
 	case errors.Is(err, errRetry):
 		return nil, w.lostWrite(ctx)
 	case err != nil:
-		w.st.failed()
+		w.st.reread()
 		return nil, w.waitOut(ctx, err)
 	}
 	w.st.decided(res.rec, res.decision.Freeze)
@@ -547,17 +545,17 @@ func (w *waiter) nextDeep(ctx context.Context, at time.Time) error {
 		case err := <-w.denied:
 			return err
 		case <-renew:
-			w.st.stale()
+			w.st.reread()
 			return nil
 		case <-quiet.C():
-			w.st.stale()
+			w.st.reread()
 			return nil
 		case ev, ok := <-w.turnEvents.ResultChan():
 			if !ok {
 				return errors.New("turn watch closed")
 			}
 			if ev.Type == watch.Deleted {
-				w.st.stale()
+				w.st.reread()
 				return nil
 			}
 			if w.onTurnEvent(ev) {
@@ -588,7 +586,7 @@ func (w *waiter) firstLockEvent(ctx context.Context, renew, quiet <-chan time.Ti
 			return nil
 		}
 	}
-	w.st.stale()
+	w.st.reread()
 	return nil
 }
 
