@@ -54,10 +54,7 @@ func liveness(now time.Time, e *LockEntry) string {
 	if e.Expires == nil {
 		return lock.Printable(e.Lock.Status.Liveness)
 	}
-	if exp := e.Expires.Time; exp.After(now) {
-		return "expires in " + exp.Sub(now).Round(time.Second).String()
-	}
-	return "expired " + now.Sub(e.Expires.Time).Round(time.Second).String() + " ago"
+	return lock.ExpiryLiveness(e.Expires.Time, now)
 }
 
 // instant renders t to the millisecond for an attribute the page's script

@@ -249,11 +249,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 	}
 	if h.Pod == nil {
 		l.Status.Alive = h.Expires.After(now)
-		if l.Status.Alive {
-			l.Status.Liveness = "expires in " + h.Expires.Sub(now).Round(time.Second).String()
-		} else {
-			l.Status.Liveness = "expired " + now.Sub(h.Expires.Time).Round(time.Second).String() + " ago"
-		}
+		l.Status.Liveness = ExpiryLiveness(h.Expires.Time, now)
 		return l, rec
 	}
 	pod, err := c.pods.Pods(h.Pod.Namespace).Get(ctx, h.Pod.Name, metav1.GetOptions{})
@@ -271,4 +267,13 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 		l.Status.Liveness = "pod " + h.Pod.String() + " gone"
 	}
 	return l, rec
+}
+
+// ExpiryLiveness words the liveness of a holder without a pod whose claim
+// expires at expires, judged at now: "expires in 42m", "expired 4s ago".
+func ExpiryLiveness(expires, now time.Time) string {
+	if expires.After(now) {
+		return "expires in " + expires.Sub(now).Round(time.Second).String()
+	}
+	return "expired " + now.Sub(expires).Round(time.Second).String() + " ago"
 }
