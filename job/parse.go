@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -162,18 +161,14 @@ func position(data []byte, offset int64) (line, col int) {
 }
 
 // yamlLine finds the line in a YAML error; compiled on first use.
-var yamlLineValue lazy.Value[*regexp.Regexp]
-
-func yamlLine() *regexp.Regexp {
-	return yamlLineValue.Get(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+):\s*`) })
-}
+var yamlLine = lazy.Regexp{Expr: `line (\d+):\s*`}
 
 func yamlSyntaxError(source string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	msg = strings.Join(strings.Fields(msg), " ")
 	line := 0
-	if m := yamlLine().FindStringSubmatchIndex(msg); m != nil {
+	if m := yamlLine.Get().FindStringSubmatchIndex(msg); m != nil {
 		line, _ = strconv.Atoi(msg[m[2]:m[3]])
 		msg = msg[:m[0]] + msg[m[1]:]
 	}

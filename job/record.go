@@ -7,7 +7,6 @@ import (
 
 	kjson "sigs.k8s.io/json"
 
-	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
@@ -68,11 +67,7 @@ type storedRecord struct {
 }
 
 // statusFields are JobStatus's JSON fields, found by reflection on first use.
-var statusFieldsValue lazy.Value[map[string]bool]
-
-func statusFields() map[string]bool {
-	return statusFieldsValue.Get(func() map[string]bool { return schema.Fields(JobStatus{}) })
-}
+var statusFields schema.FieldSet[JobStatus]
 
 // decodeRecord decodes the data of the job record called name into j and
 // returns what it holds that this lockctl does not know (nil when nothing).
@@ -123,7 +118,7 @@ func decodeRecord(name string, data map[string]string, j *Job) (*storedRecord, e
 		return nil, fmt.Errorf("decode job %q status: %v: %w", name, err, ErrCorrupt)
 	}
 	if len(strict) > 0 {
-		if st.statusUnknown, err = schema.Unknown(rawStatus, statusFields()); err != nil {
+		if st.statusUnknown, err = schema.Unknown(rawStatus, statusFields.Get()); err != nil {
 			return nil, fmt.Errorf("decode job %q status: %v: %w", name, err, ErrCorrupt)
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
@@ -441,25 +440,17 @@ var recordVersion = schema.MustParse(RecordVersion)
 // recordFields, claimFields and historyFields are the JSON fields of
 // Record, Claim and HistoryEntry, found by reflection on the first decode
 // (docs/adr/0100).
-var recordFieldsValue, claimFieldsValue, historyFieldsValue lazy.Value[map[string]bool]
-
-func recordFields() map[string]bool {
-	return recordFieldsValue.Get(func() map[string]bool { return schema.Fields(Record{}) })
-}
-
-func claimFields() map[string]bool {
-	return claimFieldsValue.Get(func() map[string]bool { return schema.Fields(Claim{}) })
-}
-
-func historyFields() map[string]bool {
-	return historyFieldsValue.Get(func() map[string]bool { return schema.Fields(HistoryEntry{}) })
-}
+var (
+	recordFields  schema.FieldSet[Record]
+	claimFields   schema.FieldSet[Claim]
+	historyFields schema.FieldSet[HistoryEntry]
+)
 
 // UnmarshalJSON decodes a record, keeping the fields it does not know.
 func (r *Record) UnmarshalJSON(b []byte) error {
 	type plain Record
 	var err error
-	r.unknown, err = schema.DecodeKeeping(b, (*plain)(r), recordFields())
+	r.unknown, err = schema.DecodeKeeping(b, (*plain)(r), recordFields.Get())
 	r.Ledger = ledgerOrNil(r.Ledger)
 	return err
 }
@@ -474,7 +465,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 func (c *Claim) UnmarshalJSON(b []byte) error {
 	type plain Claim
 	var err error
-	c.unknown, err = schema.DecodeKeeping(b, (*plain)(c), claimFields())
+	c.unknown, err = schema.DecodeKeeping(b, (*plain)(c), claimFields.Get())
 	return err
 }
 
@@ -488,7 +479,7 @@ func (c Claim) MarshalJSON() ([]byte, error) {
 func (h *HistoryEntry) UnmarshalJSON(b []byte) error {
 	type plain HistoryEntry
 	var err error
-	h.unknown, err = schema.DecodeKeeping(b, (*plain)(h), historyFields())
+	h.unknown, err = schema.DecodeKeeping(b, (*plain)(h), historyFields.Get())
 	return err
 }
 

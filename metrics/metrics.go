@@ -14,7 +14,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,11 +67,7 @@ type Registerer interface {
 
 // nameRE matches a valid metric name; compiled on first use, so that a
 // command that registers no metric does not.
-var nameREValue lazy.Value[*regexp.Regexp]
-
-func nameRE() *regexp.Regexp {
-	return nameREValue.Get(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`) })
-}
+var nameRE = lazy.Regexp{Expr: `^[a-zA-Z_:][a-zA-Z0-9_:]*$`}
 
 // Registry holds collectors and writes what they collect.
 type Registry struct {
@@ -93,7 +88,7 @@ func (r *Registry) Register(c Collector) error {
 	defer r.mu.Unlock()
 	names := c.Describe()
 	for _, n := range names {
-		if !nameRE().MatchString(n) {
+		if !nameRE.Get().MatchString(n) {
 			return fmt.Errorf("metric name %q is not valid", n)
 		}
 		if r.names[n] {

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
@@ -62,21 +61,16 @@ const MaxSwept = 16
 
 // accountFields and markFields are the types' JSON fields, found by
 // reflection on first use.
-var accountFieldsValue, markFieldsValue lazy.Value[map[string]bool]
-
-func accountFields() map[string]bool {
-	return accountFieldsValue.Get(func() map[string]bool { return schema.Fields(Account{}) })
-}
-
-func markFields() map[string]bool {
-	return markFieldsValue.Get(func() map[string]bool { return schema.Fields(Mark{}) })
-}
+var (
+	accountFields schema.FieldSet[Account]
+	markFields    schema.FieldSet[Mark]
+)
 
 // UnmarshalJSON decodes the account, keeping the fields it does not know.
 func (a *Account) UnmarshalJSON(b []byte) error {
 	type plain Account
 	var err error
-	a.unknown, err = schema.DecodeKeeping(b, (*plain)(a), accountFields())
+	a.unknown, err = schema.DecodeKeeping(b, (*plain)(a), accountFields.Get())
 	return err
 }
 
@@ -90,7 +84,7 @@ func (a Account) MarshalJSON() ([]byte, error) {
 func (m *Mark) UnmarshalJSON(b []byte) error {
 	type plain Mark
 	var err error
-	m.unknown, err = schema.DecodeKeeping(b, (*plain)(m), markFields())
+	m.unknown, err = schema.DecodeKeeping(b, (*plain)(m), markFields.Get())
 	return err
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"regexp"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -19,18 +18,12 @@ type VersionInfo struct {
 }
 
 // bareSemver matches a semantic version without its v (0.2.0, 0.2.1-rc.1).
-var bareSemverValue lazy.Value[*regexp.Regexp]
-
-func bareSemver() *regexp.Regexp {
-	return bareSemverValue.Get(func() *regexp.Regexp {
-		return regexp.MustCompile(`^\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]*)?$`)
-	})
-}
+var bareSemver = lazy.Regexp{Expr: `^\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]*)?$`}
 
 // tagSpelling spells a semantic version as its Git tag: v0.2.0 for 0.2.0;
 // anything else (dev, v0.2.0, a commit) is returned as it is.
 func tagSpelling(ver string) string {
-	if bareSemver().MatchString(ver) {
+	if bareSemver.Get().MatchString(ver) {
 		return "v" + ver
 	}
 	return ver
@@ -39,13 +32,7 @@ func tagSpelling(ver string) string {
 // pseudoVersion matches the end of a Go pseudo-version
 // (v0.0.0-20261205004355-abcdef123456, v0.1.1-0.20261205004355-abcdef123456,
 // possibly +dirty): the commit time and the 12-hex-digit revision.
-var pseudoVersionValue lazy.Value[*regexp.Regexp]
-
-func pseudoVersion() *regexp.Regexp {
-	return pseudoVersionValue.Get(func() *regexp.Regexp {
-		return regexp.MustCompile(`[.-](\d{14})-([0-9a-f]{12})(\+[0-9A-Za-z.-]+)?$`)
-	})
-}
+var pseudoVersion = lazy.Regexp{Expr: `[.-](\d{14})-([0-9a-f]{12})(\+[0-9A-Za-z.-]+)?$`}
 
 // BuildVersion is what `lockctl version` reports: the values linked in with
 // -ldflags where they were set, otherwise those of the Go build information
@@ -69,7 +56,7 @@ func BuildVersion(ver, com, built string, info *debug.BuildInfo) VersionInfo {
 	for _, s := range info.Settings {
 		settings[s.Key] = s.Value
 	}
-	if m := pseudoVersion().FindStringSubmatch(info.Main.Version); m != nil {
+	if m := pseudoVersion.Get().FindStringSubmatch(info.Main.Version); m != nil {
 		if v.Commit == "unknown" {
 			v.Commit = m[2]
 		}

@@ -6,7 +6,10 @@
 // command (docs/adr/0100).
 package lazy
 
-import "sync"
+import (
+	"regexp"
+	"sync"
+)
 
 // Value is a value of type T built once, by the first Get. The zero Value
 // is ready to use; it must not be copied after the first Get.
@@ -21,4 +24,18 @@ type Value[T any] struct {
 func (l *Value[T]) Get(build func() T) T {
 	l.once.Do(func() { l.v = build() })
 	return l.v
+}
+
+// Regexp is the regular expression Expr, compiled by the first Get: a
+// package-level Regexp{Expr: ...} needs no package init, where a
+// regexp.MustCompile would compile in every lockctl command.
+type Regexp struct {
+	Expr string
+	v    Value[*regexp.Regexp]
+}
+
+// Get returns Expr compiled; it panics if Expr is not valid, as
+// regexp.MustCompile does.
+func (r *Regexp) Get() *regexp.Regexp {
+	return r.v.Get(func() *regexp.Regexp { return regexp.MustCompile(r.Expr) })
 }

@@ -16,6 +16,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/lockctl/lockctl/internal/base/lazy"
 )
 
 // Version is a record schema version.
@@ -86,6 +88,19 @@ func Fields(v any) map[string]bool {
 	out := map[string]bool{}
 	addFields(reflect.TypeOf(v), out)
 	return out
+}
+
+// FieldSet is Fields of the struct type T, found by reflection on the
+// first Get: a package-level FieldSet needs no package init
+// (docs/adr/0100). The zero FieldSet is ready to use.
+type FieldSet[T any] struct{ v lazy.Value[map[string]bool] }
+
+// Get returns the JSON names of T's fields.
+func (f *FieldSet[T]) Get() map[string]bool {
+	return f.v.Get(func() map[string]bool {
+		var zero T
+		return Fields(zero)
+	})
 }
 
 func addFields(t reflect.Type, out map[string]bool) {
