@@ -47,15 +47,23 @@ type started struct {
 // after its list and miss what was written in between).
 func start(t *testing.T, seed ...func(cs *fake.Clientset, locks *lock.Client)) *started {
 	t.Helper()
+	withJobs := func(cs *fake.Clientset) dashboard.Options {
+		return dashboard.Options{Jobs: job.NewStore(kube.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{})}
+	}
+	return startOn(t, clock.RealClock{}, withJobs, seed...)
+}
+
+// startOn starts a hub with the options opts gives, whose clock, and the
+// locks' (seed writes with locks), is clk.
+func startOn(t *testing.T, clk clock.WithTicker, opts func(cs *fake.Clientset) dashboard.Options, seed ...func(cs *fake.Clientset, locks *lock.Client)) *started {
+	t.Helper()
 	cs := fake.NewClientset()
-	locks := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, lock.Options{})
+	locks := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clk, lock.Options{})
 	for _, f := range seed {
 		f(cs, locks)
 	}
-	viewer := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, lock.Options{})
-	hub := dashboard.NewHub(viewer, kube.CoreV1(kubetest.Clients(cs)), dashboard.Options{
-		Jobs: job.NewStore(kube.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{}),
-	})
+	viewer := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clk, lock.Options{})
+	hub := dashboard.NewHub(viewer, kube.CoreV1(kubetest.Clients(cs)), opts(cs))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

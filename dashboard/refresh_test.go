@@ -2,11 +2,9 @@ package dashboard_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +16,6 @@ import (
 
 	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
-	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -26,21 +23,8 @@ import (
 // locks), is clk: time moves only when the test steps it.
 func startAt(t *testing.T, clk *testingclock.FakeClock, seed func(locks *lock.Client)) *started {
 	t.Helper()
-	cs := fake.NewClientset()
-	locks := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clk, lock.Options{})
-	seed(locks)
-	viewer := lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clk, lock.Options{})
-	hub := dashboard.NewHub(viewer, kube.CoreV1(kubetest.Clients(cs)), dashboard.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = hub.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	srv := httptest.NewServer(hub.Handler())
-	t.Cleanup(srv.Close)
-	return &started{hub: hub, cs: cs, locks: locks, srv: srv}
+	noOptions := func(*fake.Clientset) dashboard.Options { return dashboard.Options{} }
+	return startOn(t, clk, noOptions, func(_ *fake.Clientset, locks *lock.Client) { seed(locks) })
 }
 
 // event is one server-sent event of a page's stream.
