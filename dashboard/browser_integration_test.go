@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"k8s.io/utils/clock"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -332,17 +331,8 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 // it returns the page's base URL.
 func serveDashboard(t *testing.T, ctx context.Context, cs kube.Interface, ns string, store *job.Store) string {
 	t.Helper()
-	viewer := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-	hub := dashboard.NewHub(viewer, kube.CoreV1(cs), dashboard.Options{
+	return serveHub(t, ctx, cs, ns, dashboard.Options{
 		Jobs:    store,
 		PodsFor: func(*job.Job) (kube.PodsGetter, string, error) { return cs.CoreV1(), ns, nil },
 	})
-	hctx, stop := context.WithCancel(ctx)
-	served := make(chan struct{}, 2)
-	t.Cleanup(func() { stop(); <-served; <-served })
-	go func() { _ = hub.Run(hctx); served <- struct{}{} }()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = dashboard.Serve(hctx, ln, hub.Handler()); served <- struct{}{} }()
-	return "http://" + ln.Addr().String()
 }
