@@ -14,9 +14,9 @@ import (
 // failed, which runs even when the caller's context is done.
 const releaseTimeout = 30 * time.Second
 
-// RequestsFor returns the requests of one caller for several locks, as
+// requestsFor returns the requests of one caller for several locks, as
 // AcquireAll takes them: base for each target, with its Target set.
-func RequestsFor(base Request, targets []string) []Request {
+func requestsFor(base Request, targets []string) []Request {
 	reqs := make([]Request, len(targets))
 	for i, target := range targets {
 		reqs[i] = base
@@ -35,11 +35,11 @@ type Part struct {
 
 // PartsFor returns the parts of one caller holding the locks of targets in
 // the cluster of every client: base for each target in each cluster
-// (RequestsFor), clients first.
+// (requestsFor), clients first.
 func PartsFor(clients []*Client, base Request, targets []string) []Part {
 	var parts []Part
 	for _, c := range clients {
-		for _, req := range RequestsFor(base, targets) {
+		for _, req := range requestsFor(base, targets) {
 			parts = append(parts, Part{Locks: c, Request: req})
 		}
 	}

@@ -149,6 +149,11 @@ func KubeUser(f *Factory) func(ctx context.Context) string {
 	if f.WhoAmI == nil {
 		return nil
 	}
+	return askedOnce(f, f.WhoAmI)
+}
+
+// askedOnce is KubeUser asking whoAmI.
+func askedOnce(f *Factory, whoAmI func(context.Context) (string, error)) func(ctx context.Context) string {
 	var (
 		mu    sync.Mutex
 		asked bool
@@ -160,7 +165,7 @@ func KubeUser(f *Factory) func(ctx context.Context) string {
 		if asked {
 			return user
 		}
-		u, err := f.WhoAmI(ctx)
+		u, err := whoAmI(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				// NOTE: a cancelled ask is asked again by the next decision.
