@@ -521,9 +521,14 @@ func (h *Hold) ReleaseWith(ctx context.Context, o lock.ReleaseOptions) error {
 				rel, err := c.ReleaseHeld(ctx, l, o)
 				// NOTE: the observer is told one thing at a time.
 				emu.Lock()
-				if err != nil {
+				switch {
+				case err != nil && l.Holder.Pod == nil:
+					// NOTE: a hold that cannot be released lapses by
+					// itself: say when, so nothing seems held for ever.
+					errs = append(errs, fmt.Errorf("release lock %q (it lapses by itself within %s): %w", l.Where(), h.ttl, err))
+				case err != nil:
 					errs = append(errs, fmt.Errorf("release lock %q: %w", l.Where(), err))
-				} else {
+				default:
 					h.obs.Released(l.Where(), rel)
 				}
 				emu.Unlock()
