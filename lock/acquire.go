@@ -51,7 +51,7 @@ func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress,
 // acquisition in the background (see acquireChange).
 func (c *Client) acquireOnce(ctx context.Context, req Request, me Claim, background bool) (*stepResult, error) {
 	var res *stepResult
-	err := c.update(ctx, "acquire", req.Target, nil, func(cm *corev1.ConfigMap) (change, error) {
+	err := c.update(ctx, "acquire", req.Target, req.known, func(cm *corev1.ConfigMap) (change, error) {
 		var (
 			ch  change
 			err error
@@ -432,6 +432,10 @@ type Request struct {
 	// earlier holders left behind. nil keeps none, and a lock taken so
 	// drops the one it had.
 	Ledger Ledger
+
+	// known, when set, reads the lock for a try without waiting (NoWait):
+	// the newest version a lookout has seen (AcquireAcross).
+	known reader
 }
 
 // Progress is what a waiting contender knows.

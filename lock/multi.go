@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // releaseTimeout bounds the release of the locks AcquireAll took before it
@@ -89,11 +92,12 @@ func (c *Client) AcquireAll(ctx context.Context, reqs []Request) ([]*Held, error
 // cluster keeps its own record and its own fencing token.
 //
 // When the parts span more than one client, their requests overlap: every
-// lock is first tried at once (as with Request.NoWait), in parallel. If
-// all are taken, that is the hold. Otherwise the locks taken after the
-// first one that was not (in the global order) are given back, and from
-// that one on the locks are taken one after the other as AcquireAll takes
-// them: a contender never waits for a lock while it holds a later one.
+// lock not yet held is tried at once (as with Request.NoWait), in
+// parallel. If all are taken, that is the hold. Otherwise the locks taken
+// after the first one that was not (in the global order) are given back,
+// that one is waited for as AcquireAll waits, and the rest are tried at
+// once again: a contender never waits for a lock while it holds a later
+// one.
 //
 // A lock whose API server does not answer, or cannot be reached, is tried
 // again (as a lock whose cluster answers is waited for) and reported on
@@ -109,18 +113,29 @@ func AcquireAcross(ctx context.Context, parts []Part) ([]*Held, error) {
 		}
 	}
 	across := spansClients(ordered)
+	overlap := across && !allNoWait(ordered)
 	out := make([]*Held, 0, len(ordered))
-	from := 0
-	if across && !allNoWait(ordered) {
-		out, from = tryAll(ctx, ordered)
-		if from == len(ordered) {
-			return out, nil
+	var looks []*lookout
+	for i := 0; i < len(ordered); i++ {
+		if overlap && len(ordered)-i > 1 {
+			// NOTE: the rest at once, as far as none of it is held by
+			// another; from the first that is, one after the other again.
+			taken, next := tryAll(ctx, ordered[i:], looks)
+			stopLooking(looks)
+			out, i = append(out, taken...), i+next
+			if i == len(ordered) {
+				break
+			}
 		}
-	}
-	for i := from; i < len(ordered); i++ {
 		p := ordered[i]
+		if overlap {
+			// NOTE: while it waits, the contender follows the locks it tries
+			// next, so that the try needs no read of its own.
+			looks = lookOut(ctx, ordered[i+1:])
+		}
 		h, err := p.acquire(ctx, across)
 		if err != nil {
+			stopLooking(looks)
 			releaseTaken(ctx, ordered[:len(out)], out)
 			if len(ordered) == 1 {
 				return nil, err
@@ -164,10 +179,11 @@ func allNoWait(parts []Part) bool {
 }
 
 // tryAll tries every part of ordered at once, in parallel, without
-// waiting (Request.NoWait). It returns the locks held afterwards, a
+// waiting (Request.NoWait), reading the lock of ordered[i] through
+// looks[i] when there is one. It returns the locks held afterwards, a
 // prefix of ordered, and the index of the first part not held: the locks
 // taken after it are given back.
-func tryAll(ctx context.Context, ordered []Part) ([]*Held, int) {
+func tryAll(ctx context.Context, ordered []Part, looks []*lookout) ([]*Held, int) {
 	held := make([]*Held, len(ordered))
 	started := ordered[0].Locks.clk.Now()
 	var wg sync.WaitGroup
@@ -175,6 +191,9 @@ func tryAll(ctx context.Context, ordered []Part) ([]*Held, int) {
 		wg.Go(func() {
 			req := p.Request
 			req.NoWait = true
+			if i < len(looks) {
+				req.known = looks[i].reader(p.Locks)
+			}
 			if h, err := p.acquireOnce(ctx, req, started); err == nil {
 				held[i] = h
 			}
@@ -388,4 +407,134 @@ func (c *Client) ReleaseAll(ctx context.Context, targets []string, id Identity, 
 		out[i] = res
 	}
 	return out, errors.Join(errs...)
+}
+
+// lookout keeps the newest version of a lock a contender tries next,
+// read and then watched while it waits for an earlier one, so that the
+// try writes on it at once: a version that is no longer the newest loses
+// its write (Conflict), and the lock is read again as always.
+type lookout struct {
+	mu   sync.Mutex
+	read bool // the lock was read; cm nil then means there is none
+	cm   *corev1.ConfigMap
+	// changed is closed, and replaced, when cm changes.
+	changed chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// lookOut starts a lookout for the lock of every part.
+func lookOut(ctx context.Context, parts []Part) []*lookout {
+	looks := make([]*lookout, len(parts))
+	for i, p := range parts {
+		lctx, cancel := context.WithCancel(ctx)
+		l := &lookout{cancel: cancel, done: make(chan struct{}), changed: make(chan struct{})}
+		looks[i] = l
+		go func() {
+			defer close(l.done)
+			l.follow(lctx, p.Locks, p.Request.Target)
+		}()
+	}
+	return looks
+}
+
+// follow reads the lock of target, then keeps every newer version its
+// watch brings, until ctx ends.
+func (l *lookout) follow(ctx context.Context, c *Client, target string) {
+	cm, err := c.get(ctx, target)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	l.read, l.cm = true, cm
+	l.mu.Unlock()
+	if cm == nil {
+		return
+	}
+	w := c.watchFrom(ctx, cm)
+	if w == nil {
+		l.mu.Lock()
+		l.read = false
+		l.mu.Unlock()
+		return
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				// NOTE: a version the watch may have missed is not trusted.
+				l.mu.Lock()
+				l.read = false
+				l.mu.Unlock()
+				return
+			}
+			next, isCM := ev.Object.(*corev1.ConfigMap)
+			if !isCM || next.Name != cm.Name {
+				continue
+			}
+			l.mu.Lock()
+			switch {
+			case ev.Type == watch.Deleted:
+				l.cm = nil
+			case l.cm == nil || !rvOlder(next.ResourceVersion, l.cm.ResourceVersion):
+				l.cm = next
+			}
+			close(l.changed)
+			l.changed = make(chan struct{})
+			l.mu.Unlock()
+		}
+	}
+}
+
+// reader reads the lock for a try: the newest version the lookout has
+// when it shows the lock free, or no lock; else, after a lost write, or
+// when the lookout has none, from the API server.
+//
+// NOTE: a version that shows a holder may be one whose release the watch
+// has not brought yet (a hold across clusters is released in each at
+// once): a try on it would give up without a write, so the release is
+// awaited for a moment (catchUp) before the lock is read.
+func (l *lookout) reader(c *Client) reader {
+	return func(ctx context.Context, target string, lost *corev1.ConfigMap, attempt int) (*corev1.ConfigMap, error) {
+		if attempt > 0 || lost != nil {
+			return c.get(ctx, target)
+		}
+		t := c.clk.NewTimer(catchUp)
+		defer t.Stop()
+		for {
+			l.mu.Lock()
+			read, cm, changed := l.read, l.cm, l.changed
+			l.mu.Unlock()
+			switch {
+			case !read:
+				return c.get(ctx, target)
+			case cm == nil:
+				return nil, nil
+			}
+			if rec, err := Decode(cm); err == nil && rec.unheld() && len(rec.Waiters) == 0 {
+				return cm, nil
+			}
+			select {
+			case <-changed:
+			case <-t.C():
+				return c.get(ctx, target)
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+}
+
+// stopLooking stops the lookouts of looks and waits for them.
+func stopLooking(looks []*lookout) {
+	for _, l := range looks {
+		l.cancel()
+	}
+	for _, l := range looks {
+		<-l.done
+	}
 }
