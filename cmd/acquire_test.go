@@ -50,6 +50,14 @@ func TestNewAcquireCmd(t *testing.T) {
 			args: []string{"staging", "--no-wait"},
 			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}, NoWait: true},
 		},
+		{
+			name: "across clusters",
+			args: []string{"production", "--contexts", "prod-us,prod-eu,prod-ap"},
+			want: acquireOptions{
+				LockFlags: cli.LockFlags{Contexts: []string{"prod-us", "prod-eu", "prod-ap"}},
+				Target:    "production", Targets: []string{"production"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			},
+		},
 		{name: "no-wait with a timeout", args: []string{"staging", "--no-wait", "--timeout", "1m"}, wantErr: "--no-wait and --timeout exclude each other"},
 		{name: "no namespace", args: []string{}, wantErr: "requires at least 1 arg(s), only received 0"},
 		{name: "a namespace twice", args: []string{"a", "b", "a"}, wantErr: `namespace "a" is named twice`},
