@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,7 +99,12 @@ func acquireQueued(ctx context.Context, b testing.TB, fc fleetClients, target st
 //     (their requests overlapping) against three Acquires one after the
 //     other, with warm clients; and the API requests of each.
 //
-// LOCKCTL_BENCH_CLUSTER_ROUNDS sets the number of each (default 100).
+//   - acquire-cli: the same with the lockctl binary, as pipelines run it:
+//     three `acquire --context X` processes against one `acquire
+//     --contexts`.
+//
+// LOCKCTL_BENCH_CLUSTER_ROUNDS sets the number of each (default 100),
+// LOCKCTL_BENCH_CLUSTER_CLI_ROUNDS that of acquire-cli (default 20).
 func BenchmarkClusters(b *testing.B) {
 	fl := testenv.GetFleet(b)
 	n := envInt("LOCKCTL_BENCH_CLUSTER_ROUNDS", 100)
@@ -139,6 +145,54 @@ func BenchmarkClusters(b *testing.B) {
 		b.Logf("  requests per acquire of the three: one after the other %.2f %v; across %.2f %v",
 			float64(seqReqs.Total())/float64(n), seqReqs.ByResource, float64(acrossReqs.Total())/float64(n), acrossReqs.ByResource)
 	})
+	b.Run("acquire-cli", func(b *testing.B) {
+		rounds := envInt("LOCKCTL_BENCH_CLUSTER_CLI_ROUNDS", 20)
+		var seq, across Sample
+		for range b.N {
+			s, a := clusterCLIAcquires(b, fl, rounds)
+			seq, across = append(seq, s...), append(across, a...)
+		}
+		report(b, "sequential-", seq)
+		report(b, "across-", across)
+		b.ReportMetric(ratio(across.Percentile(50), seq.Percentile(50)), "p50-ratio")
+		b.ReportMetric(0, "ns/op")
+		b.Logf("the binary, a free lock in three clusters: three `acquire --context X` one after the other %s; one `acquire --contexts` %s; p50 %.2fx",
+			seq, across, ratio(across.Percentile(50), seq.Percentile(50)))
+	})
+}
+
+// clusterCLIAcquires takes a free lock in the three clusters n times in
+// two ways in turn, with the lockctl binary as a pipeline does: three
+// `lockctl acquire --context X` processes one after the other, and one
+// `lockctl acquire --contexts us,eu,ap`; each hold is released (untimed)
+// before the next. It returns the wall time of each way.
+func clusterCLIAcquires(b *testing.B, fl *testenv.Fleet, n int) (seq, across Sample) {
+	ns := fl.Namespace(b)
+	home := b.TempDir()
+	clitest.Binary(b) // built before the clock starts
+	env := []string{"KUBECONFIG=" + fl.Kubeconfig}
+	id := []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1", "--lock-namespace", ns}
+	run := func(args ...string) {
+		b.Helper()
+		o := clitest.Run(b, 2*time.Minute, home, env, append(args, id...)...)
+		require.Equal(b, 0, o.Code, "lockctl %v: %s", args, o.Stderr)
+	}
+	contexts := strings.Join(fl.Contexts, ",")
+	for r := range n {
+		target := fmt.Sprintf("cli%d", r)
+		start := time.Now()
+		for _, name := range fl.Contexts {
+			run("acquire", target, "--context", name)
+		}
+		seq = append(seq, time.Since(start))
+		run("release", target, "--contexts", contexts)
+
+		start = time.Now()
+		run("acquire", target+"x", "--contexts", contexts)
+		across = append(across, time.Since(start))
+		run("release", target+"x", "--contexts", contexts)
+	}
+	return seq, across
 }
 
 func ratio(a, b time.Duration) float64 {
