@@ -72,9 +72,10 @@ func enforceCost(b *testing.B, env *testenv.Env, n int) (with, without Sample) {
 	})
 	require.NoError(b, err)
 	s := enforce.Settings{Target: enforced, LockNamespace: lockNS, Mode: enforce.ModeDeny, Strict: true}
-	require.NoError(b, enforce.Install(ctx, env.Kube.AdmissionregistrationV1(), s))
+	_, err = enforce.Install(ctx, env.Kube.AdmissionregistrationV1(), s)
+	require.NoError(b, err)
 	defer func() { _, _ = enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), enforced) }()
-	require.NoError(b, enforce.AwaitInEffect(ctx, env.Kube.CoreV1(), enforced, 20*time.Millisecond, time.Minute))
+	require.NoError(b, enforce.AwaitInEffect(ctx, env.Kube.CoreV1(), s, 20*time.Millisecond, time.Minute))
 
 	objects := map[string]*corev1.ConfigMap{}
 	for _, ns := range []string{enforced, plain} {

@@ -219,6 +219,14 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 			next.Annotations[k] = v
 		}
 	}
+	if _, set := annotate[EnforcedAnnotation]; !set && next.Annotations[EnforcedAnnotation] == "" {
+		if mode := c.markOf(target); mode != "" {
+			next.Annotations[EnforcedAnnotation] = mode
+		}
+	}
+	if err := c.summarizeWindows(ctx, next, target); err != nil {
+		return nil, err
+	}
 	dropEndedGrant(next, d.Record)
 	key, publish := turnChange(cm, d.Record)
 	switch {
@@ -235,6 +243,11 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 		out, err = c.store.Create(ctx, next)
 	} else {
 		out, err = c.store.Update(ctx, next)
+	}
+	if _, set := annotate[EnforcedAnnotation]; !set && c.learnMark(target, err) {
+		// The target is enforced and the lock not marked (or created
+		// anew): decide again, as a contender of an enforced lock.
+		return nil, errRetry
 	}
 	if err == nil && publish {
 		t := turnOf(d.Record)
