@@ -100,7 +100,7 @@ func TestRunEnforce(t *testing.T) {
 
 	te.errOut.Reset()
 	require.NoError(t, te.run("status", "prod"))
-	assert.Contains(t, te.errOut.String(), "lock \"prod\" is enforced by the API server: warn, strict\n")
+	assert.Contains(t, te.errOut.String(), "lock \"prod\" is enforced by the API server: warn, strict; its holder has no Kubernetes user, so only writes carrying its fencing token 3 are admitted\n")
 	te.out.Reset()
 
 	te.errOut.Reset()
