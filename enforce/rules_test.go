@@ -330,6 +330,9 @@ func TestRulesOfStrictMode(t *testing.T) {
 	stampedByNew := entry("kubectl-client-side-apply", at(-30), TokenAnnotation)
 	stalePatch := req{op: admission.Update, user: "ci", resource: configmaps, kind: cmKind, namespace: "web", name: "app",
 		object: app("3", "T2", stampedByNew, entry("kubectl-patch", at(-1))), old: app("2", "T2", stampedByNew)}
+	sameSecond := req{op: admission.Update, user: "ci", resource: configmaps, kind: cmKind, namespace: "web", name: "app",
+		object: app("3", "T2", entry("kubectl-client-side-apply", at(-1), TokenAnnotation), entry("kubectl-patch", at(-1))),
+		old: app("2", "T2", entry("kubectl-client-side-apply", at(-1), TokenAnnotation))}
 	reapply := req{op: admission.Update, user: "ci", resource: configmaps, kind: cmKind, namespace: "web", name: "app",
 		object: app("3", "T2", entry("kubectl-client-side-apply", at(-1), TokenAnnotation)), old: app("2", "T2", stampedByNew)}
 	firstStamp := req{op: admission.Update, user: "ci", resource: configmaps, kind: cmKind, namespace: "web", name: "app",
@@ -353,6 +356,7 @@ func TestRulesOfStrictMode(t *testing.T) {
 	}{
 		{name: "a patch that inherits the token", lock: held, req: stalePatch, refused: true, message: []string{"does not carry the fencing token T2", "from an earlier write"}},
 		{name: "a patch with the token in its field manager", lock: held, req: withOptions(stalePatch, "lockctl-token-T2")},
+		{name: "a patch in the second of the new holder's apply", lock: held, req: sameSecond, refused: true},
 		{name: "a patch with an old token in its field manager", lock: held, req: withOptions(stalePatch, "lockctl-token-T1"), refused: true},
 		{name: "a stamped re-apply by the manager that owns the token", lock: held, req: reapply},
 		{name: "the first write stamped with the hold's token", lock: held, req: firstStamp},
@@ -364,6 +368,11 @@ func TestRulesOfStrictMode(t *testing.T) {
 			r.extra = map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=run-42"}}
 			return r
 		}()},
+		{name: "an old token, with the holder's credential", lock: withCredential, req: func() req {
+			r := staleApply
+			r.extra = map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=run-42"}}
+			return r
+		}(), refused: true, message: []string{"token T1"}},
 		{name: "another credential of the same user", lock: withCredential, req: func() req {
 			r := stalePatch
 			r.extra = map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=run-41"}}
