@@ -329,3 +329,30 @@ func TestIntegrationFenceFirstWaiterForgery(t *testing.T) {
 	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
 	assert.False(t, apierrors.IsForbidden(err) && refused(err), "the record as it was is no forgery: %v", err)
 }
+
+// TestIntegrationFenceSettingsInForce: once AwaitInEffect returns for new
+// settings of an enforced target, they are in force: the first unstamped
+// write after enforce --strict returned is refused, every time.
+func TestIntegrationFenceSettingsInForce(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	target, lockNS := env.Namespace(t), env.Namespace(t)
+	alice := newUser(t, env, "alice", target, lockNS)
+	s := enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny}
+	admin := enforced(t, env, s)
+	_, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
+	require.NoError(t, err)
+	awaitAdmitted(t, alice, target, "")
+	for i := range 5 {
+		s.Strict = i%2 == 0
+		_, err := enforce.Enforce(t.Context(), env.Kube.AdmissionregistrationV1(), admin, s, enforce.EnforceOptions{})
+		require.NoError(t, err)
+		require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s, 20*time.Millisecond, time.Minute))
+		err = alice.write(t.Context(), target, "")
+		if s.Strict {
+			assert.True(t, refused(err), "trial %d: the first unstamped write after --strict is refused: %v", i, err)
+		} else {
+			assert.NoError(t, err, "trial %d: the first unstamped write after strict was dropped", i)
+		}
+	}
+}
