@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/lock"
@@ -85,6 +90,34 @@ func TestEnforce(t *testing.T) {
 				_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(t.Context(), name, metav1.GetOptions{})
 				assert.Equal(t, tt.wantPolicy, err == nil, "binding %s installed: %v", name, err)
 			}
+		})
+	}
+}
+
+// TestAwaitInEffectNamesTheNamespace: a target namespace being deleted
+// or not there yet is named as the cause at once, not waited on until the
+// timeout.
+func TestAwaitInEffectNamesTheNamespace(t *testing.T) {
+	t.Parallel()
+	s := Settings{Target: "prod", LockNamespace: "locks", Mode: ModeDeny}
+	for name, tt := range map[string]struct {
+		err  error
+		want error
+	}{
+		"terminating": {
+			err: &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+				Message: `configmaps "x" is forbidden: unable to create new content in namespace prod because it is being terminated`,
+				Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace prod is being terminated"}}}}},
+			want: ErrTargetTerminating,
+		},
+		"missing": {err: apierrors.NewNotFound(corev1.Resource("namespaces"), "prod"), want: ErrNoTargetNamespace},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cs := fake.NewClientset()
+			cs.PrependReactor("create", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tt.err })
+			err := AwaitInEffect(t.Context(), kubetest.Clients(cs).CoreV1(), s, time.Millisecond, time.Minute)
+			assert.ErrorIs(t, err, tt.want)
 		})
 	}
 }
