@@ -368,9 +368,14 @@ func TestRulesOfStrictMode(t *testing.T) {
 			r.extra = map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=run-42"}}
 			return r
 		}()},
-		{name: "an old token, with the holder's credential", lock: withCredential, req: func() req {
+		{name: "an old token, with the holder's credential: a rollback of the holding run", lock: withCredential, req: func() req {
 			r := staleApply
 			r.extra = map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=run-42"}}
+			return r
+		}()},
+		{name: "an old token, with another credential", lock: withCredential, req: func() req {
+			r := staleApply
+			r.extra = map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=run-41"}}
 			return r
 		}(), refused: true, message: []string{"token T1"}},
 		{name: "another credential of the same user", lock: withCredential, req: func() req {
