@@ -21,6 +21,9 @@ type EnforceRequest struct {
 	// Settings are the policy's settings for a target whose lock is in
 	// lockNS.
 	Settings func(target, lockNS string) enforce.Settings
+	// Force enforces even the lock namespace, a system namespace, or a
+	// lock held without a Kubernetes user (enforce.EnforceOptions).
+	Force bool
 	// Uninstall removes the policies instead of installing them.
 	Uninstall bool
 	// Timeout bounds, in deny mode, the wait for the API server to apply a
@@ -77,14 +80,9 @@ func Enforce(ctx context.Context, errOut io.Writer, cs kube.Interface, locks *lo
 	admreg := cs.AdmissionregistrationV1()
 	if r.Uninstall {
 		for _, t := range r.Targets {
-			removed, err := enforce.Uninstall(ctx, admreg, t)
+			removed, err := enforce.Unenforce(ctx, admreg, locks, t, 100*time.Millisecond, r.Timeout)
 			if err != nil {
 				return fmt.Errorf("stop enforcing lock %q: %w", t, err)
-			}
-			// NOTE: after the policy: a lock unmarked first would be
-			// taken without its user while the policy still applies.
-			if _, err := locks.Summarize(ctx, t, ""); err != nil {
-				return fmt.Errorf("stop enforcing lock %q: remove its mark %s: %w", t, lock.EnforcedAnnotation, err)
 			}
 			printers.Unenforced(errOut, t, removed)
 		}
@@ -92,7 +90,7 @@ func Enforce(ctx context.Context, errOut io.Writer, cs kube.Interface, locks *lo
 	}
 	for _, t := range r.Targets {
 		s := r.Settings(t, locks.Namespace())
-		summarized, err := enforce.Enforce(ctx, admreg, locks, s)
+		summarized, err := enforce.Enforce(ctx, admreg, locks, s, enforce.EnforceOptions{Force: r.Force})
 		if summarized {
 			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy and marked it enforced (%s)\n", t, locks.Describe(t))
 		}
@@ -101,7 +99,7 @@ func Enforce(ctx context.Context, errOut io.Writer, cs kube.Interface, locks *lo
 		}
 		printers.Enforced(errOut, s)
 		if s.Mode == enforce.ModeDeny {
-			err := enforce.AwaitInEffect(ctx, cs.CoreV1(), t, 100*time.Millisecond, r.Timeout)
+			err := enforce.AwaitInEffect(ctx, cs.CoreV1(), s, 100*time.Millisecond, r.Timeout)
 			if err := printers.InEffect(errOut, t, err, r.Timeout); err != nil {
 				return err
 			}

@@ -11,7 +11,8 @@ import (
 )
 
 // FreezeAcross freezes the lock of req.Target in every cluster of s (one
-// freeze set in several contexts at once), says on f's ErrOut how each
+// freeze set in several contexts at once), each asking its own cluster
+// for the caller's user (req.LookupUser), says on f's ErrOut how each
 // lock is frozen and prints the Locks with output (json, yaml): the
 // object of one lock, a List of several. A cluster where it fails leaves
 // the others frozen: the error names the clusters done and those not; a
@@ -19,6 +20,8 @@ import (
 func FreezeAcross(ctx context.Context, f *Factory, s Sites, req lock.FreezeRequest, output string) error {
 	views := make([]*lock.LockView, len(s.Locks))
 	err := eachSiteReporting(s, "freeze", req.Target, func(i int, c *lock.Client) error {
+		req := req
+		req.LookupUser = s.users[i]
 		l, err := c.Freeze(ctx, req)
 		if err != nil {
 			return fmt.Errorf("freeze lock %q: %w", lock.Where(c.Context(), req.Target), err)

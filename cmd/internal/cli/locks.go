@@ -27,25 +27,33 @@ func LoadWindowsToShow(ctx context.Context, locks *lock.Client) (windowsErr *loc
 }
 
 // SayEnforced says on f's ErrOut whether the API server enforces the lock
-// of target, and how (lockctl enforce); nothing when it does not, or when
-// the caller may not read the policies (logged at -v 1).
-func SayEnforced(ctx context.Context, f *Factory, target string) {
+// of target, and how (lockctl enforce), and what it admits of a hold
+// without a Kubernetes user (l: the lock, nil when free); nothing when it
+// does not, or when the caller may not read the policies (logged at -v 1).
+func SayEnforced(ctx context.Context, f *Factory, target string, l *lock.LockView) {
 	cs, err := f.Clientset()
 	if err != nil {
 		return
 	}
-	sayEnforced(ctx, f, cs, target, target)
+	sayEnforced(ctx, f, cs, target, target, l)
 }
 
 // sayEnforced is SayEnforced for the cluster of cs, naming the lock name
 // (lock.Where).
-func sayEnforced(ctx context.Context, f *Factory, cs kube.Interface, target, name string) {
+func sayEnforced(ctx context.Context, f *Factory, cs kube.Interface, target, name string, l *lock.LockView) {
 	st, err := enforce.Status(ctx, cs.AdmissionregistrationV1(), target)
 	if err != nil {
 		f.Log.WithField("err", err).Debug("cannot tell whether the lock is enforced")
 		return
 	}
-	if st.Enforced || st.Incomplete != "" {
+	switch {
+	case st.Incomplete != "":
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is not fully enforced: %s\n", name, st.Describe())
+	case !st.Enforced:
+	case l != nil && l.Status.Holder != nil && l.Status.Alive && l.Status.Holder.User == "":
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s; its holder has no Kubernetes user, so only writes carrying its fencing token %s are admitted\n",
+			name, st.Describe(), l.Status.Token)
+	default:
 		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", name, st.Describe())
 	}
 }
@@ -108,12 +116,14 @@ func (l *LockFlags) Releaser(f *Factory, force bool, token string) (Releaser, er
 // lock of target is enforced (SayEnforced), and that it is free or that
 // there are none (all: in any namespace).
 func LocksToShow(ctx context.Context, f *Factory, locks *lock.Client, target string, all bool) (items []lock.LockView, found bool, err error) {
-	return locksToShow(ctx, f, locks, target, all, func(ctx context.Context) { SayEnforced(ctx, f, target) })
+	return locksToShow(ctx, f, locks, target, all, func(ctx context.Context, l *lock.LockView) { SayEnforced(ctx, f, target, l) })
 }
 
 // locksToShow is LocksToShow, saying whether the lock is enforced with
 // sayEnforced; messages name the lock by lock.Where.
-func locksToShow(ctx context.Context, f *Factory, locks *lock.Client, target string, all bool, sayEnforced func(context.Context)) (items []lock.LockView, found bool, err error) {
+func locksToShow(ctx context.Context, f *Factory, locks *lock.Client, target string, all bool,
+	sayEnforced func(context.Context, *lock.LockView),
+) (items []lock.LockView, found bool, err error) {
 	if target == "" {
 		items, err = locks.List(ctx)
 		if err == nil && len(items) == 0 {
@@ -125,7 +135,7 @@ func locksToShow(ctx context.Context, f *Factory, locks *lock.Client, target str
 	if err != nil {
 		return nil, false, err
 	}
-	sayEnforced(ctx)
+	sayEnforced(ctx, l)
 	name := lock.Where(locks.Context(), target)
 	if l != nil && l.Status.BreakGlass != "" {
 		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q: %s\n", name, l.Status.BreakGlass)
@@ -154,7 +164,9 @@ func LocksToShowAcross(ctx context.Context, f *Factory, s Sites, target string, 
 		if err != nil {
 			return err
 		}
-		say := func(ctx context.Context) { sayEnforced(ctx, f, cs, target, lock.Where(c.Context(), target)) }
+		say := func(ctx context.Context, l *lock.LockView) {
+			sayEnforced(ctx, f, cs, target, lock.Where(c.Context(), target), l)
+		}
 		each[i], some[i], err = locksToShow(ctx, f, c, target, all, say)
 		return err
 	})
