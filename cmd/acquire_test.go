@@ -58,6 +58,15 @@ func TestNewAcquireCmd(t *testing.T) {
 				Target:    "production", Targets: []string{"production"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
 			},
 		},
+		{
+			name: "across clusters from LOCKCTL_CONTEXTS",
+			args: []string{"production"},
+			env:  map[string]string{"LOCKCTL_CONTEXTS": "prod-us,prod-eu"},
+			want: acquireOptions{
+				LockFlags: cli.LockFlags{Contexts: []string{"prod-us", "prod-eu"}},
+				Target:    "production", Targets: []string{"production"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			},
+		},
 		{name: "no-wait with a timeout", args: []string{"staging", "--no-wait", "--timeout", "1m"}, wantErr: "--no-wait and --timeout exclude each other"},
 		{name: "no namespace", args: []string{}, wantErr: "requires at least 1 arg(s), only received 0"},
 		{name: "a namespace twice", args: []string{"a", "b", "a"}, wantErr: `namespace "a" is named twice`},

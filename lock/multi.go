@@ -114,13 +114,14 @@ func AcquireAcross(ctx context.Context, parts []Part) ([]*Held, error) {
 	}
 	across := spansClients(ordered)
 	overlap := across && !allNoWait(ordered)
+	started := ordered[0].Locks.clk.Now()
 	out := make([]*Held, 0, len(ordered))
 	var looks []*lookout
 	for i := 0; i < len(ordered); i++ {
 		if overlap && len(ordered)-i > 1 {
 			// NOTE: the rest at once, as far as none of it is held by
 			// another; from the first that is, one after the other again.
-			taken, next := tryAll(ctx, ordered[i:], looks)
+			taken, next := tryAll(ctx, ordered[i:], looks, started)
 			stopLooking(looks)
 			out, i = append(out, taken...), i+next
 			if i == len(ordered) {
@@ -133,7 +134,7 @@ func AcquireAcross(ctx context.Context, parts []Part) ([]*Held, error) {
 			// next, so that the try needs no read of its own.
 			looks = lookOut(ctx, ordered[i+1:])
 		}
-		h, err := p.acquire(ctx, across)
+		h, err := p.acquire(ctx, across, started)
 		if err != nil {
 			stopLooking(looks)
 			releaseTaken(ctx, ordered[:len(out)], out)
@@ -183,9 +184,8 @@ func allNoWait(parts []Part) bool {
 // looks[i] when there is one. It returns the locks held afterwards, a
 // prefix of ordered, and the index of the first part not held: the locks
 // taken after it are given back.
-func tryAll(ctx context.Context, ordered []Part, looks []*lookout) ([]*Held, int) {
+func tryAll(ctx context.Context, ordered []Part, looks []*lookout, started time.Time) ([]*Held, int) {
 	held := make([]*Held, len(ordered))
-	started := ordered[0].Locks.clk.Now()
 	var wg sync.WaitGroup
 	for i, p := range ordered {
 		wg.Go(func() {
@@ -227,13 +227,12 @@ const (
 // acquire takes p's lock as Acquire does. In a hold across clusters, a
 // lock whose API server does not answer or cannot be reached is reported
 // on the request's OnProgress and tried again until ctx ends (once with
-// Request.NoWait).
-func (p Part) acquire(ctx context.Context, across bool) (*Held, error) {
+// Request.NoWait); started is when the hold's wait began.
+func (p Part) acquire(ctx context.Context, across bool, started time.Time) (*Held, error) {
 	if !across {
 		return p.Locks.Acquire(ctx, p.Request)
 	}
 	c, req := p.Locks, p.Request
-	started := c.clk.Now()
 	var delay time.Duration
 	for {
 		h, err := p.acquireOnce(ctx, req, started)
@@ -316,8 +315,13 @@ type unreachableError struct {
 }
 
 func (e *unreachableError) Error() string {
-	return fmt.Sprintf("timed out after %s waiting for lock %q: the API server of context %q did not answer (%v)",
-		roundWait(e.Waited), Where(e.Context, e.Target), e.Context, e.Err)
+	msg := fmt.Sprintf("timed out after %s waiting for lock %q: the API server of context %q did not answer", roundWait(e.Waited), Where(e.Context, e.Target), e.Context)
+	var te *TimeoutError
+	if e.Err != nil && !errors.As(e.Err, &te) {
+		// NOTE: a wait that timed out says nothing more than this.
+		msg += " (" + e.Err.Error() + ")"
+	}
+	return msg
 }
 
 // Is matches ErrTimeout.

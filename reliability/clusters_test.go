@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -491,4 +493,109 @@ func TestIntegrationClustersSoak(t *testing.T) {
 		}
 		return true
 	}, 2*time.Minute, 200*time.Millisecond, "a lock left held")
+}
+
+// TestIntegrationClustersUnreachable: a cluster that does not answer
+// (its proxy frozen before anything is asked of it) while acquiring
+// across three: acquire says on its waiting line which cluster it waits
+// for, gives up at --timeout with exit 4, and keeps nothing in the
+// others. A release across three that cannot reach one cluster releases
+// the others, names it and says its lock stays held until its expiry;
+// run again once the cluster answers, it releases that one too.
+func TestIntegrationClustersUnreachable(t *testing.T) {
+	t.Parallel()
+	c := newFleetCase(t)
+	proxies, via := c.fl.ProxiedKubeconfig(t, c.dir, "eu")
+	contexts := strings.Join(c.fl.Contexts, ",")
+
+	proxies["eu"].Freeze()
+	o := c.start(via, slices.Concat([]string{"acquire", "staging", "--contexts", contexts, "--timeout", "12s"}, identity("web"))...).wait(t, 2*time.Minute)
+	assert.Equal(t, 4, o.Code, o.Stderr)
+	assert.Contains(t, o.Stderr, `waiting for lock "eu/staging": the API server of context "eu" is not reached`)
+	assert.Contains(t, o.Stderr, `the API server of context "eu" did not answer`)
+	for _, name := range []string{"us", "ap"} {
+		assert.Empty(t, c.holder(name, "staging"), "%s given back", name)
+	}
+	proxies["eu"].Thaw()
+
+	o = c.start(via, slices.Concat([]string{"acquire", "staging", "--contexts", contexts, "--ttl", "10m"}, identity("web"))...).wait(t, 2*time.Minute)
+	require.Equal(t, 0, o.Code, o.Stderr)
+	proxies["eu"].Freeze()
+	o = c.start(via, slices.Concat([]string{"release", "staging", "--contexts", contexts}, identity("web"))...).wait(t, 2*time.Minute)
+	assert.Equal(t, 1, o.Code, o.Stderr)
+	assert.Contains(t, o.Stderr, `lock "us/staging" released`)
+	assert.Contains(t, o.Stderr, `lock "ap/staging" released`)
+	assert.Contains(t, o.Stderr, `not released in contexts ["eu"]: each stays held until its expiry`)
+	assert.Empty(t, c.holder("us", "staging"))
+	assert.Empty(t, c.holder("ap", "staging"))
+	assert.Equal(t, "web", c.holder("eu", "staging"), "eu keeps its lock until its expiry, or a release that reaches it")
+	proxies["eu"].Thaw()
+	o = c.start(via, slices.Concat([]string{"release", "staging", "--contexts", "eu"}, identity("web"))...).wait(t, 2*time.Minute)
+	require.Equal(t, 0, o.Code, o.Stderr)
+	c.assertNoneHeld("staging")
+}
+
+// TestIntegrationClustersSeenAsOne: the reading and freezing commands
+// over three clusters: acquire -o yaml and status -o json carry each
+// lock's context, status's table has a row per context, history one per
+// hold and context; a freeze set across the three holds everyone off in
+// each until lifted across the three; stamp writes each cluster's part
+// of the composite token.
+func TestIntegrationClustersSeenAsOne(t *testing.T) {
+	t.Parallel()
+	c := newFleetCase(t)
+	kc := c.fl.Kubeconfig
+	contexts := strings.Join(c.fl.Contexts, ",")
+	o := c.start(kc, slices.Concat([]string{"acquire", "staging", "--contexts", "us,eu"}, identity("web"))...).wait(t, 2*time.Minute)
+	require.Equal(t, 0, o.Code, o.Stderr)
+	tokens, err := lock.ParseTokens(strings.TrimSpace(o.Stdout))
+	require.NoError(t, err, o.Stdout)
+	assert.Len(t, tokens, 2)
+
+	o = c.start(kc, "status", "staging", "--contexts", contexts).wait(t, time.Minute)
+	require.Equal(t, 0, o.Code, o.Stderr)
+	assert.Regexp(t, `(?m)^CONTEXT +TARGET +HOLDER`, o.Stdout)
+	assert.Regexp(t, `(?m)^us +staging +acme/web@main#1`, o.Stdout)
+	assert.Regexp(t, `(?m)^eu +staging +acme/web@main#1`, o.Stdout)
+	assert.Regexp(t, `(?m)^ap +staging +-`, o.Stdout)
+	assert.Contains(t, o.Stderr, `lock "ap/staging" is free`)
+	o = c.start(kc, "status", "staging", "--contexts", contexts, "-o", "jsonpath={range .items[*]}{.spec.context}={.status.state} {end}").wait(t, time.Minute)
+	require.Equal(t, 0, o.Code, o.Stderr)
+	assert.Equal(t, "us=held eu=held ap=free ", o.Stdout)
+
+	for _, name := range []string{"us", "eu"} {
+		tok, _ := tokens.For(name)
+		cmd := startLockctlIn(t, c.dir, kc, "kind: ConfigMap\nmetadata: {name: app}\n", "stamp", "--token", tokens.String(), "--context", name)
+		assert.Contains(t, cmd.Stdout, "lockctl.dev/fencing-token: \""+tok+"\"", "%s's part", name)
+	}
+
+	o = c.start(kc, slices.Concat([]string{"release", "staging", "--contexts", "us,eu", "--token", tokens.String()}, identity("web"))...).wait(t, 2*time.Minute)
+	require.Equal(t, 0, o.Code, o.Stderr)
+	o = c.start(kc, "history", "staging", "--contexts", contexts).wait(t, time.Minute)
+	require.Equal(t, 0, o.Code, o.Stderr)
+	assert.Regexp(t, `(?m)^CONTEXT +HOLDER`, o.Stdout)
+	assert.Regexp(t, `(?m)^us +acme/web@main#1 .* released`, o.Stdout)
+	assert.Regexp(t, `(?m)^eu +acme/web@main#1 .* released`, o.Stdout)
+
+	o = c.start(kc, slices.Concat([]string{"freeze", "staging", "--contexts", contexts, "--for", "1h", "--reason", "release party"}, identity("ops"))...).wait(t, time.Minute)
+	require.Equal(t, 0, o.Code, o.Stderr)
+	for _, name := range c.fl.Contexts {
+		assert.Contains(t, o.Stderr, fmt.Sprintf(`lock "%s/staging" frozen until`, name))
+	}
+	o = c.start(kc, slices.Concat([]string{"acquire", "staging", "--contexts", contexts, "--no-wait"}, identity("web"))...).wait(t, time.Minute)
+	assert.Equal(t, 4, o.Code, "frozen: %s", o.Stderr)
+	o = c.start(kc, "unfreeze", "staging", "--contexts", contexts).wait(t, time.Minute)
+	require.Equal(t, 0, o.Code, o.Stderr)
+	assert.Equal(t, len(c.fl.Contexts), strings.Count(o.Stderr, "unfrozen"), o.Stderr)
+	c.assertNoneHeld("staging")
+}
+
+// startLockctlIn runs lockctl with args against kubeconfig, stdin in,
+// and returns how it ended.
+func startLockctlIn(t *testing.T, home, kubeconfig, in string, args ...string) clitest.Outcome {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), clitest.Binary(t), args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "KUBECONFIG=" + kubeconfig}
+	cmd.Stdin = strings.NewReader(in)
+	return clitest.RunCmd(t, cmd)
 }
