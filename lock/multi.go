@@ -112,31 +112,35 @@ func AcquireAcross(ctx context.Context, parts []Part) ([]*Held, error) {
 			return nil, fmt.Errorf("lock %q is named twice", ordered[i].where())
 		}
 	}
+	if len(ordered) == 0 {
+		return nil, nil
+	}
 	across := spansClients(ordered)
 	overlap := across && !allNoWait(ordered)
 	started := ordered[0].Locks.clk.Now()
 	out := make([]*Held, 0, len(ordered))
 	var looks []*lookout
+	defer func() { stopLooking(looks) }()
 	for i := 0; i < len(ordered); i++ {
-		if overlap && len(ordered)-i > 1 {
+		if overlap && (len(ordered)-i > 1 || looks != nil) {
 			// NOTE: the rest at once, as far as none of it is held by
 			// another; from the first that is, one after the other again.
 			taken, next := tryAll(ctx, ordered[i:], looks, started)
 			stopLooking(looks)
+			looks = nil
 			out, i = append(out, taken...), i+next
 			if i == len(ordered) {
 				break
 			}
 		}
 		p := ordered[i]
-		if overlap {
+		if overlap && i+1 < len(ordered) {
 			// NOTE: while it waits, the contender follows the locks it tries
 			// next, so that the try needs no read of its own.
 			looks = lookOut(ctx, ordered[i+1:])
 		}
 		h, err := p.acquire(ctx, across, started)
 		if err != nil {
-			stopLooking(looks)
 			releaseTaken(ctx, ordered[:len(out)], out)
 			if len(ordered) == 1 {
 				return nil, err

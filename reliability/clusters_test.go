@@ -525,7 +525,7 @@ func TestIntegrationClustersUnreachable(t *testing.T) {
 	assert.Equal(t, 1, o.Code, o.Stderr)
 	assert.Contains(t, o.Stderr, `lock "us/staging" released`)
 	assert.Contains(t, o.Stderr, `lock "ap/staging" released`)
-	assert.Contains(t, o.Stderr, `not released in contexts ["eu"]: each stays held until its expiry`)
+	assert.Contains(t, o.Stderr, `not released in contexts ["eu"] (said above): each stays held until its expiry`)
 	assert.Empty(t, c.holder("us", "staging"))
 	assert.Empty(t, c.holder("ap", "staging"))
 	assert.Equal(t, "web", c.holder("eu", "staging"), "eu keeps its lock until its expiry, or a release that reaches it")

@@ -208,7 +208,7 @@ func ReleaseAcross(ctx context.Context, f *Factory, s Sites, targets []string, r
 	if len(unreached) == 0 {
 		return nil
 	}
-	return fmt.Errorf("locks %q not released in contexts %q: each stays held until its expiry (acquire's --ttl), "+
+	return fmt.Errorf("locks %q not released in contexts %q (said above): each stays held until its expiry (acquire's --ttl), "+
 		"or until released again with lockctl release %s --contexts %s", targets, unreached, strings.Join(targets, " "), strings.Join(unreached, ","))
 }
 

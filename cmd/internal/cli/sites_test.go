@@ -109,7 +109,7 @@ func TestReleaseAcross(t *testing.T) {
 		{
 			name: "a cluster that does not answer", down: "eu",
 			wantOut:  []string{`lock "us/staging" released`, `release lock "eu/staging"`},
-			wantErr:  `locks ["staging"] not released in contexts ["eu"]: each stays held until its expiry`,
+			wantErr:  `locks ["staging"] not released in contexts ["eu"] (said above): each stays held until its expiry`,
 			wantCode: cmdutil.CodeError,
 		},
 	}
