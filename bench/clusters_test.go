@@ -97,8 +97,7 @@ func acquireQueued(ctx context.Context, b testing.TB, fc fleetClients, target st
 //     work on the same CPUs;
 //   - acquire: free locks taken by one AcquireAcross of three clusters
 //     (their requests overlapping) against three Acquires one after the
-//     other, with warm clients; and the API requests of each.
-//
+//     other, with warm clients; and the API requests of each;
 //   - acquire-cli: the same with the lockctl binary, as pipelines run it:
 //     three `acquire --context X` processes against one `acquire
 //     --contexts`.
