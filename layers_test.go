@@ -42,7 +42,7 @@ var toolFolders = []string{"bench", "e2e", "reliability", "integrations", "deplo
 var libraryTiers = [][]string{
 	{"kube", "liveness", "servertime", "metrics", "runjobs"},
 	{"job", "lock", "podwatch", "preflight"},
-	{"enforce", "events", "scheduler"},
+	{"enforce", "events", "scheduler", "stats"},
 	{"run"},
 	{"dashboard"},
 }
