@@ -41,6 +41,9 @@ type Budget struct {
 	// recorded holds; Holds is how many there are.
 	Median, P90 time.Duration
 	Holds       int
+	// Waits says the contender would wait: someone holds the lock or
+	// waits for it.
+	Waits bool
 }
 
 // FromHistory reports whether the budget was made from recorded holds,
@@ -84,13 +87,17 @@ func BudgetOf(rec *lock.Record, now time.Time) Budget {
 	if rec != nil {
 		b.Position = len(rec.Waiters) + 1
 		for _, e := range rec.History {
-			if d := e.Held(); d > 0 {
-				holds = append(holds, d)
+			// NOTE: a hold recorded as 0 is a hold (of less than the
+			// record's clock can tell), unlike one that ends before it
+			// begins.
+			if !e.Until.Before(&e.Since) {
+				holds = append(holds, e.Held())
 			}
 		}
 		if !rec.IsFree() && rec.Holder.ClaimID != "" && (rec.Holder.Expires == nil || rec.Holder.Expires.After(now)) {
 			held, elapsed = true, max(now.Sub(rec.Holder.Since.Time), 0)
 		}
+		b.Waits = held || len(rec.Waiters) > 0 || rec.Freeze.ActiveAt(now)
 	}
 	b.Holds = len(holds)
 	if !b.FromHistory() {

@@ -153,7 +153,10 @@ func Summarize(namespace string, rec *lock.Record, since, now time.Time) *LockSt
 		if oldest.IsZero() || e.Since.Time.Before(oldest) {
 			oldest = e.Since.Time
 		}
-		if e.Until.Time.Before(since) || e.Until.Time.After(now) {
+		// NOTE: a hold that ended "after" now is counted: now is an
+		// estimate of the API server's clock, the record's times are its
+		// own.
+		if e.Until.Time.Before(since) {
 			continue
 		}
 		st.Holds++
@@ -182,7 +185,7 @@ func Summarize(namespace string, rec *lock.Record, since, now time.Time) *LockSt
 	}
 	st.Hold, st.Waits, st.Wait = spread(holds), len(waits), spread(waits)
 	for _, g := range rec.BreakGlass {
-		if !g.At.Time.Before(since) && !g.At.Time.After(now) {
+		if !g.At.Time.Before(since) {
 			st.BreakGlass++
 		}
 	}
