@@ -191,7 +191,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		return err
 	}
 	loop, stop, err := cli.NewLoop(ctx, o.f, &o.LockFlags, cli.LoopConfig{
-		Jobs: jobs, Namespace: ns, Clusters: clusters, Options: lo, JobEvents: o.JobEvents, MetricsAddr: o.MetricsAddr,
+		Jobs: jobs, Namespace: ns, Clusters: clusters, Options: lo, JobEvents: o.JobEvents, MetricsAddr: o.MetricsAddr, Once: o.Once,
 	})
 	if err != nil {
 		return err

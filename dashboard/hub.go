@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -68,6 +69,9 @@ type Options struct {
 	// RequestTimeout bounds each read a snapshot makes; 0 means
 	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// Metrics, when set, is served at /metrics (the locks' Prometheus
+	// metrics), behind the page's checks of the Host.
+	Metrics http.Handler
 }
 
 // Hub keeps the watches of one process and the snapshot made from them,

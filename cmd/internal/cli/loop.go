@@ -28,8 +28,11 @@ type LoopConfig struct {
 	Options scheduler.LoopOptions
 	// JobEvents says which job state changes are Events.
 	JobEvents events.JobEvents
-	// MetricsAddr, when set, serves the loop's metrics and readiness.
+	// MetricsAddr, when set, serves the loop's metrics and readiness,
+	// and, unless Once, the metrics of the locks of the lock namespace.
 	MetricsAddr string
+	// Once says the loop makes one pass (--once).
+	Once bool
 }
 
 // NewLoop builds lockctl reconcile's loop from f and the locks of l: a
@@ -77,6 +80,17 @@ func NewLoop(ctx context.Context, f *Factory, l *LockFlags, c LoopConfig) (loop 
 	loop, err = scheduler.NewLoop(ctx, c.Jobs, c.Namespace, c.Clusters, lo)
 	if err != nil {
 		return nil, nil, cmdutil.UsageIfInvalid(err)
+	}
+	if c.MetricsAddr != "" && !c.Once {
+		exporter, err := NewLockExporter(f, reg)
+		if err != nil {
+			return nil, nil, err
+		}
+		stopWatch, err := ObserveLocks(ctx, f, locks.Namespace(), exporter)
+		if err != nil {
+			return nil, nil, err
+		}
+		stops = append(stops, stopWatch)
 	}
 	if c.MetricsAddr != "" {
 		stopMetrics, err := metricsserver.Start(ctx, c.MetricsAddr, reg, loop.Ready, f.Log)
