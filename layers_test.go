@@ -43,7 +43,7 @@ var libraryTiers = [][]string{
 	{"kube", "liveness", "servertime", "metrics", "runjobs"},
 	{"job", "lock", "podwatch", "preflight"},
 	{"enforce", "events", "scheduler", "stats"},
-	{"run"},
+	{"run", "notify"},
 	{"dashboard"},
 }
 
