@@ -27,7 +27,7 @@ const (
 
 // Budget is how long a contender may wait for a lock before giving up,
 // made from the lock's recent holds and the contender's place in the
-// queue (docs/adr/0111-wait-budgets-from-history.md).
+// queue (docs/adr/0111-wait-budgets-and-lock-signals.md).
 type Budget struct {
 	// Timeout is the budget: the longest the contender waits.
 	Timeout time.Duration
@@ -44,6 +44,10 @@ type Budget struct {
 	// Waits says the contender would wait: someone holds the lock or
 	// waits for it.
 	Waits bool
+	// Unbounded is the budget before the floor and the ceiling (the
+	// benchmark replays time faster, with bounds of its own); 0 without
+	// history.
+	Unbounded time.Duration
 }
 
 // FromHistory reports whether the budget was made from recorded holds,
@@ -77,7 +81,7 @@ func (b Budget) Exceeds(timeout time.Duration, flag string) string {
 // rec nil is no lock. The contender is counted behind every waiter. The
 // budget is the longest rest of the current hold that a recorded hold
 // had at its age (the 90th percentile hold when it has outlasted them
-// all), plus one 90th percentile hold per waiter ahead, plus a quarter,
+// all), plus the longest recorded hold per waiter ahead, plus a quarter,
 // between BudgetFloor and BudgetCeiling.
 func BudgetOf(rec *lock.Record, now time.Time) Budget {
 	b := Budget{Position: 1}
@@ -122,8 +126,14 @@ func BudgetOf(rec *lock.Record, now time.Time) Budget {
 	}
 	ahead := time.Duration(b.Position - 1)
 	b.Expected = restExpected + ahead*b.Median
-	budget := restBudget + ahead*b.P90
+	// NOTE: the longest hold per waiter ahead, not the p90: one slow
+	// deploy ahead in ten outlasts a p90, and a budget that times out a
+	// waiter the lock would have come to is the one wrong budget
+	// (BenchmarkEstimateReplay: with the p90, 16% of a busy week's
+	// waiters).
+	budget := restBudget + ahead*holds[len(holds)-1]
 	budget += budget / 4
+	b.Unbounded = budget
 	b.Timeout = min(max(budget, BudgetFloor), BudgetCeiling)
 	return b
 }

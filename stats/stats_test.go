@@ -120,7 +120,7 @@ func TestBudgetOf(t *testing.T) {
 		{name: "free, regular holds: the floor", rec: regular, want: stats.BudgetFloor, wantPos: 1},
 		{name: "held 5 min, nobody waiting: the longest rest, and a quarter", rec: withQueue(regular, 0, 5*time.Minute),
 			want: (19*time.Minute - 5*time.Minute) * 5 / 4, wantPos: 1, wantExpects: 12 * time.Minute},
-		{name: "three waiting ahead: a p90 hold each", rec: withQueue(regular, 3, 5*time.Minute),
+		{name: "three waiting ahead: the longest hold each", rec: withQueue(regular, 3, 5*time.Minute),
 			want: (14*time.Minute + 3*19*time.Minute) * 5 / 4, wantPos: 4, wantExpects: 12*time.Minute + 3*17*time.Minute},
 		{name: "a long queue: the ceiling", rec: withQueue(regular, 30, 5*time.Minute), want: stats.BudgetCeiling, wantPos: 31},
 	}
