@@ -91,7 +91,10 @@ func TestIntegrationNotifyOncePerTransitionFromTwoReplicas(t *testing.T) {
 		})
 		synced := make(chan struct{})
 		wg.Add(2)
-		go func() { defer wg.Done(); stats.WatchLocks(ctx, env.Kube.CoreV1(), ns, nil, func() { close(synced) }, n) }()
+		go func() {
+			defer wg.Done()
+			stats.WatchLocks(ctx, env.Kube.CoreV1(), ns, nil, func() { close(synced) }, n)
+		}()
 		go func() { defer wg.Done(); n.Run(ctx) }()
 		<-synced
 	}
