@@ -287,6 +287,13 @@ type Claim struct {
 	// 1.8). An enforced lock admits the holder's writes by it
 	// (docs/enforcement.md).
 	User string `json:"user,omitempty"`
+	// Credential names the credential User authenticated with when the
+	// claim was made, as the API server tells it: "pod-uid=UID" for a
+	// service account token bound to a pod, else the token's credential
+	// ID ("JTI=..."); empty when it told none. Strict enforcement admits
+	// the holder's writes by it, so that two pipelines of one service
+	// account are told apart (record version 1.9).
+	Credential string `json:"credential,omitempty"`
 	// ClaimID tells apart two processes with the same identity: it names
 	// this claim (stored as "session", its name in earlier records).
 	ClaimID string `json:"session"`
