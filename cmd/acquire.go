@@ -128,7 +128,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	o.AddContextsFlag(fs)
 	o.ContenderFlags.AddFlags(fs, cli.ContenderUsage{
 		TTL:      "how long the lock lasts when the holder runs outside a pod",
-		Timeout:  "give up waiting after this long (exit 4); 0 waits forever",
+		Timeout:  "give up waiting after this long (exit 4); 0 waits forever; auto: a budget from the lock's recent holds and your place in its queue",
 		Progress: "progress display while waiting: auto, tty or plain",
 	})
 	fs.BoolVar(&o.NoWait, "no-wait", o.NoWait, "try once: if the lock is held, say by whom and exit 4 without queueing")
@@ -143,7 +143,7 @@ func (o *acquireOptions) validate() error {
 	if err := o.ContenderFlags.Validate(); err != nil {
 		return err
 	}
-	if o.NoWait && o.Timeout != 0 {
+	if o.NoWait && (o.Timeout != 0 || o.TimeoutAuto) {
 		return cmdutil.FlagErrorf("--no-wait and --timeout exclude each other: --no-wait does not wait at all")
 	}
 	return nil
@@ -167,7 +167,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
 	}, o.Targets)
 	cmdCtx := ctx
-	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
+	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.ResolveTimeout(ctx, o.f, parts))
 	defer cancel()
 	// NOTE: one lock or several, in one cluster or several, all or nothing.
 	all, err := cli.AcquireConfirmed(ctx, cmdCtx, sites, parts)

@@ -183,7 +183,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	o.AddContextsFlag(fs)
 	o.ContenderFlags.AddFlags(fs, cli.ContenderUsage{
 		TTL:      "how long the lock outlives run when run stops renewing it (a killed terminal)",
-		Timeout:  "give up waiting for the lock after this long (exit 4); 0 waits forever",
+		Timeout:  "give up waiting for the lock after this long (exit 4); 0 waits forever; auto: a budget from the lock's recent holds and your place in its queue",
 		Progress: "progress display: auto, tty or plain",
 	})
 	fs.DurationVar(&o.KillGrace, "kill-grace", o.KillGrace, "how long a command stopped because the lock could not be renewed gets between SIGTERM and SIGKILL; 0 means a sixth of --ttl, at most 10s")
@@ -326,6 +326,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 		// NOTE: a run across clusters runs a command: no job, none left behind to look for.
 		ro.Jobs = nil
 	}
+	ro.Timeout = o.ResolveTimeout(ctx, o.f, ro.Across)
 	return run.Run(ctx, ro)
 }
 

@@ -178,3 +178,4 @@ func askedOnce(f *Factory, whoAmI func(context.Context) (lock.User, error)) func
 		return user
 	}
 }
+
