@@ -178,4 +178,3 @@ func askedOnce(f *Factory, whoAmI func(context.Context) (lock.User, error)) func
 		return user
 	}
 }
-
