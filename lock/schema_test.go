@@ -33,6 +33,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41", Sequence: ".github/workflows/deploy.yml"},
 			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
 			User:     "system:serviceaccount:ci:deployer",
+			Apps:     []string{"argocd/web", "flux/kustomization/apps/web"},
 			ClaimID:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
 			Cancelable: true, LedgerKept: true,
 			CancelRequest: &CancelRequest{
@@ -42,6 +43,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		Waiters: []Claim{{
 			Identity: Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"},
 			User:     "alice@example.com",
+			Apps:     []string{"argocd/team-a/api", "flux/helmrelease/apps/api"},
 			ClaimID:  "b2", Since: metav1.NewMicroTime(since.Add(time.Minute)), Expires: &wexp,
 			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-7"}, Priority: PriorityHigh,
 		}},
@@ -122,6 +124,10 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v2.5-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.6.json", wantVersion: current},
 		{file: "v2.6-frozen.json", wantVersion: frozenVersion},
+		{file: "v1.7.json", wantVersion: current},
+		{file: "v2.7-frozen.json", wantVersion: frozenVersion},
+		{file: "v1.8.json", wantVersion: current},
+		{file: "v2.8-frozen.json", wantVersion: frozenVersion},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
 		{file: "v" + frozenVersion + "-frozen.json", wantVersion: frozenVersion},
