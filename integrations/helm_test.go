@@ -2,7 +2,6 @@ package integrations_test
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,14 +18,6 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/deploytools"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
-
-// withLockctl is a PATH on which lockctl is the binary the tests build,
-// where Helm looks up its post-renderer (Helm 3) and the plugin its
-// command (Helm 4).
-func withLockctl(t *testing.T) string {
-	t.Helper()
-	return "PATH=" + filepath.Dir(clitest.Binary(t)) + string(os.PathListSeparator) + os.Getenv("PATH")
-}
 
 // acquired takes target's lock as a pipeline would, in lockNS, and returns
 // the fencing token acquire printed.
@@ -66,10 +57,10 @@ func TestIntegrationHelm3PostRenderer(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
 	ns, lockNS := env.Namespace(t), env.Namespace(t)
-	helm := deploytools.NewHelm(t, 3, env.Kubeconfig, withLockctl(t))
+	helm := deploytools.NewHelm(t, 3, env.Kubeconfig, deploytools.LockctlPath(t))
 	chart, err := helm.Create(ctx, t.TempDir(), "web")
 	require.NoError(t, err)
-	upgrade := []string{"upgrade", "--install", "web", chart, "-n", ns, "--post-renderer", "lockctl", "--post-renderer-args", "stamp"}
+	upgrade := append([]string{"upgrade", "--install", "web", chart, "-n", ns}, helm.StampArgs()...)
 
 	out, err := helm.Run(ctx, upgrade...)
 	require.Error(t, err, "no token, no release: %s", out)
@@ -80,7 +71,7 @@ func TestIntegrationHelm3PostRenderer(t *testing.T) {
 	require.Error(t, err, "no object was written")
 
 	token := acquired(t, env, ns, lockNS)
-	helm = helm.As(env.Kubeconfig, withLockctl(t), "LOCKCTL_FENCING_TOKEN="+token)
+	helm = helm.As(env.Kubeconfig, deploytools.LockctlPath(t), "LOCKCTL_FENCING_TOKEN="+token)
 	out, err = helm.Run(ctx, upgrade...)
 	require.NoError(t, err, out)
 	assertStamped(t, env, ns, token)
@@ -102,15 +93,14 @@ func TestIntegrationHelm4Plugin(t *testing.T) {
 	token := acquired(t, env, ns, lockNS)
 
 	t.Run("from the repository", func(t *testing.T) {
-		helm := deploytools.NewHelm(t, 4, env.Kubeconfig, withLockctl(t), "LOCKCTL_FENCING_TOKEN="+token)
-		out, err := helm.Run(ctx, "plugin", "install", filepath.Join(repoRoot(), "plugins", "helm", "lockctl-stamp"))
-		require.NoError(t, err, out)
-		out, err = helm.Run(ctx, "plugin", "list")
+		helm := deploytools.NewHelm(t, 4, env.Kubeconfig, deploytools.LockctlPath(t), "LOCKCTL_FENCING_TOKEN="+token)
+		require.NoError(t, helm.InstallStampPlugin(ctx))
+		out, err := helm.Run(ctx, "plugin", "list")
 		require.NoError(t, err, out)
 		assert.Regexp(t, `(?m)^lockctl-stamp\s+0\.0\.0-dev\s+postrenderer/v1\b`, out)
 		chart, err := helm.Create(ctx, t.TempDir(), "web")
 		require.NoError(t, err)
-		out, err = helm.Run(ctx, "upgrade", "--install", "web", chart, "-n", ns, "--post-renderer", "lockctl-stamp")
+		out, err = helm.Run(ctx, append([]string{"upgrade", "--install", "web", chart, "-n", ns}, helm.StampArgs()...)...)
 		require.NoError(t, err, out)
 		assertStamped(t, env, ns, token)
 	})
@@ -122,7 +112,7 @@ func TestIntegrationHelm4Plugin(t *testing.T) {
 		out, err := gen.CombinedOutput()
 		require.NoError(t, err, "hack/helm-plugin: %s", out)
 
-		helm := deploytools.NewHelm(t, 4, env.Kubeconfig, withLockctl(t), "LOCKCTL_FENCING_TOKEN="+token)
+		helm := deploytools.NewHelm(t, 4, env.Kubeconfig, deploytools.LockctlPath(t), "LOCKCTL_FENCING_TOKEN="+token)
 		o, err := helm.Run(ctx, "plugin", "install", archive)
 		require.Error(t, err, "an archive without a signature is refused by default: %s", o)
 		o, err = helm.Run(ctx, "plugin", "install", archive, "--verify=false")

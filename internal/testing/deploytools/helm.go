@@ -121,3 +121,25 @@ func Pending(revs []Revision) []Revision {
 	}
 	return out
 }
+
+// InstallStampPlugin installs lockctl's Helm 4 post-renderer plugin from
+// the repository (plugins/helm/lockctl-stamp), as docs/helm.md does, for
+// `--post-renderer lockctl-stamp`; lockctl must be on h's PATH
+// (LockctlPath) when it runs.
+func (h *Helm) InstallStampPlugin(ctx context.Context) error {
+	if h.Major != 4 {
+		return fmt.Errorf("helm %d takes lockctl as --post-renderer lockctl --post-renderer-args stamp, no plugin", h.Major)
+	}
+	_, err := h.Run(ctx, "plugin", "install", filepath.Join(repoRoot(), "plugins", "helm", "lockctl-stamp"))
+	return err
+}
+
+// StampArgs are the flags that make helm install, upgrade or template
+// stamp manifests with lockctl stamp: Helm 3's post-renderer contract, or
+// Helm 4's plugin (InstallStampPlugin).
+func (h *Helm) StampArgs() []string {
+	if h.Major == 3 {
+		return []string{"--post-renderer", "lockctl", "--post-renderer-args", "stamp"}
+	}
+	return []string{"--post-renderer", "lockctl-stamp"}
+}

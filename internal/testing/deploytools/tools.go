@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
@@ -38,4 +39,12 @@ func Tool(t testing.TB, name string) string {
 		t.Fatalf("%s is not built (%s): run hack/integration-tools.sh %s (make integration-tools does)", name, path, name)
 	}
 	return path
+}
+
+// LockctlPath is a PATH variable (PATH=…) on which lockctl is the binary
+// the tests build (clitest.Binary), ahead of the test's own PATH: where
+// Helm 3 looks up its post-renderer and Helm 4's plugin its command.
+func LockctlPath(t testing.TB) string {
+	t.Helper()
+	return "PATH=" + filepath.Dir(clitest.Binary(t)) + string(os.PathListSeparator) + os.Getenv("PATH")
 }
