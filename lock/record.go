@@ -287,13 +287,20 @@ type Claim struct {
 	// 1.8). An enforced lock admits the holder's writes by it
 	// (docs/enforcement.md).
 	User string `json:"user,omitempty"`
+	// Credential names the credential User authenticated with when the
+	// claim was made, as the API server tells it: "pod-uid=UID" for a
+	// service account token bound to a pod, else the token's credential
+	// ID ("JTI=..."); empty when it told none. Strict enforcement admits
+	// the holder's writes by it, so that two pipelines of one service
+	// account are told apart (record version 1.9).
+	Credential string `json:"credential,omitempty"`
 	// Apps are the GitOps applications the claimant deploys, as --app
 	// names them (App.String: argocd/web, flux/kustomization/apps/web);
 	// an enforced lock admits a GitOps controller's writes of their
 	// objects while the claimant holds it (SummaryHolderAppsAnnotation).
 	// Stored as text, so that an application of a kind this lockctl does
 	// not know (a newer one's) is kept as it is. Added in record version
-	// 1.9.
+	// 1.10.
 	Apps []string `json:"apps,omitempty"`
 	// ClaimID tells apart two processes with the same identity: it names
 	// this claim (stored as "session", its name in earlier records).
@@ -440,7 +447,7 @@ const (
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-const RecordVersion = "1.9"
+const RecordVersion = "1.10"
 
 // recordVersion is RecordVersion parsed.
 var recordVersion = schema.MustParse(RecordVersion)
