@@ -435,6 +435,14 @@ func TestRulesOfGitOpsAgents(t *testing.T) {
 		{name: "Argo CD syncs another app", lock: held, req: tracked(map[string]any{"argocd.argoproj.io/tracking-id": "billing:/ConfigMap:web/app"}, nil), refused: true, message: []string{"application argocd:web, flux-kustomization:apps/shop", "belongs to none of them"}},
 		{name: "Argo CD by label", lock: held, req: tracked(nil, map[string]any{"app.kubernetes.io/instance": "web"})},
 		{name: "Flux applies the holder's Kustomization", lock: held, req: tracked(nil, map[string]any{"kustomize.toolkit.fluxcd.io/name": "shop", "kustomize.toolkit.fluxcd.io/namespace": "apps"})},
+		{name: "helm-controller writes the holder's HelmRelease's release record", lock: func() summary { h := held; h.apps = "flux-helmrelease:apps/web"; return h }(),
+			req: func() req {
+				r := create(argo, at(-1), "")
+				r.resource, r.kind = secrets, secretKind
+				r.object["type"] = "helm.sh/release.v1"
+				r.object["metadata"].(map[string]any)["labels"] = map[string]any{"owner": "helm", "name": "apps-web"}
+				return r
+			}()},
 		{name: "Flux applies another Kustomization", lock: held, req: tracked(nil, map[string]any{"kustomize.toolkit.fluxcd.io/name": "shop", "kustomize.toolkit.fluxcd.io/namespace": "other"}), refused: true},
 		{name: "Argo CD during a freeze", lock: frozen, req: tracked(map[string]any{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:web/app"}, nil), refused: true, message: []string{"is frozen"}},
 	}
