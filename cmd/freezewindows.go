@@ -106,7 +106,7 @@ func newFreezeWindowsAddCmd(f *Factory, runF func(*freezeWindowsAddOptions) erro
 	return c
 }
 
-func (o *freezeWindowsAddOptions) validate() error { return o.WindowFlags.Validate(o.Name, o.f.Clock.Now()) }
+func (o *freezeWindowsAddOptions) validate() error { return o.Validate(o.Name, o.f.Clock.Now()) }
 
 func runFreezeWindowsAdd(ctx context.Context, o *freezeWindowsAddOptions) error {
 	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
