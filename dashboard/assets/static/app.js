@@ -24,7 +24,7 @@
   // printable, else quoted with Go's escapes (strconv.Quote), so that a
   // right-to-left override cannot display text reversed.
   function printable(s) {
-    s = String(s);
+    s = s === undefined || s === null ? "" : String(s);
     if (ALL_PRINTABLE.test(s)) return s;
     let out = '"';
     for (const ch of s) {
@@ -369,6 +369,11 @@
     slice(null);
   }
 
+  // noLocks is what a lock namespace where no lock was ever taken shows.
+  function noLocks() {
+    return h("p", { class: "empty" }, "No locks yet — ", h("code", null, "lockctl acquire"), " makes one.");
+  }
+
   function renderLocks(s) {
     const el = document.getElementById("locks");
     if (!el) return;
@@ -378,7 +383,7 @@
     cards.clear();
     shown.clear();
     if (!s.locks.length) {
-      replace("locks", h("p", { class: "empty" }, "No locks."));
+      replace("locks", noLocks());
       el.dataset.filled = String(s.seq);
       return;
     }
@@ -476,14 +481,15 @@
 
   function renderHistory(s) {
     const ns = body.dataset.namespace, name = body.dataset.name;
-    const e = s.locks.find((x) => x.lock.metadata.namespace === ns && x.lock.metadata.name === name);
+    const e = s.locks.find((x) => (x.lock.metadata || {}).namespace === ns && (x.lock.metadata || {}).name === name);
     if (!e) {
       replace("current", h("p", { class: "empty" }, "No such lock (yet): it appears here when it is taken."));
       return;
     }
-    document.getElementById("target").textContent = e.lock.spec.target;
+    document.getElementById("target").textContent = (e.lock.spec || {}).target || name;
     replace("current", lockCard(e, s.lockNamespace));
-    replace("history", e.history.length ? table(["Holder", "From", "Until", "Held", "How it ended"], e.history.map((x) =>
+    const history = e.history || [];
+    replace("history", history.length ? table(["Holder", "From", "Until", "Held", "How it ended"], history.map((x) =>
       h("tr", null,
         h("td", null, ident(x), x.pod ? [" ", h("span", { class: "muted" }, "pod " + x.pod.namespace + "/" + x.pod.name)] : null),
         h("td", null, timeEl(x.since)), h("td", null, timeEl(x.until)),
@@ -521,6 +527,15 @@
     el.textContent = text;
   }
 
+  // complete gives s every list the page reads, empty where the server
+  // sent none: a page may meet a server older or newer than itself.
+  function complete(s) {
+    for (const k of ["locks", "windows", "jobs", "problems"]) if (!Array.isArray(s[k])) s[k] = [];
+    s.locks = s.locks.filter((e) => e && e.lock);
+    for (const e of s.locks) if (!Array.isArray(e.history)) e.history = [];
+    return s;
+  }
+
   // state is the last snapshot the page has, whole.
   let state = null;
 
@@ -528,6 +543,7 @@
   // snapshot before, whose changed locks alone are drawn again.
   function onSnapshot(s, u) {
     const first = state === null;
+    complete(s);
     state = s;
     if (u || !clocked) offset = Date.parse(s.now) - Date.now();
     renderProblems(s);
@@ -547,6 +563,7 @@
       fetch("/api/snapshot").then((r) => r.json()).then((s) => onSnapshot(s)).catch(() => conn(false, "reconnecting…"));
       return;
     }
+    u.locks = (u.locks || []).filter((e) => e && e.lock);
     const byKey = new Map(state.locks.map((e) => [keyOf(e), e]));
     for (const r of u.removed || []) byKey.delete((r.namespace || "") + "\u0000" + (r.name || ""));
     let added = false;
