@@ -437,6 +437,10 @@ func TestPageShowsBidiControlsEscaped(t *testing.T) {
 	assert.Contains(t, body, `&#34;re\u202eason&#34;`, "the window's reason")
 	assert.Contains(t, body, `<article class="lock" data-state="frozen" data-namespace="locks" data-name="lockctl-lock-staging">`, "the frozen lock nobody holds")
 	assert.Contains(t, body, `<span class="badge state-frozen">frozen</span>`)
+	frozen := body[strings.Index(body, `data-name="lockctl-lock-staging"`):]
+	frozen = frozen[:strings.Index(frozen, "</article>")]
+	assert.NotContains(t, frozen, "Liveness", "a frozen lock nobody holds has no holder to be alive")
+	assert.Contains(t, body, "<dt>Liveness</dt>", "a held one has")
 }
 
 // TestEventsSendTheLocksThatChanged: a page's stream sends the snapshot
@@ -546,4 +550,28 @@ func changed(prev, next *dashboard.Snapshot) int {
 		delete(was, k)
 	}
 	return n + len(was)
+}
+
+// TestJobReasonReadsWordsFirst: a job's reason reads as people say it,
+// the machine's word after it: "superseded by a newer push
+// (AbortRequested)", on the index page and the job's.
+func TestJobReasonReadsWordsFirst(t *testing.T) {
+	s := start(t, func(cs *fake.Clientset, _ *lock.Client) {
+		store := job.NewStore(kube.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{})
+		_, err := store.Create(t.Context(), &job.Job{
+			TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+			ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
+			Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,
+				PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+		})
+		require.NoError(t, err)
+		_, err = store.Abort(t.Context(), "deploy-1", job.ReasonAbortRequested, "superseded by a newer push")
+		require.NoError(t, err)
+	})
+	s.await(t, "the job", func(s *dashboard.Snapshot) bool { return len(s.Jobs) == 1 && s.Jobs[0].Reason != "" })
+	want := `superseded by a newer push <span class="muted">(AbortRequested)</span>`
+	_, body := get(t, s.srv.URL+"/", nil)
+	assert.Contains(t, body, want, "the index page")
+	_, body = get(t, s.srv.URL+"/jobs/deploy-1/logs", nil)
+	assert.Contains(t, body, want, "the job's page")
 }

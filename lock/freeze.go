@@ -141,8 +141,8 @@ type windowError struct {
 }
 
 func (e *windowError) Error() string {
-	return fmt.Sprintf("lock on %q is in freeze window %q of configmap %s/%s (%s); unfreeze cannot lift a window: edit or delete that ConfigMap, or acquire with --ignore-freeze",
-		e.Target, e.Freeze.By.Branch, e.Namespace, FreezeWindowsName, e.Freeze.Describe())
+	return fmt.Sprintf("lock on %q is in freeze window %q of configmap %s/%s (%s); unfreeze cannot lift a window: remove it with lockctl freeze-windows remove %s, or acquire with --ignore-freeze",
+		e.Target, e.Freeze.By.Branch, e.Namespace, FreezeWindowsName, e.Freeze.Describe(), e.Freeze.By.Branch)
 }
 
 // Unfrozen says what Unfreeze did.

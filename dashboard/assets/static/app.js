@@ -172,9 +172,13 @@
     // An entry with an expiry has its liveness worded here, and again
     // every second (tick), from the expiry: the server sends the expiry,
     // not words that would change every second.
-    facts.append(h("dt", null, "Liveness"), entry.expires
-      ? h("dd", { "data-expires": entry.expires }, expiryWords(Date.parse(entry.expires), serverNow()))
-      : h("dd", null, st.liveness || ""));
+    // A lock nobody holds has no holder to be alive; frozen, the freeze
+    // below says what holds it.
+    if (st.holder || !st.freeze) {
+      facts.append(h("dt", null, "Liveness"), entry.expires
+        ? h("dd", { "data-expires": entry.expires }, expiryWords(Date.parse(entry.expires), serverNow()))
+        : h("dd", null, st.liveness || ""));
+    }
     if (st.estimatedWait) {
       facts.append(h("dt", null, "Est. wait"), h("dd", { class: "estimate" }, st.estimatedWait, " ",
         h("span", { class: "muted" }, "for a deploy queued now (" + (st.basis || "") + ")")));
@@ -214,6 +218,13 @@
     return h("div", { class: "scroll" }, h("table", null,
       h("thead", null, h("tr", null, heads.map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", null, rows)));
+  }
+
+  // jobReason says why a job is where it is, as the server's page does:
+  // the words for people first, the machine's reason after them.
+  function jobReason(j) {
+    if (!j.description) return [j.reason || ""];
+    return [j.description, j.reason ? [" ", h("span", { class: "muted" }, "(" + j.reason + ")")] : null];
   }
 
   function jobDuration(j, now) {
@@ -474,7 +485,7 @@
           h("td", null, h("a", { href: "/jobs/" + seg(j.name) + "/logs" }, j.name)),
           h("td", null, badge(j.state)), h("td", null, agoEl(j.started)), h("td", null, jobDuration(j, now)),
           h("td", null, j.pod || ""), h("td", null, j.buildID || ""), h("td", null, j.branch || ""),
-          h("td", null, j.reason || "", j.description ? [" ", h("span", { class: "muted" }, j.description)] : null))))
+          h("td", null, jobReason(j)))))
         : h("p", { class: "empty" }, "No jobs."));
     }
   }
@@ -518,7 +529,7 @@
     replace("job-build", j.buildID || "");
     replace("job-age", agoEl(j.started));
     replace("job-duration", jobDuration(j, serverNow()));
-    replace("job-reason", j.reason || "", j.description ? [" ", h("span", { class: "muted" }, j.description)] : []);
+    replace("job-reason", jobReason(j));
   }
 
   function conn(live, text) {
