@@ -575,3 +575,26 @@ func TestJobReasonReadsWordsFirst(t *testing.T) {
 	_, body = get(t, s.srv.URL+"/jobs/deploy-1/logs", nil)
 	assert.Contains(t, body, want, "the job's page")
 }
+
+// TestHolderLinkedToItsRun: a holder and a waiter whose claims name their
+// CI run are links to it; a run URL that is not a web page's is no link.
+func TestHolderLinkedToItsRun(t *testing.T) {
+	run := "https://github.com/acme/web/actions/runs/1041/attempts/2"
+	s := start(t, func(_ *fake.Clientset, locks *lock.Client) {
+		h := holder("release-2.4", "41")
+		h.RunURL = run
+		_, _, err := locks.TryAcquire(t.Context(), h)
+		require.NoError(t, err)
+		w := holder("release-2.4", "42")
+		w.RunURL = "javascript:alert(1)"
+		_, _, err = locks.TryAcquire(t.Context(), w)
+		require.NoError(t, err)
+	})
+	snap := s.await(t, "the holder and the waiter", func(s *dashboard.Snapshot) bool {
+		return len(s.Locks) == 1 && len(s.Locks[0].Lock.Status.Waiters) == 1
+	})
+	assert.Equal(t, run, snap.Locks[0].Lock.Status.Holder.RunURL, "recorded with the claim")
+	_, body := get(t, s.srv.URL+"/", nil)
+	assert.Contains(t, body, `<dd class="holder"><a class="run" href="`+run+`" title="its CI run">acme/web@release-2.4#41</a></dd>`)
+	assert.NotContains(t, body, "javascript:", "no link but to a web page")
+}

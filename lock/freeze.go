@@ -50,7 +50,7 @@ const maxOverrides = 20
 // refuse the lock with a version error rather than hand it out, and the
 // same minor as RecordVersion, whose fields it has too. Once the freeze is
 // gone the record is written as RecordVersion again.
-const frozenVersion = "2.8"
+const frozenVersion = "2.9"
 
 // frozenRecordVersion is frozenVersion parsed.
 var frozenRecordVersion = schema.MustParse(frozenVersion)

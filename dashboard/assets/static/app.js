@@ -130,6 +130,15 @@
     return printable(id.owner) + "/" + printable(id.repo) + "@" + printable(id.branch) + "#" + printable(id.build);
   }
 
+  // who shows a claim's identity, linked to its CI run when the claim
+  // names one (an http or https URL only).
+  function who(c) {
+    if (c && typeof c.runURL === "string" && /^https?:\/\//i.test(c.runURL)) {
+      return h("a", { class: "run", href: c.runURL, title: "its CI run" }, ident(c));
+    }
+    return ident(c);
+  }
+
   function freezeBy(f) {
     if (f.by && f.by.owner === "configmap" && f.by.repo === "lockctl-freeze-windows") {
       return "freeze window " + printable(f.by.branch);
@@ -165,7 +174,7 @@
     const facts = h("dl", { class: "facts" });
     if (st.holder) {
       facts.append(
-        h("dt", null, "Holder"), h("dd", { class: "holder" }, ident(st.holder)),
+        h("dt", null, "Holder"), h("dd", { class: "holder" }, who(st.holder)),
         h("dt", null, "Token"), h("dd", null, tokenOf(st)),
         h("dt", null, "Since"), h("dd", null, agoEl(st.holder.since), " ago"));
     }
@@ -205,7 +214,7 @@
     const waiters = st.waiters || [];
     if (waiters.length) {
       card.append(h("ol", { class: "queue" }, waiters.map((w) =>
-        h("li", null, h("span", { class: "who" }, ident(w)), " ", prio(w), " ",
+        h("li", null, h("span", { class: "who" }, who(w)), " ", prio(w), " ",
           h("span", { class: "waited" }, "waited ", agoEl(w.since)), eta(w)))));
     } else {
       card.append(h("p", { class: "empty" }, "Nobody waits."));
