@@ -145,6 +145,18 @@ type published struct {
 		sec  int64
 		html []byte
 	}
+	// count is the snapshot's locks counted by state, once.
+	count struct {
+		once   sync.Once
+		counts Counts
+	}
+}
+
+// counts returns the snapshot's locks counted by state (countsOf),
+// counting them the first time.
+func (p *published) counts() Counts {
+	p.count.once.Do(func() { p.count.counts = countsOf(p.snap.Locks) })
+	return p.count.counts
 }
 
 // newPublished encodes s's change from prev, when prev is not nil.

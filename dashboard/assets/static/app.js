@@ -220,7 +220,106 @@
       card.append(h("p", { class: "empty" }, "Nobody waits."));
     }
     card.append(h("p", { class: "more" }, h("a", { href: href }, "History of " + target)));
+    if (page === "index" && filterActive()) card.hidden = !matches(entry);
     return card;
+  }
+
+  // The index page's filter, as its query gave it to the server (which
+  // served the cards it shows), then as its form sets it: the locks
+  // whose target, holder or a waiter contains q, whatever its case, in
+  // state (a lock may be in several), as the server's Filter.
+  const FILTER_STATES = ["held", "waiting", "frozen", "free"];
+  const query = new URLSearchParams(location.search);
+  let filter = { q: (query.get("q") || "").trim(), state: FILTER_STATES.includes(query.get("state")) ? query.get("state") : "" };
+
+  function filterActive() { return filter.q !== "" || filter.state !== ""; }
+
+  function inState(st, s) {
+    switch (s) {
+      case "held": return !!st.holder;
+      case "waiting": return (st.waiters || []).length > 0;
+      case "frozen": return !!st.freeze;
+      case "free": return !st.holder && !st.freeze && st.state !== "invalid";
+    }
+    return false;
+  }
+
+  function matches(e) {
+    const st = e.lock.status || {};
+    if (filter.state && !inState(st, filter.state)) return false;
+    if (!filter.q) return true;
+    const q = filter.q.toLowerCase();
+    if (String((e.lock.spec || {}).target || "").toLowerCase().includes(q)) return true;
+    if (st.holder && ident(st.holder).toLowerCase().includes(q)) return true;
+    return (st.waiters || []).some((w) => ident(w).toLowerCase().includes(q));
+  }
+
+  // applyFilter shows the cards of the locks the filter matches and hides
+  // the others, and says when none matches.
+  function applyFilter() {
+    if (page !== "index" || !state) return;
+    let n = 0;
+    if (filterActive()) {
+      for (const e of state.locks) {
+        const ok = matches(e), card = cards.get(keyOf(e));
+        if (ok) n++;
+        if (card && card.hidden === ok) card.hidden = !ok;
+      }
+    } else {
+      for (const card of cards.values()) if (card.hidden) card.hidden = false;
+    }
+    const nomatch = document.getElementById("nomatch");
+    if (nomatch) nomatch.hidden = !(filterActive() && state.locks.length > 0 && n === 0);
+  }
+
+  // renderCounts counts the locks of s by state, whatever the filter, each
+  // count a link to the page filtered by its state.
+  function renderCounts(s) {
+    const el = document.getElementById("counts");
+    if (!el) return;
+    const n = { held: 0, waiting: 0, frozen: 0, free: 0 };
+    for (const e of s.locks) {
+      const st = e.lock.status || {};
+      for (const k of FILTER_STATES) if (inState(st, k)) n[k]++;
+    }
+    const out = [];
+    FILTER_STATES.forEach((k, i) => {
+      if (i) out.push(" · ");
+      out.push(h("a", { href: "/?state=" + k, "data-state": k, "aria-current": filter.state === k ? "true" : null },
+        h("span", { class: "n" }, String(n[k])), " " + k));
+    });
+    el.replaceChildren(...out);
+  }
+
+  // setFilter makes f the filter: the page's address says it (a reload or
+  // a link shows the same), the cards follow.
+  function setFilter(f) {
+    filter = f;
+    const params = new URLSearchParams();
+    if (f.q) params.set("q", f.q);
+    if (f.state) params.set("state", f.state);
+    const qs = params.toString();
+    history.replaceState(null, "", qs ? "/?" + qs : "/");
+    const clear = document.getElementById("filter-clear");
+    if (clear) clear.hidden = !filterActive();
+    applyFilter();
+    if (state) renderCounts(state);
+  }
+
+  const form = page === "index" ? document.getElementById("filter") : null;
+  if (form) {
+    const input = form.elements.namedItem("q"), select = form.elements.namedItem("state");
+    const fromForm = () => setFilter({ q: input.value.trim(), state: FILTER_STATES.includes(select.value) ? select.value : "" });
+    input.addEventListener("input", fromForm);
+    select.addEventListener("change", fromForm);
+    form.addEventListener("submit", (ev) => { ev.preventDefault(); fromForm(); });
+    document.getElementById("counts").addEventListener("click", (ev) => {
+      const a = ev.target.closest("a[data-state]");
+      if (!a) return;
+      ev.preventDefault();
+      select.value = filter.state === a.dataset.state ? "" : a.dataset.state;
+      fromForm();
+    });
   }
 
   function table(heads, rows) {
@@ -252,7 +351,8 @@
     const key = active && el.contains(active) && active.getAttribute("href");
     // NOTE: flat, as h's children: an array among nodes is its nodes, not
     // the text of the array (",[object HTMLSpanElement]").
-    el.replaceChildren(...nodes.flat().map((n) => (n instanceof Node ? n : printable(n))));
+    el.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false)
+      .map((n) => (n instanceof Node ? n : printable(n))));
     if (key) {
       for (const a of el.querySelectorAll("a")) {
         if (a.getAttribute("href") === key) { a.focus(); break; }
@@ -464,6 +564,9 @@
     const el = document.getElementById("locks");
     if (!el || el.dataset.seq !== String(s.seq)) return false;
     delete el.dataset.seq;
+    // Served filtered, the page has the cards the filter shows, not the
+    // first cards: they are made again.
+    if (el.dataset.filtered !== undefined) return false;
     const found = el.querySelectorAll(":scope > article.lock");
     if (found.length > s.locks.length || (!found.length && s.locks.length)) return false;
     const keys = [...found].map((card) => (card.dataset.namespace || "") + "\u0000" + (card.dataset.name || ""));
@@ -481,6 +584,8 @@
   function renderIndex(s, u, first) {
     if (u) patchLocks(s, u);
     else if (!first || !adoptLocks(s)) renderLocks(s);
+    renderCounts(s);
+    applyFilter();
     replace("windows", s.windows.length ? table(["Window", "Freezes", "From", "Until", "Reason"], s.windows.map((w) =>
       h("tr", { class: w.active ? "active" : null },
         h("td", null, (s.lockNamespace ? "" : w.namespace + "/") + w.name, w.active ? [" ", badge("frozen")] : null),
