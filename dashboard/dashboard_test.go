@@ -598,3 +598,22 @@ func TestHolderLinkedToItsRun(t *testing.T) {
 	assert.Contains(t, body, `<dd class="holder"><a class="run" href="`+run+`" title="its CI run">acme/web@release-2.4#41</a></dd>`)
 	assert.NotContains(t, body, "javascript:", "no link but to a web page")
 }
+
+// TestUnfrozenLockStaysOnThePage: a lock nobody ever held, frozen and then
+// unfrozen, stays on the page, free, as a released lock does.
+func TestUnfrozenLockStaysOnThePage(t *testing.T) {
+	// NOTE: written before the hub starts: the fake clientset sets no
+	// resourceVersion, by which the hub tells a lock changed.
+	s := start(t, func(_ *fake.Clientset, locks *lock.Client) {
+		_, err := locks.Freeze(t.Context(), lock.FreezeRequest{Target: "production", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+			Reason: "release", Until: time.Now().Add(time.Hour)})
+		require.NoError(t, err)
+		_, err = locks.Unfreeze(t.Context(), "production")
+		require.NoError(t, err)
+	})
+	snap := s.await(t, "the lock, unfrozen", func(s *dashboard.Snapshot) bool { return len(s.Locks) == 1 })
+	assert.Equal(t, lock.StateFree, snap.Locks[0].Lock.Status.State)
+	assert.Nil(t, snap.Locks[0].Lock.Status.Freeze)
+	_, body := get(t, s.srv.URL+"/", nil)
+	assert.Contains(t, body, `data-state="free" data-namespace="locks" data-name="lockctl-lock-production"`, "still on the page, free")
+}
