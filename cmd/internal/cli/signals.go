@@ -28,6 +28,8 @@ type againKey struct{}
 // receives from Again(ctx) at that moment, so that lockctl run can stop
 // its command at once and release its lock in the runner's remaining
 // grace; when nobody does, the process ends at once as on a terminal.
+// Once interrupted there, a write to a closed pipe (the runner no longer
+// reading the step's output) is an error, not SIGPIPE.
 func NotifyInterrupt(parent context.Context, in io.Reader) (ctx context.Context, stop func(), cancel context.CancelCauseFunc) {
 	f, ok := in.(*os.File)
 	onTerminal := ok && term.IsTerminal(int(f.Fd()))
@@ -51,6 +53,10 @@ func NotifyInterrupt(parent context.Context, in io.Reader) (ctx context.Context,
 		if onTerminal {
 			return
 		}
+		// NOTE: a CI runner stops reading a cancelled step's output (its
+		// node process killed, its shell gone); a write to that pipe must
+		// not end lockctl before it has stopped its command and released.
+		signal.Ignore(syscall.SIGPIPE)
 		for s := range sigs {
 			select {
 			case again <- s:
