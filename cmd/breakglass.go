@@ -97,7 +97,7 @@ func runBreakGlass(ctx context.Context, o *breakGlassOptions) error {
 	}
 	user := ""
 	if who := cli.KubeUser(o.f); who != nil {
-		user = who(ctx)
+		user = who(ctx).Name
 	}
 	g, err := locks.GrantBreakGlass(ctx, lock.BreakGlassRequest{Target: o.Target, User: user, By: holder.Identity, Reason: o.Reason, For: o.For})
 	if err != nil {

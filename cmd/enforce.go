@@ -11,7 +11,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/enforce"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // enforceOptions configure `lockctl enforce`.
@@ -33,45 +32,47 @@ func newEnforceCmd(f *Factory, runF func(*enforceOptions) error) *cobra.Command 
 		Use:   "enforce NAMESPACE [NAMESPACE...]",
 		Short: "Make the API server refuse writes to a locked namespace from anyone but the holder",
 		Long: cli.Doc(`
-			Install, for each NAMESPACE, a ValidatingAdmissionPolicy and its
-			binding (no webhook, no CRD) that make the API server enforce the
-			namespace's deploy lock: while the lock is held, only the holder's
-			Kubernetes user (recorded by acquire and run) may create, update,
-			patch or delete the guarded kinds in the namespace; while it is
-			frozen nobody may, except with break-glass; and nobody may write
-			the lock's record to make someone holder out of turn.
+			Install, for each NAMESPACE, ValidatingAdmissionPolicies (no
+			webhook, no CRD) that make the API server enforce the namespace's
+			deploy lock: while the lock is held, only the holder's Kubernetes
+			user (recorded by acquire and run) may create, update, patch or
+			delete the guarded kinds in the namespace; while it is frozen
+			nobody may, except with break-glass; nobody may write the lock's
+			record to make someone holder out of turn. The policy keeps the
+			API server's time: holds lapse, freezes end and freeze windows
+			open and close on schedule with no lockctl process running.
 
 			--mode warn (the default) admits every write and returns the
-			refusal as a warning, which kubectl prints; audit only records it
-			in the audit log; deny refuses. Roll out warn first, deny after.
-			--strict also requires, while the lock is held, the hold's fencing
-			token in the written object's annotation lockctl.dev/fencing-token
-			(lockctl stamp sets it), so a build whose hold has ended is refused
-			even as the holder's user. --require-holder refuses writes while
-			nobody holds the lock.
+			refusal as a warning; audit only records it in the audit log;
+			deny refuses. Roll out warn first, deny after. --strict also
+			tells the holder's writes from others' of the same user: each
+			write carries the hold's fencing token itself (lockctl stamp, or
+			field manager lockctl-token-TOKEN), or comes with the credential
+			the hold recorded. --require-holder refuses writes while nobody
+			holds the lock.
 
-			The system's own writers are never checked (control-plane users,
-			nodes, kube-system's service accounts); --exempt adds users, such
-			as lockctl's reconcile loop. --agent admits a user as the holder's
-			agent while the lock is held (a GitOps controller). Break-glass and
-			forced changes of the record are RBAC: verbs breakglass and force
-			on resource locks of API group lockctl.dev, named by NAMESPACE, in
-			the lock namespace (docs/enforcement.md).
+			The system's own writers are never checked; --exempt adds users,
+			such as lockctl's reconcile loop. --agent admits a GitOps
+			controller's writes for the applications the holder names.
+			Break-glass, freezes and forced changes of the record are RBAC
+			verbs on resource locks of API group lockctl.dev, named by
+			NAMESPACE, in the lock namespace (docs/enforcement.md).
 
-			Enforcing again updates the policy to the flags given. In deny mode
-			the command waits (up to --timeout) until the API server applies
-			the policy, by a dry-run write the policy always refuses; the other
-			modes take effect within seconds. --uninstall removes the policy
-			and binding lockctl made, and nothing else; like rm -f, it succeeds
-			when there is nothing to remove. --dry-run -o yaml prints the
-			manifests instead, for GitOps.
+			The lock namespace and the system namespaces are refused as
+			NAMESPACE (exit status 2), and so is a lock held by a claim
+			without a Kubernetes user, unless --force. Enforcing again updates
+			the policy to the flags given; in deny mode the command waits (up
+			to --timeout) until the API server applies these settings.
+			--uninstall removes what lockctl made, and nothing else; like rm
+			-f, it succeeds when there is nothing to remove. --dry-run -o
+			yaml prints the manifests instead, for GitOps.
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# Roll out: warn first, then deny
 			lockctl enforce production
 			lockctl enforce production --mode deny
 
-			# Strictly, by the fencing token too, with Argo CD as the holder's agent
+			# Strictly, with Argo CD as the holder's agent for the apps it names
 			lockctl enforce production --mode deny --strict \
 			  --agent system:serviceaccount:argocd:argocd-application-controller
 
@@ -140,14 +141,9 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	}
 	if o.Uninstall {
 		for _, t := range o.Targets {
-			removed, err := enforce.Uninstall(ctx, admreg, t)
+			removed, err := enforce.Unenforce(ctx, admreg, locks, t, 100*time.Millisecond, o.Timeout)
 			if err != nil {
 				return fmt.Errorf("stop enforcing lock %q: %w", t, err)
-			}
-			// NOTE: after the policy: a lock unmarked first would be
-			// taken without its user while the policy still applies.
-			if _, err := locks.Summarize(ctx, t, ""); err != nil {
-				return fmt.Errorf("stop enforcing lock %q: remove its mark %s: %w", t, lock.EnforcedAnnotation, err)
 			}
 			printers.Unenforced(errOut, t, removed)
 		}
@@ -155,7 +151,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 	}
 	for _, t := range o.Targets {
 		s := o.Settings(t, lockNS)
-		summarized, err := enforce.Enforce(ctx, admreg, locks, s)
+		summarized, err := enforce.Enforce(ctx, admreg, locks, s, enforce.EnforceOptions{Force: o.Force})
 		if summarized {
 			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy and marked it enforced (%s)\n", t, locks.Describe(t))
 		}
@@ -164,7 +160,7 @@ func runEnforce(ctx context.Context, o *enforceOptions) error {
 		}
 		printers.Enforced(errOut, s)
 		if s.Mode == enforce.ModeDeny {
-			err := enforce.AwaitInEffect(ctx, cs.CoreV1(), t, 100*time.Millisecond, o.Timeout)
+			err := enforce.AwaitInEffect(ctx, cs.CoreV1(), s, 100*time.Millisecond, o.Timeout)
 			if err := printers.InEffect(errOut, t, err, o.Timeout); err != nil {
 				return err
 			}

@@ -95,7 +95,7 @@ func TestIntegrationAcquireAsksWhoOnlyWhenEnforced(t *testing.T) {
 		var out, errOut bytes.Buffer
 		f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 		who := f.WhoAmI
-		f.WhoAmI = func(ctx context.Context) (string, error) { asked++; return who(ctx) }
+		f.WhoAmI = func(ctx context.Context) (lock.User, error) { asked++; return who(ctx) }
 		err := Run(t.Context(), f, append(args, "--kubeconfig", env.Kubeconfig, "-n", lockNS))
 		if err != nil {
 			cmdutil.PrintError(&errOut, err, 0)

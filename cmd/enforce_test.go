@@ -82,7 +82,10 @@ func TestRunEnforce(t *testing.T) {
 	te.errOut.Reset()
 	te.out.Reset()
 
-	require.NoError(t, te.run("enforce", "prod", "--strict"))
+	err = te.run("enforce", "prod", "--strict")
+	require.Error(t, err, "held by a claim without a user")
+	assert.Contains(t, err.Error(), `lock "prod" is held by acme/web@main#1, whose claim has no Kubernetes user`)
+	require.NoError(t, te.run("enforce", "prod", "--strict", "--force"))
 	assert.Equal(t, "10:00:00 lock \"prod\": made its lock readable by the policy and marked it enforced (default/lockctl-lock-prod)\n"+
 		"10:00:00 lock \"prod\" enforced (warn, strict) by ValidatingAdmissionPolicy lockctl-enforce-prod; the API server applies it within seconds\n", te.errOut.String())
 	cm, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), "lockctl-lock-prod", metav1.GetOptions{})
@@ -97,7 +100,7 @@ func TestRunEnforce(t *testing.T) {
 
 	te.errOut.Reset()
 	require.NoError(t, te.run("status", "prod"))
-	assert.Contains(t, te.errOut.String(), "lock \"prod\" is enforced by the API server: warn, strict\n")
+	assert.Contains(t, te.errOut.String(), "lock \"prod\" is enforced by the API server: warn, strict; its holder has no Kubernetes user, so only writes carrying its fencing token 3 are admitted\n")
 	te.out.Reset()
 
 	te.errOut.Reset()

@@ -93,7 +93,7 @@ func runFreeze(ctx context.Context, o *freezeOptions) error {
 		return err
 	}
 	until, _ := o.End(o.f.Clock.Now()) // checked by validate
-	l, err := locks.Freeze(ctx, lock.FreezeRequest{Target: o.Target, By: holder.Identity, Reason: o.Reason, Until: until})
+	l, err := locks.Freeze(ctx, lock.FreezeRequest{Target: o.Target, By: holder.Identity, Reason: o.Reason, Until: until, LookupUser: cli.KubeUser(o.f)})
 	if err != nil {
 		return fmt.Errorf("freeze lock %q: %w", o.Target, err)
 	}

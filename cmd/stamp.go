@@ -37,7 +37,7 @@ func newStampCmd(f *Factory, runF func(*stampOptions) error) *cobra.Command {
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# In the command of lockctl run, which sets $LOCKCTL_FENCING_TOKEN
-			lockctl run production -- sh -c 'kustomize build deploy | lockctl stamp | kubectl apply -f -'
+			lockctl run --lock production -- sh -c 'kustomize build deploy | lockctl stamp | kubectl apply -f -'
 
 			# With the token printed by acquire
 			token=$(lockctl acquire production)

@@ -84,7 +84,7 @@ func newUser(t *testing.T, env *testenv.Env, name, target, lockNS string, extra 
 	}
 	me, err := enforce.WhoAmI(t.Context(), kc.AuthenticationV1())
 	require.NoError(t, err)
-	require.Equal(t, name, me, "the SelfSubjectReview names the impersonated user")
+	require.Equal(t, name, me.Name, "the SelfSubjectReview names the impersonated user")
 	return &user{
 		name: name, client: client, kube: kc, warnings: w,
 		locks: lock.New(kc.CoreV1(), kc.CoreV1(), lockNS, clock.RealClock{}, lock.Options{ConfirmAfter: -1}),
@@ -147,15 +147,14 @@ func install(t *testing.T, env *testenv.Env, s enforce.Settings) {
 	// As lockctl enforce does: the lock exists, so the policy has its
 	// parameter.
 	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), s.LockNamespace, clock.RealClock{}, lock.Options{})
-	_, err := admin.Summarize(t.Context(), s.Target, string(s.Mode))
+	_, err := enforce.Enforce(t.Context(), env.Kube.AdmissionregistrationV1(), admin, s, enforce.EnforceOptions{})
 	require.NoError(t, err)
-	require.NoError(t, enforce.Install(t.Context(), env.Kube.AdmissionregistrationV1(), s))
 	t.Cleanup(func() {
 		_, err := enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), s.Target)
 		assert.NoError(t, err)
 	})
 	if s.Mode == enforce.ModeDeny {
-		require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s.Target, 20*time.Millisecond, 30*time.Second))
+		require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s, 20*time.Millisecond, 30*time.Second))
 	}
 }
 
@@ -479,14 +478,13 @@ func TestIntegrationEnforceTargetNotCreatedYet(t *testing.T) {
 	target := "later-" + lockNS
 	s := enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny}
 	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
-	_, err := admin.Summarize(t.Context(), target, string(s.Mode))
+	_, err := enforce.Enforce(t.Context(), env.Kube.AdmissionregistrationV1(), admin, s, enforce.EnforceOptions{})
 	require.NoError(t, err)
-	require.NoError(t, enforce.Install(t.Context(), env.Kube.AdmissionregistrationV1(), s))
 	t.Cleanup(func() {
 		_, err := enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), target)
 		assert.NoError(t, err)
 	})
-	err = enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), target, 20*time.Millisecond, 0)
+	err = enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s, 20*time.Millisecond, 0)
 	require.ErrorIs(t, err, enforce.ErrNoTargetNamespace)
 
 	_, err = env.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target}}, metav1.CreateOptions{})
@@ -494,7 +492,7 @@ func TestIntegrationEnforceTargetNotCreatedYet(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Client.CoreV1().Namespaces().Delete(context.Background(), target, metav1.DeleteOptions{})
 	})
-	require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), target, 20*time.Millisecond, 30*time.Second))
+	require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s, 20*time.Millisecond, 30*time.Second))
 	alice := newUser(t, env, "alice", target, lockNS)
 	h, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
 	require.NoError(t, err)

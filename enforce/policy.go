@@ -1,10 +1,17 @@
 package enforce
 
 import (
+	"crypto/sha256"
+	_ "embed" // the policy's CEL
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"text/template"
+
+	"sigs.k8s.io/yaml"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,6 +152,9 @@ const (
 	// ProbeAnnotation marks the dry-run request Install sends to see the
 	// policy in effect; the policy refuses it always.
 	ProbeAnnotation = "enforce.lockctl.dev/probe"
+	// DigestAnnotation records Settings.Digest on the policy; the probe's
+	// refusal quotes it.
+	DigestAnnotation = "enforce.lockctl.dev/settings"
 	// APIGroup and Resource name lockctl's virtual resource, on which the
 	// rights are granted with RBAC: verbs VerbBreakGlass, VerbForce.
 	APIGroup = "lockctl.dev"
@@ -214,65 +224,122 @@ func SystemUser(user string) bool {
 		strings.HasPrefix(user, sa+"kube-system:")
 }
 
-// q renders s as a CEL string literal.
-func q(s string) string { return strconv.Quote(s) }
+// policyCEL is the CEL of the policy, a template of one target's settings
+// (policy.cel.yaml says how it is read).
+//
+//go:embed policy.cel.yaml
+var policyCEL string
 
-// list renders ss as a CEL list of strings.
-func list(ss []string) string {
-	quoted := make([]string, len(ss))
-	for i, s := range ss {
-		quoted[i] = q(s)
+// policyParts are the parts of policyCEL, rendered for one target.
+type policyParts struct {
+	MatchConditions  []admissionregistrationv1.MatchCondition  `json:"matchConditions"`
+	Variables        []admissionregistrationv1.Variable        `json:"variables"`
+	Validations      []admissionregistrationv1.Validation      `json:"validations"`
+	AuditAnnotations []admissionregistrationv1.AuditAnnotation `json:"auditAnnotations"`
+}
+
+// celValues are what policyCEL is rendered with.
+type celValues struct {
+	Settings
+	Name, LockName, TurnName, LockRef, Digest string
+	Guarded                                   []string
+	TokenAnnotation, AuditKey, WindowsBy      string
+	K                                         summaryKeys
+}
+
+// summaryKeys are the annotations of the lock the policy reads, by the
+// names policyCEL gives them.
+type summaryKeys struct {
+	Prefix, Record, Updated, Holder, HolderUser, HolderCredential, HolderApps string
+	Since, Expires, Token, TokenPending, NextUser, WaiterUsers                string
+	Frozen, Freeze, FreezeUntil, FreezeWindow, Windows, WindowsUntil          string
+	BreakGlassUser, BreakGlassState, BreakGlass, Enforced, Probe              string
+}
+
+var keys = summaryKeys{
+	Prefix: lock.SummaryPrefix, Record: lock.RecordAnnotation, Updated: lock.SummaryUpdatedAnnotation,
+	Holder: lock.SummaryHolderAnnotation, HolderUser: lock.SummaryHolderUserAnnotation,
+	HolderCredential: lock.SummaryHolderCredentialAnnotation, HolderApps: lock.SummaryPrefix + "holder-apps",
+	Since: lock.SummarySinceAnnotation, Expires: lock.SummaryExpiresAnnotation,
+	Token: lock.SummaryTokenAnnotation, TokenPending: lock.SummaryTokenPendingAnnotation,
+	NextUser: lock.SummaryNextUserAnnotation, WaiterUsers: lock.SummaryWaiterUsersAnnotation,
+	Frozen: lock.SummaryFrozenAnnotation, Freeze: lock.SummaryFreezeAnnotation,
+	FreezeUntil: lock.SummaryFreezeUntilAnnotation, FreezeWindow: lock.SummaryFreezeWindowAnnotation,
+	Windows: lock.SummaryWindowsAnnotation, WindowsUntil: lock.SummaryWindowsUntilAnnotation,
+	BreakGlassUser: lock.BreakGlassUserAnnotation, BreakGlassState: lock.BreakGlassStateAnnotation,
+	BreakGlass: lock.BreakGlassAnnotation, Enforced: lock.EnforcedAnnotation, Probe: ProbeAnnotation,
+}
+
+// celFuncs render settings into CEL: q a string literal, list a list of
+// strings, rights the authorizer's answer on a verb of the target's lock.
+func celFuncs(s Settings) template.FuncMap {
+	q := strconv.Quote
+	return template.FuncMap{
+		"q": q,
+		"list": func(ss []string) string {
+			quoted := make([]string, len(ss))
+			for i, s := range ss {
+				quoted[i] = q(s)
+			}
+			return "[" + strings.Join(quoted, ", ") + "]"
+		},
+		"rights": func(verb string) string {
+			return fmt.Sprintf("authorizer.group(%s).resource(%s).namespace(%s).name(%s).check(%s).allowed()",
+				q(APIGroup), q(Resource), q(s.LockNamespace), q(s.Target), q(verb))
+		},
 	}
-	return "[" + strings.Join(quoted, ", ") + "]"
 }
 
-// ann is the CEL of annotation key of obj ("params", "object",
-// "oldObject"), "" when obj is null or has no such annotation.
-func ann(obj, key string) string {
-	return fmt.Sprintf("(%[1]s != null && has(%[1]s.metadata.annotations) && %[2]s in %[1]s.metadata.annotations ? %[1]s.metadata.annotations[%[2]s] : '')", obj, q(key))
+// render returns the parts of the policy of s.
+func (s Settings) render() policyParts {
+	v := celValues{
+		Settings: s, Name: Name(s.Target), LockName: lock.Name(s.Target), TurnName: lock.TurnName(s.Target),
+		LockRef: s.LockNamespace + "/" + lock.Name(s.Target), Digest: s.Digest(),
+		TokenAnnotation: TokenAnnotation, AuditKey: AuditKey, K: keys,
+		WindowsBy: " by configmap/" + lock.FreezeWindowsName + "@",
+	}
+	v.Mode = s.mode()
+	for _, k := range s.kinds() {
+		v.Guarded = append(v.Guarded, k.Group+"/"+k.Resource)
+	}
+	var out strings.Builder
+	// NOTE: a template or a document that does not parse is a bug of
+	// this package, which TestPolicyCompiles finds.
+	if err := template.Must(template.New("policy").Funcs(celFuncs(s)).Parse(policyCEL)).Execute(&out, v); err != nil {
+		panic(fmt.Sprintf("render the policy of %q: %v", s.Target, err))
+	}
+	var parts policyParts
+	if err := yaml.UnmarshalStrict([]byte(out.String()), &parts); err != nil {
+		panic(fmt.Sprintf("read the policy of %q: %v", s.Target, err))
+	}
+	return parts
 }
 
-// fresh is the CEL that says obj carries a summary made from its record.
-func fresh(obj string) string {
-	return fmt.Sprintf("(%[1]s != '' && %[2]s.contains('\"updated\":\"' + %[1]s + '\"'))",
-		ann(obj, lock.SummaryUpdatedAnnotation), ann(obj, lock.RecordAnnotation))
-}
-
-// manualFreeze is the CEL of the description of obj's freeze when it is
-// one set with lockctl freeze, ” when there is none or it is a freeze
-// window's. A summary without freeze-window (lockctl 0.2.0) tells a
-// window's freeze by who set it (lock.Freeze.FromWindow).
-func manualFreeze(obj, fresh string) string {
-	desc := ann(obj, lock.SummaryFreezeAnnotation)
-	return fmt.Sprintf("%s && %s == 'true' && %s == '' && !%s.contains(%s) ? %s : ''",
-		fresh, ann(obj, lock.SummaryFrozenAnnotation), ann(obj, lock.SummaryFreezeWindowAnnotation),
-		desc, q(" by configmap/"+lock.FreezeWindowsName+"@"), desc)
-}
-
-// freezeUntil is the CEL of the end of obj's freeze: its freeze-until,
-// else the time its description starts with (lock.Freeze.Describe: a
-// summary without freeze-until), else ”.
-func freezeUntil(obj string) string {
-	desc := ann(obj, lock.SummaryFreezeAnnotation)
-	return fmt.Sprintf("%[1]s != '' ? %[1]s : %[2]s.startsWith('frozen until ') && %[2]s.indexOf(' by ') > 13 ? %[2]s.substring(13, %[2]s.indexOf(' by ')) : ''",
-		ann(obj, lock.SummaryFreezeUntilAnnotation), desc)
+// Digest names the settings that make the policy: the probe's refusal
+// quotes it, so that lockctl enforce waits for the policy it installed
+// rather than the one before it.
+func (s Settings) Digest() string {
+	s.Mode = ""
+	b, _ := json.Marshal(struct {
+		Settings
+		CEL string
+	}{s, policyCEL})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }
 
 // Policy returns the ValidatingAdmissionPolicy of s.
 func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	lockName := lock.Name(s.Target)
 	fail := admissionregistrationv1.Fail
 	equivalent := admissionregistrationv1.Equivalent
 	allOps := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
 
 	// The rules: the guarded kinds, their scale, and ConfigMaps (the lock).
 	byGroup := map[string][]string{"": {"configmaps"}}
-	var guarded []string
 	for _, k := range s.kinds() {
 		if !slices.Contains(byGroup[k.Group], k.Resource) {
 			byGroup[k.Group] = append(byGroup[k.Group], k.Resource)
 		}
-		guarded = append(guarded, k.Group+"/"+k.Resource)
 		if slices.Contains(scalable, k) {
 			byGroup[k.Group] = append(byGroup[k.Group], k.Resource+"/scale")
 		}
@@ -289,158 +356,25 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{g}, APIVersions: []string{"*"}, Resources: byGroup[g]},
 		}})
 	}
-	namespaces := []string{s.Target}
-	if s.LockNamespace != s.Target {
-		namespaces = append(namespaces, s.LockNamespace)
-	}
-
-	user := "request.userInfo.username"
-	isLock := fmt.Sprintf("request.namespace == %s && request.resource.group == '' && request.resource.resource == 'configmaps' && request.name == %s",
-		q(s.LockNamespace), q(lockName))
-	isProbe := fmt.Sprintf("request.namespace == %s && request.resource.resource == 'configmaps' && %s != ''", q(s.Target), ann("object", ProbeAnnotation))
-	isGuarded := fmt.Sprintf("request.namespace == %s && %s.exists(k, k == request.resource.group + '/' + request.resource.resource) && (!has(request.subResource) || request.subResource in ['', 'scale'])",
-		q(s.Target), list(guarded))
-	system := fmt.Sprintf("(%[1]s.startsWith('system:') && !%[1]s.startsWith('system:serviceaccount:')) || %[1]s.startsWith('system:serviceaccount:kube-system:')", user)
-	// The lock's turn object is a hint every waiter may write (see
-	// lock.TurnName): it never decides who holds the lock.
-	isTurn := fmt.Sprintf("request.namespace == %s && request.resource.group == '' && request.resource.resource == 'configmaps' && request.name == %s",
-		q(s.LockNamespace), q(lock.TurnName(s.Target)))
-	conditions := []admissionregistrationv1.MatchCondition{
-		{Name: "not-the-system", Expression: "!(" + system + ")"},
-		{Name: "not-the-turn", Expression: "!(" + isTurn + ")"},
-		{Name: "guarded-or-lock", Expression: fmt.Sprintf("(%s) || (%s) || (%s)", isGuarded, isLock, isProbe)},
-	}
-	if len(s.Exempt) > 0 {
-		conditions = append(conditions, admissionregistrationv1.MatchCondition{Name: "not-exempt", Expression: fmt.Sprintf("!(%s in %s)", user, list(s.Exempt))})
-	}
-
-	rights := func(verb string) string {
-		return fmt.Sprintf("authorizer.group(%s).resource(%s).namespace(%s).name(%s).check(%s).allowed()",
-			q(APIGroup), q(Resource), q(s.LockNamespace), q(s.Target), q(verb))
-	}
-	strict := "true"
-	if s.Strict {
-		strict = "variables.stamped == variables.token"
-	}
-	whenFree := "true"
-	if s.RequireHolder {
-		whenFree = "false"
-	}
-	waiters := func(obj string) string {
-		return fmt.Sprintf("%s.split('\\n').filter(w, w != '')", ann(obj, lock.SummaryWaiterUsersAnnotation))
-	}
-	vars := []admissionregistrationv1.Variable{
-		{Name: "user", Expression: user},
-		{Name: "isLock", Expression: isLock},
-		{Name: "isProbe", Expression: isProbe},
-		{Name: "fresh", Expression: fresh("params")},
-		{Name: "holder", Expression: "variables.fresh ? " + ann("params", lock.SummaryHolderAnnotation) + " : ''"},
-		{Name: "holderUser", Expression: "variables.fresh ? " + ann("params", lock.SummaryHolderUserAnnotation) + " : ''"},
-		{Name: "since", Expression: ann("params", lock.SummarySinceAnnotation)},
-		{Name: "token", Expression: fmt.Sprintf("!variables.fresh ? '' : %s == 'true' ? params.metadata.resourceVersion : %s",
-			ann("params", lock.SummaryTokenPendingAnnotation), ann("params", lock.SummaryTokenAnnotation))},
-		{Name: "frozen", Expression: "variables.fresh && " + ann("params", lock.SummaryFrozenAnnotation) + " == 'true'"},
-		{Name: "freeze", Expression: ann("params", lock.SummaryFreezeAnnotation)},
-		{Name: "agent", Expression: fmt.Sprintf("variables.user in %s", list(s.Agents))},
-		{Name: "asHolder", Expression: "variables.holderUser == '' || variables.user == variables.holderUser || variables.agent"},
-		{Name: "stamped", Expression: fmt.Sprintf("request.operation == 'DELETE' || (has(request.subResource) && request.subResource != '') ? variables.token : %s", ann("object", TokenAnnotation))},
-		{Name: "admitted", Expression: fmt.Sprintf("variables.isLock ? true : variables.isProbe ? false : variables.frozen ? false : variables.holder != '' ? (variables.asHolder && %s) : %s", strict, whenFree)},
-		// The break-glass grant (lock.BreakGlassUserAnnotation): it admits
-		// its user while the lock is in the state it was granted in.
-		{Name: "state", Expression: "variables.token + '|' + (variables.frozen ? variables.freeze : '')"},
-		{Name: "granted", Expression: fmt.Sprintf("%s != '' && variables.user == %s && %s == variables.state",
-			ann("params", lock.BreakGlassUserAnnotation), ann("params", lock.BreakGlassUserAnnotation), ann("params", lock.BreakGlassStateAnnotation))},
-		{Name: "breakGlass", Expression: "!variables.isLock && !variables.isProbe && !variables.admitted && variables.granted"},
-		// The lock's record: its version before (oldObject) and after
-		// (object) the write.
-		{Name: "oldHeld", Expression: fresh("oldObject") + " && " + ann("oldObject", lock.SummaryHolderAnnotation) + " != ''"},
-		{Name: "oldUser", Expression: "variables.oldHeld ? " + ann("oldObject", lock.SummaryHolderUserAnnotation) + " : ''"},
-		{Name: "oldHolder", Expression: "variables.oldHeld ? " + ann("oldObject", lock.SummaryHolderAnnotation) + " : ''"},
-		{Name: "oldNext", Expression: ann("oldObject", lock.SummaryNextUserAnnotation)},
-		{Name: "oldWaiters", Expression: waiters("oldObject")},
-		{Name: "newFresh", Expression: fresh("object")},
-		{Name: "newHolder", Expression: ann("object", lock.SummaryHolderAnnotation)},
-		{Name: "newUser", Expression: ann("object", lock.SummaryHolderUserAnnotation)},
-		{Name: "newWaiters", Expression: waiters("object")},
-		// A freeze set with lockctl freeze (not from a window), before and
-		// after the write; lapsed when the write is at or after its end.
-		{Name: "oldFreeze", Expression: manualFreeze("oldObject", fresh("oldObject"))},
-		{Name: "newFreeze", Expression: manualFreeze("object", "variables.newFresh")},
-		{Name: "oldUntil", Expression: freezeUntil("oldObject")},
-		{Name: "lapsed", Expression: fmt.Sprintf("variables.oldUntil != '' && %[1]s != '' && timestamp(%[1]s) >= timestamp(variables.oldUntil)", ann("object", lock.SummaryUpdatedAnnotation))},
-		{Name: "newGrantee", Expression: ann("object", lock.BreakGlassUserAnnotation)},
-		{Name: "grants", Expression: fmt.Sprintf("variables.isLock && variables.newGrantee != '' && (variables.newGrantee != %s || %s != %s || %s != %s)",
-			ann("oldObject", lock.BreakGlassUserAnnotation), ann("object", lock.BreakGlassStateAnnotation), ann("oldObject", lock.BreakGlassStateAnnotation),
-			ann("object", lock.BreakGlassAnnotation), ann("oldObject", lock.BreakGlassAnnotation))},
-		{Name: "freezes", Expression: "variables.isLock && variables.newFreeze != '' && variables.newFreeze != variables.oldFreeze"},
-		{Name: "unfreezes", Expression: "variables.isLock && variables.oldFreeze != '' && variables.newFreeze == '' && !variables.lapsed"},
-		{Name: "recordOK", Expression: strings.Join([]string{
-			"!variables.isLock ? true :",
-			"request.operation == 'DELETE' ? (!variables.oldHeld || variables.user == variables.oldUser) :",
-			"!variables.newFresh ? false :",
-			"variables.newWaiters.all(w, w == variables.user || w in variables.oldWaiters) && (",
-			"(variables.newHolder == variables.oldHolder && variables.newUser == variables.oldUser) ? true :",
-			"variables.newHolder == '' ? (!variables.oldHeld || variables.user == variables.oldUser) :",
-			"!variables.oldHeld ? (variables.newUser == variables.user || variables.newUser == '') :",
-			"variables.user == variables.oldUser ? (variables.newUser == variables.user || variables.newUser == '' || variables.newUser in variables.oldWaiters) :",
-			"(variables.user == variables.oldNext && variables.newUser == variables.user))",
-		}, " ")},
-	}
-
-	lockRef := s.LockNamespace + "/" + lockName
-	t := q(s.Target)
-	targetMessage := strings.Join([]string{
-		"'lockctl refused this write: ' + (",
-		"variables.isProbe ? 'a probe of the policy of lock " + lockRef + ", which is in effect' :",
-		"variables.frozen ? 'namespace ' + " + t + " + ' is frozen (' + variables.freeze + '; lock " + lockRef + "); wait for the freeze to end, or declare break-glass with `lockctl break-glass ' + " + t + " + ' --reason ...` (verb " + VerbBreakGlass + " on " + Resource + "." + APIGroup + " ' + " + t + " + ')' :",
-		"variables.holder != '' && !variables.asHolder ? 'namespace ' + " + t + " + ' is locked by ' + variables.holder + ' (user ' + variables.holderUser + ') since ' + variables.since + ' with fencing token ' + variables.token + ' (lock " + lockRef + "); take your turn with `lockctl acquire ' + " + t + " + '`, wait for its release, or declare break-glass with `lockctl break-glass ' + " + t + " + ' --reason ...`' :",
-		"variables.holder != '' ? 'the object does not carry the fencing token ' + variables.token + ' of the hold of ' + variables.holder + ' (lock " + lockRef + ") in annotation " + TokenAnnotation + " (it has \\'' + variables.stamped + '\\'): a build whose hold has ended may not write; stamp the manifests with `lockctl stamp` under the current hold' :",
-		"'namespace ' + " + t + " + ' is written only by the holder of its lock " + lockRef + ", and nobody holds it; take it with `lockctl acquire ' + " + t + " + '` first')",
-	}, " ")
-	recordMessage := "'lockctl refused this change of lock " + lockRef + ": ' + (" +
-		"request.operation != 'DELETE' && !variables.newFresh ? 'its summary annotations (" + lock.SummaryPrefix + "*) do not match its record; write it with lockctl 1.8 or later' : " +
-		"'it would make ' + (variables.newUser == '' ? 'nobody' : variables.newUser) + ' holder out of turn, or record another user in its queue, as user ' + variables.user + " +
-		"(variables.oldHeld ? ' while ' + variables.oldHolder + ' (user ' + variables.oldUser + ') holds it' : '') + '; use lockctl, or lockctl release --force with the right to (verb " + VerbForce + " on " + Resource + "." + APIGroup + ")')"
-
-	grantMessage := "'lockctl refused this change of lock " + lockRef + ": ' + (variables.newGrantee != variables.user ? " +
-		"'break-glass is declared by its user only, and this grants it to ' + variables.newGrantee + ', as user ' + variables.user : " +
-		"'declaring break-glass takes verb " + VerbBreakGlass + " on " + Resource + "." + APIGroup + " ' + " + t + " + ', which user ' + variables.user + ' has not') + '; ask who grants the rights on the lock'"
-	freezeMessage := "'lockctl refused this change of lock " + lockRef + ": ' + (variables.freezes ? " +
-		"'freezing it (' + variables.newFreeze + ') takes verb " + VerbFreeze + "' : " +
-		"'lifting its freeze (' + variables.oldFreeze + ') before it ends takes verb " + VerbUnfreeze + "') + ' on " + Resource + "." + APIGroup + " ' + " + t + " + ', which user ' + variables.user + ' has not; ask who grants the rights on the lock'"
-
+	parts := s.render()
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: objectMeta(s),
+		ObjectMeta: objectMeta(s, Name(s.Target)),
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
 			FailurePolicy: &fail,
 			MatchConstraints: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-					Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: namespaces,
-				}}},
-				ResourceRules: rules,
-				MatchPolicy:   &equivalent,
+				NamespaceSelector: namespaces(s),
+				ResourceRules:     rules,
+				MatchPolicy:       &equivalent,
 			},
-			MatchConditions: conditions,
-			Variables:       vars,
-			Validations: []admissionregistrationv1.Validation{
-				{Expression: "variables.admitted || variables.breakGlass", MessageExpression: targetMessage, Reason: ptr(metav1.StatusReasonForbidden)},
-				{Expression: "variables.recordOK || " + rights(VerbForce), MessageExpression: recordMessage, Reason: ptr(metav1.StatusReasonForbidden)},
-				{Expression: "!variables.grants || (variables.newGrantee == variables.user && " + rights(VerbBreakGlass) + ")", MessageExpression: grantMessage, Reason: ptr(metav1.StatusReasonForbidden)},
-				{Expression: "variables.freezes ? " + rights(VerbFreeze) + " : variables.unfreezes ? " + rights(VerbUnfreeze) + " : true", MessageExpression: freezeMessage, Reason: ptr(metav1.StatusReasonForbidden)},
-			},
-			// NOTE: the API server evaluates audit annotations without the
-			// authorizer; the grant needs none, so the annotation tells a
-			// break-glass write (admitted) from a refused one (or one only
-			// warned about in warn or audit mode).
-			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{
-				Key: AuditKey,
-				ValueExpression: "!variables.isLock && !variables.isProbe && !variables.admitted ? ('user ' + variables.user + ' wrote ' + request.resource.resource + ' ' + request.namespace + '/' + request.name + ' against lock " + lockRef +
-					", ' + (variables.frozen ? variables.freeze : variables.holder != '' ? 'held by ' + variables.holder : 'free') + (variables.granted ? ': admitted by ' + " + ann("params", lock.BreakGlassAnnotation) + " : ': refused, or admitted in warn or audit mode')) : ''",
-			}},
+			MatchConditions:  parts.MatchConditions,
+			Variables:        parts.Variables,
+			Validations:      parts.Validations,
+			AuditAnnotations: parts.AuditAnnotations,
 		},
 	}
+	p.Annotations[DigestAnnotation] = s.Digest()
 	if s.RequireHolder {
 		p.Annotations[RequireHolderAnnotation] = "true"
 	}
@@ -450,17 +384,27 @@ func Policy(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return p
 }
 
+// namespaces selects the target and the lock namespace.
+func namespaces(s Settings) *metav1.LabelSelector {
+	values := []string{s.Target}
+	if s.LockNamespace != s.Target {
+		values = append(values, s.LockNamespace)
+	}
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: values,
+	}}}
+}
+
 // Binding returns the ValidatingAdmissionPolicyBinding of s: the policy
 // with the lock's ConfigMap as its parameter. A target without a lock has
 // no parameter, and its writes are admitted, with RequireHolder too:
 // refusing them would refuse the write that creates the lock, and lock
-// everyone out. lockctl enforce creates the lock (lock.Client.Summarize)
-// before it installs the policy.
+// everyone out. The lock's creation is judged by CreateGuard instead.
 func Binding(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	notFound := admissionregistrationv1.AllowAction
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: objectMeta(s),
+		ObjectMeta: objectMeta(s, Name(s.Target)),
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName: Name(s.Target),
 			ParamRef: &admissionregistrationv1.ParamRef{
@@ -471,9 +415,57 @@ func Binding(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicyBindi
 	}
 }
 
-func objectMeta(s Settings) metav1.ObjectMeta {
+// CreateName is the name of the policy and binding that judge the
+// creation of the lock of target (CreateGuard).
+func CreateName(target string) string { return Name(target) + "-create" }
+
+// CreateGuard returns the policy and binding that refuse creating the
+// lock of s.Target without the enforced mark (lock.EnforcedAnnotation):
+// the main policy cannot judge it, having no parameter before the lock
+// exists. A lock deleted and created again by the next contender so keeps
+// its mark, and that contender records its user. The refusal names the
+// mark in brackets, which a lockctl reads to add it and try again.
+func CreateGuard(s Settings) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	fail := admissionregistrationv1.Fail
+	name := CreateName(s.Target)
+	q := strconv.Quote
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: objectMeta(s, name),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+					Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{s.LockNamespace},
+				}}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}},
+			},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "the-lock", Expression: "request.name == " + q(lock.Name(s.Target))}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.?metadata.?annotations[?" + q(lock.EnforcedAnnotation) + "].orValue('') != ''",
+				Message: fmt.Sprintf("lockctl refused creating lock %s/%s: namespace %s is enforced (policy %s), and a new lock must be marked so [lockctl-enforced=%s]; lockctl 1.9 or later marks it",
+					s.LockNamespace, lock.Name(s.Target), s.Target, Name(s.Target), s.mode()),
+				Reason: ptr(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: objectMeta(s, name),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	return p, b
+}
+
+func objectMeta(s Settings, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
-		Name: Name(s.Target),
+		Name: name,
 		Labels: map[string]string{
 			lock.ManagedByLabel: lock.ManagedByValue,
 			lock.KindLabel:      KindValue,
@@ -488,12 +480,13 @@ func objectMeta(s Settings) metav1.ObjectMeta {
 
 func ptr[T any](v T) *T { return &v }
 
-// Manifests returns the policy and binding of each of settings, in order:
-// what Install installs, for a GitOps repository to apply instead.
+// Manifests returns the policies and bindings of each of settings, in
+// order: what Install installs, for a GitOps repository to apply instead.
 func Manifests(settings ...Settings) []any {
-	objs := make([]any, 0, 2*len(settings))
+	objs := make([]any, 0, 4*len(settings))
 	for _, s := range settings {
-		objs = append(objs, Policy(s), Binding(s))
+		gp, gb := CreateGuard(s)
+		objs = append(objs, Policy(s), Binding(s), gp, gb)
 	}
 	return objs
 }

@@ -108,10 +108,10 @@ func TestManifests(t *testing.T) {
 	a := Settings{Target: "a", LockNamespace: "locks", Mode: ModeDeny, Kinds: DefaultKinds}
 	b := Settings{Target: "b", LockNamespace: "locks", Mode: ModeWarn, Kinds: DefaultKinds}
 	got := Manifests(a, b)
-	require.Len(t, got, 4, "a policy and a binding per target")
-	assert.Equal(t, Policy(a), got[0])
-	assert.Equal(t, Binding(a), got[1])
-	assert.Equal(t, Policy(b), got[2])
-	assert.Equal(t, Binding(b), got[3])
+	require.Len(t, got, 8, "a policy and a binding per target, and the guard of the lock's creation")
+	ga, gab := CreateGuard(a)
+	assert.Equal(t, []any{Policy(a), Binding(a), ga, gab}, got[:4])
+	gb, gbb := CreateGuard(b)
+	assert.Equal(t, []any{Policy(b), Binding(b), gb, gbb}, got[4:])
 	assert.Empty(t, Manifests(), "no targets, no manifests")
 }

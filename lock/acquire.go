@@ -207,14 +207,16 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		}
 		cur = rec
 	}
-	if me.User == "" && req.LookupUser != nil && cm != nil && cm.Annotations[EnforcedAnnotation] != "" {
-		me.User = req.LookupUser(ctx)
+	enforced := c.enforcedLock(cm, req.Target)
+	if me.User == "" && req.LookupUser != nil && enforced {
+		u := req.LookupUser(ctx)
+		me.User, me.Credential = u.Name, u.Credential
 	}
 	now := c.clk.Now()
 	alive, recheck, why := true, time.Time{}, ""
 	if cur != nil && !cur.IsFree() {
 		var err error
-		alive, recheck, why, err = c.holderAlive(ctx, cur.Holder, pod, now)
+		alive, recheck, why, err = c.holderAlive(ctx, cur.Holder, pod, now, enforced)
 		if err != nil {
 			return nil, "", err
 		}
@@ -359,7 +361,7 @@ type Request struct {
 	// demand: asked only when the lock read carries EnforcedAnnotation, so
 	// a lock that is not enforced costs no request for it. It is asked on
 	// every decision on such a lock; the caller remembers the answer.
-	LookupUser func(ctx context.Context) string
+	LookupUser func(ctx context.Context) User
 	// Pod, when set, is the pod the contender runs in (namespace and name;
 	// the UID is looked up). The lock then lives as long as that pod.
 	Pod *PodRef
@@ -531,13 +533,18 @@ func (c *Client) acquire(ctx context.Context, w *waiter) (*Held, error) {
 // else by its expiry. recheck, when not zero, is when the verdict changes
 // by itself (a grace period of the pod or its node ends); why says why a
 // holder is not alive, for people.
-func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time) (alive bool, recheck time.Time, why string, err error) {
+func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time, enforced bool) (alive bool, recheck time.Time, why string, err error) {
 	if h.Pod == nil {
 		// NOTE: an expiry counts as passed only once the earliest the API
 		// server's time may be has passed it, so a clock estimate running
 		// ahead never takes a live lock early; until then it is judged
-		// again when that is sure.
+		// again when that is sure. On an enforced lock the API server
+		// judges it too, at its stamp of the write, which keeps whole
+		// seconds.
 		slack := c.clockSlack()
+		if enforced {
+			slack += stampResolution
+		}
 		if h.Expires != nil && h.Expires.After(now.Add(-slack)) {
 			if !h.Expires.After(now) {
 				recheck = h.Expires.Add(slack)

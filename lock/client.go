@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,9 @@ type Client struct {
 	// windows are the recurring freezes of the lock namespace (see
 	// windowCache).
 	windows     windowCache
+	// marks are the marks the API server asked locks to carry, by target
+	// (learnMark).
+	marks sync.Map
 	nodesDenied atomic.Bool
 	// lastDecoded is the record of the version of a lock decoded last,
 	// which a waiter decides on twice (a hand-over to it, then its turn).

@@ -25,6 +25,10 @@ type Freeze struct {
 	Reason string `json:"reason"`
 	// By is who froze the lock.
 	By Identity `json:"by"`
+	// User is the Kubernetes user who froze an enforced lock (a
+	// SelfSubjectReview's username), the one its rights were judged by;
+	// empty on a lock not enforced (record version 1.9).
+	User string `json:"user,omitempty"`
 	// Since is when the freeze was set.
 	Since metav1.MicroTime `json:"since"`
 	// Until is when the freeze ends by itself; the next write after it
@@ -50,7 +54,7 @@ const maxOverrides = 20
 // refuse the lock with a version error rather than hand it out, and the
 // same minor as RecordVersion, whose fields it has too. Once the freeze is
 // gone the record is written as RecordVersion again.
-const frozenVersion = "2.9"
+const frozenVersion = "2.10"
 
 // frozenRecordVersion is frozenVersion parsed.
 var frozenRecordVersion = schema.MustParse(frozenVersion)
@@ -64,7 +68,11 @@ func (f *Freeze) ActiveAt(now time.Time) bool {
 // Describe renders the freeze for people: `frozen until
 // 2026-12-03T18:00:00Z by acme/web@main#1: "release party"`.
 func (f *Freeze) Describe() string {
-	return fmt.Sprintf("frozen until %s by %s: %q", f.Until.UTC().Format(time.RFC3339), f.By, f.Reason)
+	by := f.By.String()
+	if f.User != "" {
+		by += " (user " + f.User + ")"
+	}
+	return fmt.Sprintf("frozen until %s by %s: %q", f.Until.UTC().Format(time.RFC3339), by, f.Reason)
 }
 
 // FreezeRequest describes a freeze to set.
@@ -77,6 +85,11 @@ type FreezeRequest struct {
 	Reason string
 	// Until is when the freeze ends; it must be in the future.
 	Until time.Time
+	// LookupUser, when set, tells who freezes as a Kubernetes user, asked
+	// only when the lock is enforced (Request.LookupUser).
+	LookupUser func(ctx context.Context) User
+
+	user string
 }
 
 // maxFreezeReasonLen bounds Freeze.Reason in bytes.
@@ -114,6 +127,9 @@ func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*LockView, erro
 			if rec, err = c.decode(cm, req.Target); err != nil {
 				return change{}, err
 			}
+		}
+		if req.LookupUser != nil && c.enforcedLock(cm, req.Target) {
+			req.LookupUser, req.user = nil, req.LookupUser(ctx).Name
 		}
 		rec, err := decideFreeze(rec, req, c.clk.Now())
 		if err != nil {

@@ -26,7 +26,7 @@ func newerWriter(t *testing.T, c kubernetes.Interface, ns, target string) {
 	require.NoError(t, err, "newer writer reads the lock")
 	var rec map[string]any
 	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
-	rec["version"] = "1.9"
+	rec["version"] = "1.99"
 	rec["notes"] = []any{map[string]any{"owner": "acme", "build": "0", "released": "2026-12-03T09:59:00.000000Z"}}
 	holder, ok := rec["holder"].(map[string]any)
 	require.True(t, ok, "record has a holder: %v", rec)
@@ -68,7 +68,7 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 	p := awaitQueued(t, queued, "api#2")
 	assert.Equal(t, 1, p.Position, "queued behind the holder")
 	rec := recordOf(t, env.Client, ns, "staging")
-	assert.Equal(t, "1.9", rec["version"], "joining the queue keeps the newer version")
+	assert.Equal(t, "1.99", rec["version"], "joining the queue keeps the newer version")
 	assert.Contains(t, rec, "notes", "joining the queue keeps the newer top-level field")
 	assert.Equal(t, "written by a newer lockctl", rec["holder"].(map[string]any)["note"], "and the holder's field")
 
@@ -80,7 +80,7 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 	require.NoError(t, err, "and confirms it")
 
 	rec = recordOf(t, env.Client, ns, "staging")
-	assert.Equal(t, "1.9", rec["version"], "the hand-over keeps the newer version")
+	assert.Equal(t, "1.99", rec["version"], "the hand-over keeps the newer version")
 	assert.Contains(t, rec, "notes", "the hand-over keeps the newer top-level field")
 	holder := rec["holder"].(map[string]any)
 	assert.Equal(t, "api", holder["repo"], "the new holder")

@@ -80,7 +80,7 @@ func decideFreeze(rec *Record, req FreezeRequest, now time.Time) (*Record, error
 		// so that the record is valid for every reader once thawed.
 		rec.free(ts)
 	}
-	f := &Freeze{Reason: req.Reason, By: req.By, Since: ts, Until: metav1.NewMicroTime(req.Until)}
+	f := &Freeze{Reason: req.Reason, By: req.By, User: req.user, Since: ts, Until: metav1.NewMicroTime(req.Until)}
 	if rec.Freeze.ActiveAt(now) {
 		f.Overrides = rec.Freeze.Overrides
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,8 +143,36 @@ func (c *Client) update(ctx context.Context, op, target string, read reader, dec
 			return err
 		}
 		lost = cm
-		return c.apply(ctx, target, cm, ch)
+		err = c.apply(ctx, target, cm, ch)
+		if attempt < policyRetries && refusedByPolicy(err) {
+			// NOTE: an enforced lock's policy judges a write at the
+			// API server's stamp of it, which keeps whole seconds and is
+			// not renewed by a second write of the same manager in the
+			// same second: a take-over of a hold that just lapsed, or
+			// the drop of a freeze that just ended, may be judged a
+			// second early. Decided again a second later, it stands or
+			// falls on its own.
+			select {
+			case <-ctx.Done():
+				return err
+			case <-c.clk.After(stampResolution + stampResolution/10):
+			}
+			return errRetry
+		}
+		return err
 	})
+}
+
+// policyRetries is how many times a write of a lock that an enforced
+// lock's policy refused is decided again, a second apart, before the
+// refusal is returned.
+const policyRetries = 2
+
+// refusedByPolicy reports whether err is the refusal of a write of a lock
+// by the admission policy of an enforced lock.
+func refusedByPolicy(err error) bool {
+	return err != nil && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) &&
+		strings.Contains(err.Error(), "lockctl refused this change of lock")
 }
 
 // retryLost runs round, one read, decision and compare-and-swap write,
@@ -219,6 +248,14 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 			next.Annotations[k] = v
 		}
 	}
+	if _, set := annotate[EnforcedAnnotation]; !set && next.Annotations[EnforcedAnnotation] == "" {
+		if mode := c.markOf(target); mode != "" {
+			next.Annotations[EnforcedAnnotation] = mode
+		}
+	}
+	if err := c.summarizeWindows(ctx, next, target); err != nil {
+		return nil, err
+	}
 	dropEndedGrant(next, d.Record)
 	key, publish := turnChange(cm, d.Record)
 	switch {
@@ -235,6 +272,11 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 		out, err = c.store.Create(ctx, next)
 	} else {
 		out, err = c.store.Update(ctx, next)
+	}
+	if _, set := annotate[EnforcedAnnotation]; !set && c.learnMark(target, err) {
+		// The target is enforced and the lock not marked (or created
+		// anew): decide again, as a contender of an enforced lock.
+		return nil, errRetry
 	}
 	if err == nil && publish {
 		t := turnOf(d.Record)

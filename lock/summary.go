@@ -52,6 +52,23 @@ const (
 	// written from; empty for a freeze set with lockctl freeze. The policy
 	// asks for the right to freeze or unfreeze only for the latter.
 	SummaryFreezeWindowAnnotation = SummaryPrefix + "freeze-window"
+	// SummaryExpiresAnnotation is when the holder's hold lapses unless
+	// renewed; empty for a hold that lives as long as its pod. The policy
+	// compares it with the API server's time of each request.
+	SummaryExpiresAnnotation = SummaryPrefix + "expires"
+	// SummaryHolderCredentialAnnotation is the credential the holder's
+	// user authenticated with when it took the lock, as Claim.Credential.
+	SummaryHolderCredentialAnnotation = SummaryPrefix + "holder-credential"
+	// SummaryWindowsAnnotation lists the intervals in which the freeze
+	// windows freeze the lock, one "START END NAME" a line (RFC 3339,
+	// UTC), from the write to SummaryWindowsUntilAnnotation. Written only
+	// on a lock marked enforced (EnforcedAnnotation) that a window applies
+	// to.
+	SummaryWindowsAnnotation = SummaryPrefix + "windows"
+	// SummaryWindowsUntilAnnotation is how far SummaryWindowsAnnotation
+	// knows the windows: past it, the policy counts the lock as frozen
+	// until a write of the record extends them.
+	SummaryWindowsUntilAnnotation = SummaryPrefix + "windows-until"
 )
 
 // summaryKeys are the summary annotations, which writeSummary replaces as
@@ -61,6 +78,8 @@ var summaryKeys = []string{
 	SummarySinceAnnotation, SummaryTokenAnnotation, SummaryTokenPendingAnnotation,
 	SummaryNextUserAnnotation, SummaryWaiterUsersAnnotation, SummaryFrozenAnnotation,
 	SummaryFreezeAnnotation, SummaryFreezeUntilAnnotation, SummaryFreezeWindowAnnotation,
+	SummaryExpiresAnnotation, SummaryHolderCredentialAnnotation,
+	SummaryWindowsAnnotation, SummaryWindowsUntilAnnotation,
 }
 
 // writeSummary sets the summary annotations of rec on cm, whose
@@ -80,6 +99,10 @@ func writeSummary(cm *corev1.ConfigMap, rec *Record) {
 		set(SummaryHolderAnnotation, h.Identity.String())
 		set(SummaryHolderUserAnnotation, h.User)
 		set(SummarySinceAnnotation, microTime(h.Since))
+		if h.Pod == nil && h.Expires != nil {
+			set(SummaryExpiresAnnotation, microTime(*h.Expires))
+		}
+		set(SummaryHolderCredentialAnnotation, h.Credential)
 		if h.TokenPending {
 			set(SummaryTokenPendingAnnotation, "true")
 		} else {
@@ -129,8 +152,10 @@ const EnforcedAnnotation = SummaryPrefix + "enforced"
 // one, with its own policy), so that the policy has its parameter, unless
 // mode is ""; a record without a summary, or with one that is not of it
 // (written by a lockctl before record version 1.8), is written back as it
-// was with its summary. A lock whose summary is current and whose mark is
-// mode is not written. It reports whether it wrote.
+// was with its summary, and so is a lock whose freeze windows' intervals
+// (SummaryWindowsAnnotation) are not those of now. A lock whose summary
+// is current and whose mark is mode is not written. It reports whether
+// it wrote.
 func (c *Client) Summarize(ctx context.Context, target, mode string) (bool, error) {
 	wrote := false
 	mark := map[string]string{EnforcedAnnotation: mode}
@@ -146,7 +171,16 @@ func (c *Client) Summarize(ctx context.Context, target, mode string) (bool, erro
 			return change{Decision: Decision{Record: rec, Create: true}, annotate: mark}, nil
 		}
 		if summaryCurrent(cm) && cm.Annotations[EnforcedAnnotation] == mode {
-			return change{}, nil
+			// The freeze windows' intervals are refreshed too: a window
+			// added or passed since the last write.
+			cp := cm.DeepCopy()
+			if err := c.summarizeWindows(ctx, cp, target); err != nil {
+				return change{}, err
+			}
+			if cp.Annotations[SummaryWindowsAnnotation] == cm.Annotations[SummaryWindowsAnnotation] &&
+				cp.Annotations[SummaryWindowsUntilAnnotation] == cm.Annotations[SummaryWindowsUntilAnnotation] {
+				return change{}, nil
+			}
 		}
 		rec, err := c.decode(cm, target)
 		if err != nil {
@@ -163,4 +197,15 @@ func (c *Client) Summarize(ctx context.Context, target, mode string) (bool, erro
 func summaryCurrent(cm *corev1.ConfigMap) bool {
 	u := cm.Annotations[SummaryUpdatedAnnotation]
 	return u != "" && strings.Contains(cm.Annotations[RecordAnnotation], `"updated":"`+u+`"`)
+}
+
+// User is who the API server says a contender is (a SelfSubjectReview):
+// what an enforced lock records with its claim and admits the holder's
+// writes by.
+type User struct {
+	// Name is the authenticated user name (Claim.User).
+	Name string
+	// Credential names the credential the user authenticated with
+	// (Claim.Credential); "" when the API server tells none.
+	Credential string
 }

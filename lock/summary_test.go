@@ -30,7 +30,7 @@ func TestEncodeWritesSummary(t *testing.T) {
 			name: "held, token recorded, two waiters of which one has a user",
 			rec: Record{
 				Target: "staging", Policy: PolicyFIFO, Updated: since,
-				Holder: Claim{Identity: id("web", "41"), User: "alice", ClaimID: "a", Since: since, Expires: &exp, Token: "17"},
+				Holder: Claim{Identity: id("web", "41"), User: "alice", Credential: "JTI=7", ClaimID: "a", Since: since, Expires: &exp, Token: "17"},
 				Waiters: []Claim{
 					{Identity: id("api", "7"), User: "bob", ClaimID: "b", Since: since, Expires: &exp},
 					{Identity: id("db", "2"), ClaimID: "c", Since: since, Expires: &exp},
@@ -40,6 +40,7 @@ func TestEncodeWritesSummary(t *testing.T) {
 				SummaryUpdatedAnnotation: "2026-12-06T10:00:00.000000Z", SummaryHolderAnnotation: "acme/web@main#41",
 				SummaryHolderUserAnnotation: "alice", SummarySinceAnnotation: "2026-12-06T10:00:00.000000Z",
 				SummaryTokenAnnotation: "17", SummaryNextUserAnnotation: "bob", SummaryWaiterUsersAnnotation: "bob",
+				SummaryExpiresAnnotation: "2026-12-06T11:00:00.000000Z", SummaryHolderCredentialAnnotation: "JTI=7",
 			},
 		},
 		{
@@ -51,7 +52,7 @@ func TestEncodeWritesSummary(t *testing.T) {
 			want: map[string]string{
 				SummaryUpdatedAnnotation: "2026-12-06T10:00:00.000000Z", SummaryHolderAnnotation: "acme/web@main#41",
 				SummaryHolderUserAnnotation: "alice", SummarySinceAnnotation: "2026-12-06T10:00:00.000000Z",
-				SummaryTokenPendingAnnotation: "true",
+				SummaryTokenPendingAnnotation: "true", SummaryExpiresAnnotation: "2026-12-06T11:00:00.000000Z",
 			},
 		},
 		{
@@ -109,7 +110,7 @@ func TestLookupUserOnlyWhenEnforced(t *testing.T) {
 	c, cs := newTestClient(t, now, nil)
 	asked := 0
 	req := request("1")
-	req.LookupUser = func(context.Context) string { asked++; return "alice" }
+	req.LookupUser = func(context.Context) User { asked++; return User{Name: "alice", Credential: "JTI=1"} }
 
 	held, _, err := c.TryAcquire(t.Context(), req)
 	require.NoError(t, err)
@@ -129,6 +130,8 @@ func TestLookupUserOnlyWhenEnforced(t *testing.T) {
 	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), Name(req.Target), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "alice", cm.Annotations[SummaryHolderUserAnnotation])
+	assert.Equal(t, "JTI=1", cm.Annotations[SummaryHolderCredentialAnnotation])
+	assert.NotEmpty(t, cm.Annotations[SummaryExpiresAnnotation], "a hold without a pod lapses")
 	assert.Equal(t, "deny", cm.Annotations[EnforcedAnnotation], "the acquisition kept the mark")
 
 	wrote, err = c.Summarize(t.Context(), req.Target, "")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -156,9 +157,52 @@ func (c *Client) windowEntries(cm *corev1.ConfigMap) ([]json.RawMessage, error) 
 
 // updateWindows changes the entries of the freeze windows ConfigMap as
 // edit says, with a compare-and-swap on the version read (a create when
-// there is none), read and decided again when another write came first.
+// there is none), read and decided again when another write came first;
+// then it lists the new windows in the summaries of the enforced locks
+// (refreshEnforced).
 func (c *Client) updateWindows(ctx context.Context, op string, edit func([]json.RawMessage) ([]json.RawMessage, error)) error {
 	what := fmt.Sprintf("%s in configmap %s/%s", op, c.namespace, FreezeWindowsName)
+	if err := c.editWindows(ctx, what, edit); err != nil {
+		return err
+	}
+	return c.refreshEnforced(ctx)
+}
+
+// refreshEnforced writes, into the summary of every lock of the namespace
+// marked enforced, the intervals of the freeze windows as they are now
+// (Summarize), so that the API server enforces a window added or removed
+// without waiting for the lock's next write.
+func (c *Client) refreshEnforced(ctx context.Context) error {
+	if err := c.LoadFreezeWindows(ctx); err != nil {
+		return err
+	}
+	list, err := c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedByValue + "," + KindLabel + "=" + KindValue})
+	if err != nil {
+		return fmt.Errorf("list the locks of namespace %q to give the enforced ones the new windows: %w", c.namespace, err)
+	}
+	var failed []string
+	for _, cm := range list.Items {
+		mode := cm.Annotations[EnforcedAnnotation]
+		if mode == "" {
+			continue
+		}
+		rec, err := c.decode(&cm, "")
+		if err != nil {
+			failed = append(failed, cm.Name)
+			continue
+		}
+		if _, err := c.Summarize(ctx, rec.Target, mode); err != nil {
+			failed = append(failed, rec.Target)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("the windows are saved, but the API server does not know them yet for the enforced locks of %s: run lockctl enforce on them again", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// editWindows is updateWindows' edit of the ConfigMap.
+func (c *Client) editWindows(ctx context.Context, what string, edit func([]json.RawMessage) ([]json.RawMessage, error)) error {
 	return retryLost(what, func(int) error {
 		cm, err := c.getWindows(ctx)
 		if err != nil {

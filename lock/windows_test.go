@@ -284,3 +284,32 @@ func TestFrozenUntilEverywhere(t *testing.T) {
 	require.ErrorAs(t, err, &we)
 	assert.Equal(t, windowEnd, we.Freeze.Until.UTC(), "unfreeze's refusal")
 }
+
+// TestWindowIntervals: the intervals an enforced lock's summary lists
+// start with a window in force, merge windows that overlap, stop at the
+// horizon or the most it lists (the list is complete until then), and
+// are none for a target no window applies to.
+func TestWindowIntervals(t *testing.T) {
+	t.Parallel()
+	ws, err := ParseFreezeWindows([]byte(`windows:
+- {name: nightly, schedule: "0 22 * * *", duration: 8h, reason: batch, targets: [web]}
+- {name: late, schedule: "0 5 * * *", duration: 2h, reason: backups, targets: [web]}
+- {name: minutes, schedule: "* * * * *", duration: 30s, reason: busy, targets: [api]}
+`))
+	require.NoError(t, err)
+	now := time.Date(2026, 12, 7, 23, 0, 0, 0, time.UTC)
+	lines, until := windowIntervals(ws, "web", now)
+	require.Len(t, lines, 91, "every night to the horizon, the last begun before it")
+	assert.Equal(t, "2026-12-07T22:00:00Z 2026-12-08T07:00:00Z nightly", lines[0], "the window in force, merged with the one it overlaps")
+	assert.Equal(t, "2026-12-08T22:00:00Z 2026-12-09T07:00:00Z nightly", lines[1])
+	assert.Equal(t, now.Add(windowsHorizon), until)
+
+	lines, until = windowIntervals(ws, "api", now)
+	require.Len(t, lines, maxWindowIntervals)
+	assert.Equal(t, "2026-12-07T23:00:00Z 2026-12-07T23:00:30Z minutes", lines[0])
+	assert.Equal(t, time.Date(2026, 12, 8, 3, 16, 0, 0, time.UTC), until, "complete until the first start not listed")
+
+	lines, until = windowIntervals(ws, "db", now)
+	assert.Empty(t, lines)
+	assert.True(t, until.IsZero(), "no window applies")
+}

@@ -145,16 +145,16 @@ func (f *Factory) LoopEventRecorder(fallback kube.Interface, jobEvents events.Jo
 // refuses or does not serve the review (older than 1.28, or RBAC without
 // it) yields "": the lock is taken all the same, and at -v 1 the reason is
 // logged.
-func KubeUser(f *Factory) func(ctx context.Context) string {
+func KubeUser(f *Factory) func(ctx context.Context) lock.User {
 	if f.WhoAmI == nil {
 		return nil
 	}
 	var (
 		mu    sync.Mutex
 		asked bool
-		user  string
+		user  lock.User
 	)
-	return func(ctx context.Context) string {
+	return func(ctx context.Context) lock.User {
 		mu.Lock()
 		defer mu.Unlock()
 		if asked {
@@ -167,7 +167,7 @@ func KubeUser(f *Factory) func(ctx context.Context) string {
 				asked = true
 			}
 			f.Log.WithField("err", err).Debug("the Kubernetes user is not known: an enforced lock knows this claim by its fencing token only")
-			return ""
+			return lock.User{}
 		}
 		asked, user = true, u
 		return user

@@ -20,6 +20,9 @@ type EnforceFlags struct {
 	Kinds  []string
 	Agents []string
 	Exempt []string
+	// Force enforces the lock namespace itself, a system namespace, or a
+	// lock held without a Kubernetes user (enforce.EnforceOptions).
+	Force bool
 }
 
 // NewEnforceFlags returns the group with its defaults: warn mode, the
@@ -40,6 +43,7 @@ func (e *EnforceFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&e.Kinds, "kinds", e.Kinds, "the guarded kinds, as resource.group")
 	fs.StringArrayVar(&e.Agents, "agent", e.Agents, "a user admitted as the holder's agent while the lock is held, such as a GitOps controller (repeatable)")
 	fs.StringArrayVar(&e.Exempt, "exempt", e.Exempt, "a user the policy never checks, such as lockctl's reconcile loop (repeatable)")
+	fs.BoolVar(&e.Force, "force", e.Force, "enforce even the lock namespace, a system namespace, or a lock held without a Kubernetes user")
 }
 
 // Validate checks --mode, --kinds (at least one) and the users of --agent

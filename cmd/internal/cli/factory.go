@@ -26,6 +26,7 @@ import (
 	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
 )
 
@@ -53,7 +54,7 @@ type Factory struct {
 	EventsClientset func() (kube.Interface, error)
 	// WhoAmI returns the caller's authenticated Kubernetes user, recorded
 	// with its claims for an enforced lock (KubeUser); nil records none.
-	WhoAmI func(ctx context.Context) (string, error)
+	WhoAmI func(ctx context.Context) (lock.User, error)
 	// Namespace returns -n, else the current context's namespace.
 	Namespace func() (string, error)
 	// InPod returns the namespace and name of the pod lockctl runs in, and
@@ -200,10 +201,10 @@ func NewFactory(streams IOStreams, version string) *Factory {
 		}
 		return cs, nil
 	}
-	f.WhoAmI = func(ctx context.Context) (string, error) {
+	f.WhoAmI = func(ctx context.Context) (lock.User, error) {
 		cs, err := f.Clientset()
 		if err != nil {
-			return "", err
+			return lock.User{}, err
 		}
 		return enforce.WhoAmI(ctx, cs.AuthenticationV1())
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/lockctl/lockctl/lock"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -17,14 +18,16 @@ func TestKubeUser(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		whoAmI  func(context.Context) (string, error)
-		want    string
+		whoAmI  func(context.Context) (lock.User, error)
+		want    lock.User
 		wantLog string
 	}{
-		{name: "known", whoAmI: func(context.Context) (string, error) { return "alice", nil }, want: "alice"},
+		{name: "known", whoAmI: func(context.Context) (lock.User, error) { return lock.User{Name: "alice"}, nil }, want: lock.User{Name: "alice"}},
 		{
-			name:    "refused",
-			whoAmI:  func(context.Context) (string, error) { return "", errors.New(`selfsubjectreviews is forbidden`) },
+			name: "refused",
+			whoAmI: func(context.Context) (lock.User, error) {
+				return lock.User{}, errors.New(`selfsubjectreviews is forbidden`)
+			},
 			wantLog: "the Kubernetes user is not known",
 		},
 		{name: "no way to ask"},
@@ -39,7 +42,7 @@ func TestKubeUser(t *testing.T) {
 			asked := 0
 			f := &Factory{Log: logrus.NewEntry(l)}
 			if tt.whoAmI != nil {
-				f.WhoAmI = func(ctx context.Context) (string, error) { asked++; return tt.whoAmI(ctx) }
+				f.WhoAmI = func(ctx context.Context) (lock.User, error) { asked++; return tt.whoAmI(ctx) }
 			}
 			lookup := KubeUser(f)
 			if tt.whoAmI == nil {

@@ -24,9 +24,10 @@ func LoadWindowsToShow(ctx context.Context, locks *lock.Client) (windowsErr *loc
 }
 
 // SayEnforced says on f's ErrOut whether the API server enforces the lock
-// of target, and how (lockctl enforce); nothing when it does not, or when
-// the caller may not read the policies (logged at -v 1).
-func SayEnforced(ctx context.Context, f *Factory, target string) {
+// of target, and how (lockctl enforce), and what it admits of a hold
+// without a Kubernetes user (l: the lock, nil when free); nothing when it
+// does not, or when the caller may not read the policies (logged at -v 1).
+func SayEnforced(ctx context.Context, f *Factory, target string, l *lock.LockView) {
 	cs, err := f.Clientset()
 	if err != nil {
 		return
@@ -36,7 +37,14 @@ func SayEnforced(ctx context.Context, f *Factory, target string) {
 		f.Log.WithField("err", err).Debug("cannot tell whether the lock is enforced")
 		return
 	}
-	if st.Enforced || st.Incomplete != "" {
+	switch {
+	case st.Incomplete != "":
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is not fully enforced: %s\n", target, st.Describe())
+	case !st.Enforced:
+	case l != nil && l.Status.Holder != nil && l.Status.Alive && l.Status.Holder.User == "":
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s; its holder has no Kubernetes user, so only writes carrying its fencing token %s are admitted\n",
+			target, st.Describe(), l.Status.Token)
+	default:
 		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", target, st.Describe())
 	}
 }
@@ -110,7 +118,7 @@ func LocksToShow(ctx context.Context, f *Factory, locks *lock.Client, target str
 	if err != nil {
 		return nil, false, err
 	}
-	SayEnforced(ctx, f, target)
+	SayEnforced(ctx, f, target, l)
 	if l != nil && l.Status.BreakGlass != "" {
 		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q: %s\n", target, l.Status.BreakGlass)
 	}

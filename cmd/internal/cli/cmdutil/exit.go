@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/run"
 )
@@ -134,16 +135,17 @@ var SilentError = errors.New("silent error")
 // does.
 func ExitCode(err error) int {
 	var (
-		flagErr  *FlagError
-		usageErr *UsageError
-		exitErr  *ExitError
+		flagErr   *FlagError
+		usageErr  *UsageError
+		exitErr   *ExitError
+		targetErr *enforce.TargetError
 	)
 	switch {
 	case err == nil:
 		return CodeOK
 	case errors.As(err, &exitErr):
 		return exitErr.Code
-	case errors.As(err, &flagErr), errors.As(err, &usageErr):
+	case errors.As(err, &flagErr), errors.As(err, &usageErr), errors.As(err, &targetErr):
 		return CodeUsage
 	case errors.Is(err, SilentError):
 		return CodeJobFailed

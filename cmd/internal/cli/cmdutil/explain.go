@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
@@ -44,6 +45,8 @@ func Explain(err error) (msg, hint string) {
 		urlErr         *url.Error
 		away           *scheduler.UnreachableClustersError
 		missing        *preflight.MissingError
+		target         *enforce.TargetError
+		userless       *enforce.UserlessHoldError
 	)
 	switch {
 	case errors.As(err, &flagErr):
@@ -84,6 +87,12 @@ func Explain(err error) (msg, hint string) {
 		return err.Error(), fmt.Sprintf("create it with `kubectl create namespace %s`, or keep locks in another namespace with --lock-namespace", noNamespace.Namespace)
 	case errors.As(err, &notALock):
 		return err.Error(), "lockctl leaves it alone: rename or delete that configmap, or keep locks elsewhere with --lock-namespace"
+	case errors.As(err, &target):
+		return err.Error(), "enforce the namespaces your deploys write; the lock namespace keeps every target's lock"
+	case errors.As(err, &userless):
+		return err.Error(), fmt.Sprintf("see the hold with `lockctl status %s`; the next holder records its user", userless.Target)
+	case errors.As(err, &status) && apierrors.IsForbidden(err) && strings.Contains(status.Status().Message, "lockctl refused"):
+		return status.Status().Message, "the API server enforces this lock (lockctl enforce): docs/enforcement.md says what each refusal means and who may do what"
 	case errors.As(err, &status) && apierrors.IsForbidden(err):
 		return "permission denied: " + status.Status().Message,
 			"ask for that verb on that resource in a Role bound to you (docs/rbac.md lists what lockctl needs)"

@@ -38,6 +38,8 @@ func InEffect(w io.Writer, target string, err error, timeout time.Duration) erro
 	switch {
 	case errors.Is(err, enforce.ErrNoTargetNamespace):
 		fmt.Fprintf(w, "lock %q: namespace %q does not exist yet; the policy applies to its writes once it is created\n", target, target)
+	case errors.Is(err, enforce.ErrTargetTerminating):
+		fmt.Fprintf(w, "lock %q: namespace %q is being deleted; the policy applies to its writes if it is created again\n", target, target)
 	case errors.Is(err, enforce.ErrNotInEffect):
 		return fmt.Errorf("lock %q: %w after %s; it is installed and will apply, check with a write to %q", target, err, timeout, target)
 	case err != nil:
