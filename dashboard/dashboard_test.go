@@ -437,8 +437,9 @@ func TestPageShowsBidiControlsEscaped(t *testing.T) {
 	assert.Contains(t, body, `&#34;re\u202eason&#34;`, "the window's reason")
 	assert.Contains(t, body, `<article class="lock" data-state="frozen" data-namespace="locks" data-name="lockctl-lock-staging">`, "the frozen lock nobody holds")
 	assert.Contains(t, body, `<span class="badge state-frozen">frozen</span>`)
-	frozen := body[strings.Index(body, `data-name="lockctl-lock-staging"`):]
-	frozen = frozen[:strings.Index(frozen, "</article>")]
+	_, frozen, ok := strings.Cut(body, `data-name="lockctl-lock-staging"`)
+	require.True(t, ok, "the frozen lock's card")
+	frozen, _, _ = strings.Cut(frozen, "</article>")
 	assert.NotContains(t, frozen, "Liveness", "a frozen lock nobody holds has no holder to be alive")
 	assert.Contains(t, body, "<dt>Liveness</dt>", "a held one has")
 }

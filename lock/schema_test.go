@@ -34,7 +34,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
 			RunURL:   "https://github.com/acme/web/actions/runs/1041/attempts/2",
 			User:     "system:serviceaccount:ci:deployer", Credential: "pod-uid=0b7e1a52-3f0e-4d4c-9a55-7f1a0c2b9e11",
-			ClaimID:  "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
+			ClaimID: "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
 			Cancelable: true, LedgerKept: true,
 			CancelRequest: &CancelRequest{
 				Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}, ClaimID: "c3", At: metav1.NewMicroTime(since.Add(time.Minute)),
