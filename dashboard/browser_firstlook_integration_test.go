@@ -26,7 +26,8 @@ import (
 // a lock namespace where no lock was ever taken and no job submitted: no
 // exception and nothing logged as an error in the console, "live", a line
 // saying there are no locks yet and how to make one; the first lock and
-// the first job appear as they come, with no reload.
+// the first job and the first freeze window appear as they come, with no
+// reload.
 func TestIntegrationDashboardBrowserFirstLook(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
@@ -89,6 +90,14 @@ func TestIntegrationDashboardBrowserFirstLook(t *testing.T) {
 	require.NoError(t, err)
 	took = awaitJS(t, bctx, "the first job", `document.querySelector('#jobs tr[data-job="deploy-web-1"]') !== null`)
 	t.Logf("the first job appeared %v after it was submitted", took.Round(time.Millisecond))
+
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: ns},
+		Data:       map[string]string{lock.FreezeWindowsKey: "windows:\n- {name: nightly, schedule: \"0 22 * * *\", duration: 8h, reason: nightly batch}\n"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	took = awaitJS(t, bctx, "the first freeze window", `[...document.querySelectorAll('#windows td')].some(td => td.textContent === 'nightly')`)
+	t.Logf("the first freeze window appeared %v after it was written", took.Round(time.Millisecond))
 	assert.Equal(t, "same page", text(t, bctx, `String(window.firstLook)`), "no reload")
 	assert.True(t, strings.HasPrefix(text(t, bctx, `document.getElementById('conn').textContent`), "live"), "still live")
 }
