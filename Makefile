@@ -40,8 +40,8 @@ test: tools chromium integration-tools ## run the whole suite: unit tests under 
 	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short -count=1 -timeout 20m $(RACE_PKGS)
 	go test -count=1 -timeout 40m ./...
 
-integration-tools: ## build the integrations' tools (actionlint, krew, kubectl, gitlab-ci-local, tekton-lint, tekton-validate; cached in _output/tools)
-	hack/integration-tools.sh actionlint krew kubectl gitlab-ci-local tekton-lint tekton-validate
+integration-tools: ## build the integrations' tools (actionlint, krew, kubectl, gitlab-ci-local, tekton-lint, tekton-validate) and Prometheus with promtool (cached in _output/tools)
+	hack/integration-tools.sh actionlint krew kubectl gitlab-ci-local tekton-lint tekton-validate prometheus
 
 check-integrations: tools integration-tools ## check integrations/ with each CI ecosystem's tools and run them against a real API server (docs/integrations.md)
 	go test -count=1 -timeout 20m ./integrations

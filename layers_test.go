@@ -42,8 +42,8 @@ var toolFolders = []string{"bench", "e2e", "reliability", "integrations", "deplo
 var libraryTiers = [][]string{
 	{"kube", "liveness", "servertime", "metrics", "runjobs"},
 	{"job", "lock", "podwatch", "preflight"},
-	{"enforce", "events", "scheduler"},
-	{"run"},
+	{"enforce", "events", "scheduler", "stats"},
+	{"run", "notify"},
 	{"dashboard"},
 }
 

@@ -150,7 +150,7 @@ func enforceCost(b *testing.B, env *testenv.Env, n int, windows bool) (with, wit
 		// NOTE: the policy's informer may not have the lock's version with
 		// the token yet: the first create is tried until admitted.
 		require.NoError(b, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			out, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+			out, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "deploy"})
 			if err != nil && strings.Contains(err.Error(), "lockctl refused") {
 				return false, nil
 			}
@@ -162,7 +162,7 @@ func enforceCost(b *testing.B, env *testenv.Env, n int, windows bool) (with, wit
 		cm := objects[ns].DeepCopy()
 		cm.Data = map[string]string{"i": fmt.Sprint(i)}
 		start := time.Now()
-		out, err := client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		out, err := client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{FieldManager: "deploy"})
 		d := time.Since(start)
 		require.NoError(b, err, "write %d to %s", i, ns)
 		objects[ns] = out

@@ -121,7 +121,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	o.AddLockNamespaceFlag(fs)
 	o.ContenderFlags.AddFlags(fs, cli.ContenderUsage{
 		TTL:      "how long the lock lasts when the holder runs outside a pod",
-		Timeout:  "give up waiting after this long (exit 4); 0 waits forever",
+		Timeout:  "give up waiting after this long (exit 4); 0 waits forever; auto: a budget from the lock's recent holds and your place in its queue",
 		Progress: "progress display while waiting: auto, tty or plain",
 	})
 	fs.BoolVar(&o.NoWait, "no-wait", o.NoWait, "try once: if the lock is held, say by whom and exit 4 without queueing")
@@ -136,7 +136,7 @@ func (o *acquireOptions) validate() error {
 	if err := o.ContenderFlags.Validate(); err != nil {
 		return err
 	}
-	if o.NoWait && o.Timeout != 0 {
+	if o.NoWait && (o.Timeout != 0 || o.TimeoutAuto) {
 		return cmdutil.FlagErrorf("--no-wait and --timeout exclude each other: --no-wait does not wait at all")
 	}
 	return nil
@@ -160,7 +160,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
 	}, o.Targets)
 	cmdCtx := ctx
-	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
+	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.ResolveTimeout(ctx, o.f, locks, reqs))
 	defer cancel()
 	// NOTE: one lock or several, all or nothing (lock.AcquireAll).
 	all, err := locks.AcquireAll(ctx, reqs)
@@ -168,7 +168,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		// NOTE: a lock handed over is held before its hand-over is
 		// confirmed; the hold outlives this process, so it is confirmed
 		// first (each bounded by the waiter's expiry it stands on).
-		err = confirmAll(cmdCtx, locks, all)
+		err = cli.ConfirmAll(cmdCtx, locks, all)
 	}
 	wait.Finish()
 	single := len(o.Targets) == 1
@@ -222,30 +222,6 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return nil
 	}
 	return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
-}
-
-// confirmTimeout bounds giving back the locks of an acquisition whose
-// hand-over could not be confirmed.
-const confirmTimeout = 10 * time.Second
-
-// confirmAll waits for the confirmation of every hand-over among all
-// (lock.Held.Confirm). When one fails, the hold is lost: the locks are
-// given back, as far as the API server answers, and its error returned.
-func confirmAll(ctx context.Context, locks *lock.Client, all []*lock.Held) error {
-	for _, held := range all {
-		if _, err := held.Confirm(ctx); err != nil {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), confirmTimeout)
-			defer cancel()
-			for i := len(all) - 1; i >= 0; i-- {
-				_, _ = locks.ReleaseHeld(rctx, all[i], lock.ReleaseOptions{})
-			}
-			if len(all) == 1 {
-				return err
-			}
-			return fmt.Errorf("lock %q: %w", held.Target, err)
-		}
-	}
-	return nil
 }
 
 // printAcquired says on stderr that held was taken (or was already held),

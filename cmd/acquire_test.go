@@ -51,6 +51,13 @@ func TestNewAcquireCmd(t *testing.T) {
 			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}, NoWait: true},
 		},
 		{name: "no-wait with a timeout", args: []string{"staging", "--no-wait", "--timeout", "1m"}, wantErr: "--no-wait and --timeout exclude each other"},
+		{
+			name: "a budget from history",
+			args: []string{"staging", "--timeout", "auto"},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, TimeoutAuto: true, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}},
+		},
+		{name: "no-wait with a budget", args: []string{"staging", "--no-wait", "--timeout", "auto"}, wantErr: "--no-wait and --timeout exclude each other"},
+		{name: "bad timeout", args: []string{"staging", "--timeout", "soon"}, wantErr: `invalid argument "soon" for "--timeout" flag: "soon" is neither a duration (30m, 1h) nor auto`},
 		{name: "no namespace", args: []string{}, wantErr: "requires at least 1 arg(s), only received 0"},
 		{name: "a namespace twice", args: []string{"a", "b", "a"}, wantErr: `namespace "a" is named twice`},
 		{name: "invalid namespace", args: []string{"Not_A_Namespace"}, wantErr: `invalid namespace "Not_A_Namespace"`},

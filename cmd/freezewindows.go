@@ -2,14 +2,11 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // freezeWindowsAddOptions configure `lockctl freeze-windows add`.
@@ -109,15 +106,7 @@ func newFreezeWindowsAddCmd(f *Factory, runF func(*freezeWindowsAddOptions) erro
 func (o *freezeWindowsAddOptions) validate() error { return o.Validate(o.Name, o.f.Clock.Now()) }
 
 func runFreezeWindowsAdd(ctx context.Context, o *freezeWindowsAddOptions) error {
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
-	if err != nil {
-		return err
-	}
-	if err := locks.AddFreezeWindow(ctx, o.Window(o.Name)); err != nil {
-		return err
-	}
-	o.SayAdded(o.f.IOStreams.ErrOut, o.Name, locks.Namespace())
-	return nil
+	return o.Add(ctx, o.f, &o.LockFlags, o.Name)
 }
 
 func newFreezeWindowsListCmd(f *Factory, runF func(*freezeWindowsListOptions) error) *cobra.Command {
@@ -148,23 +137,7 @@ func newFreezeWindowsListCmd(f *Factory, runF func(*freezeWindowsListOptions) er
 }
 
 func runFreezeWindowsList(ctx context.Context, o *freezeWindowsListOptions) error {
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
-	if err != nil {
-		return err
-	}
-	entries, err := locks.ListFreezeWindows(ctx)
-	if err != nil {
-		return err
-	}
-	items, broken := printers.WindowItems(entries, locks.Clock().Now())
-	if len(items) == 0 {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "no freeze windows in namespace %q\n", locks.Namespace())
-	}
-	if broken > 0 {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %d of the freeze windows in configmap %s/%s cannot be read: acquire and release refuse the locks of namespace %q until they are fixed or removed\n",
-			broken, locks.Namespace(), lock.FreezeWindowsName, locks.Namespace())
-	}
-	return printers.PrintWindows(o.f.IOStreams.Out, o.Output, items)
+	return cli.ListFreezeWindows(ctx, o.f, &o.LockFlags, o.Output)
 }
 
 func newFreezeWindowsRemoveCmd(f *Factory, runF func(*freezeWindowsRemoveOptions) error) *cobra.Command {
@@ -190,13 +163,5 @@ func newFreezeWindowsRemoveCmd(f *Factory, runF func(*freezeWindowsRemoveOptions
 }
 
 func runFreezeWindowsRemove(ctx context.Context, o *freezeWindowsRemoveOptions) error {
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
-	if err != nil {
-		return err
-	}
-	if err := locks.RemoveFreezeWindow(ctx, o.Name); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.f.IOStreams.ErrOut, "freeze window %q removed from configmap %s/%s\n", o.Name, locks.Namespace(), lock.FreezeWindowsName)
-	return nil
+	return cli.RemoveFreezeWindow(ctx, o.f, &o.LockFlags, o.Name)
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -33,6 +34,7 @@ type reconcileOptions struct {
 	cli.LockFlags
 	cli.RetentionFlags
 	cli.LoopFlags
+	cli.NotifyFlags
 	Once             bool
 	DryRun           bool
 	MetricsAddr      string
@@ -52,6 +54,7 @@ func newReconcileCmd(f *Factory, runF func(*reconcileOptions) error) *cobra.Comm
 	o := &reconcileOptions{
 		f:            f,
 		LoopFlags:    cli.NewLoopFlags(),
+		NotifyFlags:  cli.NewNotifyFlags(),
 		KubeAPIQPS:   DefaultKubeAPIQPS,
 		KubeAPIBurst: DefaultKubeAPIBurst,
 		JobEvents:    events.JobEventsAll,
@@ -147,6 +150,7 @@ func (o *reconcileOptions) addFlags(fs *pflag.FlagSet) {
 	o.AddClusterFlags(fs)
 	o.AddLockNamespaceFlag(fs)
 	o.AddRetentionFlags(fs)
+	o.NotifyFlags.AddFlags(fs)
 }
 
 func (o *reconcileOptions) validate() error {
@@ -168,7 +172,7 @@ func (o *reconcileOptions) validate() error {
 	if o.KubeAPIQPS > 0 && o.KubeAPIBurst < 1 {
 		return cmdutil.FlagErrorf("--kube-api-burst must be at least 1 with a positive --kube-api-qps")
 	}
-	return o.ValidateClusters()
+	return cmp.Or(o.NotifyFlags.Validate(), o.ValidateClusters())
 }
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
@@ -191,7 +195,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		return err
 	}
 	loop, stop, err := cli.NewLoop(ctx, o.f, &o.LockFlags, cli.LoopConfig{
-		Jobs: jobs, Namespace: ns, Clusters: clusters, Options: lo, JobEvents: o.JobEvents, MetricsAddr: o.MetricsAddr,
+		Jobs: jobs, Namespace: ns, Clusters: clusters, Options: lo, JobEvents: o.JobEvents, MetricsAddr: o.MetricsAddr, Once: o.Once, Notify: &o.NotifyFlags,
 	})
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ func TestNewReconcileCmd(t *testing.T) {
 			LoopFlags:  cli.LoopFlags{UnscheduledTimeout: 5 * time.Minute, PendingTimeout: 10 * time.Minute, RunningTimeout: 48 * time.Hour, RevivalLimit: 3, Workers: 16},
 			KubeAPIQPS: DefaultKubeAPIQPS, KubeAPIBurst: DefaultKubeAPIBurst, JobEvents: events.JobEventsAll,
 			RetentionFlags: cli.RetentionFlags{JobRetention: 7 * 24 * time.Hour, PodRetention: 24 * time.Hour},
+			NotifyFlags:    cli.NotifyFlags{Format: "cloudevents", Events: []string{"turn", "release", "overdue", "freeze", "break-glass"}, FreezeAhead: 15 * time.Minute},
 		}
 		if mod != nil {
 			mod(&o)
@@ -72,6 +73,16 @@ func TestNewReconcileCmd(t *testing.T) {
 		{name: "zero running timeout", args: []string{"--running-timeout", "0s"}, wantErr: "--running-timeout must not be 0: give a duration such as 10m, or a negative one for never"},
 		{name: "zero revival limit", args: []string{"--revival-limit", "0"}, wantErr: "--revival-limit must not be 0: give how often a lost pod is recreated, or a negative number for no limit"},
 		{name: "zero workers", args: []string{"--workers", "0"}, wantErr: "--workers must be at least 1"},
+		{
+			name: "notifications to Slack of turns and freezes",
+			args: []string{"--notify-webhook", "https://hooks.example.com/x", "--notify-format", "slack", "--notify-events", "turn,freeze", "--notify-freeze-ahead", "1h"},
+			want: defaults(func(o *reconcileOptions) {
+				o.NotifyFlags = cli.NotifyFlags{Webhook: "https://hooks.example.com/x", Format: "slack", Events: []string{"turn", "freeze"}, FreezeAhead: time.Hour}
+			}),
+		},
+		{name: "webhook not a URL", args: []string{"--notify-webhook", "hooks"}, wantErr: "--notify-webhook must be an http or https URL"},
+		{name: "unknown event", args: []string{"--notify-webhook", "https://h/x", "--notify-events", "lunch"}, wantErr: `--notify-events: unknown event "lunch": use turn, release, overdue, freeze, break-glass`},
+		{name: "unknown format", args: []string{"--notify-webhook", "https://h/x", "--notify-format", "xml"}, wantErr: `--notify-format must be cloudevents or slack, got "xml"`},
 		{name: "dashboard", args: []string{"--dashboard-address", "127.0.0.1:8081"}, want: defaults(func(o *reconcileOptions) { o.DashboardAddress = "127.0.0.1:8081" })},
 		{name: "dashboard of a pass", args: []string{"--once", "--dashboard-address", "127.0.0.1:8081"}, wantErr: "--dashboard-address needs the loop: drop --once, or run lockctl dashboard"},
 		{name: "dashboard on every address", args: []string{"--dashboard-address", ":8081"}, wantErr: `--dashboard-address ":8081" is not a loopback address`},

@@ -34,6 +34,7 @@ var commands = []struct {
 	{"release", func(f *Factory) *cobra.Command { return newReleaseCmd(f, nil) }},
 	{"run", func(f *Factory) *cobra.Command { return newRunCmd(f, nil) }},
 	{"stamp", func(f *Factory) *cobra.Command { return newStampCmd(f, nil) }},
+	{"stats", func(f *Factory) *cobra.Command { return newStatsCmd(f, nil) }},
 	{"status", func(f *Factory) *cobra.Command { return newStatusCmd(f, nil) }},
 	{"submit", func(f *Factory) *cobra.Command { return newSubmitCmd(f, nil) }},
 	{"unfreeze", func(f *Factory) *cobra.Command { return newUnfreezeCmd(f, nil) }},

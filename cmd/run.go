@@ -173,7 +173,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	o.AddLockNamespaceFlag(fs)
 	o.ContenderFlags.AddFlags(fs, cli.ContenderUsage{
 		TTL:      "how long the lock outlives run when run stops renewing it (a killed terminal)",
-		Timeout:  "give up waiting for the lock after this long (exit 4); 0 waits forever",
+		Timeout:  "give up waiting for the lock after this long (exit 4); 0 waits forever; auto: a budget from the lock's recent holds and your place in its queue",
 		Progress: "progress display: auto, tty or plain",
 	})
 	fs.DurationVar(&o.KillGrace, "kill-grace", o.KillGrace, "how long a command stopped because the lock could not be renewed gets between SIGTERM and SIGKILL; 0 means a sixth of --ttl, at most 10s")
@@ -310,6 +310,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 		}, o.Targets),
 	}
 	set(&ro)
+	ro.Timeout = o.ResolveTimeout(ctx, o.f, locks, ro.Requests)
 	return run.Run(ctx, ro)
 }
 

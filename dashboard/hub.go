@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -68,6 +69,9 @@ type Options struct {
 	// RequestTimeout bounds each read a snapshot makes; 0 means
 	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// Metrics, when set, is served at /metrics (the locks' Prometheus
+	// metrics), behind the page's checks of the Host.
+	Metrics http.Handler
 }
 
 // Hub keeps the watches of one process and the snapshot made from them,
@@ -653,7 +657,10 @@ func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cac
 	v.show = true
 	v.entry = LockEntry{Lock: l, History: []lock.HistoryEntry{}}
 	if err == nil {
-		v.entry.History = hist.Entries
+		// NOTE: the page shows the last lock.KeptHistory holds, as it did
+		// before the record kept more: lockctl history and stats read the
+		// rest.
+		v.entry.History = hist.Entries[:min(len(hist.Entries), lock.KeptHistory)]
 	}
 	v.due, v.volatile = dueOf(&v.entry.Lock, now)
 	if hd := l.Status.Holder; hd != nil && hd.Pod == nil && hd.Expires != nil && l.Status.Invalid == "" {

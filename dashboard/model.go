@@ -49,8 +49,8 @@ type LockEntry struct {
 	// Lock is the lock as `lockctl status -o json` prints it, so fields
 	// added there reach the page.
 	Lock lock.LockView `json:"lock"`
-	// History is the lock's last holds, newest first, as `lockctl history`
-	// shows them.
+	// History is the lock's last holds (at most lock.KeptHistory), newest
+	// first, as `lockctl history` shows them.
 	History []lock.HistoryEntry `json:"history"`
 	// Expires, when set, is the holder's expiry the lock's liveness is
 	// worded from, and Lock.Status.Liveness is empty: the page words it on

@@ -80,6 +80,9 @@ func (h *Hub) Handler(hosts ...string) http.Handler {
 	mux.HandleFunc("GET /jobs/{name}/logs/stream", h.serveLogStream)
 	mux.HandleFunc("GET /events", h.serveEvents)
 	mux.HandleFunc("GET /api/snapshot", h.serveSnapshot)
+	if h.o.Metrics != nil {
+		mux.Handle("GET /metrics", h.o.Metrics)
+	}
 	allowed := map[string]bool{"localhost": true}
 	for _, n := range hosts {
 		allowed[strings.ToLower(n)] = true

@@ -17,6 +17,9 @@
 #                   its own Go module pinning github.com/tektoncd/pipeline (the
 #                   version below must match its go.mod; cached by it and a hash
 #                   of the sources)
+#   prometheus      Prometheus and promtool (Go module github.com/prometheus/prometheus,
+#                   cmd/prometheus and cmd/promtool, without the service discoveries
+#                   and the web UI's assets, which the tests do not use)
 #
 # Usage:
 #   hack/integration-tools.sh              build whatever is missing
@@ -34,10 +37,11 @@ KUBECTL_VERSION=v1.37.2
 GITLAB_CI_LOCAL_VERSION=4.60.0
 TEKTON_LINT_VERSION=1.1.0
 TEKTON_PIPELINE_VERSION=v1.3.0
+PROMETHEUS_VERSION=v0.316.0
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${LOCKCTL_TOOLS_DIR:-${ROOT}/_output/tools}"
-ALL_TOOLS=(actionlint krew gitlab-ci-local tekton-lint tekton-validate)
+ALL_TOOLS=(actionlint krew gitlab-ci-local tekton-lint tekton-validate prometheus)
 export CGO_ENABLED=0
 
 version_of() {
@@ -47,6 +51,7 @@ version_of() {
 	kubectl) echo "${KUBECTL_VERSION}" ;;
 	gitlab-ci-local) echo "${GITLAB_CI_LOCAL_VERSION}" ;;
 	tekton-lint) echo "${TEKTON_LINT_VERSION}" ;;
+	prometheus) echo "${PROMETHEUS_VERSION}" ;;
 	tekton-validate)
 		# Its sources' hash too: an edit of hack/tektonvalidate builds anew.
 		echo "${TEKTON_PIPELINE_VERSION}-$(cat "${ROOT}"/hack/tektonvalidate/{go.mod,go.sum,*.go} | sha256sum | cut -c1-8)"
@@ -94,6 +99,14 @@ compile() {
 		;;
 	tekton-lint)
 		npm install --prefix "${dir}" --no-audit --no-fund --loglevel=error "@ibm/tekton-lint@${TEKTON_LINT_VERSION}"
+		;;
+	prometheus)
+		# Both programs in one go install, which builds their shared
+		# packages once and in parallel; remove_all_sd leaves out the
+		# service discoveries (static targets are all the tests scrape).
+		GOBIN="${dir}" go install -trimpath -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}" \
+			"github.com/prometheus/prometheus/cmd/prometheus@${PROMETHEUS_VERSION}" \
+			"github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}"
 		;;
 	tekton-validate)
 		if ! grep -q "github.com/tektoncd/pipeline ${TEKTON_PIPELINE_VERSION}\$" "${ROOT}/hack/tektonvalidate/go.mod"; then

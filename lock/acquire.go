@@ -267,9 +267,16 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 }
 
 // queueRoom returns a *QueueFullError when d, which queues a contender not
-// yet in cur's queue, makes the record larger than MaxQueueBytes.
+// yet in cur's queue, makes the record larger than MaxQueueBytes. The
+// queue goes before the history's oldest holds: those beyond the newest
+// KeptHistory are dropped from d's record, oldest first, until it fits.
 func queueRoom(target string, cur *Record, d Decision) error {
 	raw, err := json.Marshal(d.Record)
+	for err == nil && len(raw) > MaxQueueBytes && len(d.Record.History) > KeptHistory {
+		drop := max(min(len(d.Record.History)-KeptHistory, (len(raw)-MaxQueueBytes)/historyEntryBytes), 1)
+		d.Record.History = d.Record.History[drop:]
+		raw, err = json.Marshal(d.Record)
+	}
 	if err != nil {
 		return fmt.Errorf("encode lock record: %w", err)
 	}

@@ -119,6 +119,10 @@ func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*B
 		}
 		desc := fmt.Sprintf("break-glass for user %s by %s until %s: %q (the lock was %s)", req.User, req.By, until.Format(time.RFC3339), req.Reason, over)
 		out = &BreakGlass{Target: req.Target, User: req.User, Description: desc, Until: until}
+		rec.BreakGlass = append(rec.BreakGlass, GrantEntry{User: req.User, At: rec.Updated, Until: metav1.NewMicroTime(until)})
+		if n := len(rec.BreakGlass) - KeptHistory; n > 0 {
+			rec.BreakGlass = append([]GrantEntry(nil), rec.BreakGlass[n:]...)
+		}
 		mark := map[string]string{
 			BreakGlassUserAnnotation:  req.User,
 			BreakGlassStateAnnotation: stateOf(rec, cm),

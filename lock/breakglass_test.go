@@ -41,6 +41,12 @@ func TestBreakGlassGrant(t *testing.T) {
 	assert.Equal(t, breakGlassState(cm.Annotations[SummaryTokenAnnotation], ""), cm.Annotations[BreakGlassStateAnnotation],
 		"tied to the holder's token, as the policy reads it")
 	assert.Equal(t, "2026-03-01T12:10:00.000000Z", cm.Annotations[breakGlassUntilAnnotation])
+	rec, err := Decode(cm)
+	require.NoError(t, err)
+	if assert.Len(t, rec.BreakGlass, 1, "the record remembers the grant for statistics") {
+		assert.Equal(t, "carol", rec.BreakGlass[0].User)
+		assert.Equal(t, "2026-03-01T12:10:00Z", rec.BreakGlass[0].Until.UTC().Format(time.RFC3339))
+	}
 	l, err := c.Get(ctx, req.Target)
 	require.NoError(t, err)
 	assert.Equal(t, g.Description, l.Status.BreakGlass)

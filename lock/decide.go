@@ -95,7 +95,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	if rec.IsFree() && !rec.Freeze.ActiveAt(now) && len(rec.Waiters) == 0 {
 		// A free lock kept for its history is taken as a new one: with the
 		// contender's policy, and nobody to supersede.
-		rec.Freeze = nil
+		rec.unfreeze(now)
 		rec.Policy, rec.Waiters = policy, nil
 		rec.Holder = holding(me, ts, now)
 		return Decision{Record: rec, Outcome: Acquired, TookOver: true}
@@ -299,6 +299,10 @@ func otherJob(a, b Claim) bool {
 
 // acquire makes me the holder of rec, out of the queue.
 func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision {
+	if pos := rec.Position(me.ClaimID); pos > 0 {
+		// The hold's wait began when me joined the queue.
+		me.Queued = rec.Waiters[pos-1].Queued
+	}
 	rec.remove(me.ClaimID)
 	prev := rec.Holder
 	rec.Holder = holding(me, ts, now)
@@ -315,6 +319,7 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 		// the hold's start.
 		rec.Holder.Token, rec.Holder.TokenPending = prev.Token, prev.TokenPending
 		rec.Holder.LedgerKept = prev.LedgerKept
+		rec.Holder.Queued = prev.Queued
 		if prev.HandedOver {
 			rec.Holder.Since = prev.Since
 			return Decision{Record: rec, Outcome: Acquired, Confirmed: true}
@@ -327,9 +332,13 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 // holding is me's claim as holder from ts: alive while its pod is, or until
 // its TTL has passed. The expiry counts from now, never from ts: ts never
 // goes backwards, so a writer with a fast clock would push it for everyone.
+// A claim that did not wait (no Queued) was queued at ts: its wait is 0.
 func holding(me Claim, ts metav1.MicroTime, now time.Time) Claim {
 	c := me
 	c.Since = ts
+	if c.Queued == nil {
+		c.Queued = microPtr(ts.Time)
+	}
 	c.HandedOver = false
 	c.Token, c.TokenPending = "", true
 	c.Expires = nil
@@ -339,10 +348,12 @@ func holding(me Claim, ts metav1.MicroTime, now time.Time) Claim {
 	return c
 }
 
-// waiting is me's claim as a waiter from ts, expiring ttl after now.
+// waiting is me's claim as a waiter from ts, expiring ttl after now: its
+// wait begins at ts.
 func waiting(me Claim, ts metav1.MicroTime, now time.Time, ttl time.Duration) Claim {
 	c := me
 	c.Since = ts
+	c.Queued = microPtr(ts.Time)
 	c.HandedOver = false
 	c.Expires = microPtr(now.Add(ttl))
 	return c
@@ -440,6 +451,8 @@ func (r *Record) deepCopy() *Record {
 		}
 	}
 	out.History = append([]HistoryEntry(nil), r.History...)
+	out.BreakGlass = append([]GrantEntry(nil), r.BreakGlass...)
+	out.Frozen = append([]FrozenSpan(nil), r.Frozen...)
 	out.Ledger = slices.Clone(r.Ledger)
 	if r.Freeze != nil {
 		f := *r.Freeze
@@ -457,6 +470,10 @@ func (c Claim) deepCopy() Claim {
 	if c.Expires != nil {
 		e := *c.Expires
 		c.Expires = &e
+	}
+	if c.Queued != nil {
+		q := *c.Queued
+		c.Queued = &q
 	}
 	if c.CancelRequest != nil {
 		r := *c.CancelRequest

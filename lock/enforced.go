@@ -32,8 +32,9 @@ const stampResolution = time.Second
 
 // windowIntervals lists the intervals in which ws freeze target's lock
 // from now on, merged where they overlap, one "START END NAME" a line
-// (SummaryWindowsAnnotation), and until when the list is complete; none
-// and the zero time when no window applies to target.
+// (SummaryWindowsAnnotation, RFC 3339 in whole seconds), and until when
+// the list is complete; none and the zero time when no window applies to
+// target.
 func windowIntervals(ws []FreezeWindow, target string, now time.Time) ([]string, time.Time) {
 	type interval struct {
 		start, end time.Time
@@ -77,11 +78,17 @@ func windowIntervals(ws []FreezeWindow, target string, now time.Time) ([]string,
 		until = merged[maxWindowIntervals].start
 		merged = merged[:maxWindowIntervals]
 	}
+	// NOTE: whole seconds in UTC, one width, which the policy compares as
+	// strings: a start rounded down, an end up, so a window never shrinks.
 	lines := make([]string, len(merged))
 	for i, iv := range merged {
-		lines[i] = iv.start.Format(time.RFC3339Nano) + " " + iv.end.Format(time.RFC3339Nano) + " " + iv.name
+		end := iv.end.Truncate(time.Second)
+		if end.Before(iv.end) {
+			end = end.Add(time.Second)
+		}
+		lines[i] = iv.start.Truncate(time.Second).Format(time.RFC3339) + " " + end.Format(time.RFC3339) + " " + iv.name
 	}
-	return lines, until
+	return lines, until.Truncate(time.Second)
 }
 
 // summarizeWindows writes the intervals of target's freeze windows into
@@ -103,7 +110,7 @@ func (c *Client) summarizeWindows(ctx context.Context, cm *corev1.ConfigMap, tar
 		return nil
 	}
 	cm.Annotations[SummaryWindowsAnnotation] = strings.Join(lines, "\n")
-	cm.Annotations[SummaryWindowsUntilAnnotation] = until.UTC().Format(time.RFC3339Nano)
+	cm.Annotations[SummaryWindowsUntilAnnotation] = until.UTC().Format(time.RFC3339)
 	return nil
 }
 

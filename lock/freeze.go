@@ -216,8 +216,36 @@ func (r *Record) thaw(now time.Time) bool {
 	if r.Freeze == nil || r.Freeze.ActiveAt(now) {
 		return false
 	}
-	r.Freeze = nil
+	r.unfreeze(now)
 	return true
+}
+
+// unfreeze drops the record's freeze, ended at now or at its until when
+// that came first, and keeps its span in Frozen for statistics.
+func (r *Record) unfreeze(now time.Time) {
+	f := r.Freeze
+	if f == nil {
+		return
+	}
+	until := f.Until
+	if now.Before(until.Time) {
+		until = metav1.NewMicroTime(now)
+	}
+	if until.After(f.Since.Time) {
+		r.Frozen = append(r.Frozen, FrozenSpan{Since: f.Since, Until: until})
+		if n := len(r.Frozen) - KeptHistory; n > 0 {
+			r.Frozen = append([]FrozenSpan(nil), r.Frozen[n:]...)
+		}
+	}
+	r.Freeze = nil
+}
+
+// FrozenSpan is a freeze that ended, as the record remembers it: from
+// when until when the lock was frozen (record times). Added in record
+// version 1.9.
+type FrozenSpan struct {
+	Since metav1.MicroTime `json:"since"`
+	Until metav1.MicroTime `json:"until"`
 }
 
 // holderOrNone is the holder, or the zero Claim when nobody holds the lock,

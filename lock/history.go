@@ -3,14 +3,30 @@ package lock
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // MaxHistory is how many past holds a lock record keeps: the oldest go
-// first. Each entry is a few hundred bytes of the record's one annotation.
-const MaxHistory = 20
+// first. Each entry is a few hundred bytes of the record's one annotation
+// (about 280 with identities of usual length, 1.3 KB at the longest), so
+// the history of a busy lock is some 28 KB of it; statistics and wait
+// estimates are made from it (docs/adr/0101-a-history-of-100-holds.md).
+// Before record version 1.9 it was 20.
+const MaxHistory = 100
+
+// KeptHistory is how many past holds a queue that grows never takes the
+// room of: a contender whose joining would make the record larger than
+// MaxQueueBytes drops the oldest holds beyond these first, and is refused
+// only when the record is still too large (ADR 0090's bound, which
+// counted a history of 20).
+const KeptHistory = 20
+
+// historyEntryBytes is the most bytes a history entry takes (identities
+// of the longest length): dropping one frees at most this much.
+const historyEntryBytes = 1400
 
 // Ending says how a hold of the lock ended.
 type Ending string
@@ -56,6 +72,15 @@ type HistoryEntry struct {
 	// (--ignore-freeze), as Freeze.Describe renders it. Added in record
 	// version 1.4.
 	IgnoredFreeze string `json:"ignoredFreeze,omitempty"`
+	// Queued is when the holder joined the queue: Since - Queued is how
+	// long it waited for the hold (0 when it took a free lock). Nil for
+	// holds written before record version 1.9, or by an older lockctl,
+	// whose wait is not known. Added in record version 1.9.
+	Queued *metav1.MicroTime `json:"queued,omitempty"`
+	// SupersededBy is the newer build of the holder's branch that had asked
+	// it to stop (run --cancel-in-progress) when the hold ended. Added in
+	// record version 1.9.
+	SupersededBy string `json:"supersededBy,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
@@ -90,10 +115,14 @@ func (r *Record) ended(h Claim, ts metav1.MicroTime, how Ending, by, reason stri
 	if h.Released {
 		return
 	}
-	r.History = append(r.History, HistoryEntry{
+	e := HistoryEntry{
 		Identity: h.Identity, Pod: h.Pod, Since: h.Since, Until: ts, Ended: how, By: by, Reason: reason,
-		IgnoredFreeze: h.IgnoredFreeze,
-	})
+		IgnoredFreeze: h.IgnoredFreeze, Queued: h.Queued,
+	}
+	if h.CancelRequest != nil {
+		e.SupersededBy = h.CancelRequest.Identity.String()
+	}
+	r.History = append(r.History, e)
 	if n := len(r.History) - MaxHistory; n > 0 {
 		r.History = append([]HistoryEntry(nil), r.History[n:]...)
 	}
@@ -206,3 +235,16 @@ func isFree(cm *corev1.ConfigMap) bool {
 func idle(rec *Record) bool {
 	return rec.IsFree() && rec.Freeze == nil && len(rec.Waiters) == 0
 }
+
+// Wait is how long the holder waited for the hold: from joining the queue
+// to taking the lock. ok is false when the entry does not say (written
+// before record version 1.9, or by an older lockctl).
+func (h HistoryEntry) Wait() (d time.Duration, ok bool) {
+	if h.Queued == nil || h.Queued.IsZero() {
+		return 0, false
+	}
+	return max(h.Since.Sub(h.Queued.Time), 0), true
+}
+
+// Held is how long the hold lasted.
+func (h HistoryEntry) Held() time.Duration { return max(h.Until.Sub(h.Since.Time), 0) }

@@ -81,7 +81,7 @@ func TestHistory(t *testing.T) {
 			objs:       []runtime.Object{lockObject(t, full)},
 			do:         releaseAs("42", ReleaseOptions{}),
 			wantHolder: "",
-			want:       []string{"acme/web@main#42 released", "acme/old@main#19 released"},
+			want:       []string{"acme/web@main#42 released", fmt.Sprintf("acme/old@main#%d released", MaxHistory-1)},
 			wantLen:    MaxHistory,
 		},
 	}

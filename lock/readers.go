@@ -2,9 +2,12 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // What a reader that keeps its own copy of the lock ConfigMaps (an
@@ -60,4 +63,48 @@ func (w *FreezeWindow) Next(now time.Time) *Freeze {
 		return nil
 	}
 	return w.activeAt(start)
+}
+
+// Records returns the records of the locks of targets, in that order, a
+// target without a lock left out; with no target, the records of every
+// lock of the lock namespace (of every namespace for a Client made for
+// metav1.NamespaceAll), free ones kept for their history included, by
+// name, those that cannot be read left out. They are what statistics
+// are made from (package stats): the history, the grants and the freezes.
+func (c *Client) Records(ctx context.Context, targets ...string) ([]*Record, error) {
+	var out []*Record
+	if len(targets) > 0 {
+		for _, t := range targets {
+			cm, err := c.store.Get(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			if cm == nil {
+				continue
+			}
+			rec, err := c.decode(cm, t)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rec)
+		}
+		return out, nil
+	}
+	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
+	opts := metav1.ListOptions{LabelSelector: sel, Limit: listPageSize}
+	for {
+		list, err := c.cms.ConfigMaps(c.namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list locks in namespace %q: %w", c.namespace, err)
+		}
+		for i := range list.Items {
+			if rec, err := Decode(&list.Items[i]); err == nil {
+				out = append(out, rec)
+			}
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
 }

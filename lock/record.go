@@ -308,6 +308,12 @@ type Claim struct {
 	Pod *PodRef `json:"pod,omitempty"`
 	// Since is when the claim joined the queue, or when it took the lock.
 	Since metav1.MicroTime `json:"since"`
+	// Queued is when the claimant joined the queue (a record time): on a
+	// waiter, Since unless it took an older build's place and its ageing;
+	// on a holder, when it began to wait for the hold, which Since - Queued
+	// is the wait of. Nil on claims written before record version 1.9.
+	// Added in record version 1.9.
+	Queued *metav1.MicroTime `json:"queued,omitempty"`
 	// Expires, when set, is when the claim stops counting unless renewed.
 	// Waiters always have one; a holder has one unless it lives in a pod.
 	Expires *metav1.MicroTime `json:"expires,omitempty"`
@@ -409,7 +415,8 @@ type Record struct {
 	Waiters []Claim          `json:"waiters,omitempty"`
 	Updated metav1.MicroTime `json:"updated"`
 	// History is the last holds of the lock, oldest first, at most
-	// MaxHistory of them. Added in record version 1.3.
+	// MaxHistory of them (20 before record version 1.9). Added in record
+	// version 1.3.
 	History []HistoryEntry `json:"history,omitempty"`
 	// Freeze, when set, stops the lock from changing hands (see Freeze).
 	// A record with a freeze has version frozenVersion (major 2), and
@@ -420,10 +427,30 @@ type Record struct {
 	// LedgerKept: lockctl run's account of where runs may have left jobs
 	// behind (package runjobs). Added in record version 1.7.
 	Ledger json.RawMessage `json:"runJobs,omitempty"`
+	// BreakGlass is the last break-glass grants made on the lock
+	// (lockctl break-glass), oldest first, at most KeptHistory of them:
+	// for statistics, since the grant itself lives in annotations that
+	// go when it ends. Added in record version 1.9.
+	BreakGlass []GrantEntry `json:"breakGlass,omitempty"`
+	// Frozen is the last freezes of the lock that ended, oldest first, at
+	// most KeptHistory of them: for statistics, since Freeze goes when it
+	// ends. Added in record version 1.9.
+	Frozen []FrozenSpan `json:"frozen,omitempty"`
 
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
 	unknown map[string]json.RawMessage
+}
+
+// GrantEntry is a break-glass grant as the record remembers it. Added in
+// record version 1.9.
+type GrantEntry struct {
+	// User is the Kubernetes user the grant admitted.
+	User string `json:"user"`
+	// At is when it was granted, Until when it was to end at the latest
+	// (record times).
+	At    metav1.MicroTime `json:"at"`
+	Until metav1.MicroTime `json:"until"`
 }
 
 // Sizes of the record, which is one annotation: the API server refuses an

@@ -102,7 +102,7 @@ func decideUnfreeze(target string, rec *Record, ws []FreezeWindow, now time.Time
 		return &Unfrozen{}, false, nil
 	}
 	res := &Unfrozen{Previous: rec.Freeze}
-	rec.Freeze = nil
+	rec.unfreeze(now)
 	ts := later(now, rec.Updated)
 	rec.Updated = ts
 	if rec.unheld() {

@@ -35,7 +35,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			RunURL:   "https://github.com/acme/web/actions/runs/1041/attempts/2",
 			User:     "system:serviceaccount:ci:deployer", Credential: "pod-uid=0b7e1a52-3f0e-4d4c-9a55-7f1a0c2b9e11",
 			ClaimID: "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
-			Cancelable: true, LedgerKept: true,
+			Cancelable: true, LedgerKept: true, Queued: microPtr(since.Add(-5 * time.Minute)),
 			CancelRequest: &CancelRequest{
 				Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}, ClaimID: "c3", At: metav1.NewMicroTime(since.Add(time.Minute)),
 			},
@@ -43,15 +43,23 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		Waiters: []Claim{{
 			Identity: Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"},
 			User:     "alice@example.com",
-			ClaimID:  "b2", Since: metav1.NewMicroTime(since.Add(time.Minute)), Expires: &wexp,
+			ClaimID:  "b2", Since: metav1.NewMicroTime(since.Add(time.Minute)), Expires: &wexp, Queued: microPtr(since.Add(time.Minute)),
 			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-7"}, Priority: PriorityHigh,
 		}},
 		Updated: metav1.NewMicroTime(since.Add(time.Minute)),
 		History: []HistoryEntry{
 			{Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "39"}, Since: metav1.NewMicroTime(since.Add(-time.Hour)),
-				Until: metav1.NewMicroTime(since.Add(-30 * time.Minute)), Ended: EndBroken, By: "alice@laptop"},
+				Until: metav1.NewMicroTime(since.Add(-30 * time.Minute)), Ended: EndBroken, By: "alice@laptop",
+				Queued: microPtr(since.Add(-70 * time.Minute)), SupersededBy: "acme/web@main#40"},
+
 			{Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "40"}, Pod: &PodRef{Namespace: "ci", Name: "build-40", UID: "u-40"},
 				Since: metav1.NewMicroTime(since.Add(-30 * time.Minute)), Until: since, Ended: EndLost, Reason: "pod ci/build-40 is gone"},
+		},
+		Frozen: []FrozenSpan{
+			{Since: metav1.NewMicroTime(since.Add(-3 * time.Hour)), Until: metav1.NewMicroTime(since.Add(-2 * time.Hour))},
+		},
+		BreakGlass: []GrantEntry{
+			{User: "carol", At: metav1.NewMicroTime(since.Add(-20 * time.Minute)), Until: metav1.NewMicroTime(since.Add(-10 * time.Minute))},
 		},
 	}
 	rec = kept(rec, &account{Pending: []runMark{{Namespace: "deploys", ClaimID: "a1"}}, Swept: []string{"ci"}})

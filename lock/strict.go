@@ -33,6 +33,9 @@ type strictRecord struct {
 	History []strictHistory  `json:"history,omitempty"`
 	Freeze  *Freeze          `json:"freeze,omitempty"`
 	Ledger  json.RawMessage  `json:"runJobs,omitempty"`
+	// BreakGlass has no decoder of its own: its type is used as it is.
+	BreakGlass []GrantEntry `json:"breakGlass,omitempty"`
+	Frozen     []FrozenSpan `json:"frozen,omitempty"`
 }
 
 // strictClaim and strictHistory have the fields of Claim and HistoryEntry
@@ -63,6 +66,9 @@ func decodeStrict(raw string) (*Record, bool) {
 		Holder:  Claim(s.Holder),
 		Updated: s.Updated,
 		Freeze:  s.Freeze,
+
+		BreakGlass: s.BreakGlass,
+		Frozen:     s.Frozen,
 	}
 	if s.Waiters != nil {
 		rec.Waiters = make([]Claim, len(s.Waiters))

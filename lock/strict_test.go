@@ -57,7 +57,7 @@ func TestStrictDecodeAgrees(t *testing.T) {
 	assert.True(t, assertStrictAgrees(t, busy), "a busy lock's record, as this lockctl writes it")
 
 	for name, raw := range map[string]string{
-		"a newer minor's field":       `{"version":"1.9","target":"t","policy":"fifo","holder":{"owner":"o","repo":"r","branch":"b","build":"1","session":"s","since":"2026-12-02T16:00:00.000000Z","expires":"2026-12-02T17:00:00.000000Z","new":1},"updated":"2026-12-02T16:00:00.000000Z"}`,
+		"a newer minor's field":       `{"version":"1.99","target":"t","policy":"fifo","holder":{"owner":"o","repo":"r","branch":"b","build":"1","session":"s","since":"2026-12-02T16:00:00.000000Z","expires":"2026-12-02T17:00:00.000000Z","new":1},"updated":"2026-12-02T16:00:00.000000Z"}`,
 		"a field unknown in a freeze": `{"version":"2.7","target":"t","policy":"fifo","holder":{},"freeze":{"reason":"r","by":{"owner":"o","repo":"r","branch":"b","build":"1"},"since":"2026-12-02T16:00:00.000000Z","until":"2026-12-02T17:00:00.000000Z","new":1},"updated":"2026-12-02T16:00:00.000000Z"}`,
 		"a time without microseconds": `{"target":"t","policy":"fifo","holder":{"owner":"o","repo":"r","branch":"b","build":"1","session":"s","since":"2026-12-02T16:00:00Z","expires":"2026-12-02T17:00:00Z"},"updated":"2026-12-02T16:00:00Z"}`,
 		"something after the record":  `{"target":"t"} {}`,
@@ -78,7 +78,7 @@ func TestStrictTypesKnowEveryField(t *testing.T) {
 // TestDecodeKeepsUnknownFieldsPastTheStrictPath: a record the strict decode
 // refuses still reads, unknown fields kept for the write back.
 func TestDecodeKeepsUnknownFieldsPastTheStrictPath(t *testing.T) {
-	raw := `{"version":"1.9","target":"t","policy":"fifo","holder":{"owner":"o","repo":"r","branch":"b","build":"1","session":"s","since":"2026-12-02T16:00:00.000000Z","expires":"2026-12-02T17:00:00.000000Z","new":1},"updated":"2026-12-02T16:00:00.000000Z","later":"x"}`
+	raw := `{"version":"1.99","target":"t","policy":"fifo","holder":{"owner":"o","repo":"r","branch":"b","build":"1","session":"s","since":"2026-12-02T16:00:00.000000Z","expires":"2026-12-02T17:00:00.000000Z","new":1},"updated":"2026-12-02T16:00:00.000000Z","later":"x"}`
 	rec, err := Decode(lockConfigMap(raw))
 	require.NoError(t, err)
 	assert.Equal(t, json.RawMessage(`1`), rec.Holder.unknown["new"])

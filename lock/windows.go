@@ -475,7 +475,7 @@ func (r *Record) dropLapsedWindow(ws []FreezeWindow, now time.Time) bool {
 	if f := windowFreeze(ws, r.Target, now); f != nil && f.By == r.Freeze.By {
 		return false
 	}
-	r.Freeze = nil
+	r.unfreeze(now)
 	return true
 }
 

@@ -302,7 +302,7 @@ func TestWindowIntervals(t *testing.T) {
 	require.Len(t, lines, 91, "every night to the horizon, the last begun before it")
 	assert.Equal(t, "2026-12-07T22:00:00Z 2026-12-08T07:00:00Z nightly", lines[0], "the window in force, merged with the one it overlaps")
 	assert.Equal(t, "2026-12-08T22:00:00Z 2026-12-09T07:00:00Z nightly", lines[1])
-	assert.Equal(t, now.Add(windowsHorizon), until)
+	assert.Equal(t, now.Add(windowsHorizon), until, "a whole second")
 
 	lines, until = windowIntervals(ws, "api", now)
 	require.Len(t, lines, maxWindowIntervals)

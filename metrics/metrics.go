@@ -401,6 +401,7 @@ func (g *GaugeVec) Collect(add func(Family)) {
 // Histogram counts observations in buckets of upper bounds.
 type Histogram struct {
 	desc
+	labels []Label // of a series of a HistogramVec
 	bounds []float64
 	mu     sync.Mutex
 	counts []uint64 // per bucket, not cumulative; the last is +Inf
@@ -475,4 +476,85 @@ func (f *Func) Collect(add func(Family)) {
 	})
 	sortSamples(ss)
 	add(Family{Name: f.name, Help: f.help, Type: f.typ, Samples: ss})
+}
+
+// delete removes the series of these label values; it reports whether
+// there was one.
+func (v *vec[T]) delete(values []string) bool {
+	key := strings.Join(values, "\xff")
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.series[key]; !ok {
+		return false
+	}
+	delete(v.series, key)
+	v.keys = slices.DeleteFunc(v.keys, func(k string) bool { return k == key })
+	return true
+}
+
+// DeleteLabelValues removes the counter of these label values, as
+// client_golang's does for an object that is gone; it reports whether
+// there was one.
+func (c *CounterVec) DeleteLabelValues(values ...string) bool { return c.v.delete(values) }
+
+// HistogramVec is a family of histograms by label values, all of the same
+// buckets.
+type HistogramVec struct {
+	v      vec[Histogram]
+	bounds []float64
+}
+
+// NewHistogramVec returns a family of histograms of these increasing
+// upper bounds (a +Inf bucket is added) with these label names.
+func NewHistogramVec(name, help string, bounds []float64, labels ...string) *HistogramVec {
+	h := &HistogramVec{bounds: slices.Clone(bounds)}
+	h.v = vec[Histogram]{
+		desc: desc{name: name, help: help, typ: HistogramType, labels: labels}, series: map[string]*Histogram{},
+		make: func(ls []Label) *Histogram {
+			s := NewHistogram(name, help, h.bounds)
+			s.labels = ls
+			return s
+		},
+	}
+	return h
+}
+
+// WithLabelValues returns the histogram of these label values, creating
+// it empty.
+func (h *HistogramVec) WithLabelValues(values ...string) *Histogram { return h.v.get(values) }
+
+// DeleteLabelValues removes the histogram of these label values; it
+// reports whether there was one.
+func (h *HistogramVec) DeleteLabelValues(values ...string) bool { return h.v.delete(values) }
+
+// Describe implements Collector.
+func (h *HistogramVec) Describe() []string { return h.v.Describe() }
+
+// Collect implements Collector: each series' buckets, sum and count, the
+// series in the order of their label values.
+func (h *HistogramVec) Collect(add func(Family)) {
+	h.v.mu.Lock()
+	series := make([]*Histogram, 0, len(h.v.keys))
+	for _, k := range h.v.keys {
+		series = append(series, h.v.series[k])
+	}
+	h.v.mu.Unlock()
+	slices.SortStableFunc(series, func(a, b *Histogram) int {
+		for i := range min(len(a.labels), len(b.labels)) {
+			if c := strings.Compare(a.labels[i].Value, b.labels[i].Value); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	var ss []Sample
+	for _, s := range series {
+		s.Collect(func(f Family) {
+			for _, smp := range f.Samples {
+				smp.Labels = append(slices.Clone(s.labels), smp.Labels...)
+				ss = append(ss, smp)
+			}
+		})
+	}
+	add(Family{Name: h.v.name, Help: h.v.help, Type: HistogramType, Samples: ss})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lockctl/lockctl/dashboard"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -39,11 +40,23 @@ func ServeDashboard(ctx context.Context, f *Factory, l *LockFlags, cf *ClusterFl
 	if err != nil {
 		return err
 	}
-	hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{Jobs: store, PodsFor: podsFor, Log: f.Log})
+	// NOTE: the page's server serves the locks' metrics at /metrics too.
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewGoCollector(), metrics.NewProcessCollector())
+	exporter, err := NewLockExporter(f, reg)
+	if err != nil {
+		return err
+	}
+	hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{Jobs: store, PodsFor: podsFor, Log: f.Log, Metrics: reg.Handler()})
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("serve the dashboard: %w", err)
 	}
+	stopWatch, err := ObserveLocks(ctx, f, locks.Namespace(), exporter)
+	if err != nil {
+		return err
+	}
+	defer stopWatch()
 	if warning := ExposedWarning(ln.Addr()); warning != "" {
 		fmt.Fprintln(f.IOStreams.ErrOut, warning)
 	}

@@ -84,6 +84,9 @@ type ContenderFlags struct {
 	// Timeout gives up waiting after this long (--timeout); 0 waits for
 	// ever.
 	Timeout time.Duration
+	// TimeoutAuto makes the timeout a budget from the locks' history
+	// (--timeout auto, ResolveTimeout); Timeout is then 0.
+	TimeoutAuto bool
 	// Policy and Priority order the queue (--policy, --priority).
 	Policy   lock.Policy
 	Priority lock.Priority
@@ -109,7 +112,7 @@ type ContenderUsage struct {
 // AddFlags binds the group, marking --ignore-freeze as an override.
 func (c *ContenderFlags) AddFlags(fs *pflag.FlagSet, usage ContenderUsage) {
 	fs.DurationVar(&c.TTL, "ttl", c.TTL, usage.TTL)
-	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, usage.Timeout)
+	fs.Var(timeoutFlag{d: &c.Timeout, auto: &c.TimeoutAuto}, "timeout", usage.Timeout)
 	AddPolicyFlag(fs, &c.Policy)
 	AddPriorityFlag(fs, &c.Priority)
 	fs.BoolVar(&c.IgnoreFreeze, "ignore-freeze", c.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")

@@ -2,15 +2,19 @@ package cli
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/metricsserver"
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/metrics"
+	"github.com/lockctl/lockctl/notify"
 	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/scheduler"
+	"github.com/lockctl/lockctl/stats"
 )
 
 // EventsFlushTimeout bounds how long lockctl reconcile, stopping, writes
@@ -28,8 +32,14 @@ type LoopConfig struct {
 	Options scheduler.LoopOptions
 	// JobEvents says which job state changes are Events.
 	JobEvents events.JobEvents
-	// MetricsAddr, when set, serves the loop's metrics and readiness.
+	// MetricsAddr, when set, serves the loop's metrics and readiness,
+	// and, unless Once, the metrics of the locks of the lock namespace.
 	MetricsAddr string
+	// Once says the loop makes one pass (--once).
+	Once bool
+	// Notify, unless Once, sends webhook notifications of the locks of
+	// the lock namespace (--notify-webhook); nil or no webhook sends none.
+	Notify *NotifyFlags
 }
 
 // NewLoop builds lockctl reconcile's loop from f and the locks of l: a
@@ -78,6 +88,13 @@ func NewLoop(ctx context.Context, f *Factory, l *LockFlags, c LoopConfig) (loop 
 	if err != nil {
 		return nil, nil, cmdutil.UsageIfInvalid(err)
 	}
+	if !c.Once {
+		stopWatch, err := observeLoopLocks(ctx, f, reg, locks, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		stops = append(stops, stopWatch)
+	}
 	if c.MetricsAddr != "" {
 		stopMetrics, err := metricsserver.Start(ctx, c.MetricsAddr, reg, loop.Ready, f.Log)
 		if err != nil {
@@ -111,4 +128,45 @@ func LoopOptions(cfg *scheduler.Config, l *LoopFlags, cf *ClusterFlags, r *Reten
 		lo.Prune = &prune
 	}
 	return lo, nil
+}
+
+// observeLoopLocks watches the locks of the loop's lock namespace for
+// their metrics (with c.MetricsAddr) and notifications (c.Notify), when
+// either is asked for.
+func observeLoopLocks(ctx context.Context, f *Factory, reg *metrics.Registry, locks *lock.Client, c LoopConfig) (stop func(), err error) {
+	var observers []stats.Observer
+	if c.MetricsAddr != "" {
+		exporter, err := NewLockExporter(f, reg)
+		if err != nil {
+			return nil, err
+		}
+		observers = append(observers, exporter)
+	}
+	var n *notify.Notifier
+	if c.Notify != nil {
+		if n, err = c.Notify.Notifier(f, locks); err != nil {
+			return nil, err
+		}
+	}
+	if n != nil {
+		observers = append(observers, n)
+	}
+	if len(observers) == 0 {
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stopWatch, err := ObserveLocks(ctx, f, locks.Namespace(), observers...)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	if n != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.Run(ctx)
+		}()
+	}
+	return func() { cancel(); stopWatch(); wg.Wait() }, nil
 }

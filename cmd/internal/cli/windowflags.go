@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -79,4 +81,55 @@ func (w *WindowFlags) SayAdded(out io.Writer, name, ns string) {
 		targets = strings.Join(w.Targets, ", ")
 	}
 	fmt.Fprintf(out, "freeze window %q added to configmap %s/%s: %s for %s, %s\n", name, ns, lock.FreezeWindowsName, w.Schedule, w.Duration, targets)
+}
+
+// Add adds the window name made of w to the lock namespace of l, and says
+// so on f's ErrOut (lockctl freeze-windows add).
+func (w *WindowFlags) Add(ctx context.Context, f *Factory, l *LockFlags, name string) error {
+	locks, err := NewLockClient(f, l, LockClientOptions{})
+	if err != nil {
+		return err
+	}
+	if err := locks.AddFreezeWindow(ctx, w.Window(name)); err != nil {
+		return err
+	}
+	w.SayAdded(f.IOStreams.ErrOut, name, locks.Namespace())
+	return nil
+}
+
+// ListFreezeWindows prints the freeze windows of l's lock namespace in
+// output's form, broken ones included and warned of on f's ErrOut
+// (lockctl freeze-windows list).
+func ListFreezeWindows(ctx context.Context, f *Factory, l *LockFlags, output string) error {
+	locks, err := NewLockClient(f, l, LockClientOptions{})
+	if err != nil {
+		return err
+	}
+	entries, err := locks.ListFreezeWindows(ctx)
+	if err != nil {
+		return err
+	}
+	items, broken := printers.WindowItems(entries, locks.Clock().Now())
+	if len(items) == 0 {
+		fmt.Fprintf(f.IOStreams.ErrOut, "no freeze windows in namespace %q\n", locks.Namespace())
+	}
+	if broken > 0 {
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %d of the freeze windows in configmap %s/%s cannot be read: acquire and release refuse the locks of namespace %q until they are fixed or removed\n",
+			broken, locks.Namespace(), lock.FreezeWindowsName, locks.Namespace())
+	}
+	return printers.PrintWindows(f.IOStreams.Out, output, items)
+}
+
+// RemoveFreezeWindow removes the window name from l's lock namespace
+// (lockctl freeze-windows remove).
+func RemoveFreezeWindow(ctx context.Context, f *Factory, l *LockFlags, name string) error {
+	locks, err := NewLockClient(f, l, LockClientOptions{})
+	if err != nil {
+		return err
+	}
+	if err := locks.RemoveFreezeWindow(ctx, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IOStreams.ErrOut, "freeze window %q removed from configmap %s/%s\n", name, locks.Namespace(), lock.FreezeWindowsName)
+	return nil
 }
