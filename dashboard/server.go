@@ -181,7 +181,7 @@ func (h *Hub) write(w http.ResponseWriter, status int, page []byte, err error) {
 // request while the snapshot is current (at 5,000 locks that is 3.4 MB),
 // worded at the snapshot's time.
 func (h *Hub) serveIndex(w http.ResponseWriter, r *http.Request) {
-	d := pageData{Title: "lockctl dashboard", Page: "index"}
+	d := pageData{Title: "lockctl dashboard", Page: "index", Filter: filterOf(r.URL.Query())}
 	h.mu.Lock()
 	p := h.current
 	h.mu.Unlock()
@@ -191,7 +191,7 @@ func (h *Hub) serveIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Snap = p.snap
 	d.Counts = p.counts()
-	if d.Filter = filterOf(r.URL.Query()); d.Filter.Active() {
+	if d.Filter.Active() {
 		// Rendered for this request alone: the first cards of the locks it
 		// shows, or all of them with ?all.
 		var shown []LockEntry

@@ -309,6 +309,9 @@
   const form = page === "index" ? document.getElementById("filter") : null;
   if (form) {
     const input = form.elements.namedItem("q"), select = form.elements.namedItem("state");
+    // As the address says, whatever page the server had to serve.
+    input.value = filter.q;
+    select.value = filter.state;
     const fromForm = () => setFilter({ q: input.value.trim(), state: FILTER_STATES.includes(select.value) ? select.value : "" });
     input.addEventListener("input", fromForm);
     select.addEventListener("change", fromForm);
