@@ -16,7 +16,7 @@ export LOCKCTL_REQUIRE_INTEGRATION := 1
 # bench, which drive a lockctl binary built without it.
 RACE_PKGS = $(shell go list ./... | grep -v -e /e2e -e /reliability -e /bench)
 
-.PHONY: fuzz help build image localcluster tools chromium test unit integration soak demo up down bench scale lint golden docs clean check-integrations integration-tools krew-manifest pin-image
+.PHONY: fuzz help build image localcluster tools chromium test unit integration soak demo up down bench scale lint golden docs clean check-integrations integration-tools krew-manifest pin-image helm-plugin
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,8 +40,8 @@ test: tools chromium integration-tools ## run the whole suite: unit tests under 
 	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short -count=1 -timeout 20m $(RACE_PKGS)
 	go test -count=1 -timeout 40m ./...
 
-integration-tools: ## build the integrations' tools (actionlint, krew, kubectl, gitlab-ci-local, tekton-lint, tekton-validate) and Prometheus with promtool (cached in _output/tools)
-	hack/integration-tools.sh actionlint krew kubectl gitlab-ci-local tekton-lint tekton-validate prometheus
+integration-tools: ## build the integrations' tools (actionlint, krew, kubectl, gitlab-ci-local, tekton-lint, tekton-validate, Prometheus with promtool, Helm 3 and 4, Flux's apply; in parallel, cached in _output/tools)
+	hack/integration-tools.sh actionlint krew kubectl gitlab-ci-local tekton-lint tekton-validate prometheus helm3 helm4 flux-apply
 
 check-integrations: tools integration-tools ## check integrations/ with each CI ecosystem's tools and run them against a real API server (docs/integrations.md)
 	go test -count=1 -timeout 20m ./integrations
@@ -51,6 +51,9 @@ pin-image: ## pin deploy/'s image to release VERSION pushed to LOCKCTL_IMAGE (OW
 
 krew-manifest: ## write dist/lockctl.yaml, the krew manifest of release VERSION from dist/checksums.txt
 	go run ./hack/krew-manifest -version $(VERSION) -checksums dist/checksums.txt -o dist/lockctl.yaml
+
+helm-plugin: ## write dist/lockctl-stamp-VERSION.tgz, the Helm 4 post-renderer plugin's archive of release VERSION (docs/helm.md)
+	go run ./hack/helm-plugin -version $(VERSION) -o dist/lockctl-stamp-$(patsubst v%,%,$(VERSION)).tgz
 
 unit: ## run the unit tests only (no control plane), under the race detector
 	LOCKCTL_REQUIRE_INTEGRATION= go test -race -short ./...

@@ -157,7 +157,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: o.f.LockClock()})
 	reqs := lock.RequestsFor(lock.Request{
 		Identity: id, Job: holder.Job, RunURL: holder.RunURL, LookupUser: cli.KubeUser(o.f), Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update, NoWait: o.NoWait,
+		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, OnProgress: wait.Update, NoWait: o.NoWait,
 	}, o.Targets)
 	cmdCtx := ctx
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.ResolveTimeout(ctx, o.f, locks, reqs))

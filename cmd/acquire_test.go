@@ -50,6 +50,20 @@ func TestNewAcquireCmd(t *testing.T) {
 			args: []string{"staging", "--no-wait"},
 			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}, NoWait: true},
 		},
+		{
+			name: "applications, repeated and listed, from the command line and the environment",
+			args: []string{"staging", "--app", "argocd/web", "--app", "flux/kustomization/apps/web,argocd/web"},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",
+				Apps: []lock.App{{Kind: lock.AppArgoCD, Name: "web"}, {Kind: lock.AppFluxKustomization, Namespace: "apps", Name: "web"}}}},
+		},
+		{
+			name: "applications from LOCKCTL_APP",
+			args: []string{"staging"},
+			env:  map[string]string{"LOCKCTL_APP": "argocd/team-a/web,flux/helmrelease/apps/web"},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",
+				Apps: []lock.App{{Kind: lock.AppArgoCD, Namespace: "team-a", Name: "web"}, {Kind: lock.AppFluxHelmRelease, Namespace: "apps", Name: "web"}}}},
+		},
+		{name: "bad application", args: []string{"staging", "--app", "flux/web"}, wantErr: `invalid argument "flux/web" for "--app" flag: application "flux/web" names Flux kind "web": use argocd/NAME, argocd/NAMESPACE/NAME, flux/kustomization/NAMESPACE/NAME or flux/helmrelease/NAMESPACE/NAME`},
 		{name: "no-wait with a timeout", args: []string{"staging", "--no-wait", "--timeout", "1m"}, wantErr: "--no-wait and --timeout exclude each other"},
 		{
 			name: "a budget from history",

@@ -108,6 +108,7 @@ func TestReleaseChecksumsCoverEverything(t *testing.T) {
 		names = append(names, f.NameTemplate)
 	}
 	assert.Contains(t, names, "lockctl_{{ .Version }}_oci-image-shell.tar", "the shell image is published")
+	assert.Contains(t, names, "lockctl-stamp-{{ .Version }}.tgz", "the Helm 4 plugin's archive is published, under the name helm plugin install needs")
 }
 
 func readYAML(t *testing.T, path string, into any) {

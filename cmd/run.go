@@ -305,7 +305,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
 		Requests: lock.RequestsFor(lock.Request{
 			Identity: holder.Identity, Job: holder.Job, RunURL: holder.RunURL, LookupUser: cli.KubeUser(o.f), Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
-			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, OnProgress: wait.Update,
+			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, OnProgress: wait.Update,
 			Cancelable: true, CancelInProgress: o.CancelInProgress,
 		}, o.Targets),
 	}

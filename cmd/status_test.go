@@ -68,7 +68,7 @@ func TestRunStatus(t *testing.T) {
 	}
 	tokened := heldLock(t, "43")
 	tokened.Name, tokened.Namespace = lock.Name("prod"), "ops"
-	tokened.Annotations[lock.RecordAnnotation] = strings.NewReplacer(`"target":"staging"`, `"target":"prod"`, `"session":"s43"`, `"session":"s43","token":"17"`).
+	tokened.Annotations[lock.RecordAnnotation] = strings.NewReplacer(`"target":"staging"`, `"target":"prod"`, `"session":"s43"`, `"apps":["argocd/web","flux/kustomization/apps/web"],"session":"s43","token":"17"`).
 		Replace(tokened.Annotations[lock.RecordAnnotation])
 	corrupt := heldLock(t, "1")
 	corrupt.Name = lock.Name("broken")

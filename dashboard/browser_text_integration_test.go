@@ -55,7 +55,8 @@ func TestIntegrationDashboardBrowserText(t *testing.T) {
 	locks := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{WaiterTTL: 10 * time.Minute})
 
 	_, _, err = locks.TryAcquire(ctx, lock.Request{Target: "production", ClaimID: "evil", TTL: time.Hour,
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main\u202egnp.exe", Build: "1"}})
+		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main\u202egnp.exe", Build: "1"},
+		Apps:     []lock.App{{Kind: lock.AppArgoCD, Name: "web"}, {Kind: lock.AppFluxHelmRelease, Namespace: "apps", Name: "web"}}})
 	require.NoError(t, err)
 	_, err = locks.Freeze(ctx, lock.FreezeRequest{Target: "staging", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
 		Reason: "hold\u202efix", Until: time.Now().Add(2 * time.Hour)})
@@ -95,6 +96,11 @@ func TestIntegrationDashboardBrowserText(t *testing.T) {
 			"the identity as lockctl status shows it")
 		assert.Equal(t, `"hold\u202efix"`, text(t, bctx, `document.querySelector('#locks .lock[data-state="frozen"] .freeze .reason').textContent`))
 		assert.Equal(t, "false", text(t, bctx, `String(document.body.innerText.includes('\u202e'))`), "no raw override anywhere on the page")
+	})
+
+	t.Run("the holder's applications", func(t *testing.T) {
+		assert.Equal(t, "argocd/web, flux/helmrelease/apps/web", text(t, bctx, `document.querySelector('#locks .lock[data-state="held"] .apps').textContent`),
+			"as the server renders them")
 	})
 
 	t.Run("a frozen lock nobody holds shows frozen", func(t *testing.T) {

@@ -120,7 +120,9 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 	// and on a busy machine that happens.
 	s := start(t, func(cs *fake.Clientset, locks *lock.Client) {
 		ctx := t.Context()
-		_, _, err := locks.TryAcquire(ctx, holder(evil, "1"))
+		first := holder(evil, "1")
+		first.Apps = []lock.App{{Kind: lock.AppArgoCD, Name: "web"}, {Kind: lock.AppFluxKustomization, Namespace: "apps", Name: "web"}}
+		_, _, err := locks.TryAcquire(ctx, first)
 		require.NoError(t, err)
 		_, p, err := locks.TryAcquire(ctx, holder("main", "2"))
 		require.NoError(t, err)
@@ -158,6 +160,7 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 		assert.Contains(t, body, "&lt;img src=x onerror=alert(1)&gt;", "the branch and the reason as text")
 		assert.Contains(t, body, `href="/locks/locks/`, "a link to the lock's history")
 		assert.Contains(t, body, `href="/jobs/deploy-1/logs"`, "a link to the job's logs")
+		assert.Contains(t, body, `<dt>Apps</dt><dd class="apps">argocd/web, flux/kustomization/apps/web</dd>`, "the holder's applications")
 		assert.Equal(t, dashboard.ContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"))
 		assert.NotContains(t, body, "<script>", "no inline script")
 		assert.NotContains(t, body, "http://", "no asset from elsewhere")

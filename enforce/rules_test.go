@@ -267,6 +267,8 @@ func TestRulesOfTheRecord(t *testing.T) {
 	shortened.updated, shortened.expires = at(-5), at(-300)
 	renewed := live
 	renewed.updated, renewed.expires = at(-5), at(600)
+	otherApps := live
+	otherApps.updated, otherApps.apps = at(-5), "argocd:billing"
 	unmarked := free
 	unmarked.unmarked = true
 	tests := []struct {
@@ -283,6 +285,8 @@ func TestRulesOfTheRecord(t *testing.T) {
 		{name: "the holder hands over", req: lockWrite("alice", live, byBob, at(-5))},
 		{name: "the holder renews", req: lockWrite("alice", live, renewed, at(-5))},
 		{name: "another shortens the hold", req: lockWrite("bob", live, shortened, at(-5)), refused: true, message: []string{"only the holder renews its hold"}},
+		{name: "another changes the hold's applications", req: lockWrite("bob", live, otherApps, at(-5)), refused: true, message: []string{"changes the applications it names"}},
+		{name: "the holder changes its applications", req: lockWrite("alice", live, otherApps, at(-5))},
 		{name: "another releases a live hold", req: lockWrite("bob", live, free, at(-5)), refused: true},
 		{name: "anyone releases a userless hold", req: lockWrite("bob", userless, free, at(-5))},
 		{name: "a record dated ahead of the API server", req: lockWrite("bob", live, summary{updated: at(60), holder: "acme/web@main#42", user: "bob", expires: at(3600)}, at(1)), refused: true, message: []string{"later than the API server's time of the write, " + rfc(at(1))}},
@@ -332,7 +336,7 @@ func TestRulesOfStrictMode(t *testing.T) {
 		object: app("3", "T2", stampedByNew, entry("kubectl-patch", at(-1))), old: app("2", "T2", stampedByNew)}
 	sameSecond := req{op: admission.Update, user: "ci", resource: configmaps, kind: cmKind, namespace: "web", name: "app",
 		object: app("3", "T2", entry("kubectl-client-side-apply", at(-1), TokenAnnotation), entry("kubectl-patch", at(-1))),
-		old: app("2", "T2", entry("kubectl-client-side-apply", at(-1), TokenAnnotation))}
+		old:    app("2", "T2", entry("kubectl-client-side-apply", at(-1), TokenAnnotation))}
 	reapply := req{op: admission.Update, user: "ci", resource: configmaps, kind: cmKind, namespace: "web", name: "app",
 		object: app("3", "T2", entry("kubectl-client-side-apply", at(-1), TokenAnnotation)), old: app("2", "T2", stampedByNew)}
 	firstStamp := req{op: admission.Update, user: "ci", resource: configmaps, kind: cmKind, namespace: "web", name: "app",
@@ -431,6 +435,14 @@ func TestRulesOfGitOpsAgents(t *testing.T) {
 		{name: "Argo CD syncs another app", lock: held, req: tracked(map[string]any{"argocd.argoproj.io/tracking-id": "billing:/ConfigMap:web/app"}, nil), refused: true, message: []string{"application argocd:web, flux-kustomization:apps/shop", "belongs to none of them"}},
 		{name: "Argo CD by label", lock: held, req: tracked(nil, map[string]any{"app.kubernetes.io/instance": "web"})},
 		{name: "Flux applies the holder's Kustomization", lock: held, req: tracked(nil, map[string]any{"kustomize.toolkit.fluxcd.io/name": "shop", "kustomize.toolkit.fluxcd.io/namespace": "apps"})},
+		{name: "helm-controller writes the holder's HelmRelease's release record", lock: func() summary { h := held; h.apps = "flux-helmrelease:apps/web"; return h }(),
+			req: func() req {
+				r := create(argo, at(-1), "")
+				r.resource, r.kind = secrets, secretKind
+				r.object["type"] = "helm.sh/release.v1"
+				r.object["metadata"].(map[string]any)["labels"] = map[string]any{"owner": "helm", "name": "apps-web"}
+				return r
+			}()},
 		{name: "Flux applies another Kustomization", lock: held, req: tracked(nil, map[string]any{"kustomize.toolkit.fluxcd.io/name": "shop", "kustomize.toolkit.fluxcd.io/namespace": "other"}), refused: true},
 		{name: "Argo CD during a freeze", lock: frozen, req: tracked(map[string]any{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:web/app"}, nil), refused: true, message: []string{"is frozen"}},
 	}

@@ -74,7 +74,7 @@ func TestIntegrationFenceWindowOpensAndCloses(t *testing.T) {
 	bob := newUser(t, env, "bob", target, lockNS)
 	windows := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: lockNS},
-		Data: map[string]string{lock.FreezeWindowsKey: fmt.Sprintf("windows:\n- name: minutely\n  schedule: \"* * * * *\"\n  duration: 6s\n  reason: test\n  targets: [%s]\n", target)},
+		Data:       map[string]string{lock.FreezeWindowsKey: fmt.Sprintf("windows:\n- name: minutely\n  schedule: \"* * * * *\"\n  duration: 6s\n  reason: test\n  targets: [%s]\n", target)},
 	}
 	_, err := env.Client.CoreV1().ConfigMaps(lockNS).Create(t.Context(), windows, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -325,7 +325,7 @@ func TestIntegrationFenceFirstWaiterForgery(t *testing.T) {
 	}, time.Now())
 	_, err = cms.Update(t.Context(), shortened, metav1.UpdateOptions{})
 	require.True(t, refused(err), "a waiter shortens the hold: %v", err)
-	assert.Contains(t, err.Error(), "only the holder renews its hold")
+	assert.Contains(t, err.Error(), "only the holder renews its hold or changes the applications it names")
 	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
 	assert.False(t, apierrors.IsForbidden(err) && refused(err), "the record as it was is no forgery: %v", err)
 }

@@ -20,6 +20,13 @@
 #   prometheus      Prometheus and promtool (Go module github.com/prometheus/prometheus,
 #                   cmd/prometheus and cmd/promtool, without the service discoveries
 #                   and the web UI's assets, which the tests do not use)
+#   helm3, helm4    Helm 3 and Helm 4 (Go modules helm.sh/helm/v3, helm.sh/helm/v4,
+#                   cmd/helm), each a program named helm in its own directory
+#   flux-apply      Flux's server-side apply as kustomize-controller applies:
+#                   hack/fluxapply, its own Go module pinning github.com/fluxcd/pkg/ssa
+#                   (cached like tekton-validate)
+#
+# The tools named are built in parallel, each one's output shown when it ends.
 #
 # Usage:
 #   hack/integration-tools.sh              build whatever is missing
@@ -38,10 +45,18 @@ GITLAB_CI_LOCAL_VERSION=4.60.0
 TEKTON_LINT_VERSION=1.1.0
 TEKTON_PIPELINE_VERSION=v1.3.0
 PROMETHEUS_VERSION=v0.316.0
+HELM3_VERSION=v3.21.4
+HELM4_VERSION=v4.3.2
+FLUX_SSA_VERSION=v0.78.0
+# The Kubernetes version Helm 3 assumes without a cluster (helm template, lint),
+# as its Makefile derives it from the k8s.io/client-go its go.mod requires
+# (v0.36.2 at v3.21.4); Helm 4 reads it from its build info itself.
+HELM3_KUBE_MAJOR=1
+HELM3_KUBE_MINOR=36
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${LOCKCTL_TOOLS_DIR:-${ROOT}/_output/tools}"
-ALL_TOOLS=(actionlint krew gitlab-ci-local tekton-lint tekton-validate prometheus)
+ALL_TOOLS=(actionlint krew gitlab-ci-local tekton-lint tekton-validate prometheus helm3 helm4 flux-apply)
 export CGO_ENABLED=0
 
 version_of() {
@@ -55,6 +70,11 @@ version_of() {
 	tekton-validate)
 		# Its sources' hash too: an edit of hack/tektonvalidate builds anew.
 		echo "${TEKTON_PIPELINE_VERSION}-$(cat "${ROOT}"/hack/tektonvalidate/{go.mod,go.sum,*.go} | sha256sum | cut -c1-8)"
+		;;
+	helm3) echo "${HELM3_VERSION}" ;;
+	helm4) echo "${HELM4_VERSION}" ;;
+	flux-apply)
+		echo "${FLUX_SSA_VERSION}-$(cat "${ROOT}"/hack/fluxapply/{go.mod,go.sum,*.go} | sha256sum | cut -c1-8)"
 		;;
 	*)
 		echo "unknown tool \"$1\" (want one of: ${ALL_TOOLS[*]})" >&2
@@ -71,6 +91,7 @@ prog_of() {
 	d="$(dir_of "$1")"
 	case "$1" in
 	gitlab-ci-local | tekton-lint) echo "${d}/node_modules/.bin/$1" ;;
+	helm3 | helm4) echo "${d}/helm" ;;
 	*) echo "${d}/$1" ;;
 	esac
 }
@@ -114,6 +135,27 @@ compile() {
 			return 1
 		fi
 		(cd "${ROOT}/hack/tektonvalidate" && go build -trimpath -buildvcs=false -ldflags "-s -w" -o "${dir}/tekton-validate" .)
+		;;
+	helm3)
+		# The flags of Helm's Makefile: its version, and the Kubernetes version
+		# it assumes without a cluster.
+		GOBIN="${dir}" go install -trimpath -ldflags "-s -w \
+			-X helm.sh/helm/v3/internal/version.version=${HELM3_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean \
+			-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=${HELM3_KUBE_MAJOR} -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=${HELM3_KUBE_MINOR} \
+			-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=${HELM3_KUBE_MAJOR} -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${HELM3_KUBE_MINOR}" \
+			"helm.sh/helm/v3/cmd/helm@${HELM3_VERSION}"
+		;;
+	helm4)
+		GOBIN="${dir}" go install -trimpath -ldflags "-s -w \
+			-X helm.sh/helm/v4/internal/version.version=${HELM4_VERSION} -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
+			"helm.sh/helm/v4/cmd/helm@${HELM4_VERSION}"
+		;;
+	flux-apply)
+		if ! grep -q "github.com/fluxcd/pkg/ssa ${FLUX_SSA_VERSION}\$" "${ROOT}/hack/fluxapply/go.mod"; then
+			echo "hack/fluxapply/go.mod does not require github.com/fluxcd/pkg/ssa ${FLUX_SSA_VERSION}: update one to match the other" >&2
+			return 1
+		fi
+		(cd "${ROOT}/hack/fluxapply" && go build -trimpath -buildvcs=false -ldflags "-s -w" -o "${dir}/flux-apply" .)
 		;;
 	esac
 }
@@ -182,11 +224,27 @@ main() {
 	esac
 	if (($# > 0)); then tools=("$@"); else tools=("${ALL_TOOLS[@]}"); fi
 	for name in "${tools[@]}"; do version_of "${name}" >/dev/null; done
+	# gitlab-ci-local needs rsync when it runs, not only when built.
+	[[ " ${tools[*]} " == *" gitlab-ci-local "* ]] && need_packages rsync
+	# NOTE: in parallel: a Go build leaves cores idle while it downloads
+	# modules and links, and npm while it fetches. Each build's output goes
+	# to a log shown when it ends, so lines of two builds never interleave.
+	local logs pid failed=() pids=()
+	logs="$(mktemp -d)"
 	for name in "${tools[@]}"; do
-		# gitlab-ci-local needs rsync when it runs, not only when built.
-		[[ "${name}" == gitlab-ci-local ]] && need_packages rsync
-		build "${name}"
+		build "${name}" >"${logs}/${name}" 2>&1 &
+		pids+=("$!")
 	done
+	for i in "${!tools[@]}"; do
+		pid="${pids[${i}]}" name="${tools[${i}]}"
+		wait "${pid}" || failed+=("${name}")
+		cat "${logs}/${name}"
+	done
+	rm -rf "${logs}"
+	if ((${#failed[@]} > 0)); then
+		echo "failed to build: ${failed[*]}" >&2
+		return 1
+	fi
 }
 
 main "$@"

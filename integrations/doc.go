@@ -6,6 +6,10 @@
 // GitHub's runner does, gitlab-ci-local runs the GitLab component's
 // pipelines, tekton-lint and Tekton's own Validate (hack/tektonvalidate)
 // check the Tekton resources, and all of them run
-// against a real control plane (internal/testing/testenv). docs/integrations.md
+// against a real control plane (internal/testing/testenv). The deploy tools
+// run there too, as their users (internal/testing/deploytools): Helm 3 and
+// Helm 4 with lockctl stamp as post-renderer and the plugin of
+// plugins/helm, Flux's apply (hack/fluxapply) and Argo CD's writes, and the
+// commands of each tool's page in docs/. docs/integrations.md
 // says what each check proves. `make check-integrations` runs them.
 package integrations

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/deploytools"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
@@ -37,19 +37,7 @@ func repoRoot() string {
 // and -short skips it (these tests run node, bash and the tools).
 func tool(t *testing.T, name string) string {
 	t.Helper()
-	if testing.Short() {
-		if os.Getenv(testenv.RequireIntegrationEnv) != "" {
-			t.Fatalf("%s test skipped under -short while %s is set: run it without -short", name, testenv.RequireIntegrationEnv)
-		}
-		t.Skipf("runs %s: skipped under -short", name)
-	}
-	out, err := exec.Command(filepath.Join(repoRoot(), "hack", "integration-tools.sh"), "--path", name).Output()
-	require.NoError(t, err, "hack/integration-tools.sh --path %s", name)
-	path := strings.TrimSpace(string(out))
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s is not built (%s): run hack/integration-tools.sh %s (make check-integrations does)", name, path, name)
-	}
-	return path
+	return deploytools.Tool(t, name)
 }
 
 // release is a lockctl release served over loopback, as the GitHub

@@ -76,7 +76,10 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 	if _, err := ParsePriority(string(req.Priority)); err != nil {
 		return Claim{}, err
 	}
-	me := Claim{Identity: req.Identity, CIJob: req.Job, RunURL: req.RunURL, User: req.User, ClaimID: req.ClaimID, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
+	if len(req.Apps) > maxApps {
+		return Claim{}, fmt.Errorf("%d applications named, more than the %d a hold may name", len(req.Apps), maxApps)
+	}
+	me := Claim{Identity: req.Identity, CIJob: req.Job, RunURL: req.RunURL, User: req.User, Apps: appStrings(req.Apps), ClaimID: req.ClaimID, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
 		Cancelable: req.Cancelable, cancelInProgress: req.CancelInProgress}
 	if me.ClaimID == "" {
 		me.ClaimID = newSession()
@@ -369,6 +372,11 @@ type Request struct {
 	// a lock that is not enforced costs no request for it. It is asked on
 	// every decision on such a lock; the caller remembers the answer.
 	LookupUser func(ctx context.Context) User
+	// Apps are the GitOps applications the contender deploys, recorded
+	// with its claim (Claim.Apps): an enforced lock admits a GitOps
+	// controller's writes of their objects while the contender holds it
+	// (docs/enforcement.md). At most 16; none names no application.
+	Apps []App
 	// Pod, when set, is the pod the contender runs in (namespace and name;
 	// the UID is looked up). The lock then lives as long as that pod.
 	Pod *PodRef

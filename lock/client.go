@@ -53,10 +53,10 @@ type Client struct {
 	store store
 	// windows are the recurring freezes of the lock namespace (see
 	// windowCache).
-	windows     windowCache
+	windows windowCache
 	// marks are the marks the API server asked locks to carry, by target
 	// (learnMark).
-	marks sync.Map
+	marks       sync.Map
 	nodesDenied atomic.Bool
 	// lastDecoded is the record of the version of a lock decoded last,
 	// which a waiter decides on twice (a hand-over to it, then its turn).

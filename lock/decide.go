@@ -123,6 +123,13 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	if rec.Freeze != nil {
 		d.Freeze = rec.Freeze
 	}
+	if !rec.unheld() && (rec.Holder.ClaimID == me.ClaimID || sameHolder(rec.Holder, me)) &&
+		len(me.Apps) > 0 && !slices.Equal(rec.Holder.Apps, me.Apps) {
+		// A re-entry that names applications names the hold's anew; one
+		// that names none keeps them.
+		rec.Holder.Apps = slices.Clone(me.Apps)
+		changed = true
+	}
 	if rec.Holder.ClaimID == me.ClaimID {
 		if !rec.Holder.HandedOver && !changed {
 			return Decision{Outcome: Acquired}
@@ -311,6 +318,10 @@ func acquire(rec *Record, me Claim, ts metav1.MicroTime, now time.Time) Decision
 		// newer build's request to stop.
 		rec.Holder.IgnoredFreeze = prev.IgnoredFreeze
 		rec.Holder.CancelRequest = prev.CancelRequest
+		if len(me.Apps) == 0 {
+			// So do the applications it named, unless named anew.
+			rec.Holder.Apps = prev.Apps
+		}
 	}
 	if prev.ClaimID == me.ClaimID && (prev.Token != "" || prev.TokenPending) {
 		// Still the same hold: it keeps its token. A hand-over to me began
@@ -479,6 +490,7 @@ func (c Claim) deepCopy() Claim {
 		r := *c.CancelRequest
 		c.CancelRequest = &r
 	}
+	c.Apps = slices.Clone(c.Apps)
 	return c
 }
 

@@ -2,13 +2,14 @@ package lock
 
 import (
 	"context"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/lockctl/lockctl/internal/base/lazy"
 )
 
 // What a lock marked enforced (EnforcedAnnotation) carries besides its
@@ -117,15 +118,15 @@ func (c *Client) summarizeWindows(ctx context.Context, cm *corev1.ConfigMap, tar
 // markRefusal finds, in the refusal of a write of a lock, the mark the
 // policy asks for ("[lockctl-enforced=MODE]": the lock's target is
 // enforced, and the lock is not marked, or does not exist yet).
-var markRefusal = regexp.MustCompile(`\[lockctl-enforced=([a-z]+)\]`)
+var markRefusal = lazy.Regexp{Expr: `\[lockctl-enforced=([a-z]+)\]`}
 
 // enforcedMark returns the mode err, a refused write of a lock, asks the
 // lock to be marked with; "" when it asks for none.
 func enforcedMark(err error) string {
-	if err == nil || !(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) {
+	if err == nil || !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
 		return ""
 	}
-	if m := markRefusal.FindStringSubmatch(err.Error()); m != nil {
+	if m := markRefusal.Get().FindStringSubmatch(err.Error()); m != nil {
 		return m[1]
 	}
 	return ""

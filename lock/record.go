@@ -300,6 +300,14 @@ type Claim struct {
 	// the holder's writes by it, so that two pipelines of one service
 	// account are told apart (record version 1.9).
 	Credential string `json:"credential,omitempty"`
+	// Apps are the GitOps applications the claimant deploys, as --app
+	// names them (App.String: argocd/web, flux/kustomization/apps/web);
+	// an enforced lock admits a GitOps controller's writes of their
+	// objects while the claimant holds it (SummaryHolderAppsAnnotation).
+	// Stored as text, so that an application of a kind this lockctl does
+	// not know (a newer one's) is kept as it is. Added in record version
+	// 1.9.
+	Apps []string `json:"apps,omitempty"`
 	// ClaimID tells apart two processes with the same identity: it names
 	// this claim (stored as "session", its name in earlier records).
 	ClaimID string `json:"session"`

@@ -34,6 +34,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
 			RunURL:   "https://github.com/acme/web/actions/runs/1041/attempts/2",
 			User:     "system:serviceaccount:ci:deployer", Credential: "pod-uid=0b7e1a52-3f0e-4d4c-9a55-7f1a0c2b9e11",
+			Apps:    []string{"argocd/web", "flux/kustomization/apps/web"},
 			ClaimID: "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
 			Cancelable: true, LedgerKept: true, Queued: microPtr(since.Add(-5 * time.Minute)),
 			CancelRequest: &CancelRequest{
@@ -43,6 +44,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		Waiters: []Claim{{
 			Identity: Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"},
 			User:     "alice@example.com",
+			Apps:     []string{"argocd/team-a/api", "flux/helmrelease/apps/api"},
 			ClaimID:  "b2", Since: metav1.NewMicroTime(since.Add(time.Minute)), Expires: &wexp, Queued: microPtr(since.Add(time.Minute)),
 			Pod: &PodRef{Namespace: "ci", Name: "build-7", UID: "u-7"}, Priority: PriorityHigh,
 		}},

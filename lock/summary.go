@@ -27,6 +27,20 @@ const (
 	// SummaryHolderUserAnnotation is the holder's Kubernetes user (Claim.User),
 	// empty when nobody holds the lock or its user is not known.
 	SummaryHolderUserAnnotation = SummaryPrefix + "holder-user"
+	// SummaryHolderAppsAnnotation lists the GitOps applications the holder
+	// deploys (Claim.Apps), one a line, each as App.Marks renders it:
+	// KIND:VALUE with VALUE what the controller writes on the
+	// application's objects, in the order the holder named them:
+	//
+	//	argocd:web                    Argo CD's tracking id starts "web:", or app.kubernetes.io/instance=web
+	//	argocd:team-a_web             the Application web in namespace team-a
+	//	flux-kustomization:apps/web   kustomize.toolkit.fluxcd.io/namespace=apps, /name=web
+	//	flux-helmrelease:apps/web     helm.toolkit.fluxcd.io/namespace=apps, /name=web
+	//
+	// Empty when nobody holds the lock or the holder names none. Written
+	// from record version 1.9: a lockctl before it that rewrites the record
+	// leaves it out, and the holder then names no application.
+	SummaryHolderAppsAnnotation = SummaryPrefix + "holder-apps"
 	// SummarySinceAnnotation is when the holder took the lock.
 	SummarySinceAnnotation = SummaryPrefix + "since"
 	// SummaryTokenAnnotation is the holder's fencing token, empty while it
@@ -75,7 +89,7 @@ const (
 // a whole.
 var summaryKeys = []string{
 	SummaryUpdatedAnnotation, SummaryHolderAnnotation, SummaryHolderUserAnnotation,
-	SummarySinceAnnotation, SummaryTokenAnnotation, SummaryTokenPendingAnnotation,
+	SummaryHolderAppsAnnotation, SummarySinceAnnotation, SummaryTokenAnnotation, SummaryTokenPendingAnnotation,
 	SummaryNextUserAnnotation, SummaryWaiterUsersAnnotation, SummaryFrozenAnnotation,
 	SummaryFreezeAnnotation, SummaryFreezeUntilAnnotation, SummaryFreezeWindowAnnotation,
 	SummaryExpiresAnnotation, SummaryHolderCredentialAnnotation,
@@ -98,6 +112,7 @@ func writeSummary(cm *corev1.ConfigMap, rec *Record) {
 		h := rec.Holder
 		set(SummaryHolderAnnotation, h.Identity.String())
 		set(SummaryHolderUserAnnotation, h.User)
+		set(SummaryHolderAppsAnnotation, appMarks(h.Apps))
 		set(SummarySinceAnnotation, microTime(h.Since))
 		if h.Pod == nil && h.Expires != nil {
 			set(SummaryExpiresAnnotation, microTime(*h.Expires))

@@ -44,6 +44,21 @@ func TestEncodeWritesSummary(t *testing.T) {
 			},
 		},
 		{
+			name: "the holder's applications, one a line; one this lockctl does not read left out",
+			rec: Record{
+				Target: "staging", Policy: PolicyFIFO, Updated: since,
+				Holder: Claim{Identity: id("web", "41"), ClaimID: "a", Since: since, Expires: &exp, Token: "17",
+					Apps: []string{"argocd/web", "argocd/team-a/api", "flux/kustomization/apps/web", "flux/ocirepository/apps/web", "flux/helmrelease/apps/api"}},
+				Waiters: []Claim{{Identity: id("api", "7"), ClaimID: "b", Since: since, Expires: &exp, Apps: []string{"argocd/api"}}},
+			},
+			want: map[string]string{
+				SummaryUpdatedAnnotation: "2026-12-06T10:00:00.000000Z", SummaryHolderAnnotation: "acme/web@main#41",
+				SummarySinceAnnotation: "2026-12-06T10:00:00.000000Z", SummaryTokenAnnotation: "17",
+				SummaryExpiresAnnotation:    "2026-12-06T11:00:00.000000Z",
+				SummaryHolderAppsAnnotation: "argocd:web\nargocd:team-a_api\nflux-kustomization:apps/web\nflux-helmrelease:apps/api",
+			},
+		},
+		{
 			name: "token pending",
 			rec: Record{
 				Target: "staging", Policy: PolicyFIFO, Updated: since,

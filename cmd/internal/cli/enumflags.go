@@ -46,6 +46,41 @@ func AddPriorityFlag(fs *pflag.FlagSet, p *lock.Priority) {
 			human.Duration(lock.PriorityAgeing)+" it waits; never displaces the holder")
 }
 
+// AddAppFlag binds --app to apps: repeatable, each value one application
+// or several separated by commas (as $LOCKCTL_APP lists them).
+func AddAppFlag(fs *pflag.FlagSet, apps *[]lock.App) {
+	fs.Var(appsFlag{apps}, "app", "a GitOps application the hold deploys, whose controller an enforced lock admits for it: "+
+		"`APP` is argocd/NAME, argocd/NAMESPACE/NAME, flux/kustomization/NAMESPACE/NAME or flux/helmrelease/NAMESPACE/NAME (repeatable)")
+}
+
+// appsFlag is --app: applications parsed by lock.ParseApps.
+type appsFlag struct{ v *[]lock.App }
+
+func (f appsFlag) Type() string { return "stringArray" }
+func (f appsFlag) String() string {
+	if len(*f.v) == 0 {
+		return ""
+	}
+	s := make([]string, len(*f.v))
+	for i, a := range *f.v {
+		s[i] = a.String()
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+func (f appsFlag) Set(v string) error {
+	all := make([]string, 0, len(*f.v)+1)
+	for _, a := range *f.v {
+		all = append(all, a.String())
+	}
+	apps, err := lock.ParseApps(append(all, strings.Split(v, ",")...))
+	if err != nil {
+		return err
+	}
+	*f.v = apps
+	return nil
+}
+
 // AddJobEventsFlag binds --job-events to e.
 func AddJobEventsFlag(fs *pflag.FlagSet, e *events.JobEvents) {
 	fs.Var(parsedFlag[events.JobEvents]{e, events.JobEventsValues, events.ParseJobEvents}, "job-events",

@@ -95,6 +95,9 @@ type ContenderFlags struct {
 	IgnoreFreeze bool
 	// Progress is the display while waiting, one of ProgressModes.
 	Progress string
+	// Apps are the GitOps applications the hold deploys (--app), recorded
+	// with the claim; none names none.
+	Apps []lock.App
 }
 
 // NewContenderFlags returns the group with its defaults: a hold of ttl,
@@ -117,6 +120,7 @@ func (c *ContenderFlags) AddFlags(fs *pflag.FlagSet, usage ContenderUsage) {
 	AddPriorityFlag(fs, &c.Priority)
 	fs.BoolVar(&c.IgnoreFreeze, "ignore-freeze", c.IgnoreFreeze, "emergency: take the lock even while it is frozen (recorded in the freeze with your identity)")
 	fs.StringVar(&c.Progress, "progress", c.Progress, usage.Progress)
+	AddAppFlag(fs, &c.Apps)
 	MarkOverride(fs, "ignore-freeze")
 }
 

@@ -177,6 +177,11 @@
         h("dt", null, "Holder"), h("dd", { class: "holder" }, who(st.holder)),
         h("dt", null, "Token"), h("dd", null, tokenOf(st)),
         h("dt", null, "Since"), h("dd", null, agoEl(st.holder.since), " ago"));
+      // The GitOps applications the holder deploys (--app), as the server
+      // renders them.
+      if (st.holder.apps && st.holder.apps.length) {
+        facts.append(h("dt", null, "Apps"), h("dd", { class: "apps" }, st.holder.apps.map(printable).join(", ")));
+      }
     }
     // An entry with an expiry has its liveness worded here, and again
     // every second (tick), from the expiry: the server sends the expiry,

@@ -119,7 +119,8 @@ func refsString(r *job.Refs) string {
 // NewLockPrinter returns the printer of locks in flags' form on w: the
 // table has the lock namespace first with o.AllNamespaces, ages count to
 // now. The table's EST. WAIT is how long a contender that joined now
-// would wait; -o wide adds its basis and each waiter's own estimate.
+// would wait; -o wide adds its basis, the GitOps applications the holder
+// deploys (APPS) and each waiter's own estimate.
 func NewLockPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.LockView] {
 	namespaces := o.AllNamespaces
 	return &Printer[lock.LockView]{
@@ -127,7 +128,7 @@ func NewLockPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.Lo
 		Header: func(wide bool) []string {
 			h := []string{"TARGET", "HOLDER", "TOKEN", "SINCE", "LIVENESS", "EST. WAIT"}
 			if wide {
-				h = append(h, "BASIS")
+				h = append(h, "BASIS", "APPS")
 			}
 			h = append(h, "WAITING")
 			if namespaces {
@@ -147,13 +148,14 @@ func lockRow(l lock.LockView, o Options, wide bool) []string {
 	if l.Status.Invalid != "" {
 		r = []string{OrDash(l.Spec.Target), "<invalid>", "-", "-", l.Status.Invalid, "-"}
 		if wide {
-			r = append(r, "-")
+			r = append(r, "-", "-")
 		}
 		r = append(r, "-")
 	} else {
-		holder, since, liveness := "-", "-", l.Status.Liveness
+		holder, since, liveness, apps := "-", "-", l.Status.Liveness, ""
 		if h := l.Status.Holder; h != nil {
 			holder, since = h.Identity.String(), human.Duration(now.Sub(h.Since.Time))
+			apps = lock.Printable(strings.Join(h.Apps, ","))
 			if !l.Status.Alive {
 				liveness += " (stale)"
 			}
@@ -169,7 +171,7 @@ func lockRow(l lock.LockView, o Options, wide bool) []string {
 		}
 		r = []string{l.Spec.Target, holder, OrDash(l.Status.Token), since, liveness, OrDash(l.Status.EstimatedWait)}
 		if wide {
-			r = append(r, OrDash(l.Status.Basis))
+			r = append(r, OrDash(l.Status.Basis), OrDash(apps))
 		}
 		r = append(r, waiting(l.Status.Waiters, wide))
 	}
