@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
+	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -167,4 +168,27 @@ spec:
 	require.NoError(t, te.run("stamp", "--token", "42"))
 	golden(t, "stamp/stamped.golden", te.out.String())
 	assert.Empty(t, te.errOut.String())
+}
+
+// TestRunEnforceRefusesTargets: the lock namespace and the system
+// namespaces are refused as targets with exit status 2 and a line that
+// says why, and nothing is installed or marked; --force enforces them.
+func TestRunEnforceRefusesTargets(t *testing.T) {
+	t.Parallel()
+	for _, target := range []string{"default", "kube-system"} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			err := te.run("enforce", target)
+			require.Error(t, err)
+			assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err))
+			assert.Contains(t, err.Error(), `namespace "`+target+`" is `)
+			assert.Contains(t, err.Error(), "enforce it only with --force")
+			_, err = te.cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(t.Context(), enforce.Name(target), metav1.GetOptions{})
+			assert.Error(t, err, "nothing installed")
+			_, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+			assert.Error(t, err, "nothing marked")
+			require.NoError(t, te.run("enforce", target, "--force"))
+		})
+	}
 }

@@ -244,7 +244,9 @@ func TestIntegrationEnforceStrictStaleHolder(t *testing.T) {
 
 	refusal = awaitRefused(t, ci, target, first.Token)
 	assert.Contains(t, refusal.Error(), "fencing token "+second.Token)
-	require.NoError(t, ci.write(t.Context(), target, second.Token), "the new holder's stamped write")
+	// The policy reads the lock through the API server's informer: the
+	// new holder's stamped write is admitted once it has seen the hold.
+	awaitAdmitted(t, ci, target, second.Token)
 }
 
 // TestIntegrationEnforceFreezeAndBreakGlass: while the lock is frozen even

@@ -77,12 +77,12 @@ func helmEnforced(t *testing.T, env *testenv.Env, major int, strict bool) {
 	}
 	chart, err := base.Create(ctx, t.TempDir(), "web")
 	require.NoError(t, err)
-	hold := func(run int) (string, *deploytools.Helm) {
+	hold := func(run int) *deploytools.Helm {
 		t.Helper()
 		o := lockctl(runs[run], "acquire", target, "--owner", "acme", "--repo", "web", "--branch", "main", "--build", fmt.Sprint(run+1))
 		require.Zero(t, o.Code, o.Stderr)
 		token := strings.TrimSpace(o.Stdout)
-		return token, base.As(runs[run], deploytools.LockctlPath(t), "LOCKCTL_FENCING_TOKEN="+token)
+		return base.As(runs[run], deploytools.LockctlPath(t), "LOCKCTL_FENCING_TOKEN="+token)
 	}
 	upgrade := func(h *deploytools.Helm, replicas int) (string, error) {
 		return h.Run(ctx, append([]string{"upgrade", "--install", "web", chart, "-n", target, "--set", fmt.Sprintf("replicaCount=%d", replicas)}, h.StampArgs()...)...)
@@ -95,7 +95,7 @@ func helmEnforced(t *testing.T, env *testenv.Env, major int, strict bool) {
 		return deploytools.Statuses(revs)
 	}
 
-	_, first := hold(0)
+	first := hold(0)
 	out, err := upgrade(first, 1)
 	require.NoError(t, err, "the holder's install: %s", out)
 	out, err = upgrade(first, 2)
@@ -112,7 +112,7 @@ func helmEnforced(t *testing.T, env *testenv.Env, major int, strict bool) {
 
 	o = lockctl(runs[0], "release", target, "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1")
 	require.Zero(t, o.Code, o.Stderr)
-	_, second := hold(1)
+	second := hold(1)
 	if strict {
 		out, err = upgrade(first, 4)
 		require.Error(t, err, "the stale run's upgrade after the hand-over: %s", out)
