@@ -271,6 +271,29 @@ func TestDocsCiteNoIssueNumbers(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// labNotes find what belongs in git, not in a decision: a commit hash of 7
+// to 40 hex digits (in backticks or standing alone), a time of day, a
+// branch named as such.
+var labNotes = regexp.MustCompile("(^|[^0-9a-zA-Z/.-])[0-9a-f]{7,40}([^0-9a-zA-Z]|$)|[0-9]{1,2}:[0-9]{2}(:[0-9]{2})? ?UTC|T[0-9]{2}:[0-9]{2}:[0-9]{2}|on branch `")
+
+// TestADRsCarryNoLabNotes: a decision record states context, decision and
+// consequences; commit hashes, branch names and times stay in git.
+func TestADRsCarryNoLabNotes(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob("docs/adr/[0-9]*.md")
+	require.NoError(t, err)
+	require.NotEmpty(t, paths)
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for n, line := range strings.Split(string(b), "\n") {
+			if m := labNotes.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q belongs in git, not in the record", path, n+1, strings.TrimSpace(m))
+			}
+		}
+	}
+}
+
 // TestDocsCheckersCatch: the patterns above catch what they are for and
 // leave alone what looks like it.
 func TestDocsCheckersCatch(t *testing.T) {

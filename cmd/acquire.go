@@ -163,7 +163,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: sites.Locks[0].Clock()})
 	parts := sites.Parts(lock.Request{
-		Identity: id, Job: holder.Job, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
+		Identity: id, Job: holder.Job, RunURL: holder.RunURL, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, OnProgress: wait.Update, NoWait: o.NoWait,
 	}, o.Targets)
 	cmdCtx := ctx

@@ -42,10 +42,9 @@ func newFreezeCmd(f *Factory, runF func(*freezeOptions) error) *cobra.Command {
 			lockctl releases without freezes refuse with an error instead of
 			ignoring the freeze.
 
-			Recurring freezes (every night, Friday afternoons) come from the
-			ConfigMap lockctl-freeze-windows of the lock namespace, key
-			windows.yaml: a list of name, schedule (cron), duration, reason
-			and targets.
+			Recurring freezes (every night, Friday afternoons) are freeze
+			windows of the lock namespace: lockctl freeze-windows add, list
+			and remove them.
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# Freeze production over the release party
@@ -112,9 +111,9 @@ func newUnfreezeCmd(f *Factory, runF func(*unfreezeOptions) error) *cobra.Comman
 		Long: cli.Doc(`
 			Lift the freeze of NAMESPACE's deploy lock: the first waiter takes
 			the lock if nobody holds it. Like rm -f, unfreezing a lock that is
-			not frozen succeeds with a message. A recurring window of the
-			ConfigMap lockctl-freeze-windows cannot be lifted while it lasts
-			(exit 1): edit that ConfigMap, or acquire with --ignore-freeze.
+			not frozen succeeds with a message. A recurring freeze window cannot
+			be lifted while it lasts (exit 1): remove it with lockctl
+			freeze-windows remove NAME, or acquire with --ignore-freeze.
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			lockctl unfreeze production

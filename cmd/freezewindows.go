@@ -78,14 +78,14 @@ func newFreezeWindowsAddCmd(f *Factory, runF func(*freezeWindowsAddOptions) erro
 		Use:   "add NAME --schedule CRON --duration DURATION --reason TEXT [--target NAMESPACE]...",
 		Short: "Add a recurring freeze window",
 		Long: cli.Doc(`
-			Add the freeze window NAME to the lock namespace: from every time
-			--schedule fires (five-field cron, UTC unless it starts with
-			CRON_TZ=<zone>; or a descriptor such as @daily), for --duration,
-			the locks of the --target namespaces (every lock of the namespace
-			without --target) are frozen with --reason. The window is checked
-			before it is written, and the write is a compare-and-swap on the
-			ConfigMap, so concurrent edits are not lost. A name already there
-			is an error: remove it first to change it.
+			Add the window NAME to the lock namespace: from every time --schedule
+			fires (five-field cron, UTC unless it starts with CRON_TZ=<zone>; or
+			@daily...), for --duration, the locks of the --target namespaces (of
+			every lock without --target) are frozen with --reason. Each target
+			must be a namespace name; a schedule that never fires within a year,
+			or freezes all of the time, needs --force. The write is a
+			compare-and-swap on the ConfigMap, so concurrent edits are not lost.
+			A name already there is an error: remove it first to change it.
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# Friday afternoons, every lock of the namespace
@@ -103,7 +103,7 @@ func newFreezeWindowsAddCmd(f *Factory, runF func(*freezeWindowsAddOptions) erro
 	return c
 }
 
-func (o *freezeWindowsAddOptions) validate() error { return o.WindowFlags.Validate(o.Name) }
+func (o *freezeWindowsAddOptions) validate() error { return o.Validate(o.Name, o.f.Clock.Now()) }
 
 func runFreezeWindowsAdd(ctx context.Context, o *freezeWindowsAddOptions) error {
 	return o.Add(ctx, o.f, &o.LockFlags, o.Name)

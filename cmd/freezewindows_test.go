@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
@@ -51,6 +52,36 @@ func TestNewFreezeWindowsAddCmd(t *testing.T) {
 		{name: "no duration", args: []string{"a", "--schedule", "@daily", "--reason", "r"}, wantErr: `invalid --duration "0s": want a positive duration such as 8h or 90m`},
 		{name: "no reason", args: []string{"a", "--schedule", "@daily", "--duration", "1h"}, wantErr: "--reason is required"},
 		{name: "empty target", args: []string{"a", "--schedule", "@daily", "--duration", "1h", "--reason", "r", "--target", ""}, wantErr: `invalid --target [""]: empty target`},
+		{
+			name: "a target that is not a namespace name", args: []string{"a", "--schedule", "@daily", "--duration", "1h", "--reason", "r", "--target", "staging", "--target", "Production"},
+			wantErr: `invalid --target "Production": not a namespace name (a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', ` +
+				`and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')); the window would freeze nothing`,
+		},
+		{
+			name: "a schedule that never fires", args: []string{"a", "--schedule", "0 0 30 2 *", "--duration", "1h", "--reason", "r"},
+			wantErr: `invalid --schedule "0 0 30 2 *": it never fires within a year, so the window never freezes anything; check the day of the month and the month; add it anyway with --force`,
+		},
+		{
+			name: "a window in force all of the time", args: []string{"a", "--schedule", "* * * * *", "--duration", "24h", "--reason", "r"},
+			wantErr: `invalid --schedule "* * * * *": each freeze (24h0m long) starts before the one before has ended: the namespace would be frozen all the time; ` +
+				`use lockctl freeze for a freeze until further notice; add it anyway with --force`,
+		},
+		{
+			name: "hourly freezes of an hour", args: []string{"a", "--schedule", "@hourly", "--duration", "1h", "--reason", "r"},
+			wantErr: `invalid --schedule "@hourly": each freeze (1h0m long) starts`,
+		},
+		{
+			name: "forced", args: []string{"a", "--schedule", "0 0 30 2 *", "--duration", "1h", "--reason", "r", "--force"},
+			want: freezeWindowsAddOptions{Name: "a", WindowFlags: cli.WindowFlags{Schedule: "0 0 30 2 *", Duration: time.Hour, Reason: "r", Force: true}},
+		},
+		{
+			name: "a target forced is still refused", args: []string{"a", "--schedule", "@daily", "--duration", "1h", "--reason", "r", "--target", "Production", "--force"},
+			wantErr: `invalid --target "Production": not a namespace name`,
+		},
+		{
+			name: "nights leave days free", args: []string{"a", "--schedule", "0 22 * * *", "--duration", "23h59m", "--reason", "r"},
+			want: freezeWindowsAddOptions{Name: "a", WindowFlags: cli.WindowFlags{Schedule: "0 22 * * *", Duration: 23*time.Hour + 59*time.Minute, Reason: "r"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,6 +139,34 @@ func TestRunFreezeWindows(t *testing.T) {
 	err = te.run("freeze-windows", "remove", "weekly")
 	require.Error(t, err)
 	assert.Equal(t, `no freeze window "weekly" in configmap default/lockctl-freeze-windows`, err.Error())
+}
+
+// TestRunFreezeWindowsAddRefused: a window that cannot freeze what it
+// means to is refused with exit 2, one line saying why, and nothing
+// written.
+func TestRunFreezeWindowsAddRefused(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "a target that is not a namespace name", args: []string{"--schedule", "@daily", "--duration", "1h", "--target", "Production"}, want: `invalid --target "Production": not a namespace name`},
+		{name: "never fires", args: []string{"--schedule", "0 0 30 2 *", "--duration", "1h"}, want: `it never fires within a year`},
+		{name: "always on", args: []string{"--schedule", "* * * * *", "--duration", "24h"}, want: `the namespace would be frozen all the time`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			te := newTestEnv(t)
+			err := te.run(append([]string{"freeze-windows", "add", "w", "--reason", "r"}, tt.args...)...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+			assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "exit 2")
+			_, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.FreezeWindowsName, metav1.GetOptions{})
+			assert.True(t, apierrors.IsNotFound(err), "nothing written: %v", err)
+		})
+	}
 }
 
 func TestRunFreezeWindowsBroken(t *testing.T) {

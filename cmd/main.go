@@ -21,12 +21,12 @@ import (
 
 // Main runs lockctl with the process's arguments and streams and returns
 // its exit code. SIGINT and SIGTERM cancel the command's context once; a
-// second signal ends the process at once.
+// second ends the process at once, or stops run's command (cli.Again).
 func Main() int {
 	cli.GrowStack()
 	cli.TuneCLIRuntime(os.Getenv)
 	streams := IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	ctx, stop, cancel := cli.NotifyInterrupt(context.Background())
+	ctx, stop, cancel := cli.NotifyInterrupt(context.Background(), os.Stdin)
 	defer cancel(nil)
 
 	f := NewFactory(streams)

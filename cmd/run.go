@@ -119,8 +119,8 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 
 			Ctrl-C (or SIGTERM) once aborts the job, which deletes its pod, or
 			passes the signal to the command and waits for it; then the lock is
-			released and run exits 130 (143). A second Ctrl-C exits at once and
-			says what is left behind.
+			released and run exits 130 (143). On a terminal a second one exits at
+			once; elsewhere (a CI cancel) it kills the command and releases.
 
 			Waiting for the lock shows the holder, how long it has held the lock
 			and the queue position, then the pod's phase and the time elapsed: a
@@ -313,10 +313,10 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
 	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: sites.Locks[0].Clock()})
 	ro := run.Options{
-		Timeout: o.Timeout, KillGrace: o.KillGrace, Jobs: jobs,
+		Timeout: o.Timeout, KillGrace: o.KillGrace, Jobs: jobs, Again: cli.Again(ctx),
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
 		Across: sites.Parts(lock.Request{
-			Identity: holder.Identity, Job: holder.Job, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
+			Identity: holder.Identity, Job: holder.Job, RunURL: holder.RunURL, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, OnProgress: wait.Update,
 			Cancelable: true, CancelInProgress: o.CancelInProgress,
 		}, o.Targets),

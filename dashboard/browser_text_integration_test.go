@@ -128,7 +128,7 @@ func TestIntegrationDashboardBrowserText(t *testing.T) {
 		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(base+"/jobs/deploy-web-frontend-production-42/logs")))
 		awaitJS(t, bctx, "the job's facts, rendered by the script", `document.body.dataset.seq !== undefined &&
 			document.querySelector('#job-state .badge') !== null && document.querySelector('#job-state .badge').textContent === 'failure'`)
-		assert.Equal(t, "PodFailed exit code 2", text(t, bctx, `document.getElementById('job-reason').textContent`))
-		assert.Equal(t, "exit code 2", text(t, bctx, `document.querySelector('#job-reason .muted').textContent`))
+		assert.Equal(t, "exit code 2 (PodFailed)", text(t, bctx, `document.getElementById('job-reason').textContent`), "the words first")
+		assert.Equal(t, "(PodFailed)", text(t, bctx, `document.querySelector('#job-reason .muted').textContent`), "the machine's word after them")
 	})
 }

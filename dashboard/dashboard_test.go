@@ -440,6 +440,11 @@ func TestPageShowsBidiControlsEscaped(t *testing.T) {
 	assert.Contains(t, body, `&#34;re\u202eason&#34;`, "the window's reason")
 	assert.Contains(t, body, `<article class="lock" data-state="frozen" data-namespace="locks" data-name="lockctl-lock-staging">`, "the frozen lock nobody holds")
 	assert.Contains(t, body, `<span class="badge state-frozen">frozen</span>`)
+	_, frozen, ok := strings.Cut(body, `data-name="lockctl-lock-staging"`)
+	require.True(t, ok, "the frozen lock's card")
+	frozen, _, _ = strings.Cut(frozen, "</article>")
+	assert.NotContains(t, frozen, "Liveness", "a frozen lock nobody holds has no holder to be alive")
+	assert.Contains(t, body, "<dt>Liveness</dt>", "a held one has")
 }
 
 // TestEventsSendTheLocksThatChanged: a page's stream sends the snapshot
@@ -549,4 +554,70 @@ func changed(prev, next *dashboard.Snapshot) int {
 		delete(was, k)
 	}
 	return n + len(was)
+}
+
+// TestJobReasonReadsWordsFirst: a job's reason reads as people say it,
+// the machine's word after it: "superseded by a newer push
+// (AbortRequested)", on the index page and the job's.
+func TestJobReasonReadsWordsFirst(t *testing.T) {
+	s := start(t, func(cs *fake.Clientset, _ *lock.Client) {
+		store := job.NewStore(kube.CoreV1(kubetest.Clients(cs)), jobNS, job.StoreOptions{})
+		_, err := store.Create(t.Context(), &job.Job{
+			TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
+			ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
+			Spec: job.JobSpec{Job: "deploy", Type: job.Periodic,
+				PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "alpine"}}}},
+		})
+		require.NoError(t, err)
+		_, err = store.Abort(t.Context(), "deploy-1", job.ReasonAbortRequested, "superseded by a newer push")
+		require.NoError(t, err)
+	})
+	s.await(t, "the job", func(s *dashboard.Snapshot) bool { return len(s.Jobs) == 1 && s.Jobs[0].Reason != "" })
+	want := `superseded by a newer push <span class="muted">(AbortRequested)</span>`
+	_, body := get(t, s.srv.URL+"/", nil)
+	assert.Contains(t, body, want, "the index page")
+	_, body = get(t, s.srv.URL+"/jobs/deploy-1/logs", nil)
+	assert.Contains(t, body, want, "the job's page")
+}
+
+// TestHolderLinkedToItsRun: a holder and a waiter whose claims name their
+// CI run are links to it; a run URL that is not a web page's is no link.
+func TestHolderLinkedToItsRun(t *testing.T) {
+	run := "https://github.com/acme/web/actions/runs/1041/attempts/2"
+	s := start(t, func(_ *fake.Clientset, locks *lock.Client) {
+		h := holder("release-2.4", "41")
+		h.RunURL = run
+		_, _, err := locks.TryAcquire(t.Context(), h)
+		require.NoError(t, err)
+		w := holder("release-2.4", "42")
+		w.RunURL = "javascript:alert(1)"
+		_, _, err = locks.TryAcquire(t.Context(), w)
+		require.NoError(t, err)
+	})
+	snap := s.await(t, "the holder and the waiter", func(s *dashboard.Snapshot) bool {
+		return len(s.Locks) == 1 && len(s.Locks[0].Lock.Status.Waiters) == 1
+	})
+	assert.Equal(t, run, snap.Locks[0].Lock.Status.Holder.RunURL, "recorded with the claim")
+	_, body := get(t, s.srv.URL+"/", nil)
+	assert.Contains(t, body, `<dd class="holder"><a class="run" href="`+run+`" title="its CI run">acme/web@release-2.4#41</a></dd>`)
+	assert.NotContains(t, body, "javascript:", "no link but to a web page")
+}
+
+// TestUnfrozenLockStaysOnThePage: a lock nobody ever held, frozen and then
+// unfrozen, stays on the page, free, as a released lock does.
+func TestUnfrozenLockStaysOnThePage(t *testing.T) {
+	// NOTE: written before the hub starts: the fake clientset sets no
+	// resourceVersion, by which the hub tells a lock changed.
+	s := start(t, func(_ *fake.Clientset, locks *lock.Client) {
+		_, err := locks.Freeze(t.Context(), lock.FreezeRequest{Target: "production", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+			Reason: "release", Until: time.Now().Add(time.Hour)})
+		require.NoError(t, err)
+		_, err = locks.Unfreeze(t.Context(), "production")
+		require.NoError(t, err)
+	})
+	snap := s.await(t, "the lock, unfrozen", func(s *dashboard.Snapshot) bool { return len(s.Locks) == 1 })
+	assert.Equal(t, lock.StateFree, snap.Locks[0].Lock.Status.State)
+	assert.Nil(t, snap.Locks[0].Lock.Status.Freeze)
+	_, body := get(t, s.srv.URL+"/", nil)
+	assert.Contains(t, body, `data-state="free" data-namespace="locks" data-name="lockctl-lock-production"`, "still on the page, free")
 }

@@ -644,11 +644,13 @@ func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cac
 	l, show := h.locks.ViewOf(rctx, cm)
 	cancel()
 	hist, err := lock.HistoryOf(cm)
-	if !show && (err != nil || len(hist.Entries) == 0) {
+	if !show && err != nil {
 		return v
 	}
 	if !show {
-		// A free lock kept for its history: shown free, with it.
+		// A free lock kept for its history, or left free by an unfreeze
+		// or a waiter that gave up: shown free, as status shows it by
+		// name, not gone from the page.
 		l = h.locks.FreeLockView(hist.Target)
 		l.Namespace, l.Name = cm.Namespace, cm.Name
 	}

@@ -63,11 +63,24 @@ type plainSnapshot Snapshot
 // MarshalJSON encodes the snapshot with the encoding of each lock the hub
 // made when it made the lock's entry, so that a snapshot after a change of
 // one lock does not encode the others again.
+//
+// Every list is a list, [] when empty, never null: a page's script reads
+// their length.
 func (s *Snapshot) MarshalJSON() ([]byte, error) {
+	plain := *s
+	plain.Locks, plain.Windows, plain.Jobs = orEmpty(s.Locks), orEmpty(s.Windows), orEmpty(s.Jobs)
 	if !s.encoded() {
-		return json.Marshal((*plainSnapshot)(s))
+		return json.Marshal((*plainSnapshot)(&plain))
 	}
-	return json.Marshal(snapshotJSON{plainSnapshot: (*plainSnapshot)(s), Locks: s.locksJSON})
+	return json.Marshal(snapshotJSON{plainSnapshot: (*plainSnapshot)(&plain), Locks: orEmpty(s.locksJSON)})
+}
+
+// orEmpty is l, or an empty list for nil, which JSON encodes as [].
+func orEmpty[T any](l []T) []T {
+	if l == nil {
+		return []T{}
+	}
+	return l
 }
 
 // encoded reports whether every lock's encoding is at hand.
@@ -91,9 +104,11 @@ func (u *Update) MarshalJSON() ([]byte, error) {
 		Base    uint64    `json:"base"`
 		Removed []LockKey `json:"removed"`
 	}
-	out := plainUpdate{plainSnapshot: (*plainSnapshot)(&u.Snapshot), Locks: u.Locks, Base: u.Base, Removed: u.Removed}
+	plain := u.Snapshot
+	plain.Windows, plain.Jobs = orEmpty(plain.Windows), orEmpty(plain.Jobs)
+	out := plainUpdate{plainSnapshot: (*plainSnapshot)(&plain), Locks: orEmpty(u.Locks), Base: u.Base, Removed: orEmpty(u.Removed)}
 	if u.encoded() {
-		out.Locks = u.locksJSON
+		out.Locks = orEmpty(u.locksJSON)
 	}
 	return json.Marshal(out)
 }
@@ -130,6 +145,18 @@ type published struct {
 		sec  int64
 		html []byte
 	}
+	// count is the snapshot's locks counted by state, once.
+	count struct {
+		once   sync.Once
+		counts Counts
+	}
+}
+
+// counts returns the snapshot's locks counted by state (countsOf),
+// counting them the first time.
+func (p *published) counts() Counts {
+	p.count.once.Do(func() { p.count.counts = countsOf(p.snap.Locks) })
+	return p.count.counts
 }
 
 // newPublished encodes s's change from prev, when prev is not nil.

@@ -62,6 +62,7 @@ func pages() *template.Template {
 			"card":     card,
 			"text":     lock.Printable,
 			"state":    cardState,
+			"states":   func() []string { return FilterStates },
 		}).ParseFS(assets, "assets/*.html"))
 	})
 }
@@ -131,9 +132,13 @@ type pageData struct {
 	Lock *LockEntry
 	Job  *JobEntry
 	// Cards are the locks of Snap the index page renders, the first of
-	// them; More counts the others.
+	// those Filter shows; More counts the others it shows.
 	Cards []LockEntry
 	More  int
+	// Filter is the index page's filter (its query); Counts count the
+	// locks of Snap by state, whatever the filter.
+	Filter Filter
+	Counts Counts
 }
 
 func (h *Hub) render(w http.ResponseWriter, status int, name string, d pageData) {
@@ -176,7 +181,7 @@ func (h *Hub) write(w http.ResponseWriter, status int, page []byte, err error) {
 // request while the snapshot is current (at 5,000 locks that is 3.4 MB),
 // worded at the snapshot's time.
 func (h *Hub) serveIndex(w http.ResponseWriter, r *http.Request) {
-	d := pageData{Title: "lockctl dashboard", Page: "index"}
+	d := pageData{Title: "lockctl dashboard", Page: "index", Filter: filterOf(r.URL.Query())}
 	h.mu.Lock()
 	p := h.current
 	h.mu.Unlock()
@@ -185,6 +190,24 @@ func (h *Hub) serveIndex(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Snap = p.snap
+	d.Counts = p.counts()
+	if d.Filter.Active() {
+		// Rendered for this request alone: the first cards of the locks it
+		// shows, or all of them with ?all.
+		var shown []LockEntry
+		for i := range p.snap.Locks {
+			if d.Filter.Matches(&p.snap.Locks[i]) {
+				shown = append(shown, p.snap.Locks[i])
+			}
+		}
+		d.Cards = shown
+		if !r.URL.Query().Has("all") {
+			d.Cards = shown[:min(len(shown), FirstCards)]
+		}
+		d.More = len(shown) - len(d.Cards)
+		h.render(w, http.StatusOK, "index.html", d)
+		return
+	}
 	if r.URL.Query().Has("all") {
 		d.Cards = p.snap.Locks
 		page, err := p.allPage(func() ([]byte, error) { return renderPage("index.html", d) })

@@ -336,6 +336,64 @@ jobs:
 		assert.Equal(t, "free", status(t, ns)["state"])
 	})
 
+	t.Run("cancelled while run's command takes 12s to stop: the hold is not left", func(t *testing.T) {
+		ns := env.Namespace(t)
+		r := newRunner(t, ns, 7)
+		kubeconfigStep(t, r, ns)
+		// A deploy tool that traps INT and TERM and needs 12 s to stop
+		// cleanly: longer than the runner's 7.5 s to SIGTERM and 10 s to
+		// SIGKILL.
+		script(t, r, "slow.sh", `trap 'echo "slow.sh: got INT"; stopping=1' INT
+trap 'echo "slow.sh: got TERM"; stopping=1' TERM
+touch started
+while [ -z "${stopping:-}" ]; do sleep 0.1 || true; done
+end=$((SECONDS + 12))
+while [ "$SECONDS" -lt "$end" ]; do sleep 0.1 || true; done
+touch stopped-cleanly
+`)
+		file := workflow(t, `    steps:
+    - id: lock
+      uses: lockctl/lockctl/integrations/github@v0.2.0
+      with: {command: run, namespace: staging, run: ./slow.sh}
+`)
+		var res ghJobResult
+		done := inBackground(func() { res = r.runJob(file, "deploy") })
+		require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(r.workdir, "started")); return err == nil }, 2*time.Minute, 100*time.Millisecond,
+			"the command runs under the lock:\n%s", r.log.String())
+		require.Equal(t, "held", status(t, ns)["state"])
+		// The next run waits for the lock meanwhile.
+		next := []string{"--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"}
+		var nextRun clitest.Outcome
+		nextDone := inBackground(func() {
+			nextRun = clitest.Run(t, 5*time.Minute, t.TempDir(), []string{"KUBECONFIG=" + env.Kubeconfig, "LOCKCTL_LOCK_NAMESPACE=" + ns},
+				append([]string{"acquire", "staging", "--ttl", "1h", "--timeout", "4m"}, next...)...)
+		})
+		require.Eventually(t, func() bool { return len(waiters(t, ns)) == 1 }, 2*time.Minute, 100*time.Millisecond, "the next run waits")
+		cancelled := time.Now()
+		r.cancel()
+		<-done
+		postEnded := time.Now()
+		log := r.log.String()
+		assert.True(t, res.Cancelled)
+		assert.Equal(t, "cancelled", res.Steps["lock"])
+		assert.Equal(t, "success", res.Steps["post lock"], "the post step runs on cancel")
+		assert.Contains(t, log, "slow.sh: got INT", "the command got the runner's SIGINT")
+		assert.Contains(t, log, "SIGTERM again: stopping the command now with SIGKILL and releasing lock \"staging\"", "the runner's SIGTERM stopped it at once")
+		assert.NoFileExists(t, filepath.Join(r.workdir, "stopped-cleanly"), "it did not get its 12 s")
+		assert.Contains(t, log, "releasing by this job's identity", "post released what the cancelled run may have held")
+		assert.Empty(t, processesIn(t, r.workdir), "nothing the job started is left running")
+		// The hold is gone when the post step has ended: the lock is free or
+		// the next run's already, not the cancelled build's.
+		st := status(t, ns)
+		if holder, ok := st["holder"].(map[string]any); ok {
+			assert.Equal(t, "api", holder["repo"], "held by the next run, not the cancelled one: %v", st)
+		}
+		<-nextDone
+		require.Equal(t, 0, nextRun.Code, "the next run gets the lock: %s", nextRun.Stderr)
+		t.Logf("cancel to post step's end %s; the next run held the lock %s after it", postEnded.Sub(cancelled).Round(time.Millisecond),
+			time.Since(postEnded).Round(time.Millisecond))
+	})
+
 	t.Run("a matrix: two jobs of one run never hold at once", func(t *testing.T) {
 		ns := env.Namespace(t)
 		out := t.TempDir()

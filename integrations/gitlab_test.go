@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,6 +206,51 @@ echo "end $CI_JOB_NAME" >> "$ORDER"
 		assert.Contains(t, status(t, ns), `"state": "free"`, "both released")
 	})
 
+	t.Run("a job cancelled as GitLab's runner cancels it: lockctl run releases once its command stopped", func(t *testing.T) {
+		ns := env.Namespace(t)
+		out := t.TempDir()
+		// A deploy that traps INT and TERM and needs 12 s to stop cleanly.
+		dir := newGitLabProject(t, ns, `  stage: deploy
+  script:
+    - lockctl run --lock staging --timeout 2m -- ./deploy.sh
+`, `trap 'echo "deploy: got TERM"; stopping=1' TERM
+trap 'echo "deploy: got INT"; stopping=1' INT
+touch "$OUT/started"
+stopping=
+while [ -z "$stopping" ]; do sleep 0.1 || true; done
+i=0
+while [ "$i" -lt 120 ]; do sleep 0.1 || true; i=$((i + 1)); done
+touch "$OUT/stopped-cleanly"
+`)
+		p := startGitLabPipeline(t, env, dir, "5", "OUT="+out, "LOCKCTL_LOCK_NAMESPACE="+ns)
+		require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(out, "started")); return err == nil }, 2*time.Minute, 100*time.Millisecond,
+			"the deploy runs under the lock:\n%s", &p.out)
+		require.Contains(t, status(t, ns), `"state": "held"`)
+		// NOTE: gitlab-ci-local has no cancel of a job (its SIGINT removes
+		// its containers and exits, after_script not run, the script not
+		// signalled). GitLab Runner cancels a job by SIGTERM to the job
+		// shell's process group (SIGKILL after its graceful timeout); here
+		// the job's processes share gitlab-ci-local's group, so each of
+		// them gets the SIGTERM, gitlab-ci-local not.
+		cancelled := time.Now()
+		signalled := signalJobGroup(t, p.cmd.Process.Pid, syscall.SIGTERM)
+		require.NotEmpty(t, signalled, "the job's processes")
+		p.wait()
+		ended := time.Now()
+		if _, err := os.Stat(filepath.Join(out, "stopped-cleanly")); err != nil {
+			// The job's shell ended at the SIGTERM, the deploy is still
+			// stopping: the lock is still held for it.
+			assert.Contains(t, status(t, ns), `"state": "held"`, "not released while the deploy stops")
+		}
+		require.Eventually(t, func() bool { return strings.Contains(status(t, ns), `"state": "free"`) }, 2*time.Minute, 200*time.Millisecond,
+			"released once the deploy stopped")
+		t.Logf("cancel to the job's end %s, to the release %s; signalled %v", ended.Sub(cancelled).Round(time.Millisecond),
+			time.Since(cancelled).Round(time.Millisecond), signalled)
+		assert.FileExists(t, filepath.Join(out, "stopped-cleanly"), "the deploy had its 12 s to stop")
+		assert.Contains(t, p.out.String(), "deploy: got TERM", "lockctl passed the runner's SIGTERM to the deploy")
+		require.Eventually(t, func() bool { return len(processesIn(t, dir)) == 0 }, time.Minute, 100*time.Millisecond, "nothing of the job left running")
+	})
+
 	t.Run("a workspace cleaned before after_script still releases", func(t *testing.T) {
 		ns := env.Namespace(t)
 		dir := newGitLabProject(t, ns, deployJob, `git clean -ffdxq -e .gitlab-ci-local
@@ -212,4 +259,55 @@ echo "end $CI_JOB_NAME" >> "$ORDER"
 		assert.True(t, p.wait(), "the pipeline succeeds")
 		assert.Contains(t, status(t, ns), `"state": "free"`, "after_script released")
 	})
+}
+
+// signalJobGroup sends sig, as GitLab Runner's shell executor cancels a
+// job (kill of the job shell's process group), to every process below
+// root (gitlab-ci-local) in root's process group: the job's shell and
+// what it runs that kept its group. Processes that made a group of their
+// own (lockctl run's command) and root itself get nothing. It returns the
+// processes signalled.
+func signalJobGroup(t *testing.T, root int, sig syscall.Signal) []string {
+	t.Helper()
+	type proc struct{ ppid, pgrp int }
+	procs := map[int]proc{}
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces.
+		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(fields) < 3 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		pgrp, _ := strconv.Atoi(fields[2])
+		procs[pid] = proc{ppid, pgrp}
+	}
+	group := procs[root].pgrp
+	below := func(pid int) bool {
+		for p := procs[pid].ppid; p > 1; p = procs[p].ppid {
+			if p == root {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for pid, p := range procs {
+		if pid != root && p.pgrp == group && below(pid) {
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			if syscall.Kill(pid, sig) == nil {
+				out = append(out, strconv.Itoa(pid)+" "+strings.ReplaceAll(strings.TrimSpace(string(cmdline)), "\x00", " "))
+			}
+		}
+	}
+	return out
 }

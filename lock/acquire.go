@@ -79,7 +79,7 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 	if len(req.Apps) > maxApps {
 		return Claim{}, fmt.Errorf("%d applications named, more than the %d a hold may name", len(req.Apps), maxApps)
 	}
-	me := Claim{Identity: req.Identity, CIJob: req.Job, User: req.User, Apps: appStrings(req.Apps), ClaimID: req.ClaimID, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
+	me := Claim{Identity: req.Identity, CIJob: req.Job, RunURL: req.RunURL, User: req.User, Apps: appStrings(req.Apps), ClaimID: req.ClaimID, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
 		Cancelable: req.Cancelable, cancelInProgress: req.CancelInProgress}
 	if me.ClaimID == "" {
 		me.ClaimID = newSession()
@@ -406,6 +406,9 @@ type Request struct {
 	// holds the lock once (see CIJob, sameHolder and runsAgain). The zero
 	// value makes the build the unit, as before jobs were known.
 	Job CIJob
+	// RunURL is the web page of the contender's CI run, recorded with its
+	// claim (Claim.RunURL); "" for none.
+	RunURL string
 	// Unordered says the build number only tells this contender apart
 	// (a developer's terminal, a CI without a build counter): it is served
 	// first come, first served and never supersedes nor is superseded.

@@ -56,6 +56,16 @@ type Estimate struct {
 	// FrozenUntil is the end of the last freeze (of the lock, or a
 	// window) that pushes the turn later; zero when none does.
 	FrozenUntil time.Time
+	// Overdue is set when the holder has held the lock longer than all but
+	// a few past holds (fewer than minEstimateHolds lasted longer), so
+	// that the history cannot tell when it ends: Held is how long it has
+	// held, and Low and High are the wait after it ends, for the holds
+	// ahead of the contender (zero for the first in line).
+	Overdue bool
+	Held    time.Duration
+	// Ahead is how many holds come between the overdue hold and the
+	// contender's turn; set with Overdue.
+	Ahead int
 }
 
 // estimateWait estimates when the contender's turn comes: the rest of the
@@ -65,7 +75,9 @@ type Estimate struct {
 // freeze window that covers it. It returns nil, saying nothing, when the
 // history has fewer than minEstimateHolds holds, or when fewer than
 // minEstimateHolds past holds lasted longer than the holder has held so
-// far (its end cannot be read from the history). With fewer than five holds, or holds spread wide (their
+// far (its end cannot be read from the history), in which case the
+// estimate is Overdue: the wait after the holder ends, with how long it has
+// held against the median. With fewer than five holds, or holds spread wide (their
 // middle half wider than half the median), the estimate is a range from
 // the first to the third quartile (the shortest to the longest hold when
 // fewer than five) rather than one figure.
@@ -93,9 +105,11 @@ func estimateWait(in EstimateInput) *Estimate {
 		}
 		// NOTE: as for the history itself, fewer than minEstimateHolds
 		// holds that lasted this long tell nothing of when this one ends
-		// (ADR 0076): one such hold would give a single figure.
+		// (ADR 0076): one such hold would give a single figure. What can
+		// be said is that the holder is overdue, by how much, and what
+		// comes after it.
 		if len(rest) < minEstimateHolds {
-			return nil
+			return overdue(in, e, held, holds)
 		}
 	}
 	lo, mid, hi := 0.5, 0.5, 0.5
@@ -123,6 +137,33 @@ func estimateWait(in EstimateInput) *Estimate {
 		e.Low = roundEstimate(at(mid))
 		e.High = e.Low
 		return e
+	}
+	e.Low, e.High = roundEstimate(at(lo)), roundEstimate(at(hi))
+	return e
+}
+
+// overdue is the estimate e (Holds, Median set) when the holder, which
+// has held for held, has outlasted all but a few of holds: the rest of
+// its hold is unknown, and the wait after it is a typical hold (the
+// median, a range when the holds are few or spread) for each hold ahead.
+func overdue(in EstimateInput, e *Estimate, held time.Duration, holds []time.Duration) *Estimate {
+	e.Overdue, e.Held, e.Ahead = true, held, in.Ahead
+	if in.Ahead == 0 {
+		return e
+	}
+	lo, hi := e.Median, e.Median
+	q1, q3 := quantile(holds, 0.25), quantile(holds, 0.75)
+	if len(holds) < minPointHolds {
+		lo, hi = holds[0], holds[len(holds)-1]
+	} else if q3-q1 > e.Median/2 {
+		lo, hi = q1, q3
+	}
+	at := func(hold time.Duration) time.Duration {
+		turn, frozen := in.turn(0, hold)
+		if frozen.After(e.FrozenUntil) {
+			e.FrozenUntil = frozen
+		}
+		return turn.Sub(in.Now)
 	}
 	e.Low, e.High = roundEstimate(at(lo)), roundEstimate(at(hi))
 	return e
@@ -195,12 +236,26 @@ func (e *Estimate) String() string {
 	if e == nil {
 		return ""
 	}
+	if e.Overdue {
+		switch {
+		case e.Ahead == 0:
+			return "when the overdue holder ends"
+		case e.Low == e.High:
+			return "about " + waitString(e.Low) + " after the overdue holder ends"
+		}
+		return e.rangeString() + " after the overdue holder ends"
+	}
 	if e.Low == e.High {
 		if e.Low == 0 {
 			return "any moment"
 		}
 		return "about " + waitString(e.Low)
 	}
+	return e.rangeString()
+}
+
+// rangeString renders Low to High: "8-15 min", "40 s-2 min".
+func (e *Estimate) rangeString() string {
 	lo, hi := waitString(e.Low), waitString(e.High)
 	if u := unitOf(e.Low); u == unitOf(e.High) && u != "" {
 		return trimUnit(lo, u) + "-" + hi
@@ -216,6 +271,10 @@ func (e *Estimate) Basis() string {
 		return ""
 	}
 	s := fmt.Sprintf("median hold %s over the last %d", shortDuration(e.Median, time.Minute), e.Holds)
+	if e.Overdue {
+		s = fmt.Sprintf("the holder is overdue: held %s, %s past the %s", shortDuration(e.Held, time.Minute),
+			shortDuration(e.Held-e.Median, time.Minute), s)
+	}
 	if e.SpreadHigh > 0 {
 		lo, hi := shortDuration(e.SpreadLow, time.Minute), shortDuration(e.SpreadHigh, time.Minute)
 		if lo == hi {

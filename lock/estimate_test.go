@@ -62,12 +62,24 @@ windows:
 			want: "any moment", wantBasis: "median hold 4m over the last 20",
 		},
 		{
-			name: "the holder outlasted every past hold", history: "regular.json",
-			in: EstimateInput{HolderSince: ago(10 * time.Minute), Ahead: 1},
+			name: "the holder outlasted every past hold: overdue, one hold after it", history: "regular.json",
+			in:   EstimateInput{HolderSince: ago(10 * time.Minute), Ahead: 1},
+			want: "about 4 min after the overdue holder ends", wantBasis: "the holder is overdue: held 10m, 6m past the median hold 4m over the last 20",
 		},
 		{
-			name: "only two past holds lasted as long as the holder has: nothing said", history: "regular.json",
-			in: EstimateInput{HolderSince: ago(250 * time.Second), Ahead: 1},
+			name: "the holder outlasted every past hold: the first in line is next", history: "regular.json",
+			in:   EstimateInput{HolderSince: ago(10 * time.Minute)},
+			want: "when the overdue holder ends", wantBasis: "the holder is overdue: held 10m, 6m past the median hold 4m over the last 20",
+		},
+		{
+			name: "the holder outlasted every past hold: third in line", history: "regular.json",
+			in:   EstimateInput{HolderSince: ago(10 * time.Minute), Ahead: 2},
+			want: "about 8 min after the overdue holder ends", wantBasis: "the holder is overdue: held 10m, 6m past the median hold 4m over the last 20",
+		},
+		{
+			name: "only two past holds lasted as long as the holder has: overdue", history: "regular.json",
+			in:   EstimateInput{HolderSince: ago(250 * time.Second), Ahead: 1},
+			want: "about 4 min after the overdue holder ends", wantBasis: "the holder is overdue: held 4m, 21s past the median hold 4m over the last 20",
 		},
 		{
 			name: "three past holds lasted as long as the holder has", history: "regular.json",

@@ -54,7 +54,7 @@ const maxOverrides = 20
 // refuse the lock with a version error rather than hand it out, and the
 // same minor as RecordVersion, whose fields it has too. Once the freeze is
 // gone the record is written as RecordVersion again.
-const frozenVersion = "2.9"
+const frozenVersion = "2.10"
 
 // frozenRecordVersion is frozenVersion parsed.
 var frozenRecordVersion = schema.MustParse(frozenVersion)
@@ -157,8 +157,8 @@ type windowError struct {
 }
 
 func (e *windowError) Error() string {
-	return fmt.Sprintf("lock on %q is in freeze window %q of configmap %s/%s (%s); unfreeze cannot lift a window: edit or delete that ConfigMap, or acquire with --ignore-freeze",
-		e.Target, e.Freeze.By.Branch, e.Namespace, FreezeWindowsName, e.Freeze.Describe())
+	return fmt.Sprintf("lock on %q is in freeze window %q of configmap %s/%s (%s); unfreeze cannot lift a window: remove it with lockctl freeze-windows remove %s, or acquire with --ignore-freeze",
+		e.Target, e.Freeze.By.Branch, e.Namespace, FreezeWindowsName, e.Freeze.Describe(), e.Freeze.By.Branch)
 }
 
 // Unfrozen says what Unfreeze did.

@@ -287,6 +287,12 @@ type Claim struct {
 	// 1.8). An enforced lock admits the holder's writes by it
 	// (docs/enforcement.md).
 	User string `json:"user,omitempty"`
+	// RunURL is the web page of the CI run or job the claimant runs in,
+	// as its CI system names it (GitHub Actions' run and attempt, GitLab's
+	// job, Jenkins' build); empty outside CI, when the CI system gives
+	// none, and before record version 1.10. The dashboard links the claim
+	// to it; nothing decides on it.
+	RunURL string `json:"runURL,omitempty"`
 	// Credential names the credential User authenticated with when the
 	// claim was made, as the API server tells it: "pod-uid=UID" for a
 	// service account token bound to a pod, else the token's credential
@@ -474,7 +480,7 @@ const (
 // RecordVersion is the version of the lock record this lockctl writes. It
 // reads every record of the same major version, keeping the fields it does
 // not know, and refuses other major versions with a *VersionError.
-const RecordVersion = "1.9"
+const RecordVersion = "1.10"
 
 // recordVersion is RecordVersion parsed.
 var recordVersion = schema.MustParse(RecordVersion)

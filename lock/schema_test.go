@@ -32,6 +32,7 @@ func TestRecordGoldenCurrent(t *testing.T) {
 		Holder: Claim{
 			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41", Sequence: ".github/workflows/deploy.yml"},
 			CIJob:    CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
+			RunURL:   "https://github.com/acme/web/actions/runs/1041/attempts/2",
 			User:     "system:serviceaccount:ci:deployer", Credential: "pod-uid=0b7e1a52-3f0e-4d4c-9a55-7f1a0c2b9e11",
 			Apps:    []string{"argocd/web", "flux/kustomization/apps/web"},
 			ClaimID: "a1", Since: since, Expires: &exp, TTL: metav1.Duration{Duration: time.Hour}, Token: "1234",
@@ -136,6 +137,8 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v2.7-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.8.json", wantVersion: current},
 		{file: "v2.8-frozen.json", wantVersion: frozenVersion},
+		{file: "v1.9.json", wantVersion: current},
+		{file: "v2.9-frozen.json", wantVersion: frozenVersion},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
 		{file: "v" + frozenVersion + "-frozen.json", wantVersion: frozenVersion},

@@ -89,13 +89,18 @@ func (c *Client) AddFreezeWindow(ctx context.Context, w FreezeWindow) error {
 }
 
 // ValidateFreezeWindow checks w as an entry of the freeze windows
-// ConfigMap is checked; the error is a *WindowEntryError naming the field.
+// ConfigMap is checked, and that every target is a namespace name, as the
+// commands check the namespaces they lock; the error is a
+// *WindowEntryError naming the field.
 func ValidateFreezeWindow(w FreezeWindow) error {
 	raw, err := json.Marshal(w)
 	if err != nil {
 		return err
 	}
 	if _, werr := parseWindow(1, raw); werr != nil {
+		return werr
+	}
+	if werr := checkWindowTargets(w); werr != nil {
 		return werr
 	}
 	return nil

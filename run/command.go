@@ -99,11 +99,19 @@ func (c *Command) String() string { return QuoteCommand(c.argv) }
 // Timings.KillGrace later, SIGKILL, so that it has ended before the lock
 // can expire; the error then wraps ErrNotRenewed or lock.ErrLost.
 func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
+	_, err := c.run(ctx, h, obs, nil)
+	return err
+}
+
+// run is Run, where a signal on again while the command stops after ctx
+// ended (a CI runner's second signal) sends the command's group SIGKILL at
+// once; urgent reports that it did.
+func (c *Command) run(ctx context.Context, h *Hold, obs Observer, again <-chan os.Signal) (urgent bool, err error) {
 	obs = observerOrNop(obs)
 	cmdline := c.String()
 	if ctx.Err() != nil {
 		obs.Stopping(Stop{Command: c.argv, BeforeStart: true})
-		return fmt.Errorf("run %s: %w", cmdline, ctx.Err())
+		return false, fmt.Errorf("run %s: %w", cmdline, ctx.Err())
 	}
 	// NOTE: said before the start, so it comes before anything the command
 	// prints.
@@ -115,7 +123,7 @@ func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 		c.child.Env = append(os.Environ(), TokenEnv+"="+h.Token())
 	}
 	if err := c.child.Start(); err != nil {
-		return startError(c.argv[0], err)
+		return false, startError(c.argv[0], err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- c.child.Wait() }()
@@ -123,10 +131,10 @@ func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 	select {
 	case waitErr := <-exited:
 		obs.Exited(c.child.ProcessState, waitErr)
-		return commandExit(c.child.ProcessState, waitErr)
+		return false, commandExit(c.child.ProcessState, waitErr)
 	case <-ctx.Done():
 		sig := signalOf(ctx)
-		stop := Stop{Command: c.argv}
+		stop := Stop{Command: c.argv, AgainStops: again != nil}
 		if !c.interactive || sig != os.Interrupt {
 			stop.Signal = sig
 		}
@@ -136,21 +144,32 @@ func (c *Command) Run(ctx context.Context, h *Hold, obs Observer) error {
 				obs.SignalFailed(err)
 			}
 		}
-		obs.Exited(c.child.ProcessState, <-exited)
-		return fmt.Errorf("run %s: %w", cmdline, ctx.Err())
+		select {
+		case err := <-exited:
+			obs.Exited(c.child.ProcessState, err)
+		case s := <-again:
+			// Stop now: the time left is for the release.
+			obs.Stopping(Stop{Command: c.argv, Again: s, Signal: syscall.SIGKILL})
+			if err := signalChild(c.child.Process, syscall.SIGKILL, !c.interactive); err != nil {
+				obs.SignalFailed(err)
+			}
+			obs.Exited(c.child.ProcessState, <-exited)
+			urgent = true
+		}
+		return urgent, fmt.Errorf("run %s: %w", cmdline, ctx.Err())
 	case lost := <-h.Lost():
 		c.stop(obs, exited, Stop{Command: c.argv, Lost: lost, Signal: syscall.SIGTERM, KillAfter: h.Timings().KillGrace}, h.local)
-		return fmt.Errorf("lock %q was lost while %s ran: %w", h.LostTarget(), cmdline, lost)
+		return false, fmt.Errorf("lock %q was lost while %s ran: %w", h.LostTarget(), cmdline, lost)
 	case late := <-h.NotRenewed():
 		c.stop(obs, exited, Stop{Command: c.argv, NotRenewed: late, Signal: syscall.SIGTERM, KillAfter: h.Timings().KillGrace}, h.local)
-		return fmt.Errorf("%w; %s was stopped before the lock could expire", late, cmdline)
+		return false, fmt.Errorf("%w; %s was stopped before the lock could expire", late, cmdline)
 	case asked := <-h.Cancelled():
 		obs.Stopping(Stop{Command: c.argv, Cancelled: asked, Signal: syscall.SIGTERM})
 		if err := signalChild(c.child.Process, syscall.SIGTERM, !c.interactive); err != nil {
 			obs.SignalFailed(err)
 		}
 		obs.Exited(c.child.ProcessState, <-exited)
-		return fmt.Errorf("%s stopped: %w", cmdline, asked)
+		return false, fmt.Errorf("%s stopped: %w", cmdline, asked)
 	}
 }
 

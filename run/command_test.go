@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -109,3 +110,57 @@ func TestCommandNotRenewed(t *testing.T) {
 	require.True(t, ok, "ended by a signal: %v", obs.ended)
 	assert.Equal(t, syscall.SIGKILL, sig, "SIGTERM was ignored")
 }
+
+// TestCommandStoppedAgain: interrupted, a command that traps the signal
+// and takes its time is waited for; a second signal on again sends its
+// process group SIGKILL at once, and run says so.
+func TestCommandStoppedAgain(t *testing.T) {
+	t.Parallel()
+	te := newFakeEnv(t)
+	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
+	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: time.Minute}, HoldOptions{})
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	marker, trapped := filepath.Join(dir, "started"), filepath.Join(dir, "trapped")
+	cmd, err := NewCommand([]string{"sh", "-c", `trap 'touch "$2"' INT TERM; touch "$1"; sleep 600 & wait; sleep 600`, "sh", marker, trapped}, CommandOptions{})
+	require.NoError(t, err)
+	obs := &stopObserver{}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	again := make(chan os.Signal)
+	type result struct {
+		urgent bool
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		urgent, err := cmd.run(ctx, h, obs, again)
+		done <- result{urgent, err}
+	}()
+	require.Eventually(t, func() bool { _, err := os.Stat(marker); return err == nil }, 10*time.Second, 10*time.Millisecond, "the command started")
+	cancel(interrupt{os.Interrupt})
+	require.Eventually(t, func() bool { _, err := os.Stat(trapped); return err == nil }, 10*time.Second, 10*time.Millisecond, "the command got SIGINT and goes on")
+	again <- syscall.SIGTERM
+
+	r := <-done
+	assert.True(t, r.urgent)
+	assert.ErrorIs(t, r.err, context.Canceled)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	require.Len(t, obs.stops, 2)
+	assert.Equal(t, os.Interrupt, obs.stops[0].Signal, "SIGINT passed on first")
+	assert.True(t, obs.stops[0].AgainStops, "and a second signal would stop it")
+	assert.Equal(t, syscall.SIGTERM, obs.stops[1].Again)
+	assert.Equal(t, syscall.SIGKILL, obs.stops[1].Signal)
+	require.NotNil(t, obs.ended)
+	sig, ok := exitSignal(obs.ended)
+	require.True(t, ok, "ended by a signal: %v", obs.ended)
+	assert.Equal(t, syscall.SIGKILL, sig)
+}
+
+// interrupt is a cancel cause carrying a signal, as cmd's.
+type interrupt struct{ sig os.Signal }
+
+func (i interrupt) Error() string     { return "interrupted" }
+func (i interrupt) Signal() os.Signal { return i.sig }

@@ -81,6 +81,13 @@ type Stop struct {
 	KillAfter time.Duration
 	// BeforeStart is set when the command had not started yet.
 	BeforeStart bool
+	// Again is the second signal (Options.Again) that stops the command
+	// at once, with SIGKILL, so that the locks are released in the grace
+	// the signal's sender leaves; nil otherwise.
+	Again os.Signal
+	// AgainStops is set when a second signal would stop the command at
+	// once (Options.Again is set): not on a terminal.
+	AgainStops bool
 }
 
 // NopObserver ignores everything; embed it to observe a few things only.

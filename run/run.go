@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -50,6 +51,13 @@ type Options struct {
 	Command *Command
 	// Out receives the logs of the job's pod; nil discards them.
 	Out io.Writer
+	// Again delivers the signals that come after the one that ended ctx
+	// (a CI runner's cancel: SIGINT, SIGTERM 7.5 s later, then SIGKILL).
+	// A signal on it while Command stops sends the command's process group
+	// SIGKILL at once, and the release that follows gets UrgentRelease to
+	// reach the API server instead of the cleanup's 30 s. nil means no
+	// signal comes (a terminal's second Ctrl-C ends lockctl at once).
+	Again <-chan os.Signal
 	// Observer is told what happens; nil means nobody is.
 	Observer Observer
 }
@@ -110,7 +118,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	var res Result
-	ended := true
+	ended, urgent := true, false
 	if o.Job != nil {
 		res.Job, err = o.Jobs.Run(ctx, h, o.Job, outOrDiscard(o.Out), obs)
 		obs.JobEnded(res.Job, err)
@@ -119,13 +127,34 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		// through: the next run looks.
 		ended = res.Job != nil && res.Job.IsTerminal()
 	} else {
-		err = o.Command.Run(ctx, h, obs)
+		urgent, err = o.Command.run(ctx, h, obs, o.Again)
 	}
 	if jobs != nil {
 		jobs.Done = looked && ended
 	}
+	if urgent {
+		res.ReleaseErr = releaseWithin(ctx, h, UrgentRelease)
+		return res, err
+	}
 	res.ReleaseErr = release(ctx, h, lock.ReleaseOptions{})
 	return res, err
+}
+
+// UrgentRelease bounds the release after a command stopped at once
+// (Options.Again): GitHub's runner sends SIGKILL 2.5 s after its SIGTERM,
+// and lockctl, whose stderr is the killed step's pipe, cannot outlive it
+// for long.
+const UrgentRelease = 2 * time.Second
+
+// releaseWithin releases h within d, however ctx ended.
+func releaseWithin(ctx context.Context, h *Hold, d time.Duration) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	err := h.ReleaseWith(cctx, lock.ReleaseOptions{})
+	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("release within %s of the second signal timed out (the lock expires after its ttl): %w", d, err)
+	}
+	return err
 }
 
 // acquire waits for the locks, then holds them, and looks for jobs left

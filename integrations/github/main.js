@@ -56,9 +56,20 @@ async function main() {
         console.log('::error::command run needs the input run (the shell command)');
         return 2;
       }
+      // As for acquire, post must find what this step may hold even if
+      // the step is cancelled or killed while the command runs.
+      append('GITHUB_STATE', 'namespace', ns);
+      append('GITHUB_STATE', 'lock_namespace', lockNs);
+      append('GITHUB_STATE', 'running', 'true');
       const r = await lockctl(['run', '--lock', ns, '--timeout', input('timeout') || '30m', '--ttl', input('ttl') || '1h', ...common, '--', 'bash', '-eo', 'pipefail', '-c', cmd], false);
       if (r.error) {
         console.log('::error::' + r.error);
+      }
+      // lockctl run released at its end, unless it was stopped (a
+      // cancel): then post releases by this job's identity.
+      append('GITHUB_STATE', 'run_exit', String(r.code));
+      if (r.interrupted) {
+        append('GITHUB_STATE', 'run_interrupted', r.interrupted);
       }
       return r.code;
     }

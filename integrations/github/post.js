@@ -1,6 +1,7 @@
 // The action's post step: runs when the job ends, whatever happened
 // (post-if: always()), and releases the hold its acquire took, by its
-// fencing token, where main took it. Everything it uses comes from the
+// fencing token, where main took it, or the hold of a run that was
+// cancelled or killed, by the job's identity. Everything it uses comes from the
 // state main saved (the runner passes post nothing else of main's).
 'use strict';
 const { state, lockctl } = require('./lockctl-action.js');
@@ -14,6 +15,9 @@ async function post() {
   const token = state('token');
   const lockNs = state('lock_namespace');
   const where = lockNs ? ['--lock-namespace', lockNs] : [];
+  if (state('running') === 'true') {
+    return postRun(ns, where);
+  }
   const exit = state('acquire_exit');
   if (!token) {
     if (exit !== '') {
@@ -40,6 +44,28 @@ async function post() {
     // Held when main ended, gone now: someone broke it, it expired, or
     // it is not where this step looked.
     console.log(`::warning::lock ${ns}${lockNs ? ' in namespace ' + lockNs : ''} was held by this job under fencing token ${token}, but the post step found it not held: it was broken or expired before the job ended`);
+  }
+  return 0;
+}
+
+// postRun ends a command: run step. lockctl run releases when its
+// command ends, and on a cancel before it exits when it can: in the
+// runner's 2.5 s between SIGTERM and SIGKILL. A run that did not end
+// cleanly (cancelled, killed) may have left its hold, or its claim in the
+// queue: release by this job's identity, which takes either away and
+// says "nothing to release" when lockctl did.
+async function postRun(ns, where) {
+  const exit = state('run_exit');
+  const interrupted = state('run_interrupted');
+  if (exit !== '' && !interrupted) {
+    console.log(`lockctl: lockctl run ${ns} ended (exit ${exit}) and released; nothing to release`);
+    return 0;
+  }
+  const why = exit === '' ? 'did not finish' : `was cancelled (${interrupted}, exit ${exit})`;
+  console.log(`lockctl: lockctl run ${ns} ${why}; releasing by this job's identity`);
+  const r = await lockctl(['release', ns, ...where], false);
+  if (r.code !== 0) {
+    console.log(`::warning::lockctl release ${ns} exited ${r.code}${r.error ? ': ' + r.error : ''}; any hold expires after its ttl`);
   }
   return 0;
 }

@@ -26,6 +26,9 @@ type WindowFlags struct {
 	// Targets are the namespaces whose locks the window freezes; none
 	// means every lock of the namespace.
 	Targets []string
+	// Force adds a window whose schedule never fires within a year, or
+	// whose freezes cover all of the time (lock.CheckFreezeWindowSchedule).
+	Force bool
 }
 
 // AddFlags binds the group.
@@ -34,6 +37,7 @@ func (w *WindowFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&w.Duration, "duration", w.Duration, "how long each freeze lasts, such as 8h (required)")
 	fs.StringVar(&w.Reason, "reason", w.Reason, "why, shown to everyone who waits (required)")
 	fs.StringArrayVar(&w.Targets, "target", w.Targets, "a namespace whose lock the window freezes; repeat for more; none means every lock")
+	fs.BoolVar(&w.Force, "force", w.Force, "add a window that never fires within a year, or that freezes all of the time")
 }
 
 // Window is the window called name that the flags describe.
@@ -42,9 +46,22 @@ func (w *WindowFlags) Window(name string) lock.FreezeWindow {
 }
 
 // Validate checks the window called name as lock does
-// (lock.ValidateFreezeWindow), naming the flag (or NAME) at fault.
-func (w *WindowFlags) Validate(name string) error {
+// (lock.ValidateFreezeWindow), and, unless Force is set, that from now on
+// it fires within a year and does not freeze all of the time
+// (lock.CheckFreezeWindowSchedule), naming the flag (or NAME) at fault.
+func (w *WindowFlags) Validate(name string, now time.Time) error {
 	err := lock.ValidateFreezeWindow(w.Window(name))
+	if err == nil && !w.Force {
+		if err = lock.CheckFreezeWindowSchedule(w.Window(name), now); err != nil {
+			return cmdutil.FlagErrorf("%s; add it anyway with --force", windowFlagError(err))
+		}
+	}
+	return windowFlagError(err)
+}
+
+// windowFlagError words a *lock.WindowEntryError as an error of the flag
+// (or NAME) at fault, a usage error; others as they are.
+func windowFlagError(err error) error {
 	var we *lock.WindowEntryError
 	if !errors.As(err, &we) {
 		return err

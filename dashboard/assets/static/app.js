@@ -24,7 +24,7 @@
   // printable, else quoted with Go's escapes (strconv.Quote), so that a
   // right-to-left override cannot display text reversed.
   function printable(s) {
-    s = String(s);
+    s = s === undefined || s === null ? "" : String(s);
     if (ALL_PRINTABLE.test(s)) return s;
     let out = '"';
     for (const ch of s) {
@@ -130,6 +130,15 @@
     return printable(id.owner) + "/" + printable(id.repo) + "@" + printable(id.branch) + "#" + printable(id.build);
   }
 
+  // who shows a claim's identity, linked to its CI run when the claim
+  // names one (an http or https URL only).
+  function who(c) {
+    if (c && typeof c.runURL === "string" && /^https?:\/\//i.test(c.runURL)) {
+      return h("a", { class: "run", href: c.runURL, title: "its CI run" }, ident(c));
+    }
+    return ident(c);
+  }
+
   function freezeBy(f) {
     if (f.by && f.by.owner === "configmap" && f.by.repo === "lockctl-freeze-windows") {
       return "freeze window " + printable(f.by.branch);
@@ -165,7 +174,7 @@
     const facts = h("dl", { class: "facts" });
     if (st.holder) {
       facts.append(
-        h("dt", null, "Holder"), h("dd", { class: "holder" }, ident(st.holder)),
+        h("dt", null, "Holder"), h("dd", { class: "holder" }, who(st.holder)),
         h("dt", null, "Token"), h("dd", null, tokenOf(st)),
         h("dt", null, "Since"), h("dd", null, agoEl(st.holder.since), " ago"));
       // The GitOps applications the holder deploys (--app), as the server
@@ -177,9 +186,13 @@
     // An entry with an expiry has its liveness worded here, and again
     // every second (tick), from the expiry: the server sends the expiry,
     // not words that would change every second.
-    facts.append(h("dt", null, "Liveness"), entry.expires
-      ? h("dd", { "data-expires": entry.expires }, expiryWords(Date.parse(entry.expires), serverNow()))
-      : h("dd", null, st.liveness || ""));
+    // A lock nobody holds has no holder to be alive; frozen, the freeze
+    // below says what holds it.
+    if (st.holder || !st.freeze) {
+      facts.append(h("dt", null, "Liveness"), entry.expires
+        ? h("dd", { "data-expires": entry.expires }, expiryWords(Date.parse(entry.expires), serverNow()))
+        : h("dd", null, st.liveness || ""));
+    }
     if (st.estimatedWait) {
       facts.append(h("dt", null, "Est. wait"), h("dd", { class: "estimate" }, st.estimatedWait, " ",
         h("span", { class: "muted" }, "for a deploy queued now (" + (st.basis || "") + ")")));
@@ -206,19 +219,128 @@
     const waiters = st.waiters || [];
     if (waiters.length) {
       card.append(h("ol", { class: "queue" }, waiters.map((w) =>
-        h("li", null, h("span", { class: "who" }, ident(w)), " ", prio(w), " ",
+        h("li", null, h("span", { class: "who" }, who(w)), " ", prio(w), " ",
           h("span", { class: "waited" }, "waited ", agoEl(w.since)), eta(w)))));
     } else {
       card.append(h("p", { class: "empty" }, "Nobody waits."));
     }
     card.append(h("p", { class: "more" }, h("a", { href: href }, "History of " + target)));
+    if (page === "index" && filterActive()) card.hidden = !matches(entry);
     return card;
+  }
+
+  // The index page's filter, as its query gave it to the server (which
+  // served the cards it shows), then as its form sets it: the locks
+  // whose target, holder or a waiter contains q, whatever its case, in
+  // state (a lock may be in several), as the server's Filter.
+  const FILTER_STATES = ["held", "waiting", "frozen", "free"];
+  const query = new URLSearchParams(location.search);
+  let filter = { q: (query.get("q") || "").trim(), state: FILTER_STATES.includes(query.get("state")) ? query.get("state") : "" };
+
+  function filterActive() { return filter.q !== "" || filter.state !== ""; }
+
+  function inState(st, s) {
+    switch (s) {
+      case "held": return !!st.holder;
+      case "waiting": return (st.waiters || []).length > 0;
+      case "frozen": return !!st.freeze;
+      case "free": return !st.holder && !st.freeze && st.state !== "invalid";
+    }
+    return false;
+  }
+
+  function matches(e) {
+    const st = e.lock.status || {};
+    if (filter.state && !inState(st, filter.state)) return false;
+    if (!filter.q) return true;
+    const q = filter.q.toLowerCase();
+    if (String((e.lock.spec || {}).target || "").toLowerCase().includes(q)) return true;
+    if (st.holder && ident(st.holder).toLowerCase().includes(q)) return true;
+    return (st.waiters || []).some((w) => ident(w).toLowerCase().includes(q));
+  }
+
+  // applyFilter shows the cards of the locks the filter matches and hides
+  // the others, and says when none matches.
+  function applyFilter() {
+    if (page !== "index" || !state) return;
+    let n = 0;
+    if (filterActive()) {
+      for (const e of state.locks) {
+        const ok = matches(e), card = cards.get(keyOf(e));
+        if (ok) n++;
+        if (card && card.hidden === ok) card.hidden = !ok;
+      }
+    } else {
+      for (const card of cards.values()) if (card.hidden) card.hidden = false;
+    }
+    const nomatch = document.getElementById("nomatch");
+    if (nomatch) nomatch.hidden = !(filterActive() && state.locks.length > 0 && n === 0);
+  }
+
+  // renderCounts counts the locks of s by state, whatever the filter, each
+  // count a link to the page filtered by its state.
+  function renderCounts(s) {
+    const el = document.getElementById("counts");
+    if (!el) return;
+    const n = { held: 0, waiting: 0, frozen: 0, free: 0 };
+    for (const e of s.locks) {
+      const st = e.lock.status || {};
+      for (const k of FILTER_STATES) if (inState(st, k)) n[k]++;
+    }
+    const out = [];
+    FILTER_STATES.forEach((k, i) => {
+      if (i) out.push(" · ");
+      out.push(h("a", { href: "/?state=" + k, "data-state": k, "aria-current": filter.state === k ? "true" : null },
+        h("span", { class: "n" }, String(n[k])), " " + k));
+    });
+    el.replaceChildren(...out);
+  }
+
+  // setFilter makes f the filter: the page's address says it (a reload or
+  // a link shows the same), the cards follow.
+  function setFilter(f) {
+    filter = f;
+    const params = new URLSearchParams();
+    if (f.q) params.set("q", f.q);
+    if (f.state) params.set("state", f.state);
+    const qs = params.toString();
+    history.replaceState(null, "", qs ? "/?" + qs : "/");
+    const clear = document.getElementById("filter-clear");
+    if (clear) clear.hidden = !filterActive();
+    applyFilter();
+    if (state) renderCounts(state);
+  }
+
+  const form = page === "index" ? document.getElementById("filter") : null;
+  if (form) {
+    const input = form.elements.namedItem("q"), select = form.elements.namedItem("state");
+    // As the address says, whatever page the server had to serve.
+    input.value = filter.q;
+    select.value = filter.state;
+    const fromForm = () => setFilter({ q: input.value.trim(), state: FILTER_STATES.includes(select.value) ? select.value : "" });
+    input.addEventListener("input", fromForm);
+    select.addEventListener("change", fromForm);
+    form.addEventListener("submit", (ev) => { ev.preventDefault(); fromForm(); });
+    document.getElementById("counts").addEventListener("click", (ev) => {
+      const a = ev.target.closest("a[data-state]");
+      if (!a) return;
+      ev.preventDefault();
+      select.value = filter.state === a.dataset.state ? "" : a.dataset.state;
+      fromForm();
+    });
   }
 
   function table(heads, rows) {
     return h("div", { class: "scroll" }, h("table", null,
       h("thead", null, h("tr", null, heads.map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", null, rows)));
+  }
+
+  // jobReason says why a job is where it is, as the server's page does:
+  // the words for people first, the machine's reason after them.
+  function jobReason(j) {
+    if (!j.description) return [j.reason || ""];
+    return [j.description, j.reason ? [" ", h("span", { class: "muted" }, "(" + j.reason + ")")] : null];
   }
 
   function jobDuration(j, now) {
@@ -237,7 +359,8 @@
     const key = active && el.contains(active) && active.getAttribute("href");
     // NOTE: flat, as h's children: an array among nodes is its nodes, not
     // the text of the array (",[object HTMLSpanElement]").
-    el.replaceChildren(...nodes.flat().map((n) => (n instanceof Node ? n : printable(n))));
+    el.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false)
+      .map((n) => (n instanceof Node ? n : printable(n))));
     if (key) {
       for (const a of el.querySelectorAll("a")) {
         if (a.getAttribute("href") === key) { a.focus(); break; }
@@ -374,6 +497,11 @@
     slice(null);
   }
 
+  // noLocks is what a lock namespace where no lock was ever taken shows.
+  function noLocks() {
+    return h("p", { class: "empty" }, "No locks yet — ", h("code", null, "lockctl acquire"), " makes one.");
+  }
+
   function renderLocks(s) {
     const el = document.getElementById("locks");
     if (!el) return;
@@ -383,7 +511,7 @@
     cards.clear();
     shown.clear();
     if (!s.locks.length) {
-      replace("locks", h("p", { class: "empty" }, "No locks."));
+      replace("locks", noLocks());
       el.dataset.filled = String(s.seq);
       return;
     }
@@ -444,6 +572,9 @@
     const el = document.getElementById("locks");
     if (!el || el.dataset.seq !== String(s.seq)) return false;
     delete el.dataset.seq;
+    // Served filtered, the page has the cards the filter shows, not the
+    // first cards: they are made again.
+    if (el.dataset.filtered !== undefined) return false;
     const found = el.querySelectorAll(":scope > article.lock");
     if (found.length > s.locks.length || (!found.length && s.locks.length)) return false;
     const keys = [...found].map((card) => (card.dataset.namespace || "") + "\u0000" + (card.dataset.name || ""));
@@ -461,6 +592,8 @@
   function renderIndex(s, u, first) {
     if (u) patchLocks(s, u);
     else if (!first || !adoptLocks(s)) renderLocks(s);
+    renderCounts(s);
+    applyFilter();
     replace("windows", s.windows.length ? table(["Window", "Freezes", "From", "Until", "Reason"], s.windows.map((w) =>
       h("tr", { class: w.active ? "active" : null },
         h("td", null, (s.lockNamespace ? "" : w.namespace + "/") + w.name, w.active ? [" ", badge("frozen")] : null),
@@ -474,21 +607,22 @@
           h("td", null, h("a", { href: "/jobs/" + seg(j.name) + "/logs" }, j.name)),
           h("td", null, badge(j.state)), h("td", null, agoEl(j.started)), h("td", null, jobDuration(j, now)),
           h("td", null, j.pod || ""), h("td", null, j.buildID || ""), h("td", null, j.branch || ""),
-          h("td", null, j.reason || "", j.description ? [" ", h("span", { class: "muted" }, j.description)] : null))))
+          h("td", null, jobReason(j)))))
         : h("p", { class: "empty" }, "No jobs."));
     }
   }
 
   function renderHistory(s) {
     const ns = body.dataset.namespace, name = body.dataset.name;
-    const e = s.locks.find((x) => x.lock.metadata.namespace === ns && x.lock.metadata.name === name);
+    const e = s.locks.find((x) => (x.lock.metadata || {}).namespace === ns && (x.lock.metadata || {}).name === name);
     if (!e) {
       replace("current", h("p", { class: "empty" }, "No such lock (yet): it appears here when it is taken."));
       return;
     }
-    document.getElementById("target").textContent = e.lock.spec.target;
+    document.getElementById("target").textContent = (e.lock.spec || {}).target || name;
     replace("current", lockCard(e, s.lockNamespace));
-    replace("history", e.history.length ? table(["Holder", "From", "Until", "Held", "How it ended"], e.history.map((x) =>
+    const history = e.history || [];
+    replace("history", history.length ? table(["Holder", "From", "Until", "Held", "How it ended"], history.map((x) =>
       h("tr", null,
         h("td", null, ident(x), x.pod ? [" ", h("span", { class: "muted" }, "pod " + x.pod.namespace + "/" + x.pod.name)] : null),
         h("td", null, timeEl(x.since)), h("td", null, timeEl(x.until)),
@@ -517,13 +651,22 @@
     replace("job-build", j.buildID || "");
     replace("job-age", agoEl(j.started));
     replace("job-duration", jobDuration(j, serverNow()));
-    replace("job-reason", j.reason || "", j.description ? [" ", h("span", { class: "muted" }, j.description)] : []);
+    replace("job-reason", jobReason(j));
   }
 
   function conn(live, text) {
     const el = document.getElementById("conn");
     el.className = "conn " + (live ? "live" : "down");
     el.textContent = text;
+  }
+
+  // complete gives s every list the page reads, empty where the server
+  // sent none: a page may meet a server older or newer than itself.
+  function complete(s) {
+    for (const k of ["locks", "windows", "jobs", "problems"]) if (!Array.isArray(s[k])) s[k] = [];
+    s.locks = s.locks.filter((e) => e && e.lock);
+    for (const e of s.locks) if (!Array.isArray(e.history)) e.history = [];
+    return s;
   }
 
   // state is the last snapshot the page has, whole.
@@ -533,6 +676,7 @@
   // snapshot before, whose changed locks alone are drawn again.
   function onSnapshot(s, u) {
     const first = state === null;
+    complete(s);
     state = s;
     if (u || !clocked) offset = Date.parse(s.now) - Date.now();
     renderProblems(s);
@@ -552,6 +696,7 @@
       fetch("/api/snapshot").then((r) => r.json()).then((s) => onSnapshot(s)).catch(() => conn(false, "reconnecting…"));
       return;
     }
+    u.locks = (u.locks || []).filter((e) => e && e.lock);
     const byKey = new Map(state.locks.map((e) => [keyOf(e), e]));
     for (const r of u.removed || []) byKey.delete((r.namespace || "") + "\u0000" + (r.name || ""));
     let added = false;

@@ -20,6 +20,9 @@ type CI struct {
 	// Job is the CI job lockctl runs in, when the CI system says: the unit
 	// that holds a lock once (lock.CIJob). Zero when it does not.
 	Job lock.CIJob
+	// RunURL is the web page of the CI run or job, when the environment
+	// gives one (runURL); "" otherwise.
+	RunURL string
 }
 
 // FromEnv reads the identity a CI system exposes through getenv
@@ -191,6 +194,7 @@ func FromEnv(getenv func(string) string) (lock.Identity, map[string]string, CI) 
 	case getenv("CI") != "" && getenv("CI") != "false":
 		ci.Name = "ci"
 	}
+	ci.RunURL = runURL(ci.Name, getenv)
 	if ci.Job.Job == "" {
 		// A job ID or attempt without the job's name tells nothing.
 		ci.Job = lock.CIJob{}

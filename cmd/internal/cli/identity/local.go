@@ -45,6 +45,9 @@ type Holder struct {
 	// Job is the CI job the command runs in, when the CI system says
 	// (CI.Job); zero otherwise.
 	Job lock.CIJob
+	// RunURL is the web page of the CI run lockctl runs in (CI.RunURL);
+	// "" outside CI or when the CI system gives none.
+	RunURL string
 	// Unordered is true when the build only tells holders apart (a local
 	// or hashed build): such claims are served first come, first served.
 	Unordered bool
@@ -84,7 +87,7 @@ func Resolve(flags lock.Identity, getenv func(string) string, local func() Local
 	if id.Owner == "" || id.Repo == "" || id.Branch == "" || id.Build == "" {
 		localIdentity(&id, src, getenv, local(), perProcess)
 	}
-	return Holder{Identity: id, Job: ci.Job, Unordered: unordered, Source: src}
+	return Holder{Identity: id, Job: ci.Job, RunURL: ci.RunURL, Unordered: unordered, Source: src}
 }
 
 // LocalUser is the login name: $USER, else the current user's, else

@@ -36,3 +36,18 @@ func TestItems(t *testing.T) {
 	require.NoError(t, Items(&out, "yaml", []string{"a", "b"}))
 	assert.Equal(t, "apiVersion: v1\nitems:\n- a\n- b\nkind: List\n", out.String(), "more as a List")
 }
+
+// TestEmptyListsAreLists: no items is an empty list, [] in JSON, never
+// null: a script reading .items | length must not fail on none.
+func TestEmptyListsAreLists(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.NoError(t, Items[string](&out, "json", nil))
+	assert.Contains(t, out.String(), `"items": []`)
+	out.Reset()
+	require.NoError(t, Items(&out, "yaml", []string{}))
+	assert.Contains(t, out.String(), "items: []")
+	out.Reset()
+	require.NoError(t, Documents(&out, "json", nil))
+	assert.Contains(t, out.String(), `"items": []`)
+}

@@ -42,6 +42,10 @@ func Object(w io.Writer, format string, obj any) error {
 
 // ListOf wraps items in a Kubernetes-style List, as kubectl prints them.
 func ListOf[T any](items []T) map[string]any {
+	if items == nil {
+		// No items is [] in JSON, as kubectl prints it, never null.
+		items = []T{}
+	}
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
 }
 
@@ -357,6 +361,9 @@ func Documents(w io.Writer, format string, objs []any) error {
 			Kind       string `json:"kind"`
 			Items      []any  `json:"items"`
 		}{"v1", "List", objs}
+		if list.Items == nil {
+			list.Items = []any{}
+		}
 		return Object(w, "json", list)
 	}
 	for i, obj := range objs {

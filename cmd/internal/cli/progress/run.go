@@ -192,10 +192,17 @@ func (r *Run) Stopping(s run.Stop) {
 		r.printf(term.StyleWarn, "interrupted before %s started; releasing lock %q", run.QuoteCommand(s.Command), target)
 	case s.Lost != nil:
 		r.printf(term.StyleBad, "%v: stopping the command with SIGTERM (SIGKILL after %s)", s.Lost, human.Duration(s.KillAfter))
+	case s.Again != nil:
+		r.printf(term.StyleBad, "%s again: stopping the command now with SIGKILL and releasing lock %q", run.SignalName(s.Again), target)
 	default:
 		what := "waiting for the command to exit"
 		if s.Signal != nil {
 			what = fmt.Sprintf("passing %s to the command and waiting for it to exit", run.SignalName(s.Signal))
+		}
+		if s.AgainStops {
+			r.printf(term.StyleWarn, "interrupted: %s, then releasing lock %q; a second signal stops the command at once (SIGKILL) and releases",
+				what, target)
+			break
 		}
 		r.printf(term.StyleWarn, "interrupted: %s, then releasing lock %q; interrupt again to exit at once, leaving lock %q to expire within %s",
 			what, target, target, ttl)
