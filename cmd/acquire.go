@@ -3,19 +3,13 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/cmd/internal/cli/progress"
-	"github.com/lockctl/lockctl/cmd/internal/cli/term"
-	"github.com/lockctl/lockctl/internal/base/human"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -89,6 +83,15 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 			released again. Each lock has its own fencing token: stdout has
 			one "NAMESPACE TOKEN" line per lock. Release them together with
 			lockctl release NAMESPACE [NAMESPACE...].
+
+			With --contexts the locks are taken in the cluster of each
+			kubeconfig context, one hold, all or nothing, in one order
+			(context, then namespace); each cluster keeps its own lock and
+			token, and stdout has the composite token CONTEXT=TOKEN,... (one
+			line per namespace with several) that release --token and stamp
+			take. A cluster that does not answer is waited for, named on the
+			waiting line, until --timeout (exit 4); the locks taken are then
+			given back (docs/clusters.md).
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# In a pipeline: lock, deploy, release even when the deploy fails
@@ -112,6 +115,9 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 
 			# Two locks, all or nothing, released together
 			lockctl acquire staging db-migrations --timeout 30m && ./migrate-and-deploy.sh; lockctl release staging db-migrations
+
+			# One hold in three clusters, released together
+			lockctl acquire production --contexts prod-us,prod-eu,prod-ap --timeout 30m && ./deploy-all.sh; lockctl release production --contexts prod-us,prod-eu,prod-ap
 		`),
 		Args: cli.MinArgs(1),
 		RunE: runE(o, runF, runAcquire, func(_ *cobra.Command, args []string) { o.Target, o.Targets = args[0], args }),
@@ -119,6 +125,7 @@ func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command 
 	fs := c.Flags()
 	o.AddIdentityFlags(fs)
 	o.AddLockNamespaceFlag(fs)
+	o.AddContextsFlag(fs)
 	o.ContenderFlags.AddFlags(fs, cli.ContenderUsage{
 		TTL:      "how long the lock lasts when the holder runs outside a pod",
 		Timeout:  "give up waiting after this long (exit 4); 0 waits forever; auto: a budget from the lock's recent holds and your place in its queue",
@@ -148,47 +155,25 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		return err
 	}
 	id := holder.Identity
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	sites, err := cli.NewSites(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
 	o.f.SetProgress(o.Progress)
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: o.f.LockClock()})
-	reqs := lock.RequestsFor(lock.Request{
-		Identity: id, Job: holder.Job, RunURL: holder.RunURL, LookupUser: cli.KubeUser(o.f), Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
+	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: sites.Locks[0].Clock()})
+	parts := sites.Parts(lock.Request{
+		Identity: id, Job: holder.Job, RunURL: holder.RunURL, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, OnProgress: wait.Update, NoWait: o.NoWait,
 	}, o.Targets)
 	cmdCtx := ctx
-	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.ResolveTimeout(ctx, o.f, locks, reqs))
+	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.ResolveTimeout(ctx, o.f, parts))
 	defer cancel()
-	// NOTE: one lock or several, all or nothing (lock.AcquireAll).
-	all, err := locks.AcquireAll(ctx, reqs)
-	if err == nil {
-		// NOTE: a lock handed over is held before its hand-over is
-		// confirmed; the hold outlives this process, so it is confirmed
-		// first (each bounded by the waiter's expiry it stands on).
-		err = cli.ConfirmAll(cmdCtx, locks, all)
-	}
+	// NOTE: one lock or several, in one cluster or several, all or nothing.
+	all, err := cli.AcquireConfirmed(ctx, cmdCtx, sites, parts)
 	wait.Finish()
-	single := len(o.Targets) == 1
 	if err != nil {
-		interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
-		if single {
-			if interrupted {
-				// Main exits 128+signal without a message: say what became of
-				// the place in the queue (Acquire gave it up).
-				o.f.Console().Statusf(term.StyleWarn, logrus.Fields{"lock": o.Target, "holder": id.String()},
-					"interrupted while waiting for lock %q; left the queue", o.Target)
-			}
-			return fmt.Errorf("acquire lock %q: %w", o.Target, err)
-		}
-		names := fmt.Sprintf("%q", o.Targets)
-		if interrupted {
-			o.f.Console().Statusf(term.StyleWarn, logrus.Fields{"holder": id.String()},
-				"interrupted while waiting for locks %s; left the queue and gave back the locks taken", names)
-		}
-		return fmt.Errorf("acquire locks %s: %w", names, err)
+		return cli.AcquireFailed(o.f, err, errors.Is(err, context.Canceled) && ctx.Err() != nil, id, o.Targets, sites)
 	}
 	for _, held := range all {
 		// NOTE: the locks stay held when the command exits: what the
@@ -197,49 +182,5 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 		defer held.WaitEvents(ctx)
 		defer held.StopWatching()
 	}
-	var items []lock.LockView
-	for _, held := range all {
-		o.printAcquired(held, id, locks, single)
-		switch {
-		case o.Output == "" && single:
-			fmt.Fprintln(o.f.IOStreams.Out, held.Token)
-		case o.Output == "":
-			fmt.Fprintf(o.f.IOStreams.Out, "%s %s\n", held.Target, held.Token)
-		default:
-			l, err := locks.Get(ctx, held.Target)
-			if err != nil {
-				return err
-			}
-			if single {
-				return printers.Object(o.f.IOStreams.Out, o.Output, l)
-			}
-			if l != nil {
-				items = append(items, *l)
-			}
-		}
-	}
-	if o.Output == "" {
-		return nil
-	}
-	return printers.Object(o.f.IOStreams.Out, o.Output, printers.ListOf(items))
-}
-
-// printAcquired says on stderr that held was taken (or was already held),
-// and warns when a freeze was ignored; with one lock, a re-entry says
-// since when.
-func (o *acquireOptions) printAcquired(held *lock.Held, id lock.Identity, locks *lock.Client, single bool) {
-	fields := logrus.Fields{"lock": held.Target, "holder": id.String(), "token": held.Token}
-	if f := held.IgnoredFreeze; f != nil {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", held.Target, f.Describe())
-	}
-	switch {
-	case held.Reentered && single:
-		o.f.Console().Statusf(term.StyleNone, fields, "lock %q already held by %s since %s; nothing to do (%s)",
-			held.Target, id, held.Holder.Since.UTC().Format(time.RFC3339), locks.Describe(held.Target))
-	case held.Reentered:
-		o.f.Console().Statusf(term.StyleNone, fields, "lock %q already held by %s; nothing to do (%s)", held.Target, id, locks.Describe(held.Target))
-	default:
-		o.f.Console().Statusf(term.StyleGood, fields, "lock %q acquired by %s after %s (%s)",
-			held.Target, id, human.Duration(held.Waited), locks.Describe(held.Target))
-	}
+	return cli.PrintAcquired(ctx, o.f, sites, all, id, o.Targets, o.Output)
 }

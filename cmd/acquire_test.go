@@ -51,6 +51,23 @@ func TestNewAcquireCmd(t *testing.T) {
 			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}, NoWait: true},
 		},
 		{
+			name: "across clusters",
+			args: []string{"production", "--contexts", "prod-us,prod-eu,prod-ap"},
+			want: acquireOptions{
+				LockFlags: cli.LockFlags{Contexts: []string{"prod-us", "prod-eu", "prod-ap"}},
+				Target:    "production", Targets: []string{"production"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			},
+		},
+		{
+			name: "across clusters from LOCKCTL_CONTEXTS",
+			args: []string{"production"},
+			env:  map[string]string{"LOCKCTL_CONTEXTS": "prod-us,prod-eu"},
+			want: acquireOptions{
+				LockFlags: cli.LockFlags{Contexts: []string{"prod-us", "prod-eu"}},
+				Target:    "production", Targets: []string{"production"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			},
+		},
+		{
 			name: "applications, repeated and listed, from the command line and the environment",
 			args: []string{"staging", "--app", "argocd/web", "--app", "flux/kustomization/apps/web,argocd/web"},
 			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,6 +90,7 @@ func newEnforceCmd(f *Factory, runF func(*enforceOptions) error) *cobra.Command 
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print the manifests (-o yaml or json) instead of installing them")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "in deny mode, how long to wait for the API server to apply the policy; 0 means no limit")
 	o.AddLockNamespaceFlag(fs)
+	o.AddContextsFlag(fs)
 	cli.AddOutputFlag(fs, &o.Output, "yaml", "json")
 	return c
 }
@@ -118,53 +118,21 @@ func (o *enforceOptions) validate() error {
 }
 
 func runEnforce(ctx context.Context, o *enforceOptions) error {
-	lockNS, err := o.ResolveLockNamespace(o.f)
-	if err != nil {
-		return err
-	}
-	errOut := o.f.IOStreams.ErrOut
 	if o.DryRun {
+		lockNS, err := o.ResolveLockNamespace(o.f)
+		if err != nil {
+			return err
+		}
 		var settings []enforce.Settings
 		for _, t := range o.Targets {
 			settings = append(settings, o.Settings(t, lockNS))
 		}
 		return printers.Documents(o.f.IOStreams.Out, o.Output, enforce.Manifests(settings...))
 	}
-	cs, err := o.f.Clientset()
+	sites, err := cli.NewSites(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
-	admreg := cs.AdmissionregistrationV1()
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
-	if err != nil {
-		return err
-	}
-	if o.Uninstall {
-		for _, t := range o.Targets {
-			removed, err := enforce.Unenforce(ctx, admreg, locks, t, 100*time.Millisecond, o.Timeout)
-			if err != nil {
-				return fmt.Errorf("stop enforcing lock %q: %w", t, err)
-			}
-			printers.Unenforced(errOut, t, removed)
-		}
-		return nil
-	}
-	for _, t := range o.Targets {
-		s := o.Settings(t, lockNS)
-		summarized, err := enforce.Enforce(ctx, admreg, locks, s, enforce.EnforceOptions{Force: o.Force})
-		if summarized {
-			fmt.Fprintf(errOut, "lock %q: made its lock readable by the policy and marked it enforced (%s)\n", t, locks.Describe(t))
-		}
-		if err != nil {
-			return fmt.Errorf("enforce lock %q: %w", t, err)
-		}
-		printers.Enforced(errOut, s)
-		if s.Mode == enforce.ModeDeny {
-			err := enforce.AwaitInEffect(ctx, cs.CoreV1(), s, 100*time.Millisecond, o.Timeout)
-			if err := printers.InEffect(errOut, t, err, o.Timeout); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	// NOTE: once per cluster, the clusters of --contexts at once.
+	return cli.EnforceAcross(ctx, o.f, sites, cli.EnforceRequest{Targets: o.Targets, Settings: o.Settings, Force: o.Force, Uninstall: o.Uninstall, Timeout: o.Timeout})
 }

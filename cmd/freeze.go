@@ -2,13 +2,11 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -66,6 +64,7 @@ func newFreezeCmd(f *Factory, runF func(*freezeOptions) error) *cobra.Command {
 	fs.StringVar(&o.Reason, "reason", o.Reason, "why, shown to everyone who waits (required)")
 	o.AddIdentityFlags(fs)
 	o.AddLockNamespaceFlag(fs)
+	o.AddContextsFlag(fs)
 	cli.AddOutputFlag(fs, &o.Output, "json", "yaml")
 	return c
 }
@@ -88,20 +87,12 @@ func runFreeze(ctx context.Context, o *freezeOptions) error {
 	if err != nil {
 		return err
 	}
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	sites, err := cli.NewSites(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
 	until, _ := o.End(o.f.Clock.Now()) // checked by validate
-	l, err := locks.Freeze(ctx, lock.FreezeRequest{Target: o.Target, By: holder.Identity, Reason: o.Reason, Until: until, LookupUser: cli.KubeUser(o.f)})
-	if err != nil {
-		return fmt.Errorf("freeze lock %q: %w", o.Target, err)
-	}
-	fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q %s (%s)\n", o.Target, l.Status.Freeze.Describe(), locks.Describe(o.Target))
-	if o.Output != "" {
-		return printers.Object(o.f.IOStreams.Out, o.Output, l)
-	}
-	return nil
+	return cli.FreezeAcross(ctx, o.f, sites, lock.FreezeRequest{Target: o.Target, By: holder.Identity, Reason: o.Reason, Until: until}, o.Output)
 }
 
 // unfreezeOptions configure `lockctl unfreeze`.
@@ -131,20 +122,16 @@ func newUnfreezeCmd(f *Factory, runF func(*unfreezeOptions) error) *cobra.Comman
 		RunE: runE(o, runF, runUnfreeze, func(_ *cobra.Command, args []string) { o.Target = args[0] }),
 	}
 	o.AddLockNamespaceFlag(c.Flags())
+	o.AddContextsFlag(c.Flags())
 	return c
 }
 
 func (o *unfreezeOptions) validate() error { return cli.ValidateTarget(o.Target) }
 
 func runUnfreeze(ctx context.Context, o *unfreezeOptions) error {
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	sites, err := cli.NewSites(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
-	res, err := locks.Unfreeze(ctx, o.Target)
-	if err != nil {
-		return fmt.Errorf("unfreeze lock %q: %w", o.Target, err)
-	}
-	printers.Unfrozen(o.f.IOStreams.ErrOut, o.Target, res, locks.Describe(o.Target))
-	return nil
+	return cli.UnfreezeAcross(ctx, o.f, sites, o.Target)
 }

@@ -70,6 +70,7 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 	}
 	fs := c.Flags()
 	o.AddLockNamespaceFlag(fs)
+	o.AddContextsFlag(fs)
 	o.WatchFlags.AddFlags(fs, "the history")
 	o.PrintFlags.AddFlags(fs)
 	return c
@@ -80,14 +81,21 @@ func (o *historyOptions) validate() error {
 	if o.out, err = cli.ValidateRead(&o.WatchFlags, &o.PrintFlags); err != nil {
 		return err
 	}
+	if o.Watch && len(o.Contexts) > 0 {
+		return cmdutil.FlagErrorf("-w follows the history of one cluster: drop --contexts, or -w")
+	}
 	return cli.ValidateTarget(o.Target)
 }
 
 func runHistory(ctx context.Context, o *historyOptions) error {
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	sites, err := cli.NewSites(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
+	if sites.Across() {
+		return cli.HistoryAcross(ctx, o.f, sites, o.Target, o.out)
+	}
+	locks := sites.Locks[0]
 	h, err := locks.History(ctx, o.Target)
 	if err != nil {
 		return err

@@ -52,6 +52,12 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 			Several namespaces (locks taken together by acquire) are released
 			together, the last in name order first; a failure on one does not
 			stop the others, and is reported at the end.
+
+			With --contexts the locks are released in the cluster of each
+			context at once, --token being the composite token acquire
+			printed. A cluster that cannot be reached does not keep the
+			others held: its lock is named, and stays held until its expiry
+			or until released again (exit 1).
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# Release in a pipeline's finally block
@@ -71,6 +77,7 @@ func newReleaseCmd(f *Factory, runF func(*releaseOptions) error) *cobra.Command 
 	}
 	o.AddIdentityFlags(c.Flags())
 	o.AddLockNamespaceFlag(c.Flags())
+	o.AddContextsFlag(c.Flags())
 	c.Flags().BoolVar(&o.Force, "force", o.Force, "release the lock whoever holds it, or delete a corrupt lock")
 	c.Flags().StringVar(&o.Token, "token", o.Token, "release the lock if its holder's fencing token (printed by acquire) is this one, whatever the caller's identity")
 	cli.MarkOverride(c.Flags(), "force", "token")
@@ -95,10 +102,14 @@ func runRelease(ctx context.Context, o *releaseOptions) error {
 	if err != nil {
 		return err
 	}
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	sites, err := cli.NewSites(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return err
 	}
+	if sites.Across() {
+		return cli.ReleaseAcross(ctx, o.f, sites, o.Targets, r, o.Force, o.Token)
+	}
+	locks := sites.Locks[0]
 	ro := lock.ReleaseOptions{Force: o.Force, By: r.Breaker, Token: o.Token, Job: r.Job}
 	if len(o.Targets) > 1 {
 		all, err := locks.ReleaseAll(ctx, o.Targets, r.Identity, ro)

@@ -82,6 +82,12 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			deadlock. Each is renewed while the job or the command runs; losing
 			any of them stops it as losing the only one would. Each acquired
 			line shows that lock's fencing token; all are released at the end.
+			With --contexts the locks are held in the cluster of each
+			kubeconfig context (a command only): each renewed on its own API
+			server's clock, the command stopped before any of them can
+			expire, $LOCKCTL_FENCING_TOKEN the composite token
+			CONTEXT=TOKEN,... that lockctl stamp --context picks from
+			(docs/clusters.md).
 
 			A lock your build and CI job already hold (lockctl acquire in an
 			earlier step) is re-entered, not taken: run renews it only so that it
@@ -149,6 +155,9 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 			# Hold two locks while migrating (all or nothing, in name order)
 			lockctl run --lock staging --lock db-migrations -- ./migrate.sh
 
+			# Deploy to three clusters under one hold
+			lockctl run --lock production --contexts prod-us,prod-eu,prod-ap -- ./deploy-all.sh
+
 			# CI: a newer build of the branch stops the older run still deploying
 			lockctl run --lock staging --cancel-in-progress -f deploy.yaml
 
@@ -171,6 +180,7 @@ func newRunCmd(f *Factory, runF func(*runOptions) error) *cobra.Command {
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "print the pod the job would create and touch nothing")
 	o.AddIdentityFlags(fs)
 	o.AddLockNamespaceFlag(fs)
+	o.AddContextsFlag(fs)
 	o.ContenderFlags.AddFlags(fs, cli.ContenderUsage{
 		TTL:      "how long the lock outlives run when run stops renewing it (a killed terminal)",
 		Timeout:  "give up waiting for the lock after this long (exit 4); 0 waits forever; auto: a budget from the lock's recent holds and your place in its queue",
@@ -203,6 +213,8 @@ func (o *runOptions) validate() error {
 		return cmdutil.FlagErrorf("--dry-run needs -f FILE: it prints the job's pod")
 	case o.Target == "" && len(o.Command) > 0:
 		return cmdutil.FlagErrorf("required flag --lock not set: name the namespace to lock")
+	case o.Filename != "" && len(o.Contexts) > 0:
+		return cmdutil.FlagErrorf("--contexts holds locks in several clusters while a command runs (-- COMMAND); a job (-f) runs in one cluster: name it with --context")
 	}
 	if len(o.Targets) > 0 {
 		if err := cli.ValidateTargets(o.Targets); err != nil {
@@ -290,7 +302,7 @@ func runCommand(ctx context.Context, o *runOptions) error {
 func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Options)) (run.Result, error) {
 	d := o.f.SetProgress(o.Progress)
 	defer d.SetStatus(nil)
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{})
+	sites, err := cli.NewSites(o.f, &o.LockFlags, cli.LockClientOptions{})
 	if err != nil {
 		return run.Result{}, err
 	}
@@ -299,18 +311,22 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 		return run.Result{}, err
 	}
 	// NOTE: "held for" and "waited" count on the clock the lock is stamped on.
-	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: o.f.LockClock()})
+	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: sites.Locks[0].Clock()})
 	ro := run.Options{
-		Locks: locks, Timeout: o.Timeout, KillGrace: o.KillGrace, Jobs: jobs, Again: cli.Again(ctx),
+		Timeout: o.Timeout, KillGrace: o.KillGrace, Jobs: jobs, Again: cli.Again(ctx),
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
-		Requests: lock.RequestsFor(lock.Request{
-			Identity: holder.Identity, Job: holder.Job, RunURL: holder.RunURL, LookupUser: cli.KubeUser(o.f), Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
+		Across: sites.Parts(lock.Request{
+			Identity: holder.Identity, Job: holder.Job, RunURL: holder.RunURL, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
 			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, OnProgress: wait.Update,
 			Cancelable: true, CancelInProgress: o.CancelInProgress,
 		}, o.Targets),
 	}
 	set(&ro)
-	ro.Timeout = o.ResolveTimeout(ctx, o.f, locks, ro.Requests)
+	if sites.Across() {
+		// NOTE: a run across clusters runs a command: no job, none left behind to look for.
+		ro.Jobs = nil
+	}
+	ro.Timeout = o.ResolveTimeout(ctx, o.f, ro.Across)
 	return run.Run(ctx, ro)
 }
 

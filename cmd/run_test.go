@@ -72,6 +72,19 @@ func TestNewRunCmd(t *testing.T) {
 			},
 		},
 		{
+			name: "across clusters",
+			args: []string{"--lock", "staging", "--contexts", "prod-us,prod-eu", "--", "./deploy.sh"},
+			want: runOptions{
+				LockFlags: cli.LockFlags{Contexts: []string{"prod-us", "prod-eu"}},
+				Target:    "staging", Targets: []string{"staging"}, Command: []string{"./deploy.sh"},
+				ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+			},
+		},
+		{
+			name: "a job across clusters", args: []string{"--lock", "staging", "--contexts", "prod-us,prod-eu", "-f", "job.yaml"},
+			wantErr: "--contexts holds locks in several clusters while a command runs (-- COMMAND); a job (-f) runs in one cluster",
+		},
+		{
 			name: "a short TTL with a kill grace",
 			args: []string{"--lock", "staging", "--ttl", "6s", "--kill-grace", "2s", "--", "true"},
 			want: runOptions{

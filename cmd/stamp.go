@@ -34,6 +34,11 @@ func newStampCmd(f *Factory, runF func(*stampOptions) error) *cobra.Command {
 			token, so manifests applied by a build whose hold has ended are
 			refused. The items of a List are stamped one by one; comments and
 			field order are kept. Stamping again replaces the token.
+
+			The token of a hold across clusters (acquire or run --contexts) is
+			composite, CONTEXT=TOKEN,...: stamp writes the part of the cluster
+			the manifests go to, --context, else the kubeconfig's current
+			context.
 		`) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# In the command of lockctl run, which sets $LOCKCTL_FENCING_TOKEN
@@ -42,6 +47,10 @@ func newStampCmd(f *Factory, runF func(*stampOptions) error) *cobra.Command {
 			# With the token printed by acquire
 			token=$(lockctl acquire production)
 			helm template web ./chart | lockctl stamp --token "$token" | kubectl apply -f -
+
+			# One hold across clusters: each cluster's manifests get its own token
+			token=$(lockctl acquire production --contexts prod-us,prod-eu)
+			lockctl stamp --token "$token" --context prod-eu < app.yaml | kubectl --context prod-eu apply -f -
 		`),
 		Args: cli.NoArgs(),
 		RunE: runE(o, runF, runStamp, func(_ *cobra.Command, _ []string) {
@@ -62,5 +71,9 @@ func (o *stampOptions) validate() error {
 }
 
 func runStamp(_ context.Context, o *stampOptions) error {
-	return enforce.Stamp(o.f.IOStreams.In, o.f.IOStreams.Out, o.Token)
+	token, err := cli.TokenToStamp(o.f, o.Token)
+	if err != nil {
+		return err
+	}
+	return enforce.Stamp(o.f.IOStreams.In, o.f.IOStreams.Out, token)
 }

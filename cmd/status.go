@@ -9,7 +9,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // statusOptions configure `lockctl status`.
@@ -92,6 +91,7 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 	}
 	fs := c.Flags()
 	o.AddLockNamespaceFlag(fs)
+	o.AddContextsFlag(fs)
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "show the locks of every lock namespace (--lock-namespace is then ignored)")
 	o.WatchFlags.AddFlags(fs, "the locks")
 	o.PrintFlags.AddFlags(fs)
@@ -111,20 +111,20 @@ func (o *statusOptions) validate() error {
 }
 
 func runStatus(ctx context.Context, o *statusOptions) error {
-	locks, err := cli.NewLockClient(o.f, &o.LockFlags, cli.LockClientOptions{AllNamespaces: o.AllNamespaces})
+	sites, err := cli.NewSites(o.f, &o.LockFlags, cli.LockClientOptions{AllNamespaces: o.AllNamespaces})
 	// windowsErr is a freeze windows ConfigMap with broken entries: the
 	// locks are shown with the windows that can be read, and status then
 	// fails naming the broken ones.
-	var windowsErr *lock.WindowsError
+	var windowsErr error
 	if err == nil && !o.AllNamespaces {
-		if windowsErr, err = cli.LoadWindowsToShow(ctx, locks); windowsErr != nil && o.Watch {
+		if windowsErr, err = cli.LoadWindowsToShowAcross(ctx, sites); windowsErr != nil && o.Watch {
 			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", windowsErr)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	err = o.show(ctx, locks)
+	err = o.show(ctx, sites)
 	if err == nil && windowsErr != nil && !o.Watch {
 		// NOTE: as kubectl get with some objects it cannot show: what it
 		// can on stdout, then the error, exit 1.
@@ -133,22 +133,22 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	return err
 }
 
-// show prints the locks (or the lock of o.Target), then follows them
-// with -w until ctx ends (interrupted) or --timeout passes, which ends -w
-// without error.
-func (o *statusOptions) show(ctx context.Context, locks *lock.Client) error {
-	items, found, err := cli.LocksToShow(ctx, o.f, locks, o.Target, o.AllNamespaces)
+// show prints the locks (or the lock of o.Target), in every cluster of
+// sites, then follows them with -w until ctx ends (interrupted) or
+// --timeout passes, which ends -w without error.
+func (o *statusOptions) show(ctx context.Context, sites cli.Sites) error {
+	items, found, err := cli.LocksToShowAcross(ctx, o.f, sites, o.Target, o.AllNamespaces)
 	if err != nil || (!found && o.Output == "" && !o.Watch) {
 		return err
 	}
 	// NOTE: ages count on the clock the lock was stamped on, the API server's.
-	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Clock: locks.Clock()})
-	if o.Target != "" && !o.Watch {
+	p := printers.NewLockPrinter(o.f.IOStreams.Out, o.out, printers.Options{AllNamespaces: o.AllNamespaces, Contexts: sites.Across(), Clock: sites.Locks[0].Clock()})
+	if o.Target != "" && !o.Watch && len(items) == 1 {
 		// NOTE: as kubectl does, one name gives the object, not a List.
 		return p.Print(items[0])
 	}
-	if err := p.PrintAll(items, o.Target == "" && !o.Watch); err != nil || !o.Watch {
+	if err := p.PrintAll(items, !o.Watch && (o.Target == "" || len(items) > 1)); err != nil || !o.Watch {
 		return err
 	}
-	return o.Until(ctx, func(ctx context.Context) error { return cli.WatchLocks(ctx, locks, o.Target, items, p.Print) })
+	return o.Until(ctx, func(ctx context.Context) error { return cli.WatchLocksAcross(ctx, sites, o.Target, items, p.Print) })
 }

@@ -80,12 +80,45 @@ func (l *Loader) ClientsetFor(name string) (Interface, error) {
 	if name == "" {
 		return l.Clientset()
 	}
+	return l.clientsetOf(name, "--build-cluster", nil)
+}
+
+// ClientsetOfContext returns a new clientset of the kubeconfig context
+// name, one of those --contexts names (a lock held in several clusters),
+// whose transport wrap wraps (nil: none), as WrapCurrent wraps the
+// current context's. A context the kubeconfig does not have is an
+// *UnknownContextError of --contexts.
+func (l *Loader) ClientsetOfContext(name string, wrap transport.WrapperFunc) (Interface, error) {
+	if err := FindKubeconfig(l.Flags.KubeConfig, l.Getenv); err != nil {
+		return nil, err
+	}
+	return l.clientsetOf(name, "--contexts", wrap)
+}
+
+// ContextNamespace returns the namespace the kubeconfig context name
+// sets, "default" when it sets none; -n is not applied.
+func (l *Loader) ContextNamespace(name string) (string, error) {
+	raw, err := l.Flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return "", err
+	}
+	c, ok := raw.Contexts[name]
+	switch {
+	case !ok:
+		return "", &UnknownContextError{Flag: "--contexts", Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}
+	case c.Namespace == "":
+		return "default", nil
+	}
+	return c.Namespace, nil
+}
+
+func (l *Loader) clientsetOf(name, flag string, wrap transport.WrapperFunc) (Interface, error) {
 	raw, err := l.Flags.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := raw.Contexts[name]; !ok {
-		return nil, &UnknownContextError{Flag: "--build-cluster", Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}
+		return nil, &UnknownContextError{Flag: flag, Context: name, Available: slices.Sorted(maps.Keys(raw.Contexts))}
 	}
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 	if err != nil {
@@ -93,6 +126,9 @@ func (l *Loader) ClientsetFor(name string) (Interface, error) {
 	}
 	l.tune(cfg)
 	TrustHint(cfg, name)
+	if wrap != nil {
+		cfg.Wrap(wrap)
+	}
 	return NewForConfig(cfg)
 }
 

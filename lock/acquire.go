@@ -51,7 +51,7 @@ func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress,
 // acquisition in the background (see acquireChange).
 func (c *Client) acquireOnce(ctx context.Context, req Request, me Claim, background bool) (*stepResult, error) {
 	var res *stepResult
-	err := c.update(ctx, "acquire", req.Target, nil, func(cm *corev1.ConfigMap) (change, error) {
+	err := c.update(ctx, "acquire", req.Target, req.known, func(cm *corev1.ConfigMap) (change, error) {
 		var (
 			ch  change
 			err error
@@ -123,6 +123,7 @@ func (r *stepResult) progress(c *Client, target string, started time.Time) *Prog
 		return nil
 	}
 	p := &Progress{
+		Context:     c.opts.Context,
 		Target:      target,
 		Holder:      r.rec.holderOrNone(),
 		HolderAlive: r.decision.StaleHolder == nil || r.decision.HandedTo != nil,
@@ -326,6 +327,7 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 			token = res.cm.ResourceVersion
 		}
 		res.held = &Held{
+			Context:    c.opts.Context,
 			Target:     req.Target,
 			Namespace:  c.namespace,
 			Name:       res.cm.Name,
@@ -450,11 +452,23 @@ type Request struct {
 	// earlier holders left behind. nil keeps none, and a lock taken so
 	// drops the one it had.
 	Ledger Ledger
+
+	// known, when set, reads the lock for a try without waiting (NoWait):
+	// the newest version a lookout has seen (AcquireAcross).
+	known reader
 }
 
 // Progress is what a waiting contender knows.
 type Progress struct {
-	Target string
+	// Context is the kubeconfig context of the lock's cluster in a hold
+	// across clusters (Options.Context); "" for one cluster.
+	Context string
+	Target  string
+	// Unreachable is set, in a hold across clusters (AcquireAcross), while
+	// the lock's API server has not answered: why ("no answer for 5s", or
+	// the error of the last request). The contender tries again until its
+	// context ends; the other fields are then zero but Started.
+	Unreachable string
 	// Holder is the current holder.
 	Holder Claim
 	// HolderAlive is false when the holder is stale and about to be replaced.

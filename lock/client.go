@@ -99,6 +99,11 @@ type Options struct {
 	// before its confirmation is written (see Held.Confirm); 0 means
 	// defaultConfirmAfter, a negative value confirms at once.
 	ConfirmAfter time.Duration
+	// Context is the kubeconfig context naming the client's cluster when
+	// it is one of several a caller holds locks in (AcquireAcross): its
+	// locks' Held, Progress and views carry it, and its messages name the
+	// lock CONTEXT/TARGET (Where). "" means one cluster, unnamed.
+	Context string
 }
 
 // New returns a Client for locks in namespace, reading and writing
@@ -150,6 +155,10 @@ func (c *Client) Options() Options { return c.opts }
 
 // Namespace returns the lock namespace.
 func (c *Client) Namespace() string { return c.namespace }
+
+// Context returns the kubeconfig context naming the client's cluster
+// (Options.Context); "" for one cluster, unnamed.
+func (c *Client) Context() string { return c.opts.Context }
 
 // Describe identifies the lock of target for logs and messages.
 func (c *Client) Describe(target string) string {

@@ -171,6 +171,7 @@ func (w *waiter) handedToMe() *Held {
 		w.req.OnTaking()
 	}
 	held := &Held{
+		Context:    c.opts.Context,
 		Target:     w.req.Target,
 		Namespace:  c.namespace,
 		Name:       cm.Name,

@@ -11,6 +11,9 @@ import (
 
 // Held is a lock the caller holds.
 type Held struct {
+	// Context is the kubeconfig context of the lock's cluster in a hold
+	// across clusters (Options.Context); "" for one cluster.
+	Context   string
 	Target    string
 	Namespace string
 	Name      string
@@ -57,6 +60,10 @@ type Held struct {
 	// a hand-over (see Confirm); nil for any other hold.
 	confirming *confirmation
 }
+
+// Where names the lock for messages: its target, or CONTEXT/TARGET in a
+// hold across clusters.
+func (h *Held) Where() string { return Where(h.Context, h.Target) }
 
 // WaitEvents waits, as long as ctx allows, until the Events of the
 // acquisition are recorded (see Acquire).

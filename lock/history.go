@@ -159,7 +159,10 @@ type History struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 
-	Target string `json:"target"`
+	// Context is the kubeconfig context of the lock's cluster when it was
+	// read as one of several (lockctl history --contexts); "" otherwise.
+	Context string `json:"context,omitempty"`
+	Target  string `json:"target"`
 	// Holder is the current hold; nil when the lock is free.
 	Holder *CurrentHold `json:"holder,omitempty"`
 	// Entries are the past holds, newest first.
@@ -197,7 +200,7 @@ func (c *Client) newHistory(target string) *History {
 	return &History{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLockHistory},
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
-		Target:     target, Entries: []HistoryEntry{},
+		Context:    c.opts.Context, Target: target, Entries: []HistoryEntry{},
 	}
 }
 

@@ -138,7 +138,7 @@ func TestRequestsFor(t *testing.T) {
 	t.Parallel()
 	pod := &PodRef{Namespace: "ci", Name: "runner-1"}
 	base := Request{Target: "ignored", Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}, Pod: pod, TTL: time.Minute, Policy: PolicyFIFO}
-	reqs := RequestsFor(base, []string{"staging", "db-migrations"})
+	reqs := requestsFor(base, []string{"staging", "db-migrations"})
 	require.Len(t, reqs, 2)
 	for i, target := range []string{"staging", "db-migrations"} {
 		want := base
@@ -146,5 +146,5 @@ func TestRequestsFor(t *testing.T) {
 		assert.Equal(t, want, reqs[i], "base with its target")
 	}
 	assert.Equal(t, "ignored", base.Target, "base unchanged")
-	assert.Empty(t, RequestsFor(base, nil))
+	assert.Empty(t, requestsFor(base, nil))
 }

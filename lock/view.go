@@ -28,8 +28,11 @@ type LockView struct {
 
 // LockViewSpec names the protected namespace and the waiting policy.
 type LockViewSpec struct {
-	Target string `json:"target"`
-	Policy Policy `json:"policy,omitempty"`
+	// Context is the kubeconfig context of the lock's cluster when it was
+	// read as one of several (lockctl status --contexts); "" otherwise.
+	Context string `json:"context,omitempty"`
+	Target  string `json:"target"`
+	Policy  Policy `json:"policy,omitempty"`
 }
 
 // LockState sums up a lock for scripts: held, stale, free or invalid.
@@ -105,7 +108,7 @@ func (c *Client) FreeLockView(target string) LockView {
 	return LockView{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
-		Spec:       LockViewSpec{Target: target},
+		Spec:       LockViewSpec{Context: c.opts.Context, Target: target},
 		Status: LockViewStatus{State: StateFree, Liveness: "free",
 			Freeze: effectiveFreeze(nil, c.freezeWindows(), target, c.clk.Now())},
 	}
@@ -211,6 +214,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 			Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID,
 			ResourceVersion: cm.ResourceVersion, CreationTimestamp: cm.CreationTimestamp,
 		},
+		Spec: LockViewSpec{Context: c.opts.Context},
 	}
 	rec, err := Decode(cm)
 	if err != nil {
@@ -218,7 +222,7 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 		l.Spec.Target = cm.Labels[TargetLabel]
 		return l, nil
 	}
-	l.Spec = LockViewSpec{Target: rec.Target, Policy: rec.Policy}
+	l.Spec.Target, l.Spec.Policy = rec.Target, rec.Policy
 	now := c.clk.Now()
 	h := rec.Holder
 	h.Priority = h.Priority.Level()

@@ -100,7 +100,7 @@ func (c *Client) freeView(cm *corev1.ConfigMap) LockView {
 	return LockView{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID},
-		Spec:       LockViewSpec{Target: target},
+		Spec:       LockViewSpec{Context: c.opts.Context, Target: target},
 		Status:     LockViewStatus{State: StateFree, Liveness: "free"},
 	}
 }

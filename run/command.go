@@ -119,8 +119,8 @@ func (c *Command) run(ctx context.Context, h *Hold, obs Observer, again <-chan o
 	if len(h.held) > 0 && h.held[0].Token != "" {
 		// NOTE: the environment is set here, not in NewCommand: the token
 		// is known once the lock is held. With several locks it is the
-		// first's (docs/enforcement.md).
-		c.child.Env = append(os.Environ(), TokenEnv+"="+h.held[0].Token)
+		// first's, across clusters the composite token (docs/enforcement.md).
+		c.child.Env = append(os.Environ(), TokenEnv+"="+h.Token())
 	}
 	if err := c.child.Start(); err != nil {
 		return false, startError(c.argv[0], err)

@@ -139,13 +139,13 @@ type HoldOptions struct {
 // Losing any of them is losing the hold; so is not renewing any of them for
 // its renew deadline (Timings). It is safe for concurrent use.
 type Hold struct {
-	locks *lock.Client
 	// local measures durations: the base of a clock following the API
 	// server's, whose estimate an answer may move.
 	local clock.Clock
-	// held are the locks, in the global order lock.Client.AcquireAll took
-	// them in.
+	// held are the locks, in the global order lock.AcquireAcross took
+	// them in, and clients the client of each (of its cluster).
 	held    []*lock.Held
+	clients []*lock.Client
 	ttl     time.Duration
 	timings Timings
 	obs     Observer
@@ -160,7 +160,7 @@ type Hold struct {
 
 	mu         sync.Mutex
 	lostTarget string
-	isLost     map[string]bool
+	isLost     map[*lock.Held]bool
 	pastDue    bool
 	released   bool
 }
@@ -182,15 +182,30 @@ func Acquire(ctx context.Context, locks *lock.Client, req lock.Request, o HoldOp
 // (HoldTimings); a TTL too short for the kill grace is a *TimingsError,
 // before anything is written.
 func AcquireAll(ctx context.Context, locks *lock.Client, reqs []lock.Request, o HoldOptions) (*Hold, error) {
-	if len(reqs) == 0 {
+	parts := make([]lock.Part, len(reqs))
+	for i, req := range reqs {
+		parts[i] = lock.Part{Locks: locks, Request: req}
+	}
+	return AcquireAcross(ctx, parts, o)
+}
+
+// AcquireAcross is AcquireAll over locks in several clusters, each part
+// with the client of its cluster (lock.AcquireAcross: all or nothing, in
+// one global order, context then target). Each lock is renewed by its
+// own client on the clock of its own API server; the renew deadline
+// applies to each, so a cluster that goes silent stops what runs under
+// the hold before its lock can expire there (NotRenewed), and a lock
+// lost in any cluster is the hold's loss.
+func AcquireAcross(ctx context.Context, parts []lock.Part, o HoldOptions) (*Hold, error) {
+	if len(parts) == 0 {
 		return nil, errors.New("hold: no lock to take")
 	}
-	ttl := reqs[0].TTL
-	for _, req := range reqs {
-		if req.TTL <= 0 {
-			return nil, fmt.Errorf("hold lock %q: the TTL must be positive, got %s", req.Target, req.TTL)
+	ttl := parts[0].Request.TTL
+	for _, p := range parts {
+		if p.Request.TTL <= 0 {
+			return nil, fmt.Errorf("hold lock %q: the TTL must be positive, got %s", lock.Where(p.Locks.Context(), p.Request.Target), p.Request.TTL)
 		}
-		ttl = min(ttl, req.TTL)
+		ttl = min(ttl, p.Request.TTL)
 	}
 	timings, err := HoldTimings(ttl, o.KillGrace)
 	if err != nil {
@@ -198,23 +213,31 @@ func AcquireAll(ctx context.Context, locks *lock.Client, reqs []lock.Request, o 
 	}
 	// NOTE: a lock handed over is held before it is confirmed, on the
 	// waiter's expiry: the command must be able to stop before it.
-	reqs = slices.Clone(reqs)
-	for i := range reqs {
-		reqs[i].StopBefore = timings.KillGrace + ClockMargin
+	parts = slices.Clone(parts)
+	for i := range parts {
+		parts[i].Request.StopBefore = timings.KillGrace + ClockMargin
 	}
-	held, err := locks.AcquireAll(ctx, reqs)
+	held, err := lock.AcquireAcross(ctx, parts)
 	if err != nil {
 		return nil, err
 	}
+	clients := make([]*lock.Client, len(held))
+	for i, l := range held {
+		for _, p := range parts {
+			if p.Locks.Context() == l.Context && p.Request.Target == l.Target {
+				clients[i] = p.Locks
+			}
+		}
+	}
 	renewCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	h := &Hold{
-		locks: locks, local: localClock(locks.Clock()), held: held, ttl: ttl, timings: timings, obs: observerOrNop(o.Observer),
+		local: localClock(clients[0].Clock()), held: held, clients: clients, ttl: ttl, timings: timings, obs: observerOrNop(o.Observer),
 		cancel: stop, lost: make(chan error, 1), cancelled: make(chan error, 1), notRenewed: make(chan error, 1),
-		isLost: map[string]bool{},
+		isLost: map[*lock.Held]bool{},
 	}
-	for _, l := range held {
-		renewed, bounded := h.stampedAt(l.Holder)
-		h.wg.Go(func() { h.renew(renewCtx, l, renewed, bounded) })
+	for i, l := range held {
+		renewed, bounded := h.stampedAt(clients[i], l.Holder)
+		h.wg.Go(func() { h.renew(renewCtx, clients[i], l, renewed, bounded) })
 	}
 	return h, nil
 }
@@ -238,7 +261,7 @@ func localClock(c clock.WithTicker) clock.Clock {
 // ClockMargin before that expiry, or earlier; a hand-over not yet
 // confirmed stands on the waiter's expiry, and so its deadline falls that
 // much before the waiter's expiry.
-func (h *Hold) stampedAt(holder lock.Claim) (time.Time, bool) {
+func (h *Hold) stampedAt(locks *lock.Client, holder lock.Claim) (time.Time, bool) {
 	now := h.local.Now()
 	exp := holder.Expires
 	if holder.Pod != nil || exp == nil {
@@ -248,7 +271,7 @@ func (h *Hold) stampedAt(holder lock.Claim) (time.Time, bool) {
 	// longer one (acquire --ttl 1h) would put the deadline in the past,
 	// one taken with a shorter one past its expiry.
 	stamp := exp.Add(-h.ttl)
-	at := now.Add(stamp.Sub(h.locks.Clock().Now())).Add(-h.locks.ClockUncertainty())
+	at := now.Add(stamp.Sub(locks.Clock().Now())).Add(-locks.ClockUncertainty())
 	if at.After(now) {
 		at = now
 	}
@@ -264,6 +287,17 @@ func (h *Hold) Locks() []*lock.Held { return h.held }
 // Target returns the namespace whose lock is held: the first of several.
 func (h *Hold) Target() string { return h.held[0].Target }
 
+// Token is the fencing token of the hold, for what runs under it
+// (TokenEnv): the first lock's, or, in a hold across clusters, the
+// composite token of every cluster's (lock.Tokens), whose part for one
+// cluster lockctl stamp picks.
+func (h *Hold) Token() string {
+	if h.held[0].Context != "" {
+		return lock.TokensOf(h.held).String()
+	}
+	return h.held[0].Token
+}
+
 // TTL returns how long the locks outlive the process once renewals stop.
 func (h *Hold) TTL() time.Duration { return h.ttl }
 
@@ -271,13 +305,13 @@ func (h *Hold) TTL() time.Duration { return h.ttl }
 func (h *Hold) Timings() Timings { return h.timings }
 
 // Describe identifies the first lock for messages: "NAMESPACE/NAME".
-func (h *Hold) Describe() string { return h.locks.Describe(h.held[0].Target) }
+func (h *Hold) Describe() string { return h.clients[0].Describe(h.held[0].Target) }
 
 // Ref names the hold for the jobs a run submits (AnnotationHoldRef): the
 // hold of the first lock. The run holds all its locks or is stopping, so one
 // of them tells whether it lives.
 func (h *Hold) Ref() HoldRef {
-	return HoldRef{LockNamespace: h.locks.Namespace(), Target: h.held[0].Target, ClaimID: h.held[0].ClaimID}
+	return HoldRef{LockNamespace: h.clients[0].Namespace(), Target: h.held[0].Target, ClaimID: h.held[0].ClaimID}
 }
 
 // Lost receives, once, the error of the renewal that found one of the
@@ -308,7 +342,7 @@ func (h *Hold) NotRenewed() <-chan error { return h.notRenewed }
 // renew pushes l's expiry every third of the TTL until ctx ends or the
 // lock turns out to be someone else's. renewed is when the expiry l holds
 // was stamped; bounded says l has an expiry, and so a renew deadline.
-func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bounded bool) {
+func (h *Hold) renew(ctx context.Context, locks *lock.Client, l *lock.Held, renewed time.Time, bounded bool) {
 	t := h.timings
 	var (
 		cancelled *lock.CancelRequestedError
@@ -317,7 +351,7 @@ func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bound
 	)
 	if l.Holder.HandedOver {
 		var ok bool
-		if renewed, bounded, ok, last = h.awaitConfirmed(ctx, l, renewed, bounded); !ok {
+		if renewed, bounded, ok, last = h.awaitConfirmed(ctx, locks, l, renewed, bounded); !ok {
 			return
 		}
 	}
@@ -327,7 +361,7 @@ func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bound
 		deadline := renewed.Add(t.RenewDeadline)
 		watching := bounded && !given
 		if watching && !now.Before(deadline) {
-			h.giveUp(l.Target, last)
+			h.giveUp(l.Where(), last)
 			given, watching = true, false
 		}
 		if wait := next.Sub(now); wait > 0 {
@@ -351,11 +385,11 @@ func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bound
 			timeout = min(timeout, deadline.Sub(now))
 		}
 		actx, cancel := context.WithTimeout(ctx, timeout)
-		err := h.locks.Renew(actx, l, h.ttl)
+		err := locks.Renew(actx, l, h.ttl)
 		cancel()
 		switch {
 		case errors.Is(err, lock.ErrLost):
-			h.lose(l.Target, err)
+			h.lose(l, err)
 			return
 		case err == nil || errors.As(err, &cancelled):
 			renewed, next, last = now, now.Add(t.RenewEvery), nil
@@ -367,7 +401,7 @@ func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bound
 		default:
 			last = err
 			next = h.local.Now().Add(t.RetryEvery)
-			h.obs.RenewFailed(l.Target, t.RetryEvery, err)
+			h.obs.RenewFailed(l.Where(), t.RetryEvery, err)
 		}
 	}
 }
@@ -380,7 +414,7 @@ func (h *Hold) renew(ctx context.Context, l *lock.Held, renewed time.Time, bound
 // false when the lock was lost or ctx ended, and the confirmation's error
 // when it failed. A confirmation that fails or is late leaves the renewals
 // to go on, past the renew deadline: the loop reports it.
-func (h *Hold) awaitConfirmed(ctx context.Context, l *lock.Held, renewed time.Time, bounded bool) (time.Time, bool, bool, error) {
+func (h *Hold) awaitConfirmed(ctx context.Context, locks *lock.Client, l *lock.Held, renewed time.Time, bounded bool) (time.Time, bool, bool, error) {
 	var late <-chan time.Time
 	if bounded {
 		timer := h.local.NewTimer(renewed.Add(h.timings.RenewDeadline).Sub(h.local.Now()))
@@ -397,10 +431,10 @@ func (h *Hold) awaitConfirmed(ctx context.Context, l *lock.Held, renewed time.Ti
 	holder, err := l.Confirm(ctx)
 	switch {
 	case err == nil:
-		at, b := h.stampedAt(holder)
+		at, b := h.stampedAt(locks, holder)
 		return at, b, true, nil
 	case errors.Is(err, lock.ErrLost):
-		h.lose(l.Target, err)
+		h.lose(l, err)
 		return renewed, bounded, false, err
 	case ctx.Err() != nil:
 		return renewed, bounded, false, err
@@ -408,14 +442,14 @@ func (h *Hold) awaitConfirmed(ctx context.Context, l *lock.Held, renewed time.Ti
 	return renewed, bounded, true, err
 }
 
-// lose reports, once for the hold, that target's lock turned out to be
+// lose reports, once for the hold, that the lock l turned out to be
 // someone else's (err wraps lock.ErrLost).
-func (h *Hold) lose(target string, err error) {
+func (h *Hold) lose(l *lock.Held, err error) {
 	h.mu.Lock()
-	h.isLost[target] = true
+	h.isLost[l] = true
 	first := h.lostTarget == ""
 	if first {
-		h.lostTarget = target
+		h.lostTarget = l.Where()
 	}
 	h.mu.Unlock()
 	if first {
@@ -461,26 +495,59 @@ func (h *Hold) ReleaseWith(ctx context.Context, o lock.ReleaseOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, h.timings.KillGrace+ClockMargin)
 		defer cancel()
 	}
-	var errs []error
-	for i := len(h.held) - 1; i >= 0; i-- {
-		l := h.held[i]
-		if h.isLost[l.Target] {
-			// NOTE: a lost lock is not released, but the Events of its
-			// acquisition are still to be written before the process
-			// exits. ReleaseHeld waits for those of the others after its
-			// write.
-			l.StopWatching()
-			l.WaitEvents(ctx)
-			continue
-		}
-		rel, err := h.locks.ReleaseHeld(ctx, l, o)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("release lock %q: %w", l.Target, err))
-			continue
-		}
-		h.obs.Released(l.Target, rel)
+	// NOTE: the clusters at once, each last taken first: a cluster that
+	// does not answer keeps no other's lock from being released in time.
+	var (
+		wg   sync.WaitGroup
+		emu  sync.Mutex
+		errs []error
+	)
+	for _, c := range distinct(h.clients) {
+		wg.Go(func() {
+			for i := len(h.held) - 1; i >= 0; i-- {
+				l := h.held[i]
+				if h.clients[i] != c {
+					continue
+				}
+				if h.isLost[l] {
+					// NOTE: a lost lock is not released, but the Events of its
+					// acquisition are still to be written before the process
+					// exits. ReleaseHeld waits for those of the others after
+					// its write.
+					l.StopWatching()
+					l.WaitEvents(ctx)
+					continue
+				}
+				rel, err := c.ReleaseHeld(ctx, l, o)
+				// NOTE: the observer is told one thing at a time.
+				emu.Lock()
+				switch {
+				case err != nil && l.Holder.Pod == nil:
+					// NOTE: a hold that cannot be released lapses by
+					// itself: say when, so nothing seems held for ever.
+					errs = append(errs, fmt.Errorf("release lock %q (it lapses by itself within %s): %w", l.Where(), h.ttl, err))
+				case err != nil:
+					errs = append(errs, fmt.Errorf("release lock %q: %w", l.Where(), err))
+				default:
+					h.obs.Released(l.Where(), rel)
+				}
+				emu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// distinct returns clients without repeats, in their order.
+func distinct(clients []*lock.Client) []*lock.Client {
+	var out []*lock.Client
+	for _, c := range clients {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // cleanupTimeout bounds the work after the run's context ended: aborting

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,11 +22,18 @@ var _ lock.Ledger = (*runjobs.Keeper)(nil)
 
 // Options configure Run.
 type Options struct {
-	// Locks takes, renews and releases the locks. Required.
+	// Locks takes, renews and releases the locks. Required unless Across
+	// is set.
 	Locks *lock.Client
 	// Requests are the locks to hold, all or nothing, one request a lock;
-	// each TTL must be positive. Their OnTaking is Run's. Required.
+	// each TTL must be positive. Their OnTaking is Run's. Required unless
+	// Across is set.
 	Requests []lock.Request
+	// Across, when set, are the locks to hold in several clusters instead
+	// of Locks and Requests: one part a lock, with the client of its
+	// cluster (lock.AcquireAcross). Jobs must then be nil: a run across
+	// clusters runs a command.
+	Across []lock.Part
 	// KillGrace is how long a command stopped because its locks could not
 	// be renewed gets between SIGTERM and SIGKILL; 0 means
 	// DefaultKillGrace of the shortest TTL (see Timings).
@@ -160,21 +168,29 @@ func releaseWithin(ctx context.Context, h *Hold, d time.Duration) error {
 func acquire(ctx context.Context, o Options, jobs *runjobs.Keeper, obs Observer) (h *Hold, looked bool, err error) {
 	var sweep *Sweep
 	var sweepOnce sync.Once
-	reqs := make([]lock.Request, len(o.Requests))
-	targets := make([]string, len(o.Requests))
-	for i, req := range o.Requests {
+	parts := slices.Clone(o.Across)
+	if parts == nil {
+		parts = make([]lock.Part, len(o.Requests))
+		for i, req := range o.Requests {
+			parts[i] = lock.Part{Locks: o.Locks, Request: req}
+		}
+	}
+	var targets []string
+	for i, p := range parts {
 		if o.Jobs != nil {
 			// NOTE: the list of jobs to sweep starts beside the write that
 			// takes the (first) lock that needs it, once no other holder
 			// can act, not after it.
-			req.OnTaking = func() { sweepOnce.Do(func() { sweep = o.Jobs.StartSweep(ctx) }) }
-			req.Ledger = jobs
+			parts[i].Request.OnTaking = func() { sweepOnce.Do(func() { sweep = o.Jobs.StartSweep(ctx) }) }
+			parts[i].Request.Ledger = jobs
 		}
-		reqs[i], targets[i] = req, req.Target
+		if !slices.Contains(targets, p.Request.Target) {
+			targets = append(targets, p.Request.Target)
+		}
 	}
 	waitCtx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.Timeout)
 	defer cancel()
-	h, err = AcquireAll(waitCtx, o.Locks, reqs, HoldOptions{Observer: obs, KillGrace: o.KillGrace})
+	h, err = AcquireAcross(waitCtx, parts, HoldOptions{Observer: obs, KillGrace: o.KillGrace})
 	if err != nil {
 		err = &AcquireError{Targets: targets, Interrupted: ctx.Err() != nil, Err: err}
 	}
@@ -183,8 +199,8 @@ func acquire(ctx context.Context, o Options, jobs *runjobs.Keeper, obs Observer)
 		return nil, false, err
 	}
 	mustLook := false
-	for _, held := range h.Locks() {
-		obs.Acquired(held, o.Locks.Describe(held.Target))
+	for i, held := range h.Locks() {
+		obs.Acquired(held, h.clients[i].Describe(held.Target))
 		mustLook = mustLook || !held.Vouched
 	}
 	if o.Jobs == nil {

@@ -44,8 +44,9 @@ func (t timeoutFlag) Set(s string) error {
 
 func (t timeoutFlag) Type() string { return "duration|auto" }
 
-// ResolveTimeout returns the wait's timeout for reqs' locks, read with
-// locks at the lock clock's now. With --timeout auto it is the sum of
+// ResolveTimeout returns the wait's timeout for the locks of parts, each
+// read with its own client at its clock's now (a hold across clusters
+// sums every cluster's). With --timeout auto it is the sum of
 // each lock's budget (stats.BudgetOf: the contender's place, the recorded
 // holds, between a floor and a ceiling), each said on the console when
 // the lock is taken or waited for; with a --timeout, it is that, and a
@@ -53,28 +54,29 @@ func (t timeoutFlag) Type() string { return "duration|auto" }
 // 4 with holds of ~19m, expected wait 57m exceeds --timeout 30m0s").
 // Without --timeout (0, no limit) nothing is read. A lock that cannot be
 // read gives the budget of no history; its error comes with the wait.
-func (c *ContenderFlags) ResolveTimeout(ctx context.Context, f *Factory, locks *lock.Client, reqs []lock.Request) time.Duration {
+func (c *ContenderFlags) ResolveTimeout(ctx context.Context, f *Factory, parts []lock.Part) time.Duration {
 	if !c.TimeoutAuto && c.Timeout == 0 {
 		return 0
 	}
-	now := f.LockClock().Now()
 	var total time.Duration
-	for _, r := range reqs {
+	for _, p := range parts {
+		locks, target := p.Locks, p.Request.Target
 		var rec *lock.Record
-		if recs, err := locks.Records(ctx, r.Target); err == nil && len(recs) == 1 {
+		if recs, err := locks.Records(ctx, target); err == nil && len(recs) == 1 {
 			rec = recs[0]
 		}
-		b := stats.BudgetOf(rec, now)
-		fields := logrus.Fields{"lock": r.Target}
+		b := stats.BudgetOf(rec, locks.Clock().Now())
+		name := lock.Where(locks.Context(), target)
+		fields := logrus.Fields{"lock": name}
 		switch {
 		case c.TimeoutAuto:
 			total += b.Timeout
 			if b.Waits {
-				f.Console().Statusf(term.StyleNone, fields, "waiting at most %s for lock %q (--timeout auto: %s)", b.Timeout, r.Target, b.Describe())
+				f.Console().Statusf(term.StyleNone, fields, "waiting at most %s for lock %q (--timeout auto: %s)", b.Timeout, name, b.Describe())
 			}
 		default:
 			if msg := b.Exceeds(c.Timeout, "--timeout "+c.Timeout.String()); msg != "" && b.Waits {
-				f.Console().Statusf(term.StyleWarn, fields, "warning: lock %q: %s", r.Target, msg)
+				f.Console().Statusf(term.StyleWarn, fields, "warning: lock %q: %s", name, msg)
 			}
 		}
 	}

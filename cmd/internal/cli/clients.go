@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -150,6 +149,11 @@ func KubeUser(f *Factory) func(ctx context.Context) lock.User {
 	if f.WhoAmI == nil {
 		return nil
 	}
+	return askedOnce(f, f.WhoAmI)
+}
+
+// askedOnce is KubeUser asking whoAmI.
+func askedOnce(f *Factory, whoAmI func(context.Context) (lock.User, error)) func(ctx context.Context) lock.User {
 	var (
 		mu    sync.Mutex
 		asked bool
@@ -161,7 +165,7 @@ func KubeUser(f *Factory) func(ctx context.Context) lock.User {
 		if asked {
 			return user
 		}
-		u, err := f.WhoAmI(ctx)
+		u, err := whoAmI(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				// NOTE: a cancelled ask is asked again by the next decision.
@@ -173,28 +177,4 @@ func KubeUser(f *Factory) func(ctx context.Context) lock.User {
 		asked, user = true, u
 		return user
 	}
-}
-
-// confirmTimeout bounds giving back the locks of an acquisition whose
-// hand-over could not be confirmed.
-const confirmTimeout = 10 * time.Second
-
-// ConfirmAll waits for the confirmation of every hand-over among all
-// (lock.Held.Confirm). When one fails, the hold is lost: the locks are
-// given back, as far as the API server answers, and its error returned.
-func ConfirmAll(ctx context.Context, locks *lock.Client, all []*lock.Held) error {
-	for _, held := range all {
-		if _, err := held.Confirm(ctx); err != nil {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), confirmTimeout)
-			defer cancel()
-			for i := len(all) - 1; i >= 0; i-- {
-				_, _ = locks.ReleaseHeld(rctx, all[i], lock.ReleaseOptions{})
-			}
-			if len(all) == 1 {
-				return err
-			}
-			return fmt.Errorf("lock %q: %w", held.Target, err)
-		}
-	}
-	return nil
 }

@@ -48,6 +48,16 @@ type Factory struct {
 	// ClientsetFor returns the client of a named kubeconfig context; ""
 	// means the current one.
 	ClientsetFor func(context string) (kube.Interface, error)
+	// ContextClient returns the client of a kubeconfig context named by
+	// --contexts (a lock held in several clusters) and the clock of that
+	// context's API server, learnt from the client's answers
+	// (servertime), on which its locks are judged; each is built once per
+	// name. A context the kubeconfig lacks is a usage error naming those
+	// it has.
+	ContextClient func(context string) (kube.Interface, clock.WithTicker, error)
+	// ContextNamespace returns the namespace a kubeconfig context sets,
+	// "default" when none: the lock namespace there by default.
+	ContextNamespace func(context string) (string, error)
 	// EventsClientset returns a client of the current context with a
 	// client-side rate limiter of its own, for the reconcile loop's Events;
 	// nil means Clientset.
@@ -222,6 +232,31 @@ func NewFactory(streams IOStreams, version string) *Factory {
 		}
 		return cs, err
 	}
+	var (
+		ctxMu      sync.Mutex
+		ctxClients = map[string]contextClient{}
+	)
+	f.ContextClient = func(name string) (kube.Interface, clock.WithTicker, error) {
+		ctxMu.Lock()
+		defer ctxMu.Unlock()
+		if c, ok := ctxClients[name]; ok {
+			return c.cs, c.clk, nil
+		}
+		clk := servertime.New(f.Clock)
+		cs, err := kc.ClientsetOfContext(name, clk.WrapTransport)
+		if err != nil {
+			return nil, nil, cmdutil.KubeconfigError(usageIfUnknownContext(err))
+		}
+		ctxClients[name] = contextClient{cs: cs, clk: clk}
+		return cs, clk, nil
+	}
+	f.ContextNamespace = func(name string) (string, error) {
+		ns, err := kc.ContextNamespace(name)
+		if err != nil {
+			return "", cmdutil.KubeconfigError(usageIfUnknownContext(err))
+		}
+		return ns, nil
+	}
 	f.Namespace = func() (string, error) {
 		if err := kube.CheckContext(f.ConfigFlags); err != nil {
 			return "", usageIfUnknownContext(err)
@@ -238,11 +273,18 @@ func NewFactory(streams IOStreams, version string) *Factory {
 	return f
 }
 
-// usageIfUnknownContext makes a --context the kubeconfig lacks a
-// *cmdutil.UsageError (exit 2).
+// contextClient is a client of a context of --contexts and its API
+// server's clock.
+type contextClient struct {
+	cs  kube.Interface
+	clk *servertime.Clock
+}
+
+// usageIfUnknownContext makes a --context or --contexts the kubeconfig
+// lacks a *cmdutil.UsageError (exit 2).
 func usageIfUnknownContext(err error) error {
 	var uc *kube.UnknownContextError
-	if errors.As(err, &uc) && uc.Flag == "--context" {
+	if errors.As(err, &uc) && (uc.Flag == "--context" || uc.Flag == "--contexts") {
 		return &cmdutil.UsageError{Err: err}
 	}
 	return err

@@ -17,6 +17,9 @@ type LockFlags struct {
 	Owner, Repo, Branch, Build string
 	Pod                        string
 	LockNamespace              string
+	// Contexts are the kubeconfig contexts of --contexts, whose clusters
+	// the locks are in (NewSites); nil means the current context alone.
+	Contexts []string
 
 	// PerProcess (not a flag) makes the local build lockctl's process ID instead of the
 	// terminal session: lockctl run holds its lock for one process only,

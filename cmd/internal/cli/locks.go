@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/enforce"
+	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -32,6 +35,12 @@ func SayEnforced(ctx context.Context, f *Factory, target string, l *lock.LockVie
 	if err != nil {
 		return
 	}
+	sayEnforced(ctx, f, cs, target, target, l)
+}
+
+// sayEnforced is SayEnforced for the cluster of cs, naming the lock name
+// (lock.Where).
+func sayEnforced(ctx context.Context, f *Factory, cs kube.Interface, target, name string, l *lock.LockView) {
 	st, err := enforce.Status(ctx, cs.AdmissionregistrationV1(), target)
 	if err != nil {
 		f.Log.WithField("err", err).Debug("cannot tell whether the lock is enforced")
@@ -39,13 +48,13 @@ func SayEnforced(ctx context.Context, f *Factory, target string, l *lock.LockVie
 	}
 	switch {
 	case st.Incomplete != "":
-		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is not fully enforced: %s\n", target, st.Describe())
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is not fully enforced: %s\n", name, st.Describe())
 	case !st.Enforced:
 	case l != nil && l.Status.Holder != nil && l.Status.Alive && l.Status.Holder.User == "":
 		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s; its holder has no Kubernetes user, so only writes carrying its fencing token %s are admitted\n",
-			target, st.Describe(), l.Status.Token)
+			name, st.Describe(), l.Status.Token)
 	default:
-		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", target, st.Describe())
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q is enforced by the API server: %s\n", name, st.Describe())
 	}
 }
 
@@ -107,6 +116,14 @@ func (l *LockFlags) Releaser(f *Factory, force bool, token string) (Releaser, er
 // lock of target is enforced (SayEnforced), and that it is free or that
 // there are none (all: in any namespace).
 func LocksToShow(ctx context.Context, f *Factory, locks *lock.Client, target string, all bool) (items []lock.LockView, found bool, err error) {
+	return locksToShow(ctx, f, locks, target, all, func(ctx context.Context, l *lock.LockView) { SayEnforced(ctx, f, target, l) })
+}
+
+// locksToShow is LocksToShow, saying whether the lock is enforced with
+// sayEnforced; messages name the lock by lock.Where.
+func locksToShow(ctx context.Context, f *Factory, locks *lock.Client, target string, all bool,
+	sayEnforced func(context.Context, *lock.LockView),
+) (items []lock.LockView, found bool, err error) {
 	if target == "" {
 		items, err = locks.List(ctx)
 		if err == nil && len(items) == 0 {
@@ -118,14 +135,84 @@ func LocksToShow(ctx context.Context, f *Factory, locks *lock.Client, target str
 	if err != nil {
 		return nil, false, err
 	}
-	SayEnforced(ctx, f, target, l)
+	sayEnforced(ctx, l)
+	name := lock.Where(locks.Context(), target)
 	if l != nil && l.Status.BreakGlass != "" {
-		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q: %s\n", target, l.Status.BreakGlass)
+		fmt.Fprintf(f.IOStreams.ErrOut, "lock %q: %s\n", name, l.Status.BreakGlass)
 	}
 	if l == nil {
 		free := locks.FreeLockView(target)
-		printers.Free(f.IOStreams.ErrOut, target, free, locks.Describe(target))
+		printers.Free(f.IOStreams.ErrOut, name, free, locks.Describe(target))
 		return []lock.LockView{free}, false, nil
 	}
 	return []lock.LockView{*l}, true, nil
+}
+
+// LocksToShowAcross is LocksToShow in every cluster of s, the clusters at
+// once, their locks in the order of s: one row per lock and context.
+// found is true when any cluster has a lock to show. With one cluster it
+// is LocksToShow.
+func LocksToShowAcross(ctx context.Context, f *Factory, s Sites, target string, all bool) (items []lock.LockView, found bool, err error) {
+	if !s.Across() {
+		return LocksToShow(ctx, f, s.Locks[0], target, all)
+	}
+	each := make([][]lock.LockView, len(s.Locks))
+	some := make([]bool, len(s.Locks))
+	err = EachSite(s, func(c *lock.Client) error {
+		i := slices.Index(s.Locks, c)
+		cs, _, err := f.ContextClient(c.Context())
+		if err != nil {
+			return err
+		}
+		say := func(ctx context.Context, l *lock.LockView) {
+			sayEnforced(ctx, f, cs, target, lock.Where(c.Context(), target), l)
+		}
+		each[i], some[i], err = locksToShow(ctx, f, c, target, all, say)
+		return err
+	})
+	return slices.Concat(each...), slices.Contains(some, true), err
+}
+
+// LoadWindowsToShowAcross is LoadWindowsToShow in every cluster of s:
+// windowsErr joins the clusters' broken entries, err their other
+// failures.
+func LoadWindowsToShowAcross(ctx context.Context, s Sites) (windowsErr error, err error) {
+	var werrs []error
+	var mu sync.Mutex
+	err = EachSite(s, func(c *lock.Client) error {
+		w, err := LoadWindowsToShow(ctx, c)
+		if w != nil {
+			mu.Lock()
+			werrs = append(werrs, w)
+			mu.Unlock()
+		}
+		return err
+	})
+	return errors.Join(werrs...), err
+}
+
+// WatchLocksAcross is WatchLocks in every cluster of s at once, each
+// change passed to fn one at a time, until ctx ends or a watch fails.
+func WatchLocksAcross(ctx context.Context, s Sites, target string, shown []lock.LockView, fn func(lock.LockView) error) error {
+	var mu sync.Mutex
+	one := func(l lock.LockView) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return fn(l)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return EachSite(s, func(c *lock.Client) error {
+		var mine []lock.LockView
+		for _, l := range shown {
+			if l.Spec.Context == c.Context() {
+				mine = append(mine, l)
+			}
+		}
+		err := WatchLocks(ctx, c, target, mine, one)
+		if err != nil {
+			cancel()
+		}
+		return err
+	})
 }

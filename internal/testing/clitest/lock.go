@@ -16,6 +16,9 @@ type Acquisition struct {
 	At   time.Time
 	Held *lock.Held
 	Err  error
+	// All are the locks of a hold of several (lock.AcquireAcross); Held
+	// is the first.
+	All []*lock.Held
 }
 
 // AcquireQueued starts l.Acquire(req) and returns once the contender waits

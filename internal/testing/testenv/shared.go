@@ -43,6 +43,7 @@ func MainWith(m *testing.M, o Options) {
 	shared.mainRan = true
 	shared.opts = o
 	code := m.Run()
+	stopSharedFleet(code != 0)
 	if shared.env == nil {
 		return
 	}
@@ -67,15 +68,7 @@ const RequireIntegrationEnv = "LOCKCTL_REQUIRE_INTEGRATION"
 // developer's machine. It also fails if TestMain does not call Main.
 func Get(t testing.TB) *Env {
 	t.Helper()
-	if testing.Short() {
-		if os.Getenv(RequireIntegrationEnv) != "" {
-			t.Fatalf("integration test skipped under -short while %s is set: run it without -short", RequireIntegrationEnv)
-		}
-		t.Skip("integration test: skipped under -short")
-	}
-	if !shared.mainRan {
-		t.Fatal("testenv: no shared control plane: call testenv.Main(m) from TestMain")
-	}
+	checkIntegration(t)
 	shared.once.Do(func() {
 		// Not t.Context(): the control plane outlives this test.
 		ctx, cancel := context.WithTimeoutCause(context.Background(), SharedStartTimeout,
@@ -91,4 +84,20 @@ func Get(t testing.TB) *Env {
 		t.Fatalf("testenv: %v", shared.err)
 	}
 	return shared.env
+}
+
+// checkIntegration skips t under -short, or fails it when
+// RequireIntegrationEnv is set, and fails it when TestMain does not call
+// Main.
+func checkIntegration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		if os.Getenv(RequireIntegrationEnv) != "" {
+			t.Fatalf("integration test skipped under -short while %s is set: run it without -short", RequireIntegrationEnv)
+		}
+		t.Skip("integration test: skipped under -short")
+	}
+	if !shared.mainRan {
+		t.Fatal("testenv: no shared control plane: call testenv.Main(m) from TestMain")
+	}
 }

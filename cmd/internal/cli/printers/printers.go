@@ -53,6 +53,9 @@ func ListOf[T any](items []T) map[string]any {
 type Options struct {
 	// AllNamespaces gives tables a namespace column (-A).
 	AllNamespaces bool
+	// Contexts gives lock tables a CONTEXT column first: the locks of
+	// several clusters (--contexts).
+	Contexts bool
 	// Clock is what ages are counted to; nil means clock.RealClock{}.
 	Clock clock.PassiveClock
 }
@@ -134,6 +137,9 @@ func NewLockPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.Lo
 			if namespaces {
 				h = append([]string{"NAMESPACE"}, h...)
 			}
+			if o.Contexts {
+				h = append([]string{"CONTEXT"}, h...)
+			}
 			return h
 		},
 		Row: func(l lock.LockView, wide bool) []string { return lockRow(l, o, wide) },
@@ -177,6 +183,9 @@ func lockRow(l lock.LockView, o Options, wide bool) []string {
 	}
 	if namespaces {
 		r = append([]string{l.Namespace}, r...)
+	}
+	if o.Contexts {
+		r = append([]string{l.Spec.Context}, r...)
 	}
 	return r
 }
@@ -235,18 +244,41 @@ func Holds(h *lock.History) []lock.HistoryEntry {
 // NewHoldPrinter returns the printer of a lock's holds (Holds) as table
 // rows on w, with times as ages counted to now.
 func NewHoldPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.HistoryEntry] {
-	now := o.now
 	return &Printer[lock.HistoryEntry]{
 		W: w, Flags: flags,
-		Header: func(bool) []string { return []string{"HOLDER", "POD", "FROM", "UNTIL", "HELD", "ENDED"} },
-		Row: func(e lock.HistoryEntry, _ bool) []string {
-			t := now()
-			ago := func(at time.Time) string { return human.Duration(t.Sub(at)) + " ago" }
-			if e.Ended == Holding {
-				return []string{e.Identity.String(), podOf(e.Pod), ago(e.Since.Time), "-", human.Duration(t.Sub(e.Since.Time)), "holding"}
-			}
-			return []string{e.Identity.String(), podOf(e.Pod), ago(e.Since.Time), ago(e.Until.Time),
-				human.Duration(e.Until.Sub(e.Since.Time)), describeEnding(e)}
+		Header: func(bool) []string { return holdHeader },
+		Row:    func(e lock.HistoryEntry, _ bool) []string { return holdRow(e, o.now()) },
+	}
+}
+
+var holdHeader = []string{"HOLDER", "POD", "FROM", "UNTIL", "HELD", "ENDED"}
+
+// holdRow is the table row of the hold e, its times as ages counted to t.
+func holdRow(e lock.HistoryEntry, t time.Time) []string {
+	ago := func(at time.Time) string { return human.Duration(t.Sub(at)) + " ago" }
+	if e.Ended == Holding {
+		return []string{e.Identity.String(), podOf(e.Pod), ago(e.Since.Time), "-", human.Duration(t.Sub(e.Since.Time)), "holding"}
+	}
+	return []string{e.Identity.String(), podOf(e.Pod), ago(e.Since.Time), ago(e.Until.Time),
+		human.Duration(e.Until.Sub(e.Since.Time)), describeEnding(e)}
+}
+
+// ContextHold is a hold of a lock in one of several clusters (history
+// --contexts): the kubeconfig context of its cluster, and the hold.
+type ContextHold struct {
+	Context string
+	lock.HistoryEntry
+}
+
+// NewContextHoldPrinter returns the printer of the holds of a lock in
+// several clusters as table rows on w, CONTEXT first, as NewHoldPrinter
+// prints those of one.
+func NewContextHoldPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[ContextHold] {
+	return &Printer[ContextHold]{
+		W: w, Flags: flags,
+		Header: func(bool) []string { return append([]string{"CONTEXT"}, holdHeader...) },
+		Row: func(e ContextHold, _ bool) []string {
+			return append([]string{e.Context}, holdRow(e.HistoryEntry, o.now())...)
 		},
 	}
 }

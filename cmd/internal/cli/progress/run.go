@@ -71,13 +71,13 @@ func (r *Run) Waited(err error) {
 func (r *Run) Acquired(held *lock.Held, describe string) {
 	if held.Reentered {
 		r.printf(term.StyleGood, "lock %q already held by %s since %s (%s), fencing token %s; this run re-enters the hold and leaves it held",
-			held.Target, held.Holder.Identity, held.Holder.Since.UTC().Format(time.RFC3339), describe, held.Token)
+			held.Where(), held.Holder.Identity, held.Holder.Since.UTC().Format(time.RFC3339), describe, held.Token)
 		return
 	}
 	r.printf(term.StyleGood, "lock %q acquired by %s after %s (%s), fencing token %s",
-		held.Target, held.Holder.Identity, human.Duration(held.Waited), describe, held.Token)
+		held.Where(), held.Holder.Identity, human.Duration(held.Waited), describe, held.Token)
 	if f := held.IgnoredFreeze; f != nil {
-		r.printf(term.StyleWarn, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", held.Target, f.Describe())
+		r.printf(term.StyleWarn, "lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it", held.Where(), f.Describe())
 	}
 }
 

@@ -134,8 +134,11 @@ func (p *Wait) print(changed bool) {
 
 // waitFields are the wait's fields in structured (JSON) form.
 func waitFields(pr lock.Progress, now time.Time) logrus.Fields {
+	if pr.Unreachable != "" {
+		return logrus.Fields{"lock": pr.Where(), "unreachable": pr.Unreachable, "waited": human.Duration(now.Sub(pr.Started))}
+	}
 	fields := logrus.Fields{
-		"lock":     pr.Target,
+		"lock":     pr.Where(),
 		"holder":   pr.Holder.Identity.String(),
 		"held_for": human.Duration(now.Sub(pr.Holder.Since.Time)),
 		"stale":    !pr.HolderAlive,
@@ -167,8 +170,12 @@ func waitFields(pr lock.Progress, now time.Time) logrus.Fields {
 
 // describeWait is the one-line description of a wait.
 func describeWait(pr lock.Progress, now time.Time) string {
+	if pr.Unreachable != "" {
+		return fmt.Sprintf("waiting for lock %q: the API server of context %q is not reached (%s); trying again; waited %s",
+			pr.Where(), pr.Context, pr.Unreachable, human.Duration(now.Sub(pr.Started)))
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "waiting for lock %q: ", pr.Target)
+	fmt.Fprintf(&b, "waiting for lock %q: ", pr.Where())
 	if f := pr.Freeze; f != nil {
 		fmt.Fprintf(&b, "%s; ", f.Describe())
 	}
@@ -211,7 +218,10 @@ func describeWait(pr lock.Progress, now time.Time) string {
 // off (at 40 columns the full form showed "held by acme/a…", and whose lock
 // it was could not be read).
 func narrowWait(pr lock.Progress, now time.Time) []string {
-	who := fmt.Sprintf("%q: ", pr.Target)
+	who := fmt.Sprintf("%q: ", pr.Where())
+	if pr.Unreachable != "" {
+		return []string{who + "API server not reached; waited " + human.Duration(now.Sub(pr.Started)), who + "not reached"}
+	}
 	if pr.Freeze != nil {
 		who += "frozen; "
 	}
