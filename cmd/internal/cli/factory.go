@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -137,6 +138,13 @@ func (f *Factory) LockClock() clock.WithTicker {
 		return f.ServerClock
 	}
 	return f.Clock
+}
+
+// Logger is the logger handed to the library packages (their
+// Options.Log): a *slog.Logger whose entries f.Log writes, at its level, in
+// its form, through its hooks.
+func (f *Factory) Logger() *slog.Logger {
+	return slog.New(newLogrusHandler(f.Log))
 }
 
 // LibraryLog is the logger handed to a library package whose info lines
