@@ -160,6 +160,47 @@ func TestLayerOf(t *testing.T) {
 	assert.Less(t, lock, run, "lock is below run")
 }
 
+// loggingPackages are logging libraries only the CLI may import: the
+// library and the base utilities log to the standard library's
+// *slog.Logger, which the CLI bridges to its own (CONTRIBUTING.md).
+var loggingPackages = []string{"github.com/sirupsen/logrus", "github.com/jenkins-x/jx-logging"}
+
+// stillOnLogrus are the packages below the CLI that may import logrus
+// until the lock client takes a *slog.Logger: lock, and logutil's
+// Discard, its default.
+//
+// NOTE: empty it once lock.Options.Log is a *slog.Logger.
+var stillOnLogrus = []string{"lock", "internal/base/logutil"}
+
+// TestLibraryLogsThroughSlog checks, over `go list` of the module's
+// packages without their tests, that nothing below the CLI (the library,
+// the base utilities) imports a logging library but log/slog, so that no
+// caller of the library is tied to the CLI's logger.
+func TestLibraryLogsThroughSlog(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
+	require.NoError(t, err, "go list")
+	checked := 0
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		pkg := f[0]
+		if l, _ := layer(pkg); l != layerLibrary && l != layerBase {
+			continue
+		}
+		checked++
+		if slices.Contains(stillOnLogrus, strings.TrimPrefix(pkg, module+"/")) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			for _, logging := range loggingPackages {
+				if imp == logging || strings.HasPrefix(imp, logging+"/") {
+					t.Errorf("%s imports %s: a library package logs to the *slog.Logger in its Options (CONTRIBUTING.md)", pkg, imp)
+				}
+			}
+		}
+	}
+	assert.Greater(t, checked, 10, "the library's packages were listed")
+}
+
 // apiPackages are the library packages whose exported API other programs
 // build on; no type of a package under internal/ may appear in it.
 var apiPackages = []string{"lock", "job", "scheduler", "run", "podwatch"}

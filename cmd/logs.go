@@ -81,7 +81,7 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 	if o.Follow {
 		// NOTE: across the pod's replacement, said on ErrOut.
 		err := run.FollowJob(ctx, store, pods, podNS, job.PodName(j), run.FollowOptions{
-			Out: o.f.IOStreams.Out, Clock: o.f.Clock, Log: o.f.Log,
+			Out: o.f.IOStreams.Out, Clock: o.f.Clock, Log: o.f.Logger(),
 			OnReplace: func(r run.Replacement) { fmt.Fprintln(o.f.IOStreams.ErrOut, r) },
 		})
 		if err != nil {

@@ -189,7 +189,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	lo.DryRun, lo.Clock, lo.Log = o.DryRun, o.f.Clock, o.f.Log
+	lo.DryRun, lo.Clock, lo.Log = o.DryRun, o.f.Clock, o.f.Logger()
 	ns, jobs, clusters, err := o.Clusters(o.f, cfg)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/term/termtest"
+	"github.com/lockctl/lockctl/internal/base/logutil"
 )
 
 // TestLogrusHandlerIsASlogHandler runs the standard library's own checks
@@ -122,7 +123,7 @@ func TestLogrusHandlerLevels(t *testing.T) {
 		{slog.LevelInfo, logrus.InfoLevel},
 		{slog.LevelInfo + 1, logrus.InfoLevel},
 		{slog.LevelDebug, logrus.DebugLevel},
-		{slog.LevelDebug - 4, logrus.TraceLevel},
+		{logutil.LevelTrace, logrus.TraceLevel},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, logrusLevel(tt.slog), "slog level %s", tt.slog)
@@ -130,13 +131,20 @@ func TestLogrusHandlerLevels(t *testing.T) {
 
 	logger, hook := test.NewNullLogger()
 	logger.SetLevel(logrus.InfoLevel)
-	log := (&Factory{Log: logrus.NewEntry(logger)}).Logger()
+	f := &Factory{Log: logrus.NewEntry(logger)}
+	log, run := f.Logger(), f.LibraryLog(slog.LevelWarn)
 	log.Debug("hidden at info")
 	logger.SetLevel(logrus.TraceLevel)
-	log.Log(t.Context(), slog.LevelDebug-4, "trace at -v 2")
+	log.Log(t.Context(), logutil.LevelTrace, "trace at -v 2")
+	run.Info("the scheduler's info, hidden below -v 1")
+	run.Warn("the scheduler's warning")
 	var got []string
 	for _, e := range hook.AllEntries() {
 		got = append(got, e.Level.String()+" "+e.Message)
 	}
-	assert.Equal(t, []string{"trace trace at -v 2"}, got)
+	assert.Equal(t, []string{"trace trace at -v 2", "warning the scheduler's warning"}, got)
+
+	f.Verbosity = 1
+	f.LibraryLog(slog.LevelWarn).Info("the scheduler's info at -v 1")
+	assert.Equal(t, "the scheduler's info at -v 1", hook.LastEntry().Message)
 }
