@@ -3,7 +3,6 @@ package cmd
 import (
 	"cmp"
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -11,6 +10,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -212,7 +212,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		defer stop()
 	}
 	if !o.Once {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "reconciling jobs in namespace %q until interrupted\n", ns)
+		o.f.Console().Statusf(term.StyleNone, nil, "reconciling jobs in namespace %q until interrupted", ns)
 		return loop.Run(ctx)
 	}
 	res, err := loop.RunOnce(ctx)
