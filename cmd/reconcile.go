@@ -177,9 +177,9 @@ func (o *reconcileOptions) validate() error {
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
-	// NOTE: Main raised GOGC and lowered GOMAXPROCS for the short commands
-	// (cli.CLIGCPercent, cli.CLIMaxProcs); the loop goes back to the defaults, its
-	// heap under a soft memory limit.
+	// NOTE: Main lowered GOMAXPROCS for the short commands (cli.CLIMaxProcs);
+	// the loop goes back to the runtime's default, its heap under a soft
+	// memory limit.
 	defer scheduler.TuneRuntime(ctx, o.f.Getenv)()
 	cfg, err := o.LoadConfig()
 	if err != nil {
