@@ -36,10 +36,11 @@ func ServeRuntime(getenv func(string) string) {
 
 // StackReserve is how much stack GrowStack makes room for: about what a
 // command's deepest calls use (cobra, the command, the lock client,
-// client-go's request, TLS and decoding). 16 KiB and 32 KiB saved the
-// same: lockctl status TARGET touched 72 windows of the function table
-// instead of 83, and peaked at 19.7 MiB instead of 20.4 (median of 41
-// runs against a real API server, docs/adr/0100).
+// client-go's request, TLS and decoding); 16 KiB and 32 KiB saved the
+// same (docs/adr/0100). Against a build without GrowStack, lockctl status
+// TARGET peaks 0.5 MiB (2.4 %) lower and spends the same CPU
+// (docs/benchmarks.md, "Start-up machinery, accounted for"): it stays
+// while that figure is 2 % or more.
 const StackReserve = 16 << 10
 
 // GrowStack grows the calling goroutine's stack to hold StackReserve more
