@@ -47,8 +47,10 @@ func refused(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "lockctl refused")
 }
 
-// enforced installs the policy of s as lockctl enforce does, and waits
-// until the API server applies it.
+// enforced installs the policy of s as lockctl enforce does (which first
+// makes the lock exist, so that the policy has its parameter), removes it
+// when the test ends, and in deny mode waits until the API server applies
+// it; it returns the admin's lock client that enforced it.
 func enforced(t *testing.T, env *testenv.Env, s enforce.Settings) *lock.Client {
 	t.Helper()
 	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), s.LockNamespace, clock.RealClock{}, lock.Options{})
@@ -58,7 +60,9 @@ func enforced(t *testing.T, env *testenv.Env, s enforce.Settings) *lock.Client {
 		_, err := enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), s.Target)
 		assert.NoError(t, err)
 	})
-	require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s, 20*time.Millisecond, time.Minute))
+	if s.Mode == enforce.ModeDeny {
+		require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s, 20*time.Millisecond, time.Minute))
+	}
 	return admin
 }
 
