@@ -73,6 +73,9 @@ func newDashboardCmd(f *Factory, runF func(*dashboardOptions) error) *cobra.Comm
 
 			# Jobs whose pods run in another cluster
 			lockctl dashboard -n ci --build-cluster gpu=gpu-context
+
+			# The locks of several clusters, a page each
+			lockctl dashboard --contexts prod-us,prod-eu,prod-ap
 		`),
 		Args: cli.NoArgs(),
 		RunE: runE(o, runF, runDashboard, nil),
@@ -83,6 +86,7 @@ func newDashboardCmd(f *Factory, runF func(*dashboardOptions) error) *cobra.Comm
 	fs.StringVar(&o.Address, "address", o.Address, "loopback host:port to listen on; port 0 picks a free one")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", o.AllowRemote, "allow an --address other than loopback: anyone who reaches it reads the page, with no authentication")
 	o.AddClusterFlags(fs)
+	o.AddContextsFlag(fs)
 	return c
 }
 

@@ -128,7 +128,9 @@ func describeFreeze(f *lock.Freeze) string {
 
 // cardData is what the template of a lock's card gets.
 type cardData struct {
-	Now time.Time
+	// Base is the path the page is served under (Options.Base).
+	Base string
+	Now  time.Time
 	// LockNamespace is the page's lock namespace; "" names every lock's.
 	LockNamespace string
 	E             *LockEntry
@@ -136,8 +138,8 @@ type cardData struct {
 
 // card bundles what a lock's card shows; e is a LockEntry or a pointer to
 // one.
-func card(now time.Time, lockNamespace string, e any) cardData {
-	d := cardData{Now: now, LockNamespace: lockNamespace}
+func card(base string, now time.Time, lockNamespace string, e any) cardData {
+	d := cardData{Base: base, Now: now, LockNamespace: lockNamespace}
 	switch v := e.(type) {
 	case LockEntry:
 		d.E = &v

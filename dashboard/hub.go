@@ -52,6 +52,14 @@ const firstSnapshotWait = 5 * time.Second
 
 // Options configure a Hub.
 type Options struct {
+	// Base is the path under which Handler's pages are served (a
+	// dashboard of several clusters serves each under /c/CONTEXT, with
+	// http.StripPrefix): the pages' links and the script's requests start
+	// with it. "" serves them at the root.
+	Base string
+	// Context is the kubeconfig context the page shows, named in its
+	// header in a dashboard of several clusters; "" names none.
+	Context string
 	// Jobs is the store of the job records to show; nil shows no jobs.
 	Jobs *job.Store
 	// PodsFor returns the pods client and pod namespace of a job's build

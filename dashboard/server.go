@@ -70,10 +70,18 @@ func pages() *template.Template {
 // Handler returns the page's HTTP handler. hosts are the host names (not
 // IP addresses, which are always accepted, nor localhost) that requests may
 // name in their Host header, for a dashboard reached under a name.
-func (h *Hub) Handler(hosts ...string) http.Handler {
+func (h *Hub) Handler(hosts ...string) http.Handler { return guard(h.routes(), hosts) }
+
+// staticFiles serves the page's script, style sheet and icon.
+func staticFiles() http.Handler {
 	static, _ := fs.Sub(assets, "assets/static")
+	return http.StripPrefix("/assets/", http.FileServerFS(static))
+}
+
+// routes are h's pages, as served at the root.
+func (h *Hub) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	mux.Handle("GET /assets/", staticFiles())
 	mux.HandleFunc("GET /{$}", h.serveIndex)
 	mux.HandleFunc("GET /locks/{namespace}/{name}", h.serveHistory)
 	mux.HandleFunc("GET /jobs/{name}/logs", h.serveLogsPage)
@@ -83,6 +91,62 @@ func (h *Hub) Handler(hosts ...string) http.Handler {
 	if h.o.Metrics != nil {
 		mux.Handle("GET /metrics", h.o.Metrics)
 	}
+	return mux
+}
+
+// Cluster is one cluster of a dashboard of several (Across): its hub,
+// whose Options.Base is the path its pages are served under, and the
+// kubeconfig context it shows.
+type Cluster struct {
+	Context string
+	Hub     *Hub
+}
+
+// Across returns the handler of a dashboard of several clusters: each
+// cluster's pages under its hub's Options.Base, and at the root a page
+// that lists the clusters with their locks counted by state. hosts are
+// as for Handler.
+func Across(clusters []Cluster, hosts ...string) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /assets/", staticFiles())
+	for _, c := range clusters {
+		mux.Handle("GET "+c.Hub.o.Base+"/", http.StripPrefix(c.Hub.o.Base, c.Hub.routes()))
+	}
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		d := pageData{Title: "lockctl dashboard", Page: "clusters"}
+		for _, c := range clusters {
+			link := ClusterLink{Context: c.Context, Base: c.Hub.o.Base}
+			c.Hub.mu.Lock()
+			if p := c.Hub.current; p != nil {
+				link.Counts, link.Live = p.counts(), true
+			}
+			c.Hub.mu.Unlock()
+			d.Clusters = append(d.Clusters, link)
+		}
+		page, err := renderPage("clusters.html", d)
+		if err != nil {
+			http.Error(w, "cannot render the page", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(page)
+	})
+	return guard(mux, hosts)
+}
+
+// ClusterLink is a cluster on the page of a dashboard of several: its
+// context, the path of its pages, and its locks counted by state once its
+// hub has a snapshot (Live).
+type ClusterLink struct {
+	Context string
+	Base    string
+	Counts  Counts
+	Live    bool
+}
+
+// guard answers mux's requests with the page's security headers, to GET
+// and HEAD only, for hosts (and IP addresses and localhost) only.
+func guard(mux http.Handler, hosts []string) http.Handler {
 	allowed := map[string]bool{"localhost": true}
 	for _, n := range hosts {
 		allowed[strings.ToLower(n)] = true
@@ -123,9 +187,12 @@ func hostAllowed(host string, allowed map[string]bool) bool {
 
 // pageData is what the page templates get.
 type pageData struct {
-	Title string
-	Page  string
-	Snap  *Snapshot
+	// Base is the path the page is served under (Options.Base): "" at
+	// the root; Context the cluster it shows in a dashboard of several.
+	Base, Context string
+	Title         string
+	Page          string
+	Snap          *Snapshot
 	// Now is when the page's ages and liveness are worded at; zero means
 	// Snap.Now.
 	Now  time.Time
@@ -139,6 +206,8 @@ type pageData struct {
 	// locks of Snap by state, whatever the filter.
 	Filter Filter
 	Counts Counts
+	// Clusters are the clusters of a dashboard of several (Across).
+	Clusters []ClusterLink
 }
 
 func (h *Hub) render(w http.ResponseWriter, status int, name string, d pageData) {
@@ -181,7 +250,7 @@ func (h *Hub) write(w http.ResponseWriter, status int, page []byte, err error) {
 // request while the snapshot is current (at 5,000 locks that is 3.4 MB),
 // worded at the snapshot's time.
 func (h *Hub) serveIndex(w http.ResponseWriter, r *http.Request) {
-	d := pageData{Title: "lockctl dashboard", Page: "index", Filter: filterOf(r.URL.Query())}
+	d := pageData{Base: h.o.Base, Context: h.o.Context, Title: "lockctl dashboard", Page: "index", Filter: filterOf(r.URL.Query())}
 	h.mu.Lock()
 	p := h.current
 	h.mu.Unlock()
@@ -226,7 +295,7 @@ func (h *Hub) serveIndex(w http.ResponseWriter, r *http.Request) {
 func (h *Hub) serveHistory(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	s := h.Current()
-	d := pageData{Page: "history", Snap: s, Title: "lock " + ns + "/" + name, Now: h.o.Clock.Now()}
+	d := pageData{Base: h.o.Base, Context: h.o.Context, Page: "history", Snap: s, Title: "lock " + ns + "/" + name, Now: h.o.Clock.Now()}
 	if s != nil {
 		for i := range s.Locks {
 			if l := &s.Locks[i]; l.Lock.Namespace == ns && l.Lock.Name == name {
@@ -246,7 +315,7 @@ func (h *Hub) serveHistory(w http.ResponseWriter, r *http.Request) {
 
 func (h *Hub) serveLogsPage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	d := pageData{Page: "logs", Snap: h.Current(), Title: "logs of " + name}
+	d := pageData{Base: h.o.Base, Context: h.o.Context, Page: "logs", Snap: h.Current(), Title: "logs of " + name}
 	j, err := h.job(name)
 	if err != nil {
 		d.Job = &JobEntry{Name: name}

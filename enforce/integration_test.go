@@ -142,21 +142,8 @@ func awaitAdmitted(t *testing.T, u *user, ns, token string) {
 	require.NoError(t, err, "%s's write to %s was never admitted: %v", u.name, ns, last)
 }
 
-func install(t *testing.T, env *testenv.Env, s enforce.Settings) {
-	t.Helper()
-	// As lockctl enforce does: the lock exists, so the policy has its
-	// parameter.
-	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), s.LockNamespace, clock.RealClock{}, lock.Options{})
-	_, err := enforce.Enforce(t.Context(), env.Kube.AdmissionregistrationV1(), admin, s, enforce.EnforceOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, err := enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), s.Target)
-		assert.NoError(t, err)
-	})
-	if s.Mode == enforce.ModeDeny {
-		require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s, 20*time.Millisecond, 30*time.Second))
-	}
-}
+// install enforces s as lockctl enforce does (enforced).
+func install(t *testing.T, env *testenv.Env, s enforce.Settings) { enforced(t, env, s) }
 
 // TestIntegrationEnforceHolder: with the lock enforced in deny mode, only
 // the holder's user writes the target; the others are refused with a

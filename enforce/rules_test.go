@@ -186,6 +186,40 @@ func settings(strict bool) Settings {
 		Agents: []string{"system:serviceaccount:argocd:argocd-application-controller"}}
 }
 
+// ruleCase is a request and what the policy is to say of it: refused or
+// not, and what the refusal says. lock is the lock's summary, the policy's
+// parameter; a case without one writes the lock itself, and the
+// parameter is the lock as it was before (req.old).
+type ruleCase struct {
+	name    string
+	lock    summary
+	req     req
+	rights  rbac
+	refused bool
+	message []string
+}
+
+// check runs every case on e, in parallel.
+func (e *evaluator) check(t *testing.T, tests []ruleCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			params := tt.lock.params()
+			if tt.lock.updated.IsZero() {
+				before := tt.req.old["metadata"].(map[string]any)["annotations"].(map[string]any)
+				u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "lockctl-lock-web", "namespace": "locks", "resourceVersion": "900", "annotations": before}}}
+				u.SetGroupVersionKind(cmKind)
+				params = u
+			}
+			got := e.run(t, tt.req, params, tt.rights)
+			require.Empty(t, got.err)
+			assert.Equal(t, tt.refused, got.refused, "%s", got.message)
+			assert.True(t, contains(got.message, tt.message...), "message %q has %q", got.message, tt.message)
+		})
+	}
+}
+
 // TestRulesKeepTheAPIServersTime: windows open and close, holds lapse and
 // freezes end at the request's time as the API server stamped it, with no
 // write of the lock in between; a request without a time (a delete) is
@@ -200,13 +234,7 @@ func TestRulesKeepTheAPIServersTime(t *testing.T) {
 	frozen := summary{updated: written, freezeUntil: at(0)}
 	forgedUpdate := update("bob", "kubectl-edit", at(-10), "")
 	forgedUpdate.object["metadata"].(map[string]any)["managedFields"] = []any{earlier, entry("kubectl-edit", at(-10)), entry("cron", at(5))}
-	tests := []struct {
-		name    string
-		lock    summary
-		req     req
-		refused bool
-		message []string
-	}{
+	tests := []ruleCase{
 		{name: "another user during the hold", lock: held, req: create("bob", at(-1), ""), refused: true, message: []string{"locked by acme/web@main#41 (user alice)"}},
 		{name: "another user as the hold lapses", lock: held, req: create("bob", at(0), "")},
 		{name: "another user's update during the hold", lock: held, req: update("bob", "kubectl-edit", at(-1), ""), refused: true},
@@ -225,15 +253,7 @@ func TestRulesKeepTheAPIServersTime(t *testing.T) {
 		{name: "as the freeze ends", lock: frozen, req: create("bob", at(0), "")},
 		{name: "forged times", lock: summary{updated: written}, req: forgedUpdate, refused: true, message: []string{"managedFields carry times the API server did not give"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := e.run(t, tt.req, tt.lock.params(), nil)
-			require.Empty(t, got.err)
-			assert.Equal(t, tt.refused, got.refused, "%s", got.message)
-			assert.True(t, contains(got.message, tt.message...), "message %q has %q", got.message, tt.message)
-		})
-	}
+	e.check(t, tests)
 }
 
 // lockWrite is a write of the lock's record by user, from summary before
@@ -271,13 +291,7 @@ func TestRulesOfTheRecord(t *testing.T) {
 	otherApps.updated, otherApps.apps = at(-5), "argocd:billing"
 	unmarked := free
 	unmarked.unmarked = true
-	tests := []struct {
-		name    string
-		req     req
-		rights  rbac
-		refused bool
-		message []string
-	}{
+	tests := []ruleCase{
 		{name: "the first waiter takes a live hold", req: lockWrite("bob", live, byBob, at(-5)), refused: true, message: []string{"holder out of turn", "until " + micro(at(0))}},
 		{name: "the first waiter takes a lapsed hold", req: lockWrite("bob", live, summary{updated: at(1), holder: "acme/web@main#42", user: "bob", expires: at(3600)}, at(1))},
 		{name: "anyone takes a lapsed hold", req: lockWrite("carol", live, byCarol, at(5))},
@@ -297,18 +311,7 @@ func TestRulesOfTheRecord(t *testing.T) {
 		{name: "a freeze lifted early with verb unfreeze", req: lockWrite("bob", frozen, thawedEarly, at(-1)), rights: rbac{"bob": {VerbUnfreeze}}},
 		{name: "a write that drops the mark", req: lockWrite("bob", free, unmarked, at(-1)), refused: true, message: []string{"[lockctl-enforced=deny]"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			before := tt.req.old["metadata"].(map[string]any)["annotations"].(map[string]any)
-			params := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "lockctl-lock-web", "namespace": "locks", "resourceVersion": "900", "annotations": before}}}
-			params.SetGroupVersionKind(cmKind)
-			got := e.run(t, tt.req, params, tt.rights)
-			require.Empty(t, got.err)
-			assert.Equal(t, tt.refused, got.refused, "%s", got.message)
-			assert.True(t, contains(got.message, tt.message...), "message %q has %q", got.message, tt.message)
-		})
-	}
+	e.check(t, tests)
 }
 
 // withOptions gives r the field manager of its options, as kubectl's
@@ -351,13 +354,7 @@ func TestRulesOfStrictMode(t *testing.T) {
 	}
 	noop := req{op: admission.Update, user: "mallory", resource: configmaps, kind: cmKind, namespace: "web", name: "app",
 		object: app("2", "T2", stampedByNew), old: app("2", "T2", stampedByNew)}
-	tests := []struct {
-		name    string
-		lock    summary
-		req     req
-		refused bool
-		message []string
-	}{
+	tests := []ruleCase{
 		{name: "a patch that inherits the token", lock: held, req: stalePatch, refused: true, message: []string{"does not carry the fencing token T2", "from an earlier write"}},
 		{name: "a patch with the token in its field manager", lock: held, req: withOptions(stalePatch, "lockctl-token-T2")},
 		{name: "a patch in the second of the new holder's apply", lock: held, req: sameSecond, refused: true},
@@ -397,15 +394,7 @@ func TestRulesOfStrictMode(t *testing.T) {
 		{name: "a delete by the holder's user", lock: held, req: deleteOf("ci")},
 		{name: "a write that changes nothing", lock: held, req: noop},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := e.run(t, tt.req, tt.lock.params(), nil)
-			require.Empty(t, got.err)
-			assert.Equal(t, tt.refused, got.refused, "%s", got.message)
-			assert.True(t, contains(got.message, tt.message...), "message %q has %q", got.message, tt.message)
-		})
-	}
+	e.check(t, tests)
 }
 
 // TestRulesOfGitOpsAgents: a GitOps controller's write is admitted only
@@ -424,13 +413,7 @@ func TestRulesOfGitOpsAgents(t *testing.T) {
 		meta["annotations"], meta["labels"] = annotations, labels
 		return r
 	}
-	tests := []struct {
-		name    string
-		lock    summary
-		req     req
-		refused bool
-		message []string
-	}{
+	tests := []ruleCase{
 		{name: "Argo CD syncs the holder's app", lock: held, req: tracked(map[string]any{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:web/app"}, nil)},
 		{name: "Argo CD syncs another app", lock: held, req: tracked(map[string]any{"argocd.argoproj.io/tracking-id": "billing:/ConfigMap:web/app"}, nil), refused: true, message: []string{"application argocd:web, flux-kustomization:apps/shop", "belongs to none of them"}},
 		{name: "Argo CD by label", lock: held, req: tracked(nil, map[string]any{"app.kubernetes.io/instance": "web"})},
@@ -446,13 +429,5 @@ func TestRulesOfGitOpsAgents(t *testing.T) {
 		{name: "Flux applies another Kustomization", lock: held, req: tracked(nil, map[string]any{"kustomize.toolkit.fluxcd.io/name": "shop", "kustomize.toolkit.fluxcd.io/namespace": "other"}), refused: true},
 		{name: "Argo CD during a freeze", lock: frozen, req: tracked(map[string]any{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:web/app"}, nil), refused: true, message: []string{"is frozen"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := e.run(t, tt.req, tt.lock.params(), nil)
-			require.Empty(t, got.err)
-			assert.Equal(t, tt.refused, got.refused, "%s", got.message)
-			assert.True(t, contains(got.message, tt.message...), "message %q has %q", got.message, tt.message)
-		})
-	}
+	e.check(t, tests)
 }

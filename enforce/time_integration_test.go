@@ -9,11 +9,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/enforce"
@@ -47,8 +53,10 @@ func refused(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "lockctl refused")
 }
 
-// enforced installs the policy of s as lockctl enforce does, and waits
-// until the API server applies it.
+// enforced installs the policy of s as lockctl enforce does (which first
+// makes the lock exist, so that the policy has its parameter), removes it
+// when the test ends, and in deny mode waits until the API server applies
+// it; it returns the admin's lock client that enforced it.
 func enforced(t *testing.T, env *testenv.Env, s enforce.Settings) *lock.Client {
 	t.Helper()
 	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), s.LockNamespace, clock.RealClock{}, lock.Options{})
@@ -58,7 +66,9 @@ func enforced(t *testing.T, env *testenv.Env, s enforce.Settings) *lock.Client {
 		_, err := enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), s.Target)
 		assert.NoError(t, err)
 	})
-	require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s, 20*time.Millisecond, time.Minute))
+	if s.Mode == enforce.ModeDeny {
+		require.NoError(t, enforce.AwaitInEffect(t.Context(), env.Kube.CoreV1(), s, 20*time.Millisecond, time.Minute))
+	}
 	return admin
 }
 
@@ -355,4 +365,50 @@ func TestIntegrationFenceSettingsInForce(t *testing.T) {
 			assert.NoError(t, err, "trial %d: the first unstamped write after strict was dropped", i)
 		}
 	}
+}
+
+// concrete is p matching each group's served version, not "*": the type
+// checker skips a rule with a wildcard, having no schema to check it by.
+func concrete(p *admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	p = p.DeepCopy()
+	versions := map[string]string{"": "v1", "apps": "v1", "batch": "v1", "networking.k8s.io": "v1", "autoscaling": "v2", "policy": "v1"}
+	for i := range p.Spec.MatchConstraints.ResourceRules {
+		r := &p.Spec.MatchConstraints.ResourceRules[i].Rule
+		r.APIVersions = []string{versions[r.APIGroups[0]]}
+	}
+	return p
+}
+
+// TestIntegrationFencePolicyTypeChecks: the policy type-checks, as the
+// API server's type checker (k8s.io/apiserver's, which the controller
+// manager runs to fill a policy's status) checks it, against the schemas
+// the API server serves of the kinds it matches and of its parameter:
+// no warning, in every branch the settings render.
+func TestIntegrationFencePolicyTypeChecks(t *testing.T) {
+	t.Parallel()
+	env := testenv.Get(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(env.RESTConfig)
+	require.NoError(t, err)
+	checker := &validating.TypeChecker{
+		SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: dc},
+		RestMapper:     restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+	}
+	for _, s := range []enforce.Settings{
+		{Target: "web", LockNamespace: "locks", Mode: enforce.ModeDeny},
+		{Target: "web", LockNamespace: "locks", Mode: enforce.ModeDeny, Strict: true, RequireHolder: true,
+			Agents: []string{"system:serviceaccount:argocd:argocd-application-controller"}, Exempt: []string{"ops"}},
+	} {
+		p := concrete(enforce.Policy(s))
+		for _, w := range checker.Check(p) {
+			t.Errorf("%+v: %s: %s", s, w.FieldRef, w.Warning)
+		}
+		guard, _ := enforce.CreateGuard(s)
+		for _, w := range checker.Check(concrete(guard)) {
+			t.Errorf("create guard of %+v: %s: %s", s, w.FieldRef, w.Warning)
+		}
+	}
+	// The checker bites: a validation that adds a number to a name.
+	broken := concrete(enforce.Policy(enforce.Settings{Target: "web", LockNamespace: "locks"}))
+	broken.Spec.Validations[0].Expression = "object.metadata.name + 1 == 'x' || variables.admitted"
+	assert.NotEmpty(t, checker.Check(broken), "a type error is found")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -24,6 +25,9 @@ import (
 // loopback, prints the page's URL on its Out and tells listening (tests),
 // when set.
 func ServeDashboard(ctx context.Context, f *Factory, l *LockFlags, cf *ClusterFlags, all bool, addr string, listening func(url string)) error {
+	if len(l.Contexts) > 0 {
+		return serveDashboardAcross(ctx, f, l, all, addr, listening)
+	}
 	locks, err := NewLockClient(f, l, LockClientOptions{AllNamespaces: all})
 	if err != nil {
 		return err
@@ -115,15 +119,57 @@ func StartLoopDashboard(ctx context.Context, f *Factory, l *LockFlags, d LoopDas
 // printing the URL on streams.Out (and telling listening, when set). host
 // is the name the address was given as, which requests may name.
 func serveDashboard(ctx context.Context, hub *dashboard.Hub, ln net.Listener, streams IOStreams, listening func(string), host string) error {
+	return serveHubs(ctx, []*dashboard.Hub{hub}, hub.Handler, ln, streams, listening, host)
+}
+
+// serveDashboardAcross serves the dashboard of the clusters of --contexts
+// (lockctl dashboard --contexts): each context's locks on a page of its
+// own, under /c/N (N its place in --contexts), and at / a page that lists
+// them. Job records, which live in one cluster, are not shown.
+func serveDashboardAcross(ctx context.Context, f *Factory, l *LockFlags, all bool, addr string, listening func(url string)) error {
+	sites, err := NewSites(f, l, LockClientOptions{AllNamespaces: all})
+	if err != nil {
+		return err
+	}
+	var (
+		clusters []dashboard.Cluster
+		hubs     []*dashboard.Hub
+	)
+	for i, locks := range sites.Locks {
+		cs, _, err := f.ContextClient(locks.Context())
+		if err != nil {
+			return fmt.Errorf("context %q: %w", locks.Context(), err)
+		}
+		hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{Base: fmt.Sprintf("/c/%d", i+1), Context: locks.Context(), Log: f.Logger()})
+		clusters = append(clusters, dashboard.Cluster{Context: locks.Context(), Hub: hub})
+		hubs = append(hubs, hub)
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("serve the dashboard: %w", err)
+	}
+	if warning := ExposedWarning(ln.Addr()); warning != "" {
+		fmt.Fprintln(f.IOStreams.ErrOut, warning)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	handler := func(hosts ...string) http.Handler { return dashboard.Across(clusters, hosts...) }
+	return serveHubs(ctx, hubs, handler, ln, f.IOStreams, listening, host)
+}
+
+// serveHubs runs hubs and serves handler on ln until ctx ends, printing
+// the page's URL.
+func serveHubs(ctx context.Context, hubs []*dashboard.Hub, handler func(hosts ...string) http.Handler, ln net.Listener, streams IOStreams, listening func(string), host string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = hub.Run(ctx)
-	}()
+	for _, hub := range hubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = hub.Run(ctx)
+		}()
+	}
 	url := DashboardURL(ln.Addr())
 	fmt.Fprintln(streams.Out, url)
 	fmt.Fprintln(streams.ErrOut, "serving the dashboard until interrupted (Ctrl-C)")
@@ -134,7 +180,7 @@ func serveDashboard(ctx context.Context, hub *dashboard.Hub, ln net.Listener, st
 	if host != "" && net.ParseIP(host) == nil {
 		hosts = append(hosts, host)
 	}
-	return dashboard.Serve(ctx, ln, hub.Handler(hosts...))
+	return dashboard.Serve(ctx, ln, handler(hosts...))
 }
 
 // ExposedWarning is the warning of a dashboard listening on addr other

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,6 +118,18 @@ func TestReleaseAcross(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ff := newFleetFactory(t, "us", "eu")
+			// NOTE: the reactor is in place before the fake is used (the
+			// lock's Events are written in the background), and answers
+			// "down" once the cluster goes down.
+			var down atomic.Bool
+			if tt.down != "" {
+				ff.clusters[tt.down].PrependReactor("*", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+					if !down.Load() {
+						return false, nil, nil
+					}
+					return true, nil, apierrors.NewServiceUnavailable("down")
+				})
+			}
 			s, err := NewSites(ff.f, &LockFlags{Contexts: []string{"us", "eu"}}, LockClientOptions{})
 			require.NoError(t, err)
 			// NOTE: the fakes keep no resourceVersion, so no token: the
@@ -124,11 +137,7 @@ func TestReleaseAcross(t *testing.T) {
 			// servers (reliability.TestIntegrationClustersEnforced).
 			_, err = lock.AcquireAcross(t.Context(), s.Parts(lock.Request{Identity: id, TTL: time.Hour}, []string{"staging"}))
 			require.NoError(t, err)
-			if tt.down != "" {
-				ff.clusters[tt.down].PrependReactor("*", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
-					return true, nil, apierrors.NewServiceUnavailable("down")
-				})
-			}
+			down.Store(tt.down != "")
 			err = ReleaseAcross(t.Context(), ff.f, s, []string{"staging"}, Releaser{Identity: id}, false, tt.token)
 			for _, want := range tt.wantOut {
 				assert.Contains(t, ff.errOut.String(), want)

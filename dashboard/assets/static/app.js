@@ -8,6 +8,9 @@
 (function () {
   const body = document.body;
   const page = body.dataset.page;
+  // base is the path the page is served under: "" at the root, /c/CONTEXT
+  // for one cluster of a dashboard of several.
+  const base = document.documentElement.dataset.base || "";
   // offset is the server's clock minus the browser's, from the stream's
   // last "clock" event or update (a whole snapshot may be a refresh old),
   // so that ages and expiries count on the clock locks are judged on.
@@ -169,7 +172,7 @@
 
   function lockCard(entry, lockNS) {
     const l = entry.lock, st = l.status || {}, md = l.metadata || {};
-    const href = "/locks/" + seg(md.namespace) + "/" + seg(md.name);
+    const href = base + "/locks/" + seg(md.namespace) + "/" + seg(md.name);
     const target = (l.spec && l.spec.target) || md.name;
     const facts = h("dl", { class: "facts" });
     if (st.holder) {
@@ -290,7 +293,7 @@
     const out = [];
     FILTER_STATES.forEach((k, i) => {
       if (i) out.push(" · ");
-      out.push(h("a", { href: "/?state=" + k, "data-state": k, "aria-current": filter.state === k ? "true" : null },
+      out.push(h("a", { href: base + "/?state=" + k, "data-state": k, "aria-current": filter.state === k ? "true" : null },
         h("span", { class: "n" }, String(n[k])), " " + k));
     });
     el.replaceChildren(...out);
@@ -304,7 +307,7 @@
     if (f.q) params.set("q", f.q);
     if (f.state) params.set("state", f.state);
     const qs = params.toString();
-    history.replaceState(null, "", qs ? "/?" + qs : "/");
+    history.replaceState(null, "", base + (qs ? "/?" + qs : "/"));
     const clear = document.getElementById("filter-clear");
     if (clear) clear.hidden = !filterActive();
     applyFilter();
@@ -604,7 +607,7 @@
       const now = serverNow();
       replace("jobs", s.jobs.length ? table(["Job", "State", "Age", "Duration", "Pod", "Build", "Branch", "Reason"], s.jobs.map((j) =>
         h("tr", { "data-job": j.name },
-          h("td", null, h("a", { href: "/jobs/" + seg(j.name) + "/logs" }, j.name)),
+          h("td", null, h("a", { href: base + "/jobs/" + seg(j.name) + "/logs" }, j.name)),
           h("td", null, badge(j.state)), h("td", null, agoEl(j.started)), h("td", null, jobDuration(j, now)),
           h("td", null, j.pod || ""), h("td", null, j.buildID || ""), h("td", null, j.branch || ""),
           h("td", null, jobReason(j)))))
@@ -693,7 +696,7 @@
   // whole snapshot after one it skipped) makes the page read the whole.
   function onUpdate(u) {
     if (!state || u.base !== state.seq) {
-      fetch("/api/snapshot").then((r) => r.json()).then((s) => onSnapshot(s)).catch(() => conn(false, "reconnecting…"));
+      fetch(base + "/api/snapshot").then((r) => r.json()).then((s) => onSnapshot(s)).catch(() => conn(false, "reconnecting…"));
       return;
     }
     u.locks = (u.locks || []).filter((e) => e && e.lock);
@@ -713,7 +716,7 @@
     onSnapshot(s, u);
   }
 
-  const events = new EventSource("/events");
+  const events = new EventSource(base + "/events");
   events.addEventListener("snapshot", (ev) => onSnapshot(JSON.parse(ev.data)));
   events.addEventListener("update", (ev) => onUpdate(JSON.parse(ev.data)));
   events.addEventListener("clock", (ev) => {
@@ -756,7 +759,7 @@
   if (page === "logs") {
     const log = document.getElementById("log");
     const status = document.getElementById("log-status");
-    const stream = new EventSource("/jobs/" + seg(body.dataset.job) + "/logs/stream");
+    const stream = new EventSource(base + "/jobs/" + seg(body.dataset.job) + "/logs/stream");
     const note = (text) => {
       status.append(h("li", null, text));
       while (status.children.length > 5) status.firstChild.remove();
