@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -331,5 +332,87 @@ func TestDocsIndexListsEveryGuide(t *testing.T) {
 			continue
 		}
 		assert.True(t, linked[e.Name()], "docs/README.md does not list docs/%s", e.Name())
+	}
+}
+
+// TestBenchmarksPageIsOneCurrentPicture: docs/benchmarks.md reads as one
+// document, the current figures and their method, history kept in
+// docs/benchmarks-history.md: one "Left open" and one "Knobs" section,
+// those two last (nothing dated after the end), no heading dated, and no
+// table broken by a blank line.
+func TestBenchmarksPageIsOneCurrentPicture(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("docs/benchmarks.md")
+	require.NoError(t, err)
+	assert.Empty(t, benchmarksPageProblems(string(b)))
+}
+
+// datedHeading finds a date in a heading.
+var datedHeading = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}`)
+
+// benchmarksPageProblems returns what keeps a figures page from reading as
+// one current picture (TestBenchmarksPageIsOneCurrentPicture), one line
+// each; fenced code is not read.
+func benchmarksPageProblems(page string) []string {
+	var (
+		problems []string
+		headings []string // "## Knobs", in order
+		fenced   bool
+		prev     string // the line before, outside fences
+		blankIn  bool   // a blank line right after a table row
+	)
+	for n, line := range strings.Split(page, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		row := strings.HasPrefix(strings.TrimSpace(line), "|")
+		if row && blankIn {
+			problems = append(problems, fmt.Sprintf("line %d: a table broken by a blank line", n+1))
+		}
+		blankIn = strings.TrimSpace(line) == "" && (blankIn || strings.HasPrefix(strings.TrimSpace(prev), "|"))
+		prev = line
+		if strings.HasPrefix(line, "#") {
+			headings = append(headings, line)
+			if datedHeading.MatchString(line) {
+				problems = append(problems, fmt.Sprintf("line %d: a dated heading %q: a run's date goes in its text, earlier runs in benchmarks-history.md", n+1, line))
+			}
+		}
+	}
+	count := func(title string) (n int) {
+		for _, h := range headings {
+			if strings.HasPrefix(strings.TrimLeft(h, "# "), title) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, title := range []string{"Left open", "Knobs"} {
+		if n := count(title); n != 1 {
+			problems = append(problems, fmt.Sprintf("%d headings %q: one section says it once", n, title))
+		}
+	}
+	if k := len(headings); k < 2 || headings[k-2] != "## Left open" || headings[k-1] != "## Knobs" {
+		problems = append(problems, `the page must end with "## Left open" then "## Knobs": nothing dated after the end`)
+	}
+	return problems
+}
+
+// TestBenchmarksPageProblemsCatch: the checker finds each problem and
+// passes a page without them.
+func TestBenchmarksPageProblemsCatch(t *testing.T) {
+	t.Parallel()
+	good := "# B\n\n## Current figures\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```sh\n## Knobs in code\n```\n\n## Left open\n\n- x\n\n## Knobs\n\n| k | d |\n|---|---|\n| K | 1 |\n"
+	assert.Empty(t, benchmarksPageProblems(good))
+	for name, page := range map[string]string{
+		"broken table":    strings.Replace(good, "| 1 | 2 |", "\n| 1 | 2 |", 1),
+		"two Left open":   strings.Replace(good, "## Current figures", "## Current figures\n\n### Left open at scale", 1),
+		"two Knobs":       strings.Replace(good, "## Left open", "### Knobs of the scale benchmarks\n\n## Left open", 1),
+		"dated after end": good + "\n## The replay (2026-12-07)\n",
+	} {
+		assert.NotEmpty(t, benchmarksPageProblems(page), name)
 	}
 }

@@ -160,6 +160,60 @@ func TestLayerOf(t *testing.T) {
 	assert.Less(t, lock, run, "lock is below run")
 }
 
+// cliLogging are the CLI's own logging packages: what the CLI plumbing
+// imports, outside the standard library, whose path names a log. Only
+// the CLI may import them: below it, packages log to the standard
+// library's *slog.Logger, which the CLI bridges to its own
+// (CONTRIBUTING.md).
+func cliLogging(t *testing.T) []string {
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./cmd/internal/cli").Output()
+	require.NoError(t, err, "go list")
+	var logging []string
+	for _, imp := range strings.Fields(string(out)) {
+		first, _, _ := strings.Cut(imp, "/")
+		if strings.Contains(first, ".") && !strings.HasPrefix(imp, module) && strings.Contains(imp, "log") {
+			logging = append(logging, imp)
+		}
+	}
+	return logging
+}
+
+// stillOnCLILogging are the packages below the CLI that may import the
+// CLI's logging until the lock client takes a *slog.Logger: lock, and
+// logutil's Discard, its default.
+//
+// NOTE: empty it once lock.Options.Log is a *slog.Logger.
+var stillOnCLILogging = []string{"lock", "internal/base/logutil"}
+
+// TestLibraryLogsThroughSlog checks, over `go list` of the module's
+// packages without their tests, that nothing below the CLI (the library,
+// the base utilities) imports the CLI's logging packages, so that no
+// caller of the library is tied to the CLI's logger.
+func TestLibraryLogsThroughSlog(t *testing.T) {
+	logging := cliLogging(t)
+	require.Len(t, logging, 2, "the CLI's logger and the one under it: %v", logging)
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
+	require.NoError(t, err, "go list")
+	checked := 0
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		pkg := f[0]
+		if l, _ := layer(pkg); l != layerLibrary && l != layerBase {
+			continue
+		}
+		checked++
+		if slices.Contains(stillOnCLILogging, strings.TrimPrefix(pkg, module+"/")) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if slices.Contains(logging, imp) {
+				t.Errorf("%s imports %s: a library package logs to the *slog.Logger in its Options (CONTRIBUTING.md)", pkg, imp)
+			}
+		}
+	}
+	assert.Greater(t, checked, 10, "the library's packages were listed")
+}
+
 // apiPackages are the library packages whose exported API other programs
 // build on; no type of a package under internal/ may appear in it.
 var apiPackages = []string{"lock", "job", "scheduler", "run", "podwatch"}

@@ -56,8 +56,8 @@ func (f *memoryFigures) add(m measured) {
 // short commands, whole processes under GNU time (a Go parent's rusage of
 // its child counts the parent's own resident set): `lockctl acquire`,
 // `status`, `release` and `run -- true` on a free lock, each with lockctl's
-// runtime settings (GOGC 400 and one P for every command but reconcile and
-// dashboard), with GOGC=100 and with GOMAXPROCS at the CPUs, alternating, beside the peer (bench/leasepeer with klock's timings)
+// runtime settings (one P for every command but reconcile and dashboard)
+// and with GOMAXPROCS at the CPUs, alternating, beside the peer (bench/leasepeer with klock's timings)
 // running `true` under a Lease. LOCKCTL_BENCH_MEMORY_RUNS (default 10)
 // sets the runs of each. It needs GNU time (/usr/bin/time) and skips
 // without it.
@@ -69,9 +69,9 @@ func BenchmarkCommandMemory(b *testing.B) {
 	bin := lockctlBuilds(b)[0].path
 	peer := peerContender(b, false)
 	runs := envInt("LOCKCTL_BENCH_MEMORY_RUNS", 10)
-	// The runtime settings the CLI changes from Go's (cmd/main.go), and
-	// Go's own: GOGC 400 against 100, one P against one per CPU.
-	settings := []string{"default", "GOGC=100"}
+	// The runtime setting the CLI changes from Go's (cmd/main.go), and
+	// Go's own: one P against one per CPU.
+	settings := []string{"default"}
 	if n := runtime.NumCPU(); n > 1 {
 		settings = append(settings, fmt.Sprintf("GOMAXPROCS=%d", n))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
+	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/job"
 )
 
@@ -57,10 +58,10 @@ func runAbort(ctx context.Context, o *abortOptions) error {
 	j, err := store.Abort(ctx, o.Name, job.ReasonAbortRequested, reason)
 	switch {
 	case errors.Is(err, job.ErrTerminal):
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q already finished: %s\n", o.Name, j.Status.State)
+		o.f.Console().Statusf(term.StyleNone, nil, "job %q already finished: %s", o.Name, j.Status.State)
 		return nil
 	case errors.Is(err, job.ErrAborted):
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q already aborted: %s\n", o.Name, j.Status.Description)
+		o.f.Console().Statusf(term.StyleNone, nil, "job %q already aborted: %s", o.Name, j.Status.Description)
 		return nil
 	case err != nil:
 		return cmdutil.JobLookupError(err, o.Name, store.Namespace())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -78,17 +79,17 @@ func runBreakGlass(ctx context.Context, o *breakGlassOptions) error {
 	if err != nil {
 		return err
 	}
-	errOut := o.f.IOStreams.ErrOut
+	cons := o.f.Console()
 	if o.End {
 		ended, err := locks.EndBreakGlass(ctx, o.Target)
 		if err != nil {
 			return fmt.Errorf("end break-glass on lock %q: %w", o.Target, err)
 		}
 		if !ended {
-			fmt.Fprintf(errOut, "lock %q has no break-glass\n", o.Target)
+			cons.Statusf(term.StyleNone, nil, "lock %q has no break-glass", o.Target)
 			return nil
 		}
-		fmt.Fprintf(errOut, "lock %q: break-glass ended\n", o.Target)
+		cons.Statusf(term.StyleNone, nil, "lock %q: break-glass ended", o.Target)
 		return nil
 	}
 	holder, err := o.Identity(o.f)
@@ -103,6 +104,6 @@ func runBreakGlass(ctx context.Context, o *breakGlassOptions) error {
 	if err != nil {
 		return fmt.Errorf("break-glass on lock %q: %w", o.Target, err)
 	}
-	fmt.Fprintf(errOut, "lock %q: %s (%s); lockctl break-glass %s --end ends it\n", o.Target, g.Description, locks.Describe(o.Target), o.Target)
+	cons.Statusf(term.StyleNone, nil, "lock %q: %s (%s); lockctl break-glass %s --end ends it", o.Target, g.Description, locks.Describe(o.Target), o.Target)
 	return nil
 }

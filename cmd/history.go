@@ -9,6 +9,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -101,7 +102,7 @@ func runHistory(ctx context.Context, o *historyOptions) error {
 		return err
 	}
 	if h.Holder == nil && len(h.Entries) == 0 {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "lock %q has no history (%s)\n", o.Target, locks.Describe(o.Target))
+		o.f.Console().Statusf(term.StyleNone, nil, "lock %q has no history (%s)", o.Target, locks.Describe(o.Target))
 		if o.Output == "" && !o.Watch {
 			return nil
 		}

@@ -3,13 +3,13 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/progress"
+	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/podwatch"
 	"github.com/lockctl/lockctl/run"
@@ -79,10 +79,10 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 		return err
 	}
 	if o.Follow {
-		// NOTE: across the pod's replacement, said on ErrOut.
+		// NOTE: across the pod's replacement, said on the console.
 		err := run.FollowJob(ctx, store, pods, podNS, job.PodName(j), run.FollowOptions{
-			Out: o.f.IOStreams.Out, Clock: o.f.Clock, Log: o.f.Log,
-			OnReplace: func(r run.Replacement) { fmt.Fprintln(o.f.IOStreams.ErrOut, r) },
+			Out: o.f.IOStreams.Out, Clock: o.f.Clock, Log: o.f.Logger(),
+			OnReplace: func(r run.Replacement) { o.f.Console().Statusf(term.StyleNone, nil, "%s", r) },
 		})
 		if err != nil {
 			return err

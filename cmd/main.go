@@ -31,8 +31,8 @@ func Main() int {
 
 	f := NewFactory(streams)
 	f.Executable = filepath.Base(os.Args[0])
-	logutil.RouteKlog(f.Log, func() int { return f.Verbosity })
-	logutil.RouteStdLog(f.Log)
+	logutil.RouteKlog(f.Logger(), func() int { return f.Verbosity })
+	logutil.RouteStdLog(f.Logger())
 	err := Run(ctx, f, os.Args[1:])
 	stop()
 	if code, ok := cmdutil.InterruptedCode(ctx, err); ok {

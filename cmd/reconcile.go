@@ -3,7 +3,6 @@ package cmd
 import (
 	"cmp"
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -11,6 +10,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -177,9 +177,9 @@ func (o *reconcileOptions) validate() error {
 
 func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	o.f.QPS, o.f.Burst = o.KubeAPIQPS, o.KubeAPIBurst
-	// NOTE: Main raised GOGC and lowered GOMAXPROCS for the short commands
-	// (cli.CLIGCPercent, cli.CLIMaxProcs); the loop goes back to the defaults, its
-	// heap under a soft memory limit.
+	// NOTE: Main lowered GOMAXPROCS for the short commands (cli.CLIMaxProcs);
+	// the loop goes back to the runtime's default, its heap under a soft
+	// memory limit.
 	defer scheduler.TuneRuntime(ctx, o.f.Getenv)()
 	cfg, err := o.LoadConfig()
 	if err != nil {
@@ -189,7 +189,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 	if err != nil {
 		return err
 	}
-	lo.DryRun, lo.Clock, lo.Log = o.DryRun, o.f.Clock, o.f.Log
+	lo.DryRun, lo.Clock, lo.Log = o.DryRun, o.f.Clock, o.f.Logger()
 	ns, jobs, clusters, err := o.Clusters(o.f, cfg)
 	if err != nil {
 		return err
@@ -212,7 +212,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions) error {
 		defer stop()
 	}
 	if !o.Once {
-		fmt.Fprintf(o.f.IOStreams.ErrOut, "reconciling jobs in namespace %q until interrupted\n", ns)
+		o.f.Console().Statusf(term.StyleNone, nil, "reconciling jobs in namespace %q until interrupted", ns)
 		return loop.Run(ctx)
 	}
 	res, err := loop.RunOnce(ctx)

@@ -2,13 +2,13 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 )
 
 // statusOptions configure `lockctl status`.
@@ -118,7 +118,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	var windowsErr error
 	if err == nil && !o.AllNamespaces {
 		if windowsErr, err = cli.LoadWindowsToShowAcross(ctx, sites); windowsErr != nil && o.Watch {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: %v\n", windowsErr)
+			o.f.Console().Statusf(term.StyleNone, nil, "warning: %v", windowsErr)
 		}
 	}
 	if err != nil {

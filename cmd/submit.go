@@ -9,6 +9,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 )
 
 // submitOptions configure `lockctl submit`.
@@ -75,7 +76,7 @@ func runSubmit(ctx context.Context, o *submitOptions) error {
 	if err != nil {
 		return cmdutil.UsageIfInvalid(err)
 	}
-	fmt.Fprintf(o.f.IOStreams.ErrOut, "job %q triggered in namespace %q\n", created.Name, created.Namespace)
+	o.f.Console().Statusf(term.StyleNone, nil, "job %q triggered in namespace %q", created.Name, created.Namespace)
 	if o.Output != "" {
 		return printers.Object(o.f.IOStreams.Out, o.Output, created)
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -68,7 +68,7 @@ type Options struct {
 	// Clock stamps snapshots and ages; nil means Locks.Clock.
 	Clock clock.Clock
 	// Log receives what the hub does; nil discards it.
-	Log *logrus.Entry
+	Log *slog.Logger
 	// Refresh is how often a snapshot is made when nothing changed; 0 means
 	// DefaultRefresh.
 	Refresh time.Duration
@@ -435,7 +435,7 @@ func (h *Hub) Subscribe() (events <-chan []byte, cancel func()) {
 				if sent == 0 || ev == nil || p.base != sent {
 					var err error
 					if _, ev, err = p.encoded(); err != nil {
-						h.o.Log.WithField("err", err).Error("cannot encode the dashboard's snapshot")
+						h.o.Log.Error("cannot encode the dashboard's snapshot", "err", err)
 						continue
 					}
 				}
@@ -484,7 +484,7 @@ func (h *Hub) publish(s *Snapshot) {
 	h.mu.Unlock()
 	p, err := newPublished(s, prev)
 	if err != nil {
-		h.o.Log.WithField("err", err).Error("cannot encode the dashboard's snapshot")
+		h.o.Log.Error("cannot encode the dashboard's snapshot", "err", err)
 		return
 	}
 	h.mu.Lock()

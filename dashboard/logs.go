@@ -50,7 +50,7 @@ func (h *Hub) serveLogStream(w http.ResponseWriter, r *http.Request) {
 		done <- run.FollowJob(ctx, h.o.Jobs, pods, podNS, job.PodName(j), run.FollowOptions{
 			Out:   lw,
 			Clock: h.o.Clock,
-			Log:   h.o.Log.WithField("job", j.Name),
+			Log:   h.o.Log.With("job", j.Name),
 			OnEvent: func(ev podwatch.Event) {
 				lw.send("status", []byte(ev.String()))
 			},
@@ -72,7 +72,7 @@ func (h *Hub) serveLogStream(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-ctx.Done():
 			if err := <-done; err != nil {
-				h.o.Log.WithField("job", j.Name).WithField("err", err).Debug("log page closed")
+				h.o.Log.Debug("log page closed", "job", j.Name, "err", err)
 			}
 			return
 		case <-t.C:

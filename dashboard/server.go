@@ -234,7 +234,7 @@ func renderPage(name string, d pageData) ([]byte, error) {
 // rendered.
 func (h *Hub) write(w http.ResponseWriter, status int, page []byte, err error) {
 	if err != nil {
-		h.o.Log.WithField("err", err).Error("cannot render the dashboard")
+		h.o.Log.Error("cannot render the dashboard", "err", err)
 		http.Error(w, "cannot render the page", http.StatusInternalServerError)
 		return
 	}
@@ -337,7 +337,7 @@ func (h *Hub) serveSnapshot(w http.ResponseWriter, _ *http.Request) {
 	}
 	data, _, err := p.encoded()
 	if err != nil {
-		h.o.Log.WithField("err", err).Error("cannot encode the dashboard's snapshot")
+		h.o.Log.Error("cannot encode the dashboard's snapshot", "err", err)
 		http.Error(w, "cannot encode the snapshot", http.StatusInternalServerError)
 		return
 	}

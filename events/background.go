@@ -119,7 +119,7 @@ func (bg *background) enqueue(r *Recorder, ev *eventsv1.Event) bool {
 func (r *Recorder) dropped(ev *eventsv1.Event) {
 	r.drops.Add(1)
 	r.metrics.count(resultDropped)
-	r.log().WithField("reason", ev.Reason).WithField("object", ev.Regarding.Name).Debug("event dropped: the queue of events to write is full")
+	r.log().Debug("event dropped: the queue of events to write is full", "reason", ev.Reason, "object", ev.Regarding.Name)
 }
 
 // Dropped returns how many Events were not written because the background
@@ -139,7 +139,7 @@ func (r *Recorder) write(base context.Context, ev *eventsv1.Event) {
 	defer cancel()
 	if _, err := r.events.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		r.metrics.count(resultFailed)
-		r.log().WithError(err).WithField("reason", ev.Reason).Debug("could not write an event")
+		r.log().Debug("could not write an event", "error", err, "reason", ev.Reason)
 		return
 	}
 	r.metrics.count(resultWritten)

@@ -9,12 +9,12 @@ package events
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +38,7 @@ type Recorder struct {
 	events   kube.EventsGetter
 	instance string
 	clock    clock.PassiveClock
-	logger   *logrus.Entry
+	logger   *slog.Logger
 	jobs     JobEvents
 	metrics  *Metrics
 
@@ -55,7 +55,7 @@ type Options struct {
 	// Clock stamps eventTime; nil means clock.RealClock{}.
 	Clock clock.PassiveClock
 	// Log receives the Events that could not be written; nil discards.
-	Log *logrus.Entry
+	Log *slog.Logger
 	// Jobs says which job state changes JobChanged records; "" means
 	// JobEventsAll.
 	Jobs JobEvents
@@ -121,6 +121,6 @@ func (r *Recorder) Event(ctx context.Context, cm *corev1.ConfigMap, warning bool
 	r.write(context.WithoutCancel(ctx), ev)
 }
 
-func (r *Recorder) log() *logrus.Entry {
+func (r *Recorder) log() *slog.Logger {
 	return logutil.OrDiscard(r.logger)
 }

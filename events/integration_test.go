@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"k8s.io/utils/clock"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
 
-	"github.com/sirupsen/logrus"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,10 +35,8 @@ func TestIntegrationJobEvents(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	logs := &bytes.Buffer{}
-	l := logrus.New()
-	l.SetOutput(logs)
-	l.SetLevel(logrus.DebugLevel)
-	rec := NewRecorder(env.Kube.EventsV1(), Options{Log: logrus.NewEntry(l)})
+	l := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rec := NewRecorder(env.Kube.EventsV1(), Options{Log: l})
 	store := job.NewStore(env.Kube.CoreV1(), ns, job.StoreOptions{OnChange: rec.JobChanged})
 	j, err := store.Create(t.Context(), &job.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: job.APIVersion, Kind: job.Kind},
@@ -78,10 +76,8 @@ func TestIntegrationLockEvents(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	logs := &bytes.Buffer{}
-	l := logrus.New()
-	l.SetOutput(logs)
-	l.SetLevel(logrus.DebugLevel)
-	rec := NewRecorder(env.Kube.EventsV1(), Options{Log: logrus.NewEntry(l)})
+	l := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rec := NewRecorder(env.Kube.EventsV1(), Options{Log: l})
 	locks := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, lock.Options{Events: rec})
 	req := func(repo, session string) lock.Request {
 		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, ClaimID: session}

@@ -7,12 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
@@ -90,7 +90,7 @@ type Options struct {
 	// means clock.RealClock.
 	Clock clock.WithTicker
 	// Log receives what the notifier does; nil discards it.
-	Log *logrus.Entry
+	Log *slog.Logger
 	// Handled, when set, is told of each event once this replica is done
 	// with it: delivered, given up, or found marked by another replica
 	// (tests).
@@ -202,7 +202,7 @@ func (n *Notifier) emit(e Event) {
 	select {
 	case n.queue <- e:
 	default:
-		n.o.Log.WithField("lock", e.Target).Warnf("notification queue full: %s event dropped", e.Kind)
+		n.o.Log.Warn(fmt.Sprintf("notification queue full: %s event dropped", e.Kind), "lock", e.Target)
 	}
 }
 
@@ -303,7 +303,7 @@ func (n *Notifier) check(ctx context.Context, now time.Time) {
 	}
 	ws, err := n.o.Windows(ctx)
 	if err != nil {
-		n.o.Log.WithError(err).Warn("cannot read the freeze windows")
+		n.o.Log.Warn("cannot read the freeze windows", "error", err)
 		return
 	}
 	for _, w := range ws {
@@ -357,17 +357,17 @@ func (n *Notifier) Run(ctx context.Context) {
 
 // handle marks e and, when this replica's mark won, delivers it.
 func (n *Notifier) handle(ctx context.Context, e Event) {
-	log := n.o.Log.WithField("lock", e.Target).WithField("event", e.Kind)
+	log := n.o.Log.With("lock", e.Target, "event", e.Kind)
 	outcome := Elsewhere
 	mine, err := n.marks.claim(ctx, e.ID)
 	switch {
 	case err != nil:
-		log.WithError(err).Warn("cannot mark the notification; not sent")
+		log.Warn("cannot mark the notification; not sent", "error", err)
 		outcome = Failed
 	case mine:
 		outcome = Delivered
 		if err := n.deliver(ctx, e); err != nil {
-			log.WithError(err).Warn("notification not delivered")
+			log.Warn("notification not delivered", "error", err)
 			outcome = Failed
 		}
 	}

@@ -3,12 +3,12 @@ package podwatch
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -209,10 +209,8 @@ func TestIntegrationFollow(t *testing.T) {
 				rec.once.Do(func() { close(rec.fired) })
 			}
 
-			logger := logrus.New()
-			logger.SetOutput(newTestWriter(t))
-			logger.SetLevel(logrus.DebugLevel)
-			f := New(env.Kube.CoreV1(), ns, pod.Name, Options{Log: logrus.NewEntry(logger)})
+			logger := slog.New(slog.NewTextHandler(newTestWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
+			f := New(env.Kube.CoreV1(), ns, pod.Name, Options{Log: logger})
 			res, err := f.Follow(ctx, FollowOptions{Out: rec, OnEvent: rec.onEvent, DrainTimeout: 2 * time.Second})
 			cancel()
 			require.NoError(t, <-acted, "acting on the pod")

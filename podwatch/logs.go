@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,7 +74,7 @@ func (r *following) startStreams(ctx context.Context, pod *corev1.Pod) {
 			ref:   c,
 			after: after,
 			done:  make(chan struct{}),
-			log:   r.log.WithField("container", c.name),
+			log:   r.log.With("container", c.name),
 		}
 		if prefixed {
 			s.prefix = "[" + c.name + "] "
@@ -102,7 +102,7 @@ type streamer struct {
 	prefix string
 	after  []<-chan struct{} // streams to finish before this one starts
 	done   chan struct{}
-	log    *logrus.Entry
+	log    *slog.Logger
 
 	// lastTS is the timestamp of the last line written and atLast how many
 	// lines with exactly that timestamp were written: a re-opened stream
@@ -158,7 +158,7 @@ func (s *streamer) run(ctx context.Context) {
 		if s.instance != "" && !s.complete && (!started || current != s.instance) {
 			if prev := previousOf(st); prev != "" {
 				if prev != s.instance {
-					s.log.WithField("instance", prev).Warn("container restarted more than once while its logs were not read; some lines are missing")
+					s.log.Warn("container restarted more than once while its logs were not read; some lines are missing", "instance", prev)
 				}
 				if _, err := s.read(ctx, true, false); err != nil {
 					s.report(ctx, err)
@@ -288,11 +288,11 @@ func (s *streamer) report(ctx context.Context, err error) {
 		return
 	}
 	if s.reported {
-		s.log.WithField("err", err).Debug("log stream failed again")
+		s.log.Debug("log stream failed again", "err", err)
 		return
 	}
 	s.reported = true
-	s.log.WithField("err", err).Warn("cannot stream container logs; following the pod without them")
+	s.log.Warn("cannot stream container logs; following the pod without them", "err", err)
 	pod, _ := s.r.state.get()
 	e := Event{Kind: EventLogError, Pod: s.r.name, Container: s.ref.name, InitContainer: s.ref.init, Message: err.Error()}
 	if pod != nil {
@@ -433,7 +433,7 @@ func splitTimestamp(line []byte) (time.Time, []byte, bool) {
 type lineWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
-	log    *logrus.Entry
+	log    *slog.Logger
 	closed bool
 	failed bool
 	buf    []byte
@@ -453,7 +453,7 @@ func (lw *lineWriter) writeLine(prefix string, text []byte) {
 		// NOTE: a broken Out (a closed pipe) must not stop the follow; the
 		// pod's outcome still matters.
 		lw.failed = true
-		lw.log.WithField("err", err).Warn("cannot write container logs; dropping them")
+		lw.log.Warn("cannot write container logs; dropping them", "err", err)
 	}
 }
 

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -140,7 +140,7 @@ type Follower struct {
 	namespace string
 	name      string
 	selector  labels.Selector
-	log       *logrus.Entry
+	log       *slog.Logger // without the pod, which following names
 }
 
 // Options configure a Follower. The zero value is usable.
@@ -150,8 +150,9 @@ type Options struct {
 	Clock clock.Clock
 	// Logs opens log streams; nil means PodLogs on the Follower's client.
 	Logs LogOpener
-	// Log receives what the Follower logs; nil means it is discarded.
-	Log *logrus.Entry
+	// Log receives what the Follower logs, each entry naming the pod
+	// ("pod"); nil means it is discarded.
+	Log *slog.Logger
 }
 
 // New returns a Follower for the pod called name in namespace.
@@ -183,8 +184,8 @@ func newFollower(pods kube.PodsGetter, namespace, name string, selector labels.S
 		namespace: namespace,
 		name:      name,
 		selector:  selector,
+		log:       logutil.OrDiscard(o.Log),
 	}
-	f.log = logutil.OrDiscard(o.Log).WithField("pod", f.Describe())
 	return f
 }
 
@@ -220,11 +221,11 @@ func (f *Follower) Follow(ctx context.Context, opts FollowOptions) (Result, erro
 		clock:    f.clock,
 		logs:     f.logs,
 		name:     f.name,
-		log:      f.log,
+		log:      f.log.With("pod", f.Describe()),
 		state:    newPodState(),
 	}
 	if opts.Out != nil {
-		r.out = &lineWriter{w: opts.Out, log: f.log}
+		r.out = &lineWriter{w: opts.Out, log: r.log}
 	}
 	r.touch()
 	defer func() {
@@ -283,7 +284,7 @@ type following struct {
 	opts     FollowOptions
 	clock    clock.Clock
 	logs     LogOpener
-	log      *logrus.Entry
+	log      *slog.Logger
 
 	// name is the pod followed; with a selector it is set by the first event.
 	name   string
@@ -331,17 +332,17 @@ func (r *following) handle(ctx context.Context, ev watch.Event) (bool, error) {
 	default:
 		// NOTE: the informer behind UntilWithSync handles watch errors and
 		// bookmarks itself; nothing else is expected here.
-		r.log.WithField("event", ev.Type).Debug("ignoring watch event")
+		r.log.Debug("ignoring watch event", "event", ev.Type)
 		return false, nil
 	}
 	pod, ok := ev.Object.(*corev1.Pod)
 	if !ok {
-		r.log.WithField("object", fmt.Sprintf("%T", ev.Object)).Debug("ignoring unexpected object")
+		r.log.Debug("ignoring unexpected object", "object", fmt.Sprintf("%T", ev.Object))
 		return false, nil
 	}
 	if r.name == "" && ev.Type != watch.Deleted {
 		r.name = pod.Name
-		r.log = r.log.WithField("pod", r.describe())
+		r.log = r.f.log.With("pod", r.describe())
 	}
 	if pod.Name != r.name {
 		if r.f.name == "" && ev.Type != watch.Deleted {
@@ -389,7 +390,7 @@ func (r *following) emit(e Event) {
 	if r.eventsClosed {
 		return
 	}
-	r.log.WithFields(logrus.Fields{"event": string(e.Kind), "container": e.Container}).Debug(e.String())
+	r.log.Debug(e.String(), "event", string(e.Kind), "container", e.Container)
 	if r.opts.OnEvent != nil {
 		r.opts.OnEvent(e)
 	}
@@ -415,7 +416,7 @@ func (r *following) drain(ctx context.Context) error {
 	for {
 		idle := r.clock.Since(time.Unix(0, r.lastActive.Load()))
 		if idle >= r.opts.DrainTimeout {
-			r.log.WithField("timeout", r.opts.DrainTimeout).Warn("log streams still open after the pod finished; giving up on them")
+			r.log.Warn("log streams still open after the pod finished; giving up on them", "timeout", r.opts.DrainTimeout)
 			r.emit(Event{Kind: EventLogError, Pod: r.name, Phase: r.result.Phase,
 				Message: fmt.Sprintf("log streams idle for %s after the pod finished; output may be incomplete", r.opts.DrainTimeout)})
 			return nil

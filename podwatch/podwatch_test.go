@@ -3,14 +3,14 @@ package podwatch
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-	"github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +23,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/kube"
 )
@@ -83,7 +84,7 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	return h
 }
 
-func (h *harness) follower(selector labels.Selector, log *logrus.Entry) *Follower {
+func (h *harness) follower(selector labels.Selector, log *slog.Logger) *Follower {
 	pods := noWatchList{kubetest.CoreV1(h.cs.CoreV1())}
 	var f *Follower
 	if selector != nil {
@@ -828,17 +829,20 @@ func TestFollowLogsThroughLogger(t *testing.T) {
 	h := newHarness(t, pod)
 	h.kubelet.setFail(errConnRefused)
 	go h.nextWatch()
-	logger, hook := test.NewNullLogger()
+	var logs clitest.SyncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	_, err := h.follower(nil, logrus.NewEntry(logger)).Follow(t.Context(), FollowOptions{Out: io.Discard})
+	_, err := h.follower(nil, logger).Follow(t.Context(), FollowOptions{Out: io.Discard})
 
 	require.NoError(t, err)
 	var warnings []string
-	for _, e := range hook.AllEntries() {
-		if e.Level == logrus.WarnLevel {
-			warnings = append(warnings, e.Message)
-			assert.Equal(t, testNS+"/"+testPod, e.Data["pod"], "log entries name the pod")
-			assert.Equal(t, "main", e.Data["container"], "log entries name the container")
+	for line := range strings.Lines(logs.String()) {
+		var e struct{ Level, Msg, Pod, Container string }
+		require.NoError(t, json.Unmarshal([]byte(line), &e), "log entry %s", line)
+		if e.Level == slog.LevelWarn.String() {
+			warnings = append(warnings, e.Msg)
+			assert.Equal(t, testNS+"/"+testPod, e.Pod, "log entries name the pod")
+			assert.Equal(t, "main", e.Container, "log entries name the container")
 		}
 	}
 	assert.Equal(t, []string{"cannot stream container logs; following the pod without them"}, warnings)

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -129,16 +129,14 @@ func TestIntegrationAPIServerRestartMidReconcile(t *testing.T) {
 	podWorkload(ctx, t, env.Client, ns, 300*time.Millisecond)
 
 	var logs bytes.Buffer
-	logger := logrus.New()
-	logger.SetOutput(&syncWriter{w: &logs})
-	logger.SetLevel(logrus.DebugLevel)
+	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("reconcile loop log (last 60 lines):\n%s", clitest.LastLines(logs.String(), 60))
 		}
 	})
 	c, err := scheduler.NewController(env.Kube, ns, map[string]scheduler.Clientset{job.DefaultCluster: env.Kube},
-		scheduler.Options{PodNamespace: ns, MaxConcurrency: helperMaxConcurrency, Log: logrus.NewEntry(logger)})
+		scheduler.Options{PodNamespace: ns, MaxConcurrency: helperMaxConcurrency, Log: logger})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	stopped := make(chan error, 1)

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +39,7 @@ type FollowOptions struct {
 	// Clock paces the follow; nil means clock.RealClock.
 	Clock clock.Clock
 	// Log receives what the pod followers log; nil discards it.
-	Log *logrus.Entry
+	Log *slog.Logger
 	// ReplacementPoll is how often the job and its pod are read while a
 	// replacement is awaited; 0 means DefaultReplacementPoll.
 	ReplacementPoll time.Duration

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
@@ -47,10 +47,10 @@ type JobsOptions struct {
 	// server.
 	Logs podwatch.LogOpener
 	// FollowLog receives what the pod followers log; nil discards it.
-	FollowLog *logrus.Entry
+	FollowLog *slog.Logger
 	// Log receives what the run does not tell its Observer; nil discards
 	// it.
-	Log *logrus.Entry
+	Log *slog.Logger
 	// LockClock judges the expiries of the locks of runs' holds (see
 	// HoldChecker): give it the API server's clock, a servertime.Clock
 	// observing Jobs' answers. nil means Scheduler.Clock.
@@ -171,7 +171,7 @@ func (s *Sweep) Finish(ctx context.Context, me HoldRef, obs Observer) (clean boo
 	if err != nil {
 		// NOTE: quiet, because a command run by someone who may not read
 		// jobs is not to be cluttered with it.
-		js.opts.Log.WithError(err).Debug("cannot look for jobs left behind by earlier runs")
+		js.opts.Log.Debug("cannot look for jobs left behind by earlier runs", "error", err)
 		if len(jobs) == 0 {
 			return false
 		}
@@ -297,7 +297,7 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods kub
 			Logs: jr.js.opts.Logs, Clock: jr.js.clock, Log: jr.js.opts.FollowLog,
 		})
 		if err != nil && followCtx.Err() == nil {
-			jr.js.opts.Log.WithError(err).Debug("stopped following the pod of the job")
+			jr.js.opts.Log.Debug("stopped following the pod of the job", "error", err)
 		}
 	}()
 
@@ -327,7 +327,7 @@ func (jr *jobRun) drive(ctx context.Context, ctl *scheduler.Controller, pods kub
 		<-followed
 		stopCtl()
 		if err := <-ctlDone; err != nil {
-			jr.js.opts.Log.WithError(err).Error("reconcile loop of the job stopped")
+			jr.js.opts.Log.Error("reconcile loop of the job stopped", "error", err)
 		}
 	}
 

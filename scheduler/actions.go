@@ -44,8 +44,7 @@ func (r *Reconciler) transition(ctx context.Context, j *job.Job, st job.JobStatu
 	}
 	r.remember(out)
 	if j.Status.State != st.State {
-		r.log(j).WithField("from", j.Status.State).WithField("to", st.State).
-			WithField("reason", st.Description).Info("job state changed")
+		r.log(j).Info("job state changed", "from", j.Status.State, "to", st.State, "reason", st.Description)
 		r.opts.Metrics.transition(j.Status.State, st.State)
 	}
 	return out, nil

@@ -157,7 +157,7 @@ func (r *Reconciler) Admit(ctx context.Context) (map[string]bool, map[string]str
 		}
 		r.lastLedger = out
 		if len(newly) > 0 {
-			r.opts.Log.WithField("jobs", newly).Debug("admitted")
+			r.opts.Log.Debug("admitted", "jobs", newly)
 			if r.hooks.onAdmit != nil {
 				r.hooks.onAdmit(newly)
 			}
@@ -291,7 +291,7 @@ func (r *Reconciler) finishedEntries(ctx context.Context, entries ledger, jobs [
 			continue // kept until its cluster tells
 		}
 		if err != nil {
-			r.opts.Log.WithError(err).WithField("job", name).Warn("can not tell whether the pod of a finished job still runs")
+			r.opts.Log.Warn("can not tell whether the pod of a finished job still runs", "error", err, "job", name)
 			continue
 		}
 		if !running {

@@ -48,7 +48,7 @@ func (c *Controller) decode(obj any) *job.Job {
 func (c *Controller) decodeFull(cm *corev1.ConfigMap) *job.Job {
 	j, err := job.FromConfigMap(cm)
 	if err != nil {
-		c.opts.Log.WithError(err).WithField("job", cm.Name).Warn("skipping job record")
+		c.opts.Log.Warn("skipping job record", "error", err, "job", cm.Name)
 		return nil
 	}
 	return j

@@ -254,8 +254,7 @@ func (c *Controller) mayReadNodes(ctx context.Context, cc *clusterConn) bool {
 	defer cc.mu.Unlock()
 	if !ok && !cc.noNodesSaid {
 		cc.noNodesSaid = true
-		c.opts.Log.WithField("cluster", cc.alias).
-			Debug("may not list and watch nodes: a pod's lost node is told by the pod's own conditions")
+		c.opts.Log.Debug("may not list and watch nodes: a pod's lost node is told by the pod's own conditions", "cluster", cc.alias)
 	}
 	return ok
 }
@@ -324,11 +323,11 @@ func (c *Controller) record(ctx context.Context, cc *clusterConn, st ClusterStat
 	unrecorded := cc.recorded.State != st.State || cc.recorded.Message != st.Message
 	cc.mu.Unlock()
 	c.opts.Metrics.cluster(cc.alias, st.State)
-	log := c.opts.Log.WithField("cluster", cc.alias)
+	log := c.opts.Log.With("cluster", cc.alias)
 	if changed {
 		switch {
 		case st.State != ClusterReachable:
-			log.WithField("state", st.State).WithField("err", st.Message).Warn("build cluster not usable: its jobs wait until it is")
+			log.Warn("build cluster not usable: its jobs wait until it is", "state", st.State, "err", st.Message)
 		case prev.State != "":
 			log.Info("build cluster reachable again: driving its jobs")
 		default:
@@ -341,7 +340,7 @@ func (c *Controller) record(ctx context.Context, cc *clusterConn, st ClusterStat
 	// NOTE: a write that fails is tried again at the next check.
 	if err := c.r.recordCluster(ctx, cc.alias, st); err != nil {
 		if ctx.Err() == nil {
-			log.WithError(err).Debug("record build cluster status")
+			log.Debug("record build cluster status", "error", err)
 		}
 		return
 	}

@@ -89,7 +89,7 @@ func (r *Reconciler) CheckClusters(ctx context.Context) (map[string]ClusterStatu
 		next[alias] = st
 		r.opts.Metrics.cluster(alias, st.State)
 		if st.State != ClusterReachable {
-			r.opts.Log.WithField("cluster", alias).WithField("state", st.State).Warn(st.Message)
+			r.opts.Log.Warn(st.Message, "cluster", alias, "state", st.State)
 		}
 	}
 	if r.opts.DryRun || apiequality.Semantic.DeepEqual(prev, next) {

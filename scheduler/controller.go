@@ -374,7 +374,7 @@ func (c *Controller) step(base context.Context, key string) (Result, error) {
 }
 
 func (c *Controller) logStepError(key string, err error) {
-	log := c.opts.Log.WithField("job", key).WithError(err)
+	log := c.opts.Log.With("job", key, "error", err)
 	if errors.Is(err, job.ErrConflict) {
 		log.Debug("lost a race, trying again")
 		return

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -240,11 +240,8 @@ func TestIntegrationJobAPIServerUnreachable(t *testing.T) {
 }
 
 // testLog returns a logger writing to the test's log.
-func testLog(t *testing.T) *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(testWriter{t})
-	l.SetLevel(logrus.DebugLevel)
-	return logrus.NewEntry(l)
+func testLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 type testWriter struct{ t *testing.T }

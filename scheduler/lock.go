@@ -73,13 +73,13 @@ func (r *Reconciler) syncLock(ctx context.Context, cl *buildCluster, j *job.Job,
 		return Result{}, fmt.Errorf("take lock of namespace %q for job %q: %w", target, j.Name, err)
 	}
 	if !held {
-		r.log(j).WithField("lock", target).Debug("waiting for namespace lock")
+		r.log(j).Debug("waiting for namespace lock", "lock", target)
 		return Result{RequeueAfter: lockRetry}, nil
 	}
 	if err := r.liftGate(ctx, cl, pod); err != nil {
 		return Result{}, err
 	}
-	r.log(j).WithField("lock", target).Info("namespace lock taken, pod released to the scheduler")
+	r.log(j).Info("namespace lock taken, pod released to the scheduler", "lock", target)
 	return Result{}, nil
 }
 

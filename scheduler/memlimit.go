@@ -27,18 +27,14 @@ const MemoryLimitCheck = 10 * time.Second
 const memoryHeadroom = 8 << 20
 
 // TuneRuntime sets the Go runtime up for the reconcile loop: the runtime's
-// default number of Ps (GOMAXPROCS: the CPUs, or the container's CPU limit)
-// and the garbage collector at the default GOGC (100), unless GOMAXPROCS or
-// GOGC are set, and the soft memory
+// default number of Ps (GOMAXPROCS: the CPUs, or the container's CPU
+// limit), unless GOMAXPROCS is set, and the soft memory
 // limit KeepMemoryLimit keeps from DefaultMemoryLimit until ctx ends or the
 // returned stop is called. GOMEMLIMIT, when set (deploy/ sets it to the
 // container's memory limit), is the ceiling: the limit never rises above it,
 // and starts there when it is below DefaultMemoryLimit. getenv reads the
 // environment.
 func TuneRuntime(ctx context.Context, getenv func(string) string) (stop func()) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(100)
-	}
 	if getenv("GOMAXPROCS") == "" {
 		runtime.SetDefaultGOMAXPROCS()
 	}

@@ -2,9 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
@@ -75,7 +75,7 @@ type Options struct {
 	// Clock is the time source; nil means clock.RealClock{}.
 	Clock clock.WithTicker
 	// Log receives the reconciler's logs; nil means they are discarded.
-	Log *logrus.Entry
+	Log *slog.Logger
 	// Metrics receives the reconciler's metrics; nil means none are kept.
 	Metrics *Metrics
 	// OnJobChange, when set, is called after every job status written, with

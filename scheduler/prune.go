@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,7 +52,7 @@ type PruneOptions struct {
 	// Clock is the time source; nil means clock.RealClock{}.
 	Clock clock.WithTicker
 	// Log receives what is deleted; nil means it is discarded.
-	Log *logrus.Entry
+	Log *slog.Logger
 	// Metrics counts what is deleted; nil means nothing is counted.
 	Metrics *PruneMetrics
 }
@@ -369,7 +369,7 @@ func (s *Pruner) record(res *PruneResult, p Pruned, deleted bool) {
 	} else {
 		s.opts.Metrics.pruned(p.Kind)
 	}
-	s.opts.Log.WithField(p.Kind, p.Namespace+"/"+p.Name).WithField("reason", p.Reason).Debug(verb + " " + p.Kind)
+	s.opts.Log.Debug(verb+" "+p.Kind, p.Kind, p.Namespace+"/"+p.Name, "reason", p.Reason)
 }
 
 // Run prunes at once and then every interval until ctx ends, logging what
@@ -382,9 +382,9 @@ func (s *Pruner) Run(ctx context.Context, interval time.Duration) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.opts.Metrics.failed()
-			s.opts.Log.WithError(err).Warn("prune finished jobs")
+			s.opts.Log.Warn("prune finished jobs", "error", err)
 		case res != nil && len(res.Deleted) > 0:
-			s.opts.Log.Infof("pruned %d job records and %d pods", res.Count("job"), res.Count("pod"))
+			s.opts.Log.Info(fmt.Sprintf("pruned %d job records and %d pods", res.Count("job"), res.Count("pod")))
 		}
 		select {
 		case <-ctx.Done():

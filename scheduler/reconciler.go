@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"text/template"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) (Result, error)
 		if !errors.As(err, &stale) || ctx.Err() != nil {
 			break
 		}
-		r.opts.Log.WithField("job", name).WithError(err).Debug("a write lost a race, judging the job again")
+		r.opts.Log.Debug("a write lost a race, judging the job again", "job", name, "error", err)
 	}
 	reason := ""
 	switch {
@@ -311,7 +311,7 @@ func (r *Reconciler) syncTriggered(ctx context.Context, cl *buildCluster, j *job
 		return Result{}, r.fail(ctx, cl, j, nil, d.fail, false)
 	case d.wait != "":
 		r.planf("would keep %s waiting: %s", j.Name, d.wait)
-		r.log(j).WithField("reason", d.wait).Debug("waiting for capacity")
+		r.log(j).Debug("waiting for capacity", "reason", d.wait)
 		return Result{RequeueAfter: admissionRetry}, nil
 	}
 	return Result{}, r.start(ctx, cl, j)
@@ -362,7 +362,7 @@ func (r *Reconciler) createPod(ctx context.Context, cl *buildCluster, j *job.Job
 	switch {
 	case err == nil:
 		r.rememberCreated(ctx, cl, created)
-		r.log(j).WithField("pod", created.Name).WithField("cluster", cl.alias).Info("pod created")
+		r.log(j).Info("pod created", "pod", created.Name, "cluster", cl.alias)
 		return nil
 	case isAlreadyExists(err):
 		existing, gerr := getPod(ctx, cl, pod.Name)
@@ -503,8 +503,7 @@ func (r *Reconciler) revive(ctx context.Context, cl *buildCluster, j *job.Job, p
 	if _, err := r.transition(ctx, j, st); err != nil {
 		return err
 	}
-	r.log(j).WithField("pod", pod.Name).WithField("uid", pod.UID).WithField("reason", v.desc).
-		WithField("revivals", st.Revivals).Info("pod lost, replacing it")
+	r.log(j).Info("pod lost, replacing it", "pod", pod.Name, "uid", pod.UID, "reason", v.desc, "revivals", st.Revivals)
 	return r.letGo(ctx, cl, pod)
 }
 
@@ -714,14 +713,14 @@ func (r *Reconciler) jobURL(j *job.Job, st job.JobStatus) string {
 	view.Status = st
 	var b bytes.Buffer
 	if err := r.url.Execute(&b, view); err != nil {
-		r.log(j).WithError(err).Warn("job URL template failed")
+		r.log(j).Warn("job URL template failed", "error", err)
 		return ""
 	}
 	return b.String()
 }
 
-func (r *Reconciler) log(j *job.Job) *logrus.Entry {
-	return r.opts.Log.WithField("job", j.Name)
+func (r *Reconciler) log(j *job.Job) *slog.Logger {
+	return r.opts.Log.With("job", j.Name)
 }
 
 // planf records a line of the dry-run plan.

@@ -31,7 +31,7 @@ func (r *Reconciler) runEnded(ctx context.Context, j *job.Job) (string, time.Dur
 	}
 	ended, recheck, err := r.opts.Runs.Check(ctx, j)
 	if err != nil {
-		r.log(j).WithError(err).Warn("cannot tell whether the session that submitted the job lives")
+		r.log(j).Warn("cannot tell whether the session that submitted the job lives", "error", err)
 		return "", runCheckRetry
 	}
 	return ended, recheck

@@ -2,8 +2,8 @@ package stats
 
 import (
 	"context"
+	"log/slog"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -32,10 +32,8 @@ type Observer interface {
 // each, until ctx ends; synced, when set, is called once the first list
 // has been told. Errors of the watch are logged to log (nil discards) and
 // the watch is made again, as an informer does.
-func WatchLocks(ctx context.Context, cms kube.ConfigMapsGetter, namespace string, log *logrus.Entry, synced func(), observers ...Observer) {
-	if log == nil {
-		log = logutil.Discard()
-	}
+func WatchLocks(ctx context.Context, cms kube.ConfigMapsGetter, namespace string, log *slog.Logger, synced func(), observers ...Observer) {
+	log = logutil.OrDiscard(log)
 	sel := labels.SelectorFromSet(labels.Set{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue}).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -85,7 +83,7 @@ func WatchLocks(ctx context.Context, cms kube.ConfigMapsGetter, namespace string
 		},
 	})
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		log.WithError(err).Warn("watch of the locks failed; watching again")
+		log.Warn("watch of the locks failed; watching again", "error", err)
 	})
 	if synced != nil {
 		go func() {

@@ -114,7 +114,7 @@ func (f *Factory) ClusterClients(contexts map[string]string) (map[string]schedul
 // changes, job state changes) written through cs; Events it cannot write are
 // logged at -v 1 and fail nothing.
 func (f *Factory) EventRecorder(cs kube.Interface) *events.Recorder {
-	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Log})
+	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Logger()})
 }
 
 // LoopEventRecorder returns the reconcile loop's recorder of Events (job
@@ -134,7 +134,7 @@ func (f *Factory) LoopEventRecorder(fallback kube.Interface, jobEvents events.Jo
 	if err != nil {
 		return nil, err
 	}
-	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Log, Jobs: jobEvents, Metrics: metrics}), nil
+	return events.NewRecorder(cs.EventsV1(), events.Options{Clock: f.Clock, Log: f.Logger(), Jobs: jobEvents, Metrics: metrics}), nil
 }
 
 // KubeUser returns a function that tells the caller's authenticated

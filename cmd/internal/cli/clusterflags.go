@@ -3,10 +3,10 @@ package cli
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -189,7 +189,7 @@ func (cf *ClusterFlags) Pruner(f *Factory, opts scheduler.PruneOptions) (*schedu
 		return nil, &cmdutil.UsageError{Err: err}
 	}
 	opts.PodNamespace = cmp.Or(cf.PodNamespace, cfg.PodNamespace)
-	opts.Clock, opts.Log = f.Clock, f.Log
+	opts.Clock, opts.Log = f.Clock, f.Logger()
 	return scheduler.NewPruner(jobs.CoreV1(), ns, scheduler.PodsGetters(clusters), opts), nil
 }
 
@@ -210,11 +210,11 @@ func (cf *ClusterFlags) RunJobs(f *Factory, opts scheduler.Options, contexts map
 	if err != nil {
 		return nil, err
 	}
-	opts.Clock, opts.Log = f.Clock, f.LibraryLog(logrus.WarnLevel)
+	opts.Clock, opts.Log = f.Clock, f.LibraryLog(slog.LevelWarn)
 	opts.OnJobChange = f.EventRecorder(cs).JobChanged
 	jobs, err := run.NewJobs(cs, ns, run.JobsOptions{
 		Clusters: clusters, Scheduler: opts,
-		Logs: logs, FollowLog: f.LibraryLog(logrus.ErrorLevel), Log: f.Log,
+		Logs: logs, FollowLog: f.LibraryLog(slog.LevelError), Log: f.Logger(),
 		LockClock: f.LockClock(),
 	})
 	return jobs, cmdutil.UsageIfInvalid(err)

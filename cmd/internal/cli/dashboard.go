@@ -51,7 +51,7 @@ func ServeDashboard(ctx context.Context, f *Factory, l *LockFlags, cf *ClusterFl
 	if err != nil {
 		return err
 	}
-	hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{Jobs: store, PodsFor: podsFor, Log: f.Log, Metrics: reg.Handler()})
+	hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{Jobs: store, PodsFor: podsFor, Log: f.Logger(), Metrics: reg.Handler()})
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("serve the dashboard: %w", err)
@@ -93,7 +93,7 @@ func StartLoopDashboard(ctx context.Context, f *Factory, l *LockFlags, d LoopDas
 	store := job.NewStore(kube.CoreV1(d.Jobs), d.JobNamespace, job.StoreOptions{Clock: f.Clock})
 	podNS := cmp.Or(d.PodNamespace, d.JobNamespace)
 	hub := dashboard.NewHub(locks, kube.CoreV1(d.Jobs), dashboard.Options{
-		Jobs: store, Log: f.Log,
+		Jobs: store, Log: f.Logger(),
 		PodsFor: func(j *job.Job) (kube.PodsGetter, string, error) {
 			cs, ok := d.Clusters[j.ClusterAlias()]
 			if !ok {
@@ -140,7 +140,7 @@ func serveDashboardAcross(ctx context.Context, f *Factory, l *LockFlags, all boo
 		if err != nil {
 			return fmt.Errorf("context %q: %w", locks.Context(), err)
 		}
-		hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{Base: fmt.Sprintf("/c/%d", i+1), Context: locks.Context(), Log: f.Log})
+		hub := dashboard.NewHub(locks, kube.CoreV1(cs), dashboard.Options{Base: fmt.Sprintf("/c/%d", i+1), Context: locks.Context(), Log: f.Logger()})
 		clusters = append(clusters, dashboard.Cluster{Context: locks.Context(), Hub: hub})
 		hubs = append(hubs, hub)
 	}

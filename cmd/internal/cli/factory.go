@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -83,8 +84,8 @@ type Factory struct {
 	// session, for holder identities outside CI.
 	LocalEnv func() identity.LocalEnv
 	// Log is the command's logger, writing to IOStreams.ErrOut: this
-	// Factory's own (NewLogger), never a global one. Commands hand it (or
-	// LibraryLog) to the library packages they call.
+	// Factory's own (NewLogger), never a global one. The library packages
+	// a command calls get it as a *slog.Logger (Logger, LibraryLog).
 	Log *logrus.Entry
 	// Verbosity is -v, set once flags are parsed.
 	Verbosity int
@@ -139,15 +140,22 @@ func (f *Factory) LockClock() clock.WithTicker {
 	return f.Clock
 }
 
+// Logger is the logger handed to the library packages (their
+// Options.Log): a *slog.Logger whose entries f.Log writes, at its level, in
+// its form, through its hooks.
+func (f *Factory) Logger() *slog.Logger {
+	return slog.New(newLogrusHandler(f.Log))
+}
+
 // LibraryLog is the logger handed to a library package whose info lines
 // would repeat what the command's display shows: below -v 1 it passes only
 // entries at level or more severe (lockctl run hands the scheduler warn,
 // podwatch error); from -v 1 on, everything f.Log passes.
-func (f *Factory) LibraryLog(level logrus.Level) *logrus.Entry {
+func (f *Factory) LibraryLog(level slog.Level) *slog.Logger {
 	if f.Verbosity >= 1 {
-		return f.Log
+		return f.Logger()
 	}
-	return logutil.AtMost(f.Log, level)
+	return logutil.AtLeast(f.Logger(), level)
 }
 
 // jxLogger is jx-logging's logger, made once: jxlog.Logger configures

@@ -23,7 +23,7 @@ func ObserveLocks(ctx context.Context, f *Factory, namespace string, observers .
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		stats.WatchLocks(ctx, kube.CoreV1(cs), namespace, f.Log, nil, observers...)
+		stats.WatchLocks(ctx, kube.CoreV1(cs), namespace, f.Logger(), nil, observers...)
 	}()
 	return func() { cancel(); wg.Wait() }, nil
 }

@@ -79,7 +79,7 @@ func (n *NotifyFlags) Notifier(f *Factory, locks *lock.Client) (*notify.Notifier
 	}
 	return notify.New(cs.CoreV1(), locks.Namespace(), notify.Options{
 		URL: n.Webhook, Format: n.Format, Kinds: n.Events, FreezeAhead: n.FreezeAhead,
-		Replica: f.Getenv("HOSTNAME"), Clock: f.LockClock(), Log: f.Log,
+		Replica: f.Getenv("HOSTNAME"), Clock: f.LockClock(), Log: f.Logger(),
 		Windows: func(ctx context.Context) ([]lock.FreezeWindow, error) {
 			if err := locks.LoadFreezeWindows(ctx); err != nil {
 				return nil, err

@@ -1,19 +1,6 @@
 package cli
 
-import (
-	"runtime"
-	"runtime/debug"
-)
-
-// CLIGCPercent is the garbage collector's GOGC for lockctl's commands
-// unless GOGC is set. At the default 100 a lockctl run -- true collected
-// several times on its way through a heap of a few MiB (clients, TLS,
-// decoding), a quarter of the process's CPU (perf stat: 17.3 ms of task
-// clock at 100, 12.9 ms at 400); a command's live heap is small, so the
-// heap it lets grow stays small too. lockctl reconcile, which runs for
-// long and keeps many records, goes back to 100 under its soft memory
-// limit (scheduler.TuneRuntime).
-const CLIGCPercent = 400
+import "runtime"
 
 // CLIMaxProcs is the number of Ps (GOMAXPROCS) lockctl's commands run on
 // unless GOMAXPROCS is set. A command waits on the API server and its
@@ -27,42 +14,33 @@ const CLIGCPercent = 400
 // the environment of a command lockctl runs is left as it was.
 const CLIMaxProcs = 1
 
-// TuneCLIRuntime sets the runtime up for a short command: CLIGCPercent and
-// CLIMaxProcs, unless GOGC or GOMAXPROCS say otherwise.
+// TuneCLIRuntime sets the runtime up for a short command: CLIMaxProcs,
+// unless GOMAXPROCS says otherwise. The garbage collector keeps Go's
+// default (GOGC 100): a short command's heap stays under the first
+// collection's goal, and GOGC 400 saved none of its wall, CPU or peak RSS
+// (docs/benchmarks.md, "Start-up machinery, accounted for").
 func TuneCLIRuntime(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(CLIGCPercent)
-	}
 	if getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(CLIMaxProcs)
 	}
 }
 
-// ServeRuntime gives a command that serves for long the runtime's
-// defaults back, unless GOGC or GOMAXPROCS is set: the default number of Ps
-// (the CPUs, or the container's CPU limit), and GOGC 100. lockctl
-// dashboard keeps every lock's entry and the encoded page of thousands of
-// locks; at CLIGCPercent its heap would grow to five times that between
-// collections (docs/adr/0097).
+// ServeRuntime gives a command that serves for long the runtime's default
+// number of Ps back (the CPUs, or the container's CPU limit), unless
+// GOMAXPROCS is set: lockctl dashboard serves many pages at once.
 func ServeRuntime(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(ServeGCPercent)
-	}
 	if getenv("GOMAXPROCS") == "" {
 		runtime.SetDefaultGOMAXPROCS()
 	}
 }
 
-// ServeGCPercent is the GOGC of a command that serves for long: the
-// runtime's default.
-const ServeGCPercent = 100
-
 // StackReserve is how much stack GrowStack makes room for: about what a
 // command's deepest calls use (cobra, the command, the lock client,
-// client-go's request, TLS and decoding). 16 KiB and 32 KiB saved the
-// same: lockctl status TARGET touched 72 windows of the function table
-// instead of 83, and peaked at 19.7 MiB instead of 20.4 (median of 41
-// runs against a real API server, docs/adr/0100).
+// client-go's request, TLS and decoding); 16 KiB and 32 KiB saved the
+// same (docs/adr/0100). Against a build without GrowStack, lockctl status
+// TARGET peaks 0.5 MiB (2.4 %) lower and spends the same CPU
+// (docs/benchmarks.md, "Start-up machinery, accounted for"): it stays
+// while that figure is 2 % or more.
 const StackReserve = 16 << 10
 
 // GrowStack grows the calling goroutine's stack to hold StackReserve more

@@ -2,8 +2,9 @@ package logutil
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 
-	"github.com/sirupsen/logrus"
 	"k8s.io/klog/v2"
 )
 
@@ -16,14 +17,14 @@ const KlogVerbosity = 3
 // instead of raw to stderr: lockctl reports the errors that matter itself,
 // in its own words, and a forbidden watch retried by an informer must not
 // stream at the user. verbosity returns -v once flags are parsed.
-func RouteKlog(log *logrus.Entry, verbosity func() int) {
+func RouteKlog(log *slog.Logger, verbosity func() int) {
 	klog.LogToStderr(false)
 	klog.SetOutput(klogWriter{log: log, verbosity: verbosity})
 }
 
 // klogWriter turns klog's formatted lines into trace log entries, from -v 3.
 type klogWriter struct {
-	log       *logrus.Entry
+	log       *slog.Logger
 	verbosity func() int
 }
 
@@ -32,7 +33,7 @@ func (w klogWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	if line := bytes.TrimSpace(p); len(line) > 0 {
-		w.log.WithField("source", "client-go").Trace(string(line))
+		w.log.Log(context.Background(), LevelTrace, string(line), "source", "client-go")
 	}
 	return len(p), nil
 }

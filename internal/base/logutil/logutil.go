@@ -1,36 +1,51 @@
-// Package logutil holds what lockctl's packages share about logging.
+// Package logutil holds what lockctl's packages share about logging. The
+// library packages log to a *slog.Logger handed in by their caller
+// (Options.Log; nil discards), never to a global one; lockctl's CLI makes
+// that logger write through its own (jx-logging's), so a library entry
+// takes the form of every other line lockctl writes to stderr.
 package logutil
 
 import (
-	"io"
-
-	"github.com/sirupsen/logrus"
+	"context"
+	"log/slog"
 )
 
-// Discard returns a logger that writes nothing, the default of every
-// library package that takes a *logrus.Entry.
-func Discard() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	l.SetLevel(logrus.PanicLevel)
-	return logrus.NewEntry(l)
-}
+// LevelTrace is the level of trace entries, below slog.LevelDebug: shown
+// from -v 2 (client-go's own lines from -v 3, KlogVerbosity).
+const LevelTrace = slog.LevelDebug - 4
 
-// OrDiscard returns log, or Discard() when log is nil.
-func OrDiscard(log *logrus.Entry) *logrus.Entry {
+// OrDiscard returns log, or a logger that writes nothing when log is nil:
+// the default of every library package's logger.
+func OrDiscard(log *slog.Logger) *slog.Logger {
 	if log == nil {
-		return Discard()
+		return slog.New(slog.DiscardHandler)
 	}
 	return log
 }
 
-// AtMost returns a logger writing where log writes, as log formats, that
-// logs only at level or above (and not below log's own level): for a
+// AtLeast returns a logger writing through log's handler that passes only
+// entries at level or above (and none that log does not pass): for a
 // library whose lower lines would repeat what the caller shows.
-func AtMost(log *logrus.Entry, level logrus.Level) *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(log.Logger.Out)
-	l.SetFormatter(log.Logger.Formatter)
-	l.SetLevel(min(level, log.Logger.GetLevel()))
-	return logrus.NewEntry(l)
+func AtLeast(log *slog.Logger, level slog.Level) *slog.Logger {
+	return slog.New(levelFloor{Handler: log.Handler(), floor: level})
+}
+
+// levelFloor is a handler that drops entries below floor.
+type levelFloor struct {
+	slog.Handler
+	floor slog.Level
+}
+
+var _ slog.Handler = levelFloor{}
+
+func (h levelFloor) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.floor && h.Handler.Enabled(ctx, l)
+}
+
+func (h levelFloor) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return levelFloor{Handler: h.Handler.WithAttrs(attrs), floor: h.floor}
+}
+
+func (h levelFloor) WithGroup(name string) slog.Handler {
+	return levelFloor{Handler: h.Handler.WithGroup(name), floor: h.floor}
 }

@@ -3,8 +3,7 @@ package logutil
 import (
 	"bytes"
 	stdlog "log"
-
-	"github.com/sirupsen/logrus"
+	"log/slog"
 )
 
 // RouteStdLog sends what the standard library's log package writes (the
@@ -12,14 +11,14 @@ import (
 // log as warnings, so such a line takes the form of every other line
 // lockctl writes to stderr (the time of day in a CI log, JSON with
 // JX_LOG_FORMAT=json) instead of the log package's own.
-func RouteStdLog(log *logrus.Entry) {
+func RouteStdLog(log *slog.Logger) {
 	stdlog.SetFlags(0)
 	stdlog.SetPrefix("")
 	stdlog.SetOutput(stdlogWriter{log: log})
 }
 
 // stdlogWriter turns the log package's lines into warnings.
-type stdlogWriter struct{ log *logrus.Entry }
+type stdlogWriter struct{ log *slog.Logger }
 
 func (w stdlogWriter) Write(p []byte) (int, error) {
 	if line := bytes.TrimSpace(p); len(line) > 0 {
