@@ -89,6 +89,14 @@ func TestIntegrationFenceWindowOpensAndCloses(t *testing.T) {
 	_, err := env.Client.CoreV1().ConfigMaps(lockNS).Create(t.Context(), windows, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.NoError(t, bob.create(t.Context(), target, "app"))
+	// The lock is written between windows: a request without a time is
+	// judged at the lock's last write, which in a window would say frozen
+	// rather than that the request carries no time.
+	if between := time.Now().Truncate(time.Minute).Add(10 * time.Second); time.Now().Before(between) {
+		sleepUntil(t, between)
+	} else if time.Now().After(between.Add(30 * time.Second)) {
+		sleepUntil(t, between.Add(time.Minute))
+	}
 	enforced(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny})
 
 	// The next minute's window, at least 8 s away: the lock is written now
