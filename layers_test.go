@@ -178,13 +178,6 @@ func cliLogging(t *testing.T) []string {
 	return logging
 }
 
-// stillOnCLILogging are the packages below the CLI that may import the
-// CLI's logging until the lock client takes a *slog.Logger: lock, and
-// logutil's Discard, its default.
-//
-// NOTE: empty it once lock.Options.Log is a *slog.Logger.
-var stillOnCLILogging = []string{"lock", "internal/base/logutil"}
-
 // TestLibraryLogsThroughSlog checks, over `go list` of the module's
 // packages without their tests, that nothing below the CLI (the library,
 // the base utilities) imports the CLI's logging packages, so that no
@@ -202,9 +195,6 @@ func TestLibraryLogsThroughSlog(t *testing.T) {
 			continue
 		}
 		checked++
-		if slices.Contains(stillOnCLILogging, strings.TrimPrefix(pkg, module+"/")) {
-			continue
-		}
 		for _, imp := range f[1:] {
 			if slices.Contains(logging, imp) {
 				t.Errorf("%s imports %s: a library package logs to the *slog.Logger in its Options (CONTRIBUTING.md)", pkg, imp)

@@ -257,7 +257,7 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		d.NextCheck = recheck
 	}
 	if d.StaleHolder != nil {
-		c.log.WithField("lock", c.Describe(req.Target)).WithField("holder", d.StaleHolder.Identity.String()).Debug("holder is no longer alive")
+		c.log.Debug("holder is no longer alive", "lock", c.Describe(req.Target), "holder", d.StaleHolder.Identity.String())
 	}
 	if d.RanAgain {
 		why = "its job runs again: " + me.CIJob.Describe()
@@ -317,7 +317,7 @@ func endStaleHold(d Decision, me Claim, why string) {
 // settle turns a written decision into its result: the Held of a contender
 // that holds the lock, or a *SupersededError.
 func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepResult) error {
-	log := c.log.WithField("lock", c.Describe(req.Target)).WithField("holder", me.Identity.String())
+	log := c.log.With("lock", c.Describe(req.Target), "holder", me.Identity.String())
 	d := res.decision
 	switch d.Outcome {
 	case Acquired:
@@ -622,10 +622,10 @@ func (c *Client) node(ctx context.Context, pod *corev1.Pod) *corev1.Node {
 		return n
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 		if !c.nodesDenied.Swap(true) {
-			c.log.WithField("err", err).Debug("cannot read nodes; judging holder pods by their own conditions (docs/rbac.md has the optional ClusterRole)")
+			c.log.Debug("cannot read nodes; judging holder pods by their own conditions (docs/rbac.md has the optional ClusterRole)", "err", err)
 		}
 	default:
-		c.log.WithField("err", err).Debug("cannot read the holder pod's node; judging it by its own conditions")
+		c.log.Debug("cannot read the holder pod's node; judging it by its own conditions", "err", err)
 	}
 	return nil
 }

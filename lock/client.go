@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/utils/clock"
@@ -43,7 +43,7 @@ type Client struct {
 	clk clock.WithTicker
 	// log, nodes, events and the durations of opts are Options, with
 	// their defaults filled in.
-	log    *logrus.Entry
+	log    *slog.Logger
 	nodes  kube.NodesGetter
 	events EventRecorder
 	opts   Options
@@ -79,7 +79,7 @@ type decodedLock struct {
 type Options struct {
 	// Log receives what the client does, with stable keys "lock", "holder"
 	// and "err"; nil means a logger that discards.
-	Log *logrus.Entry
+	Log *slog.Logger
 	// WaiterTTL is how long a waiter's place lasts between renewals;
 	// 0 means defaultWaiterTTL.
 	WaiterTTL time.Duration
@@ -120,9 +120,7 @@ func New(cms kube.ConfigMapsGetter, pods kube.PodsGetter, namespace string, clk 
 	if clk == nil {
 		panic("lock.New: no clock given; pass the API server's clock (servertime.Clock), or clock.RealClock{} to mean the local one")
 	}
-	if o.Log == nil {
-		o.Log = logutil.Discard()
-	}
+	o.Log = logutil.OrDiscard(o.Log)
 	if o.WaiterTTL <= 0 {
 		o.WaiterTTL = defaultWaiterTTL
 	}

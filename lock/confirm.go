@@ -188,8 +188,7 @@ func (w *waiter) handedToMe() *Held {
 	if f := rec.Freeze; f != nil && h.IgnoredFreeze != "" {
 		held.IgnoredFreeze = f
 	}
-	c.log.WithField("lock", c.Describe(w.req.Target)).WithField("holder", h.Identity.String()).
-		Debug("lock handed over; confirming in the background")
+	c.log.Debug("lock handed over; confirming in the background", "lock", c.Describe(w.req.Target), "holder", h.Identity.String())
 	return w.took(held)
 }
 
@@ -223,7 +222,7 @@ func (c *Client) confirmInBackground(ctx context.Context, h *Held) {
 func (c *Client) confirm(ctx context.Context, h *Held, cf *confirmation) {
 	defer close(cf.done)
 	defer cf.cancel(nil)
-	log := c.log.WithField("lock", c.Describe(h.Target)).WithField("holder", h.Holder.Identity.String())
+	log := c.log.With("lock", c.Describe(h.Target), "holder", h.Holder.Identity.String())
 	if !c.confirmDue(ctx, cf) {
 		if cf.state.Load() == confirmSkipped {
 			// NOTE: the Event of the acquisition is recorded all the
@@ -251,7 +250,7 @@ func (c *Client) confirm(ctx context.Context, h *Held, cf *confirmation) {
 			return
 		case errors.Is(err, ErrLost):
 			cf.err = err
-			log.WithField("err", err).Warn("lock lost before the hand-over was confirmed")
+			log.Warn("lock lost before the hand-over was confirmed", "err", err)
 			return
 		case ctx.Err() != nil:
 			cf.err = c.confirmEnded(ctx, h, cf, last)
@@ -262,7 +261,7 @@ func (c *Client) confirm(ctx context.Context, h *Held, cf *confirmation) {
 		}
 		last = err
 		delay = min(max(2*delay, firstConfirmRetry), maxConfirmRetry)
-		log.WithField("err", err).Warnf("could not confirm the hand-over; trying again in %s", delay)
+		log.Warn(fmt.Sprintf("could not confirm the hand-over; trying again in %s", delay), "err", err)
 		t := c.clk.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -304,7 +303,7 @@ func (c *Client) confirmDue(ctx context.Context, cf *confirmation) bool {
 func (c *Client) confirmEnded(ctx context.Context, h *Held, cf *confirmation, last error) error {
 	if errors.Is(context.Cause(ctx), errConfirmDeadline) {
 		err := &unconfirmedError{Target: h.Target, Expires: cf.expires, Last: last}
-		c.log.WithField("lock", c.Describe(h.Target)).WithField("err", err).Warn("hold lost: the hand-over could not be confirmed in time")
+		c.log.Warn("hold lost: the hand-over could not be confirmed in time", "lock", c.Describe(h.Target), "err", err)
 		return err
 	}
 	return fmt.Errorf("confirm the hand-over of lock %s: %w", c.Describe(h.Target), errConfirmStopped)

@@ -81,7 +81,7 @@
 //	cs, err := kube.NewForConfig(cfg) // package github.com/lockctl/lockctl/kube
 //	c := lock.New(cs.CoreV1(), cs.CoreV1(), lockNamespace, sc, lock.Options{
 //		Nodes: cs.CoreV1(), // optional: judge a holder pod's node (get nodes)
-//		Log:   log,         // optional: a *logrus.Entry
+//		Log:   log,         // optional: a *slog.Logger
 //	})
 //
 // A Held that Acquire returned keeps a watch of its lock and may still be

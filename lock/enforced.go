@@ -157,6 +157,6 @@ func (c *Client) learnMark(target string, err error) bool {
 		return false
 	}
 	c.marks.Store(target, mode)
-	c.log.WithField("lock", c.Describe(target)).Debug("the lock's target is enforced: marking the lock and recording the user")
+	c.log.Debug("the lock's target is enforced: marking the lock and recording the user", "lock", c.Describe(target))
 	return true
 }

@@ -137,7 +137,7 @@ func (c *Client) Freeze(ctx context.Context, req FreezeRequest) (*LockView, erro
 		}
 		return change{Decision: Decision{Record: rec, Create: cm == nil}, stored: func(ctx context.Context, written *corev1.ConfigMap) {
 			out = written
-			c.log.WithField("lock", c.Describe(req.Target)).Debug(rec.Freeze.Describe())
+			c.log.Debug(rec.Freeze.Describe(), "lock", c.Describe(req.Target))
 			c.event(ctx, written, false, reasonFrozen, rec.Freeze.Describe())
 		}}, nil
 	})

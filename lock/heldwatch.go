@@ -110,7 +110,7 @@ func (c *Client) watchFrom(ctx context.Context, cm *corev1.ConfigMap) watch.Inte
 		ResourceVersion: cm.ResourceVersion,
 	})
 	if err != nil {
-		c.log.WithField("lock", cm.Namespace+"/"+cm.Name).WithField("err", err).Debug("cannot watch the lock while releasing it; reading it instead")
+		c.log.Debug("cannot watch the lock while releasing it; reading it instead", "lock", cm.Namespace+"/"+cm.Name, "err", err)
 		return nil
 	}
 	return w

@@ -254,8 +254,7 @@ func (p Part) acquire(ctx context.Context, across bool, started time.Time) (*Hel
 		if req.OnProgress != nil {
 			req.OnProgress(Progress{Context: c.Context(), Target: req.Target, Started: started, Unreachable: err.Error()})
 		}
-		c.log.WithField("lock", c.Describe(req.Target)).WithField("err", err).
-			Warnf("API server of context %q not reached; trying again in %s", c.Context(), delay)
+		c.log.Warn(fmt.Sprintf("API server of context %q not reached; trying again in %s", c.Context(), delay), "lock", c.Describe(req.Target), "err", err)
 		t := c.clk.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -353,7 +352,7 @@ func releaseTaken(ctx context.Context, parts []Part, held []*Held) {
 					continue
 				}
 				if _, err := c.Release(rctx, h.Target, h.Holder.Identity, ReleaseOptions{}); err != nil {
-					c.log.WithField("lock", c.Describe(h.Target)).WithField("err", err).Warn("could not give back a lock after another could not be taken")
+					c.log.Warn("could not give back a lock after another could not be taken", "lock", c.Describe(h.Target), "err", err)
 				}
 			}
 		})

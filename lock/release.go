@@ -231,7 +231,7 @@ func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm 
 	if cm == nil {
 		return &Released{}, change{}, nil
 	}
-	log := c.log.WithField("lock", c.Describe(target))
+	log := c.log.With("lock", c.Describe(target))
 	rec, err := c.decode(cm, target)
 	var (
 		invalid *InvalidError
@@ -241,7 +241,7 @@ func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm 
 	case (errors.As(err, &invalid) || errors.As(err, &version)) && o.Force:
 		res := &Released{Forced: true, Invalid: err}
 		return res, change{remove: true, stored: func(ctx context.Context, _ *corev1.ConfigMap) {
-			log.WithField("err", err).Warn("deleted a lock this lockctl cannot read")
+			log.Warn("deleted a lock this lockctl cannot read", "err", err)
 			o.eventsTurn()
 			c.event(ctx, cm, true, reasonForceReleased, fmt.Sprintf("unreadable lock deleted with --force by %s: %v", o.by(id), err))
 		}}, nil
@@ -261,11 +261,11 @@ func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm 
 	return res, change{Decision: Decision{Record: rec}, stored: func(ctx context.Context, written *corev1.ConfigMap) {
 		switch {
 		case res.HandedTo != nil:
-			log.WithField("holder", res.HandedTo.Identity.String()).Debug("lock handed over")
+			log.Debug("lock handed over", "holder", res.HandedTo.Identity.String())
 		case rec.Freeze != nil:
-			log.WithField("holder", res.Previous.Identity.String()).Debug("lock released; it stays frozen")
+			log.Debug("lock released; it stays frozen", "holder", res.Previous.Identity.String())
 		default:
-			log.WithField("holder", res.Previous.Identity.String()).Debug("lock released")
+			log.Debug("lock released", "holder", res.Previous.Identity.String())
 		}
 		o.eventsTurn()
 		c.releaseEvents(ctx, written, res, o.by(id))

@@ -145,7 +145,7 @@ attempts:
 		}
 	}
 	if err != nil {
-		c.log.WithField("lock", c.Describe(target)).WithField("err", err).Debug("could not publish the turn")
+		c.log.Debug("could not publish the turn", "lock", c.Describe(target), "err", err)
 	}
 }
 
@@ -173,6 +173,6 @@ func (t turn) encode(cm *corev1.ConfigMap, target string, lock *corev1.ConfigMap
 func (c *Client) dropTurn(ctx context.Context, target string) {
 	err := c.cms.ConfigMaps(c.namespace).Delete(ctx, TurnName(target), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		c.log.WithField("lock", c.Describe(target)).WithField("err", err).Debug("could not delete the turn object")
+		c.log.Debug("could not delete the turn object", "lock", c.Describe(target), "err", err)
 	}
 }

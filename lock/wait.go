@@ -434,8 +434,7 @@ func ambiguous(err error) bool {
 // or, if it expired, joins the queue again.
 func (w *waiter) pause(ctx context.Context, prev time.Duration, cause error) (time.Duration, error) {
 	d := min(max(2*prev, firstRetryDelay), maxRetryDelay)
-	w.c.log.WithField("lock", w.c.Describe(w.req.Target)).WithField("err", cause).
-		Warnf("API call failed while waiting; trying again in %s", d)
+	w.c.log.Warn(fmt.Sprintf("API call failed while waiting; trying again in %s", d), "lock", w.c.Describe(w.req.Target), "err", cause)
 	t := w.c.clk.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -707,8 +706,7 @@ func (w *waiter) giveUp(err error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
 	if lerr := w.c.leave(ctx, w.req.Target, w.me.ClaimID); lerr != nil {
-		w.c.log.WithField("lock", w.c.Describe(w.req.Target)).WithField("err", lerr).
-			Warn("could not leave the queue; the place expires by itself")
+		w.c.log.Warn("could not leave the queue; the place expires by itself", "lock", w.c.Describe(w.req.Target), "err", lerr)
 	}
 	return err
 }

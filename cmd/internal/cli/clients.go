@@ -53,7 +53,7 @@ func NewLockClient(f *Factory, l *LockFlags, o LockClientOptions) (*lock.Client,
 		events = f.EventRecorder(cs)
 	}
 	return lock.New(cs.CoreV1(), cs.CoreV1(), ns, f.LockClock(), lock.Options{
-		Nodes: cs.CoreV1(), Log: f.Log, Events: events,
+		Nodes: cs.CoreV1(), Log: f.Logger(), Events: events,
 	}), nil
 }
 

@@ -119,7 +119,7 @@ func NewSites(f *Factory, l *LockFlags, o LockClientOptions) (Sites, error) {
 			events = f.EventRecorder(cs)
 		}
 		s.Locks = append(s.Locks, lock.New(cs.CoreV1(), cs.CoreV1(), ns, clk, lock.Options{
-			Nodes: cs.CoreV1(), Log: f.Log, Events: events, Context: name,
+			Nodes: cs.CoreV1(), Log: f.Logger(), Events: events, Context: name,
 		}))
 		s.users = append(s.users, kubeUserOf(f, cs))
 	}
