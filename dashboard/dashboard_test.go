@@ -410,6 +410,13 @@ func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
 // reversed: "main\u202egnp.exe" reads "mainexe.png".
 const rlo = "\u202e"
 
+// awayFromNow is a daily schedule twelve hours from now, so that a window
+// on it is not in force while the test runs: a window in force would
+// freeze the locks the test takes.
+func awayFromNow() string {
+	return fmt.Sprintf("0 %d * * *", (time.Now().UTC().Hour()+12)%24)
+}
+
 // TestPageShowsBidiControlsEscaped: text with a bidirectional override (an
 // identity, a freeze's reason, a window's name) is shown quoted with
 // escapes, as lockctl's CLI shows it, never raw; and a frozen lock nobody
@@ -418,7 +425,7 @@ func TestPageShowsBidiControlsEscaped(t *testing.T) {
 	s := start(t, func(cs *fake.Clientset, _ *lock.Client) {
 		_, err := cs.CoreV1().ConfigMaps(lockNS).Create(t.Context(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: lockNS},
-			Data:       map[string]string{lock.FreezeWindowsKey: "windows: [{name: \"night" + rlo + "ly\", schedule: \"0 22 * * *\", duration: 1h, reason: \"re" + rlo + "ason\"}]\n"},
+			Data:       map[string]string{lock.FreezeWindowsKey: "windows: [{name: \"night" + rlo + "ly\", schedule: \"" + awayFromNow() + "\", duration: 1h, reason: \"re" + rlo + "ason\"}]\n"},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	})
