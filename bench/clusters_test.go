@@ -60,7 +60,7 @@ func acquireQueued(ctx context.Context, b testing.TB, fc fleetClients, target st
 	b.Helper()
 	queued := make(chan struct{})
 	var once sync.Once
-	parts := lock.PartsFor(fc.locks, lock.Request{Identity: id, OnProgress: func(lock.Progress) { once.Do(func() { close(queued) }) }}, []string{target})
+	parts := lock.PartsFor(fc.locks, lock.Request{Identity: id, Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(func() { close(queued) }) }}}, []string{target})
 	done := make(chan clitest.Acquisition, 1)
 	go func() {
 		held, err := lock.AcquireAcross(ctx, parts)

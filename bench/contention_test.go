@@ -121,7 +121,7 @@ func contend(b *testing.B, env *testenv.Env, n int, hold time.Duration) contenti
 			<-begin
 			_, err := l.Acquire(ctx, lock.Request{
 				Target: target, Identity: id, Policy: lock.PolicyFIFO,
-				OnProgress: func(lock.Progress) { once.Do(markJoined) },
+				Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(markJoined) }},
 			})
 			if err != nil {
 				errs <- fmt.Errorf("%s: %w", id, err)

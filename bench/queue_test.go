@@ -180,7 +180,7 @@ func drainQueue(b *testing.B, env *testenv.Env, n int, hold time.Duration) queue
 			var once sync.Once
 			h, err := clients[i].Acquire(ctx, lock.Request{
 				Target: target, Identity: ids[i], Policy: lock.PolicyFIFO,
-				OnProgress: func(lock.Progress) { once.Do(joined.Done) },
+				Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(joined.Done) }},
 			})
 			once.Do(joined.Done)
 			if err != nil {

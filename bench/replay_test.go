@@ -190,12 +190,12 @@ func replay(b *testing.B, l *lock.Client, trace []arrival, speedup float64) []re
 			var once sync.Once
 			req := lock.Request{Target: "staging", Policy: lock.PolicyFIFO, ClaimID: fmt.Sprintf("c%d", i),
 				Identity: lock.Identity{Owner: "acme", Repo: fmt.Sprintf("app%d", i), Branch: "main", Build: "1"}, TTL: metav1.Duration{Duration: time.Hour}.Duration,
-				OnProgress: func(p lock.Progress) {
+				Callbacks: lock.Callbacks{OnProgress: func(p lock.Progress) {
 					if p.Position == 0 {
 						return
 					}
 					once.Do(func() { r.estimate, r.naive, r.budget, r.position = judge(p, joined, st) })
-				}}
+				}}}
 			held, err := l.Acquire(ctx, req)
 			if err != nil {
 				errs <- fmt.Errorf("contender %d: %w", i, err)

@@ -164,7 +164,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: sites.Locks[0].Clock()})
 	parts := sites.Parts(lock.Request{
 		Identity: id, Job: holder.Job, RunURL: holder.RunURL, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, OnProgress: wait.Update, NoWait: o.NoWait,
+		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, Callbacks: lock.Callbacks{OnProgress: wait.Update}, NoWait: o.NoWait,
 	}, o.Targets)
 	cmdCtx := ctx
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.ResolveTimeout(ctx, o.f, parts))

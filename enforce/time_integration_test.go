@@ -260,7 +260,7 @@ func TestIntegrationFenceEveryHoldFenced(t *testing.T) {
 	require.NoError(t, env.Client.CoreV1().ConfigMaps(lockNS).Delete(t.Context(), lock.Name(target), metav1.DeleteOptions{}))
 	fresh := lock.New(alice.kube.CoreV1(), alice.kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{ConfirmAfter: -1})
 	req := alice.request(target, 2)
-	req.LookupUser = func(context.Context) lock.User { return lock.User{Name: "alice"} }
+	req.Callbacks.LookupUser = func(context.Context) lock.User { return lock.User{Name: "alice"} }
 	_, err = fresh.Acquire(t.Context(), req)
 	require.NoError(t, err, "the create guard's refusal makes the contender mark the lock")
 	cm, err := env.Client.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
@@ -286,7 +286,7 @@ func TestIntegrationFenceGitOpsFirst(t *testing.T) {
 	t.Cleanup(func() { _, _ = enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), target) })
 
 	req := alice.request(target, 1)
-	req.LookupUser = func(context.Context) lock.User { return lock.User{Name: "alice"} }
+	req.Callbacks.LookupUser = func(context.Context) lock.User { return lock.User{Name: "alice"} }
 	// The create guard applies asynchronously: until it does, the lock is
 	// created unmarked, and the main policy then asks for the mark.
 	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -168,8 +168,8 @@ func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *c
 		return nil, change{}, err
 	}
 	d := res.decision
-	if d.Outcome == Acquired && req.OnTaking != nil && res.mustLook {
-		req.OnTaking()
+	if d.Outcome == Acquired && req.Callbacks.OnTaking != nil && res.mustLook {
+		req.Callbacks.OnTaking()
 	}
 	judged := res.rec
 	stored := func(ctx context.Context, written *corev1.ConfigMap) {
@@ -212,8 +212,8 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		cur = rec
 	}
 	enforced := c.enforcedLock(cm, req.Target)
-	if me.User == "" && req.LookupUser != nil && enforced {
-		u := req.LookupUser(ctx)
+	if me.User == "" && req.Callbacks.LookupUser != nil && enforced {
+		u := req.Callbacks.LookupUser(ctx)
 		me.User, me.Credential = u.Name, u.Credential
 	}
 	now := c.clk.Now()
@@ -358,6 +358,33 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 	return nil
 }
 
+// Callbacks are the hooks a Request hands the lock client, as client-go's
+// leaderelection.LeaderCallbacks are a LeaderElectionConfig's. Each is
+// optional: nil means no hook.
+type Callbacks struct {
+	// LookupUser, when set and Request.User is "", tells the contender's
+	// user on demand: asked only when the lock read carries
+	// EnforcedAnnotation, so a lock that is not enforced costs no request
+	// for it. It is asked on every decision on such a lock; the caller
+	// remembers the answer.
+	LookupUser func(ctx context.Context) User
+	// OnProgress, when set, is called each time the contender's view of the
+	// lock changes while it waits.
+	OnProgress func(Progress)
+	// OnTaking, when set, is called just before each write that makes the
+	// contender the holder, and before Acquire returns a hold it re-entered
+	// without a write: the lock was last read free, its holder no longer
+	// alive, or handed to the contender, so no other holder can act from
+	// then on. Work that must only start once no other holder is live (a
+	// look for what earlier holders left behind) may start then, beside the
+	// write; if the write is lost, OnTaking is called again before the next.
+	// With a Ledger, it is called only when the Ledger says the contender
+	// must look (Ledger.Take).
+	// A hold that begins with a hand-over (see Acquire) calls it once the
+	// waiter sees the hand-over, before Acquire returns.
+	OnTaking func()
+}
+
 // Request describes a contender.
 type Request struct {
 	// Target is the namespace to lock.
@@ -369,11 +396,6 @@ type Request struct {
 	// records none: the holder of an enforced lock is then known by its
 	// fencing token alone.
 	User string
-	// LookupUser, when set and User is "", tells the contender's user on
-	// demand: asked only when the lock read carries EnforcedAnnotation, so
-	// a lock that is not enforced costs no request for it. It is asked on
-	// every decision on such a lock; the caller remembers the answer.
-	LookupUser func(ctx context.Context) User
 	// Apps are the GitOps applications the contender deploys, recorded
 	// with its claim (Claim.Apps): an enforced lock admits a GitOps
 	// controller's writes of their objects while the contender holds it
@@ -417,25 +439,13 @@ type Request struct {
 	// random one. Reuse it to make TryAcquire calls of one contender
 	// idempotent.
 	ClaimID string
-	// OnProgress, when set, is called each time the contender's view of the
-	// lock changes while it waits.
-	OnProgress func(Progress)
 	// NoWait makes Acquire try once: it takes the lock if that needs no
 	// waiting, and otherwise returns a *HeldError without joining the
 	// queue or writing anything.
 	NoWait bool
-	// OnTaking, when set, is called just before each write that makes the
-	// contender the holder, and before Acquire returns a hold it re-entered
-	// without a write: the lock was last read free, its holder no longer
-	// alive, or handed to the contender, so no other holder can act from
-	// then on. Work that must only start once no other holder is live (a
-	// look for what earlier holders left behind) may start then, beside the
-	// write; if the write is lost, OnTaking is called again before the next.
-	// With a Ledger, it is called only when the Ledger says the contender
-	// must look (Ledger.Take).
-	// A hold that begins with a hand-over (see Acquire) calls it once the
-	// waiter sees the hand-over, before Acquire returns.
-	OnTaking func()
+	// Callbacks are the caller's hooks into the acquisition; the zero
+	// value sets none.
+	Callbacks Callbacks
 	// StopBefore is how long before its hold could expire the caller
 	// needs to stop what it runs under it when the hold cannot be renewed
 	// (lockctl run: its kill grace and a clock margin). A lock handed over

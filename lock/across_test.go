@@ -118,7 +118,7 @@ func TestAcquireAcross(t *testing.T) {
 				all = append(all, c)
 			}
 			var progress progressLog
-			base := Request{Identity: id, TTL: time.Hour, NoWait: tt.noWait, OnProgress: progress.add}
+			base := Request{Identity: id, TTL: time.Hour, NoWait: tt.noWait, Callbacks: Callbacks{OnProgress: progress.add}}
 			ctx := t.Context()
 			if tt.timeout > 0 {
 				var cancel context.CancelFunc
@@ -172,7 +172,7 @@ func TestAcquireAcrossUnreachable(t *testing.T) {
 	defer cancel()
 	var progress progressLog
 	_, err := AcquireAcross(ctx, PartsFor([]*Client{us, eu}, Request{
-		Target: "staging", Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, TTL: time.Hour, OnProgress: progress.add,
+		Target: "staging", Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, TTL: time.Hour, Callbacks: Callbacks{OnProgress: progress.add},
 	}, []string{"staging"}))
 	var unreachable *unreachableError
 	require.ErrorAs(t, err, &unreachable)

@@ -100,7 +100,7 @@ func TestAcquireCalibratesFirst(t *testing.T) {
 			defer cancel()
 			req := request("1")
 			var progress []Progress
-			req.OnProgress = func(p Progress) {
+			req.Callbacks.OnProgress = func(p Progress) {
 				progress = append(progress, p)
 				cancel() // enough: the wait is reported
 			}

@@ -167,8 +167,8 @@ func (w *waiter) handedToMe() *Held {
 	// A contender with a ledger holds early only when the ledger needs no
 	// mark, so needs no look (above); anyone else looks.
 	vouched := w.req.Ledger != nil
-	if w.req.OnTaking != nil && !vouched {
-		w.req.OnTaking()
+	if w.req.Callbacks.OnTaking != nil && !vouched {
+		w.req.Callbacks.OnTaking()
 	}
 	held := &Held{
 		Context:    c.opts.Context,

@@ -53,7 +53,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 		q, d := make(chan struct{}), make(chan time.Time, 1)
 		r := req(repo, 1)
 		var once sync.Once
-		r.OnProgress = func(p lock.Progress) {
+		r.Callbacks.OnProgress = func(p lock.Progress) {
 			once.Do(func() {
 				if measure {
 					now := l.Clock().Now()

@@ -86,7 +86,7 @@ type FreezeRequest struct {
 	// Until is when the freeze ends; it must be in the future.
 	Until time.Time
 	// LookupUser, when set, tells who freezes as a Kubernetes user, asked
-	// only when the lock is enforced (Request.LookupUser).
+	// only when the lock is enforced (Request.Callbacks.LookupUser).
 	LookupUser func(ctx context.Context) User
 
 	user string

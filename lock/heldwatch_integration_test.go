@@ -52,7 +52,7 @@ func TestIntegrationKeepWatching(t *testing.T) {
 	queued := make(chan struct{})
 	var once sync.Once
 	r2 := req("api")
-	r2.OnProgress = func(Progress) { once.Do(func() { close(queued) }) }
+	r2.Callbacks.OnProgress = func(Progress) { once.Do(func() { close(queued) }) }
 	done := make(chan *Held, 1)
 	go func() {
 		h, err := second.Acquire(ctx, r2)

@@ -50,7 +50,7 @@ type result struct {
 func acquireAsync(ctx context.Context, l *lock.Client, req lock.Request) (<-chan result, <-chan lock.Progress) {
 	done := make(chan result, 1)
 	queued := make(chan lock.Progress, 16)
-	req.OnProgress = func(p lock.Progress) {
+	req.Callbacks.OnProgress = func(p lock.Progress) {
 		select {
 		case queued <- p:
 		default:

@@ -21,7 +21,7 @@ type Ledger interface {
 	// contender takes the lock (a take-over, or the confirmation of a
 	// hand-over to it) rather than re-entering a hold. It returns the
 	// ledger to store and whether to store it, whether the contender must
-	// look for what earlier holders left behind (Request.OnTaking is
+	// look for what earlier holders left behind (Request.Callbacks.OnTaking is
 	// called, Held.Vouched is false), and whether it left a mark for its
 	// release (Release) to clear.
 	Take(cur json.RawMessage, kept, took bool, claimID string) (next json.RawMessage, store, mustLook, marked bool, err error)

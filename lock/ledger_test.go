@@ -276,7 +276,7 @@ func TestRunJobsThroughAcquireAndRelease(t *testing.T) {
 	req.TTL = time.Minute
 	k := keeper("ci", true)
 	req.Ledger = k
-	req.OnTaking = func() { looked++ }
+	req.Callbacks.OnTaking = func() { looked++ }
 
 	h, err := c.Acquire(t.Context(), req)
 	require.NoError(t, err)

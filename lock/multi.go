@@ -69,7 +69,7 @@ func (p *Progress) Where() string { return Where(p.Context, p.Target) }
 // a contender that holds a later target and waits for an earlier one,
 // which this order forbids. A contender holds the earlier locks while it
 // waits for the later ones (that is what makes it safe); its waiting
-// display (Request.OnProgress) names the target it waits for.
+// display (Request.Callbacks.OnProgress) names the target it waits for.
 //
 // When one lock cannot be taken (timeout, superseded, held with NoWait, an
 // error) the locks AcquireAll took are released again, those it already
@@ -251,8 +251,8 @@ func (p Part) acquire(ctx context.Context, across bool, started time.Time) (*Hel
 			return nil, err
 		}
 		delay = min(max(2*delay, firstUnreachableDelay), maxUnreachableDelay)
-		if req.OnProgress != nil {
-			req.OnProgress(Progress{Context: c.Context(), Target: req.Target, Started: started, Unreachable: err.Error()})
+		if req.Callbacks.OnProgress != nil {
+			req.Callbacks.OnProgress(Progress{Context: c.Context(), Target: req.Target, Started: started, Unreachable: err.Error()})
 		}
 		c.log.Warn(fmt.Sprintf("API server of context %q not reached; trying again in %s", c.Context(), delay), "lock", c.Describe(req.Target), "err", err)
 		t := c.clk.NewTimer(delay)
@@ -269,13 +269,13 @@ func (p Part) acquire(ctx context.Context, across bool, started time.Time) (*Hel
 // OnProgress when the lock's API server has not answered for silentAfter
 // (counted from started, when the wait began).
 func (p Part) acquireOnce(ctx context.Context, req Request, started time.Time) (*Held, error) {
-	c, report := p.Locks, req.OnProgress
+	c, report := p.Locks, req.Callbacks.OnProgress
 	if report == nil {
 		return c.Acquire(ctx, req)
 	}
 	answered := make(chan struct{})
 	var once sync.Once
-	req.OnProgress = func(pr Progress) {
+	req.Callbacks.OnProgress = func(pr Progress) {
 		once.Do(func() { close(answered) })
 		report(pr)
 	}

@@ -24,12 +24,12 @@ func acquireAllAsync(ctx context.Context, l *lock.Client, id lock.Identity, targ
 	queued := make(chan lock.Progress, 16)
 	var reqs []lock.Request
 	for _, target := range targets {
-		reqs = append(reqs, lock.Request{Target: target, Identity: id, OnProgress: func(p lock.Progress) {
+		reqs = append(reqs, lock.Request{Target: target, Identity: id, Callbacks: lock.Callbacks{OnProgress: func(p lock.Progress) {
 			select {
 			case queued <- p:
 			default:
 			}
-		}})
+		}}})
 	}
 	go func() {
 		h, err := l.AcquireAll(ctx, reqs)

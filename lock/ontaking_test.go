@@ -11,7 +11,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// TestOnTaking: Request.OnTaking is called before the write that takes a
+// TestOnTaking: Request.Callbacks.OnTaking is called before the write that takes a
 // free lock, after the read that found it free, and never for a contender
 // that only joins the queue.
 func TestOnTaking(t *testing.T) {
@@ -21,7 +21,7 @@ func TestOnTaking(t *testing.T) {
 		c, _ := newTestClient(t, t0, nil)
 		called := 0
 		req := request("42")
-		req.OnTaking = func() { called++ }
+		req.Callbacks.OnTaking = func() { called++ }
 		_, err := c.Acquire(t.Context(), req)
 		require.NoError(t, err)
 		assert.Equal(t, 1, called)
@@ -38,7 +38,7 @@ func TestOnTaking(t *testing.T) {
 			})
 		}, lockObject(t, free))
 		req := request("42")
-		req.OnTaking = func() { calls = append(calls, "OnTaking") }
+		req.Callbacks.OnTaking = func() { calls = append(calls, "OnTaking") }
 		_, err := c.Acquire(t.Context(), req)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"get", "OnTaking", "update"}, calls, "the read, then the taking write")
@@ -50,8 +50,8 @@ func TestOnTaking(t *testing.T) {
 		defer cancel()
 		called := 0
 		req := request("42")
-		req.OnTaking = func() { called++ }
-		req.OnProgress = func(Progress) { cancel() }
+		req.Callbacks.OnTaking = func() { called++ }
+		req.Callbacks.OnProgress = func(Progress) { cancel() }
 		_, err := c.Acquire(ctx, req)
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Zero(t, called, "a waiter takes nothing")

@@ -149,7 +149,7 @@ func TestInterruptedAfterJoining(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req := request("42")
-	req.OnProgress = func(Progress) { cancel() }
+	req.Callbacks.OnProgress = func(Progress) { cancel() }
 	_, err := c.Acquire(ctx, req)
 	require.ErrorIs(t, err, context.Canceled)
 

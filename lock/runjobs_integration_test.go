@@ -112,7 +112,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		next := newClient(t, cs, ns)
 		looked := 0
 		req := runRequest("api", 1, "ci", false)
-		req.OnTaking = func() { looked++ }
+		req.Callbacks.OnTaking = func() { looked++ }
 		h2 := mustAcquire(t, next, req)
 		assert.True(t, h2.Vouched, "the record vouches: nothing left behind in ci")
 		assert.Zero(t, looked, "OnTaking is not called: no look")

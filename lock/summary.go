@@ -155,7 +155,7 @@ func microTime(t metav1.MicroTime) string {
 
 // EnforcedAnnotation marks a lock whose target lockctl enforce guards,
 // with the policy's mode (warn, audit, deny) as its value. A contender
-// reading it asks who it is (Request.LookupUser) and records that user
+// reading it asks who it is (Request.Callbacks.LookupUser) and records that user
 // with its claim; a lock without it costs no such request. It is not part
 // of the summary: writes of the record keep it as it is.
 const EnforcedAnnotation = SummaryPrefix + "enforced"

@@ -125,7 +125,7 @@ func TestLookupUserOnlyWhenEnforced(t *testing.T) {
 	c, cs := newTestClient(t, now, nil)
 	asked := 0
 	req := request("1")
-	req.LookupUser = func(context.Context) User { asked++; return User{Name: "alice", Credential: "JTI=1"} }
+	req.Callbacks.LookupUser = func(context.Context) User { asked++; return User{Name: "alice", Credential: "JTI=1"} }
 
 	held, _, err := c.TryAcquire(t.Context(), req)
 	require.NoError(t, err)

@@ -612,8 +612,8 @@ func (w *waiter) onTurnEvent(ev watch.Event) bool {
 	if p.Position <= headWatchers {
 		return true
 	}
-	if w.req.OnProgress != nil && !sameProgress(w.st.last, p) {
-		w.req.OnProgress(*p)
+	if w.req.Callbacks.OnProgress != nil && !sameProgress(w.st.last, p) {
+		w.req.Callbacks.OnProgress(*p)
 	}
 	w.st.reported(p)
 	return false
@@ -753,10 +753,10 @@ func (w *waiter) watchOne(list cache.ListWithContextFunc, wat cache.WatchFuncWit
 // last, and returns what was reported last.
 func (w *waiter) report(res *stepResult, last *Progress) *Progress {
 	p := res.progress(w.c, w.req.Target, w.st.started)
-	if p == nil || w.req.OnProgress == nil || sameProgress(last, p) {
+	if p == nil || w.req.Callbacks.OnProgress == nil || sameProgress(last, p) {
 		return last
 	}
-	w.req.OnProgress(*p)
+	w.req.Callbacks.OnProgress(*p)
 	return p
 }
 

@@ -36,13 +36,13 @@ func TestIntegrationHandedOverHoldNotConfirmedStops(t *testing.T) {
 
 	queued := make(chan struct{})
 	req := lock.Request{Target: "staging", Identity: ident("api", "2"), TTL: 6 * time.Second, Policy: lock.PolicyFIFO,
-		OnProgress: func(lock.Progress) {
+		Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) {
 			select {
 			case <-queued:
 			default:
 				close(queued)
 			}
-		}}
+		}}}
 	type result struct {
 		h   *Hold
 		err error

@@ -164,7 +164,7 @@ func TestIntegrationCancelInProgressStopsACommand(t *testing.T) {
 	var once sync.Once
 	go func() {
 		_, err := l.Acquire(ctx, lock.Request{Target: "staging", Identity: ident("api", "7"),
-			OnProgress: func(lock.Progress) { once.Do(func() { close(otherQueued) }) }})
+			Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(func() { close(otherQueued) }) }}})
 		other <- err
 	}()
 	select {
@@ -234,7 +234,7 @@ func TestIntegrationCancelInProgressSparesAcquire(t *testing.T) {
 	newer := make(chan error, 1)
 	go func() {
 		_, err := l.Acquire(ctx, lock.Request{Target: "staging", Identity: ident("web", "42"), CancelInProgress: true, Cancelable: true,
-			OnProgress: func(lock.Progress) { once.Do(func() { close(queued) }) }})
+			Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(func() { close(queued) }) }}})
 		newer <- err
 	}()
 	select {

@@ -138,7 +138,7 @@ func (f *Factory) LoopEventRecorder(fallback kube.Interface, jobEvents events.Jo
 }
 
 // KubeUser returns a function that tells the caller's authenticated
-// Kubernetes user, for the claim a lock records (lock.Request.LookupUser):
+// Kubernetes user, for the claim a lock records (lock.Request.Callbacks.LookupUser):
 // what an enforced lock admits the holder's writes by. It asks the API
 // server once, with a SelfSubjectReview, on its first call, which the lock
 // makes only on an enforced lock, and remembers the answer. A cluster that

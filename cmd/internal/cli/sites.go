@@ -44,7 +44,7 @@ func (l *LockFlags) validateContexts() error {
 // (lock.Options.Context), in the order given.
 type Sites struct {
 	Locks []*lock.Client
-	// users tell each cluster's Kubernetes user (Request.LookupUser).
+	// users tell each cluster's Kubernetes user (Request.Callbacks.LookupUser).
 	users []func(context.Context) lock.User
 }
 
@@ -71,7 +71,7 @@ func (s Sites) Parts(base lock.Request, targets []string) []lock.Part {
 	var parts []lock.Part
 	for i, c := range s.Locks {
 		req := base
-		req.LookupUser = s.users[i]
+		req.Callbacks.LookupUser = s.users[i]
 		parts = append(parts, lock.PartsFor([]*lock.Client{c}, req, targets)...)
 	}
 	return parts

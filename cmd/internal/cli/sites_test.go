@@ -70,7 +70,7 @@ func TestNewSites(t *testing.T) {
 	parts := s.Parts(lock.Request{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}}, []string{"staging", "db"})
 	require.Len(t, parts, 4)
 	for _, p := range parts {
-		assert.NotNil(t, p.Request.LookupUser, "each asks its own cluster for the user")
+		assert.NotNil(t, p.Request.Callbacks.LookupUser, "each asks its own cluster for the user")
 	}
 
 	s, err = NewSites(ff.f, &LockFlags{}, LockClientOptions{})

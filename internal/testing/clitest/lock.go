@@ -29,7 +29,7 @@ func AcquireQueued(ctx context.Context, t testing.TB, l *lock.Client, req lock.R
 	t.Helper()
 	queued := make(chan struct{})
 	var once sync.Once
-	req.OnProgress = func(lock.Progress) { once.Do(func() { close(queued) }) }
+	req.Callbacks.OnProgress = func(lock.Progress) { once.Do(func() { close(queued) }) }
 	done := make(chan Acquisition, 1)
 	go func() {
 		h, err := l.Acquire(ctx, req)
