@@ -40,7 +40,7 @@ var toolFolders = []string{"bench", "e2e", "reliability", "integrations", "deplo
 // imports only packages of lower tiers. A new top-level package must be
 // placed here, or TestLayers fails.
 var libraryTiers = [][]string{
-	{"kube", "liveness", "servertime", "metrics", "runjobs"},
+	{"kube", "liveness", "servertime", "metrics", "runjobs", "lock/record"},
 	{"job", "lock", "podwatch", "preflight"},
 	{"enforce", "events", "scheduler", "stats"},
 	{"run", "notify"},

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/clock"
@@ -56,7 +58,7 @@ func releaseAll(ctx context.Context, b testing.TB, locks []*lock.Client, held []
 // acquireQueued starts AcquireAcross of target in every cluster of fc for
 // id and returns once it waits in a queue (or holds), with the channel of
 // its result.
-func acquireQueued(ctx context.Context, b testing.TB, fc fleetClients, target string, id lock.Identity) <-chan clitest.Acquisition {
+func acquireQueued(ctx context.Context, b testing.TB, fc fleetClients, target string, id record.Identity) <-chan clitest.Acquisition {
 	b.Helper()
 	queued := make(chan struct{})
 	var once sync.Once

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -27,7 +29,7 @@ type acquireOptions struct {
 }
 
 func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command {
-	o := &acquireOptions{f: f, ContenderFlags: cli.NewContenderFlags(lock.DefaultTTL)}
+	o := &acquireOptions{f: f, ContenderFlags: cli.NewContenderFlags(record.DefaultTTL)}
 	c := &cobra.Command{
 		Use:   "acquire NAMESPACE [NAMESPACE...]",
 		Short: "Take the deploy lock of a namespace, waiting for it if needed",

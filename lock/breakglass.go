@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -19,15 +20,15 @@ import (
 // Event and in status, not only in the audit log.
 const (
 	// BreakGlassUserAnnotation is the Kubernetes user the grant admits.
-	BreakGlassUserAnnotation = SummaryPrefix + "break-glass-user"
+	BreakGlassUserAnnotation = record.SummaryPrefix + "break-glass-user"
 	// BreakGlassStateAnnotation is the state of the lock the grant is
 	// for (breakGlassState): a change of holder or of freeze ends it.
-	BreakGlassStateAnnotation = SummaryPrefix + "break-glass-state"
+	BreakGlassStateAnnotation = record.SummaryPrefix + "break-glass-state"
 	// BreakGlassAnnotation describes the grant for people and messages.
-	BreakGlassAnnotation = SummaryPrefix + "break-glass"
+	BreakGlassAnnotation = record.SummaryPrefix + "break-glass"
 	// breakGlassUntilAnnotation is when the grant ends, as the record
 	// spells times; the first write of the record after it drops it.
-	breakGlassUntilAnnotation = SummaryPrefix + "break-glass-until"
+	breakGlassUntilAnnotation = record.SummaryPrefix + "break-glass-until"
 )
 
 // breakGlassKeys are the grant's annotations, written and dropped as one.
@@ -42,9 +43,9 @@ func breakGlassState(token, freeze string) string {
 }
 
 // stateOf is breakGlassState of rec read as cm.
-func stateOf(rec *Record, cm *corev1.ConfigMap) string {
+func stateOf(rec *record.Record, cm *corev1.ConfigMap) string {
 	token := ""
-	if !rec.unheld() {
+	if !rec.Unheld() {
 		token = rec.Holder.Token
 		if rec.Holder.TokenPending && cm != nil {
 			token = cm.ResourceVersion
@@ -65,7 +66,7 @@ type BreakGlassRequest struct {
 	// caller's own (the policy refuses a grant to anyone else).
 	User string
 	// By is who declares it, for people.
-	By Identity
+	By record.Identity
 	// Reason is required: why the lock is overridden.
 	Reason string
 	// For is how long the grant lasts at most; a change of holder or of
@@ -92,7 +93,7 @@ func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*B
 	if err := req.By.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid identity: %w", err)
 	}
-	if err := ValidateFreezeReason(req.Reason); err != nil {
+	if err := record.ValidateFreezeReason(req.Reason); err != nil {
 		return nil, err
 	}
 	if req.For <= 0 {
@@ -114,22 +115,22 @@ func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*B
 		switch {
 		case rec.Freeze != nil:
 			over = rec.Freeze.Describe()
-		case !rec.unheld():
+		case !rec.Unheld():
 			over = "held by " + rec.Holder.Identity.String()
 		}
 		desc := fmt.Sprintf("break-glass for user %s by %s until %s: %q (the lock was %s)", req.User, req.By, until.Format(time.RFC3339), req.Reason, over)
 		out = &BreakGlass{Target: req.Target, User: req.User, Description: desc, Until: until}
-		rec.BreakGlass = append(rec.BreakGlass, GrantEntry{User: req.User, At: rec.Updated, Until: metav1.NewMicroTime(until)})
-		if n := len(rec.BreakGlass) - KeptHistory; n > 0 {
-			rec.BreakGlass = append([]GrantEntry(nil), rec.BreakGlass[n:]...)
+		rec.BreakGlass = append(rec.BreakGlass, record.GrantEntry{User: req.User, At: rec.Updated, Until: metav1.NewMicroTime(until)})
+		if n := len(rec.BreakGlass) - record.KeptHistory; n > 0 {
+			rec.BreakGlass = append([]record.GrantEntry(nil), rec.BreakGlass[n:]...)
 		}
 		mark := map[string]string{
 			BreakGlassUserAnnotation:  req.User,
 			BreakGlassStateAnnotation: stateOf(rec, cm),
 			BreakGlassAnnotation:      desc,
-			breakGlassUntilAnnotation: microTime(metav1.NewMicroTime(until)),
+			breakGlassUntilAnnotation: record.MicroTime(metav1.NewMicroTime(until)),
 		}
-		return change{Decision: Decision{Record: rec}, annotate: mark, stored: func(ctx context.Context, written *corev1.ConfigMap) {
+		return change{Decision: record.Decision{Record: rec}, annotate: mark, stored: func(ctx context.Context, written *corev1.ConfigMap) {
 			c.event(ctx, written, true, ReasonBreakGlass, desc)
 		}}, nil
 	})
@@ -158,7 +159,7 @@ func (c *Client) EndBreakGlass(ctx context.Context, target string) (bool, error)
 		for _, k := range breakGlassKeys {
 			drop[k] = ""
 		}
-		return change{Decision: Decision{Record: rec}, annotate: drop}, nil
+		return change{Decision: record.Decision{Record: rec}, annotate: drop}, nil
 	})
 	return ended, err
 }
@@ -166,7 +167,7 @@ func (c *Client) EndBreakGlass(ctx context.Context, target string) (bool, error)
 // activeBreakGlass describes target's grant as read on cm, "" when there
 // is none or it ended (its time is up at now, or the lock changed hands or
 // freeze since).
-func activeBreakGlass(cm *corev1.ConfigMap, rec *Record, now time.Time) string {
+func activeBreakGlass(cm *corev1.ConfigMap, rec *record.Record, now time.Time) string {
 	if cm == nil || rec == nil || !grantLives(cm.Annotations, stateOf(rec, cm), now) {
 		return ""
 	}
@@ -186,7 +187,7 @@ func grantLives(annotations map[string]string, state string, t time.Time) bool {
 // dropEndedGrant removes from next, the version about to be written with
 // rec, a break-glass grant that no longer applies: its time is up at the
 // record's updated, or the lock changed hands or freeze.
-func dropEndedGrant(next *corev1.ConfigMap, rec *Record) {
+func dropEndedGrant(next *corev1.ConfigMap, rec *record.Record) {
 	if next.Annotations[BreakGlassUserAnnotation] == "" {
 		return
 	}

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestIntegrationEstimateWait: on the real API server, a lock is held six
@@ -45,7 +46,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		joined   time.Time
-		estimate *lock.Estimate
+		estimate *record.Estimate
 	)
 	// contend queues repo behind those before it; once it holds the lock
 	// it keeps it for hold (measure: not at all) and releases it.

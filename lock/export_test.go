@@ -1,11 +1,15 @@
 package lock
 
+import (
+	"github.com/lockctl/lockctl/lock/record"
+)
+
 // Names the package's external tests (package lock_test) use that the
 // package does not export: its front door holds only what other packages
 // use (ADR 0095).
 type (
 	// windowError is windowError.
-	WindowError = windowError
+	WindowError = record.WindowError
 )
 
 // errUnconfirmed is errUnconfirmed.

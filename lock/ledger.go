@@ -3,6 +3,8 @@ package lock
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // Ledger is the hook through which a contender keeps its own bookkeeping
@@ -39,8 +41,8 @@ type Ledger interface {
 // says to store, and reports whether me must look for what earlier
 // holders left behind and the mark it left ("" for none). A contender
 // without a ledger must look, and drops the ledger of a lock it takes.
-func takeLedger(cur *Record, d *Decision, me Claim, l Ledger, now time.Time) (mustLook bool, mark string, err error) {
-	if d.Outcome != Acquired {
+func takeLedger(cur *record.Record, d *record.Decision, me record.Claim, l Ledger, now time.Time) (mustLook bool, mark string, err error) {
+	if d.Outcome != record.Acquired {
 		return false, "", nil
 	}
 	// NOTE: confirming a hand-over (ADR 0074) takes the lock as a
@@ -75,8 +77,8 @@ func takeLedger(cur *Record, d *Decision, me Claim, l Ledger, now time.Time) (mu
 		d.Record.Holder.LedgerKept = true
 	case store:
 		if d.Record == nil {
-			d.Record = cur.deepCopy()
-			d.Record.Updated = later(now, cur.Updated)
+			d.Record = cur.DeepCopy()
+			d.Record.Updated = record.Later(now, cur.Updated)
 		}
 		d.Record.Ledger = next
 	}
@@ -88,7 +90,7 @@ func takeLedger(cur *Record, d *Decision, me Claim, l Ledger, now time.Time) (mu
 // LedgerKept on), as the releasing contender's ledger o.ledger (nil: none)
 // leaves it; a holder that did not keep it leaves none. A ledger the
 // releasing contender cannot read stays as it is.
-func releaseLedger(rec *Record, o ReleaseOptions) {
+func releaseLedger(rec *record.Record, o ReleaseOptions) {
 	if !rec.Holder.LedgerKept {
 		rec.Ledger = nil
 		return
@@ -99,12 +101,4 @@ func releaseLedger(rec *Record, o ReleaseOptions) {
 	if next, _, err := o.ledger.Release(rec.Ledger, o.ledgerMark); err == nil {
 		rec.Ledger = next
 	}
-}
-
-// ledgerOrNil returns raw, or nil for a ledger that is absent or null.
-func ledgerOrNil(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	return raw
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -397,7 +398,7 @@ func (e *allError) Unwrap() error { return e.Err }
 // each, last in the global order first. It goes on past a failure and
 // returns what each release did, in the order of targets, with the
 // failures joined.
-func (c *Client) ReleaseAll(ctx context.Context, targets []string, id Identity, o ReleaseOptions) ([]*Released, error) {
+func (c *Client) ReleaseAll(ctx context.Context, targets []string, id record.Identity, o ReleaseOptions) ([]*Released, error) {
 	order := make([]int, len(targets))
 	for i := range order {
 		order[i] = i
@@ -522,7 +523,7 @@ func (l *lookout) reader(c *Client) reader {
 			case cm == nil:
 				return nil, nil
 			}
-			if rec, err := Decode(cm); err == nil && rec.unheld() && len(rec.Waiters) == 0 {
+			if rec, err := record.Decode(cm); err == nil && rec.Unheld() && len(rec.Waiters) == 0 {
 				return cm, nil
 			}
 			select {

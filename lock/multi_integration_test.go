@@ -4,12 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type allResult struct {
@@ -19,7 +20,7 @@ type allResult struct {
 
 // acquireAllAsync starts AcquireAll in a goroutine; it reports each wait
 // (which names the lock waited for) on queued.
-func acquireAllAsync(ctx context.Context, l *lock.Client, id lock.Identity, targets ...string) (<-chan allResult, <-chan lock.Progress) {
+func acquireAllAsync(ctx context.Context, l *lock.Client, id record.Identity, targets ...string) (<-chan allResult, <-chan lock.Progress) {
 	done := make(chan allResult, 1)
 	queued := make(chan lock.Progress, 16)
 	var reqs []lock.Request

@@ -29,8 +29,8 @@ func TestOnTaking(t *testing.T) {
 	t.Run("free lock kept for its history: after the read, before the taking write", func(t *testing.T) {
 		t.Parallel()
 		var calls []string
-		free := record(held(claim("h", "api", "main", "7"), t0))
-		free.free(free.Updated)
+		free := recordOf(held(claim("h", "api", "main", "7"), t0))
+		free.Free(free.Updated)
 		c, _ := newTestClient(t, t0, func(cs *fake.Clientset) {
 			cs.PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				calls = append(calls, a.GetVerb())
@@ -45,7 +45,7 @@ func TestOnTaking(t *testing.T) {
 	})
 	t.Run("held lock: not called while queued", func(t *testing.T) {
 		t.Parallel()
-		c, _ := newTestClient(t, t0, nil, lockObject(t, record(held(claim("h", "api", "main", "7"), t0))))
+		c, _ := newTestClient(t, t0, nil, lockObject(t, recordOf(held(claim("h", "api", "main", "7"), t0))))
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		called := 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -15,19 +16,19 @@ import (
 // *CancelRequestedError, having renewed, while a newer build asks the
 // holder to stop (Request.CancelInProgress).
 func (c *Client) Renew(ctx context.Context, h *Held, ttl time.Duration) error {
-	var rec *Record
+	var rec *record.Record
 	err := c.update(ctx, "renew", h.Target, nil, func(cm *corev1.ConfigMap) (change, error) {
 		if cm == nil {
-			return change{}, fmt.Errorf("renew lock %s: %w: it was deleted", c.Describe(h.Target), ErrLost)
+			return change{}, fmt.Errorf("renew lock %s: %w: it was deleted", c.Describe(h.Target), record.ErrLost)
 		}
 		var err error
 		if rec, err = c.decode(cm, h.Target); err != nil {
 			return change{}, err
 		}
-		if err := decideRenew(rec, h.ClaimID, h.Token, ttl, c.clk.Now()); err != nil {
+		if err := record.DecideRenew(rec, h.ClaimID, h.Token, ttl, c.clk.Now()); err != nil {
 			return change{}, fmt.Errorf("renew lock %s: %w", c.Describe(h.Target), err)
 		}
-		return change{Decision: Decision{Record: rec}, stored: func(_ context.Context, written *corev1.ConfigMap) {
+		return change{Decision: record.Decision{Record: rec}, stored: func(_ context.Context, written *corev1.ConfigMap) {
 			h.remember(written)
 		}}, nil
 	})

@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,12 +18,28 @@ type CancelRequest struct {
 	At metav1.MicroTime `json:"at"`
 }
 
+// cancelAsker returns the waiter that asked the holder to stop, when it
+// still waits; it takes the place of the run it replaces.
+func (r *Record) cancelAsker() *Claim {
+	req := r.Holder.CancelRequest
+	if req == nil || r.Unheld() {
+		return nil
+	}
+	for _, w := range r.Waiters {
+		if w.ClaimID == req.ClaimID {
+			w := w
+			return &w
+		}
+	}
+	return nil
+}
+
 // asksToCancel reports whether contender me, with cancel-in-progress,
 // asks holder h to stop: h is a run that can be asked (Cancelable), an
 // older build of me's branch (both ordered: local identities never ask nor
 // are asked), and no build at least as new as me asked it already.
 func asksToCancel(h, me Claim) bool {
-	if !me.cancelInProgress || !h.Cancelable || h.ClaimID == me.ClaimID || !competes(h, me) || buildOf(h) >= buildOf(me) {
+	if !me.CancelInProgress || !h.Cancelable || h.ClaimID == me.ClaimID || !competes(h, me) || buildOf(h) >= buildOf(me) {
 		return false
 	}
 	if r := h.CancelRequest; r != nil {
@@ -35,20 +51,4 @@ func asksToCancel(h, me Claim) bool {
 		}
 	}
 	return true
-}
-
-// cancelAsker returns the waiter that asked the holder to stop, when it
-// still waits; it takes the place of the run it replaces.
-func (r *Record) cancelAsker() *Claim {
-	req := r.Holder.CancelRequest
-	if req == nil || r.unheld() {
-		return nil
-	}
-	for _, w := range r.Waiters {
-		if w.ClaimID == req.ClaimID {
-			w := w
-			return &w
-		}
-	}
-	return nil
 }

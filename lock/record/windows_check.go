@@ -1,14 +1,13 @@
-package lock
+package record
 
 import (
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/base/human"
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/lockctl/lockctl/internal/base/human"
 )
 
 // windowHorizon is how far ahead a new window is looked at: one that does
@@ -23,7 +22,7 @@ const maxCoverSteps = 1 << 20
 
 // checkWindowTargets refuses a target that is not a namespace name: a
 // window naming one (a typo, "Production") would freeze nothing.
-func checkWindowTargets(w FreezeWindow) *WindowEntryError {
+func CheckWindowTargets(w FreezeWindow) *WindowEntryError {
 	for _, t := range w.Targets {
 		if errs := validation.IsDNS1123Label(t); len(errs) > 0 {
 			return &WindowEntryError{Index: 1, Name: w.Name, Field: "targets", Value: strconv.Quote(t),
