@@ -210,7 +210,7 @@ func TestRunAcquire(t *testing.T) {
 				// The session is random: check the fields that tell.
 				var l lock.LockView
 				require.NoError(t, json.Unmarshal(te.out.Bytes(), &l), "stdout: %s", te.out)
-				assert.Equal(t, lock.KindLock, l.Kind, "kind")
+				assert.Equal(t, "Lock", l.Kind, "kind")
 				assert.Equal(t, lock.StateHeld, l.Status.State, "state")
 				assert.Equal(t, "1", l.Status.Token, "token")
 				require.NotNil(t, l.Status.Holder, "holder")

@@ -184,7 +184,7 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(body), &raw))
 		require.Len(t, raw.Locks, 1)
-		assert.Equal(t, lock.KindLock, raw.Locks[0].Lock["kind"], "a Lock object, as status -o json prints")
+		assert.Equal(t, "Lock", raw.Locks[0].Lock["kind"], "a Lock object, as status -o json prints")
 	})
 }
 

@@ -293,7 +293,7 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 			return false, err
 		}
 		for _, e := range list.Items {
-			if e.Reason == lock.ReasonBreakGlass && strings.Contains(e.Note, `break-glass for user carol by acme/carol@main#9`) && strings.Contains(e.Note, `"roll back"`) {
+			if e.Reason == "BreakGlass" && strings.Contains(e.Note, `break-glass for user carol by acme/carol@main#9`) && strings.Contains(e.Note, `"roll back"`) {
 				return true, nil
 			}
 		}

@@ -353,7 +353,7 @@ func (c *Client) settle(ctx context.Context, req Request, me record.Claim, res *
 		}
 	case record.Superseded:
 		c.event(ctx, res.cm, false, reasonSuperseded, fmt.Sprintf("%s gave up: superseded by %s", me.Identity, d.By.Identity))
-		return &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.ClaimID == res.rec.Holder.ClaimID}
+		return &SupersededError{Target: req.Target, By: *d.By, holding: d.By.ClaimID == res.rec.Holder.ClaimID}
 	}
 	return nil
 }

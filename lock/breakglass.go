@@ -131,7 +131,7 @@ func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*B
 			breakGlassUntilAnnotation: record.MicroTime(metav1.NewMicroTime(until)),
 		}
 		return change{Decision: record.Decision{Record: rec}, annotate: mark, stored: func(ctx context.Context, written *corev1.ConfigMap) {
-			c.event(ctx, written, true, ReasonBreakGlass, desc)
+			c.event(ctx, written, true, reasonBreakGlass, desc)
 		}}, nil
 	})
 	if err != nil {

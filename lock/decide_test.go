@@ -402,3 +402,12 @@ func lockConfigMap(raw string) *corev1.ConfigMap {
 		},
 	}
 }
+
+// The record's own limits, which lock's tests drive from outside it
+// (record keeps them unexported).
+const (
+	// frozenVersion is the version of a record that carries a freeze.
+	frozenVersion = "2.10"
+	// maxRecordBytes bounds the record annotation's size.
+	maxRecordBytes = 250 << 10
+)

@@ -106,13 +106,13 @@ func (e *QueueFullError) Is(target error) bool { return target == ErrHeld }
 type SupersededError struct {
 	Target string
 	By     record.Claim
-	// Holding is true when By holds the lock rather than waits for it.
-	Holding bool
+	// holding is true when By holds the lock rather than waits for it.
+	holding bool
 }
 
 func (e *SupersededError) Error() string {
 	role := "is waiting for it"
-	if e.Holding {
+	if e.holding {
 		role = "holds it"
 	}
 	return fmt.Sprintf("superseded on lock %q: build %s %s", e.Target, e.By.Identity, role)

@@ -40,10 +40,10 @@ const (
 	// reasonFreezeIgnored (a warning): a contender took the frozen lock
 	// with --ignore-freeze.
 	reasonFreezeIgnored = "FreezeIgnored"
-	// ReasonBreakGlass (a warning): someone declared break-glass on an
+	// reasonBreakGlass (a warning): someone declared break-glass on an
 	// enforced lock (lockctl break-glass): their writes of the target are
 	// admitted whatever the lock says, until the grant ends.
-	ReasonBreakGlass = "BreakGlass"
+	reasonBreakGlass = "BreakGlass"
 )
 
 // EventRecorder records an Event about a lock's ConfigMap. It must never

@@ -1,6 +1,8 @@
 package lock
 
 import (
+	"context"
+
 	"github.com/lockctl/lockctl/lock/record"
 )
 
@@ -14,3 +16,8 @@ type (
 
 // errUnconfirmed is errUnconfirmed.
 var ErrUnconfirmed = errUnconfirmed
+
+// AcquireAll is Client.acquireAll, for the external tests.
+func AcquireAll(c *Client, ctx context.Context, reqs []Request) ([]*Held, error) {
+	return c.acquireAll(ctx, reqs)
+}

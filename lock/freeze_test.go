@@ -156,7 +156,7 @@ func TestDecideFreezeRecordVersion(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(10 * time.Second)
 	cur := frozen(recordOf(held(claim("h", "api", "main", "1"), t0)), now.Add(-time.Second))
-	cur.Version = record.FrozenVersion
+	cur.Version = frozenVersion
 	d := record.Decide(cur, claim("me", "web", "main", "42"), record.PolicyNewest, now, true, waiterTTL)
 	require.NotNil(t, d.Record)
 	cm := lockConfigMap("")
@@ -178,11 +178,11 @@ func TestFreezeVersionCarriesMinor(t *testing.T) {
 		frozen  bool
 		wantVer string
 	}{
-		{name: "current, frozen", read: record.RecordVersion, frozen: true, wantVer: record.FrozenVersion},
-		{name: "current, thawed", read: record.FrozenVersion, wantVer: record.RecordVersion},
+		{name: "current, frozen", read: record.RecordVersion, frozen: true, wantVer: frozenVersion},
+		{name: "current, thawed", read: frozenVersion, wantVer: record.RecordVersion},
 		{name: "newer minor, frozen", read: "1.99", frozen: true, wantVer: "2.99"},
 		{name: "newer minor, thawed", read: "2.99", wantVer: "1.99"},
-		{name: "older, frozen", read: "1.1", frozen: true, wantVer: record.FrozenVersion},
+		{name: "older, frozen", read: "1.1", frozen: true, wantVer: frozenVersion},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -248,7 +248,7 @@ func TestTryAcquireSuperseded(t *testing.T) {
 	require.ErrorAs(t, err, &sup)
 	assert.ErrorIs(t, err, ErrSuperseded)
 	assert.Equal(t, "50", sup.By.Build, "superseded by the newer build")
-	assert.False(t, sup.Holding, "the newer build waits")
+	assert.False(t, sup.holding, "the newer build waits")
 	assert.Equal(t, []string{"get configmaps"}, verbs(cs), "nothing written")
 }
 

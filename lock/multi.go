@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// releaseTimeout bounds the release of the locks AcquireAll took before it
+// releaseTimeout bounds the release of the locks acquireAll took before it
 // failed, which runs even when the caller's context is done.
 const releaseTimeout = 30 * time.Second
 
 // requestsFor returns the requests of one caller for several locks, as
-// AcquireAll takes them: base for each target, with its Target set.
+// acquireAll takes them: base for each target, with its Target set.
 func requestsFor(base Request, targets []string) []Request {
 	reqs := make([]Request, len(targets))
 	for i, target := range targets {
@@ -62,7 +62,7 @@ func Where(context, target string) string {
 // Where names the lock waited for, as Held.Where does.
 func (p *Progress) Where() string { return Where(p.Context, p.Target) }
 
-// AcquireAll takes the locks of several targets, all or nothing: one
+// acquireAll takes the locks of several targets, all or nothing: one
 // Request per target, with the same fields otherwise. The locks are taken
 // one after the other in the global order of their targets (sorted by
 // name), whatever order reqs has, so that any number of contenders for
@@ -73,12 +73,12 @@ func (p *Progress) Where() string { return Where(p.Context, p.Target) }
 // display (Request.Callbacks.OnProgress) names the target it waits for.
 //
 // When one lock cannot be taken (timeout, superseded, held with NoWait, an
-// error) the locks AcquireAll took are released again, those it already
+// error) the locks acquireAll took are released again, those it already
 // held (re-entered) are left as they were, and the error of the lock that
 // failed is returned, wrapped with its target. On success the result has
 // one Held per target, in the global order, each with its own fencing
 // token.
-func (c *Client) AcquireAll(ctx context.Context, reqs []Request) ([]*Held, error) {
+func (c *Client) acquireAll(ctx context.Context, reqs []Request) ([]*Held, error) {
 	parts := make([]Part, len(reqs))
 	for i, req := range reqs {
 		parts[i] = Part{Locks: c, Request: req}
@@ -86,7 +86,7 @@ func (c *Client) AcquireAll(ctx context.Context, reqs []Request) ([]*Held, error
 	return AcquireAcross(ctx, parts)
 }
 
-// AcquireAcross is AcquireAll over locks in several clusters: each part
+// AcquireAcross is acquireAll over locks in several clusters: each part
 // is taken with its own client, all or nothing, in one global order,
 // kubeconfig context (Options.Context) first, then target, so that
 // contenders for overlapping sets in any clusters never deadlock. Each
@@ -96,7 +96,7 @@ func (c *Client) AcquireAll(ctx context.Context, reqs []Request) ([]*Held, error
 // lock not yet held is tried at once (as with Request.NoWait), in
 // parallel. If all are taken, that is the hold. Otherwise the locks taken
 // after the first one that was not (in the global order) are given back,
-// that one is waited for as AcquireAll waits, and the rest are tried at
+// that one is waited for as acquireAll waits, and the rest are tried at
 // once again: a contender never waits for a lock while it holds a later
 // one.
 //
@@ -372,7 +372,7 @@ func clientsOf(parts []Part) []*Client {
 	return out
 }
 
-// allError says which of several locks AcquireAll could not take. It
+// allError says which of several locks acquireAll could not take. It
 // unwraps to that lock's error, so errors.Is/As see a *TimeoutError or a
 // *SupersededError as for one lock.
 type allError struct {

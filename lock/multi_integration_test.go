@@ -33,7 +33,7 @@ func acquireAllAsync(ctx context.Context, l *lock.Client, id record.Identity, ta
 		}}})
 	}
 	go func() {
-		h, err := l.AcquireAll(ctx, reqs)
+		h, err := lock.AcquireAll(l, ctx, reqs)
 		done <- allResult{h, err}
 	}()
 	return done, queued
@@ -86,7 +86,7 @@ func TestIntegrationAcquireAllGivesBack(t *testing.T) {
 	env := testenv.Get(t)
 	l := newClient(t, env.Kube, env.Namespace(t))
 	mustAcquire(t, l, lock.Request{Target: "b", Identity: clitest.Identity("holder", 1)})
-	_, err := l.AcquireAll(t.Context(), []lock.Request{
+	_, err := lock.AcquireAll(l, t.Context(), []lock.Request{
 		{Target: "a", Identity: clitest.Identity("web", 1)},
 		{Target: "b", Identity: clitest.Identity("web", 1), NoWait: true},
 	})

@@ -73,7 +73,7 @@ func TestAcquireAll(t *testing.T) {
 				reqs = append(reqs, Request{Target: target, Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
 					TTL: time.Hour, NoWait: true})
 			}
-			got, err := c.AcquireAll(t.Context(), reqs)
+			got, err := c.acquireAll(t.Context(), reqs)
 			var created []string
 			for _, a := range cs.Actions() {
 				if a.GetVerb() == "create" && a.GetResource().Resource == "configmaps" {
@@ -117,7 +117,7 @@ func TestReleaseAll(t *testing.T) {
 	now := t0.Add(time.Minute)
 	c, cs := newTestClient(t, now, nil)
 	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
-	_, err := c.AcquireAll(t.Context(), []Request{{Target: "a", Identity: id, TTL: time.Hour}, {Target: "b", Identity: id, TTL: time.Hour}})
+	_, err := c.acquireAll(t.Context(), []Request{{Target: "a", Identity: id, TTL: time.Hour}, {Target: "b", Identity: id, TTL: time.Hour}})
 	require.NoError(t, err)
 	cs.ClearActions()
 	res, err := c.ReleaseAll(t.Context(), []string{"a", "b", "c"}, id, ReleaseOptions{})

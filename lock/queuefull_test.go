@@ -136,7 +136,7 @@ func TestAcquireQueueFull(t *testing.T) {
 func TestEncodeDropsOldestHistoryOverLimit(t *testing.T) {
 	t.Parallel()
 	holder := held(claim("h", "api", "main", "7"), t0)
-	waiters := longWaiters(t, holder, record.MaxRecordBytes-10<<10)
+	waiters := longWaiters(t, holder, maxRecordBytes-10<<10)
 	rec := recordOf(holder, waiters...)
 	for i := range record.MaxHistory {
 		rec.History = append(rec.History, record.HistoryEntry{
@@ -148,7 +148,7 @@ func TestEncodeDropsOldestHistoryOverLimit(t *testing.T) {
 	require.NoError(t, record.Encode(cm, rec))
 	assert.Len(t, rec.History, record.MaxHistory, "the caller's record unchanged")
 	raw := cm.Annotations[record.RecordAnnotation]
-	assert.LessOrEqual(t, len(raw), record.MaxRecordBytes)
+	assert.LessOrEqual(t, len(raw), maxRecordBytes)
 	out := &record.Record{}
 	require.NoError(t, out.UnmarshalJSON([]byte(raw)))
 	require.NotEmpty(t, out.History)

@@ -100,7 +100,7 @@ func TestRecordGoldenFrozen(t *testing.T) {
 	cm := lockConfigMap("")
 	require.NoError(t, record.Encode(cm, rec))
 	got := cm.Annotations[record.RecordAnnotation] + "\n"
-	path := recordGolden("v" + record.FrozenVersion + "-frozen.json")
+	path := recordGolden("v" + frozenVersion + "-frozen.json")
 	if *update {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 	}
@@ -128,20 +128,20 @@ func TestRecordVersionsRoundTrip(t *testing.T) {
 		{file: "v1.2.json", wantVersion: current},
 		{file: "v1.3.json", wantVersion: current},
 		{file: "v1.4.json", wantVersion: current},
-		{file: "v2.4-frozen.json", wantVersion: record.FrozenVersion},
+		{file: "v2.4-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.5.json", wantVersion: current},
-		{file: "v2.5-frozen.json", wantVersion: record.FrozenVersion},
+		{file: "v2.5-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.6.json", wantVersion: current},
-		{file: "v2.6-frozen.json", wantVersion: record.FrozenVersion},
+		{file: "v2.6-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.7.json", wantVersion: current},
-		{file: "v2.7-frozen.json", wantVersion: record.FrozenVersion},
+		{file: "v2.7-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.8.json", wantVersion: current},
-		{file: "v2.8-frozen.json", wantVersion: record.FrozenVersion},
+		{file: "v2.8-frozen.json", wantVersion: frozenVersion},
 		{file: "v1.9.json", wantVersion: current},
-		{file: "v2.9-frozen.json", wantVersion: record.FrozenVersion},
+		{file: "v2.9-frozen.json", wantVersion: frozenVersion},
 		{file: "v" + current + ".json", wantVersion: current},
 		{file: "v1.99-newer-minor.json", wantVersion: "1.99"},
-		{file: "v" + record.FrozenVersion + "-frozen.json", wantVersion: record.FrozenVersion},
+		{file: "v" + frozenVersion + "-frozen.json", wantVersion: frozenVersion},
 		{file: "v3.0.json", wantErr: "lock locks/lockctl-lock-staging has record version 3.0, which this lockctl cannot read (it reads versions 1 and 2, up to " + current + ")"},
 	}
 	for _, tt := range tests {

@@ -15,7 +15,7 @@ import (
 // APIVersion and Kind of the LockView objects printed by `lockctl status -o`.
 const (
 	APIVersion = "lockctl.dev/v1alpha1"
-	KindLock   = "Lock"
+	kindLock   = "Lock"
 )
 
 // LockView is a lock as people see it: a Kubernetes-style object whose spec is
@@ -107,7 +107,7 @@ func (c *Client) Get(ctx context.Context, target string) (*LockView, error) {
 // would be, in state free.
 func (c *Client) FreeLockView(target string) LockView {
 	return LockView{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: record.Name(target), Namespace: c.namespace},
 		Spec:       LockViewSpec{Context: c.opts.Context, Target: target},
 		Status: LockViewStatus{State: StateFree, Liveness: "free",
@@ -210,7 +210,7 @@ func (c *Client) estimate(l *LockView, rec *record.Record) {
 // it cannot be read).
 func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView, *record.Record) {
 	l := LockView{
-		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
+		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLock},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID,
 			ResourceVersion: cm.ResourceVersion, CreationTimestamp: cm.CreationTimestamp,

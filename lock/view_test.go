@@ -80,7 +80,7 @@ func TestFree(t *testing.T) {
 	c, _ := newTestClient(t, time.Now(), onlyVerbs(t))
 	l := c.FreeLockView("staging")
 	assert.Equal(t, LockView{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: record.Name("staging"), Namespace: lockNS},
 		Spec:       LockViewSpec{Target: "staging"},
 		Status:     LockViewStatus{State: StateFree, Liveness: "free"},

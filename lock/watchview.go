@@ -98,7 +98,7 @@ func (c *Client) freeView(cm *corev1.ConfigMap) LockView {
 		target = rec.Target
 	}
 	return LockView{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID},
 		Spec:       LockViewSpec{Context: c.opts.Context, Target: target},
 		Status:     LockViewStatus{State: StateFree, Liveness: "free"},

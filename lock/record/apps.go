@@ -75,7 +75,7 @@ func (a App) String() string {
 //	argocd:APP                   APP as Argo CD tracks it: NAME, or NAMESPACE_NAME
 //	flux-kustomization:NS/NAME   the labels' namespace/name
 //	flux-helmrelease:NS/NAME
-func (a App) Marks() string {
+func (a App) marks() string {
 	if a.Kind == AppArgoCD {
 		if a.Namespace == "" {
 			return string(AppArgoCD) + ":" + a.Name
@@ -155,7 +155,7 @@ func appMarks(stored []string) string {
 	var lines []string
 	for _, s := range stored {
 		if a, err := parseApp(s); err == nil {
-			lines = append(lines, a.Marks())
+			lines = append(lines, a.marks())
 		}
 	}
 	return strings.Join(lines, "\n")

@@ -47,7 +47,7 @@ func TestParseApp(t *testing.T) {
 			require.NoError(t, err, "%q", tt.in)
 			assert.Equal(t, tt.want, got, "%q", tt.in)
 			assert.Equal(t, tt.in, got.String(), "%q spelt back", tt.in)
-			assert.Equal(t, tt.marks, got.Marks(), "%q in the summary", tt.in)
+			assert.Equal(t, tt.marks, got.marks(), "%q in the summary", tt.in)
 		})
 	}
 }

@@ -46,7 +46,7 @@ func asksToCancel(h, me Claim) bool {
 		if r.ClaimID == me.ClaimID {
 			return false
 		}
-		if n, _ := r.BuildNumber(); n >= buildOf(me) {
+		if n, _ := r.buildNumber(); n >= buildOf(me) {
 			return false
 		}
 	}

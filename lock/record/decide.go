@@ -491,13 +491,13 @@ func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim
 // without a build counter) competes with nobody and is served first come,
 // first served.
 func competes(a, b Claim) bool {
-	return !a.Unordered && !b.Unordered && a.SameSequence(b.Identity)
+	return !a.Unordered && !b.Unordered && a.sameSequence(b.Identity)
 }
 
 // buildOf returns the claim's build number; records are validated on
 // decode, so an unparsable build never reaches here except as 0.
 func buildOf(c Claim) uint64 {
-	n, _ := c.BuildNumber()
+	n, _ := c.buildNumber()
 	return n
 }
 

@@ -50,18 +50,18 @@ type Estimate struct {
 	Median time.Duration
 	// Spread is the middle half of the history's holds (the first to the
 	// third quartile); set only when the estimate is a range.
-	SpreadLow, SpreadHigh time.Duration
+	spreadLow, spreadHigh time.Duration
 	// Holds is how many past holds the estimate is made from.
 	Holds int
 	// FrozenUntil is the end of the last freeze (of the lock, or a
 	// window) that pushes the turn later; zero when none does.
-	FrozenUntil time.Time
+	frozenUntil time.Time
 	// Overdue is set when the holder has held the lock longer than all but
 	// a few past holds (fewer than minEstimateHolds lasted longer), so
 	// that the history cannot tell when it ends: Held is how long it has
 	// held, and Low and High are the wait after it ends, for the holds
 	// ahead of the contender (zero for the first in line).
-	Overdue bool
+	overdue bool
 	Held    time.Duration
 	// Ahead is how many holds come between the overdue hold and the
 	// contender's turn; set with Overdue.
@@ -100,7 +100,7 @@ func (e *Estimate) String() string {
 	if e == nil {
 		return ""
 	}
-	if e.Overdue {
+	if e.overdue {
 		switch {
 		case e.Ahead == 0:
 			return "when the overdue holder ends"
@@ -135,19 +135,19 @@ func (e *Estimate) Basis() string {
 		return ""
 	}
 	s := fmt.Sprintf("median hold %s over the last %d", shortDuration(e.Median, time.Minute), e.Holds)
-	if e.Overdue {
+	if e.overdue {
 		s = fmt.Sprintf("the holder is overdue: held %s, %s past the %s", shortDuration(e.Held, time.Minute),
 			shortDuration(e.Held-e.Median, time.Minute), s)
 	}
-	if e.SpreadHigh > 0 {
-		lo, hi := shortDuration(e.SpreadLow, time.Minute), shortDuration(e.SpreadHigh, time.Minute)
+	if e.spreadHigh > 0 {
+		lo, hi := shortDuration(e.spreadLow, time.Minute), shortDuration(e.spreadHigh, time.Minute)
 		if lo == hi {
-			lo, hi = shortDuration(e.SpreadLow, 10*time.Second), shortDuration(e.SpreadHigh, 10*time.Second)
+			lo, hi = shortDuration(e.spreadLow, 10*time.Second), shortDuration(e.spreadHigh, 10*time.Second)
 		}
 		s += fmt.Sprintf(", holds of %s-%s", lo, hi)
 	}
-	if !e.FrozenUntil.IsZero() {
-		s += "; frozen until " + e.FrozenUntil.UTC().Format(time.RFC3339)
+	if !e.frozenUntil.IsZero() {
+		s += "; frozen until " + e.frozenUntil.UTC().Format(time.RFC3339)
 	}
 	return s
 }
@@ -204,7 +204,7 @@ func EstimateWait(in EstimateInput) *Estimate {
 		if len(holds) < minPointHolds {
 			lo, hi = 0, 1
 		}
-		e.SpreadLow, e.SpreadHigh = quantile(holds, lo), quantile(holds, hi)
+		e.spreadLow, e.spreadHigh = quantile(holds, lo), quantile(holds, hi)
 	}
 	at := func(q float64) time.Duration {
 		var r time.Duration
@@ -212,8 +212,8 @@ func EstimateWait(in EstimateInput) *Estimate {
 			r = quantile(rest, q)
 		}
 		turn, frozen := in.turn(r, quantile(holds, q))
-		if frozen.After(e.FrozenUntil) {
-			e.FrozenUntil = frozen
+		if frozen.After(e.frozenUntil) {
+			e.frozenUntil = frozen
 		}
 		return turn.Sub(in.Now)
 	}
@@ -231,7 +231,7 @@ func EstimateWait(in EstimateInput) *Estimate {
 // its hold is unknown, and the wait after it is a typical hold (the
 // median, a range when the holds are few or spread) for each hold ahead.
 func overdue(in EstimateInput, e *Estimate, held time.Duration, holds []time.Duration) *Estimate {
-	e.Overdue, e.Held, e.Ahead = true, held, in.Ahead
+	e.overdue, e.Held, e.Ahead = true, held, in.Ahead
 	if in.Ahead == 0 {
 		return e
 	}
@@ -244,8 +244,8 @@ func overdue(in EstimateInput, e *Estimate, held time.Duration, holds []time.Dur
 	}
 	at := func(hold time.Duration) time.Duration {
 		turn, frozen := in.turn(0, hold)
-		if frozen.After(e.FrozenUntil) {
-			e.FrozenUntil = frozen
+		if frozen.After(e.frozenUntil) {
+			e.frozenUntil = frozen
 		}
 		return turn.Sub(in.Now)
 	}

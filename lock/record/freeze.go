@@ -52,10 +52,10 @@ const maxOverrides = 20
 // refuse the lock with a version error rather than hand it out, and the
 // same minor as RecordVersion, whose fields it has too. Once the freeze is
 // gone the record is written as RecordVersion again.
-const FrozenVersion = "2.10"
+const frozenVersion = "2.10"
 
 // frozenRecordVersion is frozenVersion parsed.
-var frozenRecordVersion = schema.MustParse(FrozenVersion)
+var frozenRecordVersion = schema.MustParse(frozenVersion)
 
 // ActiveAt reports whether the freeze holds at now; a nil freeze never
 // does.

@@ -73,15 +73,15 @@ func (id Identity) String() string {
 
 // SameBranch reports whether both identities deploy the same owner, repository
 // and branch, whatever their build.
-func (id Identity) SameBranch(o Identity) bool {
+func (id Identity) sameBranch(o Identity) bool {
 	return id.Owner == o.Owner && id.Repo == o.Repo && id.Branch == o.Branch
 }
 
 // SameSequence reports whether both identities are builds of the same
 // branch counted in the same sequence: only then do their build numbers
 // order them.
-func (id Identity) SameSequence(o Identity) bool {
-	return id.SameBranch(o) && id.Sequence == o.Sequence
+func (id Identity) sameSequence(o Identity) bool {
+	return id.sameBranch(o) && id.Sequence == o.Sequence
 }
 
 // names reports whether id, given to Release, names the build o: the same
@@ -97,7 +97,7 @@ func (id Identity) Names(o Identity) bool {
 }
 
 // BuildNumber parses Build. Build numbers are non-negative integers.
-func (id Identity) BuildNumber() (uint64, error) {
+func (id Identity) buildNumber() (uint64, error) {
 	n, err := strconv.ParseUint(id.Build, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("build %q is not a non-negative integer", id.Build)
@@ -147,7 +147,7 @@ func (id Identity) Validate() error {
 			return err
 		}
 	}
-	if _, err := id.BuildNumber(); err != nil {
+	if _, err := id.buildNumber(); err != nil {
 		return &IdentityError{Field: "build", Value: id.Build, Reason: "is not a non-negative integer"}
 	}
 	if id.Sequence != "" {
@@ -427,7 +427,7 @@ const (
 	// maxRecordBytes is the largest record lockctl writes: under the API
 	// server's limit by room for the lock's other annotations. A write
 	// that would make it larger drops the oldest history entries first.
-	MaxRecordBytes = 250 << 10
+	maxRecordBytes = 250 << 10
 	// MaxQueueBytes is the largest record a contender may join the queue
 	// of: one that would make it larger gets a *QueueFullError, and writes
 	// nothing. The room between it and maxRecordBytes is what the writes
@@ -732,7 +732,7 @@ func validateClaim(c *Claim) *fieldErr {
 			return &fieldErr{f.name, "empty"}
 		}
 	}
-	if _, err := c.BuildNumber(); err != nil {
+	if _, err := c.buildNumber(); err != nil {
 		return &fieldErr{"build", err.Error()}
 	}
 	if c.Since.IsZero() {
@@ -745,7 +745,7 @@ func validateClaim(c *Claim) *fieldErr {
 		return &fieldErr{"pod", "name and namespace are required"}
 	}
 	if r := c.CancelRequest; r != nil {
-		if _, err := r.BuildNumber(); err != nil || r.ClaimID == "" {
+		if _, err := r.buildNumber(); err != nil || r.ClaimID == "" {
 			return &fieldErr{"cancelRequest", "needs the build and session of the build that asked"}
 		}
 	}
@@ -775,7 +775,7 @@ func Encode(cm *corev1.ConfigMap, rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode lock record: %w", err)
 	}
-	for len(raw) > MaxRecordBytes && len(out.History) > 0 {
+	for len(raw) > maxRecordBytes && len(out.History) > 0 {
 		// The history is there for people; the write it would make too
 		// large for the API server is a hand-over, a release or a renewal,
 		// which must not fail: the oldest holds go first.

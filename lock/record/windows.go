@@ -376,10 +376,6 @@ func EffectiveFreeze(own *Freeze, ws []FreezeWindow, target string, now time.Tim
 	return f
 }
 
-// Applies reports whether w freezes target's lock: w names it, or names no
-// target at all.
-func (w *FreezeWindow) Applies(target string) bool { return w.applies(target) }
-
 // Next returns the next freeze w makes that is not over at now: the one in
 // force, or else the next to start; nil when the schedule never fires again
 // (or w was not parsed by ParseFreezeWindows).

@@ -20,7 +20,7 @@ import (
 func testLocks() []lock.LockView {
 	mk := func(target, build string, token string) lock.LockView {
 		return lock.LockView{
-			TypeMeta:   metav1.TypeMeta{APIVersion: lock.APIVersion, Kind: lock.KindLock},
+			TypeMeta:   metav1.TypeMeta{APIVersion: lock.APIVersion, Kind: "Lock"},
 			ObjectMeta: metav1.ObjectMeta{Name: record.Name(target), Namespace: "ops"},
 			Spec:       lock.LockViewSpec{Target: target},
 			Status:     lock.LockViewStatus{State: lock.StateHeld, Token: token, Holder: &record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build}}},
