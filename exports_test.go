@@ -18,7 +18,7 @@ import (
 )
 
 // frontDoors are the library packages whose exports TestFrontDoor keeps to
-// what the rest of the module uses (ADR 0095).
+// what the rest of the module uses (ADR 0095, ADR 0150).
 var frontDoors = []string{"lock", "lock/record"}
 
 // TestFrontDoor fails for every exported name of a package of frontDoors
