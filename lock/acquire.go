@@ -497,7 +497,7 @@ type Progress struct {
 	Wait *record.EstimateInput
 }
 
-// Estimate is the contender's wait for its turn as estimateWait sees it
+// Estimate is the contender's wait for its turn as EstimateWait sees it
 // at now; nil when the history says nothing.
 func (p *Progress) Estimate(now time.Time) *record.Estimate {
 	if p.Wait == nil {

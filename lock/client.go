@@ -76,7 +76,7 @@ type Options struct {
 	// and "err"; nil means a logger that discards.
 	Log *slog.Logger
 	// WaiterTTL is how long a waiter's place lasts between renewals;
-	// 0 means defaultWaiterTTL.
+	// 0 means DefaultWaiterTTL.
 	WaiterTTL time.Duration
 	// LostPodGrace is how long a holder pod's node may be NotReady or
 	// Unknown (liveness.Options.NodeGrace) before the lock is stale; 0 means

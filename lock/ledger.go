@@ -86,7 +86,7 @@ func takeLedger(cur *record.Record, d *record.Decision, me record.Claim, l Ledge
 }
 
 // releaseLedger is the rule of the ledger at the release of rec's holder: a
-// holder that kept it leaves it to the next (Record.free and handOver pass
+// holder that kept it leaves it to the next (Record.free and HandOver pass
 // LedgerKept on), as the releasing contender's ledger o.ledger (nil: none)
 // leaves it; a holder that did not keep it leaves none. A ledger the
 // releasing contender cannot read stays as it is.

@@ -11,7 +11,7 @@ import (
 
 // Renew pushes the expiry of a held lock ttl past now, for holders that stay
 // alive without a pod (a terminal running a command); an expiry already
-// later stays (decideRenew). It returns an error
+// later stays (DecideRenew). It returns an error
 // matching ErrLost when the caller no longer holds the lock, and a
 // *CancelRequestedError, having renewed, while a newer build asks the
 // holder to stop (Request.CancelInProgress).

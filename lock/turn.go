@@ -15,7 +15,7 @@ import (
 // (docs/adr/0098-long-queue-turn-object.md). Every write of the record
 // sends the whole record, which grows with the queue, to every watcher of
 // the lock: with N waiters watching, a hand-over costs N² bytes. So only
-// the first headWatchers waiters watch the record; the others watch the
+// the first HeadWatchers waiters watch the record; the others watch the
 // turn object, which names the holder and those first waiters, and read
 // the record when it names them, when their place must be renewed, and
 // when the turn has not changed for a waiter TTL (a writer that does not
@@ -43,7 +43,7 @@ func TurnName(target string) string {
 }
 
 // turn is what a turn object says: the holder's claim ID, the claim IDs of
-// the first headWatchers waiters, and the resourceVersion of the lock they
+// the first HeadWatchers waiters, and the resourceVersion of the lock they
 // were read from.
 type turn struct {
 	holder string

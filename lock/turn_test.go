@@ -24,8 +24,6 @@ func queueOf(n int) *record.Record {
 	return rec
 }
 
-func now2() time.Time { return t0.Add(time.Minute) }
-
 func TestTurnChange(t *testing.T) {
 	lockWith := func(ann string) *corev1.ConfigMap {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}

@@ -73,7 +73,7 @@ type LockViewStatus struct {
 	// Invalid is set when the stored record cannot be read.
 	Invalid string `json:"invalid,omitempty"`
 	// EstimatedWait is how long a contender that joined the queue now
-	// would wait for its turn, as estimateWait renders it ("about 11
+	// would wait for its turn, as EstimateWait renders it ("about 11
 	// min", "8-15 min"); empty when the history says nothing. Each waiter
 	// has its own (Claim.EstimatedWait).
 	EstimatedWait string `json:"estimatedWait,omitempty"`
@@ -186,7 +186,7 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) LockView {
 }
 
 // estimate sets the wait estimates of l's waiters, and of a contender
-// that would join now, from rec's history (estimateWait).
+// that would join now, from rec's history (EstimateWait).
 func (c *Client) estimate(l *LockView, rec *record.Record) {
 	in := record.EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.clk.Now()}
 	if h := l.Status.Holder; h != nil && l.Status.Alive {

@@ -30,7 +30,7 @@ const (
 	AppFluxHelmRelease AppKind = "flux-helmrelease"
 )
 
-// maxApps is the most applications one claim may name.
+// MaxApps is the most applications one claim may name.
 const MaxApps = 16
 
 // App is an application a holder deploys, named with --app:
@@ -138,7 +138,7 @@ func ParseApps(ss []string) ([]App, error) {
 	return out, nil
 }
 
-// appStrings is apps as the record stores them (Claim.Apps).
+// AppStrings is apps as the record stores them (Claim.Apps).
 func AppStrings(apps []App) []string {
 	var out []string
 	for _, a := range apps {

@@ -75,8 +75,8 @@ type Decision struct {
 	CancelRequested *Claim
 }
 
-// handOver makes c the holder from ts. Its expiry stays the short one it
-// had as a waiter, at most defaultWaiterTTL from now, until it confirms,
+// HandOver makes c the holder from ts. Its expiry stays the short one it
+// had as a waiter, at most DefaultWaiterTTL from now, until it confirms,
 // so a lock handed to a process that died meanwhile is free again soon;
 // a waiter without one expires at now (never at ts, which a fast clock may
 // have pushed ahead). The hand-over write is
@@ -302,7 +302,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	if policy == PolicyNewest {
 		// Older builds of our branch and priority give up their place to
 		// us; we take the first of those places, and the time it has waited,
-		// so ageing (orderWaiters) goes on from there.
+		// so ageing (OrderWaiters) goes on from there.
 		slot := -1
 		var since metav1.MicroTime
 		kept := rec.Waiters[:0]
@@ -517,6 +517,6 @@ func placeTTL(ttl time.Duration, pos int) time.Duration {
 	return ttl + time.Duration(pos-HeadWatchers)*ttl/6
 }
 
-// headWatchers is how many waiters at the head of the queue watch the
+// HeadWatchers is how many waiters at the head of the queue watch the
 // record itself.
 const HeadWatchers = 3

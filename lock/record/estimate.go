@@ -41,7 +41,7 @@ type EstimateInput struct {
 }
 
 // Estimate is how long a contender should expect to wait for its turn,
-// rounded to what the history supports (see estimateWait).
+// rounded to what the history supports (see EstimateWait).
 type Estimate struct {
 	// Low and High bound the wait, rounded; they are equal for a single
 	// figure.
@@ -152,7 +152,7 @@ func (e *Estimate) Basis() string {
 	return s
 }
 
-// estimateWait estimates when the contender's turn comes: the rest of the
+// EstimateWait estimates when the contender's turn comes: the rest of the
 // current hold (the median of what the past holds that lasted longer than
 // it has so far had left), then one typical hold (the median) for each
 // contender ahead, each hand-over moved past any freeze of the lock or

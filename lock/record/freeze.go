@@ -91,7 +91,7 @@ type FreezeRequest struct {
 // maxFreezeReasonLen bounds Freeze.Reason in bytes.
 const maxFreezeReasonLen = 1024
 
-// windowError is returned by Unfreeze during a freeze window: the window
+// WindowError is returned by Unfreeze during a freeze window: the window
 // comes from configuration, which unfreeze does not change.
 type WindowError struct {
 	Target, Namespace string
@@ -113,11 +113,11 @@ type Unfrozen struct {
 	HandedTo *Claim
 }
 
-// unheld reports whether nobody holds the lock: its holder is the free
+// Unheld reports whether nobody holds the lock: its holder is the free
 // placeholder (IsFree), or empty.
 func (r *Record) Unheld() bool { return r.Holder.ClaimID == "" || r.IsFree() }
 
-// thaw drops a freeze that is over at now, so that the record is written
+// Thaw drops a freeze that is over at now, so that the record is written
 // as major version 1 again; it reports whether it did.
 func (r *Record) Thaw(now time.Time) bool {
 	if r.Freeze == nil || r.Freeze.ActiveAt(now) {
@@ -155,7 +155,7 @@ type FrozenSpan struct {
 	Until metav1.MicroTime `json:"until"`
 }
 
-// holderOrNone is the holder, or the zero Claim when nobody holds the lock,
+// HolderOrNone is the holder, or the zero Claim when nobody holds the lock,
 // for the waiting display and errors.
 func (r *Record) HolderOrNone() Claim {
 	if r.Unheld() {
@@ -164,7 +164,7 @@ func (r *Record) HolderOrNone() Claim {
 	return r.Holder
 }
 
-// vacate makes the lock free at ts as free does, keeping the queue: a
+// Vacate makes the lock free at ts as free does, keeping the queue: a
 // frozen lock whose holder left waits for the freeze to end.
 func (r *Record) Vacate(ts metav1.MicroTime) {
 	waiters := r.Waiters
@@ -172,7 +172,7 @@ func (r *Record) Vacate(ts metav1.MicroTime) {
 	r.Waiters = waiters
 }
 
-// dropExpired removes the waiters whose place has expired at now.
+// DropExpired removes the waiters whose place has expired at now.
 func (r *Record) DropExpired(now time.Time) {
 	live := r.Waiters[:0]
 	for _, w := range r.Waiters {
@@ -189,7 +189,7 @@ func (r *Record) mayTake(c Claim, now time.Time) bool {
 	return c.IgnoreFreeze || !r.Freeze.ActiveAt(now)
 }
 
-// overridden records, when the lock is frozen at now, that its holder took
+// Overridden records, when the lock is frozen at now, that its holder took
 // it at ts in spite of the freeze: in the freeze's Overrides, and on the
 // holder's claim, whose history entry keeps it after the freeze is gone.
 func (r *Record) Overridden(ts metav1.MicroTime, now time.Time) {
@@ -203,7 +203,7 @@ func (r *Record) Overridden(ts metav1.MicroTime, now time.Time) {
 	}
 }
 
-// firstEligible returns the first waiter that may take the lock at now:
+// FirstEligible returns the first waiter that may take the lock at now:
 // the build that asked the holder to stop (CancelRequest) when it still
 // waits, else the first in the queue.
 func (r *Record) FirstEligible(now time.Time) *Claim {

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -32,12 +31,6 @@ func held(c Claim, since time.Time) Claim {
 func queued(c Claim, since time.Time) Claim {
 	c.Since = metav1.NewMicroTime(since)
 	c.Expires = microPtr(since.Add(waiterTTL))
-	return c
-}
-
-func inPod(c Claim, name, uid string) Claim {
-	c.Pod = &PodRef{Namespace: "ci", Name: name, UID: types.UID(uid)}
-	c.Expires = nil
 	return c
 }
 

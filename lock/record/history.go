@@ -23,7 +23,7 @@ const MaxHistory = 100
 // counted a history of 20).
 const KeptHistory = 20
 
-// historyEntryBytes is the most bytes a history entry takes (identities
+// HistoryEntryBytes is the most bytes a history entry takes (identities
 // of the longest length): dropping one frees at most this much.
 const HistoryEntryBytes = 1400
 
@@ -107,7 +107,7 @@ func (h HistoryEntry) Describe() string {
 	return string(h.Ended)
 }
 
-// ended appends the end of h's hold at ts to the history, dropping the
+// Ended appends the end of h's hold at ts to the history, dropping the
 // oldest entries beyond MaxHistory. A free lock's placeholder holder is no
 // hold and is not recorded.
 func (r *Record) Ended(h Claim, ts metav1.MicroTime, how Ending, by, reason string) {
@@ -127,7 +127,7 @@ func (r *Record) Ended(h Claim, ts metav1.MicroTime, how Ending, by, reason stri
 	}
 }
 
-// free makes the lock free at ts, kept for its history: the holder becomes
+// Free makes the lock free at ts, kept for its history: the holder becomes
 // a placeholder without a pod whose expiry is ts, which every lockctl of
 // this major version takes over. The placeholder keeps the ledger (the
 // account of run jobs) if the holder did (Claim.LedgerKept).
@@ -147,7 +147,7 @@ func (r *Record) Free(ts metav1.MicroTime) {
 // IsFree reports whether the record is a free lock kept for its history.
 func (r *Record) IsFree() bool { return r.Holder.Released }
 
-// kindLockHistory is the kind of the History objects `lockctl history -o`
+// KindLockHistory is the kind of the History objects `lockctl history -o`
 // prints.
 const KindLockHistory = "LockHistory"
 
@@ -176,7 +176,7 @@ type CurrentHold struct {
 	Expires  *metav1.MicroTime `json:"expires,omitempty"`
 }
 
-// fill sets h's holder and entries, newest first, from rec.
+// Fill sets h's holder and entries, newest first, from rec.
 func (h *History) Fill(rec *Record) {
 	if !rec.IsFree() {
 		c := rec.Holder
@@ -200,7 +200,7 @@ func (h HistoryEntry) Wait() (d time.Duration, ok bool) {
 // Held is how long the hold lasted.
 func (h HistoryEntry) Held() time.Duration { return max(h.Until.Sub(h.Since.Time), 0) }
 
-// staleEnding says how a holder judged not alive for why ended.
+// StaleEnding says how a holder judged not alive for why ended.
 func StaleEnding(h Claim) Ending {
 	if h.Pod == nil {
 		return EndExpired
@@ -216,7 +216,7 @@ func IsFree(cm *corev1.ConfigMap) bool {
 	return err == nil && Idle(rec)
 }
 
-// idle reports whether rec is free with nobody waiting and no freeze.
+// Idle reports whether rec is free with nobody waiting and no freeze.
 //
 // NOTE: a frozen free lock, or one with waiters, is still a lock to show
 // and to wait for.

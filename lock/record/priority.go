@@ -44,7 +44,7 @@ var priorityByRank = [...]Priority{PriorityLow, PriorityNormal, PriorityHigh}
 // know) as PriorityNormal.
 func (p Priority) Level() Priority { return priorityByRank[p.rank()] }
 
-// stored is p as the record keeps it: "" for normal.
+// Stored is p as the record keeps it: "" for normal.
 func (p Priority) Stored() Priority {
 	if p.Level() == PriorityNormal {
 		return ""
@@ -68,7 +68,7 @@ func (c Claim) EffectivePriority(now time.Time) Priority {
 	return priorityByRank[c.effectiveRank(now)]
 }
 
-// orderWaiters sorts the queue by effective priority at now, highest first,
+// OrderWaiters sorts the queue by effective priority at now, highest first,
 // keeping the order of waiters of equal effective priority (arrival, or the
 // place a newer build inherited). It reports whether the order changed.
 func (r *Record) OrderWaiters(now time.Time) bool {

@@ -84,7 +84,7 @@ func (id Identity) sameSequence(o Identity) bool {
 	return id.sameBranch(o) && id.Sequence == o.Sequence
 }
 
-// names reports whether id, given to Release, names the build o: the same
+// Names reports whether id, given to Release, names the build o: the same
 // owner, repository, branch and build, and the same sequence when both
 // know one (a record written before sequences existed, or a caller naming
 // the build with flags alone, matches any).
@@ -314,7 +314,7 @@ type Claim struct {
 	// in the record.
 	Effective Priority `json:"effectivePriority,omitempty"`
 	// EstimatedWait is how long the waiter should expect to wait for its
-	// turn, as estimateWait renders it; empty when the history says
+	// turn, as EstimateWait renders it; empty when the history says
 	// nothing. Like Effective, only set in the LockView that status shows,
 	// never stored.
 	EstimatedWait string `json:"estimatedWait,omitempty"`
@@ -550,7 +550,7 @@ func (e *NotALockError) Error() string {
 		e.Namespace, e.Name, ManagedByLabel, ManagedByValue, KindLabel, KindValue)
 }
 
-// lockPrefix begins the name of every lock's ConfigMap.
+// LockPrefix begins the name of every lock's ConfigMap.
 const LockPrefix = "lockctl-lock-"
 
 type fieldErr struct{ field, reason string }
@@ -629,7 +629,7 @@ func Name(target string) string {
 	return LockPrefix + clean + shortHash(target)
 }
 
-// targetLabelValue returns target when it is a valid label value, else a hash.
+// TargetLabelValue returns target when it is a valid label value, else a hash.
 func TargetLabelValue(target string) string {
 	if len(validation.IsValidLabelValue(target)) == 0 {
 		return target
@@ -642,7 +642,7 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:])[:12]
 }
 
-// isLock reports whether cm carries lockctl's lock labels.
+// IsLock reports whether cm carries lockctl's lock labels.
 func IsLock(cm *corev1.ConfigMap) bool {
 	return cm.Labels[ManagedByLabel] == ManagedByValue && cm.Labels[KindLabel] == KindValue
 }
@@ -752,7 +752,7 @@ func validateClaim(c *Claim) *fieldErr {
 	return nil
 }
 
-// encode writes rec into cm's annotation and sets the labels and the pod
+// Encode writes rec into cm's annotation and sets the labels and the pod
 // owner reference that go with it.
 func Encode(cm *corev1.ConfigMap, rec *Record) error {
 	// A record read from a newer minor version still carries its fields.
@@ -812,7 +812,7 @@ func ownerRefs(lockNamespace string, pod *PodRef) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
 }
 
-// later returns the later of t and floor, so recorded times never go back.
+// Later returns the later of t and floor, so recorded times never go back.
 func Later(t time.Time, floor metav1.MicroTime) metav1.MicroTime {
 	if t.Before(floor.Time) {
 		return floor
@@ -877,7 +877,7 @@ func badTime(v json.RawMessage) string {
 const (
 	// DefaultTTL is how long a holder without a pod keeps the lock.
 	DefaultTTL = time.Hour
-	// defaultWaiterTTL is how long a waiter's place lasts between renewals;
+	// DefaultWaiterTTL is how long a waiter's place lasts between renewals;
 	// waiters renew at two thirds of it.
 	DefaultWaiterTTL = time.Minute
 )

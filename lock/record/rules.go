@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// leaveQueue is the rule of a waiter that gives up: session leaves rec's
+// LeaveQueue is the rule of a waiter that gives up: session leaves rec's
 // queue at now. It reports whether rec changed (session waited).
 func LeaveQueue(rec *Record, session string, now time.Time) bool {
 	if !rec.remove(session) {
@@ -18,9 +18,9 @@ func LeaveQueue(rec *Record, session string, now time.Time) bool {
 	return true
 }
 
-// decideConfirm is the rule of the confirmation of a hand-over to the
+// DecideConfirm is the rule of the confirmation of a hand-over to the
 // claim session, whose hold began with token, at now: a renewal
-// (decideRenew) with the holder's own TTL, after which the holder is no
+// (DecideRenew) with the holder's own TTL, after which the holder is no
 // longer marked handed over, records its token and gets the expiry of its
 // TTL (none in a pod). A holder that does not keep a ledger (keeps:
 // Request.Ledger) drops the lock's, as its take-over would (takeLedger).
@@ -57,7 +57,7 @@ func confirmHandOver(h *Claim, token string, now time.Time, ttl time.Duration) {
 	}
 }
 
-// decideFreeze is the rule of a freeze: it returns rec (nil when there is
+// DecideFreeze is the rule of a freeze: it returns rec (nil when there is
 // no lock: a new one nobody holds) frozen as req asks at now. A freeze
 // already there is replaced, keeping the overrides of one still active;
 // the holder and the queue stay as they are. An end that is not after now
@@ -85,7 +85,7 @@ func DecideFreeze(rec *Record, req FreezeRequest, user string, now time.Time) (*
 	return rec, nil
 }
 
-// decideUnfreeze is the rule of an unfreeze of target's lock rec at now, with
+// DecideUnfreeze is the rule of an unfreeze of target's lock rec at now, with
 // the freeze windows ws: the freeze is lifted, and a lock left with no
 // holder goes to its first waiter, or stays free when nobody waits. It
 // reports whether rec changed; a lock that is not frozen is left as it
@@ -116,7 +116,7 @@ func DecideUnfreeze(target string, rec *Record, ws []FreezeWindow, now time.Time
 	return res, true, nil
 }
 
-// decideRenew is the rule of a renewal of the lock rec by the holder of
+// DecideRenew is the rule of a renewal of the lock rec by the holder of
 // session, whose hold has the fencing token token, at now: a holder without
 // a pod keeps the lock ttl past now, or until the expiry it has when that is
 // later (a renewal never shortens a hold, such as a longer one a run
@@ -153,8 +153,8 @@ func heldBy(rec *Record, session string) error {
 	return nil
 }
 
-// positionOf returns the 1-based place of the first waiter with identity
-// id of the caller's job (see ownJob), 0 if none.
+// PositionOf returns the 1-based place of the first waiter with identity
+// id of the caller's job (see OwnJob), 0 if none.
 func (r *Record) PositionOf(id Identity, job CIJob) int {
 	for i, w := range r.Waiters {
 		if id.Names(w.Identity) && OwnJob(w.CIJob, job) {
@@ -164,7 +164,7 @@ func (r *Record) PositionOf(id Identity, job CIJob) int {
 	return 0
 }
 
-// ownJob reports whether a claim of CI job held is the caller's (of job
+// OwnJob reports whether a claim of CI job held is the caller's (of job
 // caller) to release without a token: either knows no job (the build is
 // the unit, as before jobs were known), or it is the same job, in the
 // same run or in a later one (a re-run releasing what the failed run

@@ -163,7 +163,7 @@ func writeSummary(cm *corev1.ConfigMap, rec *Record) {
 	}
 }
 
-// microTime spells t as the record does (metav1.MicroTime's JSON, without
+// MicroTime spells t as the record does (metav1.MicroTime's JSON, without
 // the quotes); "" for the zero time.
 func MicroTime(t metav1.MicroTime) string {
 	if t.IsZero() {
@@ -172,7 +172,7 @@ func MicroTime(t metav1.MicroTime) string {
 	return t.UTC().Format(metav1.RFC3339Micro)
 }
 
-// summaryCurrent reports whether cm's summary is of its record, as the
+// SummaryCurrent reports whether cm's summary is of its record, as the
 // policy judges it: the record holds the summary's updated.
 func SummaryCurrent(cm *corev1.ConfigMap) bool {
 	u := cm.Annotations[SummaryUpdatedAnnotation]
@@ -188,7 +188,7 @@ const (
 	maxWindowIntervals = 256
 )
 
-// windowIntervals lists the intervals in which ws freeze target's lock
+// WindowIntervals lists the intervals in which ws freeze target's lock
 // from now on, merged where they overlap, one "START END NAME" a line
 // (SummaryWindowsAnnotation, RFC 3339 in whole seconds), and until when
 // the list is complete; none and the zero time when no window applies to

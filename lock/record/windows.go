@@ -134,7 +134,7 @@ func (w *FreezeWindow) applies(target string) bool {
 	return false
 }
 
-// activeAt returns the freeze w makes at now, or nil: the latest start at
+// ActiveAt returns the freeze w makes at now, or nil: the latest start at
 // or before now whose Duration has not passed, extended by every further
 // start before it ends.
 func (w *FreezeWindow) ActiveAt(now time.Time) *Freeze {
@@ -164,7 +164,7 @@ func (w *FreezeWindow) ActiveAt(now time.Time) *Freeze {
 	}
 }
 
-// applyWindows freezes rec as the windows say at now, when no freeze of
+// ApplyWindows freezes rec as the windows say at now, when no freeze of
 // its own holds it: the window's freeze is written with the next write, so
 // lockctl releases without freezes refuse the lock from then on. It
 // reports whether it changed rec.
@@ -185,7 +185,7 @@ func (f *Freeze) FromWindow() bool {
 	return f != nil && f.By.Owner == "configmap" && f.By.Repo == FreezeWindowsName
 }
 
-// dropLapsedWindow removes from rec a freeze written from a window that
+// DropLapsedWindow removes from rec a freeze written from a window that
 // the windows ws no longer make at now (the window was edited or
 // removed); it reports whether it did.
 func (r *Record) DropLapsedWindow(ws []FreezeWindow, now time.Time) bool {
@@ -231,7 +231,7 @@ func ParseFreezeWindows(data []byte) ([]FreezeWindow, error) {
 	return valid, nil
 }
 
-// parseWindow reads entry index of a windows file, field by field, so
+// ParseWindow reads entry index of a windows file, field by field, so
 // that an error names the field and the value.
 func ParseWindow(index int, raw json.RawMessage) (FreezeWindow, *WindowEntryError) {
 	var w FreezeWindow
@@ -310,7 +310,7 @@ func ParseWindow(index int, raw json.RawMessage) (FreezeWindow, *WindowEntryErro
 	return w, nil
 }
 
-// windowFreeze is the freeze the windows make on target's lock at now, the
+// WindowFreeze is the freeze the windows make on target's lock at now, the
 // one that lasts longest; nil when none does.
 func WindowFreeze(ws []FreezeWindow, target string, now time.Time) *Freeze {
 	var out *Freeze
@@ -351,7 +351,7 @@ func thawsAt(own *Freeze, ws []FreezeWindow, target string, t time.Time) time.Ti
 	return t
 }
 
-// effectiveFreeze is the freeze that holds target's lock at now, as every
+// EffectiveFreeze is the freeze that holds target's lock at now, as every
 // view and message shows it: of the freezes in force at now (own, the
 // record's, and the windows' ws), the one that lasts longest (own on a
 // tie), with Until set to when the lock really thaws (thawsAt). A copy;

@@ -20,7 +20,7 @@ const windowHorizon = 365 * 24 * time.Hour
 // most (115 ms); the bound only guards against a loop.
 const maxCoverSteps = 1 << 20
 
-// checkWindowTargets refuses a target that is not a namespace name: a
+// CheckWindowTargets refuses a target that is not a namespace name: a
 // window naming one (a typo, "Production") would freeze nothing.
 func CheckWindowTargets(w FreezeWindow) *WindowEntryError {
 	for _, t := range w.Targets {
