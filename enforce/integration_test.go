@@ -311,7 +311,7 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 	awaitAdmitted(t, alice, target, "")
 	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, cm.Annotations, lock.BreakGlassUserAnnotation, "the grant ended with the freeze it was for")
+	assert.NotContains(t, cm.Annotations, record.BreakGlassUserAnnotation, "the grant ended with the freeze it was for")
 	assert.Contains(t, awaitRefused(t, carol, target, "").Error(), "is locked by acme/alice@main#1", "the grant ended: carol is refused again")
 }
 

@@ -18,8 +18,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/lockctl/lockctl/lock"
 )
 
 // Mode is how the API server acts on a write the policy refuses.
@@ -268,8 +266,8 @@ var keys = summaryKeys{
 	Frozen: record.SummaryFrozenAnnotation, Freeze: record.SummaryFreezeAnnotation,
 	FreezeUntil: record.SummaryFreezeUntilAnnotation, FreezeWindow: record.SummaryFreezeWindowAnnotation,
 	Windows: record.SummaryWindowsAnnotation, WindowsUntil: record.SummaryWindowsUntilAnnotation,
-	BreakGlassUser: lock.BreakGlassUserAnnotation, BreakGlassState: lock.BreakGlassStateAnnotation,
-	BreakGlass: lock.BreakGlassAnnotation, Enforced: record.EnforcedAnnotation, Probe: ProbeAnnotation,
+	BreakGlassUser: record.BreakGlassUserAnnotation, BreakGlassState: record.BreakGlassStateAnnotation,
+	BreakGlass: record.BreakGlassAnnotation, Enforced: record.EnforcedAnnotation, Probe: ProbeAnnotation,
 }
 
 // celFuncs render settings into CEL: q a string literal, list a list of
@@ -295,7 +293,7 @@ func celFuncs(s Settings) template.FuncMap {
 // render returns the parts of the policy of s.
 func (s Settings) render() policyParts {
 	v := celValues{
-		Settings: s, Name: Name(s.Target), LockName: record.Name(s.Target), TurnName: lock.TurnName(s.Target),
+		Settings: s, Name: Name(s.Target), LockName: record.Name(s.Target), TurnName: record.TurnName(s.Target),
 		LockRef: s.LockNamespace + "/" + record.Name(s.Target), Digest: s.Digest(),
 		TokenAnnotation: TokenAnnotation, AuditKey: AuditKey, K: keys,
 		WindowsBy: " by configmap/" + record.FreezeWindowsName + "@",

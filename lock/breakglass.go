@@ -18,21 +18,16 @@ import (
 // state is the lock's, and lets only a user with verb breakglass write a
 // grant, to itself; so every break-glass write is declared first, in an
 // Event and in status, not only in the audit log.
+// The grant's annotations the policy reads are the record's
+// (record.BreakGlassUserAnnotation …).
 const (
-	// BreakGlassUserAnnotation is the Kubernetes user the grant admits.
-	BreakGlassUserAnnotation = record.SummaryPrefix + "break-glass-user"
-	// BreakGlassStateAnnotation is the state of the lock the grant is
-	// for (breakGlassState): a change of holder or of freeze ends it.
-	BreakGlassStateAnnotation = record.SummaryPrefix + "break-glass-state"
-	// BreakGlassAnnotation describes the grant for people and messages.
-	BreakGlassAnnotation = record.SummaryPrefix + "break-glass"
 	// breakGlassUntilAnnotation is when the grant ends, as the record
 	// spells times; the first write of the record after it drops it.
 	breakGlassUntilAnnotation = record.SummaryPrefix + "break-glass-until"
 )
 
 // breakGlassKeys are the grant's annotations, written and dropped as one.
-var breakGlassKeys = []string{BreakGlassUserAnnotation, BreakGlassStateAnnotation, BreakGlassAnnotation, breakGlassUntilAnnotation}
+var breakGlassKeys = []string{record.BreakGlassUserAnnotation, record.BreakGlassStateAnnotation, record.BreakGlassAnnotation, breakGlassUntilAnnotation}
 
 // breakGlassState is the state of the lock a grant is tied to: the
 // holder's fencing token (empty when nobody holds it) and the freeze's
@@ -125,10 +120,10 @@ func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*B
 			rec.BreakGlass = append([]record.GrantEntry(nil), rec.BreakGlass[n:]...)
 		}
 		mark := map[string]string{
-			BreakGlassUserAnnotation:  req.User,
-			BreakGlassStateAnnotation: stateOf(rec, cm),
-			BreakGlassAnnotation:      desc,
-			breakGlassUntilAnnotation: record.MicroTime(metav1.NewMicroTime(until)),
+			record.BreakGlassUserAnnotation:  req.User,
+			record.BreakGlassStateAnnotation: stateOf(rec, cm),
+			record.BreakGlassAnnotation:      desc,
+			breakGlassUntilAnnotation:        record.MicroTime(metav1.NewMicroTime(until)),
 		}
 		return change{Decision: record.Decision{Record: rec}, annotate: mark, stored: func(ctx context.Context, written *corev1.ConfigMap) {
 			c.event(ctx, written, true, reasonBreakGlass, desc)
@@ -146,7 +141,7 @@ func (c *Client) EndBreakGlass(ctx context.Context, target string) (bool, error)
 	ended := false
 	err := c.update(ctx, "end break-glass", target, nil, func(cm *corev1.ConfigMap) (change, error) {
 		ended = false
-		if cm == nil || cm.Annotations[BreakGlassUserAnnotation] == "" {
+		if cm == nil || cm.Annotations[record.BreakGlassUserAnnotation] == "" {
 			return change{}, nil
 		}
 		rec, err := c.decode(cm, target)
@@ -171,13 +166,13 @@ func activeBreakGlass(cm *corev1.ConfigMap, rec *record.Record, now time.Time) s
 	if cm == nil || rec == nil || !grantLives(cm.Annotations, stateOf(rec, cm), now) {
 		return ""
 	}
-	return cm.Annotations[BreakGlassAnnotation]
+	return cm.Annotations[record.BreakGlassAnnotation]
 }
 
 // grantLives reports whether the grant in annotations still applies to a
 // lock in state at t.
 func grantLives(annotations map[string]string, state string, t time.Time) bool {
-	if annotations[BreakGlassUserAnnotation] == "" || annotations[BreakGlassStateAnnotation] != state {
+	if annotations[record.BreakGlassUserAnnotation] == "" || annotations[record.BreakGlassStateAnnotation] != state {
 		return false
 	}
 	until, err := time.Parse(metav1.RFC3339Micro, annotations[breakGlassUntilAnnotation])
@@ -188,7 +183,7 @@ func grantLives(annotations map[string]string, state string, t time.Time) bool {
 // rec, a break-glass grant that no longer applies: its time is up at the
 // record's updated, or the lock changed hands or freeze.
 func dropEndedGrant(next *corev1.ConfigMap, rec *record.Record) {
-	if next.Annotations[BreakGlassUserAnnotation] == "" {
+	if next.Annotations[record.BreakGlassUserAnnotation] == "" {
 		return
 	}
 	if grantLives(next.Annotations, stateOf(rec, nil), rec.Updated.Time) {

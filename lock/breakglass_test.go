@@ -38,8 +38,8 @@ func TestBreakGlassGrant(t *testing.T) {
 	assert.Equal(t, `break-glass for user carol by acme/ops@main#7 until 2026-03-01T12:10:00Z: "roll back" (the lock was held by acme/web@main#1)`, g.Description)
 	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(ctx, record.Name(req.Target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "carol", cm.Annotations[BreakGlassUserAnnotation])
-	assert.Equal(t, breakGlassState(cm.Annotations[record.SummaryTokenAnnotation], ""), cm.Annotations[BreakGlassStateAnnotation],
+	assert.Equal(t, "carol", cm.Annotations[record.BreakGlassUserAnnotation])
+	assert.Equal(t, breakGlassState(cm.Annotations[record.SummaryTokenAnnotation], ""), cm.Annotations[record.BreakGlassStateAnnotation],
 		"tied to the holder's token, as the policy reads it")
 	assert.Equal(t, "2026-03-01T12:10:00.000000Z", cm.Annotations[breakGlassUntilAnnotation])
 	rec, err := record.Decode(cm)
@@ -60,7 +60,7 @@ func TestBreakGlassGrant(t *testing.T) {
 	require.NoError(t, err)
 	cm, err = cs.CoreV1().ConfigMaps(lockNS).Get(ctx, record.Name(req.Target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, cm.Annotations, BreakGlassUserAnnotation, "the next write dropped it")
+	assert.NotContains(t, cm.Annotations, record.BreakGlassUserAnnotation, "the next write dropped it")
 
 	held, err = c.Acquire(ctx, request("2"))
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestBreakGlassGrant(t *testing.T) {
 	require.NoError(t, err)
 	cm, err = cs.CoreV1().ConfigMaps(lockNS).Get(ctx, record.Name(req.Target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, cm.Annotations, BreakGlassUserAnnotation, "the holder changed: the grant ended")
+	assert.NotContains(t, cm.Annotations, record.BreakGlassUserAnnotation, "the holder changed: the grant ended")
 
 	_, err = c.GrantBreakGlass(ctx, grant)
 	require.NoError(t, err)

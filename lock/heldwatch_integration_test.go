@@ -157,7 +157,7 @@ func TestIntegrationReleaseAfterManyJoins(t *testing.T) {
 		switch path.Base(r.URL) {
 		case record.Name("staging"):
 			onLock = append(onLock, r)
-		case TurnName("staging"):
+		case record.TurnName("staging"):
 			onTurn = append(onTurn, r)
 		}
 	}

@@ -29,18 +29,12 @@ const (
 	turnAnnotation = "lockctl.dev/turn"
 	// turnKindValue is the KindLabel of a turn object: never a lock.
 	turnKindValue = "turn"
-	turnPrefix    = "lockctl-turn-"
 	turnHolderKey = "holder"
 	turnHeadKey   = "head"
 	turnRecordKey = "record"
 	// turnAttempts bounds the compare-and-swap rounds of one publication.
 	turnAttempts = 3
 )
-
-// TurnName returns the name of the turn object of target's lock.
-func TurnName(target string) string {
-	return turnPrefix + strings.TrimPrefix(record.Name(target), record.LockPrefix)
-}
 
 // turn is what a turn object says: the holder's claim ID, the claim IDs of
 // the first HeadWatchers waiters, and the resourceVersion of the lock they
@@ -104,7 +98,7 @@ func turnChange(was *corev1.ConfigMap, rec *record.Record) (annotation string, p
 // record within a waiter TTL all the same.
 func (c *Client) publishTurn(ctx context.Context, target string, t turn, lock *corev1.ConfigMap) {
 	cms := c.cms.ConfigMaps(c.namespace)
-	name := TurnName(target)
+	name := record.TurnName(target)
 	var err error
 attempts:
 	for range turnAttempts {
@@ -157,7 +151,7 @@ func (t turn) encode(cm *corev1.ConfigMap, target string, lock *corev1.ConfigMap
 // dropTurn deletes the turn object of target's lock, once the lock is
 // gone; best effort, like every publication.
 func (c *Client) dropTurn(ctx context.Context, target string) {
-	err := c.cms.ConfigMaps(c.namespace).Delete(ctx, TurnName(target), metav1.DeleteOptions{})
+	err := c.cms.ConfigMaps(c.namespace).Delete(ctx, record.TurnName(target), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.log.Debug("could not delete the turn object", "lock", c.Describe(target), "err", err)
 	}

@@ -96,7 +96,7 @@ func TestIntegrationLongQueueTakesTurns(t *testing.T) {
 		cs[i] = client()
 	}
 	order := queueTurns(ctx, t, holder, h, cs, "staging", func() {
-		turnCM, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, TurnName("staging"), metav1.GetOptions{})
+		turnCM, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, record.TurnName("staging"), metav1.GetOptions{})
 		require.NoError(t, err, "the turn object is published")
 		tu, ok := readTurn(turnCM)
 		require.True(t, ok)
@@ -113,7 +113,7 @@ func TestIntegrationLongQueueTakesTurns(t *testing.T) {
 	cm, err := holder.get(ctx, "staging")
 	require.NoError(t, err)
 	assert.NotContains(t, cm.Annotations, turnAnnotation, "a short queue has no turn")
-	turnCM, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, TurnName("staging"), metav1.GetOptions{})
+	turnCM, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, record.TurnName("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
 	tu, _ := readTurn(turnCM)
 	assert.Len(t, tu.head, record.HeadWatchers, "the last publication named everyone left, at the head")

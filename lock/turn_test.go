@@ -62,7 +62,7 @@ func TestTurnObjectRoundTrip(t *testing.T) {
 	tu := turnOf(queueOf(5))
 	tu.record = "42"
 	lockCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: record.Name("staging"), UID: "u1"}}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: TurnName("staging")}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: record.TurnName("staging")}}
 	tu.encode(cm, "staging", lockCM)
 	got, ok := readTurn(cm)
 	require.True(t, ok)
@@ -73,9 +73,9 @@ func TestTurnObjectRoundTrip(t *testing.T) {
 	assert.False(t, got.names(""))
 	assert.False(t, record.IsLock(cm), "a turn object is never read as a lock")
 	require.Len(t, cm.OwnerReferences, 1, "owned by the lock, so it goes with it")
-	assert.Equal(t, "lockctl-turn-staging", TurnName("staging"))
+	assert.Equal(t, "lockctl-turn-staging", record.TurnName("staging"))
 	long := "a-namespace-name-that-is-much-longer-than-forty-characters-x"
-	assert.Equal(t, len(record.Name(long)), len(TurnName(long)))
+	assert.Equal(t, len(record.Name(long)), len(record.TurnName(long)))
 
 	_, ok = readTurn(&corev1.ConfigMap{})
 	assert.False(t, ok, "not a turn object")

@@ -463,7 +463,7 @@ func (w *waiter) watchFrom(deep bool) {
 			w.lockEvents.Stop()
 			w.lockEvents = nil
 		}
-		w.turnEvents = w.watchOne(cms, watchCMs, TurnName(w.req.Target), &corev1.ConfigMap{})
+		w.turnEvents = w.watchOne(cms, watchCMs, record.TurnName(w.req.Target), &corev1.ConfigMap{})
 	case !deep && w.lockEvents == nil:
 		if w.turnEvents != nil {
 			w.turnEvents.Stop()
@@ -596,7 +596,7 @@ func (w *waiter) firstLockEvent(ctx context.Context, renew, quiet <-chan time.Ti
 // read are gone, and the progress says so.
 func (w *waiter) onTurnEvent(ev watch.Event) bool {
 	cm, ok := ev.Object.(*corev1.ConfigMap)
-	if !ok || cm.Name != TurnName(w.req.Target) {
+	if !ok || cm.Name != record.TurnName(w.req.Target) {
 		return false
 	}
 	t, ok := readTurn(cm)

@@ -550,8 +550,8 @@ func (e *NotALockError) Error() string {
 		e.Namespace, e.Name, ManagedByLabel, ManagedByValue, KindLabel, KindValue)
 }
 
-// LockPrefix begins the name of every lock's ConfigMap.
-const LockPrefix = "lockctl-lock-"
+// lockPrefix begins the name of every lock's ConfigMap.
+const lockPrefix = "lockctl-lock-"
 
 type fieldErr struct{ field, reason string }
 
@@ -607,7 +607,7 @@ func validateIdentityField(name, value string) *IdentityError {
 // valid object name: short valid targets map to "lockctl-lock-<target>",
 // anything else to a truncated, sanitised form plus a hash of the target.
 func Name(target string) string {
-	name := LockPrefix + target
+	name := lockPrefix + target
 	if len(name) <= validation.DNS1123SubdomainMaxLength && len(validation.IsDNS1123Subdomain(name)) == 0 {
 		return name
 	}
@@ -626,7 +626,7 @@ func Name(target string) string {
 	if clean != "" {
 		clean += "-"
 	}
-	return LockPrefix + clean + shortHash(target)
+	return lockPrefix + clean + shortHash(target)
 }
 
 // TargetLabelValue returns target when it is a valid label value, else a hash.

@@ -248,3 +248,26 @@ func WindowIntervals(ws []FreezeWindow, target string, now time.Time) ([]string,
 	}
 	return lines, until.Truncate(time.Second)
 }
+
+// The annotations of a break-glass grant on an enforced lock's ConfigMap
+// (lockctl break-glass, docs/enforcement.md), beside the record, which
+// the admission policy reads.
+const (
+	// BreakGlassUserAnnotation is the Kubernetes user the grant admits.
+	BreakGlassUserAnnotation = SummaryPrefix + "break-glass-user"
+	// BreakGlassStateAnnotation is the state of the lock the grant is
+	// for: a change of holder or of freeze ends it.
+	BreakGlassStateAnnotation = SummaryPrefix + "break-glass-state"
+	// BreakGlassAnnotation describes the grant for people and messages.
+	BreakGlassAnnotation = SummaryPrefix + "break-glass"
+)
+
+// turnPrefix begins the name of a lock's turn object.
+const turnPrefix = "lockctl-turn-"
+
+// TurnName returns the name of the turn object of target's lock, which
+// lock publishes beside it for the waiters behind the head of the queue
+// and the admission policy admits like the lock itself.
+func TurnName(target string) string {
+	return turnPrefix + strings.TrimPrefix(Name(target), lockPrefix)
+}
