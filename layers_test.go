@@ -160,6 +160,21 @@ func TestLayerOf(t *testing.T) {
 	assert.Less(t, lock, run, "lock is below run")
 }
 
+// TestRecordHasNoClient checks, over `go list -deps` of lock/record without
+// its tests, that the record package reaches no Kubernetes client and no
+// other package of the module but the base utilities: it is the format and
+// the rules, which do no I/O (ADR 0150).
+func TestRecordHasNoClient(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./lock/record").Output()
+	require.NoError(t, err, "go list")
+	for _, dep := range strings.Fields(string(out)) {
+		assert.False(t, strings.HasPrefix(dep, "k8s.io/client-go/"), "lock/record depends on %s", dep)
+		if strings.HasPrefix(dep, module+"/") && dep != module+"/lock/record" {
+			assert.True(t, strings.HasPrefix(dep, module+"/internal/base/"), "lock/record depends on %s", dep)
+		}
+	}
+}
+
 // cliLogging are the CLI's own logging packages: what the CLI plumbing
 // imports, outside the standard library, whose path names a log. Only
 // the CLI may import them: below it, packages log to the standard
