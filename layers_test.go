@@ -40,7 +40,7 @@ var toolFolders = []string{"bench", "e2e", "reliability", "integrations", "deplo
 // imports only packages of lower tiers. A new top-level package must be
 // placed here, or TestLayers fails.
 var libraryTiers = [][]string{
-	{"kube", "liveness", "servertime", "metrics", "runjobs"},
+	{"kube", "liveness", "servertime", "metrics", "runjobs", "lock/record"},
 	{"job", "lock", "podwatch", "preflight"},
 	{"enforce", "events", "scheduler", "stats"},
 	{"run", "notify"},
@@ -158,6 +158,21 @@ func TestLayerOf(t *testing.T) {
 	_, lock := layer(module + "/lock")
 	_, run := layer(module + "/run")
 	assert.Less(t, lock, run, "lock is below run")
+}
+
+// TestRecordHasNoClient checks, over `go list -deps` of lock/record without
+// its tests, that the record package reaches no Kubernetes client and no
+// other package of the module but the base utilities: it is the format and
+// the rules, which do no I/O (ADR 0150).
+func TestRecordHasNoClient(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./lock/record").Output()
+	require.NoError(t, err, "go list")
+	for _, dep := range strings.Fields(string(out)) {
+		assert.False(t, strings.HasPrefix(dep, "k8s.io/client-go/"), "lock/record depends on %s", dep)
+		if strings.HasPrefix(dep, module+"/") && dep != module+"/lock/record" {
+			assert.True(t, strings.HasPrefix(dep, module+"/internal/base/"), "lock/record depends on %s", dep)
+		}
+	}
 }
 
 // cliLogging are the CLI's own logging packages: what the CLI plumbing

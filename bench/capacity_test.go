@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -246,10 +248,10 @@ func measureLocks(ctx context.Context, b *testing.B, env *testenv.Env, ns string
 		target := fmt.Sprintf("team-%02d-prod", i)
 		_, err := l.Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity(fmt.Sprintf("service-%02d", i), 1000+i), TTL: time.Hour})
 		require.NoError(b, err)
-		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, lock.Name(target), metav1.GetOptions{})
+		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, record.Name(target), metav1.GetOptions{})
 		require.NoError(b, err)
 		proto += float64(cm.Size())
-		raw := cm.Annotations[lock.RecordAnnotation]
+		raw := cm.Annotations[record.RecordAnnotation]
 		annotation += float64(len(raw))
 		var rec struct {
 			Holder json.RawMessage `json:"holder"`

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/clock"
@@ -56,11 +58,11 @@ func releaseAll(ctx context.Context, b testing.TB, locks []*lock.Client, held []
 // acquireQueued starts AcquireAcross of target in every cluster of fc for
 // id and returns once it waits in a queue (or holds), with the channel of
 // its result.
-func acquireQueued(ctx context.Context, b testing.TB, fc fleetClients, target string, id lock.Identity) <-chan clitest.Acquisition {
+func acquireQueued(ctx context.Context, b testing.TB, fc fleetClients, target string, id record.Identity) <-chan clitest.Acquisition {
 	b.Helper()
 	queued := make(chan struct{})
 	var once sync.Once
-	parts := lock.PartsFor(fc.locks, lock.Request{Identity: id, OnProgress: func(lock.Progress) { once.Do(func() { close(queued) }) }}, []string{target})
+	parts := lock.PartsFor(fc.locks, lock.Request{Identity: id, Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(func() { close(queued) }) }}}, []string{target})
 	done := make(chan clitest.Acquisition, 1)
 	go func() {
 		held, err := lock.AcquireAcross(ctx, parts)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
@@ -120,8 +122,8 @@ func contend(b *testing.B, env *testenv.Env, n int, hold time.Duration) contenti
 			var once sync.Once
 			<-begin
 			_, err := l.Acquire(ctx, lock.Request{
-				Target: target, Identity: id, Policy: lock.PolicyFIFO,
-				OnProgress: func(lock.Progress) { once.Do(markJoined) },
+				Target: target, Identity: id, Policy: record.PolicyFIFO,
+				Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(markJoined) }},
 			})
 			if err != nil {
 				errs <- fmt.Errorf("%s: %w", id, err)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,7 +32,6 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // BenchmarkReconcileCost measures how the reconcile loop's cost grows with
@@ -347,7 +348,7 @@ func BenchmarkColdStart(b *testing.B) {
 			target := fmt.Sprintf("cold-%03d", i)
 			lk = append(lk, timed(bin, "acquire", target, "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "1", "-q"))
 			if size == 0 {
-				cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), lock.Name(target), metav1.GetOptions{})
+				cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), record.Name(target), metav1.GetOptions{})
 				require.NoError(b, err)
 				for _, v := range cm.Annotations {
 					size += len(v)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -126,15 +128,15 @@ func enforceCost(b *testing.B, env *testenv.Env, n int, windows bool) (with, wit
 		// listed as 91 intervals in the lock's summary.
 		hour := (time.Now().UTC().Hour() + 12) % 24
 		_, err := env.Client.CoreV1().ConfigMaps(lockNS).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName},
-			Data:       map[string]string{lock.FreezeWindowsKey: fmt.Sprintf("windows:\n- {name: nightly, schedule: \"0 %d * * *\", duration: 1h, reason: batch}\n", hour)},
+			ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName},
+			Data:       map[string]string{record.FreezeWindowsKey: fmt.Sprintf("windows:\n- {name: nightly, schedule: \"0 %d * * *\", duration: 1h, reason: batch}\n", hour)},
 		}, metav1.CreateOptions{})
 		require.NoError(b, err)
 	}
 	locks := lock.New(kc.CoreV1(), kc.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})
 	h, err := locks.Acquire(ctx, lock.Request{
 		Target: enforced, User: user, TTL: time.Hour,
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
 	})
 	require.NoError(b, err)
 	s := enforce.Settings{Target: enforced, LockNamespace: lockNS, Mode: enforce.ModeDeny, Strict: true}

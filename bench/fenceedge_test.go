@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -48,8 +50,8 @@ func BenchmarkFenceEdge(b *testing.B) {
 	client, err := kubernetes.NewForConfig(cfg)
 	require.NoError(b, err)
 	_, err = env.Client.CoreV1().ConfigMaps(lockNS).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName},
-		Data:       map[string]string{lock.FreezeWindowsKey: fmt.Sprintf("windows:\n- {name: minutely, schedule: \"* * * * *\", duration: %s, reason: edge}\n", window)},
+		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName},
+		Data:       map[string]string{record.FreezeWindowsKey: fmt.Sprintf("windows:\n- {name: minutely, schedule: \"* * * * *\", duration: %s, reason: edge}\n", window)},
 	}, metav1.CreateOptions{})
 	require.NoError(b, err)
 	admin := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{})

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
@@ -103,7 +105,7 @@ func BenchmarkStartFloor(b *testing.B) {
 	}
 	status := []string{"status", target, "--lock-namespace", ns}
 	bins := []startBin{
-		{"floor (startfloor: kubeconfig, transport, GET)", "floor-", floor, []string{ns, lock.Name(target)}},
+		{"floor (startfloor: kubeconfig, transport, GET)", "floor-", floor, []string{ns, record.Name(target)}},
 		{"lockctl status TARGET", "status-", clitest.Binary(b), status},
 	}
 	for i, base := range strings.Split(os.Getenv("LOCKCTL_BENCH_BASELINE_BIN"), ",") {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -233,7 +235,7 @@ func lockReleaseHandovers(b *testing.B, env *testenv.Env, n int) (handovers, rel
 	const target = "staging"
 
 	holder := clitest.Identity(repos[0], 1)
-	_, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: holder, Policy: lock.PolicyFIFO})
+	_, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: holder, Policy: record.PolicyFIFO})
 	require.NoError(b, err)
 	for i := range n {
 		cur := clients[i%2]
@@ -269,9 +271,9 @@ func lockReleaseHeldHandovers(b *testing.B, env *testenv.Env, n int) (handovers,
 	repos := []string{"web", "api"}
 	const target = "staging"
 
-	h, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity(repos[0], 1), Policy: lock.PolicyFIFO})
+	h, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity(repos[0], 1), Policy: record.PolicyFIFO})
 	require.NoError(b, err)
-	handedAt := watchHandOvers(ctx, b, newClientset(b, env.RESTConfig), ns, lock.Name(target))
+	handedAt := watchHandOvers(ctx, b, newClientset(b, env.RESTConfig), ns, record.Name(target))
 	type timed struct {
 		claim     string
 		start, at time.Time
@@ -321,7 +323,7 @@ func watchHandOvers(ctx context.Context, b *testing.B, c kubernetes.Interface, n
 				continue
 			}
 			at := time.Now()
-			rec, err := lock.Decode(cm)
+			rec, err := record.Decode(cm)
 			if err != nil || !rec.Holder.HandedOver {
 				continue
 			}
@@ -348,9 +350,9 @@ func lockPodHandovers(b *testing.B, env *testenv.Env, n int) (handovers, kwok, a
 	clients := []*lock.Client{newLockClient(b, env.RESTConfig, ns), newLockClient(b, env.RESTConfig, ns)}
 	repos := []string{"web", "api"}
 	const target = "staging"
-	podRef := func(i int) *lock.PodRef { return &lock.PodRef{Namespace: ns, Name: pods[i].Name, UID: pods[i].UID} }
+	podRef := func(i int) *record.PodRef { return &record.PodRef{Namespace: ns, Name: pods[i].Name, UID: pods[i].UID} }
 
-	_, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity(repos[0], 1), Pod: podRef(0), Policy: lock.PolicyFIFO})
+	_, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: clitest.Identity(repos[0], 1), Pod: podRef(0), Policy: record.PolicyFIFO})
 	require.NoError(b, err)
 	for i := range n {
 		next := clitest.Identity(repos[(i+1)%2], i+2)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -156,7 +158,7 @@ func drainQueue(b *testing.B, env *testenv.Env, n int, hold time.Duration) queue
 		cs := newKube(b, cfg)
 		clients[i] = lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 	}
-	ids := make([]lock.Identity, n)
+	ids := make([]record.Identity, n)
 	for i := range ids {
 		ids[i] = clitest.Identity(fmt.Sprintf("service-%03d", i), 1000+i)
 	}
@@ -164,7 +166,7 @@ func drainQueue(b *testing.B, env *testenv.Env, n int, hold time.Duration) queue
 	// The first takes the lock; the others join its queue one after the
 	// other (a joining burst is BenchmarkContention's), each once the one
 	// before it is queued.
-	first, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: ids[0], Policy: lock.PolicyFIFO})
+	first, err := clients[0].Acquire(ctx, lock.Request{Target: target, Identity: ids[0], Policy: record.PolicyFIFO})
 	require.NoError(b, err)
 	type acquired struct {
 		i  int
@@ -179,8 +181,8 @@ func drainQueue(b *testing.B, env *testenv.Env, n int, hold time.Duration) queue
 		go func() {
 			var once sync.Once
 			h, err := clients[i].Acquire(ctx, lock.Request{
-				Target: target, Identity: ids[i], Policy: lock.PolicyFIFO,
-				OnProgress: func(lock.Progress) { once.Do(joined.Done) },
+				Target: target, Identity: ids[i], Policy: record.PolicyFIFO,
+				Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(joined.Done) }},
 			})
 			once.Do(joined.Done)
 			if err != nil {
@@ -194,9 +196,9 @@ func drainQueue(b *testing.B, env *testenv.Env, n int, hold time.Duration) queue
 			b.Logf("  %s: %d queued", time.Now().Format(time.TimeOnly), i)
 		}
 	}
-	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, lock.Name(target), metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, record.Name(target), metav1.GetOptions{})
 	require.NoError(b, err)
-	run := queueRun{n: n, recordBytes: len(cm.Annotations[lock.RecordAnnotation]), handed: n - 1}
+	run := queueRun{n: n, recordBytes: len(cm.Annotations[record.RecordAnnotation]), handed: n - 1}
 
 	apiPID := env.PID("kube-apiserver")
 	cpu0 := processCPU(apiPID)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -188,14 +190,14 @@ func replay(b *testing.B, l *lock.Client, trace []arrival, speedup float64) []re
 			r.estimate, r.naive = -1, -1
 			joined := time.Now()
 			var once sync.Once
-			req := lock.Request{Target: "staging", Policy: lock.PolicyFIFO, ClaimID: fmt.Sprintf("c%d", i),
-				Identity: lock.Identity{Owner: "acme", Repo: fmt.Sprintf("app%d", i), Branch: "main", Build: "1"}, TTL: metav1.Duration{Duration: time.Hour}.Duration,
-				OnProgress: func(p lock.Progress) {
+			req := lock.Request{Target: "staging", Policy: record.PolicyFIFO, ClaimID: fmt.Sprintf("c%d", i),
+				Identity: record.Identity{Owner: "acme", Repo: fmt.Sprintf("app%d", i), Branch: "main", Build: "1"}, TTL: metav1.Duration{Duration: time.Hour}.Duration,
+				Callbacks: lock.Callbacks{OnProgress: func(p lock.Progress) {
 					if p.Position == 0 {
 						return
 					}
 					once.Do(func() { r.estimate, r.naive, r.budget, r.position = judge(p, joined, st) })
-				}}
+				}}}
 			held, err := l.Acquire(ctx, req)
 			if err != nil {
 				errs <- fmt.Errorf("contender %d: %w", i, err)
@@ -237,7 +239,7 @@ func (s stretch) micro(t metav1.MicroTime) metav1.MicroTime { return metav1.NewM
 func judge(p lock.Progress, now time.Time, s stretch) (estimate, naive, budget time.Duration, position int) {
 	estimate, naive = -1, -1
 	in := *p.Wait
-	in.History = make([]lock.HistoryEntry, len(p.Wait.History))
+	in.History = make([]record.HistoryEntry, len(p.Wait.History))
 	for i, h := range p.Wait.History {
 		h.Since, h.Until = s.micro(h.Since), s.micro(h.Until)
 		if h.Queued != nil {
@@ -262,9 +264,9 @@ func judge(p lock.Progress, now time.Time, s stretch) (estimate, naive, budget t
 		slices.Sort(holds)
 		naive = time.Duration(p.Position) * stats.Quantile(holds, 0.5)
 	}
-	rec := &lock.Record{Target: p.Target, History: in.History, Waiters: p.Ahead}
+	rec := &record.Record{Target: p.Target, History: in.History, Waiters: p.Ahead}
 	if in.HolderSince != nil {
-		rec.Holder = lock.Claim{Identity: p.Holder.Identity, ClaimID: p.Holder.ClaimID, Since: metav1.NewMicroTime(*in.HolderSince)}
+		rec.Holder = record.Claim{Identity: p.Holder.Identity, ClaimID: p.Holder.ClaimID, Since: metav1.NewMicroTime(*in.HolderSince)}
 	}
 	return estimate, naive, stats.BudgetOf(rec, sim).Timeout, p.Position
 }

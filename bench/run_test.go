@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // stampedCommand is the command each `lockctl run` holds the lock for: it
@@ -170,7 +171,7 @@ type lockChange struct {
 // is called.
 func watchLock(b *testing.B, env *testenv.Env, ns, target string) (stop func() []lockChange) {
 	w, err := env.Client.CoreV1().ConfigMaps(ns).Watch(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", lock.Name(target)).String(),
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", record.Name(target)).String(),
 	})
 	require.NoError(b, err)
 	var changes []lockChange
@@ -183,7 +184,7 @@ func watchLock(b *testing.B, env *testenv.Env, ns, target string) (stop func() [
 			if !ok {
 				continue
 			}
-			rec, err := lock.Decode(cm)
+			rec, err := record.Decode(cm)
 			if err != nil || rec.IsFree() {
 				continue
 			}

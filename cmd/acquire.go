@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -27,7 +29,7 @@ type acquireOptions struct {
 }
 
 func newAcquireCmd(f *Factory, runF func(*acquireOptions) error) *cobra.Command {
-	o := &acquireOptions{f: f, ContenderFlags: cli.NewContenderFlags(lock.DefaultTTL)}
+	o := &acquireOptions{f: f, ContenderFlags: cli.NewContenderFlags(record.DefaultTTL)}
 	c := &cobra.Command{
 		Use:   "acquire NAMESPACE [NAMESPACE...]",
 		Short: "Take the deploy lock of a namespace, waiting for it if needed",
@@ -164,7 +166,7 @@ func runAcquire(ctx context.Context, o *acquireOptions) error {
 	wait := progress.NewWait(o.f.Console(), progress.WaitOptions{Clock: sites.Locks[0].Clock()})
 	parts := sites.Parts(lock.Request{
 		Identity: id, Job: holder.Job, RunURL: holder.RunURL, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
-		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, OnProgress: wait.Update, NoWait: o.NoWait,
+		Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, Callbacks: lock.Callbacks{OnProgress: wait.Update}, NoWait: o.NoWait,
 	}, o.Targets)
 	cmdCtx := ctx
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.ResolveTimeout(ctx, o.f, parts))

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +30,7 @@ func TestNewAcquireCmd(t *testing.T) {
 		{
 			name: "defaults",
 			args: []string{"staging"},
-			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"}},
 		},
 		{
 			name: "every flag",
@@ -36,26 +38,26 @@ func TestNewAcquireCmd(t *testing.T) {
 				"--lock-namespace", "locks", "--ttl", "5m", "--timeout", "30s", "--policy", "fifo", "--priority", "high", "--progress", "plain", "-o", "yaml"},
 			want: acquireOptions{
 				LockFlags: cli.LockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"},
-				Target:    "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: 5 * time.Minute, Timeout: 30 * time.Second, Policy: lock.PolicyFIFO, Priority: lock.PriorityHigh, Progress: "plain"}, Output: "yaml",
+				Target:    "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: 5 * time.Minute, Timeout: 30 * time.Second, Policy: record.PolicyFIFO, Priority: record.PriorityHigh, Progress: "plain"}, Output: "yaml",
 			},
 		},
 		{
 			name: "flags from LOCKCTL_ environment, command line wins",
 			args: []string{"staging", "--ttl", "2m"},
 			env:  map[string]string{"LOCKCTL_LOCK_NAMESPACE": "locks", "LOCKCTL_TTL": "9m", "LOCKCTL_TIMEOUT": "1m"},
-			want: acquireOptions{LockFlags: cli.LockFlags{LockNamespace: "locks"}, Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: 2 * time.Minute, Timeout: time.Minute, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}},
+			want: acquireOptions{LockFlags: cli.LockFlags{LockNamespace: "locks"}, Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: 2 * time.Minute, Timeout: time.Minute, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"}},
 		},
 		{
 			name: "no-wait",
 			args: []string{"staging", "--no-wait"},
-			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}, NoWait: true},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"}, NoWait: true},
 		},
 		{
 			name: "across clusters",
 			args: []string{"production", "--contexts", "prod-us,prod-eu,prod-ap"},
 			want: acquireOptions{
 				LockFlags: cli.LockFlags{Contexts: []string{"prod-us", "prod-eu", "prod-ap"}},
-				Target:    "production", Targets: []string{"production"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+				Target:    "production", Targets: []string{"production"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"},
 			},
 		},
 		{
@@ -64,28 +66,28 @@ func TestNewAcquireCmd(t *testing.T) {
 			env:  map[string]string{"LOCKCTL_CONTEXTS": "prod-us,prod-eu"},
 			want: acquireOptions{
 				LockFlags: cli.LockFlags{Contexts: []string{"prod-us", "prod-eu"}},
-				Target:    "production", Targets: []string{"production"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+				Target:    "production", Targets: []string{"production"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"},
 			},
 		},
 		{
 			name: "applications, repeated and listed, from the command line and the environment",
 			args: []string{"staging", "--app", "argocd/web", "--app", "flux/kustomization/apps/web,argocd/web"},
-			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",
-				Apps: []lock.App{{Kind: lock.AppArgoCD, Name: "web"}, {Kind: lock.AppFluxKustomization, Namespace: "apps", Name: "web"}}}},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto",
+				Apps: []record.App{{Kind: record.AppArgoCD, Name: "web"}, {Kind: record.AppFluxKustomization, Namespace: "apps", Name: "web"}}}},
 		},
 		{
 			name: "applications from LOCKCTL_APP",
 			args: []string{"staging"},
 			env:  map[string]string{"LOCKCTL_APP": "argocd/team-a/web,flux/helmrelease/apps/web"},
-			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto",
-				Apps: []lock.App{{Kind: lock.AppArgoCD, Namespace: "team-a", Name: "web"}, {Kind: lock.AppFluxHelmRelease, Namespace: "apps", Name: "web"}}}},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto",
+				Apps: []record.App{{Kind: record.AppArgoCD, Namespace: "team-a", Name: "web"}, {Kind: record.AppFluxHelmRelease, Namespace: "apps", Name: "web"}}}},
 		},
 		{name: "bad application", args: []string{"staging", "--app", "flux/web"}, wantErr: `invalid argument "flux/web" for "--app" flag: application "flux/web" names Flux kind "web": use argocd/NAME, argocd/NAMESPACE/NAME, flux/kustomization/NAMESPACE/NAME or flux/helmrelease/NAMESPACE/NAME`},
 		{name: "no-wait with a timeout", args: []string{"staging", "--no-wait", "--timeout", "1m"}, wantErr: "--no-wait and --timeout exclude each other"},
 		{
 			name: "a budget from history",
 			args: []string{"staging", "--timeout", "auto"},
-			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, TimeoutAuto: true, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}},
+			want: acquireOptions{Target: "staging", Targets: []string{"staging"}, ContenderFlags: cli.ContenderFlags{TTL: time.Hour, TimeoutAuto: true, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"}},
 		},
 		{name: "no-wait with a budget", args: []string{"staging", "--no-wait", "--timeout", "auto"}, wantErr: "--no-wait and --timeout exclude each other"},
 		{name: "bad timeout", args: []string{"staging", "--timeout", "soon"}, wantErr: `invalid argument "soon" for "--timeout" flag: "soon" is neither a duration (30m, 1h) nor auto`},
@@ -115,8 +117,8 @@ func TestNewAcquireCmd(t *testing.T) {
 func TestRunAcquire(t *testing.T) {
 	t.Parallel()
 	heldBy41 := func() *corev1.ConfigMap {
-		return lockConfigMap(t, "staging", lock.Claim{
-			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "43"},
+		return lockConfigMap(t, "staging", record.Claim{
+			Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "43"},
 			ClaimID:  "s43", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
 			Expires: ptrMicro(testNow.Add(time.Hour)),
 		})
@@ -208,7 +210,7 @@ func TestRunAcquire(t *testing.T) {
 				// The session is random: check the fields that tell.
 				var l lock.LockView
 				require.NoError(t, json.Unmarshal(te.out.Bytes(), &l), "stdout: %s", te.out)
-				assert.Equal(t, lock.KindLock, l.Kind, "kind")
+				assert.Equal(t, "Lock", l.Kind, "kind")
 				assert.Equal(t, lock.StateHeld, l.Status.State, "state")
 				assert.Equal(t, "1", l.Status.Token, "token")
 				require.NotNil(t, l.Status.Holder, "holder")
@@ -219,7 +221,7 @@ func TestRunAcquire(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantErrOut, te.errOut.String(), "stderr")
 			if tt.wantUntouched {
-				cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+				cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 				require.NoError(t, err)
 				assert.Equal(t, tt.objs[0].Annotations, cm.Annotations, "the lock is left as it was")
 			}

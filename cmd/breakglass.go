@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
@@ -68,7 +70,7 @@ func (o *breakGlassOptions) validate() error {
 	if o.For <= 0 {
 		return cmdutil.FlagErrorf("--for must be positive, got %s", o.For)
 	}
-	if err := lock.ValidateFreezeReason(o.Reason); err != nil {
+	if err := record.ValidateFreezeReason(o.Reason); err != nil {
 		return cmdutil.FlagErrorf("invalid --reason: %v: say why the lock is overridden", err)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +20,6 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // TestIntegrationEnforceCommand: lockctl enforce --mode deny returns once
@@ -95,7 +96,7 @@ func TestIntegrationAcquireAsksWhoOnlyWhenEnforced(t *testing.T) {
 		var out, errOut bytes.Buffer
 		f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 		who := f.WhoAmI
-		f.WhoAmI = func(ctx context.Context) (lock.User, error) { asked++; return who(ctx) }
+		f.WhoAmI = func(ctx context.Context) (record.User, error) { asked++; return who(ctx) }
 		err := Run(t.Context(), f, append(args, "--kubeconfig", env.Kubeconfig, "-n", lockNS))
 		if err != nil {
 			cmdutil.PrintError(&errOut, err, 0)
@@ -121,7 +122,7 @@ func TestIntegrationAcquireAsksWhoOnlyWhenEnforced(t *testing.T) {
 
 	_, errOut, code = lockctl("enforce", enforced, "--uninstall")
 	require.Equal(t, cmdutil.CodeOK, code, errOut)
-	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(enforced), metav1.GetOptions{})
+	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name(enforced), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, cm.Annotations, lock.EnforcedAnnotation, "--uninstall removes the mark")
+	assert.NotContains(t, cm.Annotations, record.EnforcedAnnotation, "--uninstall removes the mark")
 }

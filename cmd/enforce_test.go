@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +14,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/enforce"
-	"github.com/lockctl/lockctl/lock"
 )
 
 func TestNewEnforceCmd(t *testing.T) {
@@ -74,7 +75,7 @@ func TestRunEnforce(t *testing.T) {
 	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), "lockctl-lock-prod", metav1.GetOptions{})
 	require.NoError(t, err)
 	for k := range cm.Annotations {
-		if strings.HasPrefix(k, lock.SummaryPrefix) {
+		if strings.HasPrefix(k, record.SummaryPrefix) {
 			delete(cm.Annotations, k)
 		}
 	}
@@ -91,7 +92,7 @@ func TestRunEnforce(t *testing.T) {
 		"10:00:00 lock \"prod\" enforced (warn, strict) by ValidatingAdmissionPolicy lockctl-enforce-prod; the API server applies it within seconds\n", te.errOut.String())
 	cm, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), "lockctl-lock-prod", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "acme/web@main#1", cm.Annotations[lock.SummaryHolderAnnotation], "the summary is written")
+	assert.Equal(t, "acme/web@main#1", cm.Annotations[record.SummaryHolderAnnotation], "the summary is written")
 	adm := te.cs.AdmissionregistrationV1()
 	p, err := adm.ValidatingAdmissionPolicies().Get(t.Context(), "lockctl-enforce-prod", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -186,7 +187,7 @@ func TestRunEnforceRefusesTargets(t *testing.T) {
 			assert.Contains(t, err.Error(), "enforce it only with --force")
 			_, err = te.cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(t.Context(), enforce.Name(target), metav1.GetOptions{})
 			assert.Error(t, err, "nothing installed")
-			_, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+			_, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), record.Name(target), metav1.GetOptions{})
 			assert.Error(t, err, "nothing marked")
 			require.NoError(t, te.run("enforce", target, "--force"))
 		})

@@ -3,11 +3,12 @@ package cmd
 import (
 	"context"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // freezeOptions configure `lockctl freeze`.
@@ -76,7 +77,7 @@ func (o *freezeOptions) validate() error {
 	if err := o.EndFlags.Validate("the freeze"); err != nil {
 		return err
 	}
-	if err := lock.ValidateFreezeReason(o.Reason); err != nil {
+	if err := record.ValidateFreezeReason(o.Reason); err != nil {
 		return cmdutil.FlagErrorf("invalid --reason: %v: say why the namespace is frozen", err)
 	}
 	return nil
@@ -92,7 +93,7 @@ func runFreeze(ctx context.Context, o *freezeOptions) error {
 		return err
 	}
 	until, _ := o.End(o.f.Clock.Now()) // checked by validate
-	return cli.FreezeAcross(ctx, o.f, sites, lock.FreezeRequest{Target: o.Target, By: holder.Identity, Reason: o.Reason, Until: until}, o.Output)
+	return cli.FreezeAcross(ctx, o.f, sites, record.FreezeRequest{Target: o.Target, By: holder.Identity, Reason: o.Reason, Until: until}, o.Output)
 }
 
 // unfreezeOptions configure `lockctl unfreeze`.

@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // windowStartedNow returns a daily schedule that fired in the minute
@@ -74,9 +75,9 @@ func TestIntegrationFreezeWindowsCommand(t *testing.T) {
 
 	// A typo written by hand.
 	cms := env.Client.CoreV1().ConfigMaps(ns)
-	cm, err := cms.Get(t.Context(), lock.FreezeWindowsName, metav1.GetOptions{})
+	cm, err := cms.Get(t.Context(), record.FreezeWindowsName, metav1.GetOptions{})
 	require.NoError(t, err)
-	cm.Data[lock.FreezeWindowsKey] += "- {name: nightly, schedule: \"0 22 * * *\", duration: 8 hours, reason: nightly}\n"
+	cm.Data[record.FreezeWindowsKey] += "- {name: nightly, schedule: \"0 22 * * *\", duration: 8 hours, reason: nightly}\n"
 	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 
@@ -96,8 +97,8 @@ func TestIntegrationFreezeWindowsCommand(t *testing.T) {
 	require.Zero(t, code, errOut)
 	_, errOut, code = lockctlIn(t, env, ns, "acquire", "qa", "--owner", "acme", "--repo", "web", "--branch", "main", "--build", "2", "--no-wait")
 	assert.Zero(t, code, errOut)
-	got, err := cms.Get(t.Context(), lock.FreezeWindowsName, metav1.GetOptions{})
+	got, err := cms.Get(t.Context(), record.FreezeWindowsName, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Contains(t, got.Data[lock.FreezeWindowsKey], "name: now", "the good window stays")
-	assert.False(t, strings.Contains(got.Data[lock.FreezeWindowsKey], "nightly"))
+	assert.Contains(t, got.Data[record.FreezeWindowsKey], "name: now", "the good window stays")
+	assert.False(t, strings.Contains(got.Data[record.FreezeWindowsKey], "nightly"))
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -12,15 +14,14 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // windowsConfigMap is a freeze windows ConfigMap of the default namespace
 // holding data, as written by hand.
 func windowsConfigMap(data string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: "default"},
-		Data:       map[string]string{lock.FreezeWindowsKey: data},
+		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName, Namespace: "default"},
+		Data:       map[string]string{record.FreezeWindowsKey: data},
 	}
 }
 
@@ -117,9 +118,9 @@ func TestRunFreezeWindows(t *testing.T) {
 	te := newTestEnv(t)
 	require.NoError(t, te.run("freeze-windows", "add", "nightly", "--schedule", "0 22 * * *", "--duration", "8h", "--reason", "nightly maintenance", "--target", "production"))
 	assert.Equal(t, "10:00:00 freeze window \"nightly\" added to configmap default/lockctl-freeze-windows: 0 22 * * * for 8h0m0s, production\n", te.errOut.String())
-	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.FreezeWindowsName, metav1.GetOptions{})
+	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), record.FreezeWindowsName, metav1.GetOptions{})
 	require.NoError(t, err)
-	ws, err := lock.ParseFreezeWindows([]byte(cm.Data[lock.FreezeWindowsKey]))
+	ws, err := record.ParseFreezeWindows([]byte(cm.Data[record.FreezeWindowsKey]))
 	require.NoError(t, err, "what add writes reads back")
 	require.Len(t, ws, 1)
 	assert.Equal(t, "nightly", ws[0].Name)
@@ -163,7 +164,7 @@ func TestRunFreezeWindowsAddRefused(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), "\n", "one line")
 			assert.Equal(t, cmdutil.CodeUsage, cmdutil.ExitCode(err), "exit 2")
-			_, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.FreezeWindowsName, metav1.GetOptions{})
+			_, err = te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), record.FreezeWindowsName, metav1.GetOptions{})
 			assert.True(t, apierrors.IsNotFound(err), "nothing written: %v", err)
 		})
 	}
@@ -183,9 +184,9 @@ func TestRunFreezeWindowsBroken(t *testing.T) {
 	assert.Contains(t, te.out.String(), `nightly   0 22 * * *     -          production   invalid: window 2 ("nightly"): duration "8 hours": want a positive duration such as 8h or 90m   nightly maintenance`)
 
 	require.NoError(t, te.run("freeze-windows", "remove", "nightly"))
-	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.FreezeWindowsName, metav1.GetOptions{})
+	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), record.FreezeWindowsName, metav1.GetOptions{})
 	require.NoError(t, err)
-	ws, err := lock.ParseFreezeWindows([]byte(cm.Data[lock.FreezeWindowsKey]))
+	ws, err := record.ParseFreezeWindows([]byte(cm.Data[record.FreezeWindowsKey]))
 	require.NoError(t, err, "the broken entry is gone")
 	require.Len(t, ws, 1)
 	assert.Equal(t, "friday", ws[0].Name, "the other stays")

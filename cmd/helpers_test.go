@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
@@ -29,7 +31,6 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // update rewrites golden files: go test ./cmd -update
@@ -198,15 +199,15 @@ func findCmd(root *cobra.Command, name string) *cobra.Command {
 
 // lockConfigMap builds the lock of target held by holder, as lockctl
 // writes it.
-func lockConfigMap(t *testing.T, target string, holder lock.Claim, waiters ...lock.Claim) *corev1.ConfigMap {
+func lockConfigMap(t *testing.T, target string, holder record.Claim, waiters ...record.Claim) *corev1.ConfigMap {
 	t.Helper()
-	rec := lock.Record{Target: target, Policy: lock.PolicyNewest, Holder: holder, Waiters: waiters, Updated: holder.Since}
+	rec := record.Record{Target: target, Policy: record.PolicyNewest, Holder: holder, Waiters: waiters, Updated: holder.Since}
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: lock.Name(target), Namespace: "default", UID: "lock-uid",
-		Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue},
-		Annotations: map[string]string{lock.RecordAnnotation: string(raw)},
+		Name: record.Name(target), Namespace: "default", UID: "lock-uid",
+		Labels:      map[string]string{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue},
+		Annotations: map[string]string{record.RecordAnnotation: string(raw)},
 	}}
 }
 

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/cmd/internal/cli/term"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // historyOptions configure `lockctl history`.
@@ -52,7 +53,7 @@ func newHistoryCmd(f *Factory, runF func(*historyOptions) error) *cobra.Command 
 
 			Reading changes nothing. A lock never taken has no history: history
 			says so on stderr and exits 0.
-		`), lock.MaxHistory) + "\n" + cmdutil.ExitCodeHelp,
+		`), record.MaxHistory) + "\n" + cmdutil.ExitCodeHelp,
 		Example: cli.Examples(`
 			# Who deployed to staging lately
 			lockctl history staging

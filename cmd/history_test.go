@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/lock"
 )
 
 func TestNewHistoryCmd(t *testing.T) {
@@ -86,18 +87,18 @@ func TestRunHistory(t *testing.T) {
 // moves its since), then the end of its hold and the next holder.
 func TestRunHistoryWatchShowsAHandOverOnce(t *testing.T) {
 	t.Parallel()
-	web := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"},
+	web := record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"},
 		ClaimID: "s42", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)), Expires: ptrMicro(testNow.Add(time.Hour))}
-	api := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
+	api := record.Claim{Identity: record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
 		ClaimID: "w", Since: metav1.NewMicroTime(testNow.Add(-30 * time.Second)), Expires: ptrMicro(testNow.Add(time.Hour))}
-	webEnded := lock.HistoryEntry{Identity: web.Identity, Since: web.Since, Until: metav1.NewMicroTime(testNow), Ended: lock.EndHandedOver, By: api.Identity.String()}
-	version := func(rv string, holder lock.Claim, history ...lock.HistoryEntry) *corev1.ConfigMap {
+	webEnded := record.HistoryEntry{Identity: web.Identity, Since: web.Since, Until: metav1.NewMicroTime(testNow), Ended: record.EndHandedOver, By: api.Identity.String()}
+	version := func(rv string, holder record.Claim, history ...record.HistoryEntry) *corev1.ConfigMap {
 		cm := lockConfigMap(t, "staging", holder)
 		cm.ResourceVersion = rv
-		rec := lock.Record{Target: "staging", Policy: lock.PolicyNewest, Holder: holder, Updated: metav1.NewMicroTime(testNow), History: history}
+		rec := record.Record{Target: "staging", Policy: record.PolicyNewest, Holder: holder, Updated: metav1.NewMicroTime(testNow), History: history}
 		raw, err := json.Marshal(rec)
 		require.NoError(t, err)
-		cm.Annotations[lock.RecordAnnotation] = string(raw)
+		cm.Annotations[record.RecordAnnotation] = string(raw)
 		return cm
 	}
 
@@ -115,9 +116,9 @@ func TestRunHistoryWatchShowsAHandOverOnce(t *testing.T) {
 	confirmed := api
 	confirmed.Since = metav1.NewMicroTime(testNow.Add(time.Second))
 	fw.Modify(version("3", confirmed, webEnded))
-	db := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "db", Branch: "main", Build: "3"},
+	db := record.Claim{Identity: record.Identity{Owner: "acme", Repo: "db", Branch: "main", Build: "3"},
 		ClaimID: "d", Since: metav1.NewMicroTime(testNow.Add(2 * time.Second)), Expires: ptrMicro(testNow.Add(time.Hour)), HandedOver: true}
-	apiEnded := lock.HistoryEntry{Identity: api.Identity, Since: confirmed.Since, Until: db.Since, Ended: lock.EndHandedOver, By: db.Identity.String()}
+	apiEnded := record.HistoryEntry{Identity: api.Identity, Since: confirmed.Since, Until: db.Since, Ended: record.EndHandedOver, By: db.Identity.String()}
 	fw.Modify(version("4", db, webEnded, apiEnded))
 	for strings.Count(out.String(), "\n") < 6 {
 		select {

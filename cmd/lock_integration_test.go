@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -78,9 +80,9 @@ func TestIntegrationCorruptLockHintRuns(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: lock.Name("staging"), Namespace: ns,
-		Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue},
-		Annotations: map[string]string{lock.RecordAnnotation: `{"target":"staging","holder":`},
+		Name: record.Name("staging"), Namespace: ns,
+		Labels:      map[string]string{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue},
+		Annotations: map[string]string{record.RecordAnnotation: `{"target":"staging","holder":`},
 	}}
 	_, err := env.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
 	require.NoError(t, err)

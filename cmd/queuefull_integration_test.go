@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +16,6 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // TestIntegrationAcquireFullQueue: on the real API server, a lock whose
@@ -32,31 +33,31 @@ func TestIntegrationAcquireFullQueue(t *testing.T) {
 	now := time.Now()
 	pad := func(prefix string, i int) string {
 		s := fmt.Sprintf("%s-%d-", prefix, i)
-		return s + strings.Repeat("x", lock.MaxIdentityFieldLen-len(s))
+		return s + strings.Repeat("x", record.MaxIdentityFieldLen-len(s))
 	}
-	claim := func(i int, expires time.Time) lock.Claim {
-		return lock.Claim{
-			Identity: lock.Identity{Owner: pad("owner", i), Repo: pad("repo", i), Branch: pad("branch", i), Build: "1"},
+	claim := func(i int, expires time.Time) record.Claim {
+		return record.Claim{
+			Identity: record.Identity{Owner: pad("owner", i), Repo: pad("repo", i), Branch: pad("branch", i), Build: "1"},
 			ClaimID:  fmt.Sprintf("claim-%d", i),
 			Since:    metav1.NewMicroTime(now),
 			Expires:  ptrMicro(expires),
 		}
 	}
-	rec := lock.Record{Version: lock.RecordVersion, Target: target, Policy: lock.PolicyFIFO, Holder: claim(0, now.Add(time.Hour)), Updated: metav1.NewMicroTime(now)}
+	rec := record.Record{Version: record.RecordVersion, Target: target, Policy: record.PolicyFIFO, Holder: claim(0, now.Add(time.Hour)), Updated: metav1.NewMicroTime(now)}
 	one, err := json.Marshal(claim(1, now))
 	require.NoError(t, err)
 	base, err := json.Marshal(rec)
 	require.NoError(t, err)
-	for i := range (lock.MaxQueueBytes - 512 - len(base)) / (len(one) + 1) {
+	for i := range (record.MaxQueueBytes - 512 - len(base)) / (len(one) + 1) {
 		rec.Waiters = append(rec.Waiters, claim(i+1, now.Add(time.Hour)))
 	}
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
-	require.LessOrEqual(t, len(raw), lock.MaxQueueBytes)
+	require.LessOrEqual(t, len(raw), record.MaxQueueBytes)
 	cm, err := env.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: lock.Name(target), Namespace: ns,
-		Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue},
-		Annotations: map[string]string{lock.RecordAnnotation: string(raw)},
+		Name: record.Name(target), Namespace: ns,
+		Labels:      map[string]string{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue},
+		Annotations: map[string]string{record.RecordAnnotation: string(raw)},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -74,7 +75,7 @@ func TestIntegrationAcquireFullQueue(t *testing.T) {
 	// history entry. At the longest identities the record reaches its
 	// size before the history is full: the oldest holds go, never the
 	// newest lock.KeptHistory, and no write is refused.
-	for i := range lock.MaxHistory + 2 {
+	for i := range record.MaxHistory + 2 {
 		id := claim(i, now).Identity
 		_, errOut, code := lockctlIn(t, env, ns, "release", target, "--lock-namespace", ns,
 			"--owner", id.Owner, "--repo", id.Repo, "--branch", id.Branch, "--build", id.Build)
@@ -82,9 +83,9 @@ func TestIntegrationAcquireFullQueue(t *testing.T) {
 	}
 	after, err = env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), cm.Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	got, err := lock.Decode(after)
+	got, err := record.Decode(after)
 	require.NoError(t, err)
-	assert.GreaterOrEqual(t, len(got.History), lock.KeptHistory)
-	assert.LessOrEqual(t, len(got.History), lock.MaxHistory)
-	assert.Equal(t, claim(lock.MaxHistory+2, now).ClaimID, got.Holder.ClaimID)
+	assert.GreaterOrEqual(t, len(got.History), record.KeptHistory)
+	assert.LessOrEqual(t, len(got.History), record.MaxHistory)
+	assert.Equal(t, claim(record.MaxHistory+2, now).ClaimID, got.Holder.ClaimID)
 }

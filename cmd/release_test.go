@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
-	"github.com/lockctl/lockctl/lock"
 )
 
 func TestNewReleaseCmd(t *testing.T) {
@@ -38,9 +39,9 @@ func TestNewReleaseCmd(t *testing.T) {
 	}
 }
 
-func heldLock(t *testing.T, build string, waiters ...lock.Claim) *corev1.ConfigMap {
-	return lockConfigMap(t, "staging", lock.Claim{
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
+func heldLock(t *testing.T, build string, waiters ...record.Claim) *corev1.ConfigMap {
+	return lockConfigMap(t, "staging", record.Claim{
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
 		ClaimID:  "s" + build, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
 		Expires: ptrMicro(testNow.Add(time.Hour)),
 	}, waiters...)
@@ -48,8 +49,8 @@ func heldLock(t *testing.T, build string, waiters ...lock.Claim) *corev1.ConfigM
 
 // tokenLock is a lock held by build with the fencing token token.
 func tokenLock(t *testing.T, build, token string) *corev1.ConfigMap {
-	return lockConfigMap(t, "staging", lock.Claim{
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
+	return lockConfigMap(t, "staging", record.Claim{
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
 		ClaimID:  "s" + build, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
 		Expires: ptrMicro(testNow.Add(time.Hour)), Token: token,
 	})
@@ -58,8 +59,8 @@ func tokenLock(t *testing.T, build, token string) *corev1.ConfigMap {
 func TestRunRelease(t *testing.T) {
 	t.Parallel()
 	id := []string{"--owner", "acme", "--repo", "web", "--branch", "main", "--build", "42"}
-	waiter := lock.Claim{
-		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
+	waiter := record.Claim{
+		Identity: record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
 		ClaimID:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)),
 	}
 	tests := []struct {

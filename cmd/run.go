@@ -317,7 +317,7 @@ func (o *runOptions) run(ctx context.Context, jobs *run.Jobs, set func(*run.Opti
 		Observer: &progress.Run{Console: d, Clock: o.f.Clock, Target: o.Target, TTL: o.TTL, Wait: wait},
 		Across: sites.Parts(lock.Request{
 			Identity: holder.Identity, Job: holder.Job, RunURL: holder.RunURL, Unordered: holder.Unordered, Pod: o.PodRef(o.f), TTL: o.TTL, Policy: o.Policy,
-			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, OnProgress: wait.Update,
+			Priority: o.Priority, IgnoreFreeze: o.IgnoreFreeze, Apps: o.Apps, Callbacks: lock.Callbacks{OnProgress: wait.Update},
 			Cancelable: true, CancelInProgress: o.CancelInProgress,
 		}, o.Targets),
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +25,6 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/podwatch"
 	"github.com/lockctl/lockctl/run"
 )
@@ -31,7 +32,7 @@ import (
 func TestNewRunCmd(t *testing.T) {
 	t.Parallel()
 	job := func(mod func(*runOptions)) runOptions {
-		o := runOptions{Filename: "job.yaml", ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}}
+		o := runOptions{Filename: "job.yaml", ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"}}
 		if mod != nil {
 			mod(&o)
 		}
@@ -48,7 +49,7 @@ func TestNewRunCmd(t *testing.T) {
 		{
 			name: "command",
 			args: []string{"--lock", "staging", "--", "sh", "-c", "exit 7"},
-			want: runOptions{Target: "staging", Targets: []string{"staging"}, Command: []string{"sh", "-c", "exit 7"}, ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}},
+			want: runOptions{Target: "staging", Targets: []string{"staging"}, Command: []string{"sh", "-c", "exit 7"}, ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"}},
 		},
 		{
 			name: "every flag",
@@ -59,8 +60,8 @@ func TestNewRunCmd(t *testing.T) {
 				o.Target, o.Targets, o.DryRun = "staging", []string{"staging"}, true
 				o.LockFlags = cli.LockFlags{Owner: "acme", Repo: "web", Branch: "main", Build: "42", Pod: "ci/p", LockNamespace: "locks"}
 				o.ClusterFlags = cli.ClusterFlags{ConfigFile: "lockctl.yaml", BuildClusters: []string{"gpu=gpu-ctx"}, PodNamespace: "pods"}
-				o.TTL, o.Timeout, o.Policy, o.Progress = time.Minute, 5*time.Minute, lock.PolicyFIFO, "plain"
-				o.Priority = lock.PriorityLow
+				o.TTL, o.Timeout, o.Policy, o.Progress = time.Minute, 5*time.Minute, record.PolicyFIFO, "plain"
+				o.Priority = record.PriorityLow
 			}),
 		},
 		{
@@ -68,7 +69,7 @@ func TestNewRunCmd(t *testing.T) {
 			args: []string{"--lock", "staging", "--lock", "db-migrations", "--cancel-in-progress", "--", "true"},
 			want: runOptions{
 				Target: "staging", Targets: []string{"staging", "db-migrations"}, Command: []string{"true"}, CancelInProgress: true,
-				ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+				ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"},
 			},
 		},
 		{
@@ -77,7 +78,7 @@ func TestNewRunCmd(t *testing.T) {
 			want: runOptions{
 				LockFlags: cli.LockFlags{Contexts: []string{"prod-us", "prod-eu"}},
 				Target:    "staging", Targets: []string{"staging"}, Command: []string{"./deploy.sh"},
-				ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"},
+				ContenderFlags: cli.ContenderFlags{TTL: 30 * time.Second, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"},
 			},
 		},
 		{
@@ -89,7 +90,7 @@ func TestNewRunCmd(t *testing.T) {
 			args: []string{"--lock", "staging", "--ttl", "6s", "--kill-grace", "2s", "--", "true"},
 			want: runOptions{
 				Target: "staging", Targets: []string{"staging"}, Command: []string{"true"},
-				ContenderFlags: cli.ContenderFlags{TTL: 6 * time.Second, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}, KillGrace: 2 * time.Second,
+				ContenderFlags: cli.ContenderFlags{TTL: 6 * time.Second, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"}, KillGrace: 2 * time.Second,
 			},
 		},
 		{
@@ -151,8 +152,8 @@ var idFlags = []string{"--owner", "acme", "--repo", "web", "--branch", "main", "
 
 func TestRunRun(t *testing.T) {
 	t.Parallel()
-	heldBy43 := lockConfigMap(t, "staging", lock.Claim{
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "43"},
+	heldBy43 := lockConfigMap(t, "staging", record.Claim{
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "43"},
 		ClaimID:  "s43", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
 		Expires: ptrMicro(testNow.Add(time.Hour)),
 	})
@@ -319,14 +320,14 @@ func TestRunRunLockLost(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "ready") }, 10*time.Second, 10*time.Millisecond)
 	require.Eventually(t, te.clock.HasWaiters, 10*time.Second, 10*time.Millisecond, "the renewal waits")
 
-	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	var rec lock.Record
-	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
+	var rec record.Record
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[record.RecordAnnotation]), &rec))
 	rec.Holder.ClaimID, rec.Holder.Build = "other", "99"
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
-	cm.Annotations[lock.RecordAnnotation] = string(raw)
+	cm.Annotations[record.RecordAnnotation] = string(raw)
 	_, err = te.cs.CoreV1().ConfigMaps("default").Update(t.Context(), cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	te.clock.Step(10 * time.Second)
@@ -335,7 +336,7 @@ func TestRunRunLockLost(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, cmdutil.CodeError, cmdutil.ExitCode(err))
 	assert.Contains(t, err.Error(), `lock "staging" was lost while sh -c`)
-	assert.ErrorIs(t, err, lock.ErrLost)
+	assert.ErrorIs(t, err, record.ErrLost)
 	assert.Equal(t, "ready\ngot TERM\n", out.String(), "the command was stopped")
 	assert.Contains(t, errOut.String(), "lock lost: now held by acme/web@main#99: stopping the command with SIGTERM (SIGKILL after 5s)\n")
 	assert.NotContains(t, errOut.String(), "released", "someone else's lock is left alone")
@@ -529,12 +530,12 @@ func assertNoLock(t *testing.T, te *testEnv) {
 // released lock is kept, free, for its history).
 func lockHeld(t *testing.T, te *testEnv) bool {
 	t.Helper()
-	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false
 	}
 	require.NoError(t, err)
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	return err != nil || !rec.IsFree()
 }
 

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/stats"
 )
 
@@ -43,11 +44,11 @@ func TestIntegrationStatsAndTimeoutAuto(t *testing.T) {
 	queued := func(build string) {
 		t.Helper()
 		require.Eventually(t, func() bool {
-			cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+			cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 			if err != nil {
 				return false
 			}
-			rec, err := lock.Decode(cm)
+			rec, err := record.Decode(cm)
 			return err == nil && len(rec.Waiters) == 1 && rec.Waiters[0].Build == build
 		}, time.Minute, 10*time.Millisecond, "build %s waits", build)
 	}
@@ -86,21 +87,21 @@ func TestIntegrationStatsAndTimeoutAuto(t *testing.T) {
 	// of ten minutes, and a holder whose hold expires in two seconds.
 	now := time.Now()
 	at := func(d time.Duration) metav1.MicroTime { return metav1.NewMicroTime(now.Add(d)) }
-	id := func(build string) lock.Identity {
-		return lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: build}
+	id := func(build string) record.Identity {
+		return record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: build}
 	}
-	rec := lock.Record{Target: "api", Policy: lock.PolicyNewest, Updated: at(0),
-		Holder: lock.Claim{Identity: id("10"), ClaimID: "h10", Since: at(-time.Minute), Expires: ptrMicro(now.Add(2 * time.Second))}}
+	rec := record.Record{Target: "api", Policy: record.PolicyNewest, Updated: at(0),
+		Holder: record.Claim{Identity: id("10"), ClaimID: "h10", Since: at(-time.Minute), Expires: ptrMicro(now.Add(2 * time.Second))}}
 	for i := range 5 {
 		start := time.Duration(i-6) * time.Hour
-		rec.History = append(rec.History, lock.HistoryEntry{Identity: id(strconv.Itoa(i)), Since: at(start), Until: at(start + 10*time.Minute),
-			Ended: lock.EndReleased, Queued: ptrMicro(now.Add(start - time.Duration(i)*time.Minute))})
+		rec.History = append(rec.History, record.HistoryEntry{Identity: id(strconv.Itoa(i)), Since: at(start), Until: at(start + 10*time.Minute),
+			Ended: record.EndReleased, Queued: ptrMicro(now.Add(start - time.Duration(i)*time.Minute))})
 	}
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
 	cm := lockConfigMap(t, "api", rec.Holder)
 	cm.Namespace, cm.UID = ns, ""
-	cm.Annotations[lock.RecordAnnotation] = string(raw)
+	cm.Annotations[record.RecordAnnotation] = string(raw)
 	_, err = env.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
 	require.NoError(t, err)
 

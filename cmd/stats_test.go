@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/lock"
 )
 
 func TestNewStatsCmd(t *testing.T) {
@@ -82,25 +83,25 @@ func TestRunStats(t *testing.T) {
 func statsLock(t *testing.T) *corev1.ConfigMap {
 	t.Helper()
 	at := func(d time.Duration) metav1.MicroTime { return metav1.NewMicroTime(testNow.Add(d)) }
-	id := func(build string) lock.Identity {
-		return lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build}
+	id := func(build string) record.Identity {
+		return record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build}
 	}
-	entry := func(build string, since, until, queued time.Duration, how lock.Ending) lock.HistoryEntry {
-		e := lock.HistoryEntry{Identity: id(build), Since: at(since), Until: at(until), Ended: how, Queued: ptrMicro(testNow.Add(queued))}
+	entry := func(build string, since, until, queued time.Duration, how record.Ending) record.HistoryEntry {
+		e := record.HistoryEntry{Identity: id(build), Since: at(since), Until: at(until), Ended: how, Queued: ptrMicro(testNow.Add(queued))}
 		return e
 	}
-	old := entry("40", -3*time.Hour, -150*time.Minute, 0, lock.EndExpired)
+	old := entry("40", -3*time.Hour, -150*time.Minute, 0, record.EndExpired)
 	old.Queued = nil
-	holder := lock.Claim{Identity: id("44"), ClaimID: "s44", Since: at(-time.Minute), Queued: ptrMicro(testNow.Add(-time.Minute)), Expires: ptrMicro(testNow.Add(time.Hour))}
-	rec := lock.Record{Target: "staging", Policy: lock.PolicyNewest, Holder: holder, Updated: holder.Since, History: []lock.HistoryEntry{
+	holder := record.Claim{Identity: id("44"), ClaimID: "s44", Since: at(-time.Minute), Queued: ptrMicro(testNow.Add(-time.Minute)), Expires: ptrMicro(testNow.Add(time.Hour))}
+	rec := record.Record{Target: "staging", Policy: record.PolicyNewest, Holder: holder, Updated: holder.Since, History: []record.HistoryEntry{
 		old,
-		entry("41", -20*time.Minute, -10*time.Minute, -20*time.Minute, lock.EndBroken),
-		entry("42", -10*time.Minute, -5*time.Minute, -10*time.Minute, lock.EndHandedOver),
-		entry("43", -5*time.Minute, -time.Minute, -9*time.Minute, lock.EndReleased),
+		entry("41", -20*time.Minute, -10*time.Minute, -20*time.Minute, record.EndBroken),
+		entry("42", -10*time.Minute, -5*time.Minute, -10*time.Minute, record.EndHandedOver),
+		entry("43", -5*time.Minute, -time.Minute, -9*time.Minute, record.EndReleased),
 	}}
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
 	cm := lockConfigMap(t, "staging", holder)
-	cm.Annotations[lock.RecordAnnotation] = string(raw)
+	cm.Annotations[record.RecordAnnotation] = string(raw)
 	return cm
 }

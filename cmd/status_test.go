@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +18,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/lock"
 )
 
 func TestNewStatusCmd(t *testing.T) {
@@ -54,26 +55,26 @@ func TestNewStatusCmd(t *testing.T) {
 
 func TestRunStatus(t *testing.T) {
 	t.Parallel()
-	waiter := lock.Claim{
-		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
+	waiter := record.Claim{
+		Identity: record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
 		ClaimID:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)),
 	}
-	hotfix := lock.Claim{
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "hotfix", Build: "9"},
-		ClaimID:  "hf", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: lock.PriorityHigh,
+	hotfix := record.Claim{
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "hotfix", Build: "9"},
+		ClaimID:  "hf", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: record.PriorityHigh,
 	}
-	aged := lock.Claim{
-		Identity: lock.Identity{Owner: "acme", Repo: "docs", Branch: "main", Build: "3"},
-		ClaimID:  "lo", Since: metav1.NewMicroTime(testNow.Add(-lock.PriorityAgeing)), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: lock.PriorityLow,
+	aged := record.Claim{
+		Identity: record.Identity{Owner: "acme", Repo: "docs", Branch: "main", Build: "3"},
+		ClaimID:  "lo", Since: metav1.NewMicroTime(testNow.Add(-record.PriorityAgeing)), Expires: ptrMicro(testNow.Add(time.Minute)), Priority: record.PriorityLow,
 	}
 	tokened := heldLock(t, "43")
-	tokened.Name, tokened.Namespace = lock.Name("prod"), "ops"
-	tokened.Annotations[lock.RecordAnnotation] = strings.NewReplacer(`"target":"staging"`, `"target":"prod"`, `"session":"s43"`, `"apps":["argocd/web","flux/kustomization/apps/web"],"session":"s43","token":"17"`).
-		Replace(tokened.Annotations[lock.RecordAnnotation])
+	tokened.Name, tokened.Namespace = record.Name("prod"), "ops"
+	tokened.Annotations[record.RecordAnnotation] = strings.NewReplacer(`"target":"staging"`, `"target":"prod"`, `"session":"s43"`, `"apps":["argocd/web","flux/kustomization/apps/web"],"session":"s43","token":"17"`).
+		Replace(tokened.Annotations[record.RecordAnnotation])
 	corrupt := heldLock(t, "1")
-	corrupt.Name = lock.Name("broken")
-	corrupt.Labels[lock.TargetLabel] = "broken"
-	corrupt.Annotations[lock.RecordAnnotation] = `{"target":"broken"`
+	corrupt.Name = record.Name("broken")
+	corrupt.Labels[record.TargetLabel] = "broken"
+	corrupt.Annotations[record.RecordAnnotation] = `{"target":"broken"`
 	tests := []struct {
 		name       string
 		args       []string
@@ -135,7 +136,7 @@ func TestRunStatus(t *testing.T) {
 func withHistory(t *testing.T, cm *corev1.ConfigMap, n int, d time.Duration) *corev1.ConfigMap {
 	t.Helper()
 	var rec map[string]any
-	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[record.RecordAnnotation]), &rec))
 	start := testNow.Add(-time.Hour - time.Duration(n)*d)
 	var hist []any
 	for i := 0; i < n; i++ {
@@ -147,7 +148,7 @@ func withHistory(t *testing.T, cm *corev1.ConfigMap, n int, d time.Duration) *co
 	rec["history"] = hist
 	data, err := json.Marshal(rec)
 	require.NoError(t, err)
-	cm.Annotations[lock.RecordAnnotation] = string(data)
+	cm.Annotations[record.RecordAnnotation] = string(data)
 	return cm
 }
 
@@ -156,12 +157,12 @@ func withHistory(t *testing.T, cm *corev1.ConfigMap, n int, d time.Duration) *co
 // hand-over, then the lock deleted.
 func TestRunStatusWatch(t *testing.T) {
 	t.Parallel()
-	web := lock.Claim{
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"},
+	web := record.Claim{
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"},
 		ClaimID:  "s42", Since: metav1.NewMicroTime(testNow.Add(-time.Minute)), Expires: ptrMicro(testNow.Add(time.Hour)),
 	}
-	api := lock.Claim{
-		Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
+	api := record.Claim{
+		Identity: record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "5"},
 		ClaimID:  "w", Since: metav1.NewMicroTime(testNow), Expires: ptrMicro(testNow.Add(time.Hour)),
 	}
 	tests := []struct {
@@ -190,12 +191,12 @@ func TestRunStatusWatch(t *testing.T) {
 			handed := lockConfigMap(t, "staging", api)
 			handed.ResourceVersion = "2"
 			var rec map[string]any
-			require.NoError(t, json.Unmarshal([]byte(handed.Annotations[lock.RecordAnnotation]), &rec))
+			require.NoError(t, json.Unmarshal([]byte(handed.Annotations[record.RecordAnnotation]), &rec))
 			rec["history"] = []any{map[string]any{"owner": "acme", "repo": "web", "branch": "main", "build": "42",
 				"since": web.Since, "until": metav1.NewMicroTime(testNow), "ended": "handedOver", "by": "acme/api@main#5"}}
 			data, err := json.Marshal(rec)
 			require.NoError(t, err)
-			handed.Annotations[lock.RecordAnnotation] = string(data)
+			handed.Annotations[record.RecordAnnotation] = string(data)
 			fw.Modify(handed)
 			fw.Delete(handed)
 			for !tt.printed(out.String()) {
@@ -266,7 +267,7 @@ func TestSortByFindsNothing(t *testing.T) {
 			t.Parallel()
 			te := newTestEnv(t)
 			tokened := heldLock(t, "43")
-			tokened.Name, tokened.Namespace = lock.Name("prod"), "ops"
+			tokened.Name, tokened.Namespace = record.Name("prod"), "ops"
 			for _, o := range []*corev1.ConfigMap{withHistory(t, heldLock(t, "42"), 5, 4*time.Minute), tokened} {
 				_, err := te.cs.CoreV1().ConfigMaps(o.Namespace).Create(t.Context(), o, metav1.CreateOptions{})
 				require.NoError(t, err)

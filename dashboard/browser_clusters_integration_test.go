@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,7 +59,7 @@ func TestIntegrationDashboardBrowserAcross(t *testing.T) {
 	t.Logf("eu's page live after %v", took.Round(time.Millisecond))
 
 	eu := lock.New(cs.CoreV1(), cs.CoreV1(), namespaces[1], clock.RealClock{}, lock.Options{})
-	_, _, err = eu.TryAcquire(ctx, lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
+	_, _, err = eu.TryAcquire(ctx, lock.Request{Target: "staging", Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
 		ClaimID: "across", TTL: time.Hour})
 	require.NoError(t, err)
 	took = awaitJS(t, bctx, "eu's lock, held", `(() => { const c = `+cardJS("staging")+`; return c !== null && c.dataset.state === 'held'; })()`)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,7 +36,7 @@ func TestIntegrationDashboardBrowserFilter(t *testing.T) {
 	// first of acme/api's names its run.
 	req := func(i int) lock.Request {
 		target := fmt.Sprintf("svc-%04d", i)
-		r := lock.Request{Target: target, Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: fmt.Sprint(i)}, ClaimID: target, TTL: time.Hour}
+		r := lock.Request{Target: target, Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: fmt.Sprint(i)}, ClaimID: target, TTL: time.Hour}
 		if i%100 == 0 {
 			r.Repo = "api"
 		}
@@ -107,7 +109,7 @@ func TestIntegrationDashboardBrowserFilter(t *testing.T) {
 
 	// A change while filtered: the new waiter's lock comes into the view.
 	holder := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-	_, p, err := holder.TryAcquire(ctx, lock.Request{Target: "svc-1234", Identity: lock.Identity{Owner: "acme", Repo: "cli", Branch: "main", Build: "1"},
+	_, p, err := holder.TryAcquire(ctx, lock.Request{Target: "svc-1234", Identity: record.Identity{Owner: "acme", Repo: "cli", Branch: "main", Build: "1"},
 		ClaimID: "waiter", TTL: time.Hour})
 	require.NoError(t, err)
 	require.NotNil(t, p, "it waits")

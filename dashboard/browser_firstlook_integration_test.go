@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
@@ -74,7 +76,7 @@ func TestIntegrationDashboardBrowserFirstLook(t *testing.T) {
 	text(t, bctx, `(window.firstLook = 'same page', '')`)
 
 	holder := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-	_, _, err = holder.TryAcquire(ctx, lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
+	_, _, err = holder.TryAcquire(ctx, lock.Request{Target: "staging", Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
 		ClaimID: "first", TTL: time.Hour})
 	require.NoError(t, err)
 	took = awaitJS(t, bctx, "the first lock, held", `(() => { const c = `+cardJS("staging")+`; return c !== null && c.dataset.state === 'held'; })()`)
@@ -92,8 +94,8 @@ func TestIntegrationDashboardBrowserFirstLook(t *testing.T) {
 	t.Logf("the first job appeared %v after it was submitted", took.Round(time.Millisecond))
 
 	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: ns},
-		Data:       map[string]string{lock.FreezeWindowsKey: "windows:\n- {name: nightly, schedule: \"0 22 * * *\", duration: 8h, reason: nightly batch}\n"},
+		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName, Namespace: ns},
+		Data:       map[string]string{record.FreezeWindowsKey: "windows:\n- {name: nightly, schedule: \"0 22 * * *\", duration: 8h, reason: nightly batch}\n"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	took = awaitJS(t, bctx, "the first freeze window", `[...document.querySelectorAll('#windows td')].some(td => td.textContent === 'nightly')`)

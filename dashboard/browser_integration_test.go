@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/clock"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/lock/record"
+	"k8s.io/utils/clock"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -157,16 +159,16 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 		return c
 	}
 	first, second, third := contender(), contender(), contender()
-	id := func(branch, build string) lock.Identity {
-		return lock.Identity{Owner: "acme", Repo: "web", Branch: branch, Build: build}
+	id := func(branch, build string) record.Identity {
+		return record.Identity{Owner: "acme", Repo: "web", Branch: branch, Build: build}
 	}
 	_, _, err = first.TryAcquire(ctx, lock.Request{Target: "production", Identity: id(evil, "41"), ClaimID: "first", TTL: time.Hour})
 	require.NoError(t, err)
 	_, p, err := second.TryAcquire(ctx, lock.Request{Target: "production", Identity: id("main", "42"), ClaimID: "second", TTL: time.Hour})
 	require.NoError(t, err)
 	require.NotNil(t, p, "build 42 waits")
-	_, p, err = third.TryAcquire(ctx, lock.Request{Target: "production", Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "hotfix", Build: "7"},
-		ClaimID: "third", TTL: time.Hour, Priority: lock.PriorityHigh})
+	_, p, err = third.TryAcquire(ctx, lock.Request{Target: "production", Identity: record.Identity{Owner: "acme", Repo: "api", Branch: "hotfix", Build: "7"},
+		ClaimID: "third", TTL: time.Hour, Priority: record.PriorityHigh})
 	require.NoError(t, err)
 	require.NotNil(t, p, "the hotfix waits")
 
@@ -174,8 +176,8 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	_, _, err = contender().TryAcquire(ctx, lock.Request{Target: "staging", Identity: id("release-2.4", "17"), ClaimID: "staging", TTL: time.Hour})
 	require.NoError(t, err)
 	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName},
-		Data: map[string]string{lock.FreezeWindowsKey: `windows:
+		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName},
+		Data: map[string]string{record.FreezeWindowsKey: `windows:
 - {name: nightly-maintenance, schedule: "0 22 * * *", duration: 1h, reason: database maintenance, targets: [staging]}
 - {name: holidays, schedule: "0 0 24 12 *", duration: 72h, reason: holiday freeze, targets: [staging, payments]}
 `},
@@ -240,7 +242,7 @@ func TestIntegrationDashboardBrowser(t *testing.T) {
 	})
 
 	t.Run("a freeze appears with its reason, as text", func(t *testing.T) {
-		_, err := third.Freeze(ctx, lock.FreezeRequest{Target: "production", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+		_, err := third.Freeze(ctx, record.FreezeRequest{Target: "production", By: record.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
 			Reason: evil, Until: time.Now().Add(2 * time.Hour)})
 		require.NoError(t, err)
 		awaitJS(t, bctx, "the freeze's reason", `(() => {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -76,7 +78,7 @@ func TestIntegrationDashboardBrowserWordsLiveness(t *testing.T) {
 	cs, err := kube.NewForConfig(env.RESTConfig)
 	require.NoError(t, err)
 	holder := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	_, _, err = holder.TryAcquire(ctx, lock.Request{Target: "a-hour", Identity: id, ClaimID: "hour", TTL: time.Hour})
 	require.NoError(t, err)
 	base := serveHub(t, ctx, cs, ns, dashboard.Options{Refresh: time.Hour})
@@ -126,7 +128,7 @@ func TestIntegrationDashboardBrowserEveryLock(t *testing.T) {
 	for i := range n {
 		target := fmt.Sprintf("svc-%03d", i)
 		targets = append(targets, target)
-		_, _, err := holder.TryAcquire(ctx, lock.Request{Target: target, Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: fmt.Sprint(i)},
+		_, _, err := holder.TryAcquire(ctx, lock.Request{Target: target, Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: fmt.Sprint(i)},
 			ClaimID: target, TTL: time.Hour})
 		require.NoError(t, err)
 	}
@@ -144,10 +146,10 @@ func TestIntegrationDashboardBrowserEveryLock(t *testing.T) {
 	words := text(t, bctx, `(() => { const c = `+cardJS(last)+`; c.scrollIntoView(); return c.querySelector('dd[data-expires]').textContent; })()`)
 	assert.Regexp(t, hourLeft, words, "its liveness worded")
 
-	_, err = holder.Release(ctx, last, lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: fmt.Sprint(n - 1)}, lock.ReleaseOptions{})
+	_, err = holder.Release(ctx, last, record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: fmt.Sprint(n - 1)}, lock.ReleaseOptions{})
 	require.NoError(t, err)
 	awaitJS(t, bctx, "the last lock, released, free", `(`+cardJS(last)+`).dataset.state === 'free'`)
-	_, _, err = holder.TryAcquire(ctx, lock.Request{Target: "svc-999", Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "999"},
+	_, _, err = holder.TryAcquire(ctx, lock.Request{Target: "svc-999", Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "999"},
 		ClaimID: "svc-999", TTL: time.Hour})
 	require.NoError(t, err)
 	awaitJS(t, bctx, "a new lock, last", `(() => { const a = [...document.querySelectorAll('#locks .lock h3 a')]; return a.length === `+fmt.Sprint(n+1)+` && a[a.length-1].textContent === 'svc-999'; })()`)
@@ -168,7 +170,7 @@ func TestIntegrationDashboardBrowserUpdatesDuringTheFill(t *testing.T) {
 	require.NoError(t, err)
 	const n, writers = 2000, 8
 	acquire := func(c *lock.Client, target string) error {
-		_, _, err := c.TryAcquire(ctx, lock.Request{Target: target, Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
+		_, _, err := c.TryAcquire(ctx, lock.Request{Target: target, Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
 			ClaimID: target, TTL: time.Hour})
 		return err
 	}
@@ -204,7 +206,7 @@ func TestIntegrationDashboardBrowserUpdatesDuringTheFill(t *testing.T) {
 	for _, target := range []string{"svc-0000a", "svc-1000a", "svc-9999"} {
 		require.NoError(t, acquire(holder, target))
 	}
-	_, err = holder.Release(ctx, "svc-1500", lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, lock.ReleaseOptions{})
+	_, err = holder.Release(ctx, "svc-1500", record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, lock.ReleaseOptions{})
 	require.NoError(t, err)
 	t.Logf("the page was still making its cards when the changes began: %s; when they were made: %s", filling,
 		text(t, bctx, `String(document.getElementById('locks').dataset.filled === undefined)`))

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,15 +57,15 @@ func TestIntegrationDashboardBrowserText(t *testing.T) {
 	locks := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{WaiterTTL: 10 * time.Minute})
 
 	_, _, err = locks.TryAcquire(ctx, lock.Request{Target: "production", ClaimID: "evil", TTL: time.Hour,
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main\u202egnp.exe", Build: "1"},
-		Apps:     []lock.App{{Kind: lock.AppArgoCD, Name: "web"}, {Kind: lock.AppFluxHelmRelease, Namespace: "apps", Name: "web"}}})
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main\u202egnp.exe", Build: "1"},
+		Apps:     []record.App{{Kind: record.AppArgoCD, Name: "web"}, {Kind: record.AppFluxHelmRelease, Namespace: "apps", Name: "web"}}})
 	require.NoError(t, err)
-	_, err = locks.Freeze(ctx, lock.FreezeRequest{Target: "staging", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+	_, err = locks.Freeze(ctx, record.FreezeRequest{Target: "staging", By: record.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
 		Reason: "hold\u202efix", Until: time.Now().Add(2 * time.Hour)})
 	require.NoError(t, err)
 	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName},
-		Data: map[string]string{lock.FreezeWindowsKey: `windows:
+		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName},
+		Data: map[string]string{record.FreezeWindowsKey: `windows:
 - {name: nightly-database-maintenance, schedule: "0 22 * * *", duration: 1h, reason: database maintenance window, targets: [staging, payments-production]}
 `},
 	}, metav1.CreateOptions{})

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -90,7 +92,7 @@ func (s *started) await(t *testing.T, what string, ok func(*dashboard.Snapshot) 
 func holder(branch, build string) lock.Request {
 	return lock.Request{
 		Target:   "production",
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: branch, Build: build},
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: branch, Build: build},
 		ClaimID:  "s-" + build,
 	}
 }
@@ -121,14 +123,14 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 	s := start(t, func(cs *fake.Clientset, locks *lock.Client) {
 		ctx := t.Context()
 		first := holder(evil, "1")
-		first.Apps = []lock.App{{Kind: lock.AppArgoCD, Name: "web"}, {Kind: lock.AppFluxKustomization, Namespace: "apps", Name: "web"}}
+		first.Apps = []record.App{{Kind: record.AppArgoCD, Name: "web"}, {Kind: record.AppFluxKustomization, Namespace: "apps", Name: "web"}}
 		_, _, err := locks.TryAcquire(ctx, first)
 		require.NoError(t, err)
 		_, p, err := locks.TryAcquire(ctx, holder("main", "2"))
 		require.NoError(t, err)
 		require.NotNil(t, p, "the second build waits")
-		_, err = locks.Freeze(ctx, lock.FreezeRequest{
-			Target: "production", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+		_, err = locks.Freeze(ctx, record.FreezeRequest{
+			Target: "production", By: record.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
 			Reason: evil, Until: time.Now().Add(time.Hour),
 		})
 		require.NoError(t, err)
@@ -182,7 +184,7 @@ func TestSnapshotShowsHolderQueueFreezeAndJobs(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(body), &raw))
 		require.Len(t, raw.Locks, 1)
-		assert.Equal(t, lock.KindLock, raw.Locks[0].Lock["kind"], "a Lock object, as status -o json prints")
+		assert.Equal(t, "Lock", raw.Locks[0].Lock["kind"], "a Lock object, as status -o json prints")
 	})
 }
 
@@ -347,7 +349,7 @@ func TestJobChangesDoNotReadHolderPodsAgain(t *testing.T) {
 	_, err := s.cs.CoreV1().Pods(jobNS).Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
 	r := holder("main", "5")
-	r.Pod = &lock.PodRef{Namespace: jobNS, Name: "deployer"}
+	r.Pod = &record.PodRef{Namespace: jobNS, Name: "deployer"}
 	_, _, err = s.locks.TryAcquire(ctx, r)
 	require.NoError(t, err)
 	s.await(t, "the holder in its pod", func(s *dashboard.Snapshot) bool {
@@ -398,7 +400,7 @@ func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
 	assert.NotContains(t, body, "about about", "the estimate is printed as it is, not prefixed")
 
 	t.Run("the history page reads on a phone", func(t *testing.T) {
-		_, body := get(t, s.srv.URL+"/locks/"+lockNS+"/"+lock.Name("production"), nil)
+		_, body := get(t, s.srv.URL+"/locks/"+lockNS+"/"+record.Name("production"), nil)
 		assert.Contains(t, body, `<td class="nowrap">10m</td><td><span class="badge state-released">released</span></td>`,
 			"a hold's length in one piece, how it ended said once")
 		assert.Regexp(t, `<time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"><span class="nowrap">\d{4}-\d\d-\d\d</span> <span class="nowrap">\d\d:\d\d:\d\dZ</span></time>`, body,
@@ -410,6 +412,13 @@ func TestPageShowsTheWaitEstimateAsStatusDoes(t *testing.T) {
 // reversed: "main\u202egnp.exe" reads "mainexe.png".
 const rlo = "\u202e"
 
+// awayFromNow is a daily schedule twelve hours from now, so that a window
+// on it is not in force while the test runs: a window in force would
+// freeze the locks the test takes.
+func awayFromNow() string {
+	return fmt.Sprintf("0 %d * * *", (time.Now().UTC().Hour()+12)%24)
+}
+
 // TestPageShowsBidiControlsEscaped: text with a bidirectional override (an
 // identity, a freeze's reason, a window's name) is shown quoted with
 // escapes, as lockctl's CLI shows it, never raw; and a frozen lock nobody
@@ -417,16 +426,16 @@ const rlo = "\u202e"
 func TestPageShowsBidiControlsEscaped(t *testing.T) {
 	s := start(t, func(cs *fake.Clientset, _ *lock.Client) {
 		_, err := cs.CoreV1().ConfigMaps(lockNS).Create(t.Context(), &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: lockNS},
-			Data:       map[string]string{lock.FreezeWindowsKey: "windows: [{name: \"night" + rlo + "ly\", schedule: \"0 22 * * *\", duration: 1h, reason: \"re" + rlo + "ason\"}]\n"},
+			ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName, Namespace: lockNS},
+			Data:       map[string]string{record.FreezeWindowsKey: "windows: [{name: \"night" + rlo + "ly\", schedule: \"" + awayFromNow() + "\", duration: 1h, reason: \"re" + rlo + "ason\"}]\n"},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	})
 	ctx := t.Context()
 	_, _, err := s.locks.TryAcquire(ctx, holder("main"+rlo+"gnp.exe", "1"))
 	require.NoError(t, err)
-	_, err = s.locks.Freeze(ctx, lock.FreezeRequest{
-		Target: "staging", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+	_, err = s.locks.Freeze(ctx, record.FreezeRequest{
+		Target: "staging", By: record.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
 		Reason: "hold" + rlo + "fix", Until: time.Now().Add(time.Hour),
 	})
 	require.NoError(t, err)
@@ -516,10 +525,10 @@ func TestEventsSendTheLocksThatChanged(t *testing.T) {
 		assert.Empty(t, u.Removed)
 	}
 
-	require.NoError(t, s.cs.CoreV1().ConfigMaps(lockNS).Delete(t.Context(), lock.Name("svc-03"), metav1.DeleteOptions{}))
+	require.NoError(t, s.cs.CoreV1().ConfigMaps(lockNS).Delete(t.Context(), record.Name("svc-03"), metav1.DeleteOptions{}))
 	if u, ok := next(n); ok {
 		assert.Empty(t, u.Locks)
-		assert.Equal(t, []dashboard.LockKey{{Namespace: lockNS, Name: lock.Name("svc-03")}}, u.Removed, "the lock gone, by key")
+		assert.Equal(t, []dashboard.LockKey{{Namespace: lockNS, Name: record.Name("svc-03")}}, u.Removed, "the lock gone, by key")
 	}
 
 	for {
@@ -609,7 +618,7 @@ func TestUnfrozenLockStaysOnThePage(t *testing.T) {
 	// NOTE: written before the hub starts: the fake clientset sets no
 	// resourceVersion, by which the hub tells a lock changed.
 	s := start(t, func(_ *fake.Clientset, locks *lock.Client) {
-		_, err := locks.Freeze(t.Context(), lock.FreezeRequest{Target: "production", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+		_, err := locks.Freeze(t.Context(), record.FreezeRequest{Target: "production", By: record.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
 			Reason: "release", Until: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 		_, err = locks.Unfreeze(t.Context(), "production")

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -19,7 +21,7 @@ func TestDueOf(t *testing.T) {
 	at := func(d time.Duration) *metav1.MicroTime { m := metav1.NewMicroTime(now.Add(d)); return &m }
 	held := func(st lock.LockViewStatus) *lock.LockView {
 		if st.Holder == nil {
-			st.Holder = &lock.Claim{Since: *at(-time.Minute), Expires: at(time.Hour)}
+			st.Holder = &record.Claim{Since: *at(-time.Minute), Expires: at(time.Hour)}
 		}
 		st.State, st.Alive = lock.StateHeld, true
 		return &lock.LockView{Status: st}
@@ -32,14 +34,14 @@ func TestDueOf(t *testing.T) {
 	}{
 		{name: "a holder's expiry", l: held(lock.LockViewStatus{}), due: now.Add(time.Hour)},
 		{name: "expired: nothing more with time", l: &lock.LockView{Status: lock.LockViewStatus{State: lock.StateStale,
-			Holder: &lock.Claim{Expires: at(-time.Second)}}}},
-		{name: "a waiter's next ageing step", l: held(lock.LockViewStatus{Waiters: []lock.Claim{
-			{Since: *at(-15 * time.Minute), Priority: lock.PriorityLow}}}), due: now.Add(5 * time.Minute)},
-		{name: "a waiter aged to high ages no more", l: held(lock.LockViewStatus{Waiters: []lock.Claim{
+			Holder: &record.Claim{Expires: at(-time.Second)}}}},
+		{name: "a waiter's next ageing step", l: held(lock.LockViewStatus{Waiters: []record.Claim{
+			{Since: *at(-15 * time.Minute), Priority: record.PriorityLow}}}), due: now.Add(5 * time.Minute)},
+		{name: "a waiter aged to high ages no more", l: held(lock.LockViewStatus{Waiters: []record.Claim{
 			{Since: *at(-25 * time.Minute)}}}), due: now.Add(time.Hour)},
 		{name: "a freeze's end", l: &lock.LockView{Status: lock.LockViewStatus{State: lock.StateFree,
-			Freeze: &lock.Freeze{Until: *at(30 * time.Minute)}}}, due: now.Add(30 * time.Minute)},
-		{name: "a holder in a pod", l: held(lock.LockViewStatus{Holder: &lock.Claim{Pod: &lock.PodRef{Namespace: "ci", Name: "p"}}}), volatile: true},
+			Freeze: &record.Freeze{Until: *at(30 * time.Minute)}}}, due: now.Add(30 * time.Minute)},
+		{name: "a holder in a pod", l: held(lock.LockViewStatus{Holder: &record.Claim{Pod: &record.PodRef{Namespace: "ci", Name: "p"}}}), volatile: true},
 		{name: "an estimate counting down", l: held(lock.LockViewStatus{EstimatedWait: "about 9 min"}), due: now.Add(time.Hour), volatile: true},
 		{name: "an estimate of a free lock's queue does not", l: &lock.LockView{Status: lock.LockViewStatus{State: lock.StateFree,
 			EstimatedWait: "about 9 min"}}},

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/require"
 
 	testingclock "k8s.io/utils/clock/testing"
@@ -24,7 +26,7 @@ func regularHolds(t *testing.T, core kube.CoreV1Interface, ns, target string, n 
 	clk := testingclock.NewFakeClock(now.Add(-time.Duration(n+1) * (hold + time.Minute)))
 	l := lock.New(core, core, ns, clk, lock.Options{})
 	req := func(build int) lock.Request {
-		return lock.Request{Target: target, Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: fmt.Sprint(build)},
+		return lock.Request{Target: target, Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: fmt.Sprint(build)},
 			ClaimID: fmt.Sprintf("%s-%d", target, build), TTL: 2 * time.Hour}
 	}
 	for i := 1; i <= n; i++ {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes/fake"
@@ -32,7 +34,7 @@ func TestIndexFilter(t *testing.T) {
 	s := start(t, func(_ *fake.Clientset, locks *lock.Client) {
 		ctx := t.Context()
 		take := func(target, repo, build string) {
-			_, _, err := locks.TryAcquire(ctx, lock.Request{Target: target, Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build},
+			_, _, err := locks.TryAcquire(ctx, lock.Request{Target: target, Identity: record.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build},
 				ClaimID: target + "-" + build, TTL: time.Hour})
 			require.NoError(t, err)
 		}
@@ -40,9 +42,9 @@ func TestIndexFilter(t *testing.T) {
 		take("web-prod", "web", "41")
 		take("web-prod", "web", "42") // waits
 		take("web-staging", "web", "7")
-		_, err := locks.Release(ctx, "web-staging", lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}, lock.ReleaseOptions{})
+		_, err := locks.Release(ctx, "web-staging", record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}, lock.ReleaseOptions{})
 		require.NoError(t, err)
-		_, err = locks.Freeze(ctx, lock.FreezeRequest{Target: "db-prod", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+		_, err = locks.Freeze(ctx, record.FreezeRequest{Target: "db-prod", By: record.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
 			Reason: "migration", Until: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 	})

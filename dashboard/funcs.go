@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/base/human"
@@ -52,7 +54,7 @@ func ago(now time.Time, t any) string {
 // printable (lock.Printable) either way.
 func liveness(now time.Time, e *LockEntry) string {
 	if e.Expires == nil {
-		return lock.Printable(e.Lock.Status.Liveness)
+		return record.Printable(e.Lock.Status.Liveness)
 	}
 	return lock.ExpiryLiveness(e.Expires.Time, now)
 }
@@ -105,7 +107,7 @@ func jobDuration(now time.Time, e JobEntry) string {
 }
 
 // holdFor is how long a past hold lasted.
-func holdFor(h lock.HistoryEntry) string {
+func holdFor(h record.HistoryEntry) string {
 	return human.Duration(h.Until.Sub(h.Since.Time))
 }
 
@@ -119,9 +121,9 @@ func describeWindow(w Window) string {
 
 // describeFreeze renders who froze a lock: a person's identity, or the
 // freeze window it comes from.
-func describeFreeze(f *lock.Freeze) string {
+func describeFreeze(f *record.Freeze) string {
 	if f.FromWindow() {
-		return "freeze window " + lock.Printable(f.By.Branch)
+		return "freeze window " + record.Printable(f.By.Branch)
 	}
 	return f.By.String()
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -97,7 +99,7 @@ type Hub struct {
 	current *published
 	subs    map[chan *published]struct{}
 	jobs    map[string]*job.Job
-	windows map[string][]lock.FreezeWindow // by namespace
+	windows map[string][]record.FreezeWindow // by namespace
 	// problems are the watches' last errors, by watch.
 	problems map[string]string
 	lockCMs  cache.Store
@@ -163,7 +165,7 @@ func NewHub(locks *lock.Client, cms kube.ConfigMapsGetter, o Options) *Hub {
 		logSlots: make(chan struct{}, MaxLogStreams),
 		subs:     map[chan *published]struct{}{},
 		jobs:     map[string]*job.Job{},
-		windows:  map[string][]lock.FreezeWindow{},
+		windows:  map[string][]record.FreezeWindow{},
 		problems: map[string]string{},
 		synced:   func() bool { return false },
 		views:    map[string]cachedView{},
@@ -180,9 +182,9 @@ func (h *Hub) Run(ctx context.Context) error {
 
 	ns := h.locks.Namespace()
 	lockInf := h.informer("locks", ns, labels.SelectorFromSet(labels.Set{
-		lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue,
+		record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue,
 	}).String(), "")
-	winInf := h.informer("freeze windows", ns, "", fields.OneTermEqualSelector("metadata.name", lock.FreezeWindowsName).String())
+	winInf := h.informer("freeze windows", ns, "", fields.OneTermEqualSelector("metadata.name", record.FreezeWindowsName).String())
 	_, _ = winInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { h.setWindows(obj, false) },
 		UpdateFunc: func(_, obj any) { h.setWindows(obj, false) },
@@ -342,22 +344,22 @@ func (h *Hub) setWindows(obj any, deleted bool) {
 		obj, deleted = d.Obj, true
 	}
 	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok || cm.Name != lock.FreezeWindowsName {
+	if !ok || cm.Name != record.FreezeWindowsName {
 		// NOTE: the watch selects that name; a client that does not
 		// filter (a fake) must not have other ConfigMaps read as windows.
 		return
 	}
-	var ws []lock.FreezeWindow
+	var ws []record.FreezeWindow
 	var err error
 	if !deleted {
-		ws, err = lock.ParseFreezeWindows([]byte(cm.Data[lock.FreezeWindowsKey]))
+		ws, err = record.ParseFreezeWindows([]byte(cm.Data[record.FreezeWindowsKey]))
 	}
 	h.mu.Lock()
 	if err != nil {
 		// The broken entries are named; the windows that can be read are
 		// shown (locking in that namespace refuses until it is fixed).
 		ws = nil
-		if we := (*lock.WindowsError)(nil); errors.As(err, &we) {
+		if we := (*record.WindowsError)(nil); errors.As(err, &we) {
 			we.Namespace, ws = cm.Namespace, we.Valid
 		}
 		h.problems["windows "+cm.Namespace] = err.Error()
@@ -529,7 +531,7 @@ func (h *Hub) snapshot(ctx context.Context, refresh bool) (*Snapshot, time.Time)
 	for _, j := range h.jobs {
 		jobs = append(jobs, j)
 	}
-	windows := make(map[string][]lock.FreezeWindow, len(h.windows))
+	windows := make(map[string][]record.FreezeWindow, len(h.windows))
 	for ns, ws := range h.windows {
 		windows[ns] = ws
 	}
@@ -628,13 +630,13 @@ func dueOf(l *lock.LockView, now time.Time) (due time.Time, volatile bool) {
 	for i := range st.Waiters {
 		w := &st.Waiters[i]
 		estimates = estimates || w.EstimatedWait != ""
-		if w.EffectivePriority(now) == lock.PriorityHigh {
+		if w.EffectivePriority(now) == record.PriorityHigh {
 			continue
 		}
 		// The effective priority rises one level at each PriorityAgeing
 		// waited.
-		steps := max(now.Sub(w.Since.Time), 0) / lock.PriorityAgeing
-		at(w.Since.Add((steps + 1) * lock.PriorityAgeing))
+		steps := max(now.Sub(w.Since.Time), 0) / record.PriorityAgeing
+		at(w.Since.Add((steps + 1) * record.PriorityAgeing))
 	}
 	if f := st.Freeze; f != nil {
 		at(f.Until.Time)
@@ -663,12 +665,12 @@ func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cac
 		l.Namespace, l.Name = cm.Namespace, cm.Name
 	}
 	v.show = true
-	v.entry = LockEntry{Lock: l, History: []lock.HistoryEntry{}}
+	v.entry = LockEntry{Lock: l, History: []record.HistoryEntry{}}
 	if err == nil {
 		// NOTE: the page shows the last lock.KeptHistory holds, as it did
 		// before the record kept more: lockctl history and stats read the
 		// rest.
-		v.entry.History = hist.Entries[:min(len(hist.Entries), lock.KeptHistory)]
+		v.entry.History = hist.Entries[:min(len(hist.Entries), record.KeptHistory)]
 	}
 	v.due, v.volatile = dueOf(&v.entry.Lock, now)
 	if hd := l.Status.Holder; hd != nil && hd.Pod == nil && hd.Expires != nil && l.Status.Invalid == "" {
@@ -684,7 +686,7 @@ func (h *Hub) view(ctx context.Context, cm *corev1.ConfigMap, now time.Time) cac
 
 // upcomingWindows lists each window's freeze in force or next to come,
 // soonest first.
-func upcomingWindows(byNS map[string][]lock.FreezeWindow, now time.Time) []Window {
+func upcomingWindows(byNS map[string][]record.FreezeWindow, now time.Time) []Window {
 	out := []Window{}
 	for ns, ws := range byNS {
 		for i := range ws {

@@ -3,6 +3,8 @@ package dashboard
 import (
 	"encoding/json"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/job"
@@ -51,7 +53,7 @@ type LockEntry struct {
 	Lock lock.LockView `json:"lock"`
 	// History is the lock's last holds (at most lock.KeptHistory), newest
 	// first, as `lockctl history` shows them.
-	History []lock.HistoryEntry `json:"history"`
+	History []record.HistoryEntry `json:"history"`
 	// Expires, when set, is the holder's expiry the lock's liveness is
 	// worded from, and Lock.Status.Liveness is empty: the page words it on
 	// its clock, as status does at its moment ("expires in 59m3s",

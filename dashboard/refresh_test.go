@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes/fake"
@@ -107,7 +109,7 @@ func TestRefreshSendsNoUnchangedLock(t *testing.T) {
 			_, _, err := locks.TryAcquire(ctx, r)
 			require.NoError(t, err)
 		}
-		_, err := locks.Freeze(ctx, lock.FreezeRequest{Target: "delta", By: lock.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
+		_, err := locks.Freeze(ctx, record.FreezeRequest{Target: "delta", By: record.Identity{Owner: "sre", Repo: "ops", Branch: "main", Build: "1"},
 			Reason: "release", Until: t0.Add(2 * time.Hour)})
 		require.NoError(t, err)
 	})

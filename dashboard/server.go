@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/base/lazy"
@@ -60,7 +62,7 @@ func pages() *template.Template {
 			"freeze":   describeFreeze,
 			"lower":    lower,
 			"card":     card,
-			"text":     lock.Printable,
+			"text":     record.Printable,
 			"state":    cardState,
 			"states":   func() []string { return FilterStates },
 		}).ParseFS(assets, "assets/*.html"))

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,8 +37,8 @@ func TestIntegrationDashboardUpdates(t *testing.T) {
 	cs, err := kube.NewForConfig(env.RESTConfig)
 	require.NoError(t, err)
 	locks := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-	id := func(i int) lock.Identity {
-		return lock.Identity{Owner: "acme", Repo: fmt.Sprintf("svc-%02d", i), Branch: "main", Build: fmt.Sprint(i + 1)}
+	id := func(i int) record.Identity {
+		return record.Identity{Owner: "acme", Repo: fmt.Sprintf("svc-%02d", i), Branch: "main", Build: fmt.Sprint(i + 1)}
 	}
 	const n = 20
 	for i := 0; i < n; i += 2 {
@@ -92,7 +94,7 @@ func TestIntegrationDashboardUpdates(t *testing.T) {
 	})()`)
 
 	// A lock deleted: its card goes.
-	require.NoError(t, cs.CoreV1().ConfigMaps(ns).Delete(ctx, lock.Name("svc-08"), metav1.DeleteOptions{}))
+	require.NoError(t, cs.CoreV1().ConfigMaps(ns).Delete(ctx, record.Name("svc-08"), metav1.DeleteOptions{}))
 	awaitJS(t, bctx, "svc-08 gone", fmt.Sprintf(`!%s.includes('svc-08')`, targets))
 
 	// What the updates made is what the whole snapshot renders.

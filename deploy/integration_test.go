@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -33,7 +35,6 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/lock"
 )
 
 func TestMain(m *testing.M) {
@@ -128,7 +129,7 @@ func TestIntegrationShippedServiceAccount(t *testing.T) {
 	o = cli(append([]string{"release", "staging"}, id...)...)
 	require.Equal(t, 0, o.Code, "release: %s", o.Stderr)
 	// The audit trail is written with the shipped Role.
-	assert.Equal(t, []string{"Acquired", "Released"}, eventReasons(t, env, ns, lock.Name("staging")), "the lock's Events")
+	assert.Equal(t, []string{"Acquired", "Released"}, eventReasons(t, env, ns, record.Name("staging")), "the lock's Events")
 	// history reads the holds kept in the lock's record.
 	o = cli("history", "staging")
 	require.Equal(t, 0, o.Code, "history: %s", o.Stderr)

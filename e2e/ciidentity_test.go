@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // The environments of CI jobs, as docs/ci-identity.md describes them.
@@ -60,11 +61,11 @@ func (c *cli) runInCI(t *testing.T, env map[string]string, args ...string) outco
 }
 
 // decodedLock reads the record of target's lock, decoded.
-func decodedLock(t *testing.T, c *cli, target string) *lock.Record {
+func decodedLock(t *testing.T, c *cli, target string) *record.Record {
 	t.Helper()
-	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	return rec
 }
@@ -173,7 +174,7 @@ func TestIntegrationCLIGitHubRerun(t *testing.T) {
 	rec := decodedLock(t, c, "staging")
 	assert.EqualValues(t, 2, rec.Holder.Attempt)
 	require.NotEmpty(t, rec.History)
-	assert.Equal(t, lock.EndRanAgain, rec.History[len(rec.History)-1].Ended, "the failed attempt's hold is history")
+	assert.Equal(t, record.EndRanAgain, rec.History[len(rec.History)-1].Ended, "the failed attempt's hold is history")
 
 	// The first attempt's release (a stale finally step) is not the
 	// re-run's to lose: attempt 1 is an earlier run of the job.
@@ -249,9 +250,9 @@ func TestIntegrationCLIHolderWithoutJob(t *testing.T) {
 	require.NoError(t, err)
 	_, err = testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Create(t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: lock.Name("staging"), Namespace: c.namespace,
-			Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue, lock.TargetLabel: "staging"},
-			Annotations: map[string]string{lock.RecordAnnotation: string(raw)},
+			Name: record.Name("staging"), Namespace: c.namespace,
+			Labels:      map[string]string{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue, record.TargetLabel: "staging"},
+			Annotations: map[string]string{record.RecordAnnotation: string(raw)},
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)

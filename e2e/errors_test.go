@@ -5,20 +5,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // lockRecord reads target's lock record and its resourceVersion.
 func lockRecord(t *testing.T, c *cli, target string) (string, string) {
 	t.Helper()
-	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	return cm.Annotations[lock.RecordAnnotation], cm.ResourceVersion
+	return cm.Annotations[record.RecordAnnotation], cm.ResourceVersion
 }
 
 // TestIntegrationCLIReleaseByToken releases with the fencing token acquire
@@ -98,9 +99,9 @@ func TestIntegrationCLITimeouts(t *testing.T) {
 	assert.Equal(t, 4, o.code, "timed out: %s", o.stderr)
 	assert.Regexp(t, `timed out after \d+s waiting for lock on "staging", held by acme/web@main#1 since `, o.stderr)
 	assert.NotContains(t, o.stderr, "deadline exceeded")
-	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	assert.Empty(t, rec.Waiters, "the waiter left the queue")
 	assert.Equal(t, "1", rec.Holder.Build, "the holder is unchanged")

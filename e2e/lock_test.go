@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 func TestIntegrationCLILockLifecycle(t *testing.T) {
@@ -176,11 +177,11 @@ func TestIntegrationCLIStatusEscapesTamperedIdentity(t *testing.T) {
 	c := newCLI(t)
 	require.Equal(t, 0, c.run(t, append([]string{"acquire", "staging"}, id("web", 1)...)...).code)
 	cms := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace)
-	cm, err := cms.Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := cms.Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec := cm.Annotations[lock.RecordAnnotation]
+	rec := cm.Annotations[record.RecordAnnotation]
 	require.Contains(t, rec, `"owner":"acme"`)
-	cm.Annotations[lock.RecordAnnotation] = strings.Replace(rec, `"owner":"acme"`, `"owner":"ac\u001b[2Jme"`, 1)
+	cm.Annotations[record.RecordAnnotation] = strings.Replace(rec, `"owner":"acme"`, `"owner":"ac\u001b[2Jme"`, 1)
 	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 

@@ -5,13 +5,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // TestIntegrationCLINoKubeconfig: with no kubeconfig anywhere, lockctl says
@@ -98,9 +99,9 @@ func TestIntegrationCLIAcquireInterrupted(t *testing.T) {
 	assert.Equal(t, 130, code, stderr)
 	assert.Contains(t, stderr, `interrupted while waiting for lock "staging"; left the queue`)
 
-	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	assert.Empty(t, rec.Waiters, "the interrupted waiter left the queue")
 	assert.Equal(t, "web", rec.Holder.Repo)

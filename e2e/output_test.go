@@ -25,7 +25,7 @@ func TestIntegrationCLIStatusOutput(t *testing.T) {
 	o := c.run(t, "status", "staging", "-o", "json")
 	require.Equal(t, 0, o.code, o.stderr)
 	free := decodeLock(t, o.stdout, json.Unmarshal)
-	assert.Equal(t, lock.KindLock, free.Kind, "a free lock is a Lock, not a List")
+	assert.Equal(t, "Lock", free.Kind, "a free lock is a Lock, not a List")
 	assert.Equal(t, lock.StateFree, free.Status.State)
 	assert.Equal(t, "staging", free.Spec.Target)
 	assert.Nil(t, free.Status.Holder)

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lockctl/lockctl/lock"
 )
 
 // queued waits until target's lock has n waiters.
@@ -104,7 +104,7 @@ func TestIntegrationRunRetriedAfterKilledRun(t *testing.T) {
 	last := rec.History[len(rec.History)-1]
 	assert.Equal(t, "web", last.Repo, "the hold that ended is the killed run's")
 	assert.Equal(t, held.Holder.Since, last.Since, "from the killed run's take")
-	assert.Equal(t, lock.EndExpired, last.Ended, "at its expiry")
+	assert.Equal(t, record.EndExpired, last.Ended, "at its expiry")
 }
 
 // TestIntegrationRunReentersOneOfTwoLocks: run --lock a --lock b where the

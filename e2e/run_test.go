@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,13 +24,12 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // lockGone reports whether the lock of target has been released.
 func lockGone(t *testing.T, c *cli, target string) bool {
 	t.Helper()
-	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return true
 	}
@@ -36,7 +37,7 @@ func lockGone(t *testing.T, c *cli, target string) bool {
 		t.Fatalf("get lock: %v", err)
 	}
 	// NOTE: a released lock is kept, free, for its history.
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	return err == nil && rec.IsFree()
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/run"
 	"github.com/lockctl/lockctl/runjobs"
 )
@@ -22,9 +23,9 @@ import (
 // its holder keeps it.
 func runJobsOf(t *testing.T, c *cli, target string) (bool, *runjobs.Account) {
 	t.Helper()
-	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := testenv.Get(t).Client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	rj, err := runjobs.Decode(rec.Ledger)
 	require.NoError(t, err)

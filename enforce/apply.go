@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/lockctl/lockctl/kube"
@@ -143,7 +145,7 @@ func Unenforce(ctx context.Context, c kube.AdmissionregistrationV1Interface, loc
 		if last == nil {
 			last = err
 		}
-		return removed, fmt.Errorf("remove its mark %s: %w", lock.EnforcedAnnotation, last)
+		return removed, fmt.Errorf("remove its mark %s: %w", record.EnforcedAnnotation, last)
 	}
 	return removed, nil
 }

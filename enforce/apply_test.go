@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -41,9 +43,9 @@ func TestEnforce(t *testing.T) {
 	t.Parallel()
 	s := Settings{Target: "prod", LockNamespace: "locks", Mode: ModeDeny, Kinds: DefaultKinds}
 	userless := &lock.LockView{Status: lock.LockViewStatus{State: lock.StateHeld, Alive: true,
-		Holder: &lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}}}}
+		Holder: &record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}}}}
 	withUser := &lock.LockView{Status: lock.LockViewStatus{State: lock.StateHeld, Alive: true,
-		Holder: &lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, User: "alice"}}}
+		Holder: &record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, User: "alice"}}}
 	inLockNS := s
 	inLockNS.Target = "locks"
 	system := s

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/lockctl/lockctl/kube"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // Install creates the policies and bindings of s (Policy and Binding,
@@ -136,7 +137,7 @@ func Uninstall(ctx context.Context, c kube.AdmissionregistrationV1Interface, tar
 }
 
 func ours(m metav1.Object) bool {
-	return m.GetLabels()[lock.ManagedByLabel] == lock.ManagedByValue && m.GetLabels()[lock.KindLabel] == KindValue
+	return m.GetLabels()[record.ManagedByLabel] == record.ManagedByValue && m.GetLabels()[record.KindLabel] == KindValue
 }
 
 // State is how a target is enforced.

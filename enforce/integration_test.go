@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -94,8 +96,8 @@ func newUser(t *testing.T, env *testenv.Env, name, target, lockNS string, extra 
 // request is the lock request of u for build n of its own branch.
 func (u *user) request(target string, n int) lock.Request {
 	return lock.Request{
-		Target: target, User: u.name, Policy: lock.PolicyFIFO, TTL: time.Minute,
-		Identity: lock.Identity{Owner: "acme", Repo: u.name, Branch: "main", Build: fmt.Sprint(n)},
+		Target: target, User: u.name, Policy: record.PolicyFIFO, TTL: time.Minute,
+		Identity: record.Identity{Owner: "acme", Repo: u.name, Branch: "main", Build: fmt.Sprint(n)},
 	}
 }
 
@@ -166,7 +168,7 @@ func TestIntegrationEnforceHolder(t *testing.T) {
 	refusal := awaitRefused(t, bob, target, "")
 	msg := refusal.Error()
 	assert.True(t, apierrors.IsForbidden(refusal) || apierrors.IsInvalid(refusal), "refusal %v", refusal)
-	for _, want := range []string{"lockctl refused this write", "locked by acme/alice@main#1", "(user alice)", "fencing token " + held.Token, lockNS + "/" + lock.Name(target), "lockctl acquire " + target} {
+	for _, want := range []string{"lockctl refused this write", "locked by acme/alice@main#1", "(user alice)", "fencing token " + held.Token, lockNS + "/" + record.Name(target), "lockctl acquire " + target} {
 		assert.Contains(t, msg, want)
 	}
 	assert.NotContains(t, msg, "\n", "one line")
@@ -253,12 +255,12 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 	_, err := alice.locks.Acquire(t.Context(), alice.request(target, 1))
 	require.NoError(t, err)
 	freeze := func(u *user) error {
-		_, err := u.locks.Freeze(t.Context(), lock.FreezeRequest{Target: target, By: u.request(target, 1).Identity, Reason: "release party", Until: time.Now().Add(time.Hour)})
+		_, err := u.locks.Freeze(t.Context(), record.FreezeRequest{Target: target, By: u.request(target, 1).Identity, Reason: "release party", Until: time.Now().Add(time.Hour)})
 		return err
 	}
 	err = freeze(alice)
 	require.Error(t, err, "freezing takes the right to")
-	assert.Contains(t, err.Error(), "lockctl refused this change of lock "+lockNS+"/"+lock.Name(target)+": freezing it")
+	assert.Contains(t, err.Error(), "lockctl refused this change of lock "+lockNS+"/"+record.Name(target)+": freezing it")
 	assert.Contains(t, err.Error(), "takes verb freeze on locks.lockctl.dev "+target+", which user alice has not")
 	require.NoError(t, freeze(bob), "bob may freeze")
 
@@ -291,7 +293,7 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 			return false, err
 		}
 		for _, e := range list.Items {
-			if e.Reason == lock.ReasonBreakGlass && strings.Contains(e.Note, `break-glass for user carol by acme/carol@main#9`) && strings.Contains(e.Note, `"roll back"`) {
+			if e.Reason == "BreakGlass" && strings.Contains(e.Note, `break-glass for user carol by acme/carol@main#9`) && strings.Contains(e.Note, `"roll back"`) {
 				return true, nil
 			}
 		}
@@ -307,9 +309,9 @@ func TestIntegrationEnforceFreezeAndBreakGlass(t *testing.T) {
 	_, err = carol.locks.Unfreeze(t.Context(), target)
 	require.NoError(t, err, "carol may unfreeze")
 	awaitAdmitted(t, alice, target, "")
-	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, cm.Annotations, lock.BreakGlassUserAnnotation, "the grant ended with the freeze it was for")
+	assert.NotContains(t, cm.Annotations, record.BreakGlassUserAnnotation, "the grant ended with the freeze it was for")
 	assert.Contains(t, awaitRefused(t, carol, target, "").Error(), "is locked by acme/alice@main#1", "the grant ended: carol is refused again")
 }
 
@@ -324,14 +326,14 @@ func TestIntegrationEnforceFreezeNeedsNoRights(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{enforce.APIGroup}, Resources: []string{enforce.Resource}, Verbs: []string{enforce.VerbFreeze}})
 	install(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny})
 
-	_, err := bob.locks.Freeze(t.Context(), lock.FreezeRequest{Target: target, By: bob.request(target, 1).Identity, Reason: "short", Until: time.Now().Add(2 * time.Second)})
+	_, err := bob.locks.Freeze(t.Context(), record.FreezeRequest{Target: target, By: bob.request(target, 1).Identity, Reason: "short", Until: time.Now().Add(2 * time.Second)})
 	require.NoError(t, err)
 	// As a lockctl whose summary has no freeze-until left it: the policy
 	// reads the end from the freeze's description.
 	cms := alice.client.CoreV1().ConfigMaps(lockNS)
-	cm, err := cms.Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := cms.Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	delete(cm.Annotations, lock.SummaryFreezeUntilAnnotation)
+	delete(cm.Annotations, record.SummaryFreezeUntilAnnotation)
 	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	time.Sleep(3 * time.Second)
@@ -341,8 +343,8 @@ func TestIntegrationEnforceFreezeNeedsNoRights(t *testing.T) {
 	require.NoError(t, err)
 
 	windows := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: lockNS},
-		Data:       map[string]string{lock.FreezeWindowsKey: "windows:\n- name: always\n  schedule: \"* * * * *\"\n  duration: 2m\n  reason: change freeze\n"},
+		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName, Namespace: lockNS},
+		Data:       map[string]string{record.FreezeWindowsKey: "windows:\n- name: always\n  schedule: \"* * * * *\"\n  duration: 2m\n  reason: change freeze\n"},
 	}
 	_, err = env.Kube.CoreV1().ConfigMaps(lockNS).Create(t.Context(), windows, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -352,9 +354,9 @@ func TestIntegrationEnforceFreezeNeedsNoRights(t *testing.T) {
 	assert.Nil(t, held)
 	require.NotNil(t, progress)
 	require.NotNil(t, progress.Freeze, "the window freezes the lock")
-	cm, err = env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err = env.Kube.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "always", cm.Annotations[lock.SummaryFreezeWindowAnnotation], "alice wrote the window's freeze without a right")
+	assert.Equal(t, "always", cm.Annotations[record.SummaryFreezeWindowAnnotation], "alice wrote the window's freeze without a right")
 }
 
 // TestIntegrationEnforceWarnMode: in warn mode a refused write is admitted,
@@ -395,24 +397,24 @@ func TestIntegrationEnforceForgedRecord(t *testing.T) {
 
 	cms := bob.client.CoreV1().ConfigMaps(lockNS)
 	forge := func(edit func(cm *corev1.ConfigMap)) error {
-		cm, err := cms.Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+		cm, err := cms.Get(t.Context(), record.Name(target), metav1.GetOptions{})
 		require.NoError(t, err)
 		edit(cm)
 		_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
 		return err
 	}
 	err = forge(func(cm *corev1.ConfigMap) {
-		cm.Annotations[lock.RecordAnnotation] = strings.Replace(cm.Annotations[lock.RecordAnnotation], `"user":"alice"`, `"user":"bob"`, 1)
-		cm.Annotations[lock.SummaryHolderUserAnnotation] = "bob"
+		cm.Annotations[record.RecordAnnotation] = strings.Replace(cm.Annotations[record.RecordAnnotation], `"user":"alice"`, `"user":"bob"`, 1)
+		cm.Annotations[record.SummaryHolderUserAnnotation] = "bob"
 	})
 	require.Error(t, err, "bob writes himself in as holder")
-	assert.Contains(t, err.Error(), "lockctl refused this change of lock "+lockNS+"/"+lock.Name(target)+": it would make bob holder out of turn")
+	assert.Contains(t, err.Error(), "lockctl refused this change of lock "+lockNS+"/"+record.Name(target)+": it would make bob holder out of turn")
 	err = forge(func(cm *corev1.ConfigMap) {
-		cm.Annotations[lock.RecordAnnotation] = strings.Replace(cm.Annotations[lock.RecordAnnotation], `"updated":"`, `"updated":"1`, 1)
+		cm.Annotations[record.RecordAnnotation] = strings.Replace(cm.Annotations[record.RecordAnnotation], `"updated":"`, `"updated":"1`, 1)
 	})
 	require.Error(t, err, "a record its summary does not match")
 	assert.Contains(t, err.Error(), "do not match its record")
-	err = cms.Delete(t.Context(), lock.Name(target), metav1.DeleteOptions{})
+	err = cms.Delete(t.Context(), record.Name(target), metav1.DeleteOptions{})
 	require.Error(t, err, "bob deletes alice's lock")
 	assert.Contains(t, err.Error(), "lockctl refused this change")
 	assert.Contains(t, awaitRefused(t, bob, target, "").Error(), "is locked by acme/alice@main#1")
@@ -446,7 +448,7 @@ func TestIntegrationEnforceRequireHolderAndUninstall(t *testing.T) {
 	removed, err := enforce.Uninstall(t.Context(), env.Kube.AdmissionregistrationV1(), target)
 	require.NoError(t, err)
 	assert.True(t, removed)
-	selector := metav1.ListOptions{LabelSelector: lock.KindLabel + "=" + enforce.KindValue + "," + lock.TargetLabel + "=" + target}
+	selector := metav1.ListOptions{LabelSelector: record.KindLabel + "=" + enforce.KindValue + "," + record.TargetLabel + "=" + target}
 	ps, err := env.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(t.Context(), selector)
 	require.NoError(t, err)
 	assert.Empty(t, ps.Items, "policies left behind")

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"sigs.k8s.io/yaml"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/lockctl/lockctl/lock"
 )
 
 // Mode is how the API server acts on a write the policy refuses.
@@ -257,17 +257,17 @@ type summaryKeys struct {
 }
 
 var keys = summaryKeys{
-	Prefix: lock.SummaryPrefix, Record: lock.RecordAnnotation, Updated: lock.SummaryUpdatedAnnotation,
-	Holder: lock.SummaryHolderAnnotation, HolderUser: lock.SummaryHolderUserAnnotation,
-	HolderCredential: lock.SummaryHolderCredentialAnnotation, HolderApps: lock.SummaryPrefix + "holder-apps",
-	Since: lock.SummarySinceAnnotation, Expires: lock.SummaryExpiresAnnotation,
-	Token: lock.SummaryTokenAnnotation, TokenPending: lock.SummaryTokenPendingAnnotation,
-	NextUser: lock.SummaryNextUserAnnotation, WaiterUsers: lock.SummaryWaiterUsersAnnotation,
-	Frozen: lock.SummaryFrozenAnnotation, Freeze: lock.SummaryFreezeAnnotation,
-	FreezeUntil: lock.SummaryFreezeUntilAnnotation, FreezeWindow: lock.SummaryFreezeWindowAnnotation,
-	Windows: lock.SummaryWindowsAnnotation, WindowsUntil: lock.SummaryWindowsUntilAnnotation,
-	BreakGlassUser: lock.BreakGlassUserAnnotation, BreakGlassState: lock.BreakGlassStateAnnotation,
-	BreakGlass: lock.BreakGlassAnnotation, Enforced: lock.EnforcedAnnotation, Probe: ProbeAnnotation,
+	Prefix: record.SummaryPrefix, Record: record.RecordAnnotation, Updated: record.SummaryUpdatedAnnotation,
+	Holder: record.SummaryHolderAnnotation, HolderUser: record.SummaryHolderUserAnnotation,
+	HolderCredential: record.SummaryHolderCredentialAnnotation, HolderApps: record.SummaryPrefix + "holder-apps",
+	Since: record.SummarySinceAnnotation, Expires: record.SummaryExpiresAnnotation,
+	Token: record.SummaryTokenAnnotation, TokenPending: record.SummaryTokenPendingAnnotation,
+	NextUser: record.SummaryNextUserAnnotation, WaiterUsers: record.SummaryWaiterUsersAnnotation,
+	Frozen: record.SummaryFrozenAnnotation, Freeze: record.SummaryFreezeAnnotation,
+	FreezeUntil: record.SummaryFreezeUntilAnnotation, FreezeWindow: record.SummaryFreezeWindowAnnotation,
+	Windows: record.SummaryWindowsAnnotation, WindowsUntil: record.SummaryWindowsUntilAnnotation,
+	BreakGlassUser: record.BreakGlassUserAnnotation, BreakGlassState: record.BreakGlassStateAnnotation,
+	BreakGlass: record.BreakGlassAnnotation, Enforced: record.EnforcedAnnotation, Probe: ProbeAnnotation,
 }
 
 // celFuncs render settings into CEL: q a string literal, list a list of
@@ -293,10 +293,10 @@ func celFuncs(s Settings) template.FuncMap {
 // render returns the parts of the policy of s.
 func (s Settings) render() policyParts {
 	v := celValues{
-		Settings: s, Name: Name(s.Target), LockName: lock.Name(s.Target), TurnName: lock.TurnName(s.Target),
-		LockRef: s.LockNamespace + "/" + lock.Name(s.Target), Digest: s.Digest(),
+		Settings: s, Name: Name(s.Target), LockName: record.Name(s.Target), TurnName: record.TurnName(s.Target),
+		LockRef: s.LockNamespace + "/" + record.Name(s.Target), Digest: s.Digest(),
 		TokenAnnotation: TokenAnnotation, AuditKey: AuditKey, K: keys,
-		WindowsBy: " by configmap/" + lock.FreezeWindowsName + "@",
+		WindowsBy: " by configmap/" + record.FreezeWindowsName + "@",
 	}
 	v.Mode = s.mode()
 	for _, k := range s.kinds() {
@@ -408,7 +408,7 @@ func Binding(s Settings) *admissionregistrationv1.ValidatingAdmissionPolicyBindi
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName: Name(s.Target),
 			ParamRef: &admissionregistrationv1.ParamRef{
-				Name: lock.Name(s.Target), Namespace: s.LockNamespace, ParameterNotFoundAction: &notFound,
+				Name: record.Name(s.Target), Namespace: s.LockNamespace, ParameterNotFoundAction: &notFound,
 			},
 			ValidationActions: s.mode().actions(),
 		},
@@ -443,11 +443,11 @@ func CreateGuard(s Settings) (*admissionregistrationv1.ValidatingAdmissionPolicy
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
 				}}},
 			},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "the-lock", Expression: "request.name == " + q(lock.Name(s.Target))}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "the-lock", Expression: "request.name == " + q(record.Name(s.Target))}},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.?metadata.?annotations[?" + q(lock.EnforcedAnnotation) + "].orValue('') != ''",
+				Expression: "object.?metadata.?annotations[?" + q(record.EnforcedAnnotation) + "].orValue('') != ''",
 				Message: fmt.Sprintf("lockctl refused creating lock %s/%s: namespace %s is enforced (policy %s), and a new lock must be marked so [lockctl-enforced=%s]; lockctl 1.9 or later marks it",
-					s.LockNamespace, lock.Name(s.Target), s.Target, Name(s.Target), s.mode()),
+					s.LockNamespace, record.Name(s.Target), s.Target, Name(s.Target), s.mode()),
 				Reason: ptr(metav1.StatusReasonForbidden),
 			}},
 		},
@@ -467,13 +467,13 @@ func objectMeta(s Settings, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: name,
 		Labels: map[string]string{
-			lock.ManagedByLabel: lock.ManagedByValue,
-			lock.KindLabel:      KindValue,
-			lock.TargetLabel:    s.Target,
+			record.ManagedByLabel: record.ManagedByValue,
+			record.KindLabel:      KindValue,
+			record.TargetLabel:    s.Target,
 		},
 		Annotations: map[string]string{
-			lock.PurposeAnnotation: fmt.Sprintf("lockctl enforces the deploy lock of namespace %q (lock %s/%s): inspect with `lockctl status %s`, remove with `lockctl enforce %s --uninstall`",
-				s.Target, s.LockNamespace, lock.Name(s.Target), s.Target, s.Target),
+			record.PurposeAnnotation: fmt.Sprintf("lockctl enforces the deploy lock of namespace %q (lock %s/%s): inspect with `lockctl status %s`, remove with `lockctl enforce %s --uninstall`",
+				s.Target, s.LockNamespace, record.Name(s.Target), s.Target, s.Target),
 		},
 	}
 }

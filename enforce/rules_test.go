@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
-
-	"github.com/lockctl/lockctl/lock"
 )
 
 // settingsToCompile are settings that render every branch of the template.
@@ -64,39 +64,39 @@ type summary struct {
 func (s summary) annotations() map[string]any {
 	updated := micro(s.updated)
 	a := map[string]any{
-		lock.RecordAnnotation:         `{"version":"1.9","target":"web","updated":"` + updated + `"}`,
-		lock.SummaryUpdatedAnnotation: updated,
+		record.RecordAnnotation:         `{"version":"1.9","target":"web","updated":"` + updated + `"}`,
+		record.SummaryUpdatedAnnotation: updated,
 	}
 	if !s.unmarked {
-		a[lock.EnforcedAnnotation] = "deny"
+		a[record.EnforcedAnnotation] = "deny"
 	}
 	if s.holder != "" {
-		a[lock.SummaryHolderAnnotation] = s.holder
-		a[lock.SummarySinceAnnotation] = updated
+		a[record.SummaryHolderAnnotation] = s.holder
+		a[record.SummarySinceAnnotation] = updated
 		if s.user != "" {
-			a[lock.SummaryHolderUserAnnotation] = s.user
+			a[record.SummaryHolderUserAnnotation] = s.user
 		}
-		a[lock.SummaryTokenAnnotation] = s.token
+		a[record.SummaryTokenAnnotation] = s.token
 		if !s.expires.IsZero() {
-			a[lock.SummaryExpiresAnnotation] = micro(s.expires)
+			a[record.SummaryExpiresAnnotation] = micro(s.expires)
 		}
 		if s.credential != "" {
-			a[lock.SummaryHolderCredentialAnnotation] = s.credential
+			a[record.SummaryHolderCredentialAnnotation] = s.credential
 		}
 		if s.apps != "" {
 			a[keys.HolderApps] = s.apps
 		}
 	}
 	if len(s.waiters) > 0 {
-		a[lock.SummaryNextUserAnnotation] = s.waiters[0]
-		a[lock.SummaryWaiterUsersAnnotation] = strings.Join(s.waiters, "\n")
+		a[record.SummaryNextUserAnnotation] = s.waiters[0]
+		a[record.SummaryWaiterUsersAnnotation] = strings.Join(s.waiters, "\n")
 	}
 	if !s.freezeUntil.IsZero() {
-		a[lock.SummaryFrozenAnnotation] = "true"
-		a[lock.SummaryFreezeAnnotation] = "frozen until " + micro(s.freezeUntil) + " by acme/ops@main#1: release party"
-		a[lock.SummaryFreezeUntilAnnotation] = micro(s.freezeUntil)
+		a[record.SummaryFrozenAnnotation] = "true"
+		a[record.SummaryFreezeAnnotation] = "frozen until " + micro(s.freezeUntil) + " by acme/ops@main#1: release party"
+		a[record.SummaryFreezeUntilAnnotation] = micro(s.freezeUntil)
 		if s.freezeWindow != "" {
-			a[lock.SummaryFreezeWindowAnnotation] = s.freezeWindow
+			a[record.SummaryFreezeWindowAnnotation] = s.freezeWindow
 		}
 	}
 	var lines []string
@@ -104,8 +104,8 @@ func (s summary) annotations() map[string]any {
 		lines = append(lines, rfc(w[0])+" "+rfc(w[1])+" "+s.windowNames[i])
 	}
 	if len(lines) > 0 || !s.windowsUntil.IsZero() {
-		a[lock.SummaryWindowsAnnotation] = strings.Join(lines, "\n")
-		a[lock.SummaryWindowsUntilAnnotation] = rfc(s.windowsUntil)
+		a[record.SummaryWindowsAnnotation] = strings.Join(lines, "\n")
+		a[record.SummaryWindowsUntilAnnotation] = rfc(s.windowsUntil)
 	}
 	return a
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -83,8 +85,8 @@ func TestIntegrationFenceWindowOpensAndCloses(t *testing.T) {
 	target, lockNS := env.Namespace(t), env.Namespace(t)
 	bob := newUser(t, env, "bob", target, lockNS)
 	windows := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName, Namespace: lockNS},
-		Data:       map[string]string{lock.FreezeWindowsKey: fmt.Sprintf("windows:\n- name: minutely\n  schedule: \"* * * * *\"\n  duration: 6s\n  reason: test\n  targets: [%s]\n", target)},
+		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName, Namespace: lockNS},
+		Data:       map[string]string{record.FreezeWindowsKey: fmt.Sprintf("windows:\n- name: minutely\n  schedule: \"* * * * *\"\n  duration: 6s\n  reason: test\n  targets: [%s]\n", target)},
 	}
 	_, err := env.Client.CoreV1().ConfigMaps(lockNS).Create(t.Context(), windows, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -120,7 +122,7 @@ func TestIntegrationFenceWindowOpensAndCloses(t *testing.T) {
 	require.NoError(t, bob.create(t.Context(), target, "after"), "a second after the window closed")
 	require.NoError(t, bob.write(t.Context(), target, ""), "an update after the window")
 
-	cm, err := env.Client.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Less(t, cm.CreationTimestamp.Time, open.Add(-2*time.Second), "the lock was written before the window, and not since")
 	for _, f := range cm.ManagedFields {
@@ -177,7 +179,7 @@ func TestIntegrationFenceFreezeEnds(t *testing.T) {
 	enforced(t, env, enforce.Settings{Target: target, LockNamespace: lockNS, Mode: enforce.ModeDeny})
 
 	until := time.Now().Add(8 * time.Second)
-	_, err := ops.locks.Freeze(t.Context(), lock.FreezeRequest{Target: target, By: ops.request(target, 1).Identity, Reason: "release party", Until: until})
+	_, err := ops.locks.Freeze(t.Context(), record.FreezeRequest{Target: target, By: ops.request(target, 1).Identity, Reason: "release party", Until: until})
 	require.NoError(t, err)
 	err = awaitRefused(t, alice, target, "")
 	assert.Contains(t, err.Error(), "is frozen")
@@ -186,10 +188,10 @@ func TestIntegrationFenceFreezeEnds(t *testing.T) {
 	// end, in a second of her own.
 	time.Sleep(1100 * time.Millisecond)
 	cms := alice.client.CoreV1().ConfigMaps(lockNS)
-	cm, err := cms.Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := cms.Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
 	forged := forge(cm, func(a map[string]string) {
-		for _, k := range []string{lock.SummaryFrozenAnnotation, lock.SummaryFreezeAnnotation, lock.SummaryFreezeUntilAnnotation} {
+		for _, k := range []string{record.SummaryFrozenAnnotation, record.SummaryFreezeAnnotation, record.SummaryFreezeUntilAnnotation} {
 			delete(a, k)
 		}
 	}, until.Add(time.Second))
@@ -215,9 +217,9 @@ func rights(target string, verbs ...string) rbacv1.PolicyRule {
 func forge(cm *corev1.ConfigMap, edit func(map[string]string), updated time.Time) *corev1.ConfigMap {
 	out := cm.DeepCopy()
 	edit(out.Annotations)
-	was, now := out.Annotations[lock.SummaryUpdatedAnnotation], updated.UTC().Format(metav1.RFC3339Micro)
-	out.Annotations[lock.RecordAnnotation] = strings.Replace(out.Annotations[lock.RecordAnnotation], `"updated":"`+was+`"`, `"updated":"`+now+`"`, 1)
-	out.Annotations[lock.SummaryUpdatedAnnotation] = now
+	was, now := out.Annotations[record.SummaryUpdatedAnnotation], updated.UTC().Format(metav1.RFC3339Micro)
+	out.Annotations[record.RecordAnnotation] = strings.Replace(out.Annotations[record.RecordAnnotation], `"updated":"`+was+`"`, `"updated":"`+now+`"`, 1)
+	out.Annotations[record.SummaryUpdatedAnnotation] = now
 	return out
 }
 
@@ -257,16 +259,16 @@ func TestIntegrationFenceEveryHoldFenced(t *testing.T) {
 	require.NoError(t, err, "the holder releases a hold without a user")
 
 	// Deleted (it is free) and created again by the next contender.
-	require.NoError(t, env.Client.CoreV1().ConfigMaps(lockNS).Delete(t.Context(), lock.Name(target), metav1.DeleteOptions{}))
+	require.NoError(t, env.Client.CoreV1().ConfigMaps(lockNS).Delete(t.Context(), record.Name(target), metav1.DeleteOptions{}))
 	fresh := lock.New(alice.kube.CoreV1(), alice.kube.CoreV1(), lockNS, clock.RealClock{}, lock.Options{ConfirmAfter: -1})
 	req := alice.request(target, 2)
-	req.LookupUser = func(context.Context) lock.User { return lock.User{Name: "alice"} }
+	req.Callbacks.LookupUser = func(context.Context) record.User { return record.User{Name: "alice"} }
 	_, err = fresh.Acquire(t.Context(), req)
 	require.NoError(t, err, "the create guard's refusal makes the contender mark the lock")
-	cm, err := env.Client.CoreV1().ConfigMaps(lockNS).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "deny", cm.Annotations[lock.EnforcedAnnotation], "created again, marked")
-	assert.Equal(t, "alice", cm.Annotations[lock.SummaryHolderUserAnnotation], "with its holder's user")
+	assert.Equal(t, "deny", cm.Annotations[record.EnforcedAnnotation], "created again, marked")
+	assert.Equal(t, "alice", cm.Annotations[record.SummaryHolderUserAnnotation], "with its holder's user")
 	assert.Contains(t, awaitRefused(t, bob, target, "").Error(), "is locked by acme/alice@main#2 (user alice)")
 }
 
@@ -286,7 +288,7 @@ func TestIntegrationFenceGitOpsFirst(t *testing.T) {
 	t.Cleanup(func() { _, _ = enforce.Uninstall(context.Background(), env.Kube.AdmissionregistrationV1(), target) })
 
 	req := alice.request(target, 1)
-	req.LookupUser = func(context.Context) lock.User { return lock.User{Name: "alice"} }
+	req.Callbacks.LookupUser = func(context.Context) record.User { return record.User{Name: "alice"} }
 	// The create guard applies asynchronously: until it does, the lock is
 	// created unmarked, and the main policy then asks for the mark.
 	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -294,11 +296,11 @@ func TestIntegrationFenceGitOpsFirst(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		cm, err := env.Client.CoreV1().ConfigMaps(lockNS).Get(ctx, lock.Name(target), metav1.GetOptions{})
+		cm, err := env.Client.CoreV1().ConfigMaps(lockNS).Get(ctx, record.Name(target), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		if cm.Annotations[lock.SummaryHolderUserAnnotation] == "alice" {
+		if cm.Annotations[record.SummaryHolderUserAnnotation] == "alice" {
 			return true, nil
 		}
 		_, err = alice.locks.ReleaseHeld(ctx, h, lock.ReleaseOptions{})
@@ -326,20 +328,20 @@ func TestIntegrationFenceFirstWaiterForgery(t *testing.T) {
 	require.NotNil(t, progress, "bob waits first in the queue")
 
 	cms := bob.client.CoreV1().ConfigMaps(lockNS)
-	cm, err := cms.Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := cms.Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Equal(t, "bob", cm.Annotations[lock.SummaryNextUserAnnotation])
+	require.Equal(t, "bob", cm.Annotations[record.SummaryNextUserAnnotation])
 	taken := forge(cm, func(a map[string]string) {
-		a[lock.SummaryHolderAnnotation], a[lock.SummaryHolderUserAnnotation] = "acme/bob@main#1", "bob"
-		delete(a, lock.SummaryNextUserAnnotation)
-		delete(a, lock.SummaryWaiterUsersAnnotation)
+		a[record.SummaryHolderAnnotation], a[record.SummaryHolderUserAnnotation] = "acme/bob@main#1", "bob"
+		delete(a, record.SummaryNextUserAnnotation)
+		delete(a, record.SummaryWaiterUsersAnnotation)
 	}, time.Now())
 	_, err = cms.Update(t.Context(), taken, metav1.UpdateOptions{})
 	require.True(t, refused(err), "the first waiter takes a live hold: %v", err)
 	assert.Contains(t, err.Error(), "it would make bob holder out of turn")
 
 	shortened := forge(cm, func(a map[string]string) {
-		a[lock.SummaryExpiresAnnotation] = time.Now().Add(-time.Minute).UTC().Format(metav1.RFC3339Micro)
+		a[record.SummaryExpiresAnnotation] = time.Now().Add(-time.Minute).UTC().Format(metav1.RFC3339Micro)
 	}, time.Now())
 	_, err = cms.Update(t.Context(), shortened, metav1.UpdateOptions{})
 	require.True(t, refused(err), "a waiter shortens the hold: %v", err)

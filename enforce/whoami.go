@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/kube"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // The user extras the API server sets for a service account token
@@ -24,16 +25,16 @@ const (
 // server names it in a SelfSubjectReview (authentication.k8s.io/v1): the
 // name an enforced lock admits the holder's writes by, and the credential
 // strict enforcement tells two holders of one name apart by.
-func WhoAmI(ctx context.Context, c kube.AuthenticationV1Interface) (lock.User, error) {
+func WhoAmI(ctx context.Context, c kube.AuthenticationV1Interface) (record.User, error) {
 	r, err := c.SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return lock.User{}, fmt.Errorf("ask the API server who this is (SelfSubjectReview): %w", err)
+		return record.User{}, fmt.Errorf("ask the API server who this is (SelfSubjectReview): %w", err)
 	}
 	info := r.Status.UserInfo
 	if info.Username == "" {
-		return lock.User{}, errors.New("ask the API server who this is (SelfSubjectReview): no user name in the answer")
+		return record.User{}, errors.New("ask the API server who this is (SelfSubjectReview): no user name in the answer")
 	}
-	return lock.User{Name: info.Username, Credential: Credential(info.Extra)}, nil
+	return record.User{Name: info.Username, Credential: Credential(info.Extra)}, nil
 }
 
 // Credential is the credential that extra (a user's extras, as the API

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"k8s.io/utils/clock"
 	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/lockctl/lockctl/lock/record"
+	"k8s.io/utils/clock"
 
 	"testing"
 
@@ -80,7 +82,7 @@ func TestIntegrationLockEvents(t *testing.T) {
 	rec := NewRecorder(env.Kube.EventsV1(), Options{Log: l})
 	locks := lock.New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, lock.Options{Events: rec})
 	req := func(repo, session string) lock.Request {
-		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, ClaimID: session}
+		return lock.Request{Target: "staging", Identity: record.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, ClaimID: session}
 	}
 
 	first, _, err := locks.TryAcquire(t.Context(), req("web", "a"))
@@ -101,7 +103,7 @@ func TestIntegrationLockEvents(t *testing.T) {
 	require.True(t, res.Forced)
 
 	assert.Empty(t, logs.String(), "every Event is accepted")
-	list, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + lock.Name("staging")})
+	list, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + record.Name("staging")})
 	require.NoError(t, err)
 	var got []string
 	for _, ev := range list.Items {

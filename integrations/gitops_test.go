@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +18,6 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/deploytools"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // everything is every verb on every resource, as GitOps controllers are
@@ -170,9 +171,9 @@ func TestIntegrationHolderApps(t *testing.T) {
 
 	o := lockctl(append([]string{"acquire", target, "--app", "argocd/web", "--app", "flux/kustomization/apps/web"}, id...)...)
 	require.Zero(t, o.Code, o.Stderr)
-	cm, err := env.Client.CoreV1().ConfigMaps(lockNS).Get(ctx, lock.Name(target), metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(lockNS).Get(ctx, record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "argocd:web\nflux-kustomization:apps/web", cm.Annotations[lock.SummaryHolderAppsAnnotation])
+	assert.Equal(t, "argocd:web\nflux-kustomization:apps/web", cm.Annotations[record.SummaryHolderAppsAnnotation])
 	o = lockctl("status", target, "-o", "wide")
 	require.Zero(t, o.Code, o.Stderr)
 	assert.Contains(t, o.Stdout, " APPS ")
@@ -186,7 +187,7 @@ func TestIntegrationHolderApps(t *testing.T) {
 	o = lockctl(append([]string{"acquire", other, "--app", "flux/web"}, id...)...)
 	assert.Equal(t, 2, o.Code, "a bad --app is a usage error")
 	assert.Contains(t, o.Stderr, `application "flux/web" names Flux kind "web": use argocd/NAME, argocd/NAMESPACE/NAME, flux/kustomization/NAMESPACE/NAME or flux/helmrelease/NAMESPACE/NAME`)
-	_, err = env.Client.CoreV1().ConfigMaps(lockNS).Get(ctx, lock.Name(other), metav1.GetOptions{})
+	_, err = env.Client.CoreV1().ConfigMaps(lockNS).Get(ctx, record.Name(other), metav1.GetOptions{})
 	require.Error(t, err, "nothing written")
 
 	o = lockctl(append(append([]string{"run", "--lock", other, "--app", "argocd/team-a/api"}, id...), "--", clitest.Binary(t), "status", other, "-o", "yaml")...)

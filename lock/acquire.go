@@ -7,17 +7,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/liveness"
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/lockctl/lockctl/liveness"
 )
 
 // acquireNow takes the lock for me if that needs no waiting; otherwise it
 // returns a *HeldError (or a *SupersededError) and writes nothing.
-func (c *Client) acquireNow(ctx context.Context, req Request, me Claim) (*Held, error) {
+func (c *Client) acquireNow(ctx context.Context, req Request, me record.Claim) (*Held, error) {
 	res, err := c.acquireOnce(ctx, req, me, true)
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func (c *Client) TryAcquire(ctx context.Context, req Request) (*Held, *Progress,
 // acquireOnce decides and writes for me on fresh reads of the lock until a
 // write is not lost (Client.update). background records the Events of an
 // acquisition in the background (see acquireChange).
-func (c *Client) acquireOnce(ctx context.Context, req Request, me Claim, background bool) (*stepResult, error) {
+func (c *Client) acquireOnce(ctx context.Context, req Request, me record.Claim, background bool) (*stepResult, error) {
 	var res *stepResult
 	err := c.update(ctx, "acquire", req.Target, req.known, func(cm *corev1.ConfigMap) (change, error) {
 		var (
@@ -66,34 +66,34 @@ func (c *Client) acquireOnce(ctx context.Context, req Request, me Claim, backgro
 }
 
 // claim builds the contender's claim from req.
-func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
+func (c *Client) claim(ctx context.Context, req Request) (record.Claim, error) {
 	if err := req.Identity.Validate(); err != nil {
-		return Claim{}, fmt.Errorf("invalid holder identity: %w", err)
+		return record.Claim{}, fmt.Errorf("invalid holder identity: %w", err)
 	}
 	if req.Target == "" {
-		return Claim{}, errors.New("no target namespace given")
+		return record.Claim{}, errors.New("no target namespace given")
 	}
-	if _, err := ParsePriority(string(req.Priority)); err != nil {
-		return Claim{}, err
+	if _, err := record.ParsePriority(string(req.Priority)); err != nil {
+		return record.Claim{}, err
 	}
-	if len(req.Apps) > maxApps {
-		return Claim{}, fmt.Errorf("%d applications named, more than the %d a hold may name", len(req.Apps), maxApps)
+	if len(req.Apps) > record.MaxApps {
+		return record.Claim{}, fmt.Errorf("%d applications named, more than the %d a hold may name", len(req.Apps), record.MaxApps)
 	}
-	me := Claim{Identity: req.Identity, CIJob: req.Job, RunURL: req.RunURL, User: req.User, Apps: appStrings(req.Apps), ClaimID: req.ClaimID, Unordered: req.Unordered, Priority: req.Priority.stored(), IgnoreFreeze: req.IgnoreFreeze, target: req.Target,
-		Cancelable: req.Cancelable, cancelInProgress: req.CancelInProgress}
+	me := record.Claim{Identity: req.Identity, CIJob: req.Job, RunURL: req.RunURL, User: req.User, Apps: record.AppStrings(req.Apps), ClaimID: req.ClaimID, Unordered: req.Unordered, Priority: req.Priority.Stored(), IgnoreFreeze: req.IgnoreFreeze, Target: req.Target,
+		Cancelable: req.Cancelable, CancelInProgress: req.CancelInProgress}
 	if me.ClaimID == "" {
 		me.ClaimID = newSession()
 	}
 	me.TTL = metav1.Duration{Duration: req.TTL}
 	if me.TTL.Duration <= 0 {
-		me.TTL.Duration = DefaultTTL
+		me.TTL.Duration = record.DefaultTTL
 	}
 	if req.Pod != nil {
 		ref := *req.Pod
 		if ref.UID == "" {
 			pod, err := c.pods.Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 			if err != nil {
-				return Claim{}, fmt.Errorf("look up holder pod %s: %w", ref, err)
+				return record.Claim{}, fmt.Errorf("look up holder pod %s: %w", ref, err)
 			}
 			ref.UID = pod.UID
 		}
@@ -105,8 +105,8 @@ func (c *Client) claim(ctx context.Context, req Request) (Claim, error) {
 // stepResult is the outcome of one decide-and-write round.
 type stepResult struct {
 	cm       *corev1.ConfigMap // the lock after the round; nil if none
-	rec      *Record
-	decision Decision
+	rec      *record.Record
+	decision record.Decision
 	held     *Held
 	// events is closed once the Events of the write, recorded in the
 	// background, are written; nil when they were recorded before.
@@ -125,15 +125,15 @@ func (r *stepResult) progress(c *Client, target string, started time.Time) *Prog
 	p := &Progress{
 		Context:     c.opts.Context,
 		Target:      target,
-		Holder:      r.rec.holderOrNone(),
+		Holder:      r.rec.HolderOrNone(),
 		HolderAlive: r.decision.StaleHolder == nil || r.decision.HandedTo != nil,
 		Position:    r.decision.Position,
 		Started:     started,
 		Freeze:      r.decision.Freeze,
 	}
 	if p.Position > 0 {
-		p.Ahead = append([]Claim(nil), r.rec.Waiters[:p.Position-1]...)
-		p.Wait = &EstimateInput{Target: target, History: r.rec.History, Ahead: p.Position - 1, Freeze: r.rec.Freeze, Windows: c.freezeWindows()}
+		p.Ahead = append([]record.Claim(nil), r.rec.Waiters[:p.Position-1]...)
+		p.Wait = &record.EstimateInput{Target: target, History: r.rec.History, Ahead: p.Position - 1, Freeze: r.rec.Freeze, Windows: c.freezeWindows()}
 		if p.Held() && p.HolderAlive {
 			since := p.Holder.Since.Time
 			p.Wait.HolderSince = &since
@@ -146,7 +146,7 @@ func (r *stepResult) progress(c *Client, target string, started time.Time) *Prog
 // once: a write lost to another returns errRetry. pod is the latest known
 // state of the holder's pod, if any. It is Acquire's: the Events of an
 // acquisition are recorded in the background.
-func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.ConfigMap, pod *corev1.Pod) (*stepResult, error) {
+func (c *Client) step(ctx context.Context, req Request, me record.Claim, cm *corev1.ConfigMap, pod *corev1.Pod) (*stepResult, error) {
 	res, ch, err := c.acquireChange(ctx, req, me, cm, pod, true)
 	if err != nil {
 		return nil, err
@@ -162,14 +162,14 @@ func (c *Client) step(ctx context.Context, req Request, me Claim, cm *corev1.Con
 // write that makes me the holder, and the stored hook records the Events
 // of the write: those of an acquisition in the background when background
 // (Acquire, whose Held waits for them: Held.WaitEvents, ReleaseHeld).
-func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *corev1.ConfigMap, pod *corev1.Pod, background bool) (*stepResult, change, error) {
+func (c *Client) acquireChange(ctx context.Context, req Request, me record.Claim, cm *corev1.ConfigMap, pod *corev1.Pod, background bool) (*stepResult, change, error) {
 	res, why, err := c.judge(ctx, req, me, cm, pod)
 	if err != nil {
 		return nil, change{}, err
 	}
 	d := res.decision
-	if d.Outcome == Acquired && req.OnTaking != nil && res.mustLook {
-		req.OnTaking()
+	if d.Outcome == record.Acquired && req.Callbacks.OnTaking != nil && res.mustLook {
+		req.Callbacks.OnTaking()
 	}
 	judged := res.rec
 	stored := func(ctx context.Context, written *corev1.ConfigMap) {
@@ -177,7 +177,7 @@ func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *c
 			return
 		}
 		res.cm, res.rec = written, d.Record
-		if background && c.events != nil && d.Outcome == Acquired {
+		if background && c.events != nil && d.Outcome == record.Acquired {
 			// NOTE: the holder's work starts a round trip sooner; ReleaseHeld
 			// waits for these Events before its own, so a lock's Events keep
 			// their order.
@@ -202,8 +202,8 @@ func (c *Client) acquireChange(ctx context.Context, req Request, me Claim, cm *c
 // judges its holder, applies the freeze windows and Decide, and writes the
 // end of a stale holder's hold into the decided record's history. why says
 // what made the holder stale.
-func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.ConfigMap, pod *corev1.Pod) (*stepResult, string, error) {
-	var cur *Record
+func (c *Client) judge(ctx context.Context, req Request, me record.Claim, cm *corev1.ConfigMap, pod *corev1.Pod) (*stepResult, string, error) {
+	var cur *record.Record
 	if cm != nil {
 		rec, err := c.decode(cm, req.Target)
 		if err != nil {
@@ -212,8 +212,8 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		cur = rec
 	}
 	enforced := c.enforcedLock(cm, req.Target)
-	if me.User == "" && req.LookupUser != nil && enforced {
-		u := req.LookupUser(ctx)
+	if me.User == "" && req.Callbacks.LookupUser != nil && enforced {
+		u := req.Callbacks.LookupUser(ctx)
 		me.User, me.Credential = u.Name, u.Credential
 	}
 	now := c.clk.Now()
@@ -230,23 +230,23 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 		// A frozen free lock keeps its queue, and the policy it was made with.
 		policy = cur.Policy
 	} else if policy == "" {
-		policy = PolicyNewest
+		policy = record.PolicyNewest
 	}
 	cur = c.withWindows(cur, req.Target, policy, now)
-	d := Decide(cur, me, policy, now, alive, c.waiterTTL())
+	d := record.Decide(cur, me, policy, now, alive, c.waiterTTL())
 	if d.Freeze != nil {
 		// Shown to the contender: until when the lock really stays frozen.
-		d.Freeze = effectiveFreeze(d.Freeze, c.freezeWindows(), req.Target, now)
+		d.Freeze = record.EffectiveFreeze(d.Freeze, c.freezeWindows(), req.Target, now)
 	}
-	if req.NoWait && d.Outcome == Waiting {
+	if req.NoWait && d.Outcome == record.Waiting {
 		// Joining the queue would mean waiting: write nothing.
-		h := cur.holderOrNone()
+		h := cur.HolderOrNone()
 		if d.HandedTo != nil {
 			h = *d.HandedTo
 		}
 		return nil, "", &HeldError{Target: req.Target, Holder: h, Waiters: len(cur.Waiters), Freeze: d.Freeze}
 	}
-	if d.Outcome == Waiting && d.Record != nil && cur != nil && cur.Position(me.ClaimID) == 0 {
+	if d.Outcome == record.Waiting && d.Record != nil && cur != nil && cur.Position(me.ClaimID) == 0 {
 		if err := queueRoom(req.Target, cur, d); err != nil {
 			return nil, "", err
 		}
@@ -274,20 +274,20 @@ func (c *Client) judge(ctx context.Context, req Request, me Claim, cm *corev1.Co
 // yet in cur's queue, makes the record larger than MaxQueueBytes. The
 // queue goes before the history's oldest holds: those beyond the newest
 // KeptHistory are dropped from d's record, oldest first, until it fits.
-func queueRoom(target string, cur *Record, d Decision) error {
+func queueRoom(target string, cur *record.Record, d record.Decision) error {
 	raw, err := json.Marshal(d.Record)
-	for err == nil && len(raw) > MaxQueueBytes && len(d.Record.History) > KeptHistory {
-		drop := max(min(len(d.Record.History)-KeptHistory, (len(raw)-MaxQueueBytes)/historyEntryBytes), 1)
+	for err == nil && len(raw) > record.MaxQueueBytes && len(d.Record.History) > record.KeptHistory {
+		drop := max(min(len(d.Record.History)-record.KeptHistory, (len(raw)-record.MaxQueueBytes)/record.HistoryEntryBytes), 1)
 		d.Record.History = d.Record.History[drop:]
 		raw, err = json.Marshal(d.Record)
 	}
 	if err != nil {
 		return fmt.Errorf("encode lock record: %w", err)
 	}
-	if len(raw) <= MaxQueueBytes {
+	if len(raw) <= record.MaxQueueBytes {
 		return nil
 	}
-	h := cur.holderOrNone()
+	h := cur.HolderOrNone()
 	if d.HandedTo != nil {
 		h = *d.HandedTo
 	}
@@ -297,30 +297,30 @@ func queueRoom(target string, cur *Record, d Decision) error {
 // endStaleHold writes the end of a stale holder's hold into the history of
 // the record d decided, when it removes one: who takes it next (a waiter
 // handed the lock, or me) and why the holder was stale.
-func endStaleHold(d Decision, me Claim, why string) {
+func endStaleHold(d record.Decision, me record.Claim, why string) {
 	if d.StaleHolder == nil || d.Record == nil {
 		return
 	}
 	by := ""
 	if d.HandedTo != nil {
 		by = d.HandedTo.Identity.String()
-	} else if d.Outcome == Acquired {
+	} else if d.Outcome == record.Acquired {
 		by = me.Identity.String()
 	}
-	ending := staleEnding(*d.StaleHolder)
+	ending := record.StaleEnding(*d.StaleHolder)
 	if d.RanAgain {
-		ending = EndRanAgain
+		ending = record.EndRanAgain
 	}
-	d.Record.ended(*d.StaleHolder, d.Record.Updated, ending, by, why)
+	d.Record.Ended(*d.StaleHolder, d.Record.Updated, ending, by, why)
 }
 
 // settle turns a written decision into its result: the Held of a contender
 // that holds the lock, or a *SupersededError.
-func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepResult) error {
+func (c *Client) settle(ctx context.Context, req Request, me record.Claim, res *stepResult) error {
 	log := c.log.With("lock", c.Describe(req.Target), "holder", me.Identity.String())
 	d := res.decision
 	switch d.Outcome {
-	case Acquired:
+	case record.Acquired:
 		// The take-over write's version, or the token recorded since.
 		token := res.rec.Holder.Token
 		if token == "" {
@@ -351,46 +351,68 @@ func (c *Client) settle(ctx context.Context, req Request, me Claim, res *stepRes
 		} else {
 			log.Debug("lock acquired")
 		}
-	case Superseded:
+	case record.Superseded:
 		c.event(ctx, res.cm, false, reasonSuperseded, fmt.Sprintf("%s gave up: superseded by %s", me.Identity, d.By.Identity))
-		return &SupersededError{Target: req.Target, By: *d.By, Holding: d.By.ClaimID == res.rec.Holder.ClaimID}
+		return &SupersededError{Target: req.Target, By: *d.By, holding: d.By.ClaimID == res.rec.Holder.ClaimID}
 	}
 	return nil
+}
+
+// Callbacks are the hooks a Request hands the lock client, as client-go's
+// leaderelection.LeaderCallbacks are a LeaderElectionConfig's. Each is
+// optional: nil means no hook.
+type Callbacks struct {
+	// LookupUser, when set and Request.User is "", tells the contender's
+	// user on demand: asked only when the lock read carries
+	// EnforcedAnnotation, so a lock that is not enforced costs no request
+	// for it. It is asked on every decision on such a lock; the caller
+	// remembers the answer.
+	LookupUser func(ctx context.Context) record.User
+	// OnProgress, when set, is called each time the contender's view of the
+	// lock changes while it waits.
+	OnProgress func(Progress)
+	// OnTaking, when set, is called just before each write that makes the
+	// contender the holder, and before Acquire returns a hold it re-entered
+	// without a write: the lock was last read free, its holder no longer
+	// alive, or handed to the contender, so no other holder can act from
+	// then on. Work that must only start once no other holder is live (a
+	// look for what earlier holders left behind) may start then, beside the
+	// write; if the write is lost, OnTaking is called again before the next.
+	// With a Ledger, it is called only when the Ledger says the contender
+	// must look (Ledger.Take).
+	// A hold that begins with a hand-over (see Acquire) calls it once the
+	// waiter sees the hand-over, before Acquire returns.
+	OnTaking func()
 }
 
 // Request describes a contender.
 type Request struct {
 	// Target is the namespace to lock.
 	Target string
-	Identity
+	record.Identity
 	// User is the contender's authenticated Kubernetes user (a
 	// SelfSubjectReview's username), recorded with its claim; an enforced
 	// lock admits the holder's writes by it (docs/enforcement.md). ""
 	// records none: the holder of an enforced lock is then known by its
 	// fencing token alone.
 	User string
-	// LookupUser, when set and User is "", tells the contender's user on
-	// demand: asked only when the lock read carries EnforcedAnnotation, so
-	// a lock that is not enforced costs no request for it. It is asked on
-	// every decision on such a lock; the caller remembers the answer.
-	LookupUser func(ctx context.Context) User
 	// Apps are the GitOps applications the contender deploys, recorded
 	// with its claim (Claim.Apps): an enforced lock admits a GitOps
 	// controller's writes of their objects while the contender holds it
 	// (docs/enforcement.md). At most 16; none names no application.
-	Apps []App
+	Apps []record.App
 	// Pod, when set, is the pod the contender runs in (namespace and name;
 	// the UID is looked up). The lock then lives as long as that pod.
-	Pod *PodRef
+	Pod *record.PodRef
 	// TTL is how long the lock lasts without a pod; 0 means DefaultTTL.
 	TTL time.Duration
 	// Policy applies when this request creates the lock; an existing lock
 	// keeps the policy it was created with. "" means PolicyNewest.
-	Policy Policy
+	Policy record.Policy
 	// Priority places the contender in the queue: ahead of waiters of a
 	// lower effective priority (see Claim.Priority). "" means
 	// PriorityNormal. It never displaces the holder.
-	Priority Priority
+	Priority record.Priority
 	// IgnoreFreeze takes the lock even while it is frozen (an emergency);
 	// the freeze records who did.
 	IgnoreFreeze bool
@@ -405,7 +427,7 @@ type Request struct {
 	// Job is the CI job the contender runs in, when known: the unit that
 	// holds the lock once (see CIJob, sameHolder and runsAgain). The zero
 	// value makes the build the unit, as before jobs were known.
-	Job CIJob
+	Job record.CIJob
 	// RunURL is the web page of the contender's CI run, recorded with its
 	// claim (Claim.RunURL); "" for none.
 	RunURL string
@@ -417,25 +439,13 @@ type Request struct {
 	// random one. Reuse it to make TryAcquire calls of one contender
 	// idempotent.
 	ClaimID string
-	// OnProgress, when set, is called each time the contender's view of the
-	// lock changes while it waits.
-	OnProgress func(Progress)
 	// NoWait makes Acquire try once: it takes the lock if that needs no
 	// waiting, and otherwise returns a *HeldError without joining the
 	// queue or writing anything.
 	NoWait bool
-	// OnTaking, when set, is called just before each write that makes the
-	// contender the holder, and before Acquire returns a hold it re-entered
-	// without a write: the lock was last read free, its holder no longer
-	// alive, or handed to the contender, so no other holder can act from
-	// then on. Work that must only start once no other holder is live (a
-	// look for what earlier holders left behind) may start then, beside the
-	// write; if the write is lost, OnTaking is called again before the next.
-	// With a Ledger, it is called only when the Ledger says the contender
-	// must look (Ledger.Take).
-	// A hold that begins with a hand-over (see Acquire) calls it once the
-	// waiter sees the hand-over, before Acquire returns.
-	OnTaking func()
+	// Callbacks are the caller's hooks into the acquisition; the zero
+	// value sets none.
+	Callbacks Callbacks
 	// StopBefore is how long before its hold could expire the caller
 	// needs to stop what it runs under it when the hold cannot be renewed
 	// (lockctl run: its kill grace and a clock margin). A lock handed over
@@ -470,37 +480,37 @@ type Progress struct {
 	// context ends; the other fields are then zero but Started.
 	Unreachable string
 	// Holder is the current holder.
-	Holder Claim
+	Holder record.Claim
 	// HolderAlive is false when the holder is stale and about to be replaced.
 	HolderAlive bool
 	// Position is the contender's 1-based place in the queue.
 	Position int
 	// Ahead are the waiters in front of the contender.
-	Ahead []Claim
+	Ahead []record.Claim
 	// Started is when the contender started waiting.
 	Started time.Time
 	// Freeze is set while the lock is frozen: the contender waits for it
 	// to end even when nobody holds the lock (Holder.ClaimID is then "").
-	Freeze *Freeze
+	Freeze *record.Freeze
 	// Wait is what the estimate of the contender's wait is made from (see
 	// Estimate); nil when there is nothing to make it from.
-	Wait *EstimateInput
+	Wait *record.EstimateInput
 }
 
-// Estimate is the contender's wait for its turn as estimateWait sees it
+// Estimate is the contender's wait for its turn as EstimateWait sees it
 // at now; nil when the history says nothing.
-func (p *Progress) Estimate(now time.Time) *Estimate {
+func (p *Progress) Estimate(now time.Time) *record.Estimate {
 	if p.Wait == nil {
 		return nil
 	}
 	in := *p.Wait
 	in.Now = now
-	return estimateWait(in)
+	return record.EstimateWait(in)
 }
 
 // Held reports whether anyone holds the lock; a frozen lock may wait with
 // nobody holding it.
-func (p *Progress) Held() bool { return p.Holder.Identity != (Identity{}) }
+func (p *Progress) Held() bool { return p.Holder.Identity != (record.Identity{}) }
 
 // Acquire takes the lock for req, waiting as long as ctx allows. It returns
 // a *SupersededError when a newer build of the same branch waits or holds
@@ -523,7 +533,7 @@ func (p *Progress) Held() bool { return p.Holder.Identity != (Identity{}) }
 // it by the waiter's expiry (see Held.Confirm and Request.StopBefore). A
 // caller that keeps the lock past its exit calls Held.Confirm first.
 func (c *Client) Acquire(ctx context.Context, req Request) (*Held, error) {
-	w := newWaiter(c, req, Claim{})
+	w := newWaiter(c, req, record.Claim{})
 	defer w.stop()
 	w.st.start(c.clk.Now())
 	held, err := c.acquire(ctx, w)
@@ -562,7 +572,7 @@ func (c *Client) acquire(ctx context.Context, w *waiter) (*Held, error) {
 // else by its expiry. recheck, when not zero, is when the verdict changes
 // by itself (a grace period of the pod or its node ends); why says why a
 // holder is not alive, for people.
-func (c *Client) holderAlive(ctx context.Context, h Claim, pod *corev1.Pod, now time.Time, enforced bool) (alive bool, recheck time.Time, why string, err error) {
+func (c *Client) holderAlive(ctx context.Context, h record.Claim, pod *corev1.Pod, now time.Time, enforced bool) (alive bool, recheck time.Time, why string, err error) {
 	if h.Pod == nil {
 		// NOTE: an expiry counts as passed only once the earliest the API
 		// server's time may be has passed it, so a clock estimate running
@@ -646,25 +656,25 @@ func judgePod(pod *corev1.Pod, uid types.UID, node *corev1.Node, now time.Time, 
 // freeze of its own holds it: a copy, or a new free lock of policy when
 // there is none, so that the decision on it writes the window's freeze.
 // cur itself when no window applies.
-func (c *Client) withWindows(cur *Record, target string, policy Policy, now time.Time) *Record {
+func (c *Client) withWindows(cur *record.Record, target string, policy record.Policy, now time.Time) *record.Record {
 	ws := c.freezeWindows()
 	if ws == nil {
 		return cur
 	}
 	if cur == nil {
-		f := windowFreeze(ws, target, now)
+		f := record.WindowFreeze(ws, target, now)
 		if f == nil {
 			return nil
 		}
 		ts := metav1.NewMicroTime(now)
-		rec := &Record{Target: target, Policy: policy, Updated: ts}
-		rec.free(ts)
+		rec := &record.Record{Target: target, Policy: policy, Updated: ts}
+		rec.Free(ts)
 		rec.Freeze = f
 		return rec
 	}
-	rec := cur.deepCopy()
-	dropped := rec.dropLapsedWindow(ws, now)
-	if !rec.applyWindows(ws, now) && !dropped {
+	rec := cur.DeepCopy()
+	dropped := rec.DropLapsedWindow(ws, now)
+	if !rec.ApplyWindows(ws, now) && !dropped {
 		return cur
 	}
 	return rec

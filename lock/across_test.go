@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,9 +51,9 @@ func (l *progressLog) unreachable() []string {
 
 func TestAcquireAcross(t *testing.T) {
 	t.Parallel()
-	id := Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
-	otherHolds := func(target string) *Record {
-		rec := record(held(claim("h", "api", "main", "7"), t0))
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	otherHolds := func(target string) *record.Record {
+		rec := recordOf(held(claim("h", "api", "main", "7"), t0))
 		rec.Target = target
 		return rec
 	}
@@ -64,7 +65,7 @@ func TestAcquireAcross(t *testing.T) {
 	tests := []struct {
 		name string
 		// held are the records of locks another build holds, by context.
-		held map[string][]*Record
+		held map[string][]*record.Record
 		// down are the contexts whose API server fails every request.
 		down    []string
 		noWait  bool
@@ -82,12 +83,12 @@ func TestAcquireAcross(t *testing.T) {
 		},
 		{
 			name: "one held with --no-wait: nothing kept", noWait: true,
-			held:    map[string][]*Record{"us": {otherHolds("db")}},
+			held:    map[string][]*record.Record{"us": {otherHolds("db")}},
 			wantErr: `lock "us/db" (3 of 4; the 2 taken before it given back): lock on "db" is held by acme/api@main#7`, wantErrIs: ErrHeld,
 		},
 		{
 			name: "the first held: the later ones taken at once are given back while it waits", timeout: 300 * time.Millisecond,
-			held:    map[string][]*Record{"eu": {otherHolds("db")}},
+			held:    map[string][]*record.Record{"eu": {otherHolds("db")}},
 			wantErr: `lock "eu/db" (1 of 4): timed out after`, wantErrIs: ErrTimeout,
 		},
 		{
@@ -118,7 +119,7 @@ func TestAcquireAcross(t *testing.T) {
 				all = append(all, c)
 			}
 			var progress progressLog
-			base := Request{Identity: id, TTL: time.Hour, NoWait: tt.noWait, OnProgress: progress.add}
+			base := Request{Identity: id, TTL: time.Hour, NoWait: tt.noWait, Callbacks: Callbacks{OnProgress: progress.add}}
 			ctx := t.Context()
 			if tt.timeout > 0 {
 				var cancel context.CancelFunc
@@ -172,7 +173,7 @@ func TestAcquireAcrossUnreachable(t *testing.T) {
 	defer cancel()
 	var progress progressLog
 	_, err := AcquireAcross(ctx, PartsFor([]*Client{us, eu}, Request{
-		Target: "staging", Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, TTL: time.Hour, OnProgress: progress.add,
+		Target: "staging", Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, TTL: time.Hour, Callbacks: Callbacks{OnProgress: progress.add},
 	}, []string{"staging"}))
 	var unreachable *unreachableError
 	require.ErrorAs(t, err, &unreachable)
@@ -188,7 +189,7 @@ func TestAcquireAcrossUnreachable(t *testing.T) {
 func TestAcquireAcrossNamedTwice(t *testing.T) {
 	t.Parallel()
 	eu, _ := newContextClient(t, "eu", nil)
-	id := Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	_, err := AcquireAcross(t.Context(), []Part{{Locks: eu, Request: Request{Target: "a", Identity: id}}, {Locks: eu, Request: Request{Target: "a", Identity: id}}})
 	assert.EqualError(t, err, `lock "eu/a" is named twice`)
 }

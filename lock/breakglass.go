@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -17,21 +18,16 @@ import (
 // state is the lock's, and lets only a user with verb breakglass write a
 // grant, to itself; so every break-glass write is declared first, in an
 // Event and in status, not only in the audit log.
+// The grant's annotations the policy reads are the record's
+// (record.BreakGlassUserAnnotation …).
 const (
-	// BreakGlassUserAnnotation is the Kubernetes user the grant admits.
-	BreakGlassUserAnnotation = SummaryPrefix + "break-glass-user"
-	// BreakGlassStateAnnotation is the state of the lock the grant is
-	// for (breakGlassState): a change of holder or of freeze ends it.
-	BreakGlassStateAnnotation = SummaryPrefix + "break-glass-state"
-	// BreakGlassAnnotation describes the grant for people and messages.
-	BreakGlassAnnotation = SummaryPrefix + "break-glass"
 	// breakGlassUntilAnnotation is when the grant ends, as the record
 	// spells times; the first write of the record after it drops it.
-	breakGlassUntilAnnotation = SummaryPrefix + "break-glass-until"
+	breakGlassUntilAnnotation = record.SummaryPrefix + "break-glass-until"
 )
 
 // breakGlassKeys are the grant's annotations, written and dropped as one.
-var breakGlassKeys = []string{BreakGlassUserAnnotation, BreakGlassStateAnnotation, BreakGlassAnnotation, breakGlassUntilAnnotation}
+var breakGlassKeys = []string{record.BreakGlassUserAnnotation, record.BreakGlassStateAnnotation, record.BreakGlassAnnotation, breakGlassUntilAnnotation}
 
 // breakGlassState is the state of the lock a grant is tied to: the
 // holder's fencing token (empty when nobody holds it) and the freeze's
@@ -42,9 +38,9 @@ func breakGlassState(token, freeze string) string {
 }
 
 // stateOf is breakGlassState of rec read as cm.
-func stateOf(rec *Record, cm *corev1.ConfigMap) string {
+func stateOf(rec *record.Record, cm *corev1.ConfigMap) string {
 	token := ""
-	if !rec.unheld() {
+	if !rec.Unheld() {
 		token = rec.Holder.Token
 		if rec.Holder.TokenPending && cm != nil {
 			token = cm.ResourceVersion
@@ -65,7 +61,7 @@ type BreakGlassRequest struct {
 	// caller's own (the policy refuses a grant to anyone else).
 	User string
 	// By is who declares it, for people.
-	By Identity
+	By record.Identity
 	// Reason is required: why the lock is overridden.
 	Reason string
 	// For is how long the grant lasts at most; a change of holder or of
@@ -92,7 +88,7 @@ func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*B
 	if err := req.By.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid identity: %w", err)
 	}
-	if err := ValidateFreezeReason(req.Reason); err != nil {
+	if err := record.ValidateFreezeReason(req.Reason); err != nil {
 		return nil, err
 	}
 	if req.For <= 0 {
@@ -114,23 +110,23 @@ func (c *Client) GrantBreakGlass(ctx context.Context, req BreakGlassRequest) (*B
 		switch {
 		case rec.Freeze != nil:
 			over = rec.Freeze.Describe()
-		case !rec.unheld():
+		case !rec.Unheld():
 			over = "held by " + rec.Holder.Identity.String()
 		}
 		desc := fmt.Sprintf("break-glass for user %s by %s until %s: %q (the lock was %s)", req.User, req.By, until.Format(time.RFC3339), req.Reason, over)
 		out = &BreakGlass{Target: req.Target, User: req.User, Description: desc, Until: until}
-		rec.BreakGlass = append(rec.BreakGlass, GrantEntry{User: req.User, At: rec.Updated, Until: metav1.NewMicroTime(until)})
-		if n := len(rec.BreakGlass) - KeptHistory; n > 0 {
-			rec.BreakGlass = append([]GrantEntry(nil), rec.BreakGlass[n:]...)
+		rec.BreakGlass = append(rec.BreakGlass, record.GrantEntry{User: req.User, At: rec.Updated, Until: metav1.NewMicroTime(until)})
+		if n := len(rec.BreakGlass) - record.KeptHistory; n > 0 {
+			rec.BreakGlass = append([]record.GrantEntry(nil), rec.BreakGlass[n:]...)
 		}
 		mark := map[string]string{
-			BreakGlassUserAnnotation:  req.User,
-			BreakGlassStateAnnotation: stateOf(rec, cm),
-			BreakGlassAnnotation:      desc,
-			breakGlassUntilAnnotation: microTime(metav1.NewMicroTime(until)),
+			record.BreakGlassUserAnnotation:  req.User,
+			record.BreakGlassStateAnnotation: stateOf(rec, cm),
+			record.BreakGlassAnnotation:      desc,
+			breakGlassUntilAnnotation:        record.MicroTime(metav1.NewMicroTime(until)),
 		}
-		return change{Decision: Decision{Record: rec}, annotate: mark, stored: func(ctx context.Context, written *corev1.ConfigMap) {
-			c.event(ctx, written, true, ReasonBreakGlass, desc)
+		return change{Decision: record.Decision{Record: rec}, annotate: mark, stored: func(ctx context.Context, written *corev1.ConfigMap) {
+			c.event(ctx, written, true, reasonBreakGlass, desc)
 		}}, nil
 	})
 	if err != nil {
@@ -145,7 +141,7 @@ func (c *Client) EndBreakGlass(ctx context.Context, target string) (bool, error)
 	ended := false
 	err := c.update(ctx, "end break-glass", target, nil, func(cm *corev1.ConfigMap) (change, error) {
 		ended = false
-		if cm == nil || cm.Annotations[BreakGlassUserAnnotation] == "" {
+		if cm == nil || cm.Annotations[record.BreakGlassUserAnnotation] == "" {
 			return change{}, nil
 		}
 		rec, err := c.decode(cm, target)
@@ -158,7 +154,7 @@ func (c *Client) EndBreakGlass(ctx context.Context, target string) (bool, error)
 		for _, k := range breakGlassKeys {
 			drop[k] = ""
 		}
-		return change{Decision: Decision{Record: rec}, annotate: drop}, nil
+		return change{Decision: record.Decision{Record: rec}, annotate: drop}, nil
 	})
 	return ended, err
 }
@@ -166,17 +162,17 @@ func (c *Client) EndBreakGlass(ctx context.Context, target string) (bool, error)
 // activeBreakGlass describes target's grant as read on cm, "" when there
 // is none or it ended (its time is up at now, or the lock changed hands or
 // freeze since).
-func activeBreakGlass(cm *corev1.ConfigMap, rec *Record, now time.Time) string {
+func activeBreakGlass(cm *corev1.ConfigMap, rec *record.Record, now time.Time) string {
 	if cm == nil || rec == nil || !grantLives(cm.Annotations, stateOf(rec, cm), now) {
 		return ""
 	}
-	return cm.Annotations[BreakGlassAnnotation]
+	return cm.Annotations[record.BreakGlassAnnotation]
 }
 
 // grantLives reports whether the grant in annotations still applies to a
 // lock in state at t.
 func grantLives(annotations map[string]string, state string, t time.Time) bool {
-	if annotations[BreakGlassUserAnnotation] == "" || annotations[BreakGlassStateAnnotation] != state {
+	if annotations[record.BreakGlassUserAnnotation] == "" || annotations[record.BreakGlassStateAnnotation] != state {
 		return false
 	}
 	until, err := time.Parse(metav1.RFC3339Micro, annotations[breakGlassUntilAnnotation])
@@ -186,8 +182,8 @@ func grantLives(annotations map[string]string, state string, t time.Time) bool {
 // dropEndedGrant removes from next, the version about to be written with
 // rec, a break-glass grant that no longer applies: its time is up at the
 // record's updated, or the lock changed hands or freeze.
-func dropEndedGrant(next *corev1.ConfigMap, rec *Record) {
-	if next.Annotations[BreakGlassUserAnnotation] == "" {
+func dropEndedGrant(next *corev1.ConfigMap, rec *record.Record) {
+	if next.Annotations[record.BreakGlassUserAnnotation] == "" {
 		return
 	}
 	if grantLives(next.Annotations, stateOf(rec, nil), rec.Updated.Time) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,7 @@ func TestBreakGlassGrant(t *testing.T) {
 	clk := c.clk.(*testingclock.FakeClock)
 	ctx := t.Context()
 	req := request("1")
-	ops := Identity{Owner: "acme", Repo: "ops", Branch: "main", Build: "7"}
+	ops := record.Identity{Owner: "acme", Repo: "ops", Branch: "main", Build: "7"}
 	grant := BreakGlassRequest{Target: req.Target, User: "carol", By: ops, Reason: "roll back", For: 10 * time.Minute}
 
 	_, err := c.GrantBreakGlass(ctx, grant)
@@ -35,13 +36,13 @@ func TestBreakGlassGrant(t *testing.T) {
 	g, err := c.GrantBreakGlass(ctx, grant)
 	require.NoError(t, err)
 	assert.Equal(t, `break-glass for user carol by acme/ops@main#7 until 2026-03-01T12:10:00Z: "roll back" (the lock was held by acme/web@main#1)`, g.Description)
-	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(ctx, Name(req.Target), metav1.GetOptions{})
+	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(ctx, record.Name(req.Target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "carol", cm.Annotations[BreakGlassUserAnnotation])
-	assert.Equal(t, breakGlassState(cm.Annotations[SummaryTokenAnnotation], ""), cm.Annotations[BreakGlassStateAnnotation],
+	assert.Equal(t, "carol", cm.Annotations[record.BreakGlassUserAnnotation])
+	assert.Equal(t, breakGlassState(cm.Annotations[record.SummaryTokenAnnotation], ""), cm.Annotations[record.BreakGlassStateAnnotation],
 		"tied to the holder's token, as the policy reads it")
 	assert.Equal(t, "2026-03-01T12:10:00.000000Z", cm.Annotations[breakGlassUntilAnnotation])
-	rec, err := Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	if assert.Len(t, rec.BreakGlass, 1, "the record remembers the grant for statistics") {
 		assert.Equal(t, "carol", rec.BreakGlass[0].User)
@@ -57,9 +58,9 @@ func TestBreakGlassGrant(t *testing.T) {
 	assert.Empty(t, l.Status.BreakGlass, "its time is up")
 	_, err = c.ReleaseHeld(ctx, held, ReleaseOptions{})
 	require.NoError(t, err)
-	cm, err = cs.CoreV1().ConfigMaps(lockNS).Get(ctx, Name(req.Target), metav1.GetOptions{})
+	cm, err = cs.CoreV1().ConfigMaps(lockNS).Get(ctx, record.Name(req.Target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, cm.Annotations, BreakGlassUserAnnotation, "the next write dropped it")
+	assert.NotContains(t, cm.Annotations, record.BreakGlassUserAnnotation, "the next write dropped it")
 
 	held, err = c.Acquire(ctx, request("2"))
 	require.NoError(t, err)
@@ -67,9 +68,9 @@ func TestBreakGlassGrant(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.ReleaseHeld(ctx, held, ReleaseOptions{})
 	require.NoError(t, err)
-	cm, err = cs.CoreV1().ConfigMaps(lockNS).Get(ctx, Name(req.Target), metav1.GetOptions{})
+	cm, err = cs.CoreV1().ConfigMaps(lockNS).Get(ctx, record.Name(req.Target), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, cm.Annotations, BreakGlassUserAnnotation, "the holder changed: the grant ended")
+	assert.NotContains(t, cm.Annotations, record.BreakGlassUserAnnotation, "the holder changed: the grant ended")
 
 	_, err = c.GrantBreakGlass(ctx, grant)
 	require.NoError(t, err)

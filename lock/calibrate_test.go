@@ -2,19 +2,19 @@ package lock
 
 import (
 	"context"
-	"k8s.io/utils/clock"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/lockctl/lockctl/internal/testing/kubetest"
 )
 
 // calibrating is a fake server clock (as servertime.Clock): it follows the
@@ -67,7 +67,7 @@ func TestAcquireCalibratesFirst(t *testing.T) {
 	tests := []struct {
 		name        string
 		synced      bool
-		holder      *Record // the lock, if held
+		holder      *record.Record // the lock, if held
 		wantActions []string
 		wantExpires time.Time // the caller's expiry as holder; zero when it waits
 	}{
@@ -75,7 +75,7 @@ func TestAcquireCalibratesFirst(t *testing.T) {
 		{name: "free lock, clock calibrated: read first all the same", synced: true, wantActions: []string{"get configmaps", "create configmaps"}, wantExpires: server.Add(time.Hour)},
 		{
 			name:        "held lock, clock not calibrated: queued by the first write, and says so",
-			holder:      record(held(claim("h", "api", "main", "7"), server)),
+			holder:      recordOf(held(claim("h", "api", "main", "7"), server)),
 			wantActions: []string{"get configmaps", "update configmaps"},
 		},
 	}
@@ -100,7 +100,7 @@ func TestAcquireCalibratesFirst(t *testing.T) {
 			defer cancel()
 			req := request("1")
 			var progress []Progress
-			req.OnProgress = func(p Progress) {
+			req.Callbacks.OnProgress = func(p Progress) {
 				progress = append(progress, p)
 				cancel() // enough: the wait is reported
 			}
@@ -131,18 +131,18 @@ func TestExpiryJudgedWithUncertainty(t *testing.T) {
 	tests := []struct {
 		name          string
 		uncertainty   time.Duration
-		wantOutcome   Outcome
+		wantOutcome   record.Outcome
 		wantNextCheck time.Time
 	}{
-		{name: "within the uncertainty: still alive", uncertainty: 500 * time.Millisecond, wantOutcome: Waiting, wantNextCheck: expires.Add(500 * time.Millisecond)},
-		{name: "past it: taken over", uncertainty: 100 * time.Millisecond, wantOutcome: Acquired},
+		{name: "within the uncertainty: still alive", uncertainty: 500 * time.Millisecond, wantOutcome: record.Waiting, wantNextCheck: expires.Add(500 * time.Millisecond)},
+		{name: "past it: taken over", uncertainty: 100 * time.Millisecond, wantOutcome: record.Acquired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := held(claim("h", "api", "main", "7"), t0.Add(-time.Hour))
 			h.Expires = microPtr(expires)
-			cm := lockObject(t, record(h))
+			cm := lockObject(t, recordOf(h))
 			cs := fake.NewClientset(cm)
 			c := New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), lockNS, clock.RealClock{}, Options{})
 			c.clk = &calibrating{FakeClock: testingclock.NewFakeClock(t0), synced: true, unc: tt.uncertainty}

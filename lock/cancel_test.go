@@ -4,25 +4,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // runClaim marks c as a lockctl run, which stops when asked.
-func runClaim(c Claim) Claim {
+func runClaim(c record.Claim) record.Claim {
 	c.Cancelable = true
 	return c
 }
 
 // cancelling gives c cancel-in-progress.
-func cancelling(c Claim) Claim {
-	c.cancelInProgress = true
+func cancelling(c record.Claim) record.Claim {
+	c.CancelInProgress = true
 	return c
 }
 
-func askedBy(c Claim, by Claim) Claim {
-	c.CancelRequest = &CancelRequest{Identity: by.Identity, ClaimID: by.ClaimID, At: metav1.NewMicroTime(t0)}
+func askedBy(c record.Claim, by record.Claim) record.Claim {
+	c.CancelRequest = &record.CancelRequest{Identity: by.Identity, ClaimID: by.ClaimID, At: metav1.NewMicroTime(t0)}
 	return c
 }
 
@@ -33,87 +34,87 @@ func TestDecideCancelInProgress(t *testing.T) {
 	web42 := claim("me", "web", "main", "42")
 	tests := []struct {
 		name        string
-		cur         *Record
-		me          Claim
-		policy      Policy
+		cur         *record.Record
+		me          record.Claim
+		policy      record.Policy
 		holderAlive bool
 
 		wantAsk     bool   // the holder is asked to stop, by me
 		wantAskedBy string // session on the holder's request after the decision; "" none
-		wantOutcome Outcome
+		wantOutcome record.Outcome
 		wantWaiters []string
 	}{
 		{
 			name: "a newer build asks an older run of its branch",
-			cur:  record(runClaim(held(web41, t0))), me: cancelling(web42), policy: PolicyNewest, holderAlive: true,
-			wantAsk: true, wantAskedBy: "me", wantOutcome: Waiting, wantWaiters: []string{"me"},
+			cur:  recordOf(runClaim(held(web41, t0))), me: cancelling(web42), policy: record.PolicyNewest, holderAlive: true,
+			wantAsk: true, wantAskedBy: "me", wantOutcome: record.Waiting, wantWaiters: []string{"me"},
 		},
 		{
 			name: "whatever the lock's policy",
-			cur:  record(runClaim(held(web41, t0))), me: cancelling(web42), policy: PolicyFIFO, holderAlive: true,
-			wantAsk: true, wantAskedBy: "me", wantOutcome: Waiting, wantWaiters: []string{"me"},
+			cur:  recordOf(runClaim(held(web41, t0))), me: cancelling(web42), policy: record.PolicyFIFO, holderAlive: true,
+			wantAsk: true, wantAskedBy: "me", wantOutcome: record.Waiting, wantWaiters: []string{"me"},
 		},
 		{
 			name: "without the flag it only waits",
-			cur:  record(runClaim(held(web41, t0))), me: web42, policy: PolicyNewest, holderAlive: true,
-			wantOutcome: Waiting, wantWaiters: []string{"me"},
+			cur:  recordOf(runClaim(held(web41, t0))), me: web42, policy: record.PolicyNewest, holderAlive: true,
+			wantOutcome: record.Waiting, wantWaiters: []string{"me"},
 		},
 		{
 			name: "an acquire holder (not a run) is never asked",
-			cur:  record(held(web41, t0)), me: cancelling(web42), policy: PolicyNewest, holderAlive: true,
-			wantOutcome: Waiting, wantWaiters: []string{"me"},
+			cur:  recordOf(held(web41, t0)), me: cancelling(web42), policy: record.PolicyNewest, holderAlive: true,
+			wantOutcome: record.Waiting, wantWaiters: []string{"me"},
 		},
 		{
 			name: "another branch is not asked",
-			cur:  record(runClaim(held(claim("h", "web", "dev", "41"), t0))), me: cancelling(web42), policy: PolicyNewest, holderAlive: true,
-			wantOutcome: Waiting, wantWaiters: []string{"me"},
+			cur:  recordOf(runClaim(held(claim("h", "web", "dev", "41"), t0))), me: cancelling(web42), policy: record.PolicyNewest, holderAlive: true,
+			wantOutcome: record.Waiting, wantWaiters: []string{"me"},
 		},
 		{
 			name: "an older build does not ask; under newest it gives up",
-			cur:  record(runClaim(held(claim("h", "web", "main", "43"), t0))), me: cancelling(web42), policy: PolicyNewest, holderAlive: true,
-			wantOutcome: Superseded,
+			cur:  recordOf(runClaim(held(claim("h", "web", "main", "43"), t0))), me: cancelling(web42), policy: record.PolicyNewest, holderAlive: true,
+			wantOutcome: record.Superseded,
 		},
 		{
 			name: "the same build does not ask (re-entrance is another process of it)",
-			cur:  record(runClaim(held(claim("h", "web", "main", "42"), t0))), me: cancelling(web42), policy: PolicyFIFO, holderAlive: true,
-			wantOutcome: Acquired, wantWaiters: []string{},
+			cur:  recordOf(runClaim(held(claim("h", "web", "main", "42"), t0))), me: cancelling(web42), policy: record.PolicyFIFO, holderAlive: true,
+			wantOutcome: record.Acquired, wantWaiters: []string{},
 		},
 		{
 			name: "a local holder is never asked",
-			cur:  record(runClaim(local(held(web41, t0)))), me: cancelling(web42), policy: PolicyNewest, holderAlive: true,
-			wantOutcome: Waiting, wantWaiters: []string{"me"},
+			cur:  recordOf(runClaim(local(held(web41, t0)))), me: cancelling(web42), policy: record.PolicyNewest, holderAlive: true,
+			wantOutcome: record.Waiting, wantWaiters: []string{"me"},
 		},
 		{
 			name: "a local contender never asks",
-			cur:  record(runClaim(held(web41, t0))), me: cancelling(local(web42)), policy: PolicyNewest, holderAlive: true,
-			wantOutcome: Waiting, wantWaiters: []string{"me"},
+			cur:  recordOf(runClaim(held(web41, t0))), me: cancelling(local(web42)), policy: record.PolicyNewest, holderAlive: true,
+			wantOutcome: record.Waiting, wantWaiters: []string{"me"},
 		},
 		{
 			name: "an even newer build replaces an older request",
-			cur: record(askedBy(runClaim(held(web41, t0)), claim("o", "web", "main", "40")),
+			cur: recordOf(askedBy(runClaim(held(web41, t0)), claim("o", "web", "main", "40")),
 				queued(claim("o", "web", "main", "40"), t0)),
-			me: cancelling(web42), policy: PolicyFIFO, holderAlive: true,
-			wantAsk: true, wantAskedBy: "me", wantOutcome: Waiting, wantWaiters: []string{"o", "me"},
+			me: cancelling(web42), policy: record.PolicyFIFO, holderAlive: true,
+			wantAsk: true, wantAskedBy: "me", wantOutcome: record.Waiting, wantWaiters: []string{"o", "me"},
 		},
 		{
 			name: "a request by a newer build stays",
-			cur: record(askedBy(runClaim(held(web41, t0)), claim("n", "web", "main", "50")),
+			cur: recordOf(askedBy(runClaim(held(web41, t0)), claim("n", "web", "main", "50")),
 				queued(claim("n", "web", "main", "50"), t0)),
-			me: cancelling(web42), policy: PolicyFIFO, holderAlive: true,
-			wantAskedBy: "n", wantOutcome: Waiting, wantWaiters: []string{"n", "me"},
+			me: cancelling(web42), policy: record.PolicyFIFO, holderAlive: true,
+			wantAskedBy: "n", wantOutcome: record.Waiting, wantWaiters: []string{"n", "me"},
 		},
 		{
 			name: "asking once is enough: the asker's renewals change nothing",
-			cur:  record(askedBy(runClaim(held(web41, t0)), web42), queued(web42, t0)),
-			me:   cancelling(web42), policy: PolicyNewest, holderAlive: true,
-			wantAskedBy: "me", wantOutcome: Waiting, wantWaiters: []string{"me"},
+			cur:  recordOf(askedBy(runClaim(held(web41, t0)), web42), queued(web42, t0)),
+			me:   cancelling(web42), policy: record.PolicyNewest, holderAlive: true,
+			wantAskedBy: "me", wantOutcome: record.Waiting, wantWaiters: []string{"me"},
 		},
 		{
 			name: "the asker takes the lock of the asked holder that died, ahead of the queue",
-			cur: record(askedBy(runClaim(held(web41, t0)), web42),
+			cur: recordOf(askedBy(runClaim(held(web41, t0)), web42),
 				queued(claim("a", "api", "main", "7"), t0), queued(web42, t0.Add(time.Second))),
-			me: cancelling(web42), policy: PolicyNewest, holderAlive: false,
-			wantOutcome: Acquired, wantWaiters: []string{"a"},
+			me: cancelling(web42), policy: record.PolicyNewest, holderAlive: false,
+			wantOutcome: record.Acquired, wantWaiters: []string{"a"},
 		},
 	}
 	for _, tt := range tests {
@@ -121,7 +122,7 @@ func TestDecideCancelInProgress(t *testing.T) {
 			t.Parallel()
 			cur := tt.cur
 			cur.Policy = tt.policy
-			d := Decide(cur, tt.me, tt.policy, now, tt.holderAlive, waiterTTL)
+			d := record.Decide(cur, tt.me, tt.policy, now, tt.holderAlive, waiterTTL)
 			assert.Equal(t, tt.wantOutcome, d.Outcome, "outcome")
 			if tt.wantAsk {
 				require.NotNil(t, d.CancelRequested, "the holder is asked")
@@ -134,7 +135,7 @@ func TestDecideCancelInProgress(t *testing.T) {
 			if rec == nil {
 				rec = cur
 			}
-			if tt.wantOutcome == Acquired && !d.Reentered {
+			if tt.wantOutcome == record.Acquired && !d.Reentered {
 				assert.Equal(t, tt.me.ClaimID, rec.Holder.ClaimID, "holder")
 				assert.Nil(t, rec.Holder.CancelRequest, "a new holder carries no request")
 			} else if tt.wantAskedBy == "" {
@@ -143,7 +144,7 @@ func TestDecideCancelInProgress(t *testing.T) {
 				require.NotNil(t, rec.Holder.CancelRequest, "request on the holder")
 				assert.Equal(t, tt.wantAskedBy, rec.Holder.CancelRequest.ClaimID)
 			}
-			if tt.wantOutcome != Superseded {
+			if tt.wantOutcome != record.Superseded {
 				assert.Equal(t, tt.wantWaiters, sessions(rec.Waiters), "waiters")
 			}
 		})
@@ -160,26 +161,26 @@ func TestReleaseHandsToTheCancelAsker(t *testing.T) {
 	api7 := queued(claim("a", "api", "main", "7"), t0)
 	web42 := queued(claim("me", "web", "main", "42"), t0.Add(time.Second))
 
-	rec := record(askedBy(web41, web42), api7, web42)
-	assert.Equal(t, "me", rec.firstEligible(now).ClaimID, "the asker first")
+	rec := recordOf(askedBy(web41, web42), api7, web42)
+	assert.Equal(t, "me", rec.FirstEligible(now).ClaimID, "the asker first")
 
-	rec = record(askedBy(web41, web42), api7)
-	assert.Equal(t, "a", rec.firstEligible(now).ClaimID, "the asker gone: the queue's first")
+	rec = recordOf(askedBy(web41, web42), api7)
+	assert.Equal(t, "a", rec.FirstEligible(now).ClaimID, "the asker gone: the queue's first")
 
-	rec = frozen(record(askedBy(web41, web42), api7, ignoring(web42)), now.Add(time.Hour))
-	assert.Equal(t, "me", rec.firstEligible(now).ClaimID, "an asker that ignores the freeze")
-	rec = frozen(record(askedBy(web41, web42), ignoring(api7), web42), now.Add(time.Hour))
-	assert.Equal(t, "a", rec.firstEligible(now).ClaimID, "frozen, the asker may not take it")
+	rec = frozen(recordOf(askedBy(web41, web42), api7, ignoring(web42)), now.Add(time.Hour))
+	assert.Equal(t, "me", rec.FirstEligible(now).ClaimID, "an asker that ignores the freeze")
+	rec = frozen(recordOf(askedBy(web41, web42), ignoring(api7), web42), now.Add(time.Hour))
+	assert.Equal(t, "a", rec.FirstEligible(now).ClaimID, "frozen, the asker may not take it")
 }
 
 // TestCancelRequestRoundTrip: the request and the mark survive encoding,
 // and a holder re-deciding keeps the request it was given.
 func TestCancelRequestRoundTrip(t *testing.T) {
 	t.Parallel()
-	rec := record(askedBy(runClaim(held(claim("h", "web", "main", "41"), t0)), claim("me", "web", "main", "42")))
+	rec := recordOf(askedBy(runClaim(held(claim("h", "web", "main", "41"), t0)), claim("me", "web", "main", "42")))
 	cm := lockConfigMap("")
-	require.NoError(t, encode(cm, rec))
-	back, err := Decode(cm)
+	require.NoError(t, record.Encode(cm, rec))
+	back, err := record.Decode(cm)
 	require.NoError(t, err)
 	assert.True(t, back.Holder.Cancelable)
 	require.NotNil(t, back.Holder.CancelRequest)
@@ -187,7 +188,7 @@ func TestCancelRequestRoundTrip(t *testing.T) {
 
 	me := runClaim(claim("h", "web", "main", "41"))
 	back.Holder.HandedOver = true
-	d := Decide(back, me, PolicyNewest, t0.Add(time.Second), true, waiterTTL)
+	d := record.Decide(back, me, record.PolicyNewest, t0.Add(time.Second), true, waiterTTL)
 	require.NotNil(t, d.Record)
 	assert.NotNil(t, d.Record.Holder.CancelRequest, "confirming a hand-over keeps the request")
 }

@@ -11,22 +11,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"k8s.io/utils/clock"
-
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/liveness"
+	"github.com/lockctl/lockctl/lock/record"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/utils/clock"
 )
 
 // Defaults for Client and Request fields left at their zero value.
 const (
-	// DefaultTTL is how long a holder without a pod keeps the lock.
-	DefaultTTL = time.Hour
-	// defaultWaiterTTL is how long a waiter's place lasts between renewals;
-	// waiters renew at two thirds of it.
-	defaultWaiterTTL = time.Minute
 	// defaultLostPodGrace is how long a holder's pod may sit on a NotReady
 	// or Unknown node (or in phase Unknown) before the lock counts as stale.
 	defaultLostPodGrace = liveness.DefaultNodeGrace
@@ -72,7 +67,7 @@ type Client struct {
 type decodedLock struct {
 	cm  *corev1.ConfigMap
 	rv  string
-	rec *Record
+	rec *record.Record
 }
 
 // Options tunes a Client; a zero field takes its default.
@@ -81,7 +76,7 @@ type Options struct {
 	// and "err"; nil means a logger that discards.
 	Log *slog.Logger
 	// WaiterTTL is how long a waiter's place lasts between renewals;
-	// 0 means defaultWaiterTTL.
+	// 0 means DefaultWaiterTTL.
 	WaiterTTL time.Duration
 	// LostPodGrace is how long a holder pod's node may be NotReady or
 	// Unknown (liveness.Options.NodeGrace) before the lock is stale; 0 means
@@ -122,7 +117,7 @@ func New(cms kube.ConfigMapsGetter, pods kube.PodsGetter, namespace string, clk 
 	}
 	o.Log = logutil.OrDiscard(o.Log)
 	if o.WaiterTTL <= 0 {
-		o.WaiterTTL = defaultWaiterTTL
+		o.WaiterTTL = record.DefaultWaiterTTL
 	}
 	if o.LostPodGrace <= 0 {
 		o.LostPodGrace = defaultLostPodGrace
@@ -160,23 +155,23 @@ func (c *Client) Context() string { return c.opts.Context }
 
 // Describe identifies the lock of target for logs and messages.
 func (c *Client) Describe(target string) string {
-	return c.namespace + "/" + Name(target)
+	return c.namespace + "/" + record.Name(target)
 }
 
 // decode is Decode, with the target named in an *InvalidError so its hint
 // can give the command that removes the lock.
-func (c *Client) decode(cm *corev1.ConfigMap, target string) (*Record, error) {
+func (c *Client) decode(cm *corev1.ConfigMap, target string) (*record.Record, error) {
 	if last := c.lastDecoded.Load(); last != nil && last.cm == cm && last.rv == cm.ResourceVersion && cm.ResourceVersion != "" {
 		// The caller may change what it gets: a copy.
-		return last.rec.deepCopy(), nil
+		return last.rec.DeepCopy(), nil
 	}
-	rec, err := Decode(cm)
+	rec, err := record.Decode(cm)
 	if err == nil {
-		c.lastDecoded.Store(&decodedLock{cm: cm, rv: cm.ResourceVersion, rec: rec.deepCopy()})
+		c.lastDecoded.Store(&decodedLock{cm: cm, rv: cm.ResourceVersion, rec: rec.DeepCopy()})
 	}
 	var (
-		invalid *InvalidError
-		version *VersionError
+		invalid *record.InvalidError
+		version *record.VersionError
 	)
 	switch {
 	case errors.As(err, &invalid):
@@ -189,7 +184,7 @@ func (c *Client) decode(cm *corev1.ConfigMap, target string) (*Record, error) {
 
 func (c *Client) get(ctx context.Context, target string) (*corev1.ConfigMap, error) {
 	var cm *corev1.ConfigMap
-	err := c.readWithWindows(ctx, fmt.Sprintf("lock %s/%s", c.namespace, Name(target)), func() (err error) {
+	err := c.readWithWindows(ctx, fmt.Sprintf("lock %s/%s", c.namespace, record.Name(target)), func() (err error) {
 		cm, err = c.store.Get(ctx, target)
 		return err
 	})

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -108,7 +109,7 @@ type confirmation struct {
 	// confirmWriting, or confirmSkipped once a release took its place.
 	state atomic.Int32
 	// holder and err are the result, set before done is closed.
-	holder Claim
+	holder record.Claim
 	err    error
 }
 
@@ -167,8 +168,8 @@ func (w *waiter) handedToMe() *Held {
 	// A contender with a ledger holds early only when the ledger needs no
 	// mark, so needs no look (above); anyone else looks.
 	vouched := w.req.Ledger != nil
-	if w.req.OnTaking != nil && !vouched {
-		w.req.OnTaking()
+	if w.req.Callbacks.OnTaking != nil && !vouched {
+		w.req.Callbacks.OnTaking()
 	}
 	held := &Held{
 		Context:    c.opts.Context,
@@ -248,7 +249,7 @@ func (c *Client) confirm(ctx context.Context, h *Held, cf *confirmation) {
 			}
 			log.Debug("hand-over confirmed")
 			return
-		case errors.Is(err, ErrLost):
+		case errors.Is(err, record.ErrLost):
 			cf.err = err
 			log.Warn("lock lost before the hand-over was confirmed", "err", err)
 			return
@@ -314,16 +315,16 @@ func (c *Client) confirmEnded(ctx context.Context, h *Held, cf *confirmation, la
 // of the lock h knows of. It returns the holder's claim as stored, the
 // version that stores it, and whether this call wrote it (false when an
 // earlier attempt, whose answer was lost, did).
-func (c *Client) confirmOnce(ctx context.Context, h *Held) (holder Claim, written *corev1.ConfigMap, wrote bool, err error) {
+func (c *Client) confirmOnce(ctx context.Context, h *Held) (holder record.Claim, written *corev1.ConfigMap, wrote bool, err error) {
 	err = c.update(ctx, "confirm the hand-over of", h.Target, c.confirmVersions(h), func(cm *corev1.ConfigMap) (change, error) {
 		if cm == nil {
-			return change{}, fmt.Errorf("confirm lock %s: %w: it was deleted", c.Describe(h.Target), ErrLost)
+			return change{}, fmt.Errorf("confirm lock %s: %w: it was deleted", c.Describe(h.Target), record.ErrLost)
 		}
 		rec, err := c.decode(cm, h.Target)
 		if err != nil {
 			return change{}, err
 		}
-		write, err := decideConfirm(rec, h.ClaimID, h.Token, h.ledger != nil, c.clk.Now())
+		write, err := record.DecideConfirm(rec, h.ClaimID, h.Token, h.ledger != nil, c.clk.Now())
 		if err != nil {
 			return change{}, fmt.Errorf("confirm lock %s: %w", c.Describe(h.Target), err)
 		}
@@ -373,7 +374,7 @@ func (h *Held) ConfirmDone() <-chan struct{} {
 // turned out to be someone else's, and ctx's error when ctx ends first. A
 // process that keeps the lock past its exit (lockctl acquire) calls it
 // before it exits.
-func (h *Held) Confirm(ctx context.Context) (Claim, error) {
+func (h *Held) Confirm(ctx context.Context) (record.Claim, error) {
 	if h == nil || h.confirming == nil {
 		return h.holderOrZero(), nil
 	}
@@ -382,13 +383,13 @@ func (h *Held) Confirm(ctx context.Context) (Claim, error) {
 	case <-h.confirming.done:
 		return h.confirming.holder, h.confirming.err
 	case <-ctx.Done():
-		return Claim{}, fmt.Errorf("confirm the hand-over of lock %q: %w", h.Target, ctx.Err())
+		return record.Claim{}, fmt.Errorf("confirm the hand-over of lock %q: %w", h.Target, ctx.Err())
 	}
 }
 
-func (h *Held) holderOrZero() Claim {
+func (h *Held) holderOrZero() record.Claim {
 	if h == nil {
-		return Claim{}
+		return record.Claim{}
 	}
 	return h.Holder
 }

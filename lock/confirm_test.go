@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -26,19 +27,19 @@ func handedOverTo(t *testing.T, expires time.Time, rv string) *corev1.ConfigMap 
 	t.Helper()
 	me := queued(claim("me", "web", "main", "42"), t0)
 	me.Expires = microPtr(expires)
-	rec := record(held(claim("h", "api", "main", "7"), t0), me)
-	rec.handOver(me, metav1.NewMicroTime(t0), t0)
+	rec := recordOf(held(claim("h", "api", "main", "7"), t0), me)
+	rec.HandOver(me, metav1.NewMicroTime(t0), t0)
 	cm := lockObject(t, rec)
 	cm.ResourceVersion = rv
 	return cm
 }
 
 // storedRecord reads the lock's record from the fake clientset.
-func storedRecord(t *testing.T, cs *fake.Clientset) *Record {
+func storedRecord(t *testing.T, cs *fake.Clientset) *record.Record {
 	t.Helper()
-	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), Name("staging"), metav1.GetOptions{})
+	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, err := Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	return rec
 }
@@ -85,7 +86,7 @@ func TestHandOverHeldOnTheEvent(t *testing.T) {
 func heldOnHandOver(t *testing.T) (*Client, *fake.Clientset, *Held) {
 	t.Helper()
 	me := queued(claim("me", "web", "main", "42"), t0)
-	waiting := lockObject(t, record(held(claim("h", "api", "main", "7"), t0), me))
+	waiting := lockObject(t, recordOf(held(claim("h", "api", "main", "7"), t0), me))
 	c, cs := newTestClient(t, t0, nil, waiting)
 	w := waiterOn(c, waiting, 0)
 	fw := watch.NewFake()
@@ -212,19 +213,19 @@ func TestHandOverConfirmAfterConflict(t *testing.T) {
 	tests := []struct {
 		name string
 		// meanwhile is the record the lost write lost to.
-		meanwhile func(*Record)
+		meanwhile func(*record.Record)
 		wantErr   error
 	}{
 		{
 			name:      "a waiter joined: confirmed on the next version",
-			meanwhile: func(r *Record) { r.Waiters = append(r.Waiters, queued(claim("w", "db", "main", "3"), t0)) },
+			meanwhile: func(r *record.Record) { r.Waiters = append(r.Waiters, queued(claim("w", "db", "main", "3"), t0)) },
 		},
 		{
 			name: "broken with --force and taken: lost",
-			meanwhile: func(r *Record) {
+			meanwhile: func(r *record.Record) {
 				r.Holder = held(claim("x", "ops", "main", "9"), t0)
 			},
-			wantErr: ErrLost,
+			wantErr: record.ErrLost,
 		},
 	}
 	for _, tt := range tests {
@@ -238,11 +239,11 @@ func TestHandOverConfirmAfterConflict(t *testing.T) {
 					return false, nil, nil
 				}
 				lost = true
-				rec, err := Decode(handed)
+				rec, err := record.Decode(handed)
 				require.NoError(t, err)
 				tt.meanwhile(rec)
 				next := handed.DeepCopy()
-				require.NoError(t, encode(next, rec))
+				require.NoError(t, record.Encode(next, rec))
 				next.ResourceVersion = "12"
 				require.NoError(t, cs.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, next, lockNS))
 				return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, handed.Name, errors.New("changed"))
@@ -319,10 +320,10 @@ func TestHandOverNearlyExpiredConfirmedFirst(t *testing.T) {
 func TestHandOverBeforeTokensPending(t *testing.T) {
 	t.Parallel()
 	handed := handedOverTo(t, t0.Add(waiterTTL), "11")
-	rec, err := Decode(handed)
+	rec, err := record.Decode(handed)
 	require.NoError(t, err)
 	rec.Holder.TokenPending = false
-	require.NoError(t, encode(handed, rec))
+	require.NoError(t, record.Encode(handed, rec))
 	c, cs := newTestClient(t, t0, nil, handed)
 	w := waiterOn(c, handed, 0)
 	h, err := w.turn(t.Context())
@@ -340,9 +341,9 @@ func TestHandOverBeforeTokensPending(t *testing.T) {
 func TestRenewConfirmsHandOver(t *testing.T) {
 	t.Parallel()
 	handed := handedOverTo(t, t0.Add(waiterTTL), "11")
-	rec, err := Decode(handed)
+	rec, err := record.Decode(handed)
 	require.NoError(t, err)
-	require.NoError(t, decideRenew(rec, "me", "11", 30*time.Second, t0))
+	require.NoError(t, record.DecideRenew(rec, "me", "11", 30*time.Second, t0))
 	assert.False(t, rec.Holder.HandedOver)
 	assert.Equal(t, "11", rec.Holder.Token)
 	assert.False(t, rec.Holder.TokenPending)
@@ -357,7 +358,7 @@ func TestHandOverWriteLeavesTokenPending(t *testing.T) {
 	t.Parallel()
 	mine := held(claim("h", "web", "main", "42"), t0)
 	mine.TokenPending = true
-	c, cs := newTestClient(t, t0, nil, lockObject(t, record(mine, queued(claim("w", "api", "main", "1"), t0))))
+	c, cs := newTestClient(t, t0, nil, lockObject(t, recordOf(mine, queued(claim("w", "api", "main", "1"), t0))))
 	res, err := c.Release(t.Context(), "staging", mine.Identity, ReleaseOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, res.HandedTo)
@@ -392,13 +393,13 @@ func TestHandOverRunJobsAccount(t *testing.T) {
 			me.Cancelable = true
 			prev := held(claim("h", "api", "main", "7"), t0)
 			prev.LedgerKept = true
-			rec := record(prev, me)
+			rec := recordOf(prev, me)
 			rj := &account{}
 			if tt.swept {
 				rj.Swept = []string{"ci"}
 			}
 			rec = kept(rec, rj)
-			rec.handOver(me, metav1.NewMicroTime(t0), t0)
+			rec.HandOver(me, metav1.NewMicroTime(t0), t0)
 			handed := lockObject(t, rec)
 			handed.ResourceVersion = "11"
 			c, cs := newTestClient(t, t0, nil, handed)

@@ -4,15 +4,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
+	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/lock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-
-	"github.com/lockctl/lockctl/internal/testing/clitest"
-	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // TestIntegrationShortHandedOverHoldIsNotConfirmed: against the real API
@@ -26,12 +27,12 @@ func TestIntegrationShortHandedOverHoldIsNotConfirmed(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
 	req := func(repo string) lock.Request {
-		return lock.Request{Target: "staging", Identity: clitest.Identity(repo, 1), Policy: lock.PolicyFIFO, TTL: time.Minute}
+		return lock.Request{Target: "staging", Identity: clitest.Identity(repo, 1), Policy: record.PolicyFIFO, TTL: time.Minute}
 	}
-	stored := func() (*corev1.ConfigMap, *lock.Record) {
-		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	stored := func() (*corev1.ConfigMap, *record.Record) {
+		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 		require.NoError(t, err)
-		rec, err := lock.Decode(cm)
+		rec, err := record.Decode(cm)
 		require.NoError(t, err)
 		return cm, rec
 	}
@@ -73,7 +74,7 @@ func TestIntegrationShortHandedOverHoldIsNotConfirmed(t *testing.T) {
 		case ev := <-w.ResultChan():
 			got, ok := ev.Object.(*corev1.ConfigMap)
 			require.True(t, ok, "%v", ev.Object)
-			rec, err := lock.Decode(got)
+			rec, err := record.Decode(got)
 			require.NoError(t, err)
 			holders = append(holders, rec.Holder.Repo+handedMark(rec.Holder.HandedOver))
 		case <-time.After(waitTimeout):

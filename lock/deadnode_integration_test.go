@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/liveness"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // deadNodeGrace is the node grace of these tests, short so they run fast.
@@ -134,7 +135,7 @@ func TestIntegrationHolderOnDeadNode(t *testing.T) {
 				o.LostPodGrace = time.Hour // only the eviction counts here
 			}
 			l := newClientWith(t, env.Kube, ns, o)
-			mustAcquire(t, l, lock.Request{Target: target, Identity: clitest.Identity("web", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
+			mustAcquire(t, l, lock.Request{Target: target, Identity: clitest.Identity("web", 1), Pod: &record.PodRef{Namespace: ns, Name: pod.Name}})
 			done, queued := acquireAsync(t.Context(), l, lock.Request{Target: target, Identity: clitest.Identity("api", 1)})
 			awaitQueued(t, queued, "waiter")
 

@@ -2,8 +2,13 @@
 // namespace, living in a lock namespace, whose single JSON annotation records
 // who holds the lock and who waits for it (docs/lock-record.md).
 //
+// This package is the client: it reads, writes and watches the locks
+// through the API server. The record itself, its wire format and the pure
+// rules that decide each change to it, is package lock/record, below this
+// one (docs/adr/0150-lock-record-and-client.md).
+//
 // Every change is a compare-and-swap: the lock is read, a new record is
-// decided from it (see Decide), and the object just read is updated, so the
+// decided from it (see record.Decide), and the object just read is updated, so the
 // API server's resourceVersion check turns a lost race into a Conflict that
 // makes the caller read again and decide again. Stale locks are deleted with
 // a UID and resourceVersion precondition, so a lock re-created or changed in

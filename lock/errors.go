@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // Sentinel errors, matched with errors.Is against the typed errors below.
@@ -29,7 +31,7 @@ type TokenError struct {
 	Token string
 	// Holder is the current holder and HolderToken its token, "" when it
 	// has none yet (handed the lock, not confirmed).
-	Holder      Claim
+	Holder      record.Claim
 	HolderToken string
 }
 
@@ -48,15 +50,15 @@ func (e *TokenError) Is(target error) bool { return target == ErrNotHolder }
 // for, when it asked not to wait (Request.NoWait).
 type HeldError struct {
 	Target string
-	Holder Claim
+	Holder record.Claim
 	// Waiters is how many others wait for the lock.
 	Waiters int
 	// Freeze is the freeze that holds the lock, if any.
-	Freeze *Freeze
+	Freeze *record.Freeze
 }
 
 func (e *HeldError) Error() string {
-	if e.Freeze != nil && e.Holder.Identity == (Identity{}) {
+	if e.Freeze != nil && e.Holder.Identity == (record.Identity{}) {
 		return fmt.Sprintf("lock on %q is %s", e.Target, e.Freeze.Describe())
 	}
 	msg := fmt.Sprintf("lock on %q is held by %s since %s", e.Target, e.Holder.Identity, e.Holder.Since.UTC().Format(time.RFC3339))
@@ -85,7 +87,7 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 // again once the queue is shorter.
 type QueueFullError struct {
 	Target string
-	Holder Claim
+	Holder record.Claim
 	// Waiters is how many others wait for the lock.
 	Waiters int
 	// Bytes is the size the record would have had with the caller queued.
@@ -94,7 +96,7 @@ type QueueFullError struct {
 
 func (e *QueueFullError) Error() string {
 	return fmt.Sprintf("lock on %q is held by %s and its queue is full: %d waiting, and one more would make the lock record %d KiB, over the %d KiB a queue may reach; nothing was written, try again when the queue is shorter",
-		e.Target, e.Holder.Identity, e.Waiters, (e.Bytes+1023)>>10, MaxQueueBytes>>10)
+		e.Target, e.Holder.Identity, e.Waiters, (e.Bytes+1023)>>10, record.MaxQueueBytes>>10)
 }
 
 // Is matches ErrHeld.
@@ -103,14 +105,14 @@ func (e *QueueFullError) Is(target error) bool { return target == ErrHeld }
 // SupersededError reports the claim that made the caller give up.
 type SupersededError struct {
 	Target string
-	By     Claim
-	// Holding is true when By holds the lock rather than waits for it.
-	Holding bool
+	By     record.Claim
+	// holding is true when By holds the lock rather than waits for it.
+	holding bool
 }
 
 func (e *SupersededError) Error() string {
 	role := "is waiting for it"
-	if e.Holding {
+	if e.holding {
 		role = "holds it"
 	}
 	return fmt.Sprintf("superseded on lock %q: build %s %s", e.Target, e.By.Identity, role)
@@ -126,7 +128,7 @@ func (e *SupersededError) Is(target error) bool { return target == ErrSuperseded
 type CancelRequestedError struct {
 	Target string
 	// By is the build that asked; it holds the lock next.
-	By Identity
+	By record.Identity
 }
 
 func (e *CancelRequestedError) Error() string {
@@ -142,17 +144,17 @@ type TimeoutError struct {
 	Target string
 	// Holder is the holder last seen; zero when the deadline passed before
 	// the lock could be read.
-	Holder Claim
+	Holder record.Claim
 	Waited time.Duration
 	// Freeze is the freeze that held the lock when the wait ended, if any.
-	Freeze *Freeze
+	Freeze *record.Freeze
 }
 
 func (e *TimeoutError) Error() string {
 	waited := roundWait(e.Waited)
 	if e.Freeze != nil {
 		held := ""
-		if e.Holder.Identity != (Identity{}) {
+		if e.Holder.Identity != (record.Identity{}) {
 			held = fmt.Sprintf(", held by %s", e.Holder.Identity)
 		}
 		return fmt.Sprintf("timed out after %s waiting for lock on %q: %s%s", waited, e.Target, e.Freeze.Describe(), held)
@@ -184,10 +186,10 @@ type NotHolderError struct {
 	Target string
 	// Namespace is the lock namespace.
 	Namespace string
-	Holder    Claim
+	Holder    record.Claim
 	// Caller is the caller's CI job when the holder is another job of the
 	// caller's build: such a job releases the hold only with its token.
-	Caller CIJob
+	Caller record.CIJob
 }
 
 // OtherJob reports whether the holder is another CI job of the caller's
@@ -220,6 +222,3 @@ func (e *NamespaceError) Error() string {
 
 // Is matches errNoNamespace.
 func (e *NamespaceError) Is(target error) bool { return target == errNoNamespace }
-
-// ErrLost means a holder found the lock no longer its own.
-var ErrLost = errors.New("lock lost")

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestIntegrationEstimateWait: on the real API server, a lock is held six
@@ -45,7 +46,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		joined   time.Time
-		estimate *lock.Estimate
+		estimate *record.Estimate
 	)
 	// contend queues repo behind those before it; once it holds the lock
 	// it keeps it for hold (measure: not at all) and releases it.
@@ -53,7 +54,7 @@ func TestIntegrationEstimateWait(t *testing.T) {
 		q, d := make(chan struct{}), make(chan time.Time, 1)
 		r := req(repo, 1)
 		var once sync.Once
-		r.OnProgress = func(p lock.Progress) {
+		r.Callbacks.OnProgress = func(p lock.Progress) {
 			once.Do(func() {
 				if measure {
 					now := l.Clock().Now()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -39,10 +40,10 @@ const (
 	// reasonFreezeIgnored (a warning): a contender took the frozen lock
 	// with --ignore-freeze.
 	reasonFreezeIgnored = "FreezeIgnored"
-	// ReasonBreakGlass (a warning): someone declared break-glass on an
+	// reasonBreakGlass (a warning): someone declared break-glass on an
 	// enforced lock (lockctl break-glass): their writes of the target are
 	// admitted whatever the lock says, until the grant ends.
-	ReasonBreakGlass = "BreakGlass"
+	reasonBreakGlass = "BreakGlass"
 )
 
 // EventRecorder records an Event about a lock's ConfigMap. It must never
@@ -62,7 +63,7 @@ func (c *Client) event(ctx context.Context, cm *corev1.ConfigMap, warning bool, 
 
 // describeClaim renders a claim for an Event note: the identity, and the
 // pod it lives in or its expiry.
-func describeClaim(cl Claim) string {
+func describeClaim(cl record.Claim) string {
 	var more []string
 	if cl.Known() {
 		more = append(more, cl.CIJob.Describe())
@@ -78,7 +79,7 @@ func describeClaim(cl Claim) string {
 
 // stepEvents records what one written decision changed; cur is the record
 // it was taken on, why what made its holder stale.
-func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *Record, me Claim, why string) {
+func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *record.Record, me record.Claim, why string) {
 	d := res.decision
 	if d.StaleHolder != nil {
 		next := "taken by " + describeClaim(me)
@@ -96,10 +97,10 @@ func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *Record, m
 	switch {
 	case d.HandedTo != nil && d.HandedTo.IgnoredFreeze != "":
 		c.freezeIgnoredEvent(ctx, res.cm, *d.HandedTo)
-	case d.Outcome == Acquired && d.TookOver && !confirmed && res.rec.Holder.IgnoredFreeze != "":
+	case d.Outcome == record.Acquired && d.TookOver && !confirmed && res.rec.Holder.IgnoredFreeze != "":
 		c.freezeIgnoredEvent(ctx, res.cm, res.rec.Holder)
 	}
-	if d.Outcome == Acquired && (d.TookOver || d.Confirmed) {
+	if d.Outcome == record.Acquired && (d.TookOver || d.Confirmed) {
 		note := "acquired by " + describeClaim(res.rec.Holder)
 		if confirmed && cur.Holder.HandedOver {
 			note = "hand-over confirmed by " + describeClaim(res.rec.Holder)
@@ -115,13 +116,13 @@ func (c *Client) stepEvents(ctx context.Context, res *stepResult, cur *Record, m
 
 // confirmedEvent records that holder confirmed the hand-over of the lock
 // cm, whose fencing token is token.
-func (c *Client) confirmedEvent(ctx context.Context, cm *corev1.ConfigMap, holder Claim, token string) {
+func (c *Client) confirmedEvent(ctx context.Context, cm *corev1.ConfigMap, holder record.Claim, token string) {
 	c.event(ctx, cm, false, reasonAcquired, "hand-over confirmed by "+describeClaim(holder)+", fencing token "+token)
 }
 
 // heldEvent records that holder held the lock cm was handed over in, with
 // fencing token token, and released it before its confirmation was due.
-func (c *Client) heldEvent(ctx context.Context, cm *corev1.ConfigMap, holder Claim, token string) {
+func (c *Client) heldEvent(ctx context.Context, cm *corev1.ConfigMap, holder record.Claim, token string) {
 	if cm == nil {
 		return
 	}
@@ -148,7 +149,7 @@ func (c *Client) releaseEvents(ctx context.Context, cm *corev1.ConfigMap, res *R
 
 // freezeIgnoredEvent records that holder took the frozen lock cm with
 // --ignore-freeze.
-func (c *Client) freezeIgnoredEvent(ctx context.Context, cm *corev1.ConfigMap, holder Claim) {
+func (c *Client) freezeIgnoredEvent(ctx context.Context, cm *corev1.ConfigMap, holder record.Claim) {
 	c.event(ctx, cm, true, reasonFreezeIgnored,
 		fmt.Sprintf("%s took the lock with --ignore-freeze; it was %s", describeClaim(holder), holder.IgnoredFreeze))
 }

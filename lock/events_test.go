@@ -50,25 +50,25 @@ func TestLockEvents(t *testing.T) {
 		},
 		{
 			name: "released, nobody waiting",
-			objs: []runtime.Object{lockObject(t, record(mine))},
+			objs: []runtime.Object{lockObject(t, recordOf(mine))},
 			do:   releaseAs("42", ReleaseOptions{}),
 			want: []string{"Normal Lock/Released on lockctl-lock-staging: released by acme/web@main#42"},
 		},
 		{
 			name: "released, handed over",
-			objs: []runtime.Object{lockObject(t, record(mine, waiter))},
+			objs: []runtime.Object{lockObject(t, recordOf(mine, waiter))},
 			do:   releaseAs("42", ReleaseOptions{}),
 			want: []string{"Normal Lock/HandedOver on lockctl-lock-staging: released by acme/web@main#42, handed over to acme/db@main#1"},
 		},
 		{
 			name: "broken with --force: by whom",
-			objs: []runtime.Object{lockObject(t, record(theirs))},
+			objs: []runtime.Object{lockObject(t, recordOf(theirs))},
 			do:   releaseAs("42", ReleaseOptions{Force: true, By: "alice@laptop"}),
 			want: []string{"Warning Lock/ForceReleased on lockctl-lock-staging: hold of acme/api@main#7 broken with --force by alice@laptop"},
 		},
 		{
 			name: "broken with --force, handed over",
-			objs: []runtime.Object{lockObject(t, record(theirs, waiter))},
+			objs: []runtime.Object{lockObject(t, recordOf(theirs, waiter))},
 			do:   releaseAs("42", ReleaseOptions{Force: true}),
 			want: []string{
 				"Warning Lock/ForceReleased on lockctl-lock-staging: hold of acme/api@main#7 broken with --force by acme/web@main#42",
@@ -77,7 +77,7 @@ func TestLockEvents(t *testing.T) {
 		},
 		{
 			name: "expired holder removed: why",
-			objs: []runtime.Object{lockObject(t, record(expired))},
+			objs: []runtime.Object{lockObject(t, recordOf(expired))},
 			do:   acquireAs("42"),
 			want: []string{
 				"Warning Lock/StaleHolderRemoved on lockctl-lock-staging: stale holder acme/api@main#7 removed: expired at 2026-12-02T09:00:00Z; taken by acme/web@main#42",
@@ -86,13 +86,13 @@ func TestLockEvents(t *testing.T) {
 		},
 		{
 			name: "superseded by a newer build",
-			objs: []runtime.Object{lockObject(t, record(held(claim("b", "web", "main", "43"), t0)))},
+			objs: []runtime.Object{lockObject(t, recordOf(held(claim("b", "web", "main", "43"), t0)))},
 			do:   acquireAs("42"),
 			want: []string{"Normal Lock/Superseded on lockctl-lock-staging: acme/web@main#42 gave up: superseded by acme/web@main#43"},
 		},
 		{
 			name: "an older run asked to stop (cancel-in-progress)",
-			objs: []runtime.Object{lockObject(t, record(runClaim(held(claim("b", "web", "main", "41"), t0))))},
+			objs: []runtime.Object{lockObject(t, recordOf(runClaim(held(claim("b", "web", "main", "41"), t0))))},
 			do: func(ctx context.Context, c *Client) error {
 				req := request("42")
 				req.CancelInProgress = true

@@ -7,17 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-var freezer = lock.Identity{Owner: "alice@laptop", Repo: "ops", Branch: "main", Build: "1"}
+var freezer = record.Identity{Owner: "alice@laptop", Repo: "ops", Branch: "main", Build: "1"}
 
 // TestIntegrationFreeze: a freeze keeps the holder, makes a newcomer wait
 // (and time out showing the freeze) even after the holder releases, lets an
@@ -31,7 +32,7 @@ func TestIntegrationFreeze(t *testing.T) {
 	holder := lock.Request{Target: "prod", Identity: clitest.Identity("web", 1)}
 	mustAcquire(t, l, holder)
 
-	f, err := l.Freeze(t.Context(), lock.FreezeRequest{Target: "prod", By: freezer, Reason: "release party", Until: time.Now().Add(time.Hour)})
+	f, err := l.Freeze(t.Context(), record.FreezeRequest{Target: "prod", By: freezer, Reason: "release party", Until: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	require.NotNil(t, f.Status.Freeze)
 	assert.Equal(t, "web", f.Status.Holder.Repo, "the holder is not interrupted")
@@ -89,7 +90,7 @@ func TestIntegrationFreezeEndsByItself(t *testing.T) {
 	t.Parallel()
 	env := testenv.Get(t)
 	l := newClient(t, env.Kube, env.Namespace(t))
-	_, err := l.Freeze(t.Context(), lock.FreezeRequest{Target: "qa", By: freezer, Reason: "short", Until: time.Now().Add(3 * time.Second)})
+	_, err := l.Freeze(t.Context(), record.FreezeRequest{Target: "qa", By: freezer, Reason: "short", Until: time.Now().Add(3 * time.Second)})
 	require.NoError(t, err)
 	h := mustAcquire(t, l, lock.Request{Target: "qa", Identity: clitest.Identity("web", 1)})
 	assert.Greater(t, h.Waited, time.Duration(0), "waited for the freeze to end")
@@ -100,12 +101,12 @@ func TestIntegrationFreezeEndsByItself(t *testing.T) {
 
 func recordVersionMajor(t *testing.T, env *testenv.Env, ns, target string) string {
 	t.Helper()
-	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
 	var doc struct {
 		Version string `json:"version"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &doc))
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[record.RecordAnnotation]), &doc))
 	major, _, _ := strings.Cut(doc.Version, ".")
 	return major
 }
@@ -121,8 +122,8 @@ func TestIntegrationFreezeWindow(t *testing.T) {
 	ns := env.Namespace(t)
 	cms := env.Client.CoreV1().ConfigMaps(ns)
 	_, err := cms.Create(t.Context(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: lock.FreezeWindowsName},
-		Data: map[string]string{lock.FreezeWindowsKey: `
+		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName},
+		Data: map[string]string{record.FreezeWindowsKey: `
 windows:
 - name: always
   schedule: "* * * * *"
@@ -145,12 +146,12 @@ windows:
 	assert.Equal(t, "2", recordVersionMajor(t, env, ns, "prod"), "the window's freeze is written: older lockctl refuse the lock")
 
 	_, err = l.Unfreeze(t.Context(), "prod")
-	var window *lock.WindowError
+	var window *record.WindowError
 	require.ErrorAs(t, err, &window, "unfreeze cannot lift a window")
 
 	mustAcquire(t, l, lock.Request{Target: "qa", Identity: clitest.Identity("web", 1)})
 
-	require.NoError(t, cms.Delete(t.Context(), lock.FreezeWindowsName, metav1.DeleteOptions{}))
+	require.NoError(t, cms.Delete(t.Context(), record.FreezeWindowsName, metav1.DeleteOptions{}))
 	l2 := newClient(t, env.Kube, ns)
 	require.NoError(t, l2.LoadFreezeWindows(t.Context()))
 	h := mustAcquire(t, l2, lock.Request{Target: "prod", Identity: clitest.Identity("web", 2)})

@@ -4,28 +4,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func frozen(rec *Record, until time.Time) *Record {
-	rec.Freeze = &Freeze{
-		Reason: "release", By: Identity{Owner: "alice", Repo: "ops", Branch: "main", Build: "1"},
+func frozen(rec *record.Record, until time.Time) *record.Record {
+	rec.Freeze = &record.Freeze{
+		Reason: "release", By: record.Identity{Owner: "alice", Repo: "ops", Branch: "main", Build: "1"},
 		Since: metav1.NewMicroTime(t0), Until: metav1.NewMicroTime(until),
 	}
 	return rec
 }
 
 // freeRecord is a lock nobody holds (the free placeholder), with waiters.
-func freeRecord(waiters ...Claim) *Record {
-	rec := record(Claim{})
-	rec.free(metav1.NewMicroTime(t0))
+func freeRecord(waiters ...record.Claim) *record.Record {
+	rec := recordOf(record.Claim{})
+	rec.Free(metav1.NewMicroTime(t0))
 	rec.Waiters = waiters
 	return rec
 }
 
-func ignoring(c Claim) Claim {
+func ignoring(c record.Claim) record.Claim {
 	c.IgnoreFreeze = true
 	return c
 }
@@ -37,11 +38,11 @@ func TestDecideFreeze(t *testing.T) {
 	holder := held(claim("h", "api", "main", "1"), t0)
 	tests := []struct {
 		name        string
-		cur         *Record
-		me          Claim
+		cur         *record.Record
+		me          record.Claim
 		holderAlive bool
 
-		wantOutcome   Outcome
+		wantOutcome   record.Outcome
 		wantWrite     bool
 		wantHolder    string
 		wantWaiters   []string
@@ -51,72 +52,72 @@ func TestDecideFreeze(t *testing.T) {
 	}{
 		{
 			name: "frozen with a live holder: the holder keeps it",
-			cur:  frozen(record(holder), until),
+			cur:  frozen(recordOf(holder), until),
 			me:   claim("h", "api", "main", "1"), holderAlive: true,
-			wantOutcome: Acquired, wantHolder: "h", wantFrozen: true,
+			wantOutcome: record.Acquired, wantHolder: "h", wantFrozen: true,
 		},
 		{
 			name: "frozen with a live holder: I queue",
-			cur:  frozen(record(holder), until),
+			cur:  frozen(recordOf(holder), until),
 			me:   claim("me", "web", "main", "42"), holderAlive: true,
-			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me"}, wantFrozen: true,
+			wantOutcome: record.Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me"}, wantFrozen: true,
 		},
 		{
 			name: "frozen and free: I wait until the freeze ends",
 			cur:  frozen(freeRecord(), now.Add(20*time.Second)),
 			me:   claim("me", "web", "main", "42"), holderAlive: false,
-			wantOutcome: Waiting, wantWrite: true, wantHolder: "released", wantWaiters: []string{"me"}, wantFrozen: true,
+			wantOutcome: record.Waiting, wantWrite: true, wantHolder: "released", wantWaiters: []string{"me"}, wantFrozen: true,
 			wantNextCheck: now.Add(20 * time.Second),
 		},
 		{
 			name: "frozen, dead holder: it leaves, nobody takes over",
-			cur:  frozen(record(holder, queued(claim("w", "db", "main", "1"), now)), until),
+			cur:  frozen(recordOf(holder, queued(claim("w", "db", "main", "1"), now)), until),
 			me:   claim("me", "web", "main", "42"), holderAlive: false,
-			wantOutcome: Waiting, wantWrite: true, wantHolder: "released", wantWaiters: []string{"w", "me"}, wantFrozen: true,
+			wantOutcome: record.Waiting, wantWrite: true, wantHolder: "released", wantWaiters: []string{"w", "me"}, wantFrozen: true,
 		},
 		{
 			name: "frozen and free: --ignore-freeze takes it and is recorded",
 			cur:  frozen(freeRecord(queued(claim("w", "db", "main", "1"), now)), until),
 			me:   ignoring(claim("me", "web", "main", "42")), holderAlive: false,
-			wantOutcome: Acquired, wantWrite: true, wantHolder: "me", wantWaiters: []string{"w"}, wantFrozen: true,
+			wantOutcome: record.Acquired, wantWrite: true, wantHolder: "me", wantWaiters: []string{"w"}, wantFrozen: true,
 			wantOverrides: []string{"acme/web@main#42"},
 		},
 		{
 			name: "frozen, dead holder: a waiter that ignores the freeze gets it, ahead of others",
-			cur:  frozen(record(holder, queued(claim("w", "db", "main", "1"), now), queued(ignoring(claim("x", "docs", "main", "1")), now)), until),
+			cur:  frozen(recordOf(holder, queued(claim("w", "db", "main", "1"), now), queued(ignoring(claim("x", "docs", "main", "1")), now)), until),
 			me:   claim("me", "web", "main", "42"), holderAlive: false,
-			wantOutcome: Waiting, wantWrite: true, wantHolder: "x", wantWaiters: []string{"w", "me"}, wantFrozen: true,
+			wantOutcome: record.Waiting, wantWrite: true, wantHolder: "x", wantWaiters: []string{"w", "me"}, wantFrozen: true,
 			wantOverrides: []string{"acme/docs@main#1"},
 		},
 		{
 			name: "frozen with a live holder: --ignore-freeze still never displaces it",
-			cur:  frozen(record(holder), until),
+			cur:  frozen(recordOf(holder), until),
 			me:   ignoring(claim("me", "web", "main", "42")), holderAlive: true,
-			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me"}, wantFrozen: true,
+			wantOutcome: record.Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me"}, wantFrozen: true,
 		},
 		{
 			name: "freeze over, free: I take it and the freeze is dropped",
 			cur:  frozen(freeRecord(), now.Add(-time.Second)),
 			me:   claim("me", "web", "main", "42"), holderAlive: false,
-			wantOutcome: Acquired, wantWrite: true, wantHolder: "me",
+			wantOutcome: record.Acquired, wantWrite: true, wantHolder: "me",
 		},
 		{
 			name: "freeze over, free: the first waiter gets it",
 			cur:  frozen(freeRecord(queued(claim("w", "db", "main", "1"), now)), now.Add(-time.Second)),
 			me:   claim("me", "web", "main", "42"), holderAlive: false,
-			wantOutcome: Waiting, wantWrite: true, wantHolder: "w", wantWaiters: []string{"me"},
+			wantOutcome: record.Waiting, wantWrite: true, wantHolder: "w", wantWaiters: []string{"me"},
 		},
 		{
 			name: "frozen: newest wins still applies among waiters",
 			cur:  frozen(freeRecord(queued(claim("w", "web", "main", "40"), now)), until),
 			me:   claim("me", "web", "main", "42"), holderAlive: false,
-			wantOutcome: Waiting, wantWrite: true, wantHolder: "released", wantWaiters: []string{"me"}, wantFrozen: true,
+			wantOutcome: record.Waiting, wantWrite: true, wantHolder: "released", wantWaiters: []string{"me"}, wantFrozen: true,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d := Decide(tt.cur, tt.me, PolicyNewest, now, tt.holderAlive, waiterTTL)
+			d := record.Decide(tt.cur, tt.me, record.PolicyNewest, now, tt.holderAlive, waiterTTL)
 			assert.Equal(t, tt.wantOutcome, d.Outcome, "outcome")
 			require.Equal(t, tt.wantWrite, d.Record != nil, "write")
 			rec := d.Record
@@ -129,7 +130,7 @@ func TestDecideFreeze(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantWaiters, sessions(rec.Waiters), "waiters")
 			assert.Equal(t, tt.wantFrozen, rec.Freeze != nil, "freeze kept in the record")
-			if d.Outcome == Waiting {
+			if d.Outcome == record.Waiting {
 				assert.Equal(t, tt.wantFrozen, d.Freeze != nil, "decision names the freeze")
 			}
 			var overrides []string
@@ -154,15 +155,15 @@ func TestDecideFreeze(t *testing.T) {
 func TestDecideFreezeRecordVersion(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(10 * time.Second)
-	cur := frozen(record(held(claim("h", "api", "main", "1"), t0)), now.Add(-time.Second))
+	cur := frozen(recordOf(held(claim("h", "api", "main", "1"), t0)), now.Add(-time.Second))
 	cur.Version = frozenVersion
-	d := Decide(cur, claim("me", "web", "main", "42"), PolicyNewest, now, true, waiterTTL)
+	d := record.Decide(cur, claim("me", "web", "main", "42"), record.PolicyNewest, now, true, waiterTTL)
 	require.NotNil(t, d.Record)
 	cm := lockConfigMap("")
-	require.NoError(t, encode(cm, d.Record))
-	rec, err := Decode(cm)
+	require.NoError(t, record.Encode(cm, d.Record))
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
-	assert.Equal(t, RecordVersion, rec.Version, "an ended freeze is dropped and the record is major version 1 again")
+	assert.Equal(t, record.RecordVersion, rec.Version, "an ended freeze is dropped and the record is major version 1 again")
 	assert.Nil(t, rec.Freeze)
 }
 
@@ -177,8 +178,8 @@ func TestFreezeVersionCarriesMinor(t *testing.T) {
 		frozen  bool
 		wantVer string
 	}{
-		{name: "current, frozen", read: RecordVersion, frozen: true, wantVer: frozenVersion},
-		{name: "current, thawed", read: frozenVersion, wantVer: RecordVersion},
+		{name: "current, frozen", read: record.RecordVersion, frozen: true, wantVer: frozenVersion},
+		{name: "current, thawed", read: frozenVersion, wantVer: record.RecordVersion},
 		{name: "newer minor, frozen", read: "1.99", frozen: true, wantVer: "2.99"},
 		{name: "newer minor, thawed", read: "2.99", wantVer: "1.99"},
 		{name: "older, frozen", read: "1.1", frozen: true, wantVer: frozenVersion},
@@ -186,14 +187,14 @@ func TestFreezeVersionCarriesMinor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rec := record(held(claim("h", "api", "main", "1"), t0))
+			rec := recordOf(held(claim("h", "api", "main", "1"), t0))
 			rec.Version = tt.read
 			if tt.frozen {
 				frozen(rec, t0.Add(time.Hour))
 			}
 			cm := lockConfigMap("")
-			require.NoError(t, encode(cm, rec))
-			got, err := Decode(cm)
+			require.NoError(t, record.Encode(cm, rec))
+			got, err := record.Decode(cm)
 			require.NoError(t, err, "read back %s", tt.read)
 			assert.Equal(t, tt.wantVer, got.Version, "version written for %s", tt.read)
 		})
@@ -205,7 +206,7 @@ func TestFreezeVersionCarriesMinor(t *testing.T) {
 func TestDecodeVersion2NeedsAFreeze(t *testing.T) {
 	t.Parallel()
 	cm := lockConfigMap(`{"version":"2.4","target":"staging","policy":"newest","holder":{"owner":"acme","repo":"web","branch":"main","build":"1","session":"a","since":"2026-12-03T10:00:00.000000Z","expires":"2026-12-03T11:00:00.000000Z","ttl":"1h0m0s"},"updated":"2026-12-03T10:00:00.000000Z"}`)
-	_, err := Decode(cm)
+	_, err := record.Decode(cm)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "freeze")
 }
@@ -218,21 +219,21 @@ func TestFreezeIgnoredIsRecorded(t *testing.T) {
 	now := t0.Add(10 * time.Second)
 	cur := frozen(freeRecord(queued(claim("w", "db", "main", "1"), now)), now.Add(time.Hour))
 	me := ignoring(claim("me", "web", "main", "42"))
-	d := Decide(cur, me, PolicyNewest, now, false, waiterTTL)
-	require.Equal(t, Acquired, d.Outcome)
+	d := record.Decide(cur, me, record.PolicyNewest, now, false, waiterTTL)
+	require.Equal(t, record.Acquired, d.Outcome)
 	require.NotNil(t, d.Record)
 	assert.Contains(t, d.Record.Holder.IgnoredFreeze, `"release"`, "the holder carries the freeze it ignored")
 
 	// Renewed by the same session after the freeze ended: still recorded.
 	later := now.Add(2 * time.Hour)
-	d2 := Decide(d.Record, me, PolicyNewest, later, true, waiterTTL)
+	d2 := record.Decide(d.Record, me, record.PolicyNewest, later, true, waiterTTL)
 	rec := d2.Record
 	if rec == nil {
 		rec = d.Record
 	}
 	assert.Nil(t, rec.Freeze, "the freeze is over")
 	assert.NotEmpty(t, rec.Holder.IgnoredFreeze, "the hold still says it ignored a freeze")
-	rec.ended(rec.Holder, metav1.NewMicroTime(later), EndReleased, "", "")
+	rec.Ended(rec.Holder, metav1.NewMicroTime(later), record.EndReleased, "", "")
 	require.NotEmpty(t, rec.History)
 	assert.Equal(t, rec.Holder.IgnoredFreeze, rec.History[len(rec.History)-1].IgnoredFreeze, "history keeps it")
 }

@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 )
 
 // TestIntegrationHandOverHeldOneAtATime: contenders, each with a client of
@@ -46,9 +46,9 @@ func TestIntegrationHandOverHeldOneAtATime(t *testing.T) {
 			}
 			l := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
 			for r := range rounds {
-				id := lock.Identity{Owner: "acme", Repo: fmt.Sprintf("repo-%d", i), Branch: "main", Build: fmt.Sprint(r + 1)}
+				id := record.Identity{Owner: "acme", Repo: fmt.Sprintf("repo-%d", i), Branch: "main", Build: fmt.Sprint(r + 1)}
 				ctx, cancel := context.WithTimeout(t.Context(), 2*waitTimeout)
-				h, err := l.Acquire(ctx, lock.Request{Target: "staging", Identity: id, Policy: lock.PolicyFIFO, TTL: time.Minute})
+				h, err := l.Acquire(ctx, lock.Request{Target: "staging", Identity: id, Policy: record.PolicyFIFO, TTL: time.Minute})
 				cancel()
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", id, err)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -20,7 +21,7 @@ type Held struct {
 	UID       types.UID
 	// ClaimID is the holder's claim (Claim.ClaimID).
 	ClaimID string
-	Holder  Claim
+	Holder  record.Claim
 	// Token grows with every new holder of any lock in the cluster: it is the
 	// resourceVersion of the write that made the caller the holder, also
 	// kept in the record (Claim.Token) for re-entrant acquires.
@@ -29,7 +30,7 @@ type Held struct {
 	Waited time.Duration
 	// IgnoredFreeze is the freeze the caller took the lock in spite of
 	// (Request.IgnoreFreeze); nil when the lock was not frozen.
-	IgnoredFreeze *Freeze
+	IgnoredFreeze *record.Freeze
 	// Reentered is true when the caller's build already held the lock (the
 	// same identity, CI job and pod, or no pod; see sameHolder): nothing
 	// changed, and Token is the token of that hold, unless that hold was

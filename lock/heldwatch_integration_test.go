@@ -3,20 +3,20 @@ package lock
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/clock"
 	"net/http"
 	"path"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-
-	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/kube"
+	"k8s.io/utils/clock"
 )
 
 // TestIntegrationKeepWatching: a holder that
@@ -40,7 +40,7 @@ func TestIntegrationKeepWatching(t *testing.T) {
 		return c, log
 	}
 	req := func(repo string) Request {
-		return Request{Target: "staging", Identity: Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Policy: PolicyFIFO, TTL: time.Minute}
+		return Request{Target: "staging", Identity: record.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Policy: record.PolicyFIFO, TTL: time.Minute}
 	}
 
 	first, firstLog := newClient()
@@ -52,7 +52,7 @@ func TestIntegrationKeepWatching(t *testing.T) {
 	queued := make(chan struct{})
 	var once sync.Once
 	r2 := req("api")
-	r2.OnProgress = func(Progress) { once.Do(func() { close(queued) }) }
+	r2.Callbacks.OnProgress = func(Progress) { once.Do(func() { close(queued) }) }
 	done := make(chan *Held, 1)
 	go func() {
 		h, err := second.Acquire(ctx, r2)
@@ -91,7 +91,7 @@ func TestIntegrationKeepWatching(t *testing.T) {
 	_, p, err := third.TryAcquire(ctx, req("ops"))
 	require.NoError(t, err)
 	require.NotNil(t, p, "the third contender waits")
-	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, Name("staging"), metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return h2.lastCM().ResourceVersion == cm.ResourceVersion }, time.Minute, 10*time.Millisecond,
 		"the holder's watch brings the version of the join")
@@ -133,7 +133,7 @@ func TestIntegrationReleaseAfterManyJoins(t *testing.T) {
 	require.NoError(t, err)
 	holder := New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, Options{})
 	req := func(repo string) Request {
-		return Request{Target: "staging", Identity: Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Policy: PolicyFIFO, TTL: time.Minute}
+		return Request{Target: "staging", Identity: record.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Policy: record.PolicyFIFO, TTL: time.Minute}
 	}
 	h, err := holder.Acquire(ctx, req("web"))
 	require.NoError(t, err)
@@ -155,9 +155,9 @@ func TestIntegrationReleaseAfterManyJoins(t *testing.T) {
 	var onLock, onTurn []testenv.Request
 	for _, r := range log.Take() {
 		switch path.Base(r.URL) {
-		case Name("staging"):
+		case record.Name("staging"):
 			onLock = append(onLock, r)
-		case TurnName("staging"):
+		case record.TurnName("staging"):
 			onTurn = append(onTurn, r)
 		}
 	}

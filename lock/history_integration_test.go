@@ -4,13 +4,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestIntegrationHistory runs holds that end every way on the real API
@@ -23,7 +24,7 @@ func TestIntegrationHistory(t *testing.T) {
 	ns := env.Namespace(t)
 	l := newClient(t, env.Kube, ns)
 	req := func(repo, build string) lock.Request {
-		return lock.Request{Target: "staging", Identity: lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}, ClaimID: repo + build}
+		return lock.Request{Target: "staging", Identity: record.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}, ClaimID: repo + build}
 	}
 
 	mustAcquire(t, l, req("web", "1"))
@@ -41,19 +42,19 @@ func TestIntegrationHistory(t *testing.T) {
 	got, err := l.Get(t.Context(), "staging")
 	require.NoError(t, err)
 	assert.Nil(t, got, "the broken lock is free")
-	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err, "and kept for its history")
 	assert.Empty(t, cm.OwnerReferences, "owned by no pod")
 
 	// Taken again from free, by a holder in a pod that is then deleted.
 	pod := holderPod(t, env.Client, ns, "build-3")
-	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 3), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
+	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 3), Pod: &record.PodRef{Namespace: ns, Name: pod.Name}})
 	assert.NotEmpty(t, h.Token)
 	// NOTE: the lock is owned by its holder's pod in the same namespace,
 	// which garbage-collects it (and its history) with the pod; a holder
 	// pod elsewhere is only judged gone. Patch the owner reference away to
 	// play the second case here.
-	cm, err = env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err = env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
 	cm.OwnerReferences = nil
 	_, err = env.Client.CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{})

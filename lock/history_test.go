@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,12 +20,12 @@ func TestHistory(t *testing.T) {
 	expired := held(claim("b", "api", "main", "7"), t0.Add(-2*time.Hour))
 	gone := inPod(held(claim("b", "api", "main", "7"), t0), "build-7", "uid-7")
 	waiter := queued(claim("w", "db", "main", "1"), now)
-	freed := record(mine)
-	freed.ended(freed.Holder, metav1.NewMicroTime(t0), EndReleased, "", "")
-	freed.free(metav1.NewMicroTime(t0))
-	full := record(mine)
-	for i := range MaxHistory {
-		full.History = append(full.History, HistoryEntry{Identity: Identity{Owner: "acme", Repo: "old", Branch: "main", Build: fmt.Sprint(i)}, Ended: EndReleased})
+	freed := recordOf(mine)
+	freed.Ended(freed.Holder, metav1.NewMicroTime(t0), record.EndReleased, "", "")
+	freed.Free(metav1.NewMicroTime(t0))
+	full := recordOf(mine)
+	for i := range record.MaxHistory {
+		full.History = append(full.History, record.HistoryEntry{Identity: record.Identity{Owner: "acme", Repo: "old", Branch: "main", Build: fmt.Sprint(i)}, Ended: record.EndReleased})
 	}
 	tests := []struct {
 		name       string
@@ -36,35 +37,35 @@ func TestHistory(t *testing.T) {
 	}{
 		{
 			name:       "released, nobody waiting",
-			objs:       []runtime.Object{lockObject(t, record(mine))},
+			objs:       []runtime.Object{lockObject(t, recordOf(mine))},
 			do:         releaseAs("42", ReleaseOptions{}),
 			wantHolder: "",
 			want:       []string{"acme/web@main#42 released"},
 		},
 		{
 			name:       "released, handed over",
-			objs:       []runtime.Object{lockObject(t, record(mine, waiter))},
+			objs:       []runtime.Object{lockObject(t, recordOf(mine, waiter))},
 			do:         releaseAs("42", ReleaseOptions{}),
 			wantHolder: "acme/db@main#1",
 			want:       []string{"acme/web@main#42 handed over to acme/db@main#1"},
 		},
 		{
 			name:       "broken with --force, handed over: by whom",
-			objs:       []runtime.Object{lockObject(t, record(expired, waiter))},
+			objs:       []runtime.Object{lockObject(t, recordOf(expired, waiter))},
 			do:         releaseAs("42", ReleaseOptions{Force: true, By: "alice@laptop"}),
 			wantHolder: "acme/db@main#1",
 			want:       []string{"acme/api@main#7 broken by alice@laptop"},
 		},
 		{
 			name:       "expired holder removed",
-			objs:       []runtime.Object{lockObject(t, record(expired))},
+			objs:       []runtime.Object{lockObject(t, recordOf(expired))},
 			do:         acquireAs("42"),
 			wantHolder: "acme/web@main#42",
 			want:       []string{"acme/api@main#7 expired: expired at 2026-12-02T09:00:00Z"},
 		},
 		{
 			name:       "holder pod gone",
-			objs:       []runtime.Object{lockObject(t, record(gone, waiter))},
+			objs:       []runtime.Object{lockObject(t, recordOf(gone, waiter))},
 			do:         acquireAs("42"),
 			wantHolder: "acme/db@main#1",
 			want:       []string{"acme/api@main#7 lost: pod ci/build-7 is gone"},
@@ -81,8 +82,8 @@ func TestHistory(t *testing.T) {
 			objs:       []runtime.Object{lockObject(t, full)},
 			do:         releaseAs("42", ReleaseOptions{}),
 			wantHolder: "",
-			want:       []string{"acme/web@main#42 released", fmt.Sprintf("acme/old@main#%d released", MaxHistory-1)},
-			wantLen:    MaxHistory,
+			want:       []string{"acme/web@main#42 released", fmt.Sprintf("acme/old@main#%d released", record.MaxHistory-1)},
+			wantLen:    record.MaxHistory,
 		},
 	}
 	for _, tt := range tests {
@@ -115,9 +116,9 @@ func TestHistoryOfNoLock(t *testing.T) {
 	c, _ := newTestClient(t, t0, nil)
 	h, err := c.History(t.Context(), "staging")
 	require.NoError(t, err)
-	assert.Equal(t, &History{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLockHistory},
-		ObjectMeta: metav1.ObjectMeta{Name: Name("staging"), Namespace: "locks"},
-		Target:     "staging", Entries: []HistoryEntry{},
+	assert.Equal(t, &record.History{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: record.KindLockHistory},
+		ObjectMeta: metav1.ObjectMeta{Name: record.Name("staging"), Namespace: "locks"},
+		Target:     "staging", Entries: []record.HistoryEntry{},
 	}, h, "an object -o name and templates read")
 }

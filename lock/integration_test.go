@@ -3,11 +3,16 @@ package lock_test
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/clock"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
+	"github.com/lockctl/lockctl/internal/testing/clitest"
+	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -15,11 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/lockctl/lockctl/internal/testing/clitest"
-	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/kube"
-	"github.com/lockctl/lockctl/lock"
+	"k8s.io/utils/clock"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -50,7 +51,7 @@ type result struct {
 func acquireAsync(ctx context.Context, l *lock.Client, req lock.Request) (<-chan result, <-chan lock.Progress) {
 	done := make(chan result, 1)
 	queued := make(chan lock.Progress, 16)
-	req.OnProgress = func(p lock.Progress) {
+	req.Callbacks.OnProgress = func(p lock.Progress) {
 		select {
 		case queued <- p:
 		default:
@@ -102,9 +103,9 @@ func TestIntegrationAcquireFreeAndRelease(t *testing.T) {
 
 	h := mustAcquire(t, l, lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
 	assert.NotEmpty(t, h.Token, "fencing token")
-	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, lock.ManagedByValue, cm.Labels[lock.ManagedByLabel], "labelled as lockctl's")
+	assert.Equal(t, record.ManagedByValue, cm.Labels[record.ManagedByLabel], "labelled as lockctl's")
 
 	res, err := l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
 	require.NoError(t, err)
@@ -115,7 +116,7 @@ func TestIntegrationAcquireFreeAndRelease(t *testing.T) {
 	hist, err := l.History(t.Context(), "staging")
 	require.NoError(t, err)
 	require.Len(t, hist.Entries, 1, "the free lock keeps its history")
-	assert.Equal(t, lock.EndReleased, hist.Entries[0].Ended)
+	assert.Equal(t, record.EndReleased, hist.Entries[0].Ended)
 
 	res, err = l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{})
 	require.NoError(t, err, "releasing a free lock succeeds")
@@ -179,8 +180,8 @@ func TestIntegrationHolderPodEnds(t *testing.T) {
 		t.Run(end, func(t *testing.T) {
 			target := "pod-" + map[string]string{"finishes": "done", "is deleted": "gone"}[end]
 			pod := holderPod(t, env.Client, ns, target)
-			mustAcquire(t, l, lock.Request{Target: target, Identity: clitest.Identity("web", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
-			cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+			mustAcquire(t, l, lock.Request{Target: target, Identity: clitest.Identity("web", 1), Pod: &record.PodRef{Namespace: ns, Name: pod.Name}})
+			cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 			require.NoError(t, err)
 			require.Len(t, cm.OwnerReferences, 1, "the holder's pod owns the lock")
 			assert.Equal(t, pod.UID, cm.OwnerReferences[0].UID)
@@ -297,14 +298,14 @@ func TestIntegrationNotALockIsLeftAlone(t *testing.T) {
 	ns := env.Namespace(t)
 	l := newClient(t, env.Kube, ns)
 	theirs := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: lock.Name("staging"), Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: record.Name("staging"), Namespace: ns},
 		Data:       map[string]string{"precious": "yes"},
 	}
 	_, err := env.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), theirs, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	_, err = l.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("web", 1)})
-	var nal *lock.NotALockError
+	var nal *record.NotALockError
 	require.ErrorAs(t, err, &nal)
 	_, err = l.Release(t.Context(), "staging", clitest.Identity("web", 1), lock.ReleaseOptions{Force: true})
 	require.ErrorAs(t, err, &nal)
@@ -334,9 +335,9 @@ func TestIntegrationMutualExclusionGoroutines(t *testing.T) {
 			defer wg.Done()
 			l := newClient(t, env.Kube, ns)
 			for r := range rounds {
-				id := lock.Identity{Owner: "acme", Repo: fmt.Sprintf("repo-%d", i), Branch: "main", Build: fmt.Sprint(r + 1)}
+				id := record.Identity{Owner: "acme", Repo: fmt.Sprintf("repo-%d", i), Branch: "main", Build: fmt.Sprint(r + 1)}
 				ctx, cancel := context.WithTimeout(t.Context(), 2*waitTimeout)
-				_, err := l.Acquire(ctx, lock.Request{Target: "staging", Identity: id, Policy: lock.PolicyFIFO})
+				_, err := l.Acquire(ctx, lock.Request{Target: "staging", Identity: id, Policy: record.PolicyFIFO})
 				cancel()
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", id, err)

@@ -3,6 +3,8 @@ package lock
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // Ledger is the hook through which a contender keeps its own bookkeeping
@@ -21,7 +23,7 @@ type Ledger interface {
 	// contender takes the lock (a take-over, or the confirmation of a
 	// hand-over to it) rather than re-entering a hold. It returns the
 	// ledger to store and whether to store it, whether the contender must
-	// look for what earlier holders left behind (Request.OnTaking is
+	// look for what earlier holders left behind (Request.Callbacks.OnTaking is
 	// called, Held.Vouched is false), and whether it left a mark for its
 	// release (Release) to clear.
 	Take(cur json.RawMessage, kept, took bool, claimID string) (next json.RawMessage, store, mustLook, marked bool, err error)
@@ -39,8 +41,8 @@ type Ledger interface {
 // says to store, and reports whether me must look for what earlier
 // holders left behind and the mark it left ("" for none). A contender
 // without a ledger must look, and drops the ledger of a lock it takes.
-func takeLedger(cur *Record, d *Decision, me Claim, l Ledger, now time.Time) (mustLook bool, mark string, err error) {
-	if d.Outcome != Acquired {
+func takeLedger(cur *record.Record, d *record.Decision, me record.Claim, l Ledger, now time.Time) (mustLook bool, mark string, err error) {
+	if d.Outcome != record.Acquired {
 		return false, "", nil
 	}
 	// NOTE: confirming a hand-over (ADR 0074) takes the lock as a
@@ -75,8 +77,8 @@ func takeLedger(cur *Record, d *Decision, me Claim, l Ledger, now time.Time) (mu
 		d.Record.Holder.LedgerKept = true
 	case store:
 		if d.Record == nil {
-			d.Record = cur.deepCopy()
-			d.Record.Updated = later(now, cur.Updated)
+			d.Record = cur.DeepCopy()
+			d.Record.Updated = record.Later(now, cur.Updated)
 		}
 		d.Record.Ledger = next
 	}
@@ -84,11 +86,11 @@ func takeLedger(cur *Record, d *Decision, me Claim, l Ledger, now time.Time) (mu
 }
 
 // releaseLedger is the rule of the ledger at the release of rec's holder: a
-// holder that kept it leaves it to the next (Record.free and handOver pass
+// holder that kept it leaves it to the next (Record.free and HandOver pass
 // LedgerKept on), as the releasing contender's ledger o.ledger (nil: none)
 // leaves it; a holder that did not keep it leaves none. A ledger the
 // releasing contender cannot read stays as it is.
-func releaseLedger(rec *Record, o ReleaseOptions) {
+func releaseLedger(rec *record.Record, o ReleaseOptions) {
 	if !rec.Holder.LedgerKept {
 		rec.Ledger = nil
 		return
@@ -99,12 +101,4 @@ func releaseLedger(rec *Record, o ReleaseOptions) {
 	if next, _, err := o.ledger.Release(rec.Ledger, o.ledgerMark); err == nil {
 		rec.Ledger = next
 	}
-}
-
-// ledgerOrNil returns raw, or nil for a ledger that is absent or null.
-func ledgerOrNil(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	return raw
 }

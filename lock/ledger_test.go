@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+	"github.com/lockctl/lockctl/runjobs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/lockctl/lockctl/runjobs"
 )
 
 // The account of run jobs, as lock's tests see it: the Ledger lockctl run
@@ -36,7 +36,7 @@ func ledgerOf(k *runjobs.Keeper) Ledger {
 }
 
 // kept is rec with its holder keeping the account of run jobs rj.
-func kept(rec *Record, rj *account) *Record {
+func kept(rec *record.Record, rj *account) *record.Record {
 	rec.Holder.LedgerKept = true
 	raw, err := rj.Encode()
 	if err != nil {
@@ -47,16 +47,16 @@ func kept(rec *Record, rj *account) *Record {
 }
 
 // accountOf is the account of run jobs rec keeps; nil for none.
-func accountOf(t *testing.T, rec *Record) *account {
+func accountOf(t *testing.T, rec *record.Record) *account {
 	t.Helper()
 	rj, err := runjobs.Decode(rec.Ledger)
 	require.NoError(t, err)
 	return rj
 }
 
-func freedBy(holder Claim) *Record {
-	rec := record(holder)
-	rec.free(rec.Updated)
+func freedBy(holder record.Claim) *record.Record {
+	rec := recordOf(holder)
+	rec.Free(rec.Updated)
 	return rec
 }
 
@@ -70,25 +70,25 @@ func TestMustLook(t *testing.T) {
 	h := held(claim("h", "api", "main", "7"), t0)
 	tests := []struct {
 		name string
-		rec  *Record
+		rec  *record.Record
 		ns   string
 		want bool
 	}{
 		{name: "no lock", rec: nil, ns: "ci", want: true},
-		{name: "a record without an account (1.6 or before)", rec: record(h), ns: "ci", want: true},
-		{name: "swept, holder kept the account", rec: kept(record(h), &account{Swept: []string{"ci"}}), ns: "ci", want: false},
+		{name: "a record without an account (1.6 or before)", rec: recordOf(h), ns: "ci", want: true},
+		{name: "swept, holder kept the account", rec: kept(recordOf(h), &account{Swept: []string{"ci"}}), ns: "ci", want: false},
 		{name: "swept, free lock released by a holder that kept it", rec: kept(freedBy(h), &account{Swept: []string{"ci"}}), ns: "ci", want: false},
 		{name: "swept, but the holder did not keep the account (acquire, the loop, an older lockctl)",
-			rec: func() *Record {
-				r := kept(record(h), &account{Swept: []string{"ci"}})
+			rec: func() *record.Record {
+				r := kept(recordOf(h), &account{Swept: []string{"ci"}})
 				r.Holder.LedgerKept = false
 				return r
 			}(), ns: "ci", want: true},
-		{name: "another namespace swept", rec: kept(record(h), &account{Swept: []string{"dev"}}), ns: "ci", want: true},
-		{name: "a run's mark pending", rec: kept(record(h), &account{Pending: []runMark{pending("ci", "r1")}}), ns: "ci", want: true},
-		{name: "swept and a mark pending (a re-entered hold's job)", rec: kept(record(h), &account{Swept: []string{"ci"}, Pending: []runMark{pending("ci", "r2")}}), ns: "ci", want: true},
-		{name: "a mark pending elsewhere", rec: kept(record(h), &account{Swept: []string{"ci"}, Pending: []runMark{pending("dev", "r1")}}), ns: "ci", want: false},
-		{name: "holder kept an empty account", rec: kept(record(h), nil), ns: "ci", want: true},
+		{name: "another namespace swept", rec: kept(recordOf(h), &account{Swept: []string{"dev"}}), ns: "ci", want: true},
+		{name: "a run's mark pending", rec: kept(recordOf(h), &account{Pending: []runMark{pending("ci", "r1")}}), ns: "ci", want: true},
+		{name: "swept and a mark pending (a re-entered hold's job)", rec: kept(recordOf(h), &account{Swept: []string{"ci"}, Pending: []runMark{pending("ci", "r2")}}), ns: "ci", want: true},
+		{name: "a mark pending elsewhere", rec: kept(recordOf(h), &account{Swept: []string{"ci"}, Pending: []runMark{pending("dev", "r1")}}), ns: "ci", want: false},
+		{name: "holder kept an empty account", rec: kept(recordOf(h), nil), ns: "ci", want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,8 +112,8 @@ func TestTakeRunJobs(t *testing.T) {
 	runJob := keeper("ci", true)
 	tests := []struct {
 		name      string
-		cur       *Record
-		me        Claim
+		cur       *record.Record
+		me        record.Claim
 		req       *runjobs.Keeper
 		wantLook  bool
 		wantMark  bool
@@ -133,7 +133,7 @@ func TestTakeRunJobs(t *testing.T) {
 			me: claim("me", "web", "main", "1"), req: run,
 			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &account{Pending: []runMark{pending("dev", "other"), pending("ci", "me")}}},
 		{name: "run --, after a hold that did not keep the account: look, the void account dropped",
-			cur: func() *Record {
+			cur: func() *record.Record {
 				r := kept(freedBy(h), &account{Swept: []string{"ci", "dev"}})
 				r.Holder.LedgerKept = false
 				return r
@@ -142,12 +142,12 @@ func TestTakeRunJobs(t *testing.T) {
 			wantLook: true, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "me")}}},
 		{name: "acquire takes a vouched lock: the account goes", cur: kept(freedBy(h), &account{Swept: []string{"ci"}}), me: claim("me", "web", "main", "1"),
 			wantLook: true, wantWrite: true, wantKept: false, wantJobs: nil},
-		{name: "run -f re-enters a hold that keeps the account: its mark beside the holder's", cur: kept(record(held(claim("h", "web", "main", "1"), t0)), &account{Swept: []string{"ci"}, Pending: []runMark{pending("dev", "h")}}),
+		{name: "run -f re-enters a hold that keeps the account: its mark beside the holder's", cur: kept(recordOf(held(claim("h", "web", "main", "1"), t0)), &account{Swept: []string{"ci"}, Pending: []runMark{pending("dev", "h")}}),
 			me: claim("me", "web", "main", "1"), req: runJob,
 			wantLook: false, wantMark: true, wantWrite: true, wantKept: true, wantJobs: &account{Pending: []runMark{pending("dev", "h"), pending("ci", "me")}}},
-		{name: "run -- re-enters a vouched hold: nothing written", cur: kept(record(held(claim("h", "web", "main", "1"), t0)), &account{Swept: []string{"ci"}}),
+		{name: "run -- re-enters a vouched hold: nothing written", cur: kept(recordOf(held(claim("h", "web", "main", "1"), t0)), &account{Swept: []string{"ci"}}),
 			me: claim("me", "web", "main", "1"), req: run, wantLook: false, wantWrite: false},
-		{name: "run -f re-enters a hold that does not keep the account: looks, writes nothing", cur: record(held(claim("h", "web", "main", "1"), t0)),
+		{name: "run -f re-enters a hold that does not keep the account: looks, writes nothing", cur: recordOf(held(claim("h", "web", "main", "1"), t0)),
 			me: claim("me", "web", "main", "1"), req: runJob, wantLook: true, wantWrite: false},
 	}
 	for _, tt := range tests {
@@ -157,8 +157,8 @@ func TestTakeRunJobs(t *testing.T) {
 			if tt.cur != nil {
 				before, _ = json.Marshal(tt.cur)
 			}
-			d := Decide(tt.cur, tt.me, PolicyNewest, now, true, waiterTTL)
-			require.Equal(t, Acquired, d.Outcome, "the contender holds the lock")
+			d := record.Decide(tt.cur, tt.me, record.PolicyNewest, now, true, waiterTTL)
+			require.Equal(t, record.Acquired, d.Outcome, "the contender holds the lock")
 			look, mark, err := takeLedger(tt.cur, &d, tt.me, ledgerOf(tt.req), now)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantLook, look, "must look")
@@ -193,23 +193,23 @@ func TestReleaseRunJobs(t *testing.T) {
 	done := ReleaseOptions{ledger: &runjobs.Keeper{Namespace: "ci", Done: true}, ledgerMark: "me"}
 	tests := []struct {
 		name     string
-		rec      *Record
+		rec      *record.Record
 		o        ReleaseOptions
 		wantKept bool
 		wantJobs *account
 	}{
-		{name: "job ended, nothing left: the mark goes, the namespace is swept", rec: kept(record(me), &account{Pending: []runMark{pending("ci", "me")}}), o: done,
+		{name: "job ended, nothing left: the mark goes, the namespace is swept", rec: kept(recordOf(me), &account{Pending: []runMark{pending("ci", "me")}}), o: done,
 			wantKept: true, wantJobs: &account{Swept: []string{"ci"}}},
-		{name: "job not known to have ended: the mark stays", rec: kept(record(me), &account{Pending: []runMark{pending("ci", "me")}}), o: ReleaseOptions{ledger: keeper("ci", false), ledgerMark: "me"},
+		{name: "job not known to have ended: the mark stays", rec: kept(recordOf(me), &account{Pending: []runMark{pending("ci", "me")}}), o: ReleaseOptions{ledger: keeper("ci", false), ledgerMark: "me"},
 			wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "me")}}},
-		{name: "a re-entered run's mark stays: not swept", rec: kept(record(me), &account{Pending: []runMark{pending("ci", "me"), pending("ci", "other")}}), o: done,
+		{name: "a re-entered run's mark stays: not swept", rec: kept(recordOf(me), &account{Pending: []runMark{pending("ci", "me"), pending("ci", "other")}}), o: done,
 			wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "other")}}},
-		{name: "vouched command run: still swept", rec: kept(record(me), &account{Swept: []string{"ci"}}), o: ReleaseOptions{ledger: done.ledger},
+		{name: "vouched command run: still swept", rec: kept(recordOf(me), &account{Swept: []string{"ci"}}), o: ReleaseOptions{ledger: done.ledger},
 			wantKept: true, wantJobs: &account{Swept: []string{"ci"}}},
-		{name: "released by lockctl release: kept as it is", rec: kept(record(me), &account{Pending: []runMark{pending("ci", "me")}}), o: ReleaseOptions{},
+		{name: "released by lockctl release: kept as it is", rec: kept(recordOf(me), &account{Pending: []runMark{pending("ci", "me")}}), o: ReleaseOptions{},
 			wantKept: true, wantJobs: &account{Pending: []runMark{pending("ci", "me")}}},
-		{name: "a holder that did not keep the account leaves none", rec: func() *Record {
-			r := kept(record(me), &account{Swept: []string{"ci"}})
+		{name: "a holder that did not keep the account leaves none", rec: func() *record.Record {
+			r := kept(recordOf(me), &account{Swept: []string{"ci"}})
 			r.Holder.LedgerKept = false
 			return r
 		}(), o: done, wantKept: false, wantJobs: nil},
@@ -218,11 +218,11 @@ func TestReleaseRunJobs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			for _, waiter := range []bool{false, true} {
-				rec := tt.rec.deepCopy()
+				rec := tt.rec.DeepCopy()
 				if waiter {
 					w := queued(claim("w", "api", "main", "2"), now)
 					w.Cancelable = true // a lockctl run
-					rec.Waiters = []Claim{w}
+					rec.Waiters = []record.Claim{w}
 				}
 				res, write, err := decideRelease("staging", rec, "10", id, tt.o, nil, now)
 				require.NoError(t, err)
@@ -247,10 +247,10 @@ func TestHandOverPassesRunJobsToARun(t *testing.T) {
 	now := t0.Add(time.Minute)
 	me := held(claim("me", "web", "main", "1"), t0)
 	for _, cancelable := range []bool{true, false} {
-		rec := kept(record(me), &account{Swept: []string{"ci"}})
+		rec := kept(recordOf(me), &account{Swept: []string{"ci"}})
 		w := queued(claim("w", "api", "main", "2"), now)
 		w.Cancelable = cancelable
-		rec.Waiters = []Claim{w}
+		rec.Waiters = []record.Claim{w}
 		res, _, err := decideRelease("staging", rec, "10", me.Identity, ReleaseOptions{}, nil, now)
 		require.NoError(t, err)
 		require.NotNil(t, res.HandedTo)
@@ -276,7 +276,7 @@ func TestRunJobsThroughAcquireAndRelease(t *testing.T) {
 	req.TTL = time.Minute
 	k := keeper("ci", true)
 	req.Ledger = k
-	req.OnTaking = func() { looked++ }
+	req.Callbacks.OnTaking = func() { looked++ }
 
 	h, err := c.Acquire(t.Context(), req)
 	require.NoError(t, err)
@@ -307,11 +307,11 @@ func TestRunJobsThroughAcquireAndRelease(t *testing.T) {
 	assert.Equal(t, &account{Swept: []string{"ci"}}, accountOf(t, currentRecord(t, cs)))
 }
 
-func currentRecord(t *testing.T, cs *fake.Clientset) *Record {
+func currentRecord(t *testing.T, cs *fake.Clientset) *record.Record {
 	t.Helper()
-	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), Name("staging"), metav1.GetOptions{})
+	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, err := Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	return rec
 }
@@ -320,7 +320,7 @@ func currentRecord(t *testing.T, cs *fake.Clientset) *Record {
 // does not show the holder's runJobsKept.
 func TestRunJobsNotShown(t *testing.T) {
 	t.Parallel()
-	rec := kept(record(held(claim("h", "api", "main", "7"), t0)), &account{Swept: []string{"ci"}})
+	rec := kept(recordOf(held(claim("h", "api", "main", "7"), t0)), &account{Swept: []string{"ci"}})
 	c, _ := newTestClient(t, t0, nil, lockObject(t, rec))
 	l, err := c.Get(t.Context(), "staging")
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,7 @@ func TestListReadsPages(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(time.Minute)
 	lockOf := func(target, repo string) corev1.ConfigMap {
-		rec := record(held(claim("h-"+target, repo, "main", "7"), t0))
+		rec := recordOf(held(claim("h-"+target, repo, "main", "7"), t0))
 		rec.Target = target
 		return *lockObject(t, rec)
 	}
@@ -46,7 +47,7 @@ func TestListReadsPages(t *testing.T) {
 	require.Len(t, asked, 2)
 	for _, o := range asked {
 		assert.Equal(t, int64(listPageSize), o.Limit)
-		assert.Contains(t, o.LabelSelector, KindLabel+"="+KindValue)
+		assert.Contains(t, o.LabelSelector, record.KindLabel+"="+record.KindValue)
 	}
 	assert.Equal(t, "page-2", asked[1].Continue)
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"k8s.io/utils/clock"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -19,20 +20,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/lockctl/lockctl/internal/testing/kubetest"
 )
 
 const lockNS = "locks"
 
 // lockObject builds the ConfigMap of rec as the API server would return it.
-func lockObject(t *testing.T, rec *Record) *corev1.ConfigMap {
+func lockObject(t *testing.T, rec *record.Record) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: Name(rec.Target), Namespace: lockNS, UID: "uid-1", ResourceVersion: "10",
+		Name: record.Name(rec.Target), Namespace: lockNS, UID: "uid-1", ResourceVersion: "10",
 	}}
-	require.NoError(t, encode(cm, rec))
+	require.NoError(t, record.Encode(cm, rec))
 	return cm
 }
 
@@ -46,7 +46,7 @@ func pod(name string, phase corev1.PodPhase) *corev1.Pod {
 func request(build string) Request {
 	return Request{
 		Target:   "staging",
-		Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
 		ClaimID:  "me",
 	}
 }
@@ -100,7 +100,7 @@ func TestTryAcquire(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(time.Minute)
 	holderInPod := held(claim("h", "api", "main", "7"), t0)
-	holderInPod.Pod = &PodRef{Namespace: "ci", Name: "build-7", UID: "pod-uid"}
+	holderInPod.Pod = &record.PodRef{Namespace: "ci", Name: "build-7", UID: "pod-uid"}
 	holderInPod.Expires = nil
 	expired := held(claim("h", "api", "main", "7"), t0.Add(-2*time.Hour))
 
@@ -121,39 +121,39 @@ func TestTryAcquire(t *testing.T) {
 		},
 		{
 			name:      "held lock: join the queue",
-			objs:      []runtime.Object{lockObject(t, record(held(claim("h", "api", "main", "7"), t0)))},
+			objs:      []runtime.Object{lockObject(t, recordOf(held(claim("h", "api", "main", "7"), t0)))},
 			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get", "update") },
 			wantPos:   1,
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "expired lock is taken over",
-			objs:      []runtime.Object{lockObject(t, record(expired))},
+			objs:      []runtime.Object{lockObject(t, recordOf(expired))},
 			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get", "update") },
 			wantHeld:  true,
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "holder pod running: wait",
-			objs:      []runtime.Object{lockObject(t, record(holderInPod)), pod("build-7", corev1.PodRunning)},
+			objs:      []runtime.Object{lockObject(t, recordOf(holderInPod)), pod("build-7", corev1.PodRunning)},
 			wantPos:   1,
 			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
 		},
 		{
 			name:      "holder pod gone: take over",
-			objs:      []runtime.Object{lockObject(t, record(holderInPod))},
+			objs:      []runtime.Object{lockObject(t, recordOf(holderInPod))},
 			wantHeld:  true,
 			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
 		},
 		{
 			name:      "holder pod finished: take over",
-			objs:      []runtime.Object{lockObject(t, record(holderInPod)), pod("build-7", corev1.PodSucceeded)},
+			objs:      []runtime.Object{lockObject(t, recordOf(holderInPod)), pod("build-7", corev1.PodSucceeded)},
 			wantHeld:  true,
 			wantCalls: []string{"get configmaps", "get pods", "update configmaps"},
 		},
 		{
 			name: "holder pod replaced by another with the same name: take over",
-			objs: []runtime.Object{lockObject(t, record(holderInPod)), func() *corev1.Pod {
+			objs: []runtime.Object{lockObject(t, recordOf(holderInPod)), func() *corev1.Pod {
 				p := pod("build-7", corev1.PodRunning)
 				p.UID = "other"
 				return p
@@ -163,7 +163,7 @@ func TestTryAcquire(t *testing.T) {
 		},
 		{
 			name: "lost race: conflict, read again, then queue",
-			objs: []runtime.Object{lockObject(t, record(held(claim("h", "api", "main", "7"), t0)))},
+			objs: []runtime.Object{lockObject(t, recordOf(held(claim("h", "api", "main", "7"), t0)))},
 			reactors: func(t *testing.T) func(*fake.Clientset) {
 				return func(cs *fake.Clientset) {
 					first := true
@@ -194,21 +194,21 @@ func TestTryAcquire(t *testing.T) {
 		{
 			name: "corrupt lock is reported, never written",
 			objs: []runtime.Object{func() *corev1.ConfigMap {
-				cm := lockObject(t, record(held(claim("h", "api", "main", "7"), t0)))
-				cm.Annotations[RecordAnnotation] = strings.Replace(cm.Annotations[RecordAnnotation], `"build":"7"`, `"build":"seven"`, 1)
+				cm := lockObject(t, recordOf(held(claim("h", "api", "main", "7"), t0)))
+				cm.Annotations[record.RecordAnnotation] = strings.Replace(cm.Annotations[record.RecordAnnotation], `"build":"7"`, `"build":"seven"`, 1)
 				return cm
 			}()},
 			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get") },
-			wantErr:   &InvalidError{},
+			wantErr:   &record.InvalidError{},
 			wantCalls: []string{"get configmaps"},
 		},
 		{
 			name: "object without lockctl labels is left alone",
 			objs: []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-				Name: Name("staging"), Namespace: lockNS, Labels: map[string]string{"app": "mine"},
+				Name: record.Name("staging"), Namespace: lockNS, Labels: map[string]string{"app": "mine"},
 			}}},
 			reactors:  func(t *testing.T) func(*fake.Clientset) { return onlyVerbs(t, "get") },
-			wantErr:   &NotALockError{},
+			wantErr:   &record.NotALockError{},
 			wantCalls: []string{"get configmaps"},
 		},
 	}
@@ -241,14 +241,14 @@ func TestTryAcquire(t *testing.T) {
 
 func TestTryAcquireSuperseded(t *testing.T) {
 	t.Parallel()
-	cur := record(held(claim("h", "api", "main", "7"), t0), queued(claim("w", "web", "main", "50"), t0.Add(time.Minute)))
+	cur := recordOf(held(claim("h", "api", "main", "7"), t0), queued(claim("w", "web", "main", "50"), t0.Add(time.Minute)))
 	c, cs := newTestClient(t, t0.Add(time.Minute), nil, lockObject(t, cur))
 	_, _, err := c.TryAcquire(context.Background(), request("42"))
 	var sup *SupersededError
 	require.ErrorAs(t, err, &sup)
 	assert.ErrorIs(t, err, ErrSuperseded)
 	assert.Equal(t, "50", sup.By.Build, "superseded by the newer build")
-	assert.False(t, sup.Holding, "the newer build waits")
+	assert.False(t, sup.holding, "the newer build waits")
 	assert.Equal(t, []string{"get configmaps"}, verbs(cs), "nothing written")
 }
 
@@ -263,14 +263,14 @@ func TestRelease(t *testing.T) {
 	theirsPending.TokenPending = true
 	theirsHanded := theirs
 	theirsHanded.HandedOver = true
-	id := Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
 
 	tests := []struct {
 		name       string
 		objs       []runtime.Object
 		force      bool
 		token      string
-		job        CIJob
+		job        record.CIJob
 		wantErr    error
 		wantDelete bool
 		wantFree   string // how the history says the hold ended
@@ -284,73 +284,73 @@ func TestRelease(t *testing.T) {
 		},
 		{
 			name:      "held by me, nobody waits: kept free for its history",
-			objs:      []runtime.Object{lockObject(t, record(mine))},
+			objs:      []runtime.Object{lockObject(t, recordOf(mine))},
 			wantFree:  "released",
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:       "held by me, someone waits: handed over in one write",
-			objs:       []runtime.Object{lockObject(t, record(mine, queued(claim("w", "api", "main", "1"), now)))},
+			objs:       []runtime.Object{lockObject(t, recordOf(mine, queued(claim("w", "api", "main", "1"), now)))},
 			wantHanded: "w",
 			wantCalls:  []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name: "held by me, first waiter expired: handed to the next live one",
-			objs: []runtime.Object{lockObject(t, record(mine,
+			objs: []runtime.Object{lockObject(t, recordOf(mine,
 				queued(claim("dead", "db", "main", "1"), t0.Add(-time.Hour)), queued(claim("w", "api", "main", "1"), now)))},
 			wantHanded: "w",
 			wantCalls:  []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "held by someone else: refused",
-			objs:      []runtime.Object{lockObject(t, record(theirs))},
+			objs:      []runtime.Object{lockObject(t, recordOf(theirs))},
 			wantErr:   &NotHolderError{},
 			wantCalls: []string{"get configmaps"},
 		},
 		{
 			name:      "held by someone else, I wait: I leave the queue",
-			objs:      []runtime.Object{lockObject(t, record(theirs, queued(claim("me", "web", "main", "42"), now)))},
+			objs:      []runtime.Object{lockObject(t, recordOf(theirs, queued(claim("me", "web", "main", "42"), now)))},
 			wantLeft:  true,
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "held by someone else, their recorded token given: released",
-			objs:      []runtime.Object{lockObject(t, record(theirsTokened))},
+			objs:      []runtime.Object{lockObject(t, recordOf(theirsTokened))},
 			token:     "9",
 			wantFree:  "released",
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "held by someone else, token pending: the lock's resourceVersion is the token",
-			objs:      []runtime.Object{lockObject(t, record(theirsPending))},
+			objs:      []runtime.Object{lockObject(t, recordOf(theirsPending))},
 			token:     "10",
 			wantFree:  "released",
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "a wrong token: refused, nothing written",
-			objs:      []runtime.Object{lockObject(t, record(theirsTokened))},
+			objs:      []runtime.Object{lockObject(t, recordOf(theirsTokened))},
 			token:     "8",
 			wantErr:   &TokenError{},
 			wantCalls: []string{"get configmaps"},
 		},
 		{
 			name:      "my own lock, a wrong token: refused, the token decides",
-			objs:      []runtime.Object{lockObject(t, record(func() Claim { c := mine; c.Token = "9"; return c }()))},
+			objs:      []runtime.Object{lockObject(t, recordOf(func() record.Claim { c := mine; c.Token = "9"; return c }()))},
 			token:     "8",
 			wantErr:   &TokenError{},
 			wantCalls: []string{"get configmaps"},
 		},
 		{
 			name:      "handed over, not confirmed: no token yet, refused",
-			objs:      []runtime.Object{lockObject(t, record(theirsHanded))},
+			objs:      []runtime.Object{lockObject(t, recordOf(theirsHanded))},
 			token:     "10",
 			wantErr:   &TokenError{},
 			wantCalls: []string{"get configmaps"},
 		},
 		{
 			name:      "held by someone else with --force: broken, by whom in the history",
-			objs:      []runtime.Object{lockObject(t, record(theirs))},
+			objs:      []runtime.Object{lockObject(t, recordOf(theirs))},
 			force:     true,
 			wantFree:  "broken by acme/web@main#42",
 			wantCalls: []string{"get configmaps", "update configmaps"},
@@ -358,18 +358,18 @@ func TestRelease(t *testing.T) {
 		{
 			name: "corrupt lock: refused without --force",
 			objs: []runtime.Object{func() *corev1.ConfigMap {
-				cm := lockObject(t, record(mine))
-				cm.Annotations[RecordAnnotation] = "{"
+				cm := lockObject(t, recordOf(mine))
+				cm.Annotations[record.RecordAnnotation] = "{"
 				return cm
 			}()},
-			wantErr:   &InvalidError{},
+			wantErr:   &record.InvalidError{},
 			wantCalls: []string{"get configmaps"},
 		},
 		{
 			name: "corrupt lock with --force: deleted",
 			objs: []runtime.Object{func() *corev1.ConfigMap {
-				cm := lockObject(t, record(mine))
-				cm.Annotations[RecordAnnotation] = "{"
+				cm := lockObject(t, recordOf(mine))
+				cm.Annotations[record.RecordAnnotation] = "{"
 				return cm
 			}()},
 			force:      true,
@@ -378,37 +378,37 @@ func TestRelease(t *testing.T) {
 		},
 		{
 			name:      "held by another CI job of my build: refused",
-			objs:      []runtime.Object{lockObject(t, record(ofJob(mine, "deploy", "runner-1", 1)))},
-			job:       CIJob{Job: "cleanup", JobID: "runner-2", Attempt: 1},
+			objs:      []runtime.Object{lockObject(t, recordOf(ofJob(mine, "deploy", "runner-1", 1)))},
+			job:       record.CIJob{Job: "cleanup", JobID: "runner-2", Attempt: 1},
 			wantErr:   &NotHolderError{},
 			wantCalls: []string{"get configmaps"},
 		},
 		{
 			name:      "held by a matrix sibling, the sibling waits behind me: I leave my own place only",
-			objs:      []runtime.Object{lockObject(t, record(ofJob(mine, "deploy", "runner-1", 1), queued(ofJob(claim("me", "web", "main", "42"), "deploy", "runner-2", 1), now)))},
-			job:       CIJob{Job: "deploy", JobID: "runner-2", Attempt: 1},
+			objs:      []runtime.Object{lockObject(t, recordOf(ofJob(mine, "deploy", "runner-1", 1), queued(ofJob(claim("me", "web", "main", "42"), "deploy", "runner-2", 1), now)))},
+			job:       record.CIJob{Job: "deploy", JobID: "runner-2", Attempt: 1},
 			wantLeft:  true,
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "held by an earlier run of my job: released",
-			objs:      []runtime.Object{lockObject(t, record(ofJob(mine, "deploy", "runner-1", 1)))},
-			job:       CIJob{Job: "deploy", JobID: "runner-7", Attempt: 2},
+			objs:      []runtime.Object{lockObject(t, recordOf(ofJob(mine, "deploy", "runner-1", 1)))},
+			job:       record.CIJob{Job: "deploy", JobID: "runner-7", Attempt: 2},
 			wantFree:  "released",
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "held by my build, written without a job: released by identity",
-			objs:      []runtime.Object{lockObject(t, record(mine))},
-			job:       CIJob{Job: "deploy", JobID: "runner-1", Attempt: 1},
+			objs:      []runtime.Object{lockObject(t, recordOf(mine))},
+			job:       record.CIJob{Job: "deploy", JobID: "runner-1", Attempt: 1},
 			wantFree:  "released",
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 		{
 			name:      "not a lock, even with --force: refused",
-			objs:      []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name("staging"), Namespace: lockNS}}},
+			objs:      []runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: record.Name("staging"), Namespace: lockNS}}},
 			force:     true,
-			wantErr:   &NotALockError{},
+			wantErr:   &record.NotALockError{},
 			wantCalls: []string{"get configmaps"},
 		},
 	}
@@ -426,9 +426,9 @@ func TestRelease(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantLeft, res.LeftQueue, "left queue")
 			if tt.wantFree != "" {
-				cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(context.Background(), Name("staging"), metav1.GetOptions{})
+				cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(context.Background(), record.Name("staging"), metav1.GetOptions{})
 				require.NoError(t, err)
-				rec, err := Decode(cm)
+				rec, err := record.Decode(cm)
 				require.NoError(t, err)
 				assert.True(t, rec.IsFree(), "the lock is free")
 				require.Len(t, rec.History, 1)
@@ -441,9 +441,9 @@ func TestRelease(t *testing.T) {
 			if tt.wantHanded != "" {
 				require.NotNil(t, res.HandedTo)
 				assert.Equal(t, tt.wantHanded, res.HandedTo.ClaimID)
-				cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(context.Background(), Name("staging"), metav1.GetOptions{})
+				cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(context.Background(), record.Name("staging"), metav1.GetOptions{})
 				require.NoError(t, err)
-				rec, err := Decode(cm)
+				rec, err := record.Decode(cm)
 				require.NoError(t, err)
 				assert.True(t, rec.Holder.HandedOver, "the new holder must confirm")
 			}
@@ -461,7 +461,7 @@ func TestRelease(t *testing.T) {
 
 func TestDecodeInvalid(t *testing.T) {
 	t.Parallel()
-	good := record(held(claim("h", "web", "main", "42"), t0))
+	good := recordOf(held(claim("h", "web", "main", "42"), t0))
 	tests := []struct {
 		name      string
 		mutate    func(map[string]any)
@@ -488,13 +488,13 @@ func TestDecodeInvalid(t *testing.T) {
 			t.Parallel()
 			cm := lockObject(t, good)
 			var m map[string]any
-			require.NoError(t, json.Unmarshal([]byte(cm.Annotations[RecordAnnotation]), &m))
+			require.NoError(t, json.Unmarshal([]byte(cm.Annotations[record.RecordAnnotation]), &m))
 			tt.mutate(m)
 			raw, err := json.Marshal(m)
 			require.NoError(t, err)
-			cm.Annotations[RecordAnnotation] = string(raw)
-			_, err = Decode(cm)
-			var inv *InvalidError
+			cm.Annotations[record.RecordAnnotation] = string(raw)
+			_, err = record.Decode(cm)
+			var inv *record.InvalidError
 			require.ErrorAs(t, err, &inv)
 			assert.Equal(t, tt.wantField, inv.Field, "field named")
 			assert.Contains(t, err.Error(), cm.Name, "lock named")
@@ -513,16 +513,16 @@ func TestName(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := Name(tt.target)
+			got := record.Name(tt.target)
 			if tt.want != "" {
 				assert.Equal(t, tt.want, got)
 			}
 			assert.LessOrEqual(t, len(got), 253, "valid length")
 			assert.Regexp(t, `^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`, got, "valid object name")
-			assert.Equal(t, got, Name(tt.target), "stable")
+			assert.Equal(t, got, record.Name(tt.target), "stable")
 		})
 	}
-	assert.NotEqual(t, Name(strings.Repeat("x", 300)), Name(strings.Repeat("x", 301)), "distinct targets, distinct names")
+	assert.NotEqual(t, record.Name(strings.Repeat("x", 300)), record.Name(strings.Repeat("x", 301)), "distinct targets, distinct names")
 }
 
 func TestJudgePod(t *testing.T) {
@@ -588,7 +588,7 @@ func TestNextWriteRecordsPendingToken(t *testing.T) {
 	t.Parallel()
 	h := held(claim("h", "api", "main", "7"), t0)
 	h.TokenPending = true
-	c, _ := newTestClient(t, t0.Add(time.Minute), nil, lockObject(t, record(h)))
+	c, _ := newTestClient(t, t0.Add(time.Minute), nil, lockObject(t, recordOf(h)))
 	_, p, err := c.TryAcquire(context.Background(), request("42"))
 	require.NoError(t, err)
 	require.NotNil(t, p, "queued")
@@ -616,19 +616,19 @@ func TestAcquireNoWait(t *testing.T) {
 		},
 		{
 			name:      "held by another build: held error, nothing written",
-			objs:      []runtime.Object{lockObject(t, record(theirs))},
+			objs:      []runtime.Object{lockObject(t, recordOf(theirs))},
 			wantErr:   &HeldError{},
 			wantCalls: []string{"get configmaps"},
 		},
 		{
 			name:      "held, others waiting: held error, not queued",
-			objs:      []runtime.Object{lockObject(t, record(theirs, queued(claim("w", "db", "main", "1"), now)))},
+			objs:      []runtime.Object{lockObject(t, recordOf(theirs, queued(claim("w", "db", "main", "1"), now)))},
 			wantErr:   &HeldError{},
 			wantCalls: []string{"get configmaps"},
 		},
 		{
 			name:      "held by a stale holder: taken over",
-			objs:      []runtime.Object{lockObject(t, record(held(claim("h", "api", "main", "7"), t0.Add(-2*time.Hour))))},
+			objs:      []runtime.Object{lockObject(t, recordOf(held(claim("h", "api", "main", "7"), t0.Add(-2*time.Hour))))},
 			wantCalls: []string{"get configmaps", "update configmaps"},
 		},
 	}
@@ -662,7 +662,7 @@ func TestAcquireTimeoutBeforeJoiningNamesHolder(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(time.Minute)
 	theirs := held(claim("h", "api", "main", "7"), t0)
-	c, cs := newTestClient(t, now, nil, lockObject(t, record(theirs)))
+	c, cs := newTestClient(t, now, nil, lockObject(t, recordOf(theirs)))
 	// NOTE: each read takes 100 ms of the fake clock, so the back-off after
 	// the lost create has a window; the fake clock never fires its timer,
 	// so the wait ends by the deadline, in the back-off.

@@ -5,14 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // newerWriter plays a lockctl of a newer minor record version: it rewrites
@@ -22,10 +23,10 @@ import (
 func newerWriter(t *testing.T, c kubernetes.Interface, ns, target string) {
 	t.Helper()
 	cms := c.CoreV1().ConfigMaps(ns)
-	cm, err := cms.Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := cms.Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err, "newer writer reads the lock")
 	var rec map[string]any
-	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[record.RecordAnnotation]), &rec))
 	rec["version"] = "1.99"
 	rec["notes"] = []any{map[string]any{"owner": "acme", "build": "0", "released": "2026-12-03T09:59:00.000000Z"}}
 	holder, ok := rec["holder"].(map[string]any)
@@ -33,7 +34,7 @@ func newerWriter(t *testing.T, c kubernetes.Interface, ns, target string) {
 	holder["note"] = "written by a newer lockctl"
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
-	cm.Annotations[lock.RecordAnnotation] = string(raw)
+	cm.Annotations[record.RecordAnnotation] = string(raw)
 	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
 	require.NoError(t, err, "newer writer's compare-and-swap")
 }
@@ -41,10 +42,10 @@ func newerWriter(t *testing.T, c kubernetes.Interface, ns, target string) {
 // recordOf reads the lock's record as plain JSON.
 func recordOf(t *testing.T, c kubernetes.Interface, ns, target string) map[string]any {
 	t.Helper()
-	cm, err := c.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := c.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
 	var rec map[string]any
-	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[record.RecordAnnotation]), &rec))
 	return rec
 }
 
@@ -100,14 +101,14 @@ func TestIntegrationMixedVersionsShareALock(t *testing.T) {
 func rawUpdate(t *testing.T, c kubernetes.Interface, ns, target string, change func(rec map[string]any)) string {
 	t.Helper()
 	cms := c.CoreV1().ConfigMaps(ns)
-	cm, err := cms.Get(t.Context(), lock.Name(target), metav1.GetOptions{})
+	cm, err := cms.Get(t.Context(), record.Name(target), metav1.GetOptions{})
 	require.NoError(t, err)
 	var rec map[string]any
-	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[record.RecordAnnotation]), &rec))
 	change(rec)
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
-	cm.Annotations[lock.RecordAnnotation] = string(raw)
+	cm.Annotations[record.RecordAnnotation] = string(raw)
 	out, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{})
 	require.NoError(t, err, "the older lockctl's compare-and-swap")
 	return out.ResourceVersion
@@ -171,7 +172,7 @@ func TestIntegrationOlderWaiterTakesAHandOver(t *testing.T) {
 	assert.Equal(t, confirmed, st.Status.Token, "the older holder's token is its confirmation's version, as it believes")
 	_, err = l.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("api", 3), NoWait: true})
 	require.ErrorAs(t, err, &heldErr, "the confirmed hold stands")
-	_, err = l.Release(t.Context(), "staging", lock.Identity{Owner: "acme", Repo: "old", Branch: "main", Build: "2"}, lock.ReleaseOptions{Token: confirmed})
+	_, err = l.Release(t.Context(), "staging", record.Identity{Owner: "acme", Repo: "old", Branch: "main", Build: "2"}, lock.ReleaseOptions{Token: confirmed})
 	require.NoError(t, err, "released by its token")
 }
 

@@ -9,16 +9,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// releaseTimeout bounds the release of the locks AcquireAll took before it
+// releaseTimeout bounds the release of the locks acquireAll took before it
 // failed, which runs even when the caller's context is done.
 const releaseTimeout = 30 * time.Second
 
 // requestsFor returns the requests of one caller for several locks, as
-// AcquireAll takes them: base for each target, with its Target set.
+// acquireAll takes them: base for each target, with its Target set.
 func requestsFor(base Request, targets []string) []Request {
 	reqs := make([]Request, len(targets))
 	for i, target := range targets {
@@ -61,7 +62,7 @@ func Where(context, target string) string {
 // Where names the lock waited for, as Held.Where does.
 func (p *Progress) Where() string { return Where(p.Context, p.Target) }
 
-// AcquireAll takes the locks of several targets, all or nothing: one
+// acquireAll takes the locks of several targets, all or nothing: one
 // Request per target, with the same fields otherwise. The locks are taken
 // one after the other in the global order of their targets (sorted by
 // name), whatever order reqs has, so that any number of contenders for
@@ -69,15 +70,15 @@ func (p *Progress) Where() string { return Where(p.Context, p.Target) }
 // a contender that holds a later target and waits for an earlier one,
 // which this order forbids. A contender holds the earlier locks while it
 // waits for the later ones (that is what makes it safe); its waiting
-// display (Request.OnProgress) names the target it waits for.
+// display (Request.Callbacks.OnProgress) names the target it waits for.
 //
 // When one lock cannot be taken (timeout, superseded, held with NoWait, an
-// error) the locks AcquireAll took are released again, those it already
+// error) the locks acquireAll took are released again, those it already
 // held (re-entered) are left as they were, and the error of the lock that
 // failed is returned, wrapped with its target. On success the result has
 // one Held per target, in the global order, each with its own fencing
 // token.
-func (c *Client) AcquireAll(ctx context.Context, reqs []Request) ([]*Held, error) {
+func (c *Client) acquireAll(ctx context.Context, reqs []Request) ([]*Held, error) {
 	parts := make([]Part, len(reqs))
 	for i, req := range reqs {
 		parts[i] = Part{Locks: c, Request: req}
@@ -85,7 +86,7 @@ func (c *Client) AcquireAll(ctx context.Context, reqs []Request) ([]*Held, error
 	return AcquireAcross(ctx, parts)
 }
 
-// AcquireAcross is AcquireAll over locks in several clusters: each part
+// AcquireAcross is acquireAll over locks in several clusters: each part
 // is taken with its own client, all or nothing, in one global order,
 // kubeconfig context (Options.Context) first, then target, so that
 // contenders for overlapping sets in any clusters never deadlock. Each
@@ -95,7 +96,7 @@ func (c *Client) AcquireAll(ctx context.Context, reqs []Request) ([]*Held, error
 // lock not yet held is tried at once (as with Request.NoWait), in
 // parallel. If all are taken, that is the hold. Otherwise the locks taken
 // after the first one that was not (in the global order) are given back,
-// that one is waited for as AcquireAll waits, and the rest are tried at
+// that one is waited for as acquireAll waits, and the rest are tried at
 // once again: a contender never waits for a lock while it holds a later
 // one.
 //
@@ -251,8 +252,8 @@ func (p Part) acquire(ctx context.Context, across bool, started time.Time) (*Hel
 			return nil, err
 		}
 		delay = min(max(2*delay, firstUnreachableDelay), maxUnreachableDelay)
-		if req.OnProgress != nil {
-			req.OnProgress(Progress{Context: c.Context(), Target: req.Target, Started: started, Unreachable: err.Error()})
+		if req.Callbacks.OnProgress != nil {
+			req.Callbacks.OnProgress(Progress{Context: c.Context(), Target: req.Target, Started: started, Unreachable: err.Error()})
 		}
 		c.log.Warn(fmt.Sprintf("API server of context %q not reached; trying again in %s", c.Context(), delay), "lock", c.Describe(req.Target), "err", err)
 		t := c.clk.NewTimer(delay)
@@ -269,13 +270,13 @@ func (p Part) acquire(ctx context.Context, across bool, started time.Time) (*Hel
 // OnProgress when the lock's API server has not answered for silentAfter
 // (counted from started, when the wait began).
 func (p Part) acquireOnce(ctx context.Context, req Request, started time.Time) (*Held, error) {
-	c, report := p.Locks, req.OnProgress
+	c, report := p.Locks, req.Callbacks.OnProgress
 	if report == nil {
 		return c.Acquire(ctx, req)
 	}
 	answered := make(chan struct{})
 	var once sync.Once
-	req.OnProgress = func(pr Progress) {
+	req.Callbacks.OnProgress = func(pr Progress) {
 		once.Do(func() { close(answered) })
 		report(pr)
 	}
@@ -371,7 +372,7 @@ func clientsOf(parts []Part) []*Client {
 	return out
 }
 
-// allError says which of several locks AcquireAll could not take. It
+// allError says which of several locks acquireAll could not take. It
 // unwraps to that lock's error, so errors.Is/As see a *TimeoutError or a
 // *SupersededError as for one lock.
 type allError struct {
@@ -397,7 +398,7 @@ func (e *allError) Unwrap() error { return e.Err }
 // each, last in the global order first. It goes on past a failure and
 // returns what each release did, in the order of targets, with the
 // failures joined.
-func (c *Client) ReleaseAll(ctx context.Context, targets []string, id Identity, o ReleaseOptions) ([]*Released, error) {
+func (c *Client) ReleaseAll(ctx context.Context, targets []string, id record.Identity, o ReleaseOptions) ([]*Released, error) {
 	order := make([]int, len(targets))
 	for i := range order {
 		order[i] = i
@@ -522,7 +523,7 @@ func (l *lookout) reader(c *Client) reader {
 			case cm == nil:
 				return nil, nil
 			}
-			if rec, err := Decode(cm); err == nil && rec.unheld() && len(rec.Waiters) == 0 {
+			if rec, err := record.Decode(cm); err == nil && rec.Unheld() && len(rec.Waiters) == 0 {
 				return cm, nil
 			}
 			select {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type allResult struct {
@@ -19,20 +20,20 @@ type allResult struct {
 
 // acquireAllAsync starts AcquireAll in a goroutine; it reports each wait
 // (which names the lock waited for) on queued.
-func acquireAllAsync(ctx context.Context, l *lock.Client, id lock.Identity, targets ...string) (<-chan allResult, <-chan lock.Progress) {
+func acquireAllAsync(ctx context.Context, l *lock.Client, id record.Identity, targets ...string) (<-chan allResult, <-chan lock.Progress) {
 	done := make(chan allResult, 1)
 	queued := make(chan lock.Progress, 16)
 	var reqs []lock.Request
 	for _, target := range targets {
-		reqs = append(reqs, lock.Request{Target: target, Identity: id, OnProgress: func(p lock.Progress) {
+		reqs = append(reqs, lock.Request{Target: target, Identity: id, Callbacks: lock.Callbacks{OnProgress: func(p lock.Progress) {
 			select {
 			case queued <- p:
 			default:
 			}
-		}})
+		}}})
 	}
 	go func() {
-		h, err := l.AcquireAll(ctx, reqs)
+		h, err := lock.AcquireAll(l, ctx, reqs)
 		done <- allResult{h, err}
 	}()
 	return done, queued
@@ -85,7 +86,7 @@ func TestIntegrationAcquireAllGivesBack(t *testing.T) {
 	env := testenv.Get(t)
 	l := newClient(t, env.Kube, env.Namespace(t))
 	mustAcquire(t, l, lock.Request{Target: "b", Identity: clitest.Identity("holder", 1)})
-	_, err := l.AcquireAll(t.Context(), []lock.Request{
+	_, err := lock.AcquireAll(l, t.Context(), []lock.Request{
 		{Target: "a", Identity: clitest.Identity("web", 1)},
 		{Target: "b", Identity: clitest.Identity("web", 1), NoWait: true},
 	})

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,20 +14,20 @@ import (
 func TestAcquireAll(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(time.Minute)
-	other := func(target string) *Record {
-		rec := record(held(claim("h", "api", "main", "7"), t0))
+	other := func(target string) *record.Record {
+		rec := recordOf(held(claim("h", "api", "main", "7"), t0))
 		rec.Target = target
 		return rec
 	}
-	mine := func(target string) *Record {
-		rec := record(held(claim("mine", "web", "main", "1"), t0))
+	mine := func(target string) *record.Record {
+		rec := recordOf(held(claim("mine", "web", "main", "1"), t0))
 		rec.Target = target
 		return rec
 	}
 	tests := []struct {
 		name        string
 		targets     []string
-		held        []*Record
+		held        []*record.Record
 		wantHeld    []string
 		wantCreated []string
 		wantErr     string
@@ -40,18 +41,18 @@ func TestAcquireAll(t *testing.T) {
 		},
 		{
 			name:    "all or nothing: a lock held by another gives back the ones taken",
-			targets: []string{"c", "a", "b"}, held: []*Record{other("b")},
+			targets: []string{"c", "a", "b"}, held: []*record.Record{other("b")},
 			wantCreated: []string{"a"}, wantErr: `lock "b" (2 of 3; the 1 taken before it given back): lock on "b" is held by acme/api@main#7`,
 			wantFree: []string{"a"},
 		},
 		{
 			name:    "the first lock held: nothing taken",
-			targets: []string{"b", "a"}, held: []*Record{other("a")},
+			targets: []string{"b", "a"}, held: []*record.Record{other("a")},
 			wantErr: `lock "a" (1 of 2): lock on "a" is held by acme/api@main#7`,
 		},
 		{
 			name:    "a lock held already (re-entered) is left held when another fails",
-			targets: []string{"a", "b"}, held: []*Record{mine("a"), other("b")},
+			targets: []string{"a", "b"}, held: []*record.Record{mine("a"), other("b")},
 			wantErr: `lock "b" (2 of 2; the 1 taken before it given back)`, wantKept: []string{"a"},
 		},
 		{
@@ -69,10 +70,10 @@ func TestAcquireAll(t *testing.T) {
 			cs.ClearActions()
 			var reqs []Request
 			for _, target := range tt.targets {
-				reqs = append(reqs, Request{Target: target, Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
+				reqs = append(reqs, Request{Target: target, Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
 					TTL: time.Hour, NoWait: true})
 			}
-			got, err := c.AcquireAll(t.Context(), reqs)
+			got, err := c.acquireAll(t.Context(), reqs)
 			var created []string
 			for _, a := range cs.Actions() {
 				if a.GetVerb() == "create" && a.GetResource().Resource == "configmaps" {
@@ -81,7 +82,7 @@ func TestAcquireAll(t *testing.T) {
 			}
 			var wantCreated []string
 			for _, target := range tt.wantCreated {
-				wantCreated = append(wantCreated, Name(target))
+				wantCreated = append(wantCreated, record.Name(target))
 			}
 			assert.Equal(t, wantCreated, created, "locks created, in order")
 			if tt.wantErr != "" {
@@ -115,8 +116,8 @@ func TestReleaseAll(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(time.Minute)
 	c, cs := newTestClient(t, now, nil)
-	id := Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
-	_, err := c.AcquireAll(t.Context(), []Request{{Target: "a", Identity: id, TTL: time.Hour}, {Target: "b", Identity: id, TTL: time.Hour}})
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	_, err := c.acquireAll(t.Context(), []Request{{Target: "a", Identity: id, TTL: time.Hour}, {Target: "b", Identity: id, TTL: time.Hour}})
 	require.NoError(t, err)
 	cs.ClearActions()
 	res, err := c.ReleaseAll(t.Context(), []string{"a", "b", "c"}, id, ReleaseOptions{})
@@ -131,13 +132,13 @@ func TestReleaseAll(t *testing.T) {
 			order = append(order, a.(k8stesting.UpdateAction).GetObject().(metav1.Object).GetName())
 		}
 	}
-	assert.Equal(t, []string{Name("b"), Name("a")}, order, "released last first")
+	assert.Equal(t, []string{record.Name("b"), record.Name("a")}, order, "released last first")
 }
 
 func TestRequestsFor(t *testing.T) {
 	t.Parallel()
-	pod := &PodRef{Namespace: "ci", Name: "runner-1"}
-	base := Request{Target: "ignored", Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}, Pod: pod, TTL: time.Minute, Policy: PolicyFIFO}
+	pod := &record.PodRef{Namespace: "ci", Name: "runner-1"}
+	base := Request{Target: "ignored", Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}, Pod: pod, TTL: time.Minute, Policy: record.PolicyFIFO}
 	reqs := requestsFor(base, []string{"staging", "db-migrations"})
 	require.Len(t, reqs, 2)
 	for i, target := range []string{"staging", "db-migrations"} {

@@ -11,7 +11,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// TestOnTaking: Request.OnTaking is called before the write that takes a
+// TestOnTaking: Request.Callbacks.OnTaking is called before the write that takes a
 // free lock, after the read that found it free, and never for a contender
 // that only joins the queue.
 func TestOnTaking(t *testing.T) {
@@ -21,7 +21,7 @@ func TestOnTaking(t *testing.T) {
 		c, _ := newTestClient(t, t0, nil)
 		called := 0
 		req := request("42")
-		req.OnTaking = func() { called++ }
+		req.Callbacks.OnTaking = func() { called++ }
 		_, err := c.Acquire(t.Context(), req)
 		require.NoError(t, err)
 		assert.Equal(t, 1, called)
@@ -29,8 +29,8 @@ func TestOnTaking(t *testing.T) {
 	t.Run("free lock kept for its history: after the read, before the taking write", func(t *testing.T) {
 		t.Parallel()
 		var calls []string
-		free := record(held(claim("h", "api", "main", "7"), t0))
-		free.free(free.Updated)
+		free := recordOf(held(claim("h", "api", "main", "7"), t0))
+		free.Free(free.Updated)
 		c, _ := newTestClient(t, t0, func(cs *fake.Clientset) {
 			cs.PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				calls = append(calls, a.GetVerb())
@@ -38,20 +38,20 @@ func TestOnTaking(t *testing.T) {
 			})
 		}, lockObject(t, free))
 		req := request("42")
-		req.OnTaking = func() { calls = append(calls, "OnTaking") }
+		req.Callbacks.OnTaking = func() { calls = append(calls, "OnTaking") }
 		_, err := c.Acquire(t.Context(), req)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"get", "OnTaking", "update"}, calls, "the read, then the taking write")
 	})
 	t.Run("held lock: not called while queued", func(t *testing.T) {
 		t.Parallel()
-		c, _ := newTestClient(t, t0, nil, lockObject(t, record(held(claim("h", "api", "main", "7"), t0))))
+		c, _ := newTestClient(t, t0, nil, lockObject(t, recordOf(held(claim("h", "api", "main", "7"), t0))))
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		called := 0
 		req := request("42")
-		req.OnTaking = func() { called++ }
-		req.OnProgress = func(Progress) { cancel() }
+		req.Callbacks.OnTaking = func() { called++ }
+		req.Callbacks.OnProgress = func(Progress) { cancel() }
 		_, err := c.Acquire(ctx, req)
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Zero(t, called, "a waiter takes nothing")

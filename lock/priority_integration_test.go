@@ -3,12 +3,13 @@ package lock_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestIntegrationPriorityServesHighFirst: with a holder and a queue of a
@@ -24,10 +25,10 @@ func TestIntegrationPriorityServesHighFirst(t *testing.T) {
 
 	normal, normalQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("api", 1)})
 	awaitQueued(t, normalQueued, "normal waiter")
-	low, lowQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("docs", 1), Priority: lock.PriorityLow})
+	low, lowQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("docs", 1), Priority: record.PriorityLow})
 	p := awaitQueued(t, lowQueued, "low waiter")
 	assert.Equal(t, 2, p.Position, "low queues behind normal")
-	high, highQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("hotfix", 1), Priority: lock.PriorityHigh})
+	high, highQueued := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("hotfix", 1), Priority: record.PriorityHigh})
 	p = awaitQueued(t, highQueued, "high waiter")
 	assert.Equal(t, 1, p.Position, "high queues ahead of normal and low")
 	assert.Equal(t, "web", p.Holder.Repo, "the holder keeps the lock")
@@ -37,8 +38,8 @@ func TestIntegrationPriorityServesHighFirst(t *testing.T) {
 	require.Len(t, got.Status.Waiters, 3)
 	for i, want := range []struct {
 		repo string
-		p    lock.Priority
-	}{{"hotfix", lock.PriorityHigh}, {"api", lock.PriorityNormal}, {"docs", lock.PriorityLow}} {
+		p    record.Priority
+	}{{"hotfix", record.PriorityHigh}, {"api", record.PriorityNormal}, {"docs", record.PriorityLow}} {
 		assert.Equal(t, want.repo, got.Status.Waiters[i].Repo, "waiter %d", i+1)
 		assert.Equal(t, want.p, got.Status.Waiters[i].Priority, "waiter %d's priority in status", i+1)
 	}
@@ -71,9 +72,9 @@ func TestIntegrationPriorityNewestWinsWithinPriority(t *testing.T) {
 
 	normal41, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("web", 41)})
 	awaitQueued(t, q, "normal 41")
-	high42, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("web", 42), Priority: lock.PriorityHigh})
+	high42, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("web", 42), Priority: record.PriorityHigh})
 	assert.Equal(t, 1, awaitQueued(t, q, "high 42").Position)
-	high43, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("web", 43), Priority: lock.PriorityHigh})
+	high43, q := acquireAsync(t.Context(), l, lock.Request{Target: "prod", Identity: clitest.Identity("web", 43), Priority: record.PriorityHigh})
 	assert.Equal(t, 1, awaitQueued(t, q, "high 43").Position, "the newer high build takes the older one's place")
 
 	r := await(t, high42, "high 42")

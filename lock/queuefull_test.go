@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -54,24 +55,24 @@ func refuseLargeAnnotations(t *testing.T) func(*fake.Clientset) {
 // by i.
 func long(prefix string, i int) string {
 	s := fmt.Sprintf("%s-%d-", prefix, i)
-	return s + strings.Repeat("x", MaxIdentityFieldLen-len(s))
+	return s + strings.Repeat("x", record.MaxIdentityFieldLen-len(s))
 }
 
 // longWaiters returns the waiters of identities of the longest length
 // allowed that make a record of holder about bytes long.
-func longWaiters(t *testing.T, holder Claim, bytes int) []Claim {
+func longWaiters(t *testing.T, holder record.Claim, bytes int) []record.Claim {
 	t.Helper()
-	w := func(i int) Claim {
+	w := func(i int) record.Claim {
 		c := queued(claim(fmt.Sprintf("claim-%d", i), long("repo", i), long("branch", i), "1"), t0.Add(time.Minute))
 		c.Owner = long("owner", i)
 		return c
 	}
-	base, err := json.Marshal(record(holder))
+	base, err := json.Marshal(recordOf(holder))
 	require.NoError(t, err)
 	one, err := json.Marshal(w(0))
 	require.NoError(t, err)
 	n := (bytes - len(base)) / (len(one) + 1)
-	out := make([]Claim, n)
+	out := make([]record.Claim, n)
 	for i := range out {
 		out[i] = w(i + 1)
 	}
@@ -89,10 +90,10 @@ func TestAcquireQueueFull(t *testing.T) {
 	now := t0.Add(time.Minute)
 	holder := held(claim("h", "api", "main", "7"), t0)
 	holder.Owner, holder.Repo, holder.Branch = long("owner", 0), long("repo", 0), long("branch", 0)
-	waiters := longWaiters(t, holder, MaxQueueBytes-512)
-	c, cs := newTestClient(t, now, refuseLargeAnnotations(t), lockObject(t, record(holder, waiters...)))
-	long := Request{Target: "staging", ClaimID: "late", Policy: PolicyFIFO,
-		Identity: Identity{Owner: long("owner", 9999), Repo: long("repo", 9999), Branch: long("branch", 9999), Build: "1"}}
+	waiters := longWaiters(t, holder, record.MaxQueueBytes-512)
+	c, cs := newTestClient(t, now, refuseLargeAnnotations(t), lockObject(t, recordOf(holder, waiters...)))
+	long := Request{Target: "staging", ClaimID: "late", Policy: record.PolicyFIFO,
+		Identity: record.Identity{Owner: long("owner", 9999), Repo: long("repo", 9999), Branch: long("branch", 9999), Build: "1"}}
 
 	_, _, err := c.TryAcquire(t.Context(), long)
 	var full *QueueFullError
@@ -100,7 +101,7 @@ func TestAcquireQueueFull(t *testing.T) {
 	assert.ErrorIs(t, err, ErrHeld, "exits as a lock held that the caller does not wait for")
 	assert.Equal(t, []string{"get configmaps"}, verbs(cs), "nothing written for a contender refused")
 	assert.Equal(t, len(waiters), full.Waiters)
-	assert.Greater(t, full.Bytes, MaxQueueBytes)
+	assert.Greater(t, full.Bytes, record.MaxQueueBytes)
 	assert.Contains(t, full.Error(), fmt.Sprintf("its queue is full: %d waiting", len(waiters)))
 	assert.Contains(t, full.Error(), "try again when the queue is shorter")
 
@@ -111,47 +112,47 @@ func TestAcquireQueueFull(t *testing.T) {
 
 	// The queue drains: each release hands the lock over and writes a
 	// history entry. At the longest identities the record reaches
-	// maxRecordBytes before the history is full (MaxHistory): each
+	// MaxRecordBytes before the history is full (MaxHistory): each
 	// hand-over then drops the oldest holds, never one of the newest
 	// KeptHistory, and is never refused.
 	id := holder.Identity
-	for i := range MaxHistory + 5 {
+	for i := range record.MaxHistory + 5 {
 		_, err := c.Release(t.Context(), "staging", id, ReleaseOptions{})
 		require.NoError(t, err, "release %d", i)
 		id = waiters[i].Identity
 	}
 	cm, err := c.store.Get(t.Context(), "staging")
 	require.NoError(t, err)
-	rec, err := Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
-	assert.GreaterOrEqual(t, len(rec.History), KeptHistory)
-	assert.LessOrEqual(t, len(rec.History), MaxHistory)
-	assert.Equal(t, waiters[MaxHistory+4].ClaimID, rec.Holder.ClaimID)
+	assert.GreaterOrEqual(t, len(rec.History), record.KeptHistory)
+	assert.LessOrEqual(t, len(rec.History), record.MaxHistory)
+	assert.Equal(t, waiters[record.MaxHistory+4].ClaimID, rec.Holder.ClaimID)
 }
 
 // TestEncodeDropsOldestHistoryOverLimit: a record that would be larger than
-// maxRecordBytes is written with its oldest history entries dropped, never
+// MaxRecordBytes is written with its oldest history entries dropped, never
 // refused; the caller's record is not changed.
 func TestEncodeDropsOldestHistoryOverLimit(t *testing.T) {
 	t.Parallel()
 	holder := held(claim("h", "api", "main", "7"), t0)
 	waiters := longWaiters(t, holder, maxRecordBytes-10<<10)
-	rec := record(holder, waiters...)
-	for i := range MaxHistory {
-		rec.History = append(rec.History, HistoryEntry{
-			Identity: Identity{Owner: long("owner", i), Repo: long("repo", i), Branch: long("branch", i), Build: fmt.Sprint(i)},
-			Since:    rec.Updated, Until: rec.Updated, Ended: EndHandedOver, By: long("by", i),
+	rec := recordOf(holder, waiters...)
+	for i := range record.MaxHistory {
+		rec.History = append(rec.History, record.HistoryEntry{
+			Identity: record.Identity{Owner: long("owner", i), Repo: long("repo", i), Branch: long("branch", i), Build: fmt.Sprint(i)},
+			Since:    rec.Updated, Until: rec.Updated, Ended: record.EndHandedOver, By: long("by", i),
 		})
 	}
 	cm := &corev1.ConfigMap{}
-	require.NoError(t, encode(cm, rec))
-	assert.Len(t, rec.History, MaxHistory, "the caller's record unchanged")
-	raw := cm.Annotations[RecordAnnotation]
+	require.NoError(t, record.Encode(cm, rec))
+	assert.Len(t, rec.History, record.MaxHistory, "the caller's record unchanged")
+	raw := cm.Annotations[record.RecordAnnotation]
 	assert.LessOrEqual(t, len(raw), maxRecordBytes)
-	out := &Record{}
+	out := &record.Record{}
 	require.NoError(t, out.UnmarshalJSON([]byte(raw)))
 	require.NotEmpty(t, out.History)
-	assert.Less(t, len(out.History), MaxHistory, "some history dropped")
-	assert.Equal(t, rec.History[MaxHistory-1].Build, out.History[len(out.History)-1].Build, "the newest kept")
+	assert.Less(t, len(out.History), record.MaxHistory, "some history dropped")
+	assert.Equal(t, rec.History[record.MaxHistory-1].Build, out.History[len(out.History)-1].Build, "the newest kept")
 	assert.Len(t, out.Waiters, len(waiters), "no waiter dropped")
 }

@@ -3,8 +3,8 @@ package lock
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,7 +19,7 @@ import (
 // lock kept only for its history, which status does not list. A holder in
 // a pod costs a read of that pod (and of its node, with Nodes set).
 func (c *Client) ViewOf(ctx context.Context, cm *corev1.ConfigMap) (l LockView, show bool) {
-	if !isLock(cm) || isFree(cm) {
+	if !record.IsLock(cm) || record.IsFree(cm) {
 		return LockView{}, false
 	}
 	return c.view(ctx, cm), true
@@ -27,42 +27,21 @@ func (c *Client) ViewOf(ctx context.Context, cm *corev1.ConfigMap) (l LockView, 
 
 // HistoryOf returns the history of the lock cm is, as Client.History reads
 // it: the current holder and the past holds, newest first.
-func HistoryOf(cm *corev1.ConfigMap) (*History, error) {
-	out := &History{Target: cm.Labels[TargetLabel], Entries: []HistoryEntry{}}
-	rec, err := Decode(cm)
+func HistoryOf(cm *corev1.ConfigMap) (*record.History, error) {
+	out := &record.History{Target: cm.Labels[record.TargetLabel], Entries: []record.HistoryEntry{}}
+	rec, err := record.Decode(cm)
 	if err != nil {
 		return nil, err
 	}
 	out.Target = rec.Target
 	if !rec.IsFree() {
 		h := rec.Holder
-		out.Holder = &CurrentHold{Identity: h.Identity, Pod: h.Pod, Since: h.Since, Expires: h.Expires}
+		out.Holder = &record.CurrentHold{Identity: h.Identity, Pod: h.Pod, Since: h.Since, Expires: h.Expires}
 	}
 	for i := len(rec.History) - 1; i >= 0; i-- {
 		out.Entries = append(out.Entries, rec.History[i])
 	}
 	return out, nil
-}
-
-// Applies reports whether w freezes target's lock: w names it, or names no
-// target at all.
-func (w *FreezeWindow) Applies(target string) bool { return w.applies(target) }
-
-// Next returns the next freeze w makes that is not over at now: the one in
-// force, or else the next to start; nil when the schedule never fires again
-// (or w was not parsed by ParseFreezeWindows).
-func (w *FreezeWindow) Next(now time.Time) *Freeze {
-	if f := w.activeAt(now); f != nil {
-		return f
-	}
-	if w.sched == nil {
-		return nil
-	}
-	start := w.sched.Next(now.UTC())
-	if start.IsZero() {
-		return nil
-	}
-	return w.activeAt(start)
 }
 
 // Records returns the records of the locks of targets, in that order, a
@@ -71,8 +50,8 @@ func (w *FreezeWindow) Next(now time.Time) *Freeze {
 // metav1.NamespaceAll), free ones kept for their history included, by
 // name, those that cannot be read left out. They are what statistics
 // are made from (package stats): the history, the grants and the freezes.
-func (c *Client) Records(ctx context.Context, targets ...string) ([]*Record, error) {
-	var out []*Record
+func (c *Client) Records(ctx context.Context, targets ...string) ([]*record.Record, error) {
+	var out []*record.Record
 	if len(targets) > 0 {
 		for _, t := range targets {
 			cm, err := c.store.Get(ctx, t)
@@ -90,7 +69,7 @@ func (c *Client) Records(ctx context.Context, targets ...string) ([]*Record, err
 		}
 		return out, nil
 	}
-	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
+	sel := labels.SelectorFromSet(labels.Set{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue}).String()
 	opts := metav1.ListOptions{LabelSelector: sel, Limit: listPageSize}
 	for {
 		list, err := c.cms.ConfigMaps(c.namespace).List(ctx, opts)
@@ -98,7 +77,7 @@ func (c *Client) Records(ctx context.Context, targets ...string) ([]*Record, err
 			return nil, fmt.Errorf("list locks in namespace %q: %w", c.namespace, err)
 		}
 		for i := range list.Items {
-			if rec, err := Decode(&list.Items[i]); err == nil {
+			if rec, err := record.Decode(&list.Items[i]); err == nil {
 				out = append(out, rec)
 			}
 		}

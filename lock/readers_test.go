@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +12,7 @@ import (
 )
 
 func TestFreezeWindowNext(t *testing.T) {
-	ws, err := ParseFreezeWindows([]byte(`
+	ws, err := record.ParseFreezeWindows([]byte(`
 windows:
 - {name: friday, schedule: "0 16 * * 5", duration: 64h, reason: weekend}
 `))
@@ -39,20 +40,19 @@ windows:
 			assert.Equal(t, "weekend", f.Reason)
 		})
 	}
-	assert.Nil(t, (&FreezeWindow{Name: "unparsed"}).Next(time.Now()), "a window not parsed has no schedule")
-	assert.True(t, w.Applies("anything"), "a window without targets freezes every lock")
+	assert.Nil(t, (&record.FreezeWindow{Name: "unparsed"}).Next(time.Now()), "a window not parsed has no schedule")
 }
 
 func TestViewOfAndHistoryOf(t *testing.T) {
 	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
-	rec := &Record{Target: "staging", Policy: PolicyNewest, Updated: metav1.NewMicroTime(now)}
-	rec.free(metav1.NewMicroTime(now.Add(-time.Minute)))
-	rec.History = []HistoryEntry{
-		{Identity: Identity{Owner: "a", Repo: "r", Branch: "main", Build: "1"}, Ended: EndHandedOver, By: "a/r@main#2"},
-		{Identity: Identity{Owner: "a", Repo: "r", Branch: "main", Build: "2"}, Ended: EndReleased},
+	rec := &record.Record{Target: "staging", Policy: record.PolicyNewest, Updated: metav1.NewMicroTime(now)}
+	rec.Free(metav1.NewMicroTime(now.Add(-time.Minute)))
+	rec.History = []record.HistoryEntry{
+		{Identity: record.Identity{Owner: "a", Repo: "r", Branch: "main", Build: "1"}, Ended: record.EndHandedOver, By: "a/r@main#2"},
+		{Identity: record.Identity{Owner: "a", Repo: "r", Branch: "main", Build: "2"}, Ended: record.EndReleased},
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name("staging"), Namespace: "locks"}}
-	require.NoError(t, encode(cm, rec))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: record.Name("staging"), Namespace: "locks"}}
+	require.NoError(t, record.Encode(cm, rec))
 	c, _ := newTestClient(t, now, onlyVerbs(t))
 
 	_, show := c.ViewOf(t.Context(), cm)
@@ -67,9 +67,9 @@ func TestViewOfAndHistoryOf(t *testing.T) {
 	_, show = c.ViewOf(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
 	assert.False(t, show, "a ConfigMap that is no lock")
 
-	rec.Holder = Claim{Identity: Identity{Owner: "a", Repo: "r", Branch: "main", Build: "3"}, ClaimID: "s",
+	rec.Holder = record.Claim{Identity: record.Identity{Owner: "a", Repo: "r", Branch: "main", Build: "3"}, ClaimID: "s",
 		Since: metav1.NewMicroTime(now), Expires: microPtr(now.Add(time.Hour))}
-	require.NoError(t, encode(cm, rec))
+	require.NoError(t, record.Encode(cm, rec))
 	l, show := c.ViewOf(t.Context(), cm)
 	require.True(t, show)
 	assert.Equal(t, StateHeld, l.Status.State)

@@ -6,22 +6,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testing/kubetest"
+	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/lockctl/lockctl/internal/testing/kubetest"
-	"github.com/lockctl/lockctl/kube"
 )
 
 // windowsObject is a freeze-windows ConfigMap of the lock namespace.
 func windowsObject(yaml string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: FreezeWindowsName, Namespace: lockNS},
-		Data:       map[string]string{FreezeWindowsKey: yaml},
+		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName, Namespace: lockNS},
+		Data:       map[string]string{record.FreezeWindowsKey: yaml},
 	}
 }
 
@@ -68,7 +68,7 @@ func TestReadFirstWithWindows(t *testing.T) {
 			h, err := c.Acquire(t.Context(), req)
 			got := verbs(cs)
 			assert.Equal(t, []string{"get configmaps", "get configmaps"}, got[:min(2, len(got))], "the lock and the windows read first")
-			assert.Equal(t, []string{FreezeWindowsName, Name("staging")}, gets(cs))
+			assert.Equal(t, []string{record.FreezeWindowsName, record.Name("staging")}, gets(cs))
 			assert.Equal(t, tt.wantWrites, got[2:], "writes")
 			require.NotNil(t, c.FreezeWindows(), "the windows are loaded")
 			if tt.wantFrozen {
@@ -93,8 +93,8 @@ func TestLoadWindowsOnReadOnce(t *testing.T) {
 	unloaded(c)
 	_, err := c.get(t.Context(), "staging")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), FreezeWindowsName)
-	assert.Contains(t, err.Error(), Name("staging"), "and the lock read beside them")
+	assert.Contains(t, err.Error(), record.FreezeWindowsName)
+	assert.Contains(t, err.Error(), record.Name("staging"), "and the lock read beside them")
 	assert.Nil(t, c.FreezeWindows())
 
 	require.NoError(t, cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), windowsObject("windows: []"), lockNS))
@@ -102,14 +102,14 @@ func TestLoadWindowsOnReadOnce(t *testing.T) {
 	cm, err := c.get(t.Context(), "staging")
 	require.NoError(t, err)
 	require.NotNil(t, cm)
-	assert.Equal(t, []string{FreezeWindowsName, Name("staging")}, gets(cs))
+	assert.Equal(t, []string{record.FreezeWindowsName, record.Name("staging")}, gets(cs))
 	assert.NotNil(t, c.FreezeWindows())
 	assert.Empty(t, c.FreezeWindows())
 
 	cs.ClearActions()
 	_, err = c.get(t.Context(), "staging")
 	require.NoError(t, err)
-	assert.Equal(t, []string{Name("staging")}, gets(cs), "loaded once")
+	assert.Equal(t, []string{record.Name("staging")}, gets(cs), "loaded once")
 }
 
 // TestListLoadsWindowsOnce: List, like a read of one lock, loads the
@@ -120,14 +120,14 @@ func TestListLoadsWindowsOnce(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(time.Minute)
 	always := windowsObject(`windows: [{name: always, schedule: "* * * * *", duration: 1h, reason: maintenance}]`)
-	c, cs := newTestClient(t, now, onlyVerbs(t, "get", "list"), lockObject(t, record(held(claim("h", "api", "main", "7"), t0))), always)
+	c, cs := newTestClient(t, now, onlyVerbs(t, "get", "list"), lockObject(t, recordOf(held(claim("h", "api", "main", "7"), t0))), always)
 	unloaded(c)
 	locks, err := c.List(t.Context())
 	require.NoError(t, err)
 	require.Len(t, locks, 1)
 	require.NotNil(t, locks[0].Status.Freeze, "the window freezes the lock")
 	assert.Equal(t, "always", locks[0].Status.Freeze.By.Branch)
-	assert.Equal(t, []string{FreezeWindowsName}, gets(cs), "the windows read beside the list")
+	assert.Equal(t, []string{record.FreezeWindowsName}, gets(cs), "the windows read beside the list")
 
 	cs.ClearActions()
 	_, err = c.List(t.Context())
@@ -141,7 +141,7 @@ func TestListLoadsWindowsOnce(t *testing.T) {
 func TestInterruptedAfterJoining(t *testing.T) {
 	t.Parallel()
 	theirs := held(claim("h", "api", "main", "7"), t0)
-	c, cs := newTestClient(t, t0.Add(time.Minute), onlyVerbs(t, "get", "update", "list", "watch"), lockObject(t, record(theirs)))
+	c, cs := newTestClient(t, t0.Add(time.Minute), onlyVerbs(t, "get", "update", "list", "watch"), lockObject(t, recordOf(theirs)))
 	casConfigMaps(cs)
 	// The fake ignores contexts; a real client's read fails once its
 	// context ended.
@@ -149,13 +149,13 @@ func TestInterruptedAfterJoining(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req := request("42")
-	req.OnProgress = func(Progress) { cancel() }
+	req.Callbacks.OnProgress = func(Progress) { cancel() }
 	_, err := c.Acquire(ctx, req)
 	require.ErrorIs(t, err, context.Canceled)
 
-	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), Name("staging"), metav1.GetOptions{})
+	cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, err := Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	assert.Empty(t, rec.Waiters, "the interrupted contender left the queue")
 	assert.Equal(t, "api", rec.Holder.Repo)

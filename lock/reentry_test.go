@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+	"github.com/lockctl/lockctl/runjobs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/lockctl/lockctl/runjobs"
 )
 
 // TestDecideLeave is the rule of the end of a run that re-entered a hold:
@@ -24,27 +24,27 @@ func TestDecideLeave(t *testing.T) {
 	done := ReleaseOptions{ledger: &runjobs.Keeper{Namespace: "ci", SubmitsJob: true, Done: true}, ledgerMark: "me"}
 	tests := []struct {
 		name        string
-		rec         *Record
+		rec         *record.Record
 		o           ReleaseOptions
 		wantChanged bool
 		wantRunJobs *account
 	}{
-		{name: "no account kept, no mark: nothing to write", rec: record(held(web41, t0), queued(api7, t0)), o: done},
+		{name: "no account kept, no mark: nothing to write", rec: recordOf(held(web41, t0), queued(api7, t0)), o: done},
 		{name: "the run's mark goes; the holder's stays, so ci is not swept",
-			rec: kept(record(held(web41, t0), queued(api7, t0)), &account{Pending: []runMark{pending("ci", "h"), pending("ci", "me")}}), o: done,
+			rec: kept(recordOf(held(web41, t0), queued(api7, t0)), &account{Pending: []runMark{pending("ci", "h"), pending("ci", "me")}}), o: done,
 			wantChanged: true, wantRunJobs: &account{Pending: []runMark{pending("ci", "h")}}},
 		{name: "the run's mark was the last in ci: ci is swept",
-			rec: kept(record(held(web41, t0)), &account{Pending: []runMark{pending("ci", "me")}, Swept: []string{"qa"}}), o: done,
+			rec: kept(recordOf(held(web41, t0)), &account{Pending: []runMark{pending("ci", "me")}, Swept: []string{"qa"}}), o: done,
 			wantChanged: true, wantRunJobs: &account{Swept: []string{"qa", "ci"}}},
 		{name: "its job did not end: the mark stays",
-			rec: kept(record(held(web41, t0)), &account{Pending: []runMark{pending("ci", "me")}}),
+			rec: kept(recordOf(held(web41, t0)), &account{Pending: []runMark{pending("ci", "me")}}),
 			o:   ReleaseOptions{ledger: keeper("ci", true), ledgerMark: "me"}},
 		{name: "no mark of its own (vouched, nothing submitted): nothing to write",
-			rec: kept(record(held(web41, t0)), &account{Swept: []string{"ci"}}), o: ReleaseOptions{ledger: &runjobs.Keeper{Namespace: "ci", Done: true}}},
+			rec: kept(recordOf(held(web41, t0)), &account{Swept: []string{"ci"}}), o: ReleaseOptions{ledger: &runjobs.Keeper{Namespace: "ci", Done: true}}},
 		{name: "a mark by another claim is not the run's",
-			rec: kept(record(held(web41, t0)), &account{Pending: []runMark{pending("ci", "other")}}), o: done},
+			rec: kept(recordOf(held(web41, t0)), &account{Pending: []runMark{pending("ci", "other")}}), o: done},
 		{name: "the holder no longer keeps the account: nothing to write",
-			rec: record(held(web41, t0)), o: done},
+			rec: recordOf(held(web41, t0)), o: done},
 		{name: "the hold ended meanwhile; the free lock keeps the account: the mark goes",
 			rec: kept(freedBy(held(web41, t0)), &account{Pending: []runMark{pending("ci", "me")}}), o: done,
 			wantChanged: true, wantRunJobs: &account{Swept: []string{"ci"}}},
@@ -52,17 +52,17 @@ func TestDecideLeave(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rec := tt.rec.deepCopy()
+			rec := tt.rec.DeepCopy()
 			changed := decideLeave(rec, tt.o, now)
 			assert.Equal(t, tt.wantChanged, changed, "changed")
 			if !changed {
-				assert.Equal(t, tt.rec.deepCopy(), rec, "nothing to write: the record is as it was")
+				assert.Equal(t, tt.rec.DeepCopy(), rec, "nothing to write: the record is as it was")
 				return
 			}
 			assert.Equal(t, tt.wantRunJobs, accountOf(t, rec), "the account")
 			assert.Equal(t, tt.rec.Holder, rec.Holder, "holder, token and expiry as they were")
-			assert.Equal(t, tt.rec.deepCopy().Waiters, rec.Waiters, "the queue as it was")
-			assert.Equal(t, tt.rec.deepCopy().History, rec.History, "no hold ended")
+			assert.Equal(t, tt.rec.DeepCopy().Waiters, rec.Waiters, "the queue as it was")
+			assert.Equal(t, tt.rec.DeepCopy().History, rec.History, "no hold ended")
 			assert.False(t, rec.Updated.Time.Before(now), "Updated moves to now")
 		})
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -12,10 +14,10 @@ import (
 type Released struct {
 	// Previous is the holder the lock was taken from; nil when the lock was
 	// not held (or not there).
-	Previous *Claim
+	Previous *record.Claim
 	// HandedTo is the waiter that holds the lock now; nil when the lock was
 	// deleted because nobody waited.
-	HandedTo *Claim
+	HandedTo *record.Claim
 	// Forced is true when the lock was someone else's, or invalid, and
 	// --force broke it.
 	Forced bool
@@ -31,7 +33,7 @@ type Released struct {
 	Left bool
 	// Kept is, when Left, the claim that still holds the lock: the hold
 	// the caller re-entered; nil when that hold ended meanwhile.
-	Kept *Claim
+	Kept *record.Claim
 }
 
 // ReleaseOptions tunes Release.
@@ -52,7 +54,7 @@ type ReleaseOptions struct {
 	// release each other's holds, and a later job releases by Token. A
 	// later run of the holder's job (a re-run, a retry) releases it. The
 	// zero value matches any job, as before jobs were known.
-	Job CIJob
+	Job record.CIJob
 
 	// ledger and ledgerMark are the Held's (see Held.ledger), set by
 	// ReleaseHeld: the release asks the ledger what to leave in the
@@ -81,7 +83,7 @@ func (o ReleaseOptions) eventsTurn() {
 // with a *NotHolderError unless o.Force; a caller that
 // only waits leaves the queue. With o.Token the holder is matched by its
 // fencing token instead of id.
-func (c *Client) Release(ctx context.Context, target string, id Identity, o ReleaseOptions) (*Released, error) {
+func (c *Client) Release(ctx context.Context, target string, id record.Identity, o ReleaseOptions) (*Released, error) {
 	return c.release(ctx, target, id, o, nil)
 }
 
@@ -148,7 +150,7 @@ func (c *Client) leaveHeld(ctx context.Context, h *Held, o ReleaseOptions) (*Rel
 		if !decideLeave(rec, o, c.clk.Now()) {
 			return change{}, nil
 		}
-		return change{Decision: Decision{Record: rec}}, nil
+		return change{Decision: record.Decision{Record: rec}}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -207,7 +209,7 @@ func (c *Client) holdsIn(h *Held, cm *corev1.ConfigMap) bool {
 
 // release gives up target's lock for id, deciding on the versions read
 // brings (nil: fresh reads).
-func (c *Client) release(ctx context.Context, target string, id Identity, o ReleaseOptions, read reader) (*Released, error) {
+func (c *Client) release(ctx context.Context, target string, id record.Identity, o ReleaseOptions, read reader) (*Released, error) {
 	var res *Released
 	err := c.update(ctx, "release", target, read, func(cm *corev1.ConfigMap) (change, error) {
 		var (
@@ -227,15 +229,15 @@ func (c *Client) release(ctx context.Context, target string, id Identity, o Rele
 // decideRelease, and returns the change that carries it out: an
 // unreadable lock is deleted when o.Force, and the stored hook logs and
 // records the release's Events.
-func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm *corev1.ConfigMap) (*Released, change, error) {
+func (c *Client) releaseChange(target string, id record.Identity, o ReleaseOptions, cm *corev1.ConfigMap) (*Released, change, error) {
 	if cm == nil {
 		return &Released{}, change{}, nil
 	}
 	log := c.log.With("lock", c.Describe(target))
 	rec, err := c.decode(cm, target)
 	var (
-		invalid *InvalidError
-		version *VersionError
+		invalid *record.InvalidError
+		version *record.VersionError
 	)
 	switch {
 	case (errors.As(err, &invalid) || errors.As(err, &version)) && o.Force:
@@ -256,9 +258,9 @@ func (c *Client) releaseChange(target string, id Identity, o ReleaseOptions, cm 
 		return res, change{}, err
 	}
 	if res.LeftQueue {
-		return res, change{Decision: Decision{Record: rec}}, nil
+		return res, change{Decision: record.Decision{Record: rec}}, nil
 	}
-	return res, change{Decision: Decision{Record: rec}, stored: func(ctx context.Context, written *corev1.ConfigMap) {
+	return res, change{Decision: record.Decision{Record: rec}, stored: func(ctx context.Context, written *corev1.ConfigMap) {
 		switch {
 		case res.HandedTo != nil:
 			log.Debug("lock handed over", "holder", res.HandedTo.Identity.String())
@@ -287,37 +289,14 @@ func setNamespace(err error, ns string) {
 }
 
 // by names who releases: o.By, else id.
-func (o ReleaseOptions) by(id Identity) string {
+func (o ReleaseOptions) by(id record.Identity) string {
 	if o.By != "" {
 		return o.By
 	}
-	if id == (Identity{}) {
+	if id == (record.Identity{}) {
 		return "an unnamed user"
 	}
 	return id.String()
-}
-
-// positionOf returns the 1-based place of the first waiter with identity
-// id of the caller's job (see ownJob), 0 if none.
-func (r *Record) positionOf(id Identity, job CIJob) int {
-	for i, w := range r.Waiters {
-		if id.names(w.Identity) && ownJob(w.CIJob, job) {
-			return i + 1
-		}
-	}
-	return 0
-}
-
-// ownJob reports whether a claim of CI job held is the caller's (of job
-// caller) to release without a token: either knows no job (the build is
-// the unit, as before jobs were known), or it is the same job, in the
-// same run or in a later one (a re-run releasing what the failed run
-// left).
-func ownJob(held, caller CIJob) bool {
-	if !held.Known() || !caller.Known() {
-		return true
-	}
-	return held.Job == caller.Job && (held.JobID == caller.JobID || caller.Attempt > held.Attempt)
 }
 
 // holderToken returns the fencing token of rec's holder, read from the
@@ -325,7 +304,7 @@ func ownJob(held, caller CIJob) bool {
 // take-over (or the hand-over to it) is still the last write. A holder
 // handed the lock by a lockctl that did not yet make the hand-over the
 // take-over has no token until it confirms: "".
-func holderToken(rec *Record, rv string) string {
+func holderToken(rec *record.Record, rv string) string {
 	switch h := rec.Holder; {
 	case h.Token != "":
 		return h.Token
@@ -343,9 +322,116 @@ func (c *Client) leave(ctx context.Context, target, session string) error {
 			return change{}, nil
 		}
 		rec, err := c.decode(cm, target)
-		if err != nil || !leaveQueue(rec, session, c.clk.Now()) {
+		if err != nil || !record.LeaveQueue(rec, session, c.clk.Now()) {
 			return change{}, err
 		}
-		return change{Decision: Decision{Record: rec}}, nil
+		return change{Decision: record.Decision{Record: rec}}, nil
 	})
+}
+
+// The rules of the verbs but acquire (whose rule is Decide, decide.go):
+// each a pure function of the record read that decides what the write
+// changes, table-tested in rules_test.go.
+
+// decideLeave is the rule of the end of a caller that re-entered the hold
+// of rec at now: the hold stays as it is (holder, token, expiry, queue),
+// and the ledger, kept by the holder, changes only when the caller's ledger
+// (o.ledger) removes the caller's own mark (o.ledgerMark) from it
+// (Ledger.Release), as releaseLedger lets a releasing holder's ledger do.
+// It reports whether rec changed.
+func decideLeave(rec *record.Record, o ReleaseOptions, now time.Time) bool {
+	if o.ledger == nil || o.ledgerMark == "" || !rec.Holder.LedgerKept || rec.Ledger == nil {
+		return false
+	}
+	next, marked, err := o.ledger.Release(rec.Ledger, o.ledgerMark)
+	if err != nil || !marked {
+		return false
+	}
+	rec.Ledger = next
+	rec.Updated = record.Later(now, rec.Updated)
+	return true
+}
+
+// decideRelease is the rule of a release of target's lock rec, of version rv,
+// by id at now, with the freeze windows ws: it changes rec into the record
+// to write and reports whether to write it. The holder (by identity and
+// job, or by o.Token) releases: the first waiter that may take the lock
+// gets it, else the lock stays, free (or frozen, keeping its queue), for
+// its history; the hold's end goes into the history. A caller that only
+// waits leaves the queue (Released.LeftQueue). Anyone else is refused with
+// a *NotHolderError, or a *TokenError for a wrong token, unless o.Force
+// breaks the hold. Nothing to release is an empty Released, and no write.
+func decideRelease(target string, rec *record.Record, rv string, id record.Identity, o ReleaseOptions, ws []record.FreezeWindow, now time.Time) (*Released, bool, error) {
+	if rec.IsFree() && rec.PositionOf(id, o.Job) == 0 {
+		return &Released{}, false, nil
+	}
+	holder := rec.Holder
+	res := &Released{Previous: &holder}
+	if rec.Unheld() {
+		// Frozen with no holder: nothing to release, but a waiter leaves.
+		res.Previous = nil
+	}
+	switch {
+	case o.Token != "" && !rec.Unheld():
+		if tok := holderToken(rec, rv); tok != o.Token {
+			return nil, false, &TokenError{Target: target, Token: o.Token, Holder: holder, HolderToken: tok}
+		}
+	case !id.Names(holder.Identity) || !record.OwnJob(holder.CIJob, o.Job) || rec.Unheld():
+		if !o.Force {
+			if i := rec.PositionOf(id, o.Job); i > 0 {
+				rec.Waiters = append(rec.Waiters[:i-1:i-1], rec.Waiters[i:]...)
+				rec.Updated = record.Later(now, rec.Updated)
+				return &Released{LeftQueue: true}, true, nil
+			}
+			if rec.Unheld() {
+				return res, false, nil
+			}
+			err := &NotHolderError{Target: target, Holder: holder}
+			if id.Names(holder.Identity) {
+				err.Caller = o.Job
+			}
+			return nil, false, err
+		}
+		if rec.Unheld() {
+			return res, false, nil
+		}
+		res.Forced = true
+	}
+	releaseLedger(rec, o)
+	ts := record.Later(now, rec.Updated)
+	rec.Updated = ts
+	rec.Thaw(now)
+	if ws != nil {
+		rec.DropLapsedWindow(ws, now)
+		rec.ApplyWindows(ws, now)
+	}
+	rec.DropExpired(now)
+	rec.OrderWaiters(now)
+	// While the lock is frozen only a waiter that ignores the freeze takes
+	// it; the others wait for the freeze to end.
+	next := rec.FirstEligible(now)
+	how, by := record.EndReleased, ""
+	if res.Forced {
+		how, by = record.EndBroken, o.by(id)
+	}
+	switch {
+	case next == nil && rec.Freeze != nil:
+		rec.Ended(holder, ts, how, by, "")
+		rec.Vacate(ts)
+	case next == nil:
+		// NOTE: kept, free, rather than deleted, so its history outlives
+		// the hold; every lockctl of this major version takes it over.
+		rec.Ended(holder, ts, how, by, "")
+		rec.Free(ts)
+	default:
+		if !res.Forced {
+			how, by = record.EndHandedOver, next.Identity.String()
+		}
+		rec.Ended(holder, ts, how, by, "")
+		rec.HandOver(*next, ts, now)
+		rec.Overridden(ts, now)
+		handed := rec.Holder
+		res.HandedTo = &handed
+	}
+	return res, true, nil
 }

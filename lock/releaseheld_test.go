@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -80,9 +81,9 @@ func TestReleaseHeld(t *testing.T) {
 			assert.Equal(t, tt.wantCalls, verbs(cs))
 			require.NotNil(t, rel.Previous)
 			assert.Equal(t, h.Holder.Identity, rel.Previous.Identity)
-			cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), Name("staging"), metav1.GetOptions{})
+			cm, err := cs.CoreV1().ConfigMaps(lockNS).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 			require.NoError(t, err)
-			rec, err := Decode(cm)
+			rec, err := record.Decode(cm)
 			require.NoError(t, err)
 			if tt.wantHanded {
 				require.NotNil(t, rel.HandedTo)
@@ -104,7 +105,7 @@ func TestReleaseHeldNotMine(t *testing.T) {
 	h, err := c.Acquire(t.Context(), request("42"))
 	require.NoError(t, err)
 	// The lock is broken and taken by another build.
-	other := Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}
+	other := record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}
 	_, err = c.Release(t.Context(), "staging", other, ReleaseOptions{Force: true, By: "admin"})
 	require.NoError(t, err)
 	o := request("7")

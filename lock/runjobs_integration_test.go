@@ -5,17 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/runjobs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // runRequest is the request of a lockctl run of repo#build whose jobs live
@@ -32,9 +33,9 @@ func runRequest(repo string, build int, jobs string, submits bool) lock.Request 
 // keeps it.
 func runJobsOf(t *testing.T, c kubernetes.Interface, ns string) (bool, *runjobs.Account) {
 	t.Helper()
-	cm, err := c.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := c.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	rj, err := runjobs.Decode(rec.Ledger)
 	require.NoError(t, err)
@@ -56,10 +57,10 @@ func cleanRun(t *testing.T, l *lock.Client, repo string, build int, jobs string)
 func olderTakes(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
 	cms := c.CoreV1().ConfigMaps(ns)
-	cm, err := cms.Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := cms.Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
 	var rec map[string]any
-	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[lock.RecordAnnotation]), &rec))
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations[record.RecordAnnotation]), &rec))
 	require.Contains(t, rec, "runJobs", "the account is there to be kept")
 	now := time.Now().UTC()
 	rec["holder"] = map[string]any{
@@ -70,7 +71,7 @@ func olderTakes(t *testing.T, c kubernetes.Interface, ns string) {
 	}
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
-	cm.Annotations[lock.RecordAnnotation] = string(raw)
+	cm.Annotations[record.RecordAnnotation] = string(raw)
 	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
 	require.NoError(t, err, "the older writer's compare-and-swap")
 }
@@ -112,7 +113,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		next := newClient(t, cs, ns)
 		looked := 0
 		req := runRequest("api", 1, "ci", false)
-		req.OnTaking = func() { looked++ }
+		req.Callbacks.OnTaking = func() { looked++ }
 		h2 := mustAcquire(t, next, req)
 		assert.True(t, h2.Vouched, "the record vouches: nothing left behind in ci")
 		assert.Zero(t, looked, "OnTaking is not called: no look")
@@ -203,7 +204,7 @@ func TestIntegrationRunJobsAccount(t *testing.T) {
 		ns := env.Namespace(t)
 		l := newClient(t, env.Kube, ns)
 		cleanRun(t, l, "web", 1, "ci")
-		require.NoError(t, env.Client.CoreV1().ConfigMaps(ns).Delete(t.Context(), lock.Name("staging"), metav1.DeleteOptions{}))
+		require.NoError(t, env.Client.CoreV1().ConfigMaps(ns).Delete(t.Context(), record.Name("staging"), metav1.DeleteOptions{}))
 		h := mustAcquire(t, l, runRequest("web", 2, "ci", false))
 		assert.False(t, h.Vouched, "a new lock vouches for nothing")
 	})

@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 )
 
 // skewed is the real clock off by a fixed offset.
@@ -120,7 +121,7 @@ func TestIntegrationClockSkew(t *testing.T) {
 				tt.name, taken.Sub(after).Round(10*time.Millisecond), ttl, renewEvery)
 			assert.GreaterOrEqual(t, taken.Sub(after), ttl-uncertainty, "not before the expiry")
 			assert.LessOrEqual(t, taken.Sub(before), ttl+renewEvery+uncertainty/2, "within TTL + one renewal period")
-			assert.ErrorIs(t, holder.Renew(t.Context(), h, ttl), lock.ErrLost, "the old holder knows it lost the lock: no overlapping holds")
+			assert.ErrorIs(t, holder.Renew(t.Context(), h, ttl), record.ErrLost, "the old holder knows it lost the lock: no overlapping holds")
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

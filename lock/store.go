@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/lockctl/lockctl/kube"
 )
 
 // store is where the locks of one lock namespace live, one ConfigMap a
@@ -42,12 +42,12 @@ var _ store = configMapStore{}
 func (s configMapStore) describe(name string) string { return s.namespace + "/" + name }
 
 func (s configMapStore) Get(ctx context.Context, target string) (*corev1.ConfigMap, error) {
-	cm, err := s.cms.ConfigMaps(s.namespace).Get(ctx, Name(target), metav1.GetOptions{})
+	cm, err := s.cms.ConfigMaps(s.namespace).Get(ctx, record.Name(target), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read lock %s: %w", s.describe(Name(target)), err)
+		return nil, fmt.Errorf("read lock %s: %w", s.describe(record.Name(target)), err)
 	}
 	return cm, nil
 }
@@ -104,7 +104,7 @@ const maxConflicts = 20
 type change struct {
 	// Decision holds the record to store (nil: store nothing), and whether
 	// to create the lock and whether the write makes a new holder.
-	Decision
+	record.Decision
 	// remove deletes the version decided on instead (an unreadable lock
 	// broken with --force).
 	remove bool
@@ -223,22 +223,22 @@ func (c *Client) apply(ctx context.Context, target string, cm *corev1.ConfigMap,
 
 // write stores d.Record by creating or updating the lock read as cm.
 // Conflicts and races with creation or deletion return errRetry.
-func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap, d Decision, annotate map[string]string) (*corev1.ConfigMap, error) {
+func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap, d record.Decision, annotate map[string]string) (*corev1.ConfigMap, error) {
 	create := d.Create || cm == nil
 	var next *corev1.ConfigMap
 	if create {
-		next = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace}}
+		next = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: record.Name(target), Namespace: c.namespace}}
 	} else {
 		next = cm.DeepCopy()
 	}
 	d.Record.Target = target
-	if h := &d.Record.Holder; h.TokenPending && !d.TookOver && !h.handedNow && cm != nil {
+	if h := &d.Record.Holder; h.TokenPending && !d.TookOver && !h.HandedNow && cm != nil {
 		// cm is the version the holder's take-over (or the hand-over to
 		// it) wrote (every later write records the token): its
 		// resourceVersion is the token.
 		h.Token, h.TokenPending = cm.ResourceVersion, false
 	}
-	if err := encode(next, d.Record); err != nil {
+	if err := record.Encode(next, d.Record); err != nil {
 		return nil, err
 	}
 	for k, v := range annotate {
@@ -248,9 +248,9 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 			next.Annotations[k] = v
 		}
 	}
-	if _, set := annotate[EnforcedAnnotation]; !set && next.Annotations[EnforcedAnnotation] == "" {
+	if _, set := annotate[record.EnforcedAnnotation]; !set && next.Annotations[record.EnforcedAnnotation] == "" {
 		if mode := c.markOf(target); mode != "" {
-			next.Annotations[EnforcedAnnotation] = mode
+			next.Annotations[record.EnforcedAnnotation] = mode
 		}
 	}
 	if err := c.summarizeWindows(ctx, next, target); err != nil {
@@ -273,7 +273,7 @@ func (c *Client) write(ctx context.Context, target string, cm *corev1.ConfigMap,
 	} else {
 		out, err = c.store.Update(ctx, next)
 	}
-	if _, set := annotate[EnforcedAnnotation]; !set && c.learnMark(target, err) {
+	if _, set := annotate[record.EnforcedAnnotation]; !set && c.learnMark(target, err) {
 		// The target is enforced and the lock not marked (or created
 		// anew): decide again, as a contender of an enforced lock.
 		return nil, errRetry

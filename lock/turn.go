@@ -4,8 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +15,7 @@ import (
 // (docs/adr/0098-long-queue-turn-object.md). Every write of the record
 // sends the whole record, which grows with the queue, to every watcher of
 // the lock: with N waiters watching, a hand-over costs N² bytes. So only
-// the first headWatchers waiters watch the record; the others watch the
+// the first HeadWatchers waiters watch the record; the others watch the
 // turn object, which names the holder and those first waiters, and read
 // the record when it names them, when their place must be renewed, and
 // when the turn has not changed for a waiter TTL (a writer that does not
@@ -23,16 +23,12 @@ import (
 // record stays the one truth: the turn is a hint, and a stale one only
 // delays a read.
 const (
-	// headWatchers is how many waiters at the head of the queue watch the
-	// record itself.
-	headWatchers = 3
 	// turnAnnotation, on the lock, is the key of the turn its last writer
 	// published; it is absent while the queue is short enough that nobody
 	// watches the turn object.
 	turnAnnotation = "lockctl.dev/turn"
 	// turnKindValue is the KindLabel of a turn object: never a lock.
 	turnKindValue = "turn"
-	turnPrefix    = "lockctl-turn-"
 	turnHolderKey = "holder"
 	turnHeadKey   = "head"
 	turnRecordKey = "record"
@@ -40,24 +36,8 @@ const (
 	turnAttempts = 3
 )
 
-// placeTTL is how long the place of the waiter at position pos lasts
-// between renewals: ttl at the head, and a sixth of ttl more for every
-// place behind it. The record's renewal writes then grow with the log of
-// the queue, not with the queue, and so do the joins they make lose.
-func placeTTL(ttl time.Duration, pos int) time.Duration {
-	if pos <= headWatchers {
-		return ttl
-	}
-	return ttl + time.Duration(pos-headWatchers)*ttl/6
-}
-
-// TurnName returns the name of the turn object of target's lock.
-func TurnName(target string) string {
-	return turnPrefix + strings.TrimPrefix(Name(target), lockPrefix)
-}
-
 // turn is what a turn object says: the holder's claim ID, the claim IDs of
-// the first headWatchers waiters, and the resourceVersion of the lock they
+// the first HeadWatchers waiters, and the resourceVersion of the lock they
 // were read from.
 type turn struct {
 	holder string
@@ -66,9 +46,9 @@ type turn struct {
 }
 
 // turnOf returns the turn of rec.
-func turnOf(rec *Record) turn {
+func turnOf(rec *record.Record) turn {
 	t := turn{holder: rec.Holder.ClaimID}
-	for i := 0; i < len(rec.Waiters) && i < headWatchers; i++ {
+	for i := 0; i < len(rec.Waiters) && i < record.HeadWatchers; i++ {
 		t.head = append(t.head, rec.Waiters[i].ClaimID)
 	}
 	return t
@@ -84,7 +64,7 @@ func (t turn) names(claim string) bool {
 
 // readTurn returns the turn a turn object says; false when cm is not one.
 func readTurn(cm *corev1.ConfigMap) (turn, bool) {
-	if cm == nil || cm.Labels[ManagedByLabel] != ManagedByValue || cm.Labels[KindLabel] != turnKindValue {
+	if cm == nil || cm.Labels[record.ManagedByLabel] != record.ManagedByValue || cm.Labels[record.KindLabel] != turnKindValue {
 		return turn{}, false
 	}
 	t := turn{holder: cm.Data[turnHolderKey], record: cm.Data[turnRecordKey]}
@@ -97,12 +77,12 @@ func readTurn(cm *corev1.ConfigMap) (turn, bool) {
 // turnChange returns the turn to publish after rec replaces the version
 // was of a lock (was is nil for a new lock): the annotation to write with
 // rec ("" removes it) and whether the turn object must be written.
-func turnChange(was *corev1.ConfigMap, rec *Record) (annotation string, publish bool) {
+func turnChange(was *corev1.ConfigMap, rec *record.Record) (annotation string, publish bool) {
 	prev := ""
 	if was != nil {
 		prev = was.Annotations[turnAnnotation]
 	}
-	if len(rec.Waiters) <= headWatchers {
+	if len(rec.Waiters) <= record.HeadWatchers {
 		// Everyone watches the record; a last publication tells those who
 		// watched the turn.
 		return "", prev != ""
@@ -118,7 +98,7 @@ func turnChange(was *corev1.ConfigMap, rec *Record) (annotation string, publish 
 // record within a waiter TTL all the same.
 func (c *Client) publishTurn(ctx context.Context, target string, t turn, lock *corev1.ConfigMap) {
 	cms := c.cms.ConfigMaps(c.namespace)
-	name := TurnName(target)
+	name := record.TurnName(target)
 	var err error
 attempts:
 	for range turnAttempts {
@@ -155,9 +135,9 @@ func (t turn) encode(cm *corev1.ConfigMap, target string, lock *corev1.ConfigMap
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
-	cm.Labels[ManagedByLabel] = ManagedByValue
-	cm.Labels[KindLabel] = turnKindValue
-	cm.Labels[TargetLabel] = targetLabelValue(target)
+	cm.Labels[record.ManagedByLabel] = record.ManagedByValue
+	cm.Labels[record.KindLabel] = turnKindValue
+	cm.Labels[record.TargetLabel] = record.TargetLabelValue(target)
 	cm.Data = map[string]string{
 		turnHolderKey: t.holder,
 		turnHeadKey:   strings.Join(t.head, ","),
@@ -171,7 +151,7 @@ func (t turn) encode(cm *corev1.ConfigMap, target string, lock *corev1.ConfigMap
 // dropTurn deletes the turn object of target's lock, once the lock is
 // gone; best effort, like every publication.
 func (c *Client) dropTurn(ctx context.Context, target string) {
-	err := c.cms.ConfigMaps(c.namespace).Delete(ctx, TurnName(target), metav1.DeleteOptions{})
+	err := c.cms.ConfigMaps(c.namespace).Delete(ctx, record.TurnName(target), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.log.Debug("could not delete the turn object", "lock", c.Describe(target), "err", err)
 	}

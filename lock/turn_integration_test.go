@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
-
-	"github.com/lockctl/lockctl/internal/testing/testenv"
 )
 
 // queueTurns queues one waiter for each client of cs on target, held by
@@ -34,7 +34,7 @@ func queueTurns(ctx context.Context, t *testing.T, holder *Client, h *Held, cs [
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := Request{Target: target, Identity: Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Policy: PolicyFIFO, TTL: time.Minute}
+			req := Request{Target: target, Identity: record.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: "1"}, Policy: record.PolicyFIFO, TTL: time.Minute}
 			got, err := c.Acquire(ctx, req)
 			if !assert.NoError(t, err, "%s acquires", repo) {
 				return
@@ -87,16 +87,16 @@ func TestIntegrationLongQueueTakesTurns(t *testing.T) {
 	defer cancel()
 	client := func() *Client { return New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, Options{}) }
 	holder := client()
-	h, err := holder.Acquire(ctx, Request{Target: "staging", Identity: Identity{Owner: "acme", Repo: "first", Branch: "main", Build: "1"}, Policy: PolicyFIFO, TTL: time.Minute})
+	h, err := holder.Acquire(ctx, Request{Target: "staging", Identity: record.Identity{Owner: "acme", Repo: "first", Branch: "main", Build: "1"}, Policy: record.PolicyFIFO, TTL: time.Minute})
 	require.NoError(t, err)
 
-	const n = headWatchers + 5
+	const n = record.HeadWatchers + 5
 	cs := make([]*Client, n)
 	for i := range cs {
 		cs[i] = client()
 	}
 	order := queueTurns(ctx, t, holder, h, cs, "staging", func() {
-		turnCM, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, TurnName("staging"), metav1.GetOptions{})
+		turnCM, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, record.TurnName("staging"), metav1.GetOptions{})
 		require.NoError(t, err, "the turn object is published")
 		tu, ok := readTurn(turnCM)
 		require.True(t, ok)
@@ -113,10 +113,10 @@ func TestIntegrationLongQueueTakesTurns(t *testing.T) {
 	cm, err := holder.get(ctx, "staging")
 	require.NoError(t, err)
 	assert.NotContains(t, cm.Annotations, turnAnnotation, "a short queue has no turn")
-	turnCM, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, TurnName("staging"), metav1.GetOptions{})
+	turnCM, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, record.TurnName("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
 	tu, _ := readTurn(turnCM)
-	assert.Len(t, tu.head, headWatchers, "the last publication named everyone left, at the head")
+	assert.Len(t, tu.head, record.HeadWatchers, "the last publication named everyone left, at the head")
 }
 
 // TestIntegrationTurnlessWritersServeTheWaitersBehind: writers from before
@@ -135,14 +135,14 @@ func TestIntegrationTurnlessWritersServeTheWaitersBehind(t *testing.T) {
 		return c
 	}
 	holder := older()
-	h, err := holder.Acquire(ctx, Request{Target: "staging", Identity: Identity{Owner: "acme", Repo: "first", Branch: "main", Build: "1"}, Policy: PolicyFIFO, TTL: time.Minute})
+	h, err := holder.Acquire(ctx, Request{Target: "staging", Identity: record.Identity{Owner: "acme", Repo: "first", Branch: "main", Build: "1"}, Policy: record.PolicyFIFO, TTL: time.Minute})
 	require.NoError(t, err)
 
-	cs := make([]*Client, headWatchers+2)
-	for i := range headWatchers {
+	cs := make([]*Client, record.HeadWatchers+2)
+	for i := range record.HeadWatchers {
 		cs[i] = older()
 	}
-	for i := headWatchers; i < len(cs); i++ {
+	for i := record.HeadWatchers; i < len(cs); i++ {
 		// Today's lockctl, behind the head; a short waiter TTL so the
 		// quiet turn is read past in seconds.
 		cs[i] = New(env.Kube.CoreV1(), env.Kube.CoreV1(), ns, clock.RealClock{}, Options{WaiterTTL: 3 * time.Second})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -14,7 +15,7 @@ import (
 // APIVersion and Kind of the LockView objects printed by `lockctl status -o`.
 const (
 	APIVersion = "lockctl.dev/v1alpha1"
-	KindLock   = "Lock"
+	kindLock   = "Lock"
 )
 
 // LockView is a lock as people see it: a Kubernetes-style object whose spec is
@@ -30,9 +31,9 @@ type LockView struct {
 type LockViewSpec struct {
 	// Context is the kubeconfig context of the lock's cluster when it was
 	// read as one of several (lockctl status --contexts); "" otherwise.
-	Context string `json:"context,omitempty"`
-	Target  string `json:"target"`
-	Policy  Policy `json:"policy,omitempty"`
+	Context string        `json:"context,omitempty"`
+	Target  string        `json:"target"`
+	Policy  record.Policy `json:"policy,omitempty"`
 }
 
 // LockState sums up a lock for scripts: held, stale, free or invalid.
@@ -55,9 +56,9 @@ const (
 // LockViewStatus is the holder, the queue and the holder's liveness.
 type LockViewStatus struct {
 	// State is held, stale, free or invalid.
-	State   LockState `json:"state"`
-	Holder  *Claim    `json:"holder,omitempty"`
-	Waiters []Claim   `json:"waiters,omitempty"`
+	State   LockState      `json:"state"`
+	Holder  *record.Claim  `json:"holder,omitempty"`
+	Waiters []record.Claim `json:"waiters,omitempty"`
 	// Token is the holder's fencing token (see Held.Token); empty for a
 	// free lock and for records written before tokens existed.
 	Token string `json:"token,omitempty"`
@@ -68,11 +69,11 @@ type LockViewStatus struct {
 	Liveness string `json:"liveness,omitempty"`
 	// Freeze is set while the lock is frozen: it changes hands only to
 	// contenders that ignore the freeze.
-	Freeze *Freeze `json:"freeze,omitempty"`
+	Freeze *record.Freeze `json:"freeze,omitempty"`
 	// Invalid is set when the stored record cannot be read.
 	Invalid string `json:"invalid,omitempty"`
 	// EstimatedWait is how long a contender that joined the queue now
-	// would wait for its turn, as estimateWait renders it ("about 11
+	// would wait for its turn, as EstimateWait renders it ("about 11
 	// min", "8-15 min"); empty when the history says nothing. Each waiter
 	// has its own (Claim.EstimatedWait).
 	EstimatedWait string `json:"estimatedWait,omitempty"`
@@ -92,10 +93,10 @@ func (c *Client) Get(ctx context.Context, target string) (*LockView, error) {
 	if err != nil || cm == nil {
 		return nil, err
 	}
-	if !isLock(cm) {
-		return nil, &NotALockError{Namespace: cm.Namespace, Name: cm.Name}
+	if !record.IsLock(cm) {
+		return nil, &record.NotALockError{Namespace: cm.Namespace, Name: cm.Name}
 	}
-	if isFree(cm) {
+	if record.IsFree(cm) {
 		return nil, nil
 	}
 	l := c.view(ctx, cm)
@@ -106,11 +107,11 @@ func (c *Client) Get(ctx context.Context, target string) (*LockView, error) {
 // would be, in state free.
 func (c *Client) FreeLockView(target string) LockView {
 	return LockView{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
-		ObjectMeta: metav1.ObjectMeta{Name: Name(target), Namespace: c.namespace},
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLock},
+		ObjectMeta: metav1.ObjectMeta{Name: record.Name(target), Namespace: c.namespace},
 		Spec:       LockViewSpec{Context: c.opts.Context, Target: target},
 		Status: LockViewStatus{State: StateFree, Liveness: "free",
-			Freeze: effectiveFreeze(nil, c.freezeWindows(), target, c.clk.Now())},
+			Freeze: record.EffectiveFreeze(nil, c.freezeWindows(), target, c.clk.Now())},
 	}
 }
 
@@ -124,7 +125,7 @@ const listPageSize = 500
 // namespace. The first read of a Client in one namespace loads its freeze
 // windows beside it, as Get does.
 func (c *Client) List(ctx context.Context) ([]LockView, error) {
-	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
+	sel := labels.SelectorFromSet(labels.Set{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue}).String()
 	var out []LockView
 	opts := metav1.ListOptions{LabelSelector: sel, Limit: listPageSize}
 	for {
@@ -146,7 +147,7 @@ func (c *Client) List(ctx context.Context) ([]LockView, error) {
 			out = make([]LockView, 0, len(list.Items)+int(ptrValue(list.RemainingItemCount)))
 		}
 		for i := range list.Items {
-			if !isFree(&list.Items[i]) {
+			if !record.IsFree(&list.Items[i]) {
 				out = append(out, c.view(ctx, &list.Items[i]))
 			}
 		}
@@ -185,41 +186,41 @@ func (c *Client) view(ctx context.Context, cm *corev1.ConfigMap) LockView {
 }
 
 // estimate sets the wait estimates of l's waiters, and of a contender
-// that would join now, from rec's history (estimateWait).
-func (c *Client) estimate(l *LockView, rec *Record) {
-	in := EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.clk.Now()}
+// that would join now, from rec's history (EstimateWait).
+func (c *Client) estimate(l *LockView, rec *record.Record) {
+	in := record.EstimateInput{Target: rec.Target, History: rec.History, Freeze: rec.Freeze, Windows: c.freezeWindows(), Now: c.clk.Now()}
 	if h := l.Status.Holder; h != nil && l.Status.Alive {
 		since := h.Since.Time
 		in.HolderSince = &since
 	}
 	for i := range l.Status.Waiters {
 		in.Ahead = i
-		e := estimateWait(in)
+		e := record.EstimateWait(in)
 		l.Status.Waiters[i].EstimatedWait, l.Status.Waiters[i].Basis = e.String(), e.Basis()
 	}
 	in.Ahead = len(l.Status.Waiters)
 	if l.Status.Holder == nil && in.Ahead == 0 && !rec.Freeze.ActiveAt(in.Now) && l.Status.Freeze == nil {
 		return // free: no wait at all
 	}
-	e := estimateWait(in)
+	e := record.EstimateWait(in)
 	l.Status.EstimatedWait, l.Status.Basis = e.String(), e.Basis()
 }
 
 // viewRecord is view without the state, and the record it read (nil when
 // it cannot be read).
-func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView, *Record) {
+func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView, *record.Record) {
 	l := LockView{
-		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
+		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLock},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID,
 			ResourceVersion: cm.ResourceVersion, CreationTimestamp: cm.CreationTimestamp,
 		},
 		Spec: LockViewSpec{Context: c.opts.Context},
 	}
-	rec, err := Decode(cm)
+	rec, err := record.Decode(cm)
 	if err != nil {
 		l.Status.Invalid = err.Error()
-		l.Spec.Target = cm.Labels[TargetLabel]
+		l.Spec.Target = cm.Labels[record.TargetLabel]
 		return l, nil
 	}
 	l.Spec.Target, l.Spec.Policy = rec.Target, rec.Policy
@@ -243,10 +244,10 @@ func (c *Client) viewRecord(ctx context.Context, cm *corev1.ConfigMap) (LockView
 	}
 	ws := c.freezeWindows()
 	if ws != nil {
-		rec.dropLapsedWindow(ws, now)
+		rec.DropLapsedWindow(ws, now)
 	}
-	l.Status.Freeze = effectiveFreeze(rec.Freeze, ws, rec.Target, now)
-	if rec.unheld() {
+	l.Status.Freeze = record.EffectiveFreeze(rec.Freeze, ws, rec.Target, now)
+	if rec.Unheld() {
 		l.Status.Holder, l.Status.Token = nil, ""
 		l.Status.Liveness = "free"
 		return l, rec

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -15,9 +16,9 @@ func TestGetView(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	micro := func(d time.Duration) *metav1.MicroTime { m := metav1.NewMicroTime(now.Add(d)); return &m }
-	holder := func(mod func(*Claim)) *Record {
-		rec := &Record{Target: "staging", Policy: PolicyNewest, Holder: Claim{
-			Identity: Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"},
+	holder := func(mod func(*record.Claim)) *record.Record {
+		rec := &record.Record{Target: "staging", Policy: record.PolicyNewest, Holder: record.Claim{
+			Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"},
 			ClaimID:  "s", Since: *micro(-time.Minute), Expires: micro(time.Hour),
 		}}
 		mod(&rec.Holder)
@@ -32,30 +33,30 @@ func TestGetView(t *testing.T) {
 	}{
 		{
 			name:      "token recorded",
-			objs:      []runtime.Object{lockObject(t, holder(func(c *Claim) { c.Token = "7" }))},
+			objs:      []runtime.Object{lockObject(t, holder(func(c *record.Claim) { c.Token = "7" }))},
 			wantState: StateHeld, wantToken: "7", wantAlive: true,
 		},
 		{
 			name:      "token pending is the object's version",
-			objs:      []runtime.Object{lockObject(t, holder(func(c *Claim) { c.TokenPending = true }))},
+			objs:      []runtime.Object{lockObject(t, holder(func(c *record.Claim) { c.TokenPending = true }))},
 			wantState: StateHeld, wantToken: "10", wantAlive: true,
 		},
 		{
 			name:      "expired",
-			objs:      []runtime.Object{lockObject(t, holder(func(c *Claim) { c.Token, c.Expires = "7", micro(-time.Second) }))},
+			objs:      []runtime.Object{lockObject(t, holder(func(c *record.Claim) { c.Token, c.Expires = "7", micro(-time.Second) }))},
 			wantState: StateStale, wantToken: "7",
 		},
 		{
 			name: "pod gone",
-			objs: []runtime.Object{lockObject(t, holder(func(c *Claim) {
-				c.Token, c.Expires, c.Pod = "7", nil, &PodRef{Namespace: "ci", Name: "build-7"}
+			objs: []runtime.Object{lockObject(t, holder(func(c *record.Claim) {
+				c.Token, c.Expires, c.Pod = "7", nil, &record.PodRef{Namespace: "ci", Name: "build-7"}
 			}))},
 			wantState: StateStale, wantToken: "7",
 		},
 		{
 			name: "pod running",
-			objs: []runtime.Object{lockObject(t, holder(func(c *Claim) {
-				c.Token, c.Expires, c.Pod = "7", nil, &PodRef{Namespace: "ci", Name: "build-7"}
+			objs: []runtime.Object{lockObject(t, holder(func(c *record.Claim) {
+				c.Token, c.Expires, c.Pod = "7", nil, &record.PodRef{Namespace: "ci", Name: "build-7"}
 			})), pod("build-7", corev1.PodRunning)},
 			wantState: StateHeld, wantToken: "7", wantAlive: true,
 		},
@@ -79,8 +80,8 @@ func TestFree(t *testing.T) {
 	c, _ := newTestClient(t, time.Now(), onlyVerbs(t))
 	l := c.FreeLockView("staging")
 	assert.Equal(t, LockView{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
-		ObjectMeta: metav1.ObjectMeta{Name: Name("staging"), Namespace: lockNS},
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLock},
+		ObjectMeta: metav1.ObjectMeta{Name: record.Name("staging"), Namespace: lockNS},
 		Spec:       LockViewSpec{Target: "staging"},
 		Status:     LockViewStatus{State: StateFree, Liveness: "free"},
 	}, l)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +32,7 @@ const leaveTimeout = 10 * time.Second
 type waiter struct {
 	c   *Client
 	req Request
-	me  Claim
+	me  record.Claim
 
 	// lockEvents watches the lock; turnEvents, instead, the lock's turn
 	// object while the waiter is deep in the queue (see turn.go). One of
@@ -39,7 +40,7 @@ type waiter struct {
 	lockEvents watch.Interface
 	turnEvents watch.Interface
 	podEvents  watch.Interface
-	podRef     *PodRef
+	podRef     *record.PodRef
 	// pod is the holder's pod as its watch last brought it.
 	pod *corev1.Pod
 
@@ -70,9 +71,9 @@ type waitState struct {
 	// read again at once, and API errors are waited out.
 	joined bool
 	// holder is the holder last seen, for the error when the wait ends.
-	holder Claim
+	holder record.Claim
 	// freeze is the freeze the last decision met, for the timeout error.
-	freeze *Freeze
+	freeze *record.Freeze
 	// last is the Progress reported last.
 	last *Progress
 	// lost counts the writes lost to other contenders before joining the
@@ -104,7 +105,7 @@ func (s *waitState) reading(now time.Time) bool {
 func (s *waitState) read(cm *corev1.ConfigMap) { s.cm, s.refresh = cm, false }
 
 // saw takes holder as the holder last seen.
-func (s *waitState) saw(holder Claim) { s.holder = holder }
+func (s *waitState) saw(holder record.Claim) { s.holder = holder }
 
 // reread marks the version at hand as not to be decided on: a decision or
 // read failed, or a waiter that does not watch the lock must see its
@@ -113,10 +114,10 @@ func (s *waitState) reread() { s.refresh = true }
 
 // decided takes what a decision that was written saw: the holder (when
 // there is a lock) and the freeze; the pause after API errors starts over.
-func (s *waitState) decided(rec *Record, freeze *Freeze) {
+func (s *waitState) decided(rec *record.Record, freeze *record.Freeze) {
 	s.delay = 0
 	if rec != nil {
-		s.holder = rec.holderOrNone()
+		s.holder = rec.HolderOrNone()
 	}
 	s.freeze = freeze
 }
@@ -174,7 +175,7 @@ func (s *waitState) event(typ watch.EventType, cm *corev1.ConfigMap) {
 	s.cm = cm
 }
 
-func newWaiter(c *Client, req Request, me Claim) *waiter {
+func newWaiter(c *Client, req Request, me record.Claim) *waiter {
 	return &waiter{c: c, req: req, me: me, denied: make(chan error, 1)}
 }
 
@@ -280,7 +281,7 @@ func (w *waiter) turn(ctx context.Context) (*Held, error) {
 	}
 	w.st.queued(res.cm)
 	w.st.reported(w.report(res, w.st.last))
-	deep := res.decision.Position > headWatchers
+	deep := res.decision.Position > record.HeadWatchers
 	w.watchFrom(deep)
 	if deep {
 		// The head waiters take over from a stale holder: no need to
@@ -290,7 +291,7 @@ func (w *waiter) turn(ctx context.Context) (*Held, error) {
 		w.followHolderPod(res.rec.Holder.Pod)
 	}
 	if err := w.next(ctx, res.decision.NextCheck); err != nil {
-		holder := Claim{}
+		holder := record.Claim{}
 		if res.rec != nil {
 			holder = res.rec.Holder
 		}
@@ -381,7 +382,7 @@ func (w *waiter) backOff(ctx context.Context, lost int, round time.Duration) (bo
 			// NOTE: decoded through the client, which keeps the version for
 			// the decision that follows.
 			if cm := w.st.cm; cm != nil {
-				if rec, err := w.c.decode(cm, w.req.Target); err == nil && idle(rec) {
+				if rec, err := w.c.decode(cm, w.req.Target); err == nil && record.Idle(rec) {
 					return true, nil
 				}
 			}
@@ -462,13 +463,13 @@ func (w *waiter) watchFrom(deep bool) {
 			w.lockEvents.Stop()
 			w.lockEvents = nil
 		}
-		w.turnEvents = w.watchOne(cms, watchCMs, TurnName(w.req.Target), &corev1.ConfigMap{})
+		w.turnEvents = w.watchOne(cms, watchCMs, record.TurnName(w.req.Target), &corev1.ConfigMap{})
 	case !deep && w.lockEvents == nil:
 		if w.turnEvents != nil {
 			w.turnEvents.Stop()
 			w.turnEvents = nil
 		}
-		w.lockEvents = w.watchOne(cms, watchCMs, Name(w.req.Target), &corev1.ConfigMap{})
+		w.lockEvents = w.watchOne(cms, watchCMs, record.Name(w.req.Target), &corev1.ConfigMap{})
 	}
 }
 
@@ -595,7 +596,7 @@ func (w *waiter) firstLockEvent(ctx context.Context, renew, quiet <-chan time.Ti
 // read are gone, and the progress says so.
 func (w *waiter) onTurnEvent(ev watch.Event) bool {
 	cm, ok := ev.Object.(*corev1.ConfigMap)
-	if !ok || cm.Name != TurnName(w.req.Target) {
+	if !ok || cm.Name != record.TurnName(w.req.Target) {
 		return false
 	}
 	t, ok := readTurn(cm)
@@ -609,11 +610,11 @@ func (w *waiter) onTurnEvent(ev watch.Event) bool {
 	if p == nil {
 		return false
 	}
-	if p.Position <= headWatchers {
+	if p.Position <= record.HeadWatchers {
 		return true
 	}
-	if w.req.OnProgress != nil && !sameProgress(w.st.last, p) {
-		w.req.OnProgress(*p)
+	if w.req.Callbacks.OnProgress != nil && !sameProgress(w.st.last, p) {
+		w.req.Callbacks.OnProgress(*p)
 	}
 	w.st.reported(p)
 	return false
@@ -627,12 +628,12 @@ func moved(last *Progress, t turn, now time.Time) *Progress {
 	if last == nil || len(t.head) == 0 {
 		return nil
 	}
-	i := slices.IndexFunc(last.Ahead, func(c Claim) bool { return c.ClaimID == t.head[0] })
+	i := slices.IndexFunc(last.Ahead, func(c record.Claim) bool { return c.ClaimID == t.head[0] })
 	if i <= 0 {
 		return nil
 	}
 	p := *last
-	if h := slices.IndexFunc(last.Ahead[:i], func(c Claim) bool { return c.ClaimID == t.holder }); h >= 0 {
+	if h := slices.IndexFunc(last.Ahead[:i], func(c record.Claim) bool { return c.ClaimID == t.holder }); h >= 0 {
 		p.Holder, p.HolderAlive = last.Ahead[h], true
 	}
 	p.Ahead = last.Ahead[i:]
@@ -650,7 +651,7 @@ func moved(last *Progress, t turn, now time.Time) *Progress {
 
 func (w *waiter) onLockEvent(ev watch.Event) {
 	cm, ok := ev.Object.(*corev1.ConfigMap)
-	if !ok || cm.Name != Name(w.req.Target) {
+	if !ok || cm.Name != record.Name(w.req.Target) {
 		return
 	}
 	w.st.event(ev.Type, cm)
@@ -670,7 +671,7 @@ func (w *waiter) onPodEvent(ev watch.Event) {
 
 // followHolderPod (re)starts the watch of the holder's pod when the holder
 // changes.
-func (w *waiter) followHolderPod(ref *PodRef) {
+func (w *waiter) followHolderPod(ref *record.PodRef) {
 	if ref != nil && w.podRef != nil && *ref == *w.podRef {
 		return
 	}
@@ -711,7 +712,7 @@ func (w *waiter) giveUp(err error) error {
 	return err
 }
 
-func (w *waiter) waitError(ctx context.Context, err error, holder Claim) error {
+func (w *waiter) waitError(ctx context.Context, err error, holder record.Claim) error {
 	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &TimeoutError{Target: w.req.Target, Holder: holder, Waited: w.c.clk.Since(w.st.started), Freeze: w.st.freeze}
 	}
@@ -753,10 +754,10 @@ func (w *waiter) watchOne(list cache.ListWithContextFunc, wat cache.WatchFuncWit
 // last, and returns what was reported last.
 func (w *waiter) report(res *stepResult, last *Progress) *Progress {
 	p := res.progress(w.c, w.req.Target, w.st.started)
-	if p == nil || w.req.OnProgress == nil || sameProgress(last, p) {
+	if p == nil || w.req.Callbacks.OnProgress == nil || sameProgress(last, p) {
 		return last
 	}
-	w.req.OnProgress(*p)
+	w.req.Callbacks.OnProgress(*p)
 	return p
 }
 
@@ -765,7 +766,7 @@ func sameProgress(a, b *Progress) bool {
 		return a == b
 	}
 	return a.Holder.ClaimID == b.Holder.ClaimID && a.HolderAlive == b.HolderAlive &&
-		a.Position == b.Position && len(a.Ahead) == len(b.Ahead) && a.Freeze.same(b.Freeze)
+		a.Position == b.Position && len(a.Ahead) == len(b.Ahead) && a.Freeze.Same(b.Freeze)
 }
 
 // saw notes the holder of a version of the lock the waiter read, so that a
@@ -776,6 +777,6 @@ func (w *waiter) saw(cm *corev1.ConfigMap) {
 		return
 	}
 	if rec, err := w.c.decode(cm, w.req.Target); err == nil {
-		w.st.saw(rec.holderOrNone())
+		w.st.saw(rec.HolderOrNone())
 	}
 }

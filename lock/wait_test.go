@@ -5,18 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/utils/clock"
 	"net"
 	"net/url"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -39,7 +40,7 @@ func TestWaiterMayRetry(t *testing.T) {
 		{name: "429", err: apierrors.NewTooManyRequests("busy", 1), joined: true, want: true},
 		{name: "forbidden", err: apierrors.NewForbidden(cms, "lockctl-lock-x", errors.New("rbac")), joined: true, want: false},
 		{name: "invalid", err: apierrors.NewBadRequest("no"), joined: true, want: false},
-		{name: "invalid lock", err: &InvalidError{Field: "holder", Reason: "x"}, joined: true, want: false},
+		{name: "invalid lock", err: &record.InvalidError{Field: "holder", Reason: "x"}, joined: true, want: false},
 		{name: "superseded", err: &SupersededError{}, joined: true, want: false},
 	}
 	for _, tt := range tests {
@@ -149,7 +150,7 @@ func TestWaiterBackOff(t *testing.T) {
 			c.clk = clk
 			events := watch.NewFakeWithChanSize(3, false)
 			w := &waiter{c: c, req: Request{Target: "staging"}, lockEvents: events}
-			events.Add(lockObject(t, record(held(claim("h", "api", "main", "7"), t0))))
+			events.Add(lockObject(t, recordOf(held(claim("h", "api", "main", "7"), t0))))
 			events.Modify(lockObject(t, freeRecord(queued(claim("w", "db", "main", "1"), t0))))
 			events.Action(tt.ev(t).Type, tt.ev(t).Object)
 			woken, err := w.backOff(t.Context(), 1, time.Second)
@@ -157,7 +158,7 @@ func TestWaiterBackOff(t *testing.T) {
 			assert.True(t, woken, "the pause ended without the clock moving")
 			if tt.name == "freed" {
 				require.NotNil(t, w.st.cm)
-				assert.True(t, isFree(w.st.cm), "the free version is the one to write on")
+				assert.True(t, record.IsFree(w.st.cm), "the free version is the one to write on")
 			}
 		})
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/lockctl/lockctl/kube"
 )
 
 // WatchOptions say which locks Watch follows and what the caller has
@@ -43,7 +43,7 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(LockView)
 // WatchHistory calls fn with the history of target's lock (as History
 // reads it) each time the lock changes, until ctx ends or fn returns an
 // error, as Watch does. A deleted lock has an empty history.
-func (c *Client) WatchHistory(ctx context.Context, target string, fn func(*History) error) error {
+func (c *Client) WatchHistory(ctx context.Context, target string, fn func(*record.History) error) error {
 	return c.watchLocks(ctx, WatchOptions{Target: target}, func(ev watch.EventType, cm *corev1.ConfigMap) error {
 		h := c.newHistory(target)
 		if ev != watch.Deleted {
@@ -51,7 +51,7 @@ func (c *Client) WatchHistory(ctx context.Context, target string, fn func(*Histo
 			if err != nil {
 				return err
 			}
-			h.fill(rec)
+			h.Fill(rec)
 		}
 		return fn(h)
 	})
@@ -60,10 +60,10 @@ func (c *Client) WatchHistory(ctx context.Context, target string, fn func(*Histo
 // watchLocks calls fn with every change to the locks opts selects after
 // those shown.
 func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watch.EventType, *corev1.ConfigMap) error) error {
-	sel := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, KindLabel: KindValue}).String()
+	sel := labels.SelectorFromSet(labels.Set{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue}).String()
 	var fieldSel string
 	if opts.Target != "" {
-		fieldSel = fields.OneTermEqualSelector("metadata.name", Name(opts.Target)).String()
+		fieldSel = fields.OneTermEqualSelector("metadata.name", record.Name(opts.Target)).String()
 	}
 	seen := make(map[string]string, len(opts.Shown))
 	for k, v := range opts.Shown {
@@ -79,7 +79,7 @@ func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watc
 		What:        fmt.Sprintf("locks in namespace %q", c.namespace),
 	}
 	return kube.WatchConfigMaps(ctx, c.cms.ConfigMaps(c.namespace), w, func(t watch.EventType, cm *corev1.ConfigMap) error {
-		if !isLock(cm) {
+		if !record.IsLock(cm) {
 			return nil
 		}
 		key := cm.Namespace + "/" + cm.Name
@@ -93,12 +93,12 @@ func (c *Client) watchLocks(ctx context.Context, opts WatchOptions, fn func(watc
 
 // freeView is the view of the lock cm was once: deleted, so free.
 func (c *Client) freeView(cm *corev1.ConfigMap) LockView {
-	target := cm.Labels[TargetLabel]
-	if rec, err := Decode(cm); err == nil {
+	target := cm.Labels[record.TargetLabel]
+	if rec, err := record.Decode(cm); err == nil {
 		target = rec.Target
 	}
 	return LockView{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindLock},
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: kindLock},
 		ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID},
 		Spec:       LockViewSpec{Context: c.opts.Context, Target: target},
 		Status:     LockViewStatus{State: StateFree, Liveness: "free"},

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,15 +39,15 @@ func TestCheckFreezeWindowSchedule(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			w := FreezeWindow{Name: "w", Schedule: tt.schedule, Duration: metav1.Duration{Duration: tt.duration}, Reason: "r"}
-			err := CheckFreezeWindowSchedule(w, now)
+			w := record.FreezeWindow{Name: "w", Schedule: tt.schedule, Duration: metav1.Duration{Duration: tt.duration}, Reason: "r"}
+			err := record.CheckFreezeWindowSchedule(w, now)
 			if tt.wantErr == "" {
 				assert.NoError(t, err, "%s for %s", tt.schedule, tt.duration)
 				return
 			}
 			require.Error(t, err, "%s for %s", tt.schedule, tt.duration)
 			assert.Contains(t, err.Error(), tt.wantErr)
-			var we *WindowEntryError
+			var we *record.WindowEntryError
 			require.ErrorAs(t, err, &we)
 			assert.Equal(t, "schedule", we.Field)
 		})
@@ -64,7 +65,7 @@ func TestValidateFreezeWindowTargets(t *testing.T) {
 		{targets: []string{"prod_eu"}, wantErr: `targets "prod_eu": not a namespace name`},
 		{targets: []string{"a.b"}, wantErr: `targets "a.b": not a namespace name`},
 	} {
-		err := ValidateFreezeWindow(FreezeWindow{Name: "w", Schedule: "@daily", Duration: metav1.Duration{Duration: time.Hour}, Reason: "r", Targets: tt.targets})
+		err := ValidateFreezeWindow(record.FreezeWindow{Name: "w", Schedule: "@daily", Duration: metav1.Duration{Duration: time.Hour}, Reason: "r", Targets: tt.targets})
 		if tt.wantErr == "" {
 			assert.NoError(t, err, "%q", tt.targets)
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockctl/lockctl/lock/record"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +18,9 @@ import (
 type WindowEntry struct {
 	// Window is the entry read; for a broken entry, what could be read of
 	// it (its name, when it has one).
-	Window FreezeWindow
+	Window record.FreezeWindow
 	// Err is why the entry cannot be read; nil when it can.
-	Err *WindowEntryError
+	Err *record.WindowEntryError
 }
 
 // ListFreezeWindows returns every entry of the lock namespace's freeze
@@ -37,9 +38,9 @@ func (c *Client) ListFreezeWindows(ctx context.Context) ([]WindowEntry, error) {
 	out := make([]WindowEntry, 0, len(raws))
 	seen := map[string]bool{}
 	for i, raw := range raws {
-		w, werr := parseWindow(i+1, raw)
+		w, werr := record.ParseWindow(i+1, raw)
 		if werr == nil && seen[w.Name] {
-			werr = &WindowEntryError{Index: i + 1, Name: w.Name, Field: "name", Value: fmt.Sprintf("%q", w.Name), Reason: "the name is used twice"}
+			werr = &record.WindowEntryError{Index: i + 1, Name: w.Name, Field: "name", Value: fmt.Sprintf("%q", w.Name), Reason: "the name is used twice"}
 		}
 		if werr == nil {
 			seen[w.Name] = true
@@ -53,7 +54,7 @@ func (c *Client) ListFreezeWindows(ctx context.Context) ([]WindowEntry, error) {
 type windowExistsError struct{ Namespace, Name string }
 
 func (e *windowExistsError) Error() string {
-	return fmt.Sprintf("freeze window %q already exists in configmap %s/%s", e.Name, e.Namespace, FreezeWindowsName)
+	return fmt.Sprintf("freeze window %q already exists in configmap %s/%s", e.Name, e.Namespace, record.FreezeWindowsName)
 }
 
 // windowNotFoundError is returned by RemoveFreezeWindow for a name no
@@ -61,7 +62,7 @@ func (e *windowExistsError) Error() string {
 type windowNotFoundError struct{ Namespace, Name string }
 
 func (e *windowNotFoundError) Error() string {
-	return fmt.Sprintf("no freeze window %q in configmap %s/%s", e.Name, e.Namespace, FreezeWindowsName)
+	return fmt.Sprintf("no freeze window %q in configmap %s/%s", e.Name, e.Namespace, record.FreezeWindowsName)
 }
 
 // AddFreezeWindow adds w to the lock namespace's freeze windows
@@ -70,7 +71,7 @@ func (e *windowNotFoundError) Error() string {
 // already there is a *windowExistsError. The other entries, broken ones
 // too, are kept as they are; the key is written anew, so comments in it
 // are lost.
-func (c *Client) AddFreezeWindow(ctx context.Context, w FreezeWindow) error {
+func (c *Client) AddFreezeWindow(ctx context.Context, w record.FreezeWindow) error {
 	if err := ValidateFreezeWindow(w); err != nil {
 		return err
 	}
@@ -92,15 +93,15 @@ func (c *Client) AddFreezeWindow(ctx context.Context, w FreezeWindow) error {
 // ConfigMap is checked, and that every target is a namespace name, as the
 // commands check the namespaces they lock; the error is a
 // *WindowEntryError naming the field.
-func ValidateFreezeWindow(w FreezeWindow) error {
+func ValidateFreezeWindow(w record.FreezeWindow) error {
 	raw, err := json.Marshal(w)
 	if err != nil {
 		return err
 	}
-	if _, werr := parseWindow(1, raw); werr != nil {
+	if _, werr := record.ParseWindow(1, raw); werr != nil {
 		return werr
 	}
-	if werr := checkWindowTargets(w); werr != nil {
+	if werr := record.CheckWindowTargets(w); werr != nil {
 		return werr
 	}
 	return nil
@@ -135,12 +136,12 @@ func entryName(raw json.RawMessage) string {
 
 // getWindows reads the freeze windows ConfigMap; nil when there is none.
 func (c *Client) getWindows(ctx context.Context) (*corev1.ConfigMap, error) {
-	cm, err := c.cms.ConfigMaps(c.namespace).Get(ctx, FreezeWindowsName, metav1.GetOptions{})
+	cm, err := c.cms.ConfigMaps(c.namespace).Get(ctx, record.FreezeWindowsName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("read freeze windows %s/%s: %w", c.namespace, FreezeWindowsName, err)
+		return nil, fmt.Errorf("read freeze windows %s/%s: %w", c.namespace, record.FreezeWindowsName, err)
 	}
 	return cm, nil
 }
@@ -148,9 +149,9 @@ func (c *Client) getWindows(ctx context.Context) (*corev1.ConfigMap, error) {
 // windowEntries returns the stored entries of cm; a file that cannot be
 // read at all is a *WindowsError.
 func (c *Client) windowEntries(cm *corev1.ConfigMap) ([]json.RawMessage, error) {
-	var f freezeWindowsFile
-	if err := yaml.UnmarshalStrict([]byte(cm.Data[FreezeWindowsKey]), &f); err != nil {
-		return nil, &WindowsError{Namespace: c.namespace, Err: err}
+	var f record.FreezeWindowsFile
+	if err := yaml.UnmarshalStrict([]byte(cm.Data[record.FreezeWindowsKey]), &f); err != nil {
+		return nil, &record.WindowsError{Namespace: c.namespace, Err: err}
 	}
 	return f.Windows, nil
 }
@@ -161,7 +162,7 @@ func (c *Client) windowEntries(cm *corev1.ConfigMap) ([]json.RawMessage, error) 
 // then it lists the new windows in the summaries of the enforced locks
 // (refreshEnforced).
 func (c *Client) updateWindows(ctx context.Context, op string, edit func([]json.RawMessage) ([]json.RawMessage, error)) error {
-	what := fmt.Sprintf("%s in configmap %s/%s", op, c.namespace, FreezeWindowsName)
+	what := fmt.Sprintf("%s in configmap %s/%s", op, c.namespace, record.FreezeWindowsName)
 	if err := c.editWindows(ctx, what, edit); err != nil {
 		return err
 	}
@@ -176,13 +177,13 @@ func (c *Client) refreshEnforced(ctx context.Context) error {
 	if err := c.LoadFreezeWindows(ctx); err != nil {
 		return err
 	}
-	list, err := c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedByValue + "," + KindLabel + "=" + KindValue})
+	list, err := c.cms.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: record.ManagedByLabel + "=" + record.ManagedByValue + "," + record.KindLabel + "=" + record.KindValue})
 	if err != nil {
 		return fmt.Errorf("list the locks of namespace %q to give the enforced ones the new windows: %w", c.namespace, err)
 	}
 	var failed []string
 	for _, cm := range list.Items {
-		mode := cm.Annotations[EnforcedAnnotation]
+		mode := cm.Annotations[record.EnforcedAnnotation]
 		if mode == "" {
 			continue
 		}
@@ -218,21 +219,21 @@ func (c *Client) editWindows(ctx context.Context, what string, edit func([]json.
 		if err != nil {
 			return err
 		}
-		data, err := yaml.Marshal(freezeWindowsFile{Windows: entries})
+		data, err := yaml.Marshal(record.FreezeWindowsFile{Windows: entries})
 		if err != nil {
 			return err
 		}
 		cms := c.cms.ConfigMaps(c.namespace)
 		if cm == nil {
-			next := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: FreezeWindowsName, Namespace: c.namespace},
-				Data: map[string]string{FreezeWindowsKey: string(data)}}
+			next := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName, Namespace: c.namespace},
+				Data: map[string]string{record.FreezeWindowsKey: string(data)}}
 			_, err = cms.Create(ctx, next, metav1.CreateOptions{})
 		} else {
 			next := cm.DeepCopy()
 			if next.Data == nil {
 				next.Data = map[string]string{}
 			}
-			next.Data[FreezeWindowsKey] = string(data)
+			next.Data[record.FreezeWindowsKey] = string(data)
 			_, err = cms.Update(ctx, next, metav1.UpdateOptions{})
 		}
 		switch {

@@ -106,7 +106,7 @@ func TestIntegrationNotifyOncePerTransitionFromTwoReplicas(t *testing.T) {
 	require.NoError(t, err)
 	res := make(chan error, 1)
 	waiting := make(chan struct{}, 1)
-	api.OnProgress = func(p lock.Progress) {
+	api.Callbacks.OnProgress = func(p lock.Progress) {
 		if p.Position == 1 {
 			select {
 			case waiting <- struct{}{}:

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/kube"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // MarksName is the ConfigMap, in the lock namespace, whose data marks the
@@ -73,8 +74,8 @@ func (m *marks) claim(ctx context.Context, id string) (bool, error) {
 		if cm == nil {
 			_, err = cms.Create(ctx, &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: MarksName, Namespace: m.namespace,
-					Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue},
-					Annotations: map[string]string{lock.PurposeAnnotation: "lockctl: the notifications sent, so that each is sent once by one replica"}},
+					Labels:      map[string]string{record.ManagedByLabel: record.ManagedByValue},
+					Annotations: map[string]string{record.PurposeAnnotation: "lockctl: the notifications sent, so that each is sent once by one replica"}},
 				Data: out,
 			}, metav1.CreateOptions{})
 		} else {

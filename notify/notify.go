@@ -13,13 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/human"
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/kube"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/stats"
 )
 
@@ -71,7 +72,7 @@ type Options struct {
 	FreezeAhead time.Duration
 	// Windows returns the freeze windows of the lock namespace, read again
 	// at each check; nil means no freeze events.
-	Windows func(ctx context.Context) ([]lock.FreezeWindow, error)
+	Windows func(ctx context.Context) ([]record.FreezeWindow, error)
 	// Attempts is how many times a delivery is tried; 0 means
 	// DefaultAttempts. Backoff is the wait after the first failure,
 	// doubled after each; 0 means DefaultBackoff.
@@ -141,7 +142,7 @@ type Notifier struct {
 // lockState is what the Notifier remembers of a lock between versions.
 type lockState struct {
 	target  string
-	rec     *lock.Record
+	rec     *record.Record
 	seen    map[string]bool
 	grants  map[string]bool
 	holder  string
@@ -206,14 +207,14 @@ func (n *Notifier) emit(e Event) {
 	}
 }
 
-func historyKey(e lock.HistoryEntry) string {
+func historyKey(e record.HistoryEntry) string {
 	return fmt.Sprintf("%s|%s|%s|%s", e.Identity, e.Since.UTC().Format(time.RFC3339Nano), e.Until.UTC().Format(time.RFC3339Nano), e.Ended)
 }
 
 // ObserveLock implements stats.Observer: the changes since the lock's last
 // version become events, unless it is seen first in the first list.
 func (n *Notifier) ObserveLock(cm *corev1.ConfigMap, initial bool) {
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	if err != nil || cm.Namespace != n.namespace {
 		return
 	}

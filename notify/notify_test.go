@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +20,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
-	"github.com/lockctl/lockctl/lock"
 )
 
 var t0 = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
@@ -39,14 +40,14 @@ func microPtr(t time.Time) *metav1.MicroTime {
 	return &m
 }
 
-func lockCM(t *testing.T, rec *lock.Record) *corev1.ConfigMap {
+func lockCM(t *testing.T, rec *record.Record) *corev1.ConfigMap {
 	t.Helper()
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: lock.Name(rec.Target), Namespace: "ci",
-		Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue},
-		Annotations: map[string]string{lock.RecordAnnotation: string(raw)},
+		Name: record.Name(rec.Target), Namespace: "ci",
+		Labels:      map[string]string{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue},
+		Annotations: map[string]string{record.RecordAnnotation: string(raw)},
 	}}
 }
 
@@ -68,23 +69,23 @@ func TestNotifierBodiesAndChecks(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	clk := testingclock.NewFakeClock(t0)
-	parsed, err := lock.ParseFreezeWindows([]byte("windows:\n- {name: nightly, schedule: '10 10 * * *', duration: 1h, reason: batch}\n"))
+	parsed, err := record.ParseFreezeWindows([]byte("windows:\n- {name: nightly, schedule: '10 10 * * *', duration: 1h, reason: batch}\n"))
 	require.NoError(t, err)
 	handled := make(chan Outcome, 10)
 	n := New(kubetest.CoreV1(fake.NewClientset().CoreV1()), "ci", Options{
 		URL: srv.URL, Format: FormatSlack, Clock: clk, Replica: "a",
-		Windows: func(context.Context) ([]lock.FreezeWindow, error) { return parsed, nil },
+		Windows: func(context.Context) ([]record.FreezeWindow, error) { return parsed, nil },
 		Handled: func(_ Event, o Outcome) { handled <- o },
 	})
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}
-	rec := &lock.Record{Target: "staging", Policy: lock.PolicyNewest}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}
+	rec := &record.Record{Target: "staging", Policy: record.PolicyNewest}
 	for i := range 3 {
 		start := t0.Add(time.Duration(i-5) * time.Hour)
-		rec.History = append(rec.History, lock.HistoryEntry{Identity: id, Since: metav1.NewMicroTime(start), Until: metav1.NewMicroTime(start.Add(10 * time.Minute)), Ended: lock.EndReleased})
+		rec.History = append(rec.History, record.HistoryEntry{Identity: id, Since: metav1.NewMicroTime(start), Until: metav1.NewMicroTime(start.Add(10 * time.Minute)), Ended: record.EndReleased})
 	}
-	rec.Holder = lock.Claim{Identity: id, ClaimID: "h", Since: metav1.NewMicroTime(t0.Add(-20 * time.Minute)), Queued: microPtr(t0.Add(-22 * time.Minute)), Expires: microPtr(t0.Add(time.Hour))}
-	before := &lock.Record{Target: "staging", Policy: lock.PolicyNewest, History: rec.History[:2],
-		Holder: lock.Claim{Identity: id, ClaimID: "h0", Since: rec.History[2].Since, Expires: microPtr(t0)}}
+	rec.Holder = record.Claim{Identity: id, ClaimID: "h", Since: metav1.NewMicroTime(t0.Add(-20 * time.Minute)), Queued: microPtr(t0.Add(-22 * time.Minute)), Expires: microPtr(t0.Add(time.Hour))}
+	before := &record.Record{Target: "staging", Policy: record.PolicyNewest, History: rec.History[:2],
+		Holder: record.Claim{Identity: id, ClaimID: "h0", Since: rec.History[2].Since, Expires: microPtr(t0)}}
 	n.ObserveLock(lockCM(t, before), true)
 	n.ObserveLock(lockCM(t, rec), false)
 
@@ -110,7 +111,7 @@ func TestNotifierBodiesAndChecks(t *testing.T) {
 	mu.Lock()
 	status = http.StatusBadRequest
 	mu.Unlock()
-	rec.BreakGlass = []lock.GrantEntry{{User: "carol", At: metav1.NewMicroTime(t0), Until: metav1.NewMicroTime(t0.Add(time.Minute))}}
+	rec.BreakGlass = []record.GrantEntry{{User: "carol", At: metav1.NewMicroTime(t0), Until: metav1.NewMicroTime(t0.Add(time.Minute))}}
 	n.ObserveLock(lockCM(t, rec), false)
 	assert.Equal(t, Failed, <-handled)
 	mu.Lock()

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -82,7 +84,7 @@ func (c *fleetCase) waiting(name, target, repo string) bool {
 	if err != nil || l == nil {
 		return false
 	}
-	return slices.ContainsFunc(l.Status.Waiters, func(w lock.Claim) bool { return w.Repo == repo })
+	return slices.ContainsFunc(l.Status.Waiters, func(w record.Claim) bool { return w.Repo == repo })
 }
 
 // assertNoneHeld checks that nobody holds target in any cluster: no hold

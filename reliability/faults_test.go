@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/utils/clock"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -15,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/lock/record"
+	"k8s.io/utils/clock"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,7 +152,7 @@ func TestIntegrationInjectedFaults(t *testing.T) {
 		messages[firstLine(msg)]++
 		mu.Unlock()
 		assert.NotEmpty(t, msg)
-		assert.True(t, strings.Contains(msg, lock.Name(target)) || strings.Contains(msg, `"`+target+`"`),
+		assert.True(t, strings.Contains(msg, record.Name(target)) || strings.Contains(msg, `"`+target+`"`),
 			"the error names the lock: %q", msg)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(rounds(2, 6))*time.Minute)
@@ -169,7 +171,7 @@ func TestIntegrationInjectedFaults(t *testing.T) {
 				var err error
 				for try := 0; try < 3; try++ {
 					actx, acancel := context.WithTimeout(ctx, 30*time.Second)
-					_, err = l.Acquire(actx, lock.Request{Target: target, Identity: id, TTL: ttl, Policy: lock.PolicyFIFO})
+					_, err = l.Acquire(actx, lock.Request{Target: target, Identity: id, TTL: ttl, Policy: record.PolicyFIFO})
 					acancel()
 					if err == nil {
 						break

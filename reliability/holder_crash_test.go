@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -100,7 +102,7 @@ func TestIntegrationHolderPodKilled(t *testing.T) {
 		// holds; kwok's scheduling delay is no part of the take-over.
 		waitRunning(ctx, t, env, ns, pod.Name)
 		_, err = holderClient.Acquire(ctx, lock.Request{
-			Target: target, Identity: clitest.Identity("holder", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name},
+			Target: target, Identity: clitest.Identity("holder", 1), Pod: &record.PodRef{Namespace: ns, Name: pod.Name},
 		})
 		require.NoError(t, err, "round %d: holder", i)
 		done := clitest.AcquireQueued(ctx, t, waiter, lock.Request{Target: target, Identity: clitest.Identity("waiter", 1)})

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -66,7 +68,7 @@ func TestIntegrationLeastPrivilege(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		admin := lockClient(t, env.RESTConfig, ns)
-		_, err = admin.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("web", 1), Pod: &lock.PodRef{Namespace: ns, Name: pod.Name}})
+		_, err = admin.Acquire(t.Context(), lock.Request{Target: "staging", Identity: clitest.Identity("web", 1), Pod: &record.PodRef{Namespace: ns, Name: pod.Name}})
 		require.NoError(t, err)
 
 		full := boundCLI(t, env, ns, role.Rules)
@@ -126,9 +128,9 @@ spec:
 				args = []string{"acquire", "staging", "--owner", "acme", "--repo", "api", "--branch", "main", "--build", "1"}
 			case "delete": // remove a corrupt lock (a released one is kept, free, for its history)
 				_, err := env.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-					Name:        lock.Name("staging"),
-					Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue},
-					Annotations: map[string]string{lock.RecordAnnotation: "{"},
+					Name:        record.Name("staging"),
+					Labels:      map[string]string{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue},
+					Annotations: map[string]string{record.RecordAnnotation: "{"},
 				}}, metav1.CreateOptions{})
 				require.NoError(t, err)
 				args = []string{"release", "staging", "--force"}

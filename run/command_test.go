@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,7 +66,7 @@ func TestCommandNotRenewed(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
 	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 6 * time.Second}, HoldOptions{})
 	require.NoError(t, err)
 	te.cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -118,7 +120,7 @@ func TestCommandStoppedAgain(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
 	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: time.Minute}, HoldOptions{})
 	require.NoError(t, err)
 

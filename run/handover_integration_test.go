@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -35,14 +37,14 @@ func TestIntegrationHandedOverHoldNotConfirmedStops(t *testing.T) {
 	cutOff := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{WaiterTTL: 8 * time.Second})
 
 	queued := make(chan struct{})
-	req := lock.Request{Target: "staging", Identity: ident("api", "2"), TTL: 6 * time.Second, Policy: lock.PolicyFIFO,
-		OnProgress: func(lock.Progress) {
+	req := lock.Request{Target: "staging", Identity: ident("api", "2"), TTL: 6 * time.Second, Policy: record.PolicyFIFO,
+		Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) {
 			select {
 			case <-queued:
 			default:
 				close(queued)
 			}
-		}}
+		}}}
 	type result struct {
 		h   *Hold
 		err error
@@ -61,7 +63,7 @@ func TestIntegrationHandedOverHoldNotConfirmedStops(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 		defer cancel()
-		h, err := plain.Acquire(ctx, lock.Request{Target: "staging", Identity: ident("db", "3"), TTL: time.Minute, Policy: lock.PolicyFIFO})
+		h, err := plain.Acquire(ctx, lock.Request{Target: "staging", Identity: ident("db", "3"), TTL: time.Minute, Policy: record.PolicyFIFO})
 		assert.NoError(t, err)
 		next <- h
 	}()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/lock"
@@ -261,7 +263,7 @@ func localClock(c clock.WithTicker) clock.Clock {
 // ClockMargin before that expiry, or earlier; a hand-over not yet
 // confirmed stands on the waiter's expiry, and so its deadline falls that
 // much before the waiter's expiry.
-func (h *Hold) stampedAt(locks *lock.Client, holder lock.Claim) (time.Time, bool) {
+func (h *Hold) stampedAt(locks *lock.Client, holder record.Claim) (time.Time, bool) {
 	now := h.local.Now()
 	exp := holder.Expires
 	if holder.Pod != nil || exp == nil {
@@ -388,7 +390,7 @@ func (h *Hold) renew(ctx context.Context, locks *lock.Client, l *lock.Held, rene
 		err := locks.Renew(actx, l, h.ttl)
 		cancel()
 		switch {
-		case errors.Is(err, lock.ErrLost):
+		case errors.Is(err, record.ErrLost):
 			h.lose(l, err)
 			return
 		case err == nil || errors.As(err, &cancelled):
@@ -433,7 +435,7 @@ func (h *Hold) awaitConfirmed(ctx context.Context, locks *lock.Client, l *lock.H
 	case err == nil:
 		at, b := h.stampedAt(locks, holder)
 		return at, b, true, nil
-	case errors.Is(err, lock.ErrLost):
+	case errors.Is(err, record.ErrLost):
 		h.lose(l, err)
 		return renewed, bounded, false, err
 	case ctx.Err() != nil:

@@ -3,11 +3,13 @@ package run
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/clock"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/lock/record"
+	"k8s.io/utils/clock"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,14 +22,14 @@ import (
 // fraction of it.
 const waitTimeout = 2 * time.Minute
 
-func ident(repo, build string) lock.Identity {
-	return lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}
+func ident(repo, build string) record.Identity {
+	return record.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: build}
 }
 
-func requests(id lock.Identity, ttl time.Duration, targets ...string) []lock.Request {
+func requests(id record.Identity, ttl time.Duration, targets ...string) []lock.Request {
 	var reqs []lock.Request
 	for _, target := range targets {
-		reqs = append(reqs, lock.Request{Target: target, Identity: id, TTL: ttl, Policy: lock.PolicyFIFO, Cancelable: true})
+		reqs = append(reqs, lock.Request{Target: target, Identity: id, TTL: ttl, Policy: record.PolicyFIFO, Cancelable: true})
 	}
 	return reqs
 }
@@ -129,7 +131,7 @@ func TestIntegrationHoldLosingOneOfSeveral(t *testing.T) {
 	require.NoError(t, err)
 	select {
 	case lost := <-h.Lost():
-		assert.ErrorIs(t, lost, lock.ErrLost)
+		assert.ErrorIs(t, lost, record.ErrLost)
 		assert.Equal(t, "db", h.LostTarget())
 	case <-ctx.Done():
 		t.Fatal("losing db was not reported")
@@ -164,7 +166,7 @@ func TestIntegrationCancelInProgressStopsACommand(t *testing.T) {
 	var once sync.Once
 	go func() {
 		_, err := l.Acquire(ctx, lock.Request{Target: "staging", Identity: ident("api", "7"),
-			OnProgress: func(lock.Progress) { once.Do(func() { close(otherQueued) }) }})
+			Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(func() { close(otherQueued) }) }}})
 		other <- err
 	}()
 	select {
@@ -234,7 +236,7 @@ func TestIntegrationCancelInProgressSparesAcquire(t *testing.T) {
 	newer := make(chan error, 1)
 	go func() {
 		_, err := l.Acquire(ctx, lock.Request{Target: "staging", Identity: ident("web", "42"), CancelInProgress: true, Cancelable: true,
-			OnProgress: func(lock.Progress) { once.Do(func() { close(queued) }) }})
+			Callbacks: lock.Callbacks{OnProgress: func(lock.Progress) { once.Do(func() { close(queued) }) }}})
 		newer <- err
 	}()
 	select {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,7 +55,7 @@ func TestHoldSeveralLocks(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
 	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	obs := &recordingObserver{}
 	h, err := AcquireAll(t.Context(), c, []lock.Request{
 		{Target: "staging", Identity: id, TTL: 30 * time.Second},
@@ -78,11 +80,11 @@ func TestHoldCancelled(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
 	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
-	old := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}
+	old := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}
 	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: old, TTL: 3 * time.Second, Cancelable: true}, HoldOptions{})
 	require.NoError(t, err)
 
-	newer := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
+	newer := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
 	_, p, err := c.TryAcquire(t.Context(), lock.Request{Target: "staging", Identity: newer, CancelInProgress: true})
 	require.NoError(t, err)
 	require.NotNil(t, p, "the newer build waits")
@@ -143,7 +145,7 @@ func TestHoldNotRenewed(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
 	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	obs := &failObserver{}
 	h, err := Acquire(t.Context(), c, lock.Request{Target: "staging", Identity: id, TTL: 6 * time.Second}, HoldOptions{Observer: obs})
 	require.NoError(t, err)
@@ -184,7 +186,7 @@ func TestHoldNotRenewed(t *testing.T) {
 	assert.Equal(t, 4*time.Second, nr.Deadline)
 	assert.ErrorContains(t, late, `lock "staging" could not be renewed for 4s (TTL 6s): read lock default/`)
 	assert.ErrorContains(t, late, "partitioned")
-	assert.False(t, errors.Is(late, lock.ErrLost), "not a lost lock")
+	assert.False(t, errors.Is(late, record.ErrLost), "not a lost lock")
 
 	n := obs.failures()
 	require.Eventually(t, te.clock.HasWaiters, 5*time.Second, time.Millisecond)
@@ -248,7 +250,7 @@ func TestHoldReentered(t *testing.T) {
 	t.Parallel()
 	te := newFakeEnv(t)
 	c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
 	first, err := c.Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: time.Hour})
 	require.NoError(t, err)
 	first.StopWatching()
@@ -300,7 +302,7 @@ func TestHoldReentered(t *testing.T) {
 // deadline, KillGrace + ClockMargin before that expiry, and not before.
 func TestHoldReenteredNearItsExpiry(t *testing.T) {
 	t.Parallel()
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
 	take := func(t *testing.T, te *fakeEnv, c *lock.Client, after time.Duration, o HoldOptions) *Hold {
 		t.Helper()
 		first, err := c.Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: 40 * time.Second})

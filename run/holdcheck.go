@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/job"
@@ -99,7 +101,7 @@ func (s *HoldChecker) Check(ctx context.Context, j *job.Job) (string, time.Durat
 		return "", 0, nil
 	}
 	l, err := s.client(rs.LockNamespace).Get(ctx, rs.Target)
-	var notALock *lock.NotALockError
+	var notALock *record.NotALockError
 	switch {
 	case errors.As(err, &notALock):
 		return fmt.Sprintf("%s: lock %q was replaced by an object lockctl did not write", RunEnded, rs.Target), 0, nil

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +64,7 @@ func TestHoldCheckerCheck(t *testing.T) {
 			session: "default/staging/s1",
 			setup: func(t *testing.T, te *fakeEnv) {
 				_, err := te.cs.CoreV1().ConfigMaps("default").Create(t.Context(),
-					&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: lock.Name("staging"), Namespace: "default"}}, metav1.CreateOptions{})
+					&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: record.Name("staging"), Namespace: "default"}}, metav1.CreateOptions{})
 				require.NoError(t, err)
 			},
 			wantEnded: ended + `lock "staging" was replaced by an object lockctl did not write`,
@@ -72,9 +74,9 @@ func TestHoldCheckerCheck(t *testing.T) {
 			session: "default/staging/s1",
 			setup: func(t *testing.T, te *fakeEnv) {
 				hold("s1")(t, te)
-				cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+				cm, err := te.cs.CoreV1().ConfigMaps("default").Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 				require.NoError(t, err)
-				cm.Annotations[lock.RecordAnnotation] = "{not json"
+				cm.Annotations[record.RecordAnnotation] = "{not json"
 				_, err = te.cs.CoreV1().ConfigMaps("default").Update(t.Context(), cm, metav1.UpdateOptions{})
 				require.NoError(t, err)
 			},
@@ -111,7 +113,7 @@ func hold(session string) func(*testing.T, *fakeEnv) {
 		c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 		_, _, err := c.TryAcquire(t.Context(), lock.Request{
 			Target: "staging", ClaimID: session, TTL: 30 * time.Second,
-			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
+			Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"},
 		})
 		require.NoError(t, err)
 	}

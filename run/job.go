@@ -136,7 +136,7 @@ func (js *Jobs) SweepLeftBehind(ctx context.Context, me HoldRef, obs Observer) {
 
 // Sweep is a look for jobs left behind (see SweepLeftBehind) whose list of
 // the active jobs was started before the caller held its lock: by
-// lock.Request.OnTaking, once no other holder of the lock can act, so it
+// lock.Request.Callbacks.OnTaking, once no other holder of the lock can act, so it
 // runs beside the write that takes the lock instead of after it.
 type Sweep struct {
 	js   *Jobs

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockctl/lockctl/job"
@@ -32,7 +34,7 @@ func (p PodLocker) TryAcquire(ctx context.Context, target string, pod *corev1.Po
 	held, _, err := p.c.TryAcquire(ctx, lock.Request{
 		Target:   target,
 		Identity: PodIdentity(pod),
-		Pod:      &lock.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Pod:      &record.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		ClaimID:  string(pod.UID),
 	})
 	if errors.Is(err, lock.ErrSuperseded) {
@@ -52,13 +54,13 @@ func (p PodLocker) Release(ctx context.Context, target string, pod *corev1.Pod) 
 
 // PodIdentity is the lock identity of a job pod: its refs and build ID,
 // with the job's name and type standing in for a periodic job's repository.
-func PodIdentity(pod *corev1.Pod) lock.Identity {
+func PodIdentity(pod *corev1.Pod) record.Identity {
 	l := pod.Labels
 	branch := l[job.LabelBaseRef]
 	if pull := l[job.LabelPull]; pull != "" {
 		branch = "PR-" + pull
 	}
-	return lock.Identity{
+	return record.Identity{
 		Owner:  firstNonEmpty(l[job.LabelOrg], "lockctl"),
 		Repo:   firstNonEmpty(l[job.LabelRepo], l[job.LabelJob]),
 		Branch: firstNonEmpty(branch, strings.ToLower(l[job.LabelType])),

@@ -3,6 +3,8 @@ package run
 import (
 	"testing"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +33,7 @@ func TestPodLocker(t *testing.T) {
 		return created
 	}
 	first, second := jobPod("first", "1"), jobPod("second", "2")
-	assert.Equal(t, lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, PodIdentity(first))
+	assert.Equal(t, record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}, PodIdentity(first))
 
 	locker := NewPodLocker(lock.New(kubetest.CoreV1(cs.CoreV1()), kubetest.CoreV1(cs.CoreV1()), "default", clock.RealClock{}, lock.Options{}))
 	held, err := locker.TryAcquire(t.Context(), "staging", first)

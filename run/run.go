@@ -181,7 +181,7 @@ func acquire(ctx context.Context, o Options, jobs *runjobs.Keeper, obs Observer)
 			// NOTE: the list of jobs to sweep starts beside the write that
 			// takes the (first) lock that needs it, once no other holder
 			// can act, not after it.
-			parts[i].Request.OnTaking = func() { sweepOnce.Do(func() { sweep = o.Jobs.StartSweep(ctx) }) }
+			parts[i].Request.Callbacks.OnTaking = func() { sweepOnce.Do(func() { sweep = o.Jobs.StartSweep(ctx) }) }
 			parts[i].Request.Ledger = jobs
 		}
 		if !slices.Contains(targets, p.Request.Target) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -41,7 +43,7 @@ func (o *orderObserver) Released(target string, _ *lock.Released) { o.add("relea
 // nothing.
 func TestRun(t *testing.T) {
 	t.Parallel()
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	reqs := []lock.Request{
 		{Target: "staging", Identity: id, TTL: 30 * time.Second},
 		{Target: "db-migrations", Identity: id, TTL: 30 * time.Second},
@@ -94,7 +96,7 @@ func TestRun(t *testing.T) {
 			te := newFakeEnv(t)
 			c := lock.New(kubetest.CoreV1(te.cs.CoreV1()), kubetest.CoreV1(te.cs.CoreV1()), "default", te.clock, lock.Options{})
 			if tt.held {
-				other := lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}
+				other := record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}
 				_, _, err := c.TryAcquire(t.Context(), lock.Request{Target: "db-migrations", Identity: other, TTL: time.Hour})
 				require.NoError(t, err)
 			}

@@ -2,9 +2,11 @@ package scheduler
 
 import (
 	"context"
-	"k8s.io/utils/clock"
 	"testing"
 	"time"
+
+	lockrecord "github.com/lockctl/lockctl/lock/record"
+	"k8s.io/utils/clock"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,13 +19,13 @@ import (
 // lockAdapter takes real namespace locks for job pods, as cmd does.
 type lockAdapter struct{ c *lock.Client }
 
-func (l lockAdapter) identity(pod *corev1.Pod) lock.Identity {
-	return lock.Identity{Owner: "acme", Repo: pod.Labels[job.LabelJob], Branch: "main", Build: pod.Labels[job.LabelBuildID]}
+func (l lockAdapter) identity(pod *corev1.Pod) lockrecord.Identity {
+	return lockrecord.Identity{Owner: "acme", Repo: pod.Labels[job.LabelJob], Branch: "main", Build: pod.Labels[job.LabelBuildID]}
 }
 
 func (l lockAdapter) TryAcquire(ctx context.Context, target string, pod *corev1.Pod) (bool, error) {
-	held, _, err := l.c.TryAcquire(ctx, lock.Request{Target: target, Identity: l.identity(pod), Policy: lock.PolicyFIFO,
-		Pod: &lock.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, ClaimID: string(pod.UID)})
+	held, _, err := l.c.TryAcquire(ctx, lock.Request{Target: target, Identity: l.identity(pod), Policy: lockrecord.PolicyFIFO,
+		Pod: &lockrecord.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, ClaimID: string(pod.UID)})
 	return held != nil, err
 }
 

@@ -5,8 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/lockctl/lockctl/internal/base/human"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // The bounds of a wait budget (acquire --timeout auto).
@@ -83,7 +84,7 @@ func (b Budget) Exceeds(timeout time.Duration, flag string) string {
 // had at its age (the 90th percentile hold when it has outlasted them
 // all), plus the longest recorded hold per waiter ahead, plus a quarter,
 // between BudgetFloor and BudgetCeiling.
-func BudgetOf(rec *lock.Record, now time.Time) Budget {
+func BudgetOf(rec *record.Record, now time.Time) Budget {
 	b := Budget{Position: 1}
 	var holds []time.Duration
 	held := false

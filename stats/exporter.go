@@ -6,10 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/metrics"
 )
 
@@ -43,7 +44,7 @@ type Exporter struct {
 // lockState is what the Exporter remembers of a lock between versions.
 type lockState struct {
 	namespace, target string
-	rec               *lock.Record
+	rec               *record.Record
 	enforced          string
 	// seen are the history entries (by historyKey) and grants already
 	// counted, holder the claim already counted as a hold's start.
@@ -162,18 +163,18 @@ func NewExporter(reg metrics.Registerer, o ExporterOptions) (*Exporter, error) {
 func unix(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 
 // historyKey tells apart the entries of a lock's history.
-func historyKey(e lock.HistoryEntry) string {
+func historyKey(e record.HistoryEntry) string {
 	return fmt.Sprintf("%s|%s|%s|%s", e.Identity, e.Since.UTC().Format(time.RFC3339Nano), e.Until.UTC().Format(time.RFC3339Nano), e.Ended)
 }
 
-func grantKey(g lock.GrantEntry) string { return g.User + "|" + g.At.UTC().Format(time.RFC3339Nano) }
+func grantKey(g record.GrantEntry) string { return g.User + "|" + g.At.UTC().Format(time.RFC3339Nano) }
 
 // ObserveLock implements Observer: it counts what changed since the
 // lock's last version (the history's new holds, a new holder's wait, new
 // waiters and grants) unless the lock is seen for the first time in the
 // first list (initial), whose past is not counted.
 func (e *Exporter) ObserveLock(cm *corev1.ConfigMap, initial bool) {
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	if err != nil {
 		return
 	}
@@ -196,7 +197,7 @@ func (e *Exporter) ObserveLock(cm *corev1.ConfigMap, initial bool) {
 		}
 		e.hold.WithLabelValues(ns, target).Observe(h.Held().Seconds())
 		e.ended.WithLabelValues(ns, target, EndingOf(h)).Inc()
-		if h.Ended == lock.EndHandedOver {
+		if h.Ended == record.EndHandedOver {
 			e.handovers.WithLabelValues(ns, target).Inc()
 		}
 	}
@@ -231,7 +232,7 @@ func (e *Exporter) ObserveLock(cm *corev1.ConfigMap, initial bool) {
 		s.holder = h.ClaimID
 	}
 	s.rec = rec
-	s.enforced = cm.Annotations[lock.EnforcedAnnotation]
+	s.enforced = cm.Annotations[record.EnforcedAnnotation]
 	if s.enforced == "" {
 		s.enforced = "none"
 	}

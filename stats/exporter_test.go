@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -16,20 +18,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/stats"
 )
 
 // lockCM is the ConfigMap of rec, as lockctl stores it.
-func lockCM(t *testing.T, rec *lock.Record, annotations ...string) *corev1.ConfigMap {
+func lockCM(t *testing.T, rec *record.Record, annotations ...string) *corev1.ConfigMap {
 	t.Helper()
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: lock.Name(rec.Target), Namespace: "ci",
-		Labels:      map[string]string{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue},
-		Annotations: map[string]string{lock.RecordAnnotation: string(raw)},
+		Name: record.Name(rec.Target), Namespace: "ci",
+		Labels:      map[string]string{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue},
+		Annotations: map[string]string{record.RecordAnnotation: string(raw)},
 	}}
 	for i := 0; i+1 < len(annotations); i += 2 {
 		cm.Annotations[annotations[i]] = annotations[i+1]
@@ -94,9 +95,9 @@ func TestExporter(t *testing.T) {
 	}
 
 	// Seen first in the initial list: its past is not counted.
-	rec := &lock.Record{Target: "staging", Policy: lock.PolicyNewest,
-		Holder:  lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "2"}, ClaimID: "h2", Since: micro(t0), Queued: microPtr(t0.Add(-time.Minute)), Expires: microPtr(t0.Add(2 * time.Hour))},
-		History: []lock.HistoryEntry{hold("1", t0.Add(-time.Hour), time.Minute, 30*time.Minute, lock.EndHandedOver)},
+	rec := &record.Record{Target: "staging", Policy: record.PolicyNewest,
+		Holder:  record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "2"}, ClaimID: "h2", Since: micro(t0), Queued: microPtr(t0.Add(-time.Minute)), Expires: microPtr(t0.Add(2 * time.Hour))},
+		History: []record.HistoryEntry{hold("1", t0.Add(-time.Hour), time.Minute, 30*time.Minute, record.EndHandedOver)},
 	}
 	e.ObserveLock(lockCM(t, rec), true)
 	fams := scrape(t, reg)
@@ -118,9 +119,9 @@ func TestExporter(t *testing.T) {
 
 	// A waiter joins, the holder hands over to it after 4 minutes' wait,
 	// a grant is made; the lock is enforced and frozen.
-	waiter := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "3"}, ClaimID: "w3",
+	waiter := record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "3"}, ClaimID: "w3",
 		Since: micro(t0.Add(10 * time.Minute)), Queued: microPtr(t0.Add(10 * time.Minute)), Expires: microPtr(t0.Add(time.Hour))}
-	rec.Waiters = []lock.Claim{waiter}
+	rec.Waiters = []record.Claim{waiter}
 	e.ObserveLock(lockCM(t, rec), false)
 	fams = scrape(t, reg)
 	n, _ = value(t, fams, "lockctl_lock_waiters_joined_total", staging)
@@ -130,15 +131,15 @@ func TestExporter(t *testing.T) {
 	n, _ = value(t, fams, "lockctl_lock_waiting_since_timestamp_seconds", staging)
 	assert.Equal(t, float64(t0.Add(10*time.Minute).Unix()), n)
 
-	rec.History = append(rec.History, hold("2", t0, time.Minute, 14*time.Minute, lock.EndHandedOver))
+	rec.History = append(rec.History, hold("2", t0, time.Minute, 14*time.Minute, record.EndHandedOver))
 	handed := waiter
 	handed.Since, handed.HandedOver = micro(t0.Add(14*time.Minute)), true
 	rec.Holder, rec.Waiters = handed, nil
-	rec.BreakGlass = []lock.GrantEntry{{User: "carol", At: micro(t0.Add(15 * time.Minute))}}
-	rec.Freeze = &lock.Freeze{Since: micro(t0), Until: micro(t0.Add(2 * time.Hour))}
-	e.ObserveLock(lockCM(t, rec, lock.EnforcedAnnotation, "deny"), false)
+	rec.BreakGlass = []record.GrantEntry{{User: "carol", At: micro(t0.Add(15 * time.Minute))}}
+	rec.Freeze = &record.Freeze{Since: micro(t0), Until: micro(t0.Add(2 * time.Hour))}
+	e.ObserveLock(lockCM(t, rec, record.EnforcedAnnotation, "deny"), false)
 	// The same version again (a relist) counts nothing more.
-	e.ObserveLock(lockCM(t, rec, lock.EnforcedAnnotation, "deny"), false)
+	e.ObserveLock(lockCM(t, rec, record.EnforcedAnnotation, "deny"), false)
 	fams = scrape(t, reg)
 	n, _ = value(t, fams, "lockctl_lock_hold_seconds", staging)
 	assert.Equal(t, 1.0, n, "one hold ended since")
@@ -160,8 +161,8 @@ func TestExporter(t *testing.T) {
 	assert.Zero(t, n)
 
 	// A lock that appears after the first list is counted from its start.
-	other := &lock.Record{Target: "prod", Policy: lock.PolicyNewest, Holder: rec.Holder,
-		History: []lock.HistoryEntry{hold("1", t0, 0, time.Minute, lock.EndExpired)}}
+	other := &record.Record{Target: "prod", Policy: record.PolicyNewest, Holder: rec.Holder,
+		History: []record.HistoryEntry{hold("1", t0, 0, time.Minute, record.EndExpired)}}
 	e.ObserveLock(lockCM(t, other), false)
 	n, _ = value(t, scrape(t, reg), "lockctl_lock_holds_ended_total", map[string]string{"target": "prod", "ended": "expired"})
 	assert.Equal(t, 1.0, n)

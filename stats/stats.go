@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/lock"
@@ -38,13 +40,13 @@ func Endings() []string {
 }
 
 // EndingOf says how the hold e ended, in the words of Endings.
-func EndingOf(e lock.HistoryEntry) string {
+func EndingOf(e record.HistoryEntry) string {
 	switch {
-	case e.SupersededBy != "" || e.Ended == lock.EndRanAgain:
+	case e.SupersededBy != "" || e.Ended == record.EndRanAgain:
 		return EndedSuperseded
-	case e.Ended == lock.EndBroken:
+	case e.Ended == record.EndBroken:
 		return EndedForced
-	case e.Ended == lock.EndExpired || e.Ended == lock.EndLost:
+	case e.Ended == record.EndExpired || e.Ended == record.EndLost:
 		return EndedExpired
 	}
 	return EndedReleased
@@ -130,10 +132,10 @@ const busiestHours = 3
 // Summarize makes the statistics of the lock whose record is rec, in lock
 // namespace namespace, over the window from since (zero: the whole record)
 // to now.
-func Summarize(namespace string, rec *lock.Record, since, now time.Time) *LockStats {
+func Summarize(namespace string, rec *record.Record, since, now time.Time) *LockStats {
 	s := &LockStats{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: KindStats},
-		ObjectMeta: metav1.ObjectMeta{Name: lock.Name(rec.Target), Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: record.Name(rec.Target), Namespace: namespace},
 		Spec:       Spec{Target: rec.Target},
 	}
 	if !since.IsZero() {
@@ -179,7 +181,7 @@ func Summarize(namespace string, rec *lock.Record, since, now time.Time) *LockSt
 			from = since
 		}
 		st.From = &metav1.Time{Time: from}
-		st.Partial = !since.IsZero() && len(rec.History) >= lock.MaxHistory && oldest.After(since)
+		st.Partial = !since.IsZero() && len(rec.History) >= record.MaxHistory && oldest.After(since)
 	} else if !since.IsZero() {
 		st.From = &metav1.Time{Time: since}
 	}
@@ -203,7 +205,7 @@ func Summarize(namespace string, rec *lock.Record, since, now time.Time) *LockSt
 
 // frozen is how long rec's freezes (those that ended and the one in
 // force) overlap the window from since to now.
-func frozen(rec *lock.Record, since, now time.Time) time.Duration {
+func frozen(rec *record.Record, since, now time.Time) time.Duration {
 	var d time.Duration
 	overlap := func(from, until time.Time) {
 		if from.Before(since) {

@@ -4,11 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/stats"
 )
 
@@ -23,27 +24,27 @@ func microPtr(t time.Time) *metav1.MicroTime {
 
 // hold is a past hold that began at start after waiting wait, lasted
 // held and ended how.
-func hold(build string, start time.Time, wait, held time.Duration, how lock.Ending) lock.HistoryEntry {
-	return lock.HistoryEntry{
-		Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
+func hold(build string, start time.Time, wait, held time.Duration, how record.Ending) record.HistoryEntry {
+	return record.HistoryEntry{
+		Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build},
 		Since:    micro(start), Until: micro(start.Add(held)), Ended: how, Queued: microPtr(start.Add(-wait)),
 	}
 }
 
 func TestSummarize(t *testing.T) {
 	t.Parallel()
-	rec := &lock.Record{Target: "staging", Policy: lock.PolicyNewest}
+	rec := &record.Record{Target: "staging", Policy: record.PolicyNewest}
 	// Ten holds of 1..10 minutes, one an hour apart from 08:00, each
 	// waited for as many minutes as its number minus one.
 	for i := range 10 {
-		how := lock.EndHandedOver
+		how := record.EndHandedOver
 		switch i {
 		case 3:
-			how = lock.EndExpired
+			how = record.EndExpired
 		case 4:
-			how = lock.EndBroken
+			how = record.EndBroken
 		case 5:
-			how = lock.EndRanAgain
+			how = record.EndRanAgain
 		}
 		rec.History = append(rec.History, hold(string(rune('0'+i)), t0.Add(time.Duration(i)*time.Hour), time.Duration(i)*time.Minute, time.Duration(i+1)*time.Minute, how))
 	}
@@ -52,9 +53,9 @@ func TestSummarize(t *testing.T) {
 	rec.History[8].Queued = nil // ended by a lockctl before 1.9
 	rec.History[9].Since = micro(t0.Add(8*time.Hour + 30*time.Minute))
 	rec.History[9].Until = micro(t0.Add(8*time.Hour + 40*time.Minute))
-	rec.Frozen = []lock.FrozenSpan{{Since: micro(t0.Add(-time.Hour)), Until: micro(t0.Add(time.Hour))}}
-	rec.Freeze = &lock.Freeze{Since: micro(t0.Add(11 * time.Hour)), Until: micro(t0.Add(20 * time.Hour))}
-	rec.BreakGlass = []lock.GrantEntry{{User: "carol", At: micro(t0.Add(-time.Hour))}, {User: "carol", At: micro(t0.Add(2 * time.Hour))}}
+	rec.Frozen = []record.FrozenSpan{{Since: micro(t0.Add(-time.Hour)), Until: micro(t0.Add(time.Hour))}}
+	rec.Freeze = &record.Freeze{Since: micro(t0.Add(11 * time.Hour)), Until: micro(t0.Add(20 * time.Hour))}
+	rec.BreakGlass = []record.GrantEntry{{User: "carol", At: micro(t0.Add(-time.Hour))}, {User: "carol", At: micro(t0.Add(2 * time.Hour))}}
 	now := t0.Add(12 * time.Hour)
 
 	all := stats.Summarize("ci", rec, time.Time{}, now)
@@ -87,7 +88,7 @@ func TestSummarize(t *testing.T) {
 
 func TestSummarizeNothingRecorded(t *testing.T) {
 	t.Parallel()
-	s := stats.Summarize("ci", &lock.Record{Target: "staging"}, time.Time{}, t0)
+	s := stats.Summarize("ci", &record.Record{Target: "staging"}, time.Time{}, t0)
 	assert.Zero(t, s.Status.Holds)
 	assert.Nil(t, s.Status.Hold)
 	assert.Nil(t, s.Status.Wait)
@@ -98,20 +99,20 @@ func TestSummarizeNothingRecorded(t *testing.T) {
 
 func TestBudgetOf(t *testing.T) {
 	t.Parallel()
-	regular := &lock.Record{Target: "staging"}
+	regular := &record.Record{Target: "staging"}
 	for i := range 20 {
-		regular.History = append(regular.History, hold("1", t0.Add(time.Duration(i)*time.Hour), 0, time.Duration(15+i%5)*time.Minute, lock.EndReleased))
+		regular.History = append(regular.History, hold("1", t0.Add(time.Duration(i)*time.Hour), 0, time.Duration(15+i%5)*time.Minute, record.EndReleased))
 	}
 	now := t0.Add(30 * time.Hour)
-	withQueue := func(rec *lock.Record, waiters int, heldFor time.Duration) *lock.Record {
+	withQueue := func(rec *record.Record, waiters int, heldFor time.Duration) *record.Record {
 		r := *rec
-		r.Holder = lock.Claim{ClaimID: "h", Since: micro(now.Add(-heldFor)), Expires: microPtr(now.Add(time.Hour))}
-		r.Waiters = make([]lock.Claim, waiters)
+		r.Holder = record.Claim{ClaimID: "h", Since: micro(now.Add(-heldFor)), Expires: microPtr(now.Add(time.Hour))}
+		r.Waiters = make([]record.Claim, waiters)
 		return &r
 	}
 	tests := []struct {
 		name        string
-		rec         *lock.Record
+		rec         *record.Record
 		want        time.Duration
 		wantPos     int
 		wantExpects time.Duration

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -14,7 +16,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/kube"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // Observer is told of every version of the lock ConfigMaps WatchLocks
@@ -34,7 +35,7 @@ type Observer interface {
 // the watch is made again, as an informer does.
 func WatchLocks(ctx context.Context, cms kube.ConfigMapsGetter, namespace string, log *slog.Logger, synced func(), observers ...Observer) {
 	log = logutil.OrDiscard(log)
-	sel := labels.SelectorFromSet(labels.Set{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue}).String()
+	sel := labels.SelectorFromSet(labels.Set{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue}).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel

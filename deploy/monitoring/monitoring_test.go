@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +25,6 @@ import (
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/internal/testing/promtest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/stats"
 )
 
@@ -161,9 +162,9 @@ func TestIntegrationPrometheusScrapesLockMetrics(t *testing.T) {
 	}
 
 	// The waits as the record has them, and the bucket of their p90.
-	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 	require.NoError(t, err)
-	rec, err := lock.Decode(cm)
+	rec, err := record.Decode(cm)
 	require.NoError(t, err)
 	var waits []time.Duration
 	for _, h := range rec.History[len(rec.History)-2*rounds:] {
@@ -227,11 +228,11 @@ func bucketOf(v float64) (lo, hi float64) {
 func waiting(t *testing.T, env *testenv.Env, ns, build string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), lock.Name("staging"), metav1.GetOptions{})
+		cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(t.Context(), record.Name("staging"), metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
-		rec, err := lock.Decode(cm)
+		rec, err := record.Decode(cm)
 		return err == nil && len(rec.Waiters) == 1 && rec.Waiters[0].Build == build
 	}, time.Minute, 10*time.Millisecond, "build %s waits", build)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
@@ -48,7 +50,7 @@ func AcquireConfirmed(ctx, cmdCtx context.Context, s Sites, parts []lock.Part) (
 // err, said as one lock or several, in the contexts of s; interrupted
 // says the command was interrupted while it waited, which it says on the
 // console (Main exits 128+signal without a message).
-func AcquireFailed(f *Factory, err error, interrupted bool, id lock.Identity, targets []string, s Sites) error {
+func AcquireFailed(f *Factory, err error, interrupted bool, id record.Identity, targets []string, s Sites) error {
 	where := ""
 	if s.Across() {
 		where = fmt.Sprintf(" in contexts %q", s.Contexts())
@@ -77,7 +79,7 @@ func AcquireFailed(f *Factory, err error, interrupted bool, id lock.Identity, ta
 // namespace's composite token (lock.Tokens: CONTEXT=TOKEN,...), bare for
 // one namespace; with output (json, yaml) the Lock objects, a List of
 // several.
-func PrintAcquired(ctx context.Context, f *Factory, s Sites, all []*lock.Held, id lock.Identity, targets []string, output string) error {
+func PrintAcquired(ctx context.Context, f *Factory, s Sites, all []*lock.Held, id record.Identity, targets []string, output string) error {
 	single := len(all) == 1 && !s.Across()
 	for _, held := range all {
 		printAcquired(f, held, id, s.Of(held.Context), single)
@@ -126,7 +128,7 @@ func PrintAcquired(ctx context.Context, f *Factory, s Sites, all []*lock.Held, i
 // printAcquired says on stderr that held was taken (or was already held),
 // and warns when a freeze was ignored; with one lock, a re-entry says
 // since when.
-func printAcquired(f *Factory, held *lock.Held, id lock.Identity, locks *lock.Client, single bool) {
+func printAcquired(f *Factory, held *lock.Held, id record.Identity, locks *lock.Client, single bool) {
 	fields := logrus.Fields{"lock": held.Where(), "holder": id.String(), "token": held.Token}
 	if fr := held.IgnoredFreeze; fr != nil {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: lock %q is %s; taken anyway (--ignore-freeze), and the freeze records it\n", held.Where(), fr.Describe())

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/term"
@@ -61,7 +63,7 @@ func (c *ContenderFlags) ResolveTimeout(ctx context.Context, f *Factory, parts [
 	var total time.Duration
 	for _, p := range parts {
 		locks, target := p.Locks, p.Request.Target
-		var rec *lock.Record
+		var rec *record.Record
 		if recs, err := locks.Records(ctx, target); err == nil && len(recs) == 1 {
 			rec = recs[0]
 		}

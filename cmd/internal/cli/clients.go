@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -138,14 +140,14 @@ func (f *Factory) LoopEventRecorder(fallback kube.Interface, jobEvents events.Jo
 }
 
 // KubeUser returns a function that tells the caller's authenticated
-// Kubernetes user, for the claim a lock records (lock.Request.LookupUser):
+// Kubernetes user, for the claim a lock records (lock.Request.Callbacks.LookupUser):
 // what an enforced lock admits the holder's writes by. It asks the API
 // server once, with a SelfSubjectReview, on its first call, which the lock
 // makes only on an enforced lock, and remembers the answer. A cluster that
 // refuses or does not serve the review (older than 1.28, or RBAC without
 // it) yields "": the lock is taken all the same, and at -v 1 the reason is
 // logged.
-func KubeUser(f *Factory) func(ctx context.Context) lock.User {
+func KubeUser(f *Factory) func(ctx context.Context) record.User {
 	if f.WhoAmI == nil {
 		return nil
 	}
@@ -153,13 +155,13 @@ func KubeUser(f *Factory) func(ctx context.Context) lock.User {
 }
 
 // askedOnce is KubeUser asking whoAmI.
-func askedOnce(f *Factory, whoAmI func(context.Context) (lock.User, error)) func(ctx context.Context) lock.User {
+func askedOnce(f *Factory, whoAmI func(context.Context) (record.User, error)) func(ctx context.Context) record.User {
 	var (
 		mu    sync.Mutex
 		asked bool
-		user  lock.User
+		user  record.User
 	)
-	return func(ctx context.Context) lock.User {
+	return func(ctx context.Context) record.User {
 		mu.Lock()
 		defer mu.Unlock()
 		if asked {
@@ -172,7 +174,7 @@ func askedOnce(f *Factory, whoAmI func(context.Context) (lock.User, error)) func
 				asked = true
 			}
 			f.Log.WithField("err", err).Debug("the Kubernetes user is not known: an enforced lock knows this claim by its fencing token only")
-			return lock.User{}
+			return record.User{}
 		}
 		asked, user = true, u
 		return user

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/human"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // parsedFlag is an enum flag whose values its package parses (--policy,
@@ -34,27 +35,27 @@ func (f parsedFlag[T]) Set(s string) error {
 }
 
 // AddPolicyFlag binds --policy to p.
-func AddPolicyFlag(fs *pflag.FlagSet, p *lock.Policy) {
-	fs.Var(parsedFlag[lock.Policy]{p, []string{"newest", "fifo"}, lock.ParsePolicy}, "policy",
+func AddPolicyFlag(fs *pflag.FlagSet, p *record.Policy) {
+	fs.Var(parsedFlag[record.Policy]{p, []string{"newest", "fifo"}, record.ParsePolicy}, "policy",
 		"who waits when the lock is created: newest (older builds of a branch give up) or fifo")
 }
 
 // AddPriorityFlag binds --priority to p.
-func AddPriorityFlag(fs *pflag.FlagSet, p *lock.Priority) {
-	fs.Var(parsedFlag[lock.Priority]{p, []string{"high", "normal", "low"}, lock.ParsePriority}, "priority",
+func AddPriorityFlag(fs *pflag.FlagSet, p *record.Priority) {
+	fs.Var(parsedFlag[record.Priority]{p, []string{"high", "normal", "low"}, record.ParsePriority}, "priority",
 		"place in the queue: high waits ahead of normal, normal ahead of low; a waiter rises one level every "+
-			human.Duration(lock.PriorityAgeing)+" it waits; never displaces the holder")
+			human.Duration(record.PriorityAgeing)+" it waits; never displaces the holder")
 }
 
 // AddAppFlag binds --app to apps: repeatable, each value one application
 // or several separated by commas (as $LOCKCTL_APP lists them).
-func AddAppFlag(fs *pflag.FlagSet, apps *[]lock.App) {
+func AddAppFlag(fs *pflag.FlagSet, apps *[]record.App) {
 	fs.Var(appsFlag{apps}, "app", "a GitOps application the hold deploys, whose controller an enforced lock admits for it: "+
 		"`APP` is argocd/NAME, argocd/NAMESPACE/NAME, flux/kustomization/NAMESPACE/NAME or flux/helmrelease/NAMESPACE/NAME (repeatable)")
 }
 
 // appsFlag is --app: applications parsed by lock.ParseApps.
-type appsFlag struct{ v *[]lock.App }
+type appsFlag struct{ v *[]record.App }
 
 func (f appsFlag) Type() string { return "stringArray" }
 func (f appsFlag) String() string {
@@ -73,7 +74,7 @@ func (f appsFlag) Set(v string) error {
 	for _, a := range *f.v {
 		all = append(all, a.String())
 	}
-	apps, err := lock.ParseApps(append(all, strings.Split(v, ",")...))
+	apps, err := record.ParseApps(append(all, strings.Split(v, ",")...))
 	if err != nil {
 		return err
 	}

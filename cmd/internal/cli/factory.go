@@ -15,6 +15,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/rest"
@@ -27,7 +29,6 @@ import (
 	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/kube"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
 )
 
@@ -65,7 +66,7 @@ type Factory struct {
 	EventsClientset func() (kube.Interface, error)
 	// WhoAmI returns the caller's authenticated Kubernetes user, recorded
 	// with its claims for an enforced lock (KubeUser); nil records none.
-	WhoAmI func(ctx context.Context) (lock.User, error)
+	WhoAmI func(ctx context.Context) (record.User, error)
 	// Namespace returns -n, else the current context's namespace.
 	Namespace func() (string, error)
 	// InPod returns the namespace and name of the pod lockctl runs in, and
@@ -219,10 +220,10 @@ func NewFactory(streams IOStreams, version string) *Factory {
 		}
 		return cs, nil
 	}
-	f.WhoAmI = func(ctx context.Context) (lock.User, error) {
+	f.WhoAmI = func(ctx context.Context) (record.User, error) {
 		cs, err := f.Clientset()
 		if err != nil {
-			return lock.User{}, err
+			return record.User{}, err
 		}
 		return enforce.WhoAmI(ctx, cs.AuthenticationV1())
 	}

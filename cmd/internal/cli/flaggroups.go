@@ -6,11 +6,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // The flag groups of the commands that share flags, as kubectl's
@@ -88,8 +89,8 @@ type ContenderFlags struct {
 	// (--timeout auto, ResolveTimeout); Timeout is then 0.
 	TimeoutAuto bool
 	// Policy and Priority order the queue (--policy, --priority).
-	Policy   lock.Policy
-	Priority lock.Priority
+	Policy   record.Policy
+	Priority record.Priority
 	// IgnoreFreeze takes a frozen lock (an emergency); the freeze records
 	// it. An override: taken only from the command line.
 	IgnoreFreeze bool
@@ -97,13 +98,13 @@ type ContenderFlags struct {
 	Progress string
 	// Apps are the GitOps applications the hold deploys (--app), recorded
 	// with the claim; none names none.
-	Apps []lock.App
+	Apps []record.App
 }
 
 // NewContenderFlags returns the group with its defaults: a hold of ttl,
 // newest-wins, normal priority, progress auto.
 func NewContenderFlags(ttl time.Duration) ContenderFlags {
-	return ContenderFlags{TTL: ttl, Policy: lock.PolicyNewest, Priority: lock.PriorityNormal, Progress: "auto"}
+	return ContenderFlags{TTL: ttl, Policy: record.PolicyNewest, Priority: record.PriorityNormal, Progress: "auto"}
 }
 
 // ContenderUsage is the help of the contender flags whose meaning differs

@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
@@ -96,7 +97,7 @@ func TestContenderFlagsBind(t *testing.T) {
 	assert.Equal(t, "progress help", fs.Lookup("progress").Usage)
 	assert.True(t, IsOverride(fs.Lookup("ignore-freeze")), "--ignore-freeze is an override")
 	require.NoError(t, fs.Parse([]string{"--policy", "fifo", "--priority", "high", "--timeout", "30s"}))
-	assert.Equal(t, ContenderFlags{TTL: time.Hour, Timeout: 30 * time.Second, Policy: lock.PolicyFIFO, Priority: lock.PriorityHigh, Progress: "auto"}, c)
+	assert.Equal(t, ContenderFlags{TTL: time.Hour, Timeout: 30 * time.Second, Policy: record.PolicyFIFO, Priority: record.PriorityHigh, Progress: "auto"}, c)
 	assert.NoError(t, c.Validate())
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/lock"
 )
@@ -17,7 +19,7 @@ import (
 // object of one lock, a List of several. A cluster where it fails leaves
 // the others frozen: the error names the clusters done and those not; a
 // freeze replaces a freeze, so the same command run again completes it.
-func FreezeAcross(ctx context.Context, f *Factory, s Sites, req lock.FreezeRequest, output string) error {
+func FreezeAcross(ctx context.Context, f *Factory, s Sites, req record.FreezeRequest, output string) error {
 	views := make([]*lock.LockView, len(s.Locks))
 	err := eachSiteReporting(s, "freeze", req.Target, func(i int, c *lock.Client) error {
 		req := req
@@ -49,7 +51,7 @@ func FreezeAcross(ctx context.Context, f *Factory, s Sites, req lock.FreezeReque
 // UnfreezeAcross lifts the freeze of target's lock in every cluster of s,
 // saying on f's ErrOut what became of each, as FreezeAcross sets one.
 func UnfreezeAcross(ctx context.Context, f *Factory, s Sites, target string) error {
-	results := make([]*lock.Unfrozen, len(s.Locks))
+	results := make([]*record.Unfrozen, len(s.Locks))
 	err := eachSiteReporting(s, "unfreeze", target, func(i int, c *lock.Client) error {
 		res, err := c.Unfreeze(ctx, target)
 		if err != nil {
@@ -107,7 +109,7 @@ func eachSiteReporting(s Sites, verb, target string, fn func(i int, c *lock.Clie
 // each with its context; the table one row per hold, CONTEXT first, each
 // cluster's newest first, the clusters in the order of s.
 func HistoryAcross(ctx context.Context, f *Factory, s Sites, target string, out *printers.OutputFlags) error {
-	hs := make([]*lock.History, len(s.Locks))
+	hs := make([]*record.History, len(s.Locks))
 	err := EachSite(s, func(c *lock.Client) error {
 		h, err := c.History(ctx, target)
 		for i := range s.Locks {
@@ -121,7 +123,7 @@ func HistoryAcross(ctx context.Context, f *Factory, s Sites, target string, out 
 		return err
 	}
 	if !out.IsTable() {
-		return (&printers.Printer[*lock.History]{W: f.IOStreams.Out, Flags: out}).PrintAll(hs, true)
+		return (&printers.Printer[*record.History]{W: f.IOStreams.Out, Flags: out}).PrintAll(hs, true)
 	}
 	var rows []printers.ContextHold
 	for i, h := range hs {

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/lockctl/lockctl/lock"
 	"testing"
+
+	"github.com/lockctl/lockctl/lock/record"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
@@ -18,15 +19,15 @@ func TestKubeUser(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		whoAmI  func(context.Context) (lock.User, error)
-		want    lock.User
+		whoAmI  func(context.Context) (record.User, error)
+		want    record.User
 		wantLog string
 	}{
-		{name: "known", whoAmI: func(context.Context) (lock.User, error) { return lock.User{Name: "alice"}, nil }, want: lock.User{Name: "alice"}},
+		{name: "known", whoAmI: func(context.Context) (record.User, error) { return record.User{Name: "alice"}, nil }, want: record.User{Name: "alice"}},
 		{
 			name: "refused",
-			whoAmI: func(context.Context) (lock.User, error) {
-				return lock.User{}, errors.New(`selfsubjectreviews is forbidden`)
+			whoAmI: func(context.Context) (record.User, error) {
+				return record.User{}, errors.New(`selfsubjectreviews is forbidden`)
 			},
 			wantLog: "the Kubernetes user is not known",
 		},
@@ -42,7 +43,7 @@ func TestKubeUser(t *testing.T) {
 			asked := 0
 			f := &Factory{Log: logrus.NewEntry(l)}
 			if tt.whoAmI != nil {
-				f.WhoAmI = func(ctx context.Context) (lock.User, error) { asked++; return tt.whoAmI(ctx) }
+				f.WhoAmI = func(ctx context.Context) (record.User, error) { asked++; return tt.whoAmI(ctx) }
 			}
 			lookup := KubeUser(f)
 			if tt.whoAmI == nil {

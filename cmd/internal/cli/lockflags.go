@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // LockFlags are the flags shared by the commands that touch locks: the
@@ -63,14 +64,14 @@ func (l *LockFlags) ResolveLockNamespace(f *Factory) (string, error) {
 // lock.Identity.Validate or lock.CIJob.ValidateJob refuses is a
 // *cmdutil.FlagError naming the flag or environment variable it came from.
 func (l *LockFlags) Identity(f *Factory) (identity.Holder, error) {
-	flags := lock.Identity{Owner: l.Owner, Repo: l.Repo, Branch: l.Branch, Build: l.Build}
+	flags := record.Identity{Owner: l.Owner, Repo: l.Repo, Branch: l.Branch, Build: l.Build}
 	h := identity.Resolve(flags, f.Getenv, f.LocalEnv, l.PerProcess)
 	err := h.Identity.Validate()
 	if err == nil {
 		err = h.Job.ValidateJob()
 	}
 	if err != nil {
-		var ie *lock.IdentityError
+		var ie *record.IdentityError
 		if !errors.As(err, &ie) {
 			return h, cmdutil.FlagErrorf("invalid identity: %v", err)
 		}
@@ -84,7 +85,7 @@ func (l *LockFlags) validatePod() error {
 	if l.Pod == "" {
 		return nil
 	}
-	if _, err := lock.ParsePodRef(l.Pod); err != nil {
+	if _, err := record.ParsePodRef(l.Pod); err != nil {
 		return cmdutil.FlagErrorf("invalid --pod %q: %v", l.Pod, err)
 	}
 	return nil
@@ -93,9 +94,9 @@ func (l *LockFlags) validatePod() error {
 // identityError says which identity field is wrong, where it came from and
 // what to do: source is the flag ("--owner"), the environment variable
 // ("$REPO_OWNER") or "" for a default.
-func identityError(ie *lock.IdentityError, source string) error {
+func identityError(ie *record.IdentityError, source string) error {
 	flag := "--" + ie.Field
-	want := fmt.Sprintf("printable text of at most %d bytes", lock.MaxIdentityFieldLen)
+	want := fmt.Sprintf("printable text of at most %d bytes", record.MaxIdentityFieldLen)
 	if ie.Field == "build" {
 		want = "a non-negative integer that grows with every build of the branch"
 	}
@@ -116,15 +117,15 @@ func identityError(ie *lock.IdentityError, source string) error {
 // PodRef resolves --pod, defaulting to the pod lockctl runs in; a bare
 // NAME is in that pod's namespace, else the context's. Identity has
 // checked --pod.
-func (l *LockFlags) PodRef(f *Factory) *lock.PodRef {
+func (l *LockFlags) PodRef(f *Factory) *record.PodRef {
 	podNS, podName, inPod := f.InPod()
 	switch {
 	case l.Pod == "" && inPod:
-		return &lock.PodRef{Namespace: podNS, Name: podName}
+		return &record.PodRef{Namespace: podNS, Name: podName}
 	case l.Pod == "":
 		return nil
 	}
-	ref, _ := lock.ParsePodRef(l.Pod)
+	ref, _ := record.ParsePodRef(l.Pod)
 	if ref.Namespace != "" {
 		return &ref
 	}

@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/servertime"
 )
 
@@ -27,19 +28,19 @@ func TestLockFlagsIdentity(t *testing.T) {
 		flags         LockFlags
 		env           map[string]string
 		local         *identity.LocalEnv
-		want          lock.Identity
-		wantJob       lock.CIJob
+		want          record.Identity
+		wantJob       record.CIJob
 		wantUnordered bool
 		wantErr       string
 	}{
-		{name: "flags", flags: flags, want: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
+		{name: "flags", flags: flags, want: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
 		{
 			name: "github actions: the workflow is the sequence, the job on its runner holds",
 			env: map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/web", "GITHUB_REF_NAME": "main",
 				"GITHUB_RUN_NUMBER": "88", "GITHUB_WORKFLOW_REF": "acme/web/.github/workflows/deploy.yml@refs/heads/main",
 				"GITHUB_JOB": "deploy", "RUNNER_NAME": "GitHub Actions 3", "GITHUB_RUN_ATTEMPT": "1"},
-			want:    lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "88", Sequence: ".github/workflows/deploy.yml"},
-			wantJob: lock.CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 1},
+			want:    record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "88", Sequence: ".github/workflows/deploy.yml"},
+			wantJob: record.CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 1},
 		},
 		{
 			name: "github actions with --build: the number is the flag's, counted in no workflow",
@@ -47,8 +48,8 @@ func TestLockFlagsIdentity(t *testing.T) {
 				"GITHUB_RUN_NUMBER": "88", "GITHUB_WORKFLOW_REF": "acme/web/.github/workflows/deploy.yml@refs/heads/main",
 				"GITHUB_JOB": "deploy", "RUNNER_NAME": "r1", "GITHUB_RUN_ATTEMPT": "2"},
 			flags:   LockFlags{Build: "4021"},
-			want:    lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "4021"},
-			wantJob: lock.CIJob{Job: "deploy", JobID: "r1", Attempt: 2},
+			want:    record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "4021"},
+			wantJob: record.CIJob{Job: "deploy", JobID: "r1", Attempt: 2},
 		},
 		{
 			name: "a job name with control characters, named by its variable",
@@ -60,47 +61,47 @@ func TestLockFlagsIdentity(t *testing.T) {
 			name:  "prow environment, flags win",
 			env:   map[string]string{"REPO_OWNER": "org", "REPO_NAME": "api", "PULL_BASE_REF": "release", "BUILD_ID": "12"},
 			flags: LockFlags{Build: "13"},
-			want:  lock.Identity{Owner: "org", Repo: "api", Branch: "release", Build: "13"},
+			want:  record.Identity{Owner: "org", Repo: "api", Branch: "release", Build: "13"},
 		},
 		{
 			name: "local defaults: user@host, the terminal session as build, first come first served",
 			env:  map[string]string{"USER": "me"},
-			want: lock.Identity{Owner: "me@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
+			want: record.Identity{Owner: "me@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
 		},
 		{
 			name: "local defaults without $USER",
-			want: lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
+			want: record.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
 		},
 		{
 			name:  "lockctl run: the process, not the session",
 			flags: LockFlags{PerProcess: true},
-			want:  lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "5151"}, wantUnordered: true,
+			want:  record.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "5151"}, wantUnordered: true,
 		},
 		{
 			name:  "no session: the process",
 			local: &identity.LocalEnv{User: "dev", Host: "laptop", PID: 99},
-			want:  lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "99"}, wantUnordered: true,
+			want:  record.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "99"}, wantUnordered: true,
 		},
 		{
 			name:  "local with --repo: still first come first served",
 			flags: LockFlags{Repo: "one"},
-			want:  lock.Identity{Owner: "dev@laptop", Repo: "one", Branch: "local", Build: "4242"}, wantUnordered: true,
+			want:  record.Identity{Owner: "dev@laptop", Repo: "one", Branch: "local", Build: "4242"}, wantUnordered: true,
 		},
 		{
 			name: "unknown CI: the session, never a per-call number",
 			env:  map[string]string{"CI": "true"},
-			want: lock.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
+			want: record.Identity{Owner: "dev@laptop", Repo: "local", Branch: "local", Build: "4242"}, wantUnordered: true,
 		},
 		{
 			name: "argo: hashed build, first come first served, nothing from the step's host",
 			env:  map[string]string{"ARGO_WORKFLOW_NAME": "deploy-1"},
-			want: lock.Identity{Owner: "argo", Repo: "deploy-1", Branch: "workflow", Build: "2454434888"}, wantUnordered: true,
+			want: record.Identity{Owner: "argo", Repo: "deploy-1", Branch: "workflow", Build: "2454434888"}, wantUnordered: true,
 		},
 		{
 			name:  "argo with --build: ordered",
 			env:   map[string]string{"ARGO_WORKFLOW_NAME": "deploy-1"},
 			flags: LockFlags{Build: "3"},
-			want:  lock.Identity{Owner: "argo", Repo: "deploy-1", Branch: "workflow", Build: "3"},
+			want:  record.Identity{Owner: "argo", Repo: "deploy-1", Branch: "workflow", Build: "3"},
 		},
 		{
 			name:    "terminal escape in a flag",
@@ -154,14 +155,14 @@ func TestLockFlagsIdentity(t *testing.T) {
 			name:  "bad environment overridden by a flag",
 			env:   map[string]string{"REPO_OWNER": "org\x1b", "REPO_NAME": "api", "BRANCH_NAME": "main", "BUILD_NUMBER": "3"},
 			flags: LockFlags{Owner: "org"},
-			want:  lock.Identity{Owner: "org", Repo: "api", Branch: "main", Build: "3"},
+			want:  record.Identity{Owner: "org", Repo: "api", Branch: "main", Build: "3"},
 		},
 		{
 			name:    "control character in $USER",
 			env:     map[string]string{"USER": "me\x07"},
 			wantErr: `invalid identity: owner "me\a@laptop" contains control characters (from $USER): fix the variable, or override it with --owner set to printable text of at most 253 bytes`,
 		},
-		{name: "pod name", flags: with(func(l *LockFlags) { l.Pod = "ci/runner-1" }), want: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
+		{name: "pod name", flags: with(func(l *LockFlags) { l.Pod = "ci/runner-1" }), want: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}},
 		{
 			name:    "pod with a control character",
 			flags:   with(func(l *LockFlags) { l.Pod = "runner\x1b" }),
@@ -253,13 +254,13 @@ func TestLockFlagsPodRef(t *testing.T) {
 	tests := []struct {
 		name        string
 		flag, podNS string
-		want        *lock.PodRef
+		want        *record.PodRef
 	}{
 		{name: "outside a pod, no --pod: none", want: nil},
-		{name: "in a pod, no --pod: this pod", podNS: "build", want: &lock.PodRef{Namespace: "build", Name: "self"}},
-		{name: "NAMESPACE/NAME", flag: "ci/runner", podNS: "build", want: &lock.PodRef{Namespace: "ci", Name: "runner"}},
-		{name: "NAME in a pod: the pod's namespace", flag: "runner", podNS: "build", want: &lock.PodRef{Namespace: "build", Name: "runner"}},
-		{name: "NAME outside a pod: the context's namespace", flag: "runner", want: &lock.PodRef{Namespace: "default", Name: "runner"}},
+		{name: "in a pod, no --pod: this pod", podNS: "build", want: &record.PodRef{Namespace: "build", Name: "self"}},
+		{name: "NAMESPACE/NAME", flag: "ci/runner", podNS: "build", want: &record.PodRef{Namespace: "ci", Name: "runner"}},
+		{name: "NAME in a pod: the pod's namespace", flag: "runner", podNS: "build", want: &record.PodRef{Namespace: "build", Name: "runner"}},
+		{name: "NAME outside a pod: the context's namespace", flag: "runner", want: &record.PodRef{Namespace: "default", Name: "runner"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

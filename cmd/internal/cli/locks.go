@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/enforce"
@@ -18,7 +20,7 @@ import (
 // shows the locks: a windows ConfigMap with entries that cannot be read is
 // returned as windowsErr, the locks then judged with the windows that can
 // be read; err is any other failure.
-func LoadWindowsToShow(ctx context.Context, locks *lock.Client) (windowsErr *lock.WindowsError, err error) {
+func LoadWindowsToShow(ctx context.Context, locks *lock.Client) (windowsErr *record.WindowsError, err error) {
 	if err = locks.LoadFreezeWindows(ctx); errors.As(err, &windowsErr) {
 		locks.SetFreezeWindows(windowsErr.Valid)
 		return windowsErr, nil
@@ -74,8 +76,8 @@ func WatchLocks(ctx context.Context, locks *lock.Client, target string, shown []
 type Releaser struct {
 	// Identity and Job are the holder whose hold is released; zero with
 	// --force or --token and no --build, which release whoever holds.
-	Identity lock.Identity
-	Job      lock.CIJob
+	Identity record.Identity
+	Job      record.CIJob
 	// Breaker names who breaks the lock with --force, for its Events and
 	// history; "" without --force.
 	Breaker string
@@ -98,7 +100,7 @@ func (l *LockFlags) Releaser(f *Factory, force bool, token string) (Releaser, er
 		return r, nil
 	}
 	id := r.Identity
-	if id == (lock.Identity{}) {
+	if id == (record.Identity{}) {
 		holder, err := l.Identity(f)
 		if err != nil {
 			r.Breaker = identity.LocalUser(f.Getenv)

@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lockctl/lockctl/lock"
 )
 
 func TestLockFlagsReleaser(t *testing.T) {
 	t.Parallel()
-	build7 := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}
+	build7 := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}
 	tests := []struct {
 		name  string
 		flags LockFlags
@@ -62,6 +62,6 @@ func TestLocksToShow(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, found, "no lock of prod")
 	require.Len(t, items, 1, "its free view, for -o and -w")
-	assert.Equal(t, lock.Name("prod"), items[0].Name)
-	assert.Equal(t, "lock \"prod\" is free (default/"+lock.Name("prod")+")\n", errOut.String())
+	assert.Equal(t, record.Name("prod"), items[0].Name)
+	assert.Equal(t, "lock \"prod\" is free (default/"+record.Name("prod")+")\n", errOut.String())
 }

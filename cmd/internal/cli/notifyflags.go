@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -80,7 +82,7 @@ func (n *NotifyFlags) Notifier(f *Factory, locks *lock.Client) (*notify.Notifier
 	return notify.New(cs.CoreV1(), locks.Namespace(), notify.Options{
 		URL: n.Webhook, Format: n.Format, Kinds: n.Events, FreezeAhead: n.FreezeAhead,
 		Replica: f.Getenv("HOSTNAME"), Clock: f.LockClock(), Log: f.Logger(),
-		Windows: func(ctx context.Context) ([]lock.FreezeWindow, error) {
+		Windows: func(ctx context.Context) ([]record.FreezeWindow, error) {
 			if err := locks.LoadFreezeWindows(ctx); err != nil {
 				return nil, err
 			}

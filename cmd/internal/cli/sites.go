@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -44,8 +46,8 @@ func (l *LockFlags) validateContexts() error {
 // (lock.Options.Context), in the order given.
 type Sites struct {
 	Locks []*lock.Client
-	// users tell each cluster's Kubernetes user (Request.LookupUser).
-	users []func(context.Context) lock.User
+	// users tell each cluster's Kubernetes user (Request.Callbacks.LookupUser).
+	users []func(context.Context) record.User
 }
 
 // Across reports whether the locks are in clusters named by --contexts.
@@ -71,7 +73,7 @@ func (s Sites) Parts(base lock.Request, targets []string) []lock.Part {
 	var parts []lock.Part
 	for i, c := range s.Locks {
 		req := base
-		req.LookupUser = s.users[i]
+		req.Callbacks.LookupUser = s.users[i]
 		parts = append(parts, lock.PartsFor([]*lock.Client{c}, req, targets)...)
 	}
 	return parts
@@ -102,7 +104,7 @@ func NewSites(f *Factory, l *LockFlags, o LockClientOptions) (Sites, error) {
 		if err != nil {
 			return Sites{}, err
 		}
-		return Sites{Locks: []*lock.Client{c}, users: []func(context.Context) lock.User{KubeUser(f)}}, nil
+		return Sites{Locks: []*lock.Client{c}, users: []func(context.Context) record.User{KubeUser(f)}}, nil
 	}
 	var s Sites
 	for _, name := range l.Contexts {
@@ -145,8 +147,8 @@ func (l *LockFlags) lockNamespaceIn(f *Factory, name string, all bool) (string, 
 }
 
 // kubeUserOf is KubeUser for the cluster of cs.
-func kubeUserOf(f *Factory, cs kube.Interface) func(context.Context) lock.User {
-	return askedOnce(f, func(ctx context.Context) (lock.User, error) { return enforce.WhoAmI(ctx, cs.AuthenticationV1()) })
+func kubeUserOf(f *Factory, cs kube.Interface) func(context.Context) record.User {
+	return askedOnce(f, func(ctx context.Context) (record.User, error) { return enforce.WhoAmI(ctx, cs.AuthenticationV1()) })
 }
 
 // EachSite calls fn for the client of every cluster of s at once, and

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,10 +69,10 @@ func TestNewSites(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "locks", s.Of("eu").Namespace(), "--lock-namespace wins")
 
-	parts := s.Parts(lock.Request{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}}, []string{"staging", "db"})
+	parts := s.Parts(lock.Request{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}}, []string{"staging", "db"})
 	require.Len(t, parts, 4)
 	for _, p := range parts {
-		assert.NotNil(t, p.Request.LookupUser, "each asks its own cluster for the user")
+		assert.NotNil(t, p.Request.Callbacks.LookupUser, "each asks its own cluster for the user")
 	}
 
 	s, err = NewSites(ff.f, &LockFlags{}, LockClientOptions{})
@@ -95,7 +97,7 @@ func TestNewSites(t *testing.T) {
 
 func TestReleaseAcross(t *testing.T) {
 	t.Parallel()
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	tests := []struct {
 		name     string
 		token    string
@@ -198,8 +200,8 @@ func TestFreezeAcross(t *testing.T) {
 	ff.clusters["eu"].PrependReactor("*", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("no"))
 	})
-	by := lock.Identity{Owner: "acme", Repo: "ops", Branch: "main", Build: "1"}
-	err = FreezeAcross(t.Context(), ff.f, s, lock.FreezeRequest{Target: "prod", By: by, Reason: "party", Until: ff.clock.Now().Add(time.Hour)}, "")
+	by := record.Identity{Owner: "acme", Repo: "ops", Branch: "main", Build: "1"}
+	err = FreezeAcross(t.Context(), ff.f, s, record.FreezeRequest{Target: "prod", By: by, Reason: "party", Until: ff.clock.Now().Add(time.Hour)}, "")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `freeze lock "prod" done in contexts ["us"], not in ["eu"] (run the same command again to complete it)`)
 	assert.Contains(t, ff.errOut.String(), `lock "us/prod" frozen until`)
@@ -216,7 +218,7 @@ func TestLocksToShowAcross(t *testing.T) {
 	ff := newFleetFactory(t, "us", "eu")
 	s, err := NewSites(ff.f, &LockFlags{Contexts: []string{"us", "eu"}}, LockClientOptions{})
 	require.NoError(t, err)
-	id := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
+	id := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "1"}
 	_, err = s.Of("eu").Acquire(t.Context(), lock.Request{Target: "staging", Identity: id, TTL: time.Hour})
 	require.NoError(t, err)
 	items, found, err := LocksToShowAcross(t.Context(), ff.f, s, "staging", false)

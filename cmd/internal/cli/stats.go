@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
-	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/stats"
 )
 
@@ -35,7 +36,7 @@ func StatsHelp() string {
 	processes export, alerts and notifications. Reading changes nothing;
 	no lock, or no history, is not an error: stats says so on stderr and
 	exits 0.
-`, lock.MaxHistory))
+`, record.MaxHistory))
 }
 
 // StatsFlags are lockctl stats' locks and window.

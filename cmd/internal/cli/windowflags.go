@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -41,8 +43,8 @@ func (w *WindowFlags) AddFlags(fs *pflag.FlagSet) {
 }
 
 // Window is the window called name that the flags describe.
-func (w *WindowFlags) Window(name string) lock.FreezeWindow {
-	return lock.FreezeWindow{Name: name, Schedule: w.Schedule, Duration: metav1.Duration{Duration: w.Duration}, Reason: w.Reason, Targets: w.Targets}
+func (w *WindowFlags) Window(name string) record.FreezeWindow {
+	return record.FreezeWindow{Name: name, Schedule: w.Schedule, Duration: metav1.Duration{Duration: w.Duration}, Reason: w.Reason, Targets: w.Targets}
 }
 
 // Validate checks the window called name as lock does
@@ -52,7 +54,7 @@ func (w *WindowFlags) Window(name string) lock.FreezeWindow {
 func (w *WindowFlags) Validate(name string, now time.Time) error {
 	err := lock.ValidateFreezeWindow(w.Window(name))
 	if err == nil && !w.Force {
-		if err = lock.CheckFreezeWindowSchedule(w.Window(name), now); err != nil {
+		if err = record.CheckFreezeWindowSchedule(w.Window(name), now); err != nil {
 			return cmdutil.FlagErrorf("%s; add it anyway with --force", windowFlagError(err))
 		}
 	}
@@ -62,7 +64,7 @@ func (w *WindowFlags) Validate(name string, now time.Time) error {
 // windowFlagError words a *lock.WindowEntryError as an error of the flag
 // (or NAME) at fault, a usage error; others as they are.
 func windowFlagError(err error) error {
-	var we *lock.WindowEntryError
+	var we *record.WindowEntryError
 	if !errors.As(err, &we) {
 		return err
 	}
@@ -80,7 +82,7 @@ func (w *WindowFlags) SayAdded(out io.Writer, name, ns string) {
 	if len(w.Targets) > 0 {
 		targets = strings.Join(w.Targets, ", ")
 	}
-	fmt.Fprintf(out, "freeze window %q added to configmap %s/%s: %s for %s, %s\n", name, ns, lock.FreezeWindowsName, w.Schedule, w.Duration, targets)
+	fmt.Fprintf(out, "freeze window %q added to configmap %s/%s: %s for %s, %s\n", name, ns, record.FreezeWindowsName, w.Schedule, w.Duration, targets)
 }
 
 // Add adds the window name made of w to the lock namespace of l, and says
@@ -115,7 +117,7 @@ func ListFreezeWindows(ctx context.Context, f *Factory, l *LockFlags, output str
 	}
 	if broken > 0 {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %d of the freeze windows in configmap %s/%s cannot be read: acquire and release refuse the locks of namespace %q until they are fixed or removed\n",
-			broken, locks.Namespace(), lock.FreezeWindowsName, locks.Namespace())
+			broken, locks.Namespace(), record.FreezeWindowsName, locks.Namespace())
 	}
 	return printers.PrintWindows(f.IOStreams.Out, output, items)
 }
@@ -130,6 +132,6 @@ func RemoveFreezeWindow(ctx context.Context, f *Factory, l *LockFlags, name stri
 	if err := locks.RemoveFreezeWindow(ctx, name); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IOStreams.ErrOut, "freeze window %q removed from configmap %s/%s\n", name, locks.Namespace(), lock.FreezeWindowsName)
+	fmt.Fprintf(f.IOStreams.ErrOut, "freeze window %q removed from configmap %s/%s\n", name, locks.Namespace(), record.FreezeWindowsName)
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -29,7 +31,7 @@ func AcquireQueued(ctx context.Context, t testing.TB, l *lock.Client, req lock.R
 	t.Helper()
 	queued := make(chan struct{})
 	var once sync.Once
-	req.OnProgress = func(lock.Progress) { once.Do(func() { close(queued) }) }
+	req.Callbacks.OnProgress = func(lock.Progress) { once.Do(func() { close(queued) }) }
 	done := make(chan Acquisition, 1)
 	go func() {
 		h, err := l.Acquire(ctx, req)
@@ -74,6 +76,6 @@ func LastLines(s string, n int) string {
 
 // Identity is the holder acme/REPO@main#BUILD that the tests driving locks
 // use.
-func Identity(repo string, build int) lock.Identity {
-	return lock.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: strconv.Itoa(build)}
+func Identity(repo string, build int) record.Identity {
+	return record.Identity{Owner: "acme", Repo: repo, Branch: "main", Build: strconv.Itoa(build)}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -36,10 +38,10 @@ func Explain(err error) (msg, hint string) {
 		noConfig       *kube.NoKubeconfigError
 		untrusted      *kube.UntrustedServerError
 		unknownContext *kube.UnknownContextError
-		invalid        *lock.InvalidError
-		notALock       *lock.NotALockError
+		invalid        *record.InvalidError
+		notALock       *record.NotALockError
 		noNamespace    *lock.NamespaceError
-		version        *lock.VersionError
+		version        *record.VersionError
 		flagErr        *FlagError
 		status         apierrors.APIStatus
 		urlErr         *url.Error
@@ -58,7 +60,7 @@ func Explain(err error) (msg, hint string) {
 	case errors.As(err, &superseded), errors.As(err, &cancelled):
 		return err.Error(), "nothing to do: the newer build deploys instead of this one"
 	case errors.As(err, &timeout) && timeout.Freeze.FromWindow():
-		return err.Error(), "a recurring freeze window (ConfigMap " + lock.FreezeWindowsName + "): wait for it to end, or in an emergency acquire with --ignore-freeze (recorded)"
+		return err.Error(), "a recurring freeze window (ConfigMap " + record.FreezeWindowsName + "): wait for it to end, or in an emergency acquire with --ignore-freeze (recorded)"
 	case errors.As(err, &timeout) && timeout.Freeze != nil:
 		return err.Error(), fmt.Sprintf("wait for the freeze to end, lift it with `lockctl unfreeze %s`, or in an emergency acquire with --ignore-freeze (recorded)", timeout.Target)
 	case errors.As(err, &timeout):

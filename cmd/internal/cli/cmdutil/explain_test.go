@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 
 	"github.com/lockctl/lockctl/job"
@@ -15,7 +17,7 @@ import (
 
 func TestExplainLockErrors(t *testing.T) {
 	t.Parallel()
-	holder := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}}
+	holder := record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}}
 	tests := []struct {
 		name     string
 		err      error
@@ -30,7 +32,7 @@ func TestExplainLockErrors(t *testing.T) {
 		},
 		{
 			name:     "corrupt record names the command that removes it",
-			err:      &lock.InvalidError{Namespace: "ci", Name: "lockctl-lock-staging", Target: "staging", Field: "holder.build", Reason: "empty"},
+			err:      &record.InvalidError{Namespace: "ci", Name: "lockctl-lock-staging", Target: "staging", Field: "holder.build", Reason: "empty"},
 			wantMsg:  "lock ci/lockctl-lock-staging is invalid: holder.build: empty",
 			wantHint: "inspect it with `kubectl get configmap -n ci lockctl-lock-staging -o yaml`; remove it with `lockctl release staging --lock-namespace ci --force`",
 		},
@@ -43,11 +45,11 @@ func TestExplainLockErrors(t *testing.T) {
 		{
 			name: "release by another CI job of the build points to --token",
 			err: &lock.NotHolderError{Target: "staging", Namespace: "ci",
-				Holder: func() lock.Claim {
+				Holder: func() record.Claim {
 					h := holder
-					h.CIJob = lock.CIJob{Job: "deploy", JobID: "1001", Attempt: 1001}
+					h.CIJob = record.CIJob{Job: "deploy", JobID: "1001", Attempt: 1001}
 					return h
-				}(), Caller: lock.CIJob{Job: "cleanup", JobID: "1010", Attempt: 1010}},
+				}(), Caller: record.CIJob{Job: "cleanup", JobID: "1010", Attempt: 1010}},
 			wantMsg:  `lock on "staging" is held by acme/web@main#7 in job deploy (1001, attempt 1001), another job than the caller's job cleanup (1010, attempt 1010)`,
 			wantHint: "another job of a build releases its hold by the token acquire printed there: `lockctl release staging --token TOKEN`",
 		},

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +21,6 @@ import (
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
-	"github.com/lockctl/lockctl/lock"
 )
 
 // Timeout bounds the API calls of one shell completion: a
@@ -250,13 +251,13 @@ func (cp *Lister) lockNames(ctx context.Context, c *cobra.Command) map[string]st
 	if err != nil {
 		return names
 	}
-	sel := labels.SelectorFromSet(labels.Set{lock.ManagedByLabel: lock.ManagedByValue, lock.KindLabel: lock.KindValue}).String()
+	sel := labels.SelectorFromSet(labels.Set{record.ManagedByLabel: record.ManagedByValue, record.KindLabel: record.KindValue}).String()
 	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return names
 	}
 	for i := range list.Items {
-		rec, err := lock.Decode(&list.Items[i])
+		rec, err := record.Decode(&list.Items[i])
 		if err != nil || rec.Target == "" {
 			continue
 		}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // CI is what FromEnv learned from a CI system.
@@ -19,7 +19,7 @@ type CI struct {
 	Unordered bool
 	// Job is the CI job lockctl runs in, when the CI system says: the unit
 	// that holds a lock once (lock.CIJob). Zero when it does not.
-	Job lock.CIJob
+	Job record.CIJob
 	// RunURL is the web page of the CI run or job, when the environment
 	// gives one (runURL); "" otherwise.
 	RunURL string
@@ -39,8 +39,8 @@ type CI struct {
 // passes those parameters as environment), GitHub Actions, GitLab CI (and
 // gitlab-ci-local: isGitLab), Jenkins, Buildkite, CircleCI, Azure Pipelines, Bitbucket Pipelines,
 // Woodpecker, Drone and Argo Workflows.
-func FromEnv(getenv func(string) string) (lock.Identity, map[string]string, CI) {
-	var id lock.Identity
+func FromEnv(getenv func(string) string) (record.Identity, map[string]string, CI) {
+	var id record.Identity
 	src := map[string]string{}
 	// set sets *dst, unless already set, from the first of vars that is set.
 	set := func(field string, dst *string, vars ...string) {
@@ -197,7 +197,7 @@ func FromEnv(getenv func(string) string) (lock.Identity, map[string]string, CI) 
 	ci.RunURL = runURL(ci.Name, getenv)
 	if ci.Job.Job == "" {
 		// A job ID or attempt without the job's name tells nothing.
-		ci.Job = lock.CIJob{}
+		ci.Job = record.CIJob{}
 		delete(src, "jobID")
 		delete(src, "attempt")
 	}

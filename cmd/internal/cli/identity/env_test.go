@@ -3,18 +3,18 @@ package identity
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
+	"github.com/lockctl/lockctl/lock/record"
 
-	"github.com/lockctl/lockctl/lock"
+	"github.com/stretchr/testify/assert"
 )
 
 // ident is the identity owner/repo@branch#build.
-func ident(owner, repo, branch, build string) lock.Identity {
-	return lock.Identity{Owner: owner, Repo: repo, Branch: branch, Build: build}
+func ident(owner, repo, branch, build string) record.Identity {
+	return record.Identity{Owner: owner, Repo: repo, Branch: branch, Build: build}
 }
 
 // inSeq counts id's build in sequence seq.
-func inSeq(id lock.Identity, seq string) lock.Identity {
+func inSeq(id record.Identity, seq string) record.Identity {
 	id.Sequence = seq
 	return id
 }
@@ -24,11 +24,11 @@ func TestFromEnv(t *testing.T) {
 	tests := []struct {
 		name          string
 		env           map[string]string
-		want          lock.Identity
+		want          record.Identity
 		wantCI        string
 		wantUnordered bool
 		wantBuildFrom string
-		wantJob       lock.CIJob
+		wantJob       record.CIJob
 	}{
 		{name: "no CI", env: map[string]string{"HOME": "/root"}},
 		{
@@ -70,7 +70,7 @@ func TestFromEnv(t *testing.T) {
 				"BUILDKITE_BRANCH": "main", "BUILDKITE_BUILD_NUMBER": "101", "BUILDKITE_STEP_ID": "s-1", "BUILDKITE_PARALLEL_JOB": "2",
 				"BUILDKITE_JOB_ID": "j-9", "BUILDKITE_RETRY_COUNT": "1"},
 			want: inSeq(ident("acme", "web", "main", "101"), "web-deploy"), wantCI: "buildkite", wantBuildFrom: "$BUILDKITE_BUILD_NUMBER",
-			wantJob: lock.CIJob{Job: "s-1/2", JobID: "j-9"},
+			wantJob: record.CIJob{Job: "s-1/2", JobID: "j-9"},
 		},
 		{
 			name: "github actions, a matrix job's attempt on its runner",
@@ -79,7 +79,7 @@ func TestFromEnv(t *testing.T) {
 				"GITHUB_JOB": "deploy", "RUNNER_NAME": "GitHub Actions 3", "GITHUB_RUN_ATTEMPT": "2"},
 			want:   inSeq(ident("acme", "web", "main", "8"), ".github/workflows/deploy.yml"),
 			wantCI: "github-actions", wantBuildFrom: "$GITHUB_RUN_NUMBER",
-			wantJob: lock.CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
+			wantJob: record.CIJob{Job: "deploy", JobID: "GitHub Actions 3", Attempt: 2},
 		},
 		{
 			name: "github actions without GITHUB_WORKFLOW_REF (older servers): the workflow's name",
@@ -92,7 +92,7 @@ func TestFromEnv(t *testing.T) {
 			env: map[string]string{"GITLAB_CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web", "CI_COMMIT_REF_NAME": "main",
 				"CI_PIPELINE_IID": "9", "CI_JOB_NAME": "deploy: [eu]", "CI_JOB_ID": "1007"},
 			want: ident("acme", "web", "main", "9"), wantCI: "gitlab", wantBuildFrom: "$CI_PIPELINE_IID",
-			wantJob: lock.CIJob{Job: "deploy: [eu]", JobID: "1007", Attempt: 1007},
+			wantJob: record.CIJob{Job: "deploy: [eu]", JobID: "1007", Attempt: 1007},
 		},
 		{
 			name: "gitlab-ci-local: GITLAB_CI=false, a GitLab job's variables",
@@ -100,12 +100,12 @@ func TestFromEnv(t *testing.T) {
 				"CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web", "CI_COMMIT_REF_NAME": "main", "CI_PIPELINE_ID": "1001",
 				"CI_PIPELINE_IID": "1", "CI_JOB_NAME": "deploy 2/2", "CI_JOB_ID": "3"},
 			want: ident("acme", "web", "main", "1"), wantCI: "gitlab", wantBuildFrom: "$CI_PIPELINE_IID",
-			wantJob: lock.CIJob{Job: "deploy 2/2", JobID: "3", Attempt: 3},
+			wantJob: record.CIJob{Job: "deploy 2/2", JobID: "3", Attempt: 3},
 		},
 		{
 			name: "GITLAB_CI=false without a job's variables: not GitLab",
 			env:  map[string]string{"GITLAB_CI": "false", "CI": "true", "CI_PROJECT_NAMESPACE": "acme", "CI_PROJECT_NAME": "web", "CI_JOB_ID": "3"},
-			want: lock.Identity{}, wantCI: "ci",
+			want: record.Identity{}, wantCI: "ci",
 		},
 		{
 			name: "circleci",

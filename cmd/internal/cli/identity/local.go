@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // LocalEnv is what lockctl knows about the machine and shell it runs in,
@@ -41,10 +41,10 @@ func ReadLocalEnv(getenv func(string) string) LocalEnv {
 
 // Holder is who a command holds a lock as.
 type Holder struct {
-	lock.Identity
+	record.Identity
 	// Job is the CI job the command runs in, when the CI system says
 	// (CI.Job); zero otherwise.
-	Job lock.CIJob
+	Job record.CIJob
 	// RunURL is the web page of the CI run lockctl runs in (CI.RunURL);
 	// "" outside CI or when the CI system gives none.
 	RunURL string
@@ -63,7 +63,7 @@ type Holder struct {
 // (localIdentity), called only when a field is still empty. A --build
 // drops the sequence the environment gives (the number is the flag's, not
 // the CI system's counter). The identity is not validated.
-func Resolve(flags lock.Identity, getenv func(string) string, local func() LocalEnv, perProcess bool) Holder {
+func Resolve(flags record.Identity, getenv func(string) string, local func() LocalEnv, perProcess bool) Holder {
 	id, src, ci := FromEnv(getenv)
 	unordered := ci.Unordered
 	for _, o := range []struct {
@@ -108,7 +108,7 @@ func LocalUser(getenv func(string) string) string {
 // terminal session, or with perProcess lockctl's process ID. Such a build
 // only tells holders apart; claims with it are served first come, first
 // served. src records where each field came from.
-func localIdentity(id *lock.Identity, src map[string]string, getenv func(string) string, env LocalEnv, perProcess bool) {
+func localIdentity(id *record.Identity, src map[string]string, getenv func(string) string, env LocalEnv, perProcess bool) {
 	if id.Owner == "" {
 		user := env.User
 		src["owner"] = ""

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/lockctl/lockctl/lock"
 )
 
 // ciCase is the environment of one job of a build on a CI system, and how
@@ -215,17 +215,17 @@ func TestCITableBehaviour(t *testing.T) {
 				exp := metav1.NewMicroTime(now.Add(time.Hour))
 				holder.Expires = &exp
 			}
-			rec := &lock.Record{Target: "staging", Policy: lock.PolicyNewest, Holder: holder, Updated: holder.Since}
+			rec := &record.Record{Target: "staging", Policy: record.PolicyNewest, Holder: holder, Updated: holder.Since}
 			for _, tc := range []struct {
 				what string
-				me   lock.Claim
+				me   record.Claim
 				want string
 			}{
 				{"another job of the build at once", claimOf(t, with(c.env, c.other), "o", c.pods, "job-b"), row.other},
 				{"a step of the holder's job again", claimOf(t, c.env, "s", c.pods, "job-a"), row.step},
 				{"the holder's job again", claimOf(t, with(c.env, c.again), "r", c.pods, "job-a-rerun"), row.again},
 			} {
-				d := lock.Decide(rec, tc.me, lock.PolicyNewest, now, true, time.Minute)
+				d := record.Decide(rec, tc.me, record.PolicyNewest, now, true, time.Minute)
 				assert.Equal(t, tc.want, behaviour(d), "%s: %s", row.system, tc.what)
 			}
 		})
@@ -233,16 +233,16 @@ func TestCITableBehaviour(t *testing.T) {
 }
 
 // claimOf is the claim lockctl makes in env (in pod when pods says so).
-func claimOf(t *testing.T, env map[string]string, session string, pods bool, pod string) lock.Claim {
+func claimOf(t *testing.T, env map[string]string, session string, pods bool, pod string) record.Claim {
 	t.Helper()
-	h := Resolve(lock.Identity{}, func(k string) string { return env[k] }, func() LocalEnv {
+	h := Resolve(record.Identity{}, func(k string) string { return env[k] }, func() LocalEnv {
 		return LocalEnv{User: "ci", Host: "runner", TerminalSession: 1, PID: 2}
 	}, false)
 	require.NoError(t, h.Identity.Validate(), "identity from %v", env)
-	c := lock.Claim{Identity: h.Identity, CIJob: h.Job, Unordered: h.Unordered, ClaimID: session,
+	c := record.Claim{Identity: h.Identity, CIJob: h.Job, Unordered: h.Unordered, ClaimID: session,
 		TTL: metav1.Duration{Duration: time.Hour}}
 	if pods {
-		c.Pod = &lock.PodRef{Namespace: "ci", Name: pod, UID: types.UID("uid-" + pod)}
+		c.Pod = &record.PodRef{Namespace: "ci", Name: pod, UID: types.UID("uid-" + pod)}
 	}
 	return c
 }
@@ -255,13 +255,13 @@ func with(env, change map[string]string) map[string]string {
 }
 
 // behaviour names a decision as the table does.
-func behaviour(d lock.Decision) string {
+func behaviour(d record.Decision) string {
 	switch {
-	case d.Outcome == lock.Acquired && d.Reentered:
+	case d.Outcome == record.Acquired && d.Reentered:
 		return "re-enters"
-	case d.Outcome == lock.Acquired && d.TookOver:
+	case d.Outcome == record.Acquired && d.TookOver:
 		return "takes over"
-	case d.Outcome == lock.Waiting:
+	case d.Outcome == record.Waiting:
 		return "waits"
 	}
 	return d.Outcome.String()

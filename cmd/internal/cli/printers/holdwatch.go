@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // HoldWatch tells which holds of a watched history (history -w) are rows
@@ -21,7 +21,7 @@ type HoldWatch struct {
 
 // NewHoldWatch returns the watch of a history whose rows shown are holds
 // (Holds), newest first.
-func NewHoldWatch(shown []lock.HistoryEntry) *HoldWatch {
+func NewHoldWatch(shown []record.HistoryEntry) *HoldWatch {
 	w := &HoldWatch{shown: map[string]bool{}}
 	for _, e := range shown {
 		w.shown[holdKey(e)] = true
@@ -34,8 +34,8 @@ func NewHoldWatch(shown []lock.HistoryEntry) *HoldWatch {
 
 // Rows returns the holds of h not shown yet, oldest first, and counts them
 // as shown.
-func (w *HoldWatch) Rows(h *lock.History) []lock.HistoryEntry {
-	var rows []lock.HistoryEntry
+func (w *HoldWatch) Rows(h *record.History) []record.HistoryEntry {
+	var rows []record.HistoryEntry
 	holds := Holds(h)
 	for i := len(holds) - 1; i >= 0; i-- {
 		e := holds[i]
@@ -62,7 +62,7 @@ func (w *HoldWatch) Rows(h *lock.History) []lock.HistoryEntry {
 
 // holdKey tells the holds of a history apart, the current one from the
 // same hold once it ended.
-func holdKey(e lock.HistoryEntry) string {
+func holdKey(e record.HistoryEntry) string {
 	return fmt.Sprintf("%s|%s|%s|%s", e.Identity, e.Since.UTC().Format(time.RFC3339Nano), e.Until.UTC().Format(time.RFC3339Nano), e.Ended)
 }
 
@@ -71,19 +71,19 @@ func holdKey(e lock.HistoryEntry) string {
 // table prints a row per hold, then a row for each hold not shown yet
 // (HoldWatch).
 type HistoryPrinter struct {
-	object *Printer[*lock.History]
-	holds  *Printer[lock.HistoryEntry]
+	object *Printer[*record.History]
+	holds  *Printer[record.HistoryEntry]
 	watch  *HoldWatch
 }
 
 // NewHistoryPrinter returns the printer of the -o forms flags on w.
 func NewHistoryPrinter(w io.Writer, flags *OutputFlags, o Options) *HistoryPrinter {
-	return &HistoryPrinter{object: &Printer[*lock.History]{W: w, Flags: flags}, holds: NewHoldPrinter(w, flags, o)}
+	return &HistoryPrinter{object: &Printer[*record.History]{W: w, Flags: flags}, holds: NewHoldPrinter(w, flags, o)}
 }
 
 // PrintAll prints the history h; list is false while watching (-w): a
 // table then takes further rows.
-func (p *HistoryPrinter) PrintAll(h *lock.History, list bool) error {
+func (p *HistoryPrinter) PrintAll(h *record.History, list bool) error {
 	if !p.holds.Flags.IsTable() {
 		return p.object.Print(h)
 	}
@@ -93,7 +93,7 @@ func (p *HistoryPrinter) PrintAll(h *lock.History, list bool) error {
 }
 
 // Print prints the change to the history that h is, after PrintAll.
-func (p *HistoryPrinter) Print(h *lock.History) error {
+func (p *HistoryPrinter) Print(h *record.History) error {
 	if !p.holds.Flags.IsTable() {
 		return p.object.Print(h)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,10 +20,10 @@ import (
 func testLocks() []lock.LockView {
 	mk := func(target, build string, token string) lock.LockView {
 		return lock.LockView{
-			TypeMeta:   metav1.TypeMeta{APIVersion: lock.APIVersion, Kind: lock.KindLock},
-			ObjectMeta: metav1.ObjectMeta{Name: lock.Name(target), Namespace: "ops"},
+			TypeMeta:   metav1.TypeMeta{APIVersion: lock.APIVersion, Kind: "Lock"},
+			ObjectMeta: metav1.ObjectMeta{Name: record.Name(target), Namespace: "ops"},
 			Spec:       lock.LockViewSpec{Target: target},
-			Status:     lock.LockViewStatus{State: lock.StateHeld, Token: token, Holder: &lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build}}},
+			Status:     lock.LockViewStatus{State: lock.StateHeld, Token: token, Holder: &record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: build}}},
 		}
 	}
 	return []lock.LockView{mk("staging", "9", "200"), mk("prod", "10", "17"), mk("dev", "8", "3")}

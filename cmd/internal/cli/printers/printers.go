@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
@@ -161,7 +163,7 @@ func lockRow(l lock.LockView, o Options, wide bool) []string {
 		holder, since, liveness, apps := "-", "-", l.Status.Liveness, ""
 		if h := l.Status.Holder; h != nil {
 			holder, since = h.Identity.String(), human.Duration(now.Sub(h.Since.Time))
-			apps = lock.Printable(strings.Join(h.Apps, ","))
+			apps = record.Printable(strings.Join(h.Apps, ","))
 			if !l.Status.Alive {
 				liveness += " (stale)"
 			}
@@ -192,7 +194,7 @@ func lockRow(l lock.LockView, o Options, wide bool) []string {
 
 // waiting is the queue in one cell: 1:acme/api@main#7(high),2:…; wide
 // adds each waiter's estimate: 1:acme/api@main#7 (about 4 min).
-func waiting(ws []lock.Claim, wide bool) string {
+func waiting(ws []record.Claim, wide bool) string {
 	if len(ws) == 0 {
 		return "-"
 	}
@@ -208,12 +210,12 @@ func waiting(ws []lock.Claim, wide bool) string {
 
 // priorityNote marks a waiter that is not plainly normal: "(high)", or
 // "(low, aged to normal)" once ageing raised it.
-func priorityNote(w lock.Claim) string {
+func priorityNote(w record.Claim) string {
 	p := w.Priority.Level()
 	switch {
 	case w.Effective != "" && w.Effective != p:
 		return fmt.Sprintf("(%s, aged to %s)", p, w.Effective)
-	case p != lock.PriorityNormal:
+	case p != record.PriorityNormal:
 		return "(" + string(p) + ")"
 	}
 	return ""
@@ -229,32 +231,32 @@ func OrDash(s string) string {
 
 // Holding is how the current hold "ended" in the rows of a history: it
 // has not.
-const Holding lock.Ending = "holding"
+const Holding record.Ending = "holding"
 
 // Holds are the rows of a history: the current hold (ended Holding, no
 // until), then the past ones newest first.
-func Holds(h *lock.History) []lock.HistoryEntry {
-	var out []lock.HistoryEntry
+func Holds(h *record.History) []record.HistoryEntry {
+	var out []record.HistoryEntry
 	if c := h.Holder; c != nil {
-		out = append(out, lock.HistoryEntry{Identity: c.Identity, Pod: c.Pod, Since: c.Since, Ended: Holding})
+		out = append(out, record.HistoryEntry{Identity: c.Identity, Pod: c.Pod, Since: c.Since, Ended: Holding})
 	}
 	return append(out, h.Entries...)
 }
 
 // NewHoldPrinter returns the printer of a lock's holds (Holds) as table
 // rows on w, with times as ages counted to now.
-func NewHoldPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[lock.HistoryEntry] {
-	return &Printer[lock.HistoryEntry]{
+func NewHoldPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[record.HistoryEntry] {
+	return &Printer[record.HistoryEntry]{
 		W: w, Flags: flags,
 		Header: func(bool) []string { return holdHeader },
-		Row:    func(e lock.HistoryEntry, _ bool) []string { return holdRow(e, o.now()) },
+		Row:    func(e record.HistoryEntry, _ bool) []string { return holdRow(e, o.now()) },
 	}
 }
 
 var holdHeader = []string{"HOLDER", "POD", "FROM", "UNTIL", "HELD", "ENDED"}
 
 // holdRow is the table row of the hold e, its times as ages counted to t.
-func holdRow(e lock.HistoryEntry, t time.Time) []string {
+func holdRow(e record.HistoryEntry, t time.Time) []string {
 	ago := func(at time.Time) string { return human.Duration(t.Sub(at)) + " ago" }
 	if e.Ended == Holding {
 		return []string{e.Identity.String(), podOf(e.Pod), ago(e.Since.Time), "-", human.Duration(t.Sub(e.Since.Time)), "holding"}
@@ -267,7 +269,7 @@ func holdRow(e lock.HistoryEntry, t time.Time) []string {
 // --contexts): the kubeconfig context of its cluster, and the hold.
 type ContextHold struct {
 	Context string
-	lock.HistoryEntry
+	record.HistoryEntry
 }
 
 // NewContextHoldPrinter returns the printer of the holds of a lock in
@@ -283,7 +285,7 @@ func NewContextHoldPrinter(w io.Writer, flags *OutputFlags, o Options) *Printer[
 	}
 }
 
-func podOf(p *lock.PodRef) string {
+func podOf(p *record.PodRef) string {
 	if p == nil {
 		return "-"
 	}
@@ -292,7 +294,7 @@ func podOf(p *lock.PodRef) string {
 
 // describeEnding is how a hold ended, and whether it was taken in spite of
 // a deploy freeze.
-func describeEnding(e lock.HistoryEntry) string {
+func describeEnding(e record.HistoryEntry) string {
 	if e.IgnoredFreeze != "" {
 		return e.Describe() + " (took the lock in spite of a freeze, --ignore-freeze)"
 	}

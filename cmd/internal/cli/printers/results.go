@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/scheduler"
 )
@@ -11,7 +13,7 @@ import (
 // Released says on out what the release of the lock of target did: id is
 // the caller's identity, token the fencing token given to release by ("":
 // none).
-func Released(out io.Writer, target string, id lock.Identity, res *lock.Released, token string) {
+func Released(out io.Writer, target string, id record.Identity, res *lock.Released, token string) {
 	switch {
 	case res.Invalid != nil:
 		fmt.Fprintf(out, "deleted corrupt lock %q: %v\n", target, res.Invalid)
@@ -98,7 +100,7 @@ func NoJobs(out io.Writer, ns, jobName, selector string, all bool) {
 
 // Unfrozen says on out what lifting the freeze of the lock of target did;
 // desc names the lock (lock.Client.Describe).
-func Unfrozen(out io.Writer, target string, res *lock.Unfrozen, desc string) {
+func Unfrozen(out io.Writer, target string, res *record.Unfrozen, desc string) {
 	switch {
 	case res.Previous == nil:
 		fmt.Fprintf(out, "lock %q is not frozen; nothing to do (%s)\n", target, desc)
@@ -111,7 +113,7 @@ func Unfrozen(out io.Writer, target string, res *lock.Unfrozen, desc string) {
 
 // ReleasedAll says on out what the release of each of targets did, as
 // Released does; a nil result (a release that failed) says nothing.
-func ReleasedAll(out io.Writer, targets []string, id lock.Identity, all []*lock.Released, token string) {
+func ReleasedAll(out io.Writer, targets []string, id record.Identity, all []*lock.Released, token string) {
 	for i, res := range all {
 		if res != nil {
 			Released(out, targets[i], id, res, token)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,9 +18,9 @@ import (
 
 func TestReleased(t *testing.T) {
 	t.Parallel()
-	me := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}
-	other := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "3"}, Since: metav1.NewMicroTime(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))}
-	mine := lock.Claim{Identity: me}
+	me := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "7"}
+	other := record.Claim{Identity: record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "3"}, Since: metav1.NewMicroTime(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))}
+	mine := record.Claim{Identity: me}
 	tests := []struct {
 		name  string
 		res   lock.Released

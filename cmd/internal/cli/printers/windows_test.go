@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -13,7 +15,7 @@ import (
 
 func TestPrintWindows(t *testing.T) {
 	t.Parallel()
-	ws, err := lock.ParseFreezeWindows([]byte(`windows:
+	ws, err := record.ParseFreezeWindows([]byte(`windows:
 - name: nightly
   schedule: "0 22 * * *"
   duration: 8h
@@ -25,7 +27,7 @@ func TestPrintWindows(t *testing.T) {
   reason: lunch
 `))
 	require.NoError(t, err)
-	entries := []lock.WindowEntry{{Window: ws[0]}, {Window: ws[1]}, {Window: lock.FreezeWindow{Name: "broken"}, Err: &lock.WindowEntryError{Index: 3, Name: "broken", Field: "schedule", Reason: "want a cron schedule"}}}
+	entries := []lock.WindowEntry{{Window: ws[0]}, {Window: ws[1]}, {Window: record.FreezeWindow{Name: "broken"}, Err: &record.WindowEntryError{Index: 3, Name: "broken", Field: "schedule", Reason: "want a cron schedule"}}}
 	now := time.Date(2026, 12, 2, 12, 30, 0, 0, time.UTC)
 	items, broken := WindowItems(entries, now)
 	assert.Equal(t, 1, broken, "the broken entry is counted")

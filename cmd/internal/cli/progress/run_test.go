@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,10 +40,10 @@ func TestPodGone(t *testing.T) {
 // and released, or re-entered and left held.
 func TestRunLockLines(t *testing.T) {
 	t.Parallel()
-	web := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
-	api := lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}
+	web := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "812"}
+	api := record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}
 	since := metav1.NewMicroTime(time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC))
-	holder := lock.Claim{Identity: web, Since: since}
+	holder := record.Claim{Identity: web, Since: since}
 	tests := []struct {
 		name string
 		held *lock.Held
@@ -53,7 +55,7 @@ func TestRunLockLines(t *testing.T) {
 			want: []string{`lock "production" acquired by acme/web@main#812 after 0s (locks/lockctl-lock-production), fencing token 48213`,
 				`lock "production" released`}},
 		{name: "taken, handed over", held: &lock.Held{Target: "production", Holder: holder, Token: "48213"},
-			rel:  &lock.Released{Previous: &holder, HandedTo: &lock.Claim{Identity: api}},
+			rel:  &lock.Released{Previous: &holder, HandedTo: &record.Claim{Identity: api}},
 			want: []string{`lock "production" acquired by acme/web@main#812`, `lock "production" released`, `lock "production" now held by acme/api@main#7`}},
 		{name: "re-entered, left held", held: &lock.Held{Target: "production", Holder: holder, Token: "48213", Reentered: true},
 			rel: &lock.Released{Left: true, Kept: &holder},

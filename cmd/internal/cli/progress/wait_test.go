@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/lock/record"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +23,7 @@ func TestWaitProgress(t *testing.T) {
 	t.Parallel()
 	pr := lock.Progress{
 		Target:      "staging",
-		Holder:      lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute))},
+		Holder:      record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute))},
 		HolderAlive: true,
 		Position:    1,
 		Started:     testNow,
@@ -88,7 +90,7 @@ func TestWaitProgress(t *testing.T) {
 // form, and comes before the queue and the time waited.
 func TestWaitLiveLineForms(t *testing.T) {
 	t.Parallel()
-	web := lock.Claim{Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute))}
+	web := record.Claim{Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute))}
 	tests := []struct {
 		name string
 		pr   lock.Progress
@@ -107,8 +109,8 @@ func TestWaitLiveLineForms(t *testing.T) {
 		{
 			name: "held, with an estimate from the history",
 			pr: lock.Progress{Target: "production", Holder: web, HolderAlive: true, Position: 3, Started: testNow.Add(-30 * time.Second),
-				Ahead: []lock.Claim{{Identity: lock.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}}, {Identity: lock.Identity{Owner: "acme", Repo: "db", Branch: "main", Build: "3"}}},
-				Wait:  &lock.EstimateInput{Target: "production", History: regularHolds(4*time.Minute, 20), Ahead: 2, HolderSince: &web.Since.Time}},
+				Ahead: []record.Claim{{Identity: record.Identity{Owner: "acme", Repo: "api", Branch: "main", Build: "7"}}, {Identity: record.Identity{Owner: "acme", Repo: "db", Branch: "main", Build: "3"}}},
+				Wait:  &record.EstimateInput{Target: "production", History: regularHolds(4*time.Minute, 20), Ahead: 2, HolderSince: &web.Since.Time}},
 			want: []string{
 				`waiting for lock "production": held by acme/web@main#41 for 1m; queue position 3 (after acme/api@main#7, acme/db@main#3); about 11 min (median hold 4m over the last 20); waited 30s`,
 				`"production": held by acme/web@main#41 for 1m; #3 in queue, about 11 min; waited 30s`,
@@ -149,12 +151,12 @@ func TestWaitLiveLineForms(t *testing.T) {
 // was asked to stop (cancel-in-progress), and by whom.
 func TestDescribeWaitCancelRequested(t *testing.T) {
 	t.Parallel()
-	newer := lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
+	newer := record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "42"}
 	pr := lock.Progress{
 		Target: "staging",
-		Holder: lock.Claim{
-			Identity: lock.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
-			CancelRequest: &lock.CancelRequest{Identity: newer, ClaimID: "s42"},
+		Holder: record.Claim{
+			Identity: record.Identity{Owner: "acme", Repo: "web", Branch: "main", Build: "41"}, Since: metav1.NewMicroTime(testNow.Add(-time.Minute)),
+			CancelRequest: &record.CancelRequest{Identity: newer, ClaimID: "s42"},
 		},
 		HolderAlive: true,
 		Position:    1,
@@ -167,11 +169,11 @@ func TestDescribeWaitCancelRequested(t *testing.T) {
 
 // regularHolds is a history of n holds of d each, back to back, ending an
 // hour before testNow.
-func regularHolds(d time.Duration, n int) []lock.HistoryEntry {
-	out := make([]lock.HistoryEntry, n)
+func regularHolds(d time.Duration, n int) []record.HistoryEntry {
+	out := make([]record.HistoryEntry, n)
 	start := testNow.Add(-time.Hour - time.Duration(n)*d)
 	for i := range out {
-		out[i] = lock.HistoryEntry{Since: metav1.NewMicroTime(start.Add(time.Duration(i) * d)), Until: metav1.NewMicroTime(start.Add(time.Duration(i+1) * d)), Ended: lock.EndHandedOver}
+		out[i] = record.HistoryEntry{Since: metav1.NewMicroTime(start.Add(time.Duration(i) * d)), Until: metav1.NewMicroTime(start.Add(time.Duration(i+1) * d)), Ended: record.EndHandedOver}
 	}
 	return out
 }
@@ -181,7 +183,7 @@ func regularHolds(d time.Duration, n int) []lock.HistoryEntry {
 func TestWaitFieldsEstimate(t *testing.T) {
 	t.Parallel()
 	pr := lock.Progress{Target: "production", Position: 2, Started: testNow,
-		Wait: &lock.EstimateInput{Target: "production", History: regularHolds(2*time.Minute, 5), Ahead: 1}}
+		Wait: &record.EstimateInput{Target: "production", History: regularHolds(2*time.Minute, 5), Ahead: 1}}
 	f := waitFields(pr, testNow)
 	assert.Equal(t, "about 2 min", f["estimated_wait"])
 	assert.Equal(t, "median hold 2m over the last 5", f["basis"])

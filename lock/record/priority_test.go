@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 )
 
 func prio(c Claim, p Priority) Claim {
-	c.Priority = p.stored()
+	c.Priority = p.Stored()
 	return c
 }
 
@@ -39,43 +39,43 @@ func TestDecidePriority(t *testing.T) {
 	}{
 		{
 			name: "high joins ahead of normal waiters, behind the holder",
-			cur:  record(holder, queued(claim("n1", "db", "main", "1"), now), queued(claim("n2", "docs", "main", "1"), now)),
+			cur:  recordOf(holder, queued(claim("n1", "db", "main", "1"), now), queued(claim("n2", "docs", "main", "1"), now)),
 			me:   prio(claim("me", "web", "main", "42"), PriorityHigh), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me", "n1", "n2"},
 		},
 		{
 			name: "high joins behind earlier high waiters",
-			cur:  record(holder, queued(prio(claim("h1", "db", "main", "1"), PriorityHigh), now), queued(claim("n1", "docs", "main", "1"), now)),
+			cur:  recordOf(holder, queued(prio(claim("h1", "db", "main", "1"), PriorityHigh), now), queued(claim("n1", "docs", "main", "1"), now)),
 			me:   prio(claim("me", "web", "main", "42"), PriorityHigh), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"h1", "me", "n1"},
 		},
 		{
 			name: "normal joins ahead of low waiters",
-			cur:  record(holder, queued(prio(claim("l1", "db", "main", "1"), PriorityLow), now)),
+			cur:  recordOf(holder, queued(prio(claim("l1", "db", "main", "1"), PriorityLow), now)),
 			me:   claim("me", "web", "main", "42"), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me", "l1"},
 		},
 		{
 			name: "low joins behind everyone",
-			cur:  record(holder, queued(claim("n1", "db", "main", "1"), now)),
+			cur:  recordOf(holder, queued(claim("n1", "db", "main", "1"), now)),
 			me:   prio(claim("me", "web", "main", "42"), PriorityLow), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"n1", "me"},
 		},
 		{
 			name: "ageing: a low waiter of one ageing step counts as normal, and a new normal queues behind it",
-			cur:  record(holder, waitingSince(prio(claim("l1", "db", "main", "1"), PriorityLow), now.Add(-PriorityAgeing), now)),
+			cur:  recordOf(holder, waitingSince(prio(claim("l1", "db", "main", "1"), PriorityLow), now.Add(-PriorityAgeing), now)),
 			me:   claim("me", "web", "main", "42"), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"l1", "me"},
 		},
 		{
 			name: "ageing: after two steps a low waiter counts as high and even a new high queues behind it",
-			cur:  record(holder, waitingSince(prio(claim("l1", "db", "main", "1"), PriorityLow), now.Add(-2*PriorityAgeing), now)),
+			cur:  recordOf(holder, waitingSince(prio(claim("l1", "db", "main", "1"), PriorityLow), now.Add(-2*PriorityAgeing), now)),
 			me:   prio(claim("me", "web", "main", "42"), PriorityHigh), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"l1", "me"},
 		},
 		{
 			name: "ageing: an aged waiter moves ahead of later waiters of a lower effective priority",
-			cur: record(holder,
+			cur: recordOf(holder,
 				waitingSince(claim("n1", "docs", "main", "1"), now.Add(-PriorityAgeing/2), now),
 				waitingSince(prio(claim("l1", "db", "main", "1"), PriorityLow), now.Add(-2*PriorityAgeing), now),
 				queued(claim("me", "web", "main", "42"), now)),
@@ -84,55 +84,55 @@ func TestDecidePriority(t *testing.T) {
 		},
 		{
 			name: "a normal waiter appended behind low ones by an older lockctl is moved ahead",
-			cur:  record(holder, queued(prio(claim("l1", "db", "main", "1"), PriorityLow), now), queued(claim("me", "web", "main", "42"), now)),
+			cur:  recordOf(holder, queued(prio(claim("l1", "db", "main", "1"), PriorityLow), now), queued(claim("me", "web", "main", "42"), now)),
 			me:   claim("me", "web", "main", "42"), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me", "l1"},
 		},
 		{
 			name: "a high arrival never displaces a live holder",
-			cur:  record(holder),
+			cur:  recordOf(holder),
 			me:   prio(claim("me", "web", "main", "42"), PriorityHigh), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me"},
 		},
 		{
 			name: "stale holder: a high arrival takes the lock ahead of a normal waiter",
-			cur:  record(holder, queued(claim("n1", "db", "main", "1"), now)),
+			cur:  recordOf(holder, queued(claim("n1", "db", "main", "1"), now)),
 			me:   prio(claim("me", "web", "main", "42"), PriorityHigh), holderAlive: false,
 			wantOutcome: Acquired, wantWrite: true, wantHolder: "me", wantWaiters: []string{"n1"},
 		},
 		{
 			name: "stale holder: a normal arrival leaves the lock to a waiting normal",
-			cur:  record(holder, queued(claim("n1", "db", "main", "1"), now)),
+			cur:  recordOf(holder, queued(claim("n1", "db", "main", "1"), now)),
 			me:   claim("me", "web", "main", "42"), holderAlive: false,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "n1", wantWaiters: []string{"me"},
 		},
 		{
 			name: "newest wins within a priority: a newer high replaces an older high",
-			cur:  record(holder, queued(claim("n1", "db", "main", "1"), now), queued(prio(claim("w", "web", "main", "40"), PriorityHigh), now)),
+			cur:  recordOf(holder, queued(claim("n1", "db", "main", "1"), now), queued(prio(claim("w", "web", "main", "40"), PriorityHigh), now)),
 			me:   prio(claim("me", "web", "main", "42"), PriorityHigh), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me", "n1"},
 		},
 		{
 			name: "across priorities nobody waiting is superseded: a newer normal queues behind an older high hotfix",
-			cur:  record(holder, queued(prio(claim("w", "web", "main", "40"), PriorityHigh), now)),
+			cur:  recordOf(holder, queued(prio(claim("w", "web", "main", "40"), PriorityHigh), now)),
 			me:   claim("me", "web", "main", "42"), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"w", "me"},
 		},
 		{
 			name: "across priorities: an older normal arrival does not give up to a newer high waiter",
-			cur:  record(holder, queued(prio(claim("w", "web", "main", "43"), PriorityHigh), now)),
+			cur:  recordOf(holder, queued(prio(claim("w", "web", "main", "43"), PriorityHigh), now)),
 			me:   claim("me", "web", "main", "42"), holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"w", "me"},
 		},
 		{
 			name: "a newer build holding supersedes an older one whatever its priority",
-			cur:  record(held(claim("h2", "web", "main", "43"), t0)),
+			cur:  recordOf(held(claim("h2", "web", "main", "43"), t0)),
 			me:   prio(claim("me", "web", "main", "42"), PriorityHigh), holderAlive: true,
 			wantOutcome: Superseded, wantHolder: "h2", wantBy: "h2",
 		},
 		{
 			name: "fifo: priority still orders the queue",
-			cur:  record(holder, queued(claim("n1", "db", "main", "1"), now)),
+			cur:  recordOf(holder, queued(claim("n1", "db", "main", "1"), now)),
 			me:   prio(claim("me", "web", "main", "42"), PriorityHigh), policy: PolicyFIFO, holderAlive: true,
 			wantOutcome: Waiting, wantWrite: true, wantHolder: "h", wantWaiters: []string{"me", "n1"},
 		},
@@ -169,7 +169,7 @@ func TestDecideReplacementKeepsTheAge(t *testing.T) {
 	t.Parallel()
 	now := t0.Add(30 * time.Minute)
 	old := waitingSince(prio(claim("w", "web", "main", "40"), PriorityLow), now.Add(-PriorityAgeing), now)
-	cur := record(held(claim("h", "api", "main", "1"), t0), old, queued(claim("n1", "db", "main", "1"), now))
+	cur := recordOf(held(claim("h", "api", "main", "1"), t0), old, queued(claim("n1", "db", "main", "1"), now))
 	d := Decide(cur, prio(claim("me", "web", "main", "42"), PriorityLow), PolicyNewest, now, true, waiterTTL)
 	require.NotNil(t, d.Record)
 	assert.Equal(t, []string{"me", "n1"}, sessions(d.Record.Waiters), "the newer build keeps the older one's place")

@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,30 +18,11 @@ type CancelRequest struct {
 	At metav1.MicroTime `json:"at"`
 }
 
-// asksToCancel reports whether contender me, with cancel-in-progress,
-// asks holder h to stop: h is a run that can be asked (Cancelable), an
-// older build of me's branch (both ordered: local identities never ask nor
-// are asked), and no build at least as new as me asked it already.
-func asksToCancel(h, me Claim) bool {
-	if !me.cancelInProgress || !h.Cancelable || h.ClaimID == me.ClaimID || !competes(h, me) || buildOf(h) >= buildOf(me) {
-		return false
-	}
-	if r := h.CancelRequest; r != nil {
-		if r.ClaimID == me.ClaimID {
-			return false
-		}
-		if n, _ := r.BuildNumber(); n >= buildOf(me) {
-			return false
-		}
-	}
-	return true
-}
-
 // cancelAsker returns the waiter that asked the holder to stop, when it
 // still waits; it takes the place of the run it replaces.
 func (r *Record) cancelAsker() *Claim {
 	req := r.Holder.CancelRequest
-	if req == nil || r.unheld() {
+	if req == nil || r.Unheld() {
 		return nil
 	}
 	for _, w := range r.Waiters {
@@ -51,4 +32,23 @@ func (r *Record) cancelAsker() *Claim {
 		}
 	}
 	return nil
+}
+
+// asksToCancel reports whether contender me, with cancel-in-progress,
+// asks holder h to stop: h is a run that can be asked (Cancelable), an
+// older build of me's branch (both ordered: local identities never ask nor
+// are asked), and no build at least as new as me asked it already.
+func asksToCancel(h, me Claim) bool {
+	if !me.CancelInProgress || !h.Cancelable || h.ClaimID == me.ClaimID || !competes(h, me) || buildOf(h) >= buildOf(me) {
+		return false
+	}
+	if r := h.CancelRequest; r != nil {
+		if r.ClaimID == me.ClaimID {
+			return false
+		}
+		if n, _ := r.buildNumber(); n >= buildOf(me) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	"encoding/json"
@@ -128,7 +128,7 @@ windows:
 			if tt.history != "" {
 				in.History = recordedHistory(t, tt.history)
 			}
-			e := estimateWait(in)
+			e := EstimateWait(in)
 			if tt.want == "" {
 				assert.Nil(t, e, "estimate of %s", tt.name)
 				return

@@ -1,11 +1,10 @@
-package lock
+package record
 
 import (
 	"errors"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -37,7 +36,7 @@ func FuzzDecode(f *testing.F) {
 		Updated: now,
 	}
 	cm := lockConfigMap("")
-	if err := encode(cm, valid); err != nil {
+	if err := Encode(cm, valid); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(cm.Annotations[RecordAnnotation])
@@ -77,23 +76,11 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		again := lockConfigMap("")
-		if err := encode(again, rec); err != nil {
+		if err := Encode(again, rec); err != nil {
 			t.Fatalf("encode the record decoded from %q: %v", raw, err)
 		}
 		if _, err := Decode(again); err != nil {
 			t.Fatalf("Decode accepted %q but not its own re-encoding %q: %v", raw, again.Annotations[RecordAnnotation], err)
 		}
 	})
-}
-
-// lockConfigMap returns a labelled lock whose record annotation is raw.
-func lockConfigMap(raw string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   "locks",
-			Name:        Name("staging"),
-			Labels:      map[string]string{ManagedByLabel: ManagedByValue, KindLabel: KindValue},
-			Annotations: map[string]string{RecordAnnotation: raw},
-		},
-	}
 }

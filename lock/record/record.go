@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	"crypto/sha256"
@@ -11,12 +11,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/lockctl/lockctl/internal/base/schema"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/lockctl/lockctl/internal/base/schema"
 )
 
 // Labels and annotations that make a ConfigMap a lockctl lock. An object
@@ -48,17 +47,6 @@ const (
 	PolicyFIFO Policy = "fifo"
 )
 
-// ParsePolicy returns the policy named s; "" means PolicyNewest.
-func ParsePolicy(s string) (Policy, error) {
-	switch Policy(s) {
-	case "", PolicyNewest:
-		return PolicyNewest, nil
-	case PolicyFIFO:
-		return PolicyFIFO, nil
-	}
-	return "", fmt.Errorf("unknown policy %q: use %q or %q", s, PolicyNewest, PolicyFIFO)
-}
-
 // Identity names a build: the repository and branch it deploys, and its
 // build number, which grows with every build of that branch counted in
 // Sequence.
@@ -83,38 +71,24 @@ func (id Identity) String() string {
 	return fmt.Sprintf("%s/%s@%s#%s", printable(id.Owner), printable(id.Repo), printable(id.Branch), printable(id.Build))
 }
 
-// Printable returns s as lockctl shows text from a record: as it is when
-// it is valid UTF-8 and every rune is printable (unicode.IsPrint: no
-// control, format or bidirectional-override characters), else quoted with
-// Go escapes ("evil\u202egnp.exe"), so that it can neither drive a
-// terminal nor display reversed.
-func Printable(s string) string { return printable(s) }
-
-func printable(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
-		return s
-	}
-	return strconv.Quote(s)
-}
-
 // SameBranch reports whether both identities deploy the same owner, repository
 // and branch, whatever their build.
-func (id Identity) SameBranch(o Identity) bool {
+func (id Identity) sameBranch(o Identity) bool {
 	return id.Owner == o.Owner && id.Repo == o.Repo && id.Branch == o.Branch
 }
 
 // SameSequence reports whether both identities are builds of the same
 // branch counted in the same sequence: only then do their build numbers
 // order them.
-func (id Identity) SameSequence(o Identity) bool {
-	return id.SameBranch(o) && id.Sequence == o.Sequence
+func (id Identity) sameSequence(o Identity) bool {
+	return id.sameBranch(o) && id.Sequence == o.Sequence
 }
 
-// names reports whether id, given to Release, names the build o: the same
+// Names reports whether id, given to Release, names the build o: the same
 // owner, repository, branch and build, and the same sequence when both
 // know one (a record written before sequences existed, or a caller naming
 // the build with flags alone, matches any).
-func (id Identity) names(o Identity) bool {
+func (id Identity) Names(o Identity) bool {
 	a, b := id, o
 	if a.Sequence == "" || b.Sequence == "" {
 		a.Sequence, b.Sequence = "", ""
@@ -123,7 +97,7 @@ func (id Identity) names(o Identity) bool {
 }
 
 // BuildNumber parses Build. Build numbers are non-negative integers.
-func (id Identity) BuildNumber() (uint64, error) {
+func (id Identity) buildNumber() (uint64, error) {
 	n, err := strconv.ParseUint(id.Build, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("build %q is not a non-negative integer", id.Build)
@@ -173,27 +147,13 @@ func (id Identity) Validate() error {
 			return err
 		}
 	}
-	if _, err := id.BuildNumber(); err != nil {
+	if _, err := id.buildNumber(); err != nil {
 		return &IdentityError{Field: "build", Value: id.Build, Reason: "is not a non-negative integer"}
 	}
 	if id.Sequence != "" {
 		if err := validateIdentityField("sequence", id.Sequence); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func validateIdentityField(name, value string) *IdentityError {
-	switch {
-	case strings.TrimSpace(value) == "":
-		return &IdentityError{Field: name, Reason: "is empty"}
-	case len(value) > MaxIdentityFieldLen:
-		return &IdentityError{Field: name, Reason: fmt.Sprintf("is %d bytes long, more than the %d allowed", len(value), MaxIdentityFieldLen)}
-	case !utf8.ValidString(value):
-		return &IdentityError{Field: name, Value: value, Reason: "is not valid UTF-8"}
-	case strings.IndexFunc(value, unicode.IsControl) >= 0:
-		return &IdentityError{Field: name, Value: value, Reason: "contains control characters"}
 	}
 	return nil
 }
@@ -354,7 +314,7 @@ type Claim struct {
 	// in the record.
 	Effective Priority `json:"effectivePriority,omitempty"`
 	// EstimatedWait is how long the waiter should expect to wait for its
-	// turn, as estimateWait renders it; empty when the history says
+	// turn, as EstimateWait renders it; empty when the history says
 	// nothing. Like Effective, only set in the LockView that status shows,
 	// never stored.
 	EstimatedWait string `json:"estimatedWait,omitempty"`
@@ -394,24 +354,24 @@ type Claim struct {
 	// Added in record version 1.3.
 	Released bool `json:"released,omitempty"`
 
-	// target is the lock's target, carried for Decide when creating.
-	target string
-	// handedNow marks a holder the record being decided hands the lock
+	// Target is the lock's target, carried for Decide when creating.
+	Target string `json:"-"`
+	// HandedNow marks a holder the record being decided hands the lock
 	// to: the write of that record is its take-over, so its pending token
 	// is that write's version, not the version decided on (see
 	// Client.write). Never stored.
-	handedNow bool
-	// cancelInProgress makes the contender ask an older Cancelable run of
+	HandedNow bool `json:"-"`
+	// CancelInProgress makes the contender ask an older Cancelable run of
 	// its branch holding the lock to stop (Request.CancelInProgress); it is
 	// never stored.
-	cancelInProgress bool
+	CancelInProgress bool `json:"-"`
 	// unknown keeps the fields of a newer minor version, written back as
 	// they were.
 	unknown map[string]json.RawMessage
 }
 
 // Record is the content of the lock: the holder, the queue, and the last
-// time written, which never goes backwards. docs/lock-record.md describes
+// time written, which never goes backwards. docs/lock-md describes
 // it field by field.
 type Record struct {
 	// Version is the record's schema version, "MAJOR.MINOR"; empty in
@@ -593,6 +553,56 @@ func (e *NotALockError) Error() string {
 // lockPrefix begins the name of every lock's ConfigMap.
 const lockPrefix = "lockctl-lock-"
 
+type fieldErr struct{ field, reason string }
+
+// storedTimes are a claim's times as stored, for checkTimes.
+type storedTimes struct {
+	Since   json.RawMessage `json:"since"`
+	Expires json.RawMessage `json:"expires"`
+}
+
+// timeExample shows the form of the record's times in messages.
+const timeExample = "2026-12-02T16:00:00.000000Z"
+
+// ParsePolicy returns the policy named s; "" means PolicyNewest.
+func ParsePolicy(s string) (Policy, error) {
+	switch Policy(s) {
+	case "", PolicyNewest:
+		return PolicyNewest, nil
+	case PolicyFIFO:
+		return PolicyFIFO, nil
+	}
+	return "", fmt.Errorf("unknown policy %q: use %q or %q", s, PolicyNewest, PolicyFIFO)
+}
+
+// Printable returns s as lockctl shows text from a record: as it is when
+// it is valid UTF-8 and every rune is printable (unicode.IsPrint: no
+// control, format or bidirectional-override characters), else quoted with
+// Go escapes ("evil\u202egnp.exe"), so that it can neither drive a
+// terminal nor display reversed.
+func Printable(s string) string { return printable(s) }
+
+func printable(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func validateIdentityField(name, value string) *IdentityError {
+	switch {
+	case strings.TrimSpace(value) == "":
+		return &IdentityError{Field: name, Reason: "is empty"}
+	case len(value) > MaxIdentityFieldLen:
+		return &IdentityError{Field: name, Reason: fmt.Sprintf("is %d bytes long, more than the %d allowed", len(value), MaxIdentityFieldLen)}
+	case !utf8.ValidString(value):
+		return &IdentityError{Field: name, Value: value, Reason: "is not valid UTF-8"}
+	case strings.IndexFunc(value, unicode.IsControl) >= 0:
+		return &IdentityError{Field: name, Value: value, Reason: "contains control characters"}
+	}
+	return nil
+}
+
 // Name returns the ConfigMap name for the lock of target. It is always a
 // valid object name: short valid targets map to "lockctl-lock-<target>",
 // anything else to a truncated, sanitised form plus a hash of the target.
@@ -619,8 +629,8 @@ func Name(target string) string {
 	return lockPrefix + clean + shortHash(target)
 }
 
-// targetLabelValue returns target when it is a valid label value, else a hash.
-func targetLabelValue(target string) string {
+// TargetLabelValue returns target when it is a valid label value, else a hash.
+func TargetLabelValue(target string) string {
 	if len(validation.IsValidLabelValue(target)) == 0 {
 		return target
 	}
@@ -632,15 +642,15 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:])[:12]
 }
 
-// isLock reports whether cm carries lockctl's lock labels.
-func isLock(cm *corev1.ConfigMap) bool {
+// IsLock reports whether cm carries lockctl's lock labels.
+func IsLock(cm *corev1.ConfigMap) bool {
 	return cm.Labels[ManagedByLabel] == ManagedByValue && cm.Labels[KindLabel] == KindValue
 }
 
 // Decode reads the record of cm, checking labels and every stored field.
 // Errors are *NotALockError or *InvalidError.
 func Decode(cm *corev1.ConfigMap) (*Record, error) {
-	if !isLock(cm) {
+	if !IsLock(cm) {
 		return nil, &NotALockError{Namespace: cm.Namespace, Name: cm.Name}
 	}
 	invalid := func(field, reason string) error {
@@ -707,8 +717,6 @@ func Decode(cm *corev1.ConfigMap) (*Record, error) {
 	return rec, nil
 }
 
-type fieldErr struct{ field, reason string }
-
 // hasTime reports whether t is a time: the zero time, which the record
 // stores as null, is none.
 func hasTime(t *metav1.MicroTime) bool { return t != nil && !t.IsZero() }
@@ -724,7 +732,7 @@ func validateClaim(c *Claim) *fieldErr {
 			return &fieldErr{f.name, "empty"}
 		}
 	}
-	if _, err := c.BuildNumber(); err != nil {
+	if _, err := c.buildNumber(); err != nil {
 		return &fieldErr{"build", err.Error()}
 	}
 	if c.Since.IsZero() {
@@ -737,16 +745,16 @@ func validateClaim(c *Claim) *fieldErr {
 		return &fieldErr{"pod", "name and namespace are required"}
 	}
 	if r := c.CancelRequest; r != nil {
-		if _, err := r.BuildNumber(); err != nil || r.ClaimID == "" {
+		if _, err := r.buildNumber(); err != nil || r.ClaimID == "" {
 			return &fieldErr{"cancelRequest", "needs the build and session of the build that asked"}
 		}
 	}
 	return nil
 }
 
-// encode writes rec into cm's annotation and sets the labels and the pod
+// Encode writes rec into cm's annotation and sets the labels and the pod
 // owner reference that go with it.
-func encode(cm *corev1.ConfigMap, rec *Record) error {
+func Encode(cm *corev1.ConfigMap, rec *Record) error {
 	// A record read from a newer minor version still carries its fields.
 	// A frozen record is major version 2, so that lockctl releases that do
 	// not know freezes refuse it; once thawed it is version 1 again.
@@ -781,7 +789,7 @@ func encode(cm *corev1.ConfigMap, rec *Record) error {
 	}
 	cm.Labels[ManagedByLabel] = ManagedByValue
 	cm.Labels[KindLabel] = KindValue
-	cm.Labels[TargetLabel] = targetLabelValue(rec.Target)
+	cm.Labels[TargetLabel] = TargetLabelValue(rec.Target)
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
@@ -804,18 +812,12 @@ func ownerRefs(lockNamespace string, pod *PodRef) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
 }
 
-// later returns the later of t and floor, so recorded times never go back.
-func later(t time.Time, floor metav1.MicroTime) metav1.MicroTime {
+// Later returns the later of t and floor, so recorded times never go back.
+func Later(t time.Time, floor metav1.MicroTime) metav1.MicroTime {
 	if t.Before(floor.Time) {
 		return floor
 	}
 	return metav1.NewMicroTime(t)
-}
-
-// storedTimes are a claim's times as stored, for checkTimes.
-type storedTimes struct {
-	Since   json.RawMessage `json:"since"`
-	Expires json.RawMessage `json:"expires"`
 }
 
 // checkTimes finds the first stored time of a claim, or the record's
@@ -871,5 +873,19 @@ func badTime(v json.RawMessage) string {
 	return fmt.Sprintf("%q is not an RFC 3339 time with microseconds (such as %s)", s, timeExample)
 }
 
-// timeExample shows the form of the record's times in messages.
-const timeExample = "2026-12-02T16:00:00.000000Z"
+// Defaults for the record's fields left at their zero value.
+const (
+	// DefaultTTL is how long a holder without a pod keeps the lock.
+	DefaultTTL = time.Hour
+	// DefaultWaiterTTL is how long a waiter's place lasts between renewals;
+	// waiters renew at two thirds of it.
+	DefaultWaiterTTL = time.Minute
+)
+
+// ledgerOrNil returns raw, or nil for a ledger that is absent or null.
+func ledgerOrNil(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}

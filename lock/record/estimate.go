@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ type EstimateInput struct {
 }
 
 // Estimate is how long a contender should expect to wait for its turn,
-// rounded to what the history supports (see estimateWait).
+// rounded to what the history supports (see EstimateWait).
 type Estimate struct {
 	// Low and High bound the wait, rounded; they are equal for a single
 	// figure.
@@ -50,25 +50,109 @@ type Estimate struct {
 	Median time.Duration
 	// Spread is the middle half of the history's holds (the first to the
 	// third quartile); set only when the estimate is a range.
-	SpreadLow, SpreadHigh time.Duration
+	spreadLow, spreadHigh time.Duration
 	// Holds is how many past holds the estimate is made from.
 	Holds int
 	// FrozenUntil is the end of the last freeze (of the lock, or a
 	// window) that pushes the turn later; zero when none does.
-	FrozenUntil time.Time
+	frozenUntil time.Time
 	// Overdue is set when the holder has held the lock longer than all but
 	// a few past holds (fewer than minEstimateHolds lasted longer), so
 	// that the history cannot tell when it ends: Held is how long it has
 	// held, and Low and High are the wait after it ends, for the holds
 	// ahead of the contender (zero for the first in line).
-	Overdue bool
+	overdue bool
 	Held    time.Duration
 	// Ahead is how many holds come between the overdue hold and the
 	// contender's turn; set with Overdue.
 	Ahead int
 }
 
-// estimateWait estimates when the contender's turn comes: the rest of the
+// turn is when the contender's turn comes if the current hold has rest
+// left and every hold ahead lasts hold: each hand-over waits for the
+// freezes that cover it. frozen is the end of the last freeze that did
+// delay it.
+func (in EstimateInput) turn(rest, hold time.Duration) (turn, frozen time.Time) {
+	t, frozen := in.unfrozen(in.Now.Add(rest))
+	for i := 0; i < in.Ahead; i++ {
+		var f time.Time
+		if t, f = in.unfrozen(t.Add(hold)); f.After(frozen) {
+			frozen = f
+		}
+	}
+	return t, frozen
+}
+
+// unfrozen is the first time at or after t when neither the lock's freeze
+// nor a window freezes it, and the end of the freeze that moved t (zero
+// when none did).
+func (in EstimateInput) unfrozen(t time.Time) (time.Time, time.Time) {
+	end := thawsAt(in.Freeze, in.Windows, in.Target, t)
+	if !end.After(t) {
+		return t, time.Time{}
+	}
+	return end, end
+}
+
+// String renders the estimate for people: "about 11 min", "8-15 min",
+// "40 s-2 min", "any moment".
+func (e *Estimate) String() string {
+	if e == nil {
+		return ""
+	}
+	if e.overdue {
+		switch {
+		case e.Ahead == 0:
+			return "when the overdue holder ends"
+		case e.Low == e.High:
+			return "about " + waitString(e.Low) + " after the overdue holder ends"
+		}
+		return e.rangeString() + " after the overdue holder ends"
+	}
+	if e.Low == e.High {
+		if e.Low == 0 {
+			return "any moment"
+		}
+		return "about " + waitString(e.Low)
+	}
+	return e.rangeString()
+}
+
+// rangeString renders Low to High: "8-15 min", "40 s-2 min".
+func (e *Estimate) rangeString() string {
+	lo, hi := waitString(e.Low), waitString(e.High)
+	if u := unitOf(e.Low); u == unitOf(e.High) && u != "" {
+		return trimUnit(lo, u) + "-" + hi
+	}
+	return lo + "-" + hi
+}
+
+// Basis says what the estimate is made from: "median hold 4m over the
+// last 20", with the spread of a range and the freeze that delays the
+// turn.
+func (e *Estimate) Basis() string {
+	if e == nil {
+		return ""
+	}
+	s := fmt.Sprintf("median hold %s over the last %d", shortDuration(e.Median, time.Minute), e.Holds)
+	if e.overdue {
+		s = fmt.Sprintf("the holder is overdue: held %s, %s past the %s", shortDuration(e.Held, time.Minute),
+			shortDuration(e.Held-e.Median, time.Minute), s)
+	}
+	if e.spreadHigh > 0 {
+		lo, hi := shortDuration(e.spreadLow, time.Minute), shortDuration(e.spreadHigh, time.Minute)
+		if lo == hi {
+			lo, hi = shortDuration(e.spreadLow, 10*time.Second), shortDuration(e.spreadHigh, 10*time.Second)
+		}
+		s += fmt.Sprintf(", holds of %s-%s", lo, hi)
+	}
+	if !e.frozenUntil.IsZero() {
+		s += "; frozen until " + e.frozenUntil.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// EstimateWait estimates when the contender's turn comes: the rest of the
 // current hold (the median of what the past holds that lasted longer than
 // it has so far had left), then one typical hold (the median) for each
 // contender ahead, each hand-over moved past any freeze of the lock or
@@ -81,7 +165,7 @@ type Estimate struct {
 // middle half wider than half the median), the estimate is a range from
 // the first to the third quartile (the shortest to the longest hold when
 // fewer than five) rather than one figure.
-func estimateWait(in EstimateInput) *Estimate {
+func EstimateWait(in EstimateInput) *Estimate {
 	holds := make([]time.Duration, 0, len(in.History))
 	for _, h := range in.History {
 		if d := h.Until.Sub(h.Since.Time); d > 0 {
@@ -120,7 +204,7 @@ func estimateWait(in EstimateInput) *Estimate {
 		if len(holds) < minPointHolds {
 			lo, hi = 0, 1
 		}
-		e.SpreadLow, e.SpreadHigh = quantile(holds, lo), quantile(holds, hi)
+		e.spreadLow, e.spreadHigh = quantile(holds, lo), quantile(holds, hi)
 	}
 	at := func(q float64) time.Duration {
 		var r time.Duration
@@ -128,8 +212,8 @@ func estimateWait(in EstimateInput) *Estimate {
 			r = quantile(rest, q)
 		}
 		turn, frozen := in.turn(r, quantile(holds, q))
-		if frozen.After(e.FrozenUntil) {
-			e.FrozenUntil = frozen
+		if frozen.After(e.frozenUntil) {
+			e.frozenUntil = frozen
 		}
 		return turn.Sub(in.Now)
 	}
@@ -147,7 +231,7 @@ func estimateWait(in EstimateInput) *Estimate {
 // its hold is unknown, and the wait after it is a typical hold (the
 // median, a range when the holds are few or spread) for each hold ahead.
 func overdue(in EstimateInput, e *Estimate, held time.Duration, holds []time.Duration) *Estimate {
-	e.Overdue, e.Held, e.Ahead = true, held, in.Ahead
+	e.overdue, e.Held, e.Ahead = true, held, in.Ahead
 	if in.Ahead == 0 {
 		return e
 	}
@@ -160,39 +244,13 @@ func overdue(in EstimateInput, e *Estimate, held time.Duration, holds []time.Dur
 	}
 	at := func(hold time.Duration) time.Duration {
 		turn, frozen := in.turn(0, hold)
-		if frozen.After(e.FrozenUntil) {
-			e.FrozenUntil = frozen
+		if frozen.After(e.frozenUntil) {
+			e.frozenUntil = frozen
 		}
 		return turn.Sub(in.Now)
 	}
 	e.Low, e.High = roundEstimate(at(lo)), roundEstimate(at(hi))
 	return e
-}
-
-// turn is when the contender's turn comes if the current hold has rest
-// left and every hold ahead lasts hold: each hand-over waits for the
-// freezes that cover it. frozen is the end of the last freeze that did
-// delay it.
-func (in EstimateInput) turn(rest, hold time.Duration) (turn, frozen time.Time) {
-	t, frozen := in.unfrozen(in.Now.Add(rest))
-	for i := 0; i < in.Ahead; i++ {
-		var f time.Time
-		if t, f = in.unfrozen(t.Add(hold)); f.After(frozen) {
-			frozen = f
-		}
-	}
-	return t, frozen
-}
-
-// unfrozen is the first time at or after t when neither the lock's freeze
-// nor a window freezes it, and the end of the freeze that moved t (zero
-// when none did).
-func (in EstimateInput) unfrozen(t time.Time) (time.Time, time.Time) {
-	end := thawsAt(in.Freeze, in.Windows, in.Target, t)
-	if !end.After(t) {
-		return t, time.Time{}
-	}
-	return end, end
 }
 
 // quantile is the q-quantile of sorted (0 ≤ q ≤ 1), interpolated between
@@ -228,64 +286,6 @@ func roundEstimate(d time.Duration) time.Duration {
 		step = time.Hour
 	}
 	return d.Round(step)
-}
-
-// String renders the estimate for people: "about 11 min", "8-15 min",
-// "40 s-2 min", "any moment".
-func (e *Estimate) String() string {
-	if e == nil {
-		return ""
-	}
-	if e.Overdue {
-		switch {
-		case e.Ahead == 0:
-			return "when the overdue holder ends"
-		case e.Low == e.High:
-			return "about " + waitString(e.Low) + " after the overdue holder ends"
-		}
-		return e.rangeString() + " after the overdue holder ends"
-	}
-	if e.Low == e.High {
-		if e.Low == 0 {
-			return "any moment"
-		}
-		return "about " + waitString(e.Low)
-	}
-	return e.rangeString()
-}
-
-// rangeString renders Low to High: "8-15 min", "40 s-2 min".
-func (e *Estimate) rangeString() string {
-	lo, hi := waitString(e.Low), waitString(e.High)
-	if u := unitOf(e.Low); u == unitOf(e.High) && u != "" {
-		return trimUnit(lo, u) + "-" + hi
-	}
-	return lo + "-" + hi
-}
-
-// Basis says what the estimate is made from: "median hold 4m over the
-// last 20", with the spread of a range and the freeze that delays the
-// turn.
-func (e *Estimate) Basis() string {
-	if e == nil {
-		return ""
-	}
-	s := fmt.Sprintf("median hold %s over the last %d", shortDuration(e.Median, time.Minute), e.Holds)
-	if e.Overdue {
-		s = fmt.Sprintf("the holder is overdue: held %s, %s past the %s", shortDuration(e.Held, time.Minute),
-			shortDuration(e.Held-e.Median, time.Minute), s)
-	}
-	if e.SpreadHigh > 0 {
-		lo, hi := shortDuration(e.SpreadLow, time.Minute), shortDuration(e.SpreadHigh, time.Minute)
-		if lo == hi {
-			lo, hi = shortDuration(e.SpreadLow, 10*time.Second), shortDuration(e.SpreadHigh, 10*time.Second)
-		}
-		s += fmt.Sprintf(", holds of %s-%s", lo, hi)
-	}
-	if !e.FrozenUntil.IsZero() {
-		s += "; frozen until " + e.FrozenUntil.UTC().Format(time.RFC3339)
-	}
-	return s
 }
 
 // waitString is a rounded wait in words: "6 s", "11 min", "1 h 15 min".

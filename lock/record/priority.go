@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	"fmt"
@@ -26,17 +26,6 @@ const (
 // and no waiter starves.
 const PriorityAgeing = 10 * time.Minute
 
-// ParsePriority returns the priority named s; "" means PriorityNormal.
-func ParsePriority(s string) (Priority, error) {
-	switch Priority(s) {
-	case "", PriorityNormal:
-		return PriorityNormal, nil
-	case PriorityHigh, PriorityLow:
-		return Priority(s), nil
-	}
-	return "", fmt.Errorf("unknown priority %q: use %q, %q or %q", s, PriorityHigh, PriorityNormal, PriorityLow)
-}
-
 // rank orders priorities: low 0, normal 1, high 2. A value this lockctl
 // does not know (a newer minor version's) counts as normal.
 func (p Priority) rank() int {
@@ -55,8 +44,8 @@ var priorityByRank = [...]Priority{PriorityLow, PriorityNormal, PriorityHigh}
 // know) as PriorityNormal.
 func (p Priority) Level() Priority { return priorityByRank[p.rank()] }
 
-// stored is p as the record keeps it: "" for normal.
-func (p Priority) stored() Priority {
+// Stored is p as the record keeps it: "" for normal.
+func (p Priority) Stored() Priority {
 	if p.Level() == PriorityNormal {
 		return ""
 	}
@@ -79,16 +68,10 @@ func (c Claim) EffectivePriority(now time.Time) Priority {
 	return priorityByRank[c.effectiveRank(now)]
 }
 
-// samePriority reports whether a and b asked for the same priority: newest
-// wins only among them.
-func samePriority(a, b Claim) bool {
-	return a.Priority.Level() == b.Priority.Level()
-}
-
-// orderWaiters sorts the queue by effective priority at now, highest first,
+// OrderWaiters sorts the queue by effective priority at now, highest first,
 // keeping the order of waiters of equal effective priority (arrival, or the
 // place a newer build inherited). It reports whether the order changed.
-func (r *Record) orderWaiters(now time.Time) bool {
+func (r *Record) OrderWaiters(now time.Time) bool {
 	sorted := slices.IsSortedFunc(r.Waiters, func(a, b Claim) int {
 		return b.effectiveRank(now) - a.effectiveRank(now)
 	})
@@ -99,4 +82,21 @@ func (r *Record) orderWaiters(now time.Time) bool {
 		return b.effectiveRank(now) - a.effectiveRank(now)
 	})
 	return true
+}
+
+// ParsePriority returns the priority named s; "" means PriorityNormal.
+func ParsePriority(s string) (Priority, error) {
+	switch Priority(s) {
+	case "", PriorityNormal:
+		return PriorityNormal, nil
+	case PriorityHigh, PriorityLow:
+		return Priority(s), nil
+	}
+	return "", fmt.Errorf("unknown priority %q: use %q, %q or %q", s, PriorityHigh, PriorityNormal, PriorityLow)
+}
+
+// samePriority reports whether a and b asked for the same priority: newest
+// wins only among them.
+func samePriority(a, b Claim) bool {
+	return a.Priority.Level() == b.Priority.Level()
 }

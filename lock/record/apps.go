@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	"fmt"
@@ -30,8 +30,8 @@ const (
 	AppFluxHelmRelease AppKind = "flux-helmrelease"
 )
 
-// maxApps is the most applications one claim may name.
-const maxApps = 16
+// MaxApps is the most applications one claim may name.
+const MaxApps = 16
 
 // App is an application a holder deploys, named with --app:
 //
@@ -51,6 +51,39 @@ type App struct {
 
 // appGrammar is the accepted forms, for errors.
 const appGrammar = "argocd/NAME, argocd/NAMESPACE/NAME, flux/kustomization/NAMESPACE/NAME or flux/helmrelease/NAMESPACE/NAME"
+
+// String is a as --app names it.
+func (a App) String() string {
+	switch a.Kind {
+	case AppArgoCD:
+		if a.Namespace == "" {
+			return "argocd/" + a.Name
+		}
+		return "argocd/" + a.Namespace + "/" + a.Name
+	case AppFluxKustomization:
+		return "flux/kustomization/" + a.Namespace + "/" + a.Name
+	case AppFluxHelmRelease:
+		return "flux/helmrelease/" + a.Namespace + "/" + a.Name
+	}
+	return string(a.Kind) + "/" + a.Namespace + "/" + a.Name
+}
+
+// Marks is a's line in SummaryHolderAppsAnnotation: KIND:VALUE, where
+// VALUE is what the controller writes on the objects of a, so a policy
+// compares it with what an object carries:
+//
+//	argocd:APP                   APP as Argo CD tracks it: NAME, or NAMESPACE_NAME
+//	flux-kustomization:NS/NAME   the labels' namespace/name
+//	flux-helmrelease:NS/NAME
+func (a App) marks() string {
+	if a.Kind == AppArgoCD {
+		if a.Namespace == "" {
+			return string(AppArgoCD) + ":" + a.Name
+		}
+		return string(AppArgoCD) + ":" + a.Namespace + "_" + a.Name
+	}
+	return string(a.Kind) + ":" + a.Namespace + "/" + a.Name
+}
 
 // parseApp reads an application as --app names it (see App).
 func parseApp(s string) (App, error) {
@@ -99,47 +132,14 @@ func ParseApps(ss []string) ([]App, error) {
 			out = append(out, a)
 		}
 	}
-	if len(out) > maxApps {
-		return nil, fmt.Errorf("%d applications named, more than the %d a hold may name", len(out), maxApps)
+	if len(out) > MaxApps {
+		return nil, fmt.Errorf("%d applications named, more than the %d a hold may name", len(out), MaxApps)
 	}
 	return out, nil
 }
 
-// String is a as --app names it.
-func (a App) String() string {
-	switch a.Kind {
-	case AppArgoCD:
-		if a.Namespace == "" {
-			return "argocd/" + a.Name
-		}
-		return "argocd/" + a.Namespace + "/" + a.Name
-	case AppFluxKustomization:
-		return "flux/kustomization/" + a.Namespace + "/" + a.Name
-	case AppFluxHelmRelease:
-		return "flux/helmrelease/" + a.Namespace + "/" + a.Name
-	}
-	return string(a.Kind) + "/" + a.Namespace + "/" + a.Name
-}
-
-// Marks is a's line in SummaryHolderAppsAnnotation: KIND:VALUE, where
-// VALUE is what the controller writes on the objects of a, so a policy
-// compares it with what an object carries:
-//
-//	argocd:APP                   APP as Argo CD tracks it: NAME, or NAMESPACE_NAME
-//	flux-kustomization:NS/NAME   the labels' namespace/name
-//	flux-helmrelease:NS/NAME
-func (a App) Marks() string {
-	if a.Kind == AppArgoCD {
-		if a.Namespace == "" {
-			return string(AppArgoCD) + ":" + a.Name
-		}
-		return string(AppArgoCD) + ":" + a.Namespace + "_" + a.Name
-	}
-	return string(a.Kind) + ":" + a.Namespace + "/" + a.Name
-}
-
-// appStrings is apps as the record stores them (Claim.Apps).
-func appStrings(apps []App) []string {
+// AppStrings is apps as the record stores them (Claim.Apps).
+func AppStrings(apps []App) []string {
 	var out []string
 	for _, a := range apps {
 		out = append(out, a.String())
@@ -155,7 +155,7 @@ func appMarks(stored []string) string {
 	var lines []string
 	for _, s := range stored {
 		if a, err := parseApp(s); err == nil {
-			lines = append(lines, a.Marks())
+			lines = append(lines, a.marks())
 		}
 	}
 	return strings.Join(lines, "\n")

@@ -1,14 +1,13 @@
-package lock
+package record
 
 import (
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/base/human"
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/lockctl/lockctl/internal/base/human"
 )
 
 // windowHorizon is how far ahead a new window is looked at: one that does
@@ -21,9 +20,9 @@ const windowHorizon = 365 * 24 * time.Hour
 // most (115 ms); the bound only guards against a loop.
 const maxCoverSteps = 1 << 20
 
-// checkWindowTargets refuses a target that is not a namespace name: a
+// CheckWindowTargets refuses a target that is not a namespace name: a
 // window naming one (a typo, "Production") would freeze nothing.
-func checkWindowTargets(w FreezeWindow) *WindowEntryError {
+func CheckWindowTargets(w FreezeWindow) *WindowEntryError {
 	for _, t := range w.Targets {
 		if errs := validation.IsDNS1123Label(t); len(errs) > 0 {
 			return &WindowEntryError{Index: 1, Name: w.Name, Field: "targets", Value: strconv.Quote(t),

@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	"slices"
@@ -75,6 +75,89 @@ type Decision struct {
 	CancelRequested *Claim
 }
 
+// HandOver makes c the holder from ts. Its expiry stays the short one it
+// had as a waiter, at most DefaultWaiterTTL from now, until it confirms,
+// so a lock handed to a process that died meanwhile is free again soon;
+// a waiter without one expires at now (never at ts, which a fast clock may
+// have pushed ahead). The hand-over write is
+// the take-over: its resourceVersion is c's fencing token, pending until
+// the next write records it (docs/adr/0074-hold-on-hand-over.md).
+func (r *Record) HandOver(c Claim, ts metav1.MicroTime, now time.Time) {
+	r.remove(c.ClaimID)
+	c.Since = ts
+	c.HandedOver = true
+	c.Token, c.TokenPending = "", true
+	c.HandedNow = true
+	// A hand-over passes the ledger (the account of run jobs) on to a
+	// lockctl run (Cancelable), whose confirming write keeps it; anyone
+	// else would drop it on confirming, and must not hold with it before.
+	c.LedgerKept = r.Holder.LedgerKept && c.Cancelable
+	if c.Expires == nil {
+		c.Expires = microPtr(now)
+	} else if most := now.Add(DefaultWaiterTTL); c.Expires.Time.After(most) {
+		// A place deep in the queue lasts long (placeTTL); the hand-over
+		// counts no longer than a place at the head would.
+		c.Expires = microPtr(most)
+	}
+	r.Holder = c
+}
+
+func (r *Record) remove(session string) bool {
+	for i, w := range r.Waiters {
+		if w.ClaimID == session {
+			r.Waiters = append(r.Waiters[:i:i], r.Waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Record) insert(i int, c Claim) {
+	r.Waiters = append(r.Waiters[:i:i], append([]Claim{c}, r.Waiters[i:]...)...)
+}
+
+func (r *Record) DeepCopy() *Record {
+	out := *r
+	out.Holder = r.Holder.deepCopy()
+	if r.Waiters != nil {
+		out.Waiters = make([]Claim, len(r.Waiters))
+		for i, w := range r.Waiters {
+			out.Waiters[i] = w.deepCopy()
+		}
+	}
+	out.History = append([]HistoryEntry(nil), r.History...)
+	out.BreakGlass = append([]GrantEntry(nil), r.BreakGlass...)
+	out.Frozen = append([]FrozenSpan(nil), r.Frozen...)
+	out.Ledger = slices.Clone(r.Ledger)
+	if r.Freeze != nil {
+		f := *r.Freeze
+		f.Overrides = append([]Override(nil), f.Overrides...)
+		out.Freeze = &f
+	}
+	return &out
+}
+
+func (c Claim) deepCopy() Claim {
+	if c.Pod != nil {
+		p := *c.Pod
+		c.Pod = &p
+	}
+	if c.Expires != nil {
+		e := *c.Expires
+		c.Expires = &e
+	}
+	if c.Queued != nil {
+		q := *c.Queued
+		c.Queued = &q
+	}
+	if c.CancelRequest != nil {
+		r := *c.CancelRequest
+		c.CancelRequest = &r
+	}
+	c.Apps = slices.Clone(c.Apps)
+	return c
+}
+
 // Decide computes the next state of the lock for contender me at time now.
 // cur is the current record, nil when there is no lock. holderAlive tells
 // whether cur's holder still counts (its pod runs, or its expiry is ahead);
@@ -85,12 +168,12 @@ type Decision struct {
 // every negotiation rule testable without a cluster.
 func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive bool, waiterTTL time.Duration) Decision {
 	if cur == nil {
-		rec := &Record{Target: me.target, Policy: policy, Updated: metav1.NewMicroTime(now)}
+		rec := &Record{Target: me.Target, Policy: policy, Updated: metav1.NewMicroTime(now)}
 		rec.Holder = holding(me, rec.Updated, now)
 		return Decision{Record: rec, Create: true, Outcome: Acquired, TookOver: true}
 	}
-	rec := cur.deepCopy()
-	ts := later(now, rec.Updated)
+	rec := cur.DeepCopy()
+	ts := Later(now, rec.Updated)
 	rec.Updated = ts
 	if rec.IsFree() && !rec.Freeze.ActiveAt(now) && len(rec.Waiters) == 0 {
 		// A free lock kept for its history is taken as a new one: with the
@@ -102,7 +185,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	}
 	// A freeze that is over is dropped: the record goes back to major
 	// version 1.
-	changed := rec.thaw(now)
+	changed := rec.Thaw(now)
 
 	// Waiters whose expiry passed are gone; the contender's own entry is
 	// judged by the contender, which renews it below.
@@ -115,7 +198,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 	}
 	rec.Waiters = live
-	if rec.orderWaiters(now) {
+	if rec.OrderWaiters(now) {
 		changed = true
 	}
 
@@ -123,7 +206,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	if rec.Freeze != nil {
 		d.Freeze = rec.Freeze
 	}
-	if !rec.unheld() && (rec.Holder.ClaimID == me.ClaimID || sameHolder(rec.Holder, me)) &&
+	if !rec.Unheld() && (rec.Holder.ClaimID == me.ClaimID || sameHolder(rec.Holder, me)) &&
 		len(me.Apps) > 0 && !slices.Equal(rec.Holder.Apps, me.Apps) {
 		// A re-entry that names applications names the hold's anew; one
 		// that names none keeps them.
@@ -136,13 +219,13 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 		return acquire(rec, me, ts, now)
 	}
-	if !rec.unheld() && runsAgain(rec.Holder, me) && rec.mayTake(me, now) {
+	if !rec.Unheld() && runsAgain(rec.Holder, me) && rec.mayTake(me, now) {
 		// The holder's CI job runs again (a re-run, a retry): the run that
 		// took the lock is over, and its build's hold goes on in this one,
 		// ahead of the queue, as a new hold with a new token.
 		prev := rec.Holder
 		dd := acquire(rec, me, ts, now)
-		rec.overridden(ts, now)
+		rec.Overridden(ts, now)
 		dd.StaleHolder, dd.Freeze, dd.RanAgain = &prev, d.Freeze, true
 		return dd
 	}
@@ -161,14 +244,14 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		}
 		return d
 	}
-	if !holderAlive || rec.unheld() {
-		if !rec.unheld() {
+	if !holderAlive || rec.Unheld() {
+		if !rec.Unheld() {
 			stale := rec.Holder
 			d.StaleHolder = &stale
 		}
 		// The first waiter that may take the lock (all of them unless it is
 		// frozen) takes it; so do we, ahead of it when our priority says so.
-		next := rec.firstEligible(now)
+		next := rec.FirstEligible(now)
 		if rec.mayTake(me, now) && (next == nil || next.ClaimID == me.ClaimID ||
 			(rec.Position(me.ClaimID) == 0 && me.Priority.rank() > next.effectiveRank(now))) {
 			if blocker := supersededBy(rec, me, policy, true); blocker != nil && rec.mayTake(*blocker, now) {
@@ -176,27 +259,27 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 				next = blocker
 			} else {
 				dd := acquire(rec, me, ts, now)
-				rec.overridden(ts, now)
+				rec.Overridden(ts, now)
 				dd.StaleHolder, dd.Freeze = d.StaleHolder, d.Freeze
 				return dd
 			}
 		}
 		switch {
 		case next != nil:
-			rec.handOver(*next, ts, now)
-			rec.overridden(ts, now)
+			rec.HandOver(*next, ts, now)
+			rec.Overridden(ts, now)
 			handed := rec.Holder
 			d.HandedTo = &handed
 			changed = true
-		case !rec.unheld():
+		case !rec.Unheld():
 			// Frozen, and nobody may take it: a dead holder leaves all the
 			// same, so the lock is free once the freeze ends.
-			rec.vacate(ts)
+			rec.Vacate(ts)
 			changed = true
 		}
 	}
 
-	if !rec.unheld() && asksToCancel(rec.Holder, me) {
+	if !rec.Unheld() && asksToCancel(rec.Holder, me) {
 		// cancel-in-progress: the holder, an older run of our branch, is
 		// asked to stop; it stops, releases, and hands the lock to us.
 		rec.Holder.CancelRequest = &CancelRequest{Identity: me.Identity, ClaimID: me.ClaimID, At: ts}
@@ -219,7 +302,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	if policy == PolicyNewest {
 		// Older builds of our branch and priority give up their place to
 		// us; we take the first of those places, and the time it has waited,
-		// so ageing (orderWaiters) goes on from there.
+		// so ageing (OrderWaiters) goes on from there.
 		slot := -1
 		var since metav1.MicroTime
 		kept := rec.Waiters[:0]
@@ -245,7 +328,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 		// Behind everyone of the same effective priority or higher, ahead of
 		// the rest.
 		rec.Waiters = append(rec.Waiters, waiting(me, ts, now, waiterTTL))
-		rec.orderWaiters(now)
+		rec.OrderWaiters(now)
 		w := &rec.Waiters[rec.Position(me.ClaimID)-1]
 		w.Expires = microPtr(now.Add(placeTTL(waiterTTL, rec.Position(me.ClaimID))))
 		changed = true
@@ -259,7 +342,7 @@ func Decide(cur *Record, me Claim, policy Policy, now time.Time, holderAlive boo
 	}
 	mine := rec.Waiters[d.Position-1]
 	d.NextCheck = mine.Expires.Time.Add(-placeTTL(waiterTTL, d.Position) / 3)
-	if !rec.unheld() && rec.Holder.Expires != nil && rec.Holder.Expires.Time.Before(d.NextCheck) {
+	if !rec.Unheld() && rec.Holder.Expires != nil && rec.Holder.Expires.Time.Before(d.NextCheck) {
 		d.NextCheck = rec.Holder.Expires.Time
 	}
 	if f := rec.Freeze; f.ActiveAt(now) && f.Until.Time.Before(d.NextCheck) {
@@ -408,96 +491,13 @@ func supersededBy(rec *Record, me Claim, policy Policy, waitersOnly bool) *Claim
 // without a build counter) competes with nobody and is served first come,
 // first served.
 func competes(a, b Claim) bool {
-	return !a.Unordered && !b.Unordered && a.SameSequence(b.Identity)
-}
-
-// handOver makes c the holder from ts. Its expiry stays the short one it
-// had as a waiter, at most defaultWaiterTTL from now, until it confirms,
-// so a lock handed to a process that died meanwhile is free again soon;
-// a waiter without one expires at now (never at ts, which a fast clock may
-// have pushed ahead). The hand-over write is
-// the take-over: its resourceVersion is c's fencing token, pending until
-// the next write records it (docs/adr/0074-hold-on-hand-over.md).
-func (r *Record) handOver(c Claim, ts metav1.MicroTime, now time.Time) {
-	r.remove(c.ClaimID)
-	c.Since = ts
-	c.HandedOver = true
-	c.Token, c.TokenPending = "", true
-	c.handedNow = true
-	// A hand-over passes the ledger (the account of run jobs) on to a
-	// lockctl run (Cancelable), whose confirming write keeps it; anyone
-	// else would drop it on confirming, and must not hold with it before.
-	c.LedgerKept = r.Holder.LedgerKept && c.Cancelable
-	if c.Expires == nil {
-		c.Expires = microPtr(now)
-	} else if most := now.Add(defaultWaiterTTL); c.Expires.Time.After(most) {
-		// A place deep in the queue lasts long (placeTTL); the hand-over
-		// counts no longer than a place at the head would.
-		c.Expires = microPtr(most)
-	}
-	r.Holder = c
-}
-
-func (r *Record) remove(session string) bool {
-	for i, w := range r.Waiters {
-		if w.ClaimID == session {
-			r.Waiters = append(r.Waiters[:i:i], r.Waiters[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-func (r *Record) insert(i int, c Claim) {
-	r.Waiters = append(r.Waiters[:i:i], append([]Claim{c}, r.Waiters[i:]...)...)
-}
-
-func (r *Record) deepCopy() *Record {
-	out := *r
-	out.Holder = r.Holder.deepCopy()
-	if r.Waiters != nil {
-		out.Waiters = make([]Claim, len(r.Waiters))
-		for i, w := range r.Waiters {
-			out.Waiters[i] = w.deepCopy()
-		}
-	}
-	out.History = append([]HistoryEntry(nil), r.History...)
-	out.BreakGlass = append([]GrantEntry(nil), r.BreakGlass...)
-	out.Frozen = append([]FrozenSpan(nil), r.Frozen...)
-	out.Ledger = slices.Clone(r.Ledger)
-	if r.Freeze != nil {
-		f := *r.Freeze
-		f.Overrides = append([]Override(nil), f.Overrides...)
-		out.Freeze = &f
-	}
-	return &out
-}
-
-func (c Claim) deepCopy() Claim {
-	if c.Pod != nil {
-		p := *c.Pod
-		c.Pod = &p
-	}
-	if c.Expires != nil {
-		e := *c.Expires
-		c.Expires = &e
-	}
-	if c.Queued != nil {
-		q := *c.Queued
-		c.Queued = &q
-	}
-	if c.CancelRequest != nil {
-		r := *c.CancelRequest
-		c.CancelRequest = &r
-	}
-	c.Apps = slices.Clone(c.Apps)
-	return c
+	return !a.Unordered && !b.Unordered && a.sameSequence(b.Identity)
 }
 
 // buildOf returns the claim's build number; records are validated on
 // decode, so an unparsable build never reaches here except as 0.
 func buildOf(c Claim) uint64 {
-	n, _ := c.BuildNumber()
+	n, _ := c.buildNumber()
 	return n
 }
 
@@ -505,3 +505,18 @@ func microPtr(t time.Time) *metav1.MicroTime {
 	m := metav1.NewMicroTime(t)
 	return &m
 }
+
+// placeTTL is how long the place of the waiter at position pos lasts
+// between renewals: ttl at the head, and a sixth of ttl more for every
+// place behind it. The record's renewal writes then grow with the log of
+// the queue, not with the queue, and so do the joins they make lose.
+func placeTTL(ttl time.Duration, pos int) time.Duration {
+	if pos <= HeadWatchers {
+		return ttl
+	}
+	return ttl + time.Duration(pos-HeadWatchers)*ttl/6
+}
+
+// HeadWatchers is how many waiters at the head of the queue watch the
+// record itself.
+const HeadWatchers = 3

@@ -1,4 +1,4 @@
-package lock
+package record
 
 import (
 	"encoding/json"
