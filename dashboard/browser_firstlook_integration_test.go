@@ -95,7 +95,7 @@ func TestIntegrationDashboardBrowserFirstLook(t *testing.T) {
 
 	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: record.FreezeWindowsName, Namespace: ns},
-		Data:       map[string]string{record.FreezeWindowsKey: "windows:\n- {name: nightly, schedule: \"0 22 * * *\", duration: 8h, reason: nightly batch}\n"},
+		Data:       map[string]string{record.FreezeWindowsKey: "windows:\n- {name: nightly, schedule: \"" + awayFromNow() + "\", duration: 8h, reason: nightly batch}\n"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	took = awaitJS(t, bctx, "the first freeze window", `[...document.querySelectorAll('#windows td')].some(td => td.textContent === 'nightly')`)
