@@ -139,26 +139,6 @@ type req struct {
 	options     runtime.Object
 }
 
-// copyJSON copies the maps and lists of a JSON-like value v.
-func copyJSON(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[k] = copyJSON(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(v))
-		for i, e := range v {
-			l[i] = copyJSON(e)
-		}
-		return l
-	default:
-		return v
-	}
-}
-
 // verdict is what the policy said: refused (with its message), or not;
 // skipped when the match conditions left the request alone.
 type verdict struct {
@@ -174,12 +154,12 @@ func (e *evaluator) run(t *testing.T, r req, params runtime.Object, rights rbac)
 	// Cases share their objects' maps and run in parallel: each run sets
 	// the kind on a copy of its own.
 	if r.object != nil {
-		u := &unstructured.Unstructured{Object: copyJSON(r.object).(map[string]any)}
+		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(r.object)}
 		u.SetGroupVersionKind(r.kind)
 		obj = u
 	}
 	if r.old != nil {
-		u := &unstructured.Unstructured{Object: copyJSON(r.old).(map[string]any)}
+		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(r.old)}
 		u.SetGroupVersionKind(r.kind)
 		old = u
 	}
