@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,27 +44,10 @@ func TestIntegrationDashboardBrowserFilter(t *testing.T) {
 		}
 		return r
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		// NOTE: clients of their own, each with its own rate limit.
-		wcs, err := kube.NewForConfig(env.RESTConfig)
-		require.NoError(t, err)
-		c := lock.New(wcs.CoreV1(), wcs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-		wg.Go(func() {
-			for i := w; i < n; i += writers {
-				if _, _, err := c.TryAcquire(ctx, req(i)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	takeEach(t, env, ns, n, writers, func(c *lock.Client, i int) error {
+		_, _, err := c.TryAcquire(ctx, req(i))
+		return err
+	})
 	base := serveHub(t, ctx, cs, ns, dashboard.Options{})
 	bctx := pageWithoutExceptions(t, ctx)
 	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(base+"/?q=acme/api")))

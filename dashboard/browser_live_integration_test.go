@@ -26,6 +26,33 @@ import (
 	"github.com/lockctl/lockctl/lock"
 )
 
+// takeEach calls take for each i below n, spread over writers lock
+// clients of their own in ns (each with its own rate limit) running at
+// once; it fails the test on the first error of each.
+func takeEach(t *testing.T, env *testenv.Env, ns string, n, writers int, take func(c *lock.Client, i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wcs, err := kube.NewForConfig(env.RESTConfig)
+		require.NoError(t, err)
+		c := lock.New(wcs.CoreV1(), wcs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
+		wg.Go(func() {
+			for i := w; i < n; i += writers {
+				if err := take(c, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
 // serveHub runs a hub with o over the locks of ns and serves its page on
 // a loopback port until the test ends; it returns the page's base URL.
 func serveHub(t *testing.T, ctx context.Context, cs kube.Interface, ns string, o dashboard.Options) string {
@@ -174,27 +201,9 @@ func TestIntegrationDashboardBrowserUpdatesDuringTheFill(t *testing.T) {
 			ClaimID: target, TTL: time.Hour})
 		return err
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		// NOTE: clients of their own, each with its own rate limit.
-		wcs, err := kube.NewForConfig(env.RESTConfig)
-		require.NoError(t, err)
-		c := lock.New(wcs.CoreV1(), wcs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
-		wg.Go(func() {
-			for i := w; i < n; i += writers {
-				if err := acquire(c, fmt.Sprintf("svc-%04d", i)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	takeEach(t, env, ns, n, writers, func(c *lock.Client, i int) error {
+		return acquire(c, fmt.Sprintf("svc-%04d", i))
+	})
 	base := serveHub(t, ctx, cs, ns, dashboard.Options{})
 	bctx := pageWithoutExceptions(t, ctx)
 	holder := lock.New(cs.CoreV1(), cs.CoreV1(), ns, clock.RealClock{}, lock.Options{})
