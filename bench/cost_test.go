@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +30,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // BenchmarkReconcileCost measures how the reconcile loop's cost grows with

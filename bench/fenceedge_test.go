@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,6 +19,7 @@ import (
 	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // BenchmarkFenceEdge measures how sharp a freeze window's edges are at the

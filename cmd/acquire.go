@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/cobra"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/progress"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // acquireOptions configure `lockctl acquire`.

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // breakGlassOptions configure `lockctl break-glass`.

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +12,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/enforce"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 func TestNewEnforceCmd(t *testing.T) {

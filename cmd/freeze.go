@@ -3,12 +3,11 @@ package cmd
 import (
 	"context"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // freezeOptions configure `lockctl freeze`.

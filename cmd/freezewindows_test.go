@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // windowsConfigMap is a freeze windows ConfigMap of the default namespace

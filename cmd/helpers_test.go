@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
@@ -31,6 +29,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // update rewrites golden files: go test ./cmd -update

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli"
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/cmd/internal/cli/term"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // historyOptions configure `lockctl history`.

@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 func TestNewHistoryCmd(t *testing.T) {

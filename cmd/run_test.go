@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +23,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/podwatch"
 	"github.com/lockctl/lockctl/run"
 )

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
@@ -22,6 +20,7 @@ import (
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // TestIntegrationDashboardBrowserFirstLook: the page a team sees first, on

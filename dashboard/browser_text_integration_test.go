@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,6 +17,7 @@ import (
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // brokenWords counts the words of the page's table cells that the browser

@@ -5,14 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/require"
 
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // regularHolds gives target's lock a history of n holds of hold each,

@@ -3,12 +3,11 @@ package dashboard
 import (
 	"encoding/json"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // Snapshot is what the page shows at one moment, sent to the browsers as

@@ -12,12 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 //go:embed assets

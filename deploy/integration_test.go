@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -35,6 +33,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 func TestMain(m *testing.M) {

@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // The environments of CI jobs, as docs/ci-identity.md describes them.

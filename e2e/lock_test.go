@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 func TestIntegrationCLILockLifecycle(t *testing.T) {

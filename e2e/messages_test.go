@@ -5,14 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // TestIntegrationCLINoKubeconfig: with no kubeconfig anywhere, lockctl says

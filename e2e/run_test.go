@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +22,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/job"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // lockGone reports whether the lock of target has been released.

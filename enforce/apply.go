@@ -8,12 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // Locks is what Enforce needs of the lock namespace's locks

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // locks is a Locks that records the targets it summarized and shows one

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // Install creates the policies and bindings of s (Policy and Binding,

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // settingsToCompile are settings that render every branch of the template.

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // The user extras the API server sets for a service account token

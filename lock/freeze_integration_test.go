@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
@@ -16,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 var freezer = record.Identity{Owner: "alice@laptop", Repo: "ops", Branch: "main", Build: "1"}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/kube"
@@ -17,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // TestIntegrationHandOverHeldOneAtATime: contenders, each with a client of

@@ -3,13 +3,13 @@ package lock_test
 import (
 	"testing"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/lockctl/lockctl/internal/testing/clitest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // TestIntegrationPriorityServesHighFirst: with a holder and a queue of a

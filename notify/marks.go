@@ -6,14 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // MarksName is the ConfigMap, in the lock namespace, whose data marks the

@@ -13,14 +13,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/internal/base/human"
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/stats"
 )
 

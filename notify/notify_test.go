@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +18,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 var t0 = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)

@@ -8,11 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/servertime"
 )
 

@@ -8,13 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"k8s.io/utils/clock"
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/scheduler"
 )
 

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +14,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testing/kubetest"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // TestHoldCheckerCheck judges a run's job by the run's hold on its lock.

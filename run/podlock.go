@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/scheduler"
 )
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/job"
-
 	"github.com/lockctl/lockctl/liveness"
 )
 

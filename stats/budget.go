@@ -5,9 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/lockctl/lockctl/internal/base/human"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // The bounds of a wait budget (acquire --timeout auto).

@@ -6,11 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/metrics"
 )
 

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -18,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/stats"
 )

@@ -5,11 +5,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // APIVersion and Kind of the objects lockctl stats prints.

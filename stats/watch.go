@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // Observer is told of every version of the lock ConfigMaps WatchLocks

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +23,7 @@ import (
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/internal/testing/promtest"
 	"github.com/lockctl/lockctl/internal/testing/testenv"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/stats"
 )
 

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/sirupsen/logrus"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/internal/base/human"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // confirmTimeout bounds giving back the locks of an acquisition whose

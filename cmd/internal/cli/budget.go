@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/sirupsen/logrus"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/term"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/stats"
 )
 

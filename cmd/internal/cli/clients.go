@@ -7,8 +7,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -16,6 +14,7 @@ import (
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/metrics"
 	"github.com/lockctl/lockctl/scheduler"
 )

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/events"
 	"github.com/lockctl/lockctl/internal/base/human"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // parsedFlag is an enum flag whose values its package parses (--policy,

@@ -15,8 +15,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	jxlog "github.com/jenkins-x/jx-logging/v3/pkg/log"
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/rest"
@@ -29,6 +27,7 @@ import (
 	"github.com/lockctl/lockctl/internal/base/lazy"
 	"github.com/lockctl/lockctl/internal/base/logutil"
 	"github.com/lockctl/lockctl/kube"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/servertime"
 )
 

@@ -6,12 +6,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // The flag groups of the commands that share flags, as kubectl's

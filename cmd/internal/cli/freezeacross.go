@@ -6,10 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // FreezeAcross freezes the lock of req.Target in every cluster of s (one

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // TestKubeUser: the user a SelfSubjectReview names, and "" with the reason

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // LockFlags are the flags shared by the commands that touch locks: the

@@ -5,13 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/servertime"
 )
 

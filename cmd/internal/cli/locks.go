@@ -7,13 +7,12 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/lockctl/lockctl/cmd/internal/cli/identity"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // LoadWindowsToShow loads the freeze windows of locks for a command that

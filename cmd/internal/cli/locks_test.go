@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 func TestLockFlagsReleaser(t *testing.T) {

@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/notify"
 )
 

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
@@ -18,6 +16,7 @@ import (
 	"github.com/lockctl/lockctl/enforce"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // AddContextsFlag binds --contexts: the kubeconfig contexts whose clusters

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/stats"
 )
 

@@ -8,14 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockctl/lockctl/cmd/internal/cli/cmdutil"
 	"github.com/lockctl/lockctl/cmd/internal/cli/printers"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // WindowFlags describe a freeze window, as freeze-windows add takes it:

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/kube"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/preflight"
 	"github.com/lockctl/lockctl/scheduler"
 )

@@ -3,9 +3,9 @@ package identity
 import (
 	"testing"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/stretchr/testify/assert"
+
+	"github.com/lockctl/lockctl/lock/record"
 )
 
 // ident is the identity owner/repo@branch#build.

@@ -10,14 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
 	"github.com/lockctl/lockctl/internal/base/human"
 	"github.com/lockctl/lockctl/job"
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/scheduler"
 )
 

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lockctl/lockctl/lock/record"
-
 	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/lock/record"
 	"github.com/lockctl/lockctl/scheduler"
 )
 
